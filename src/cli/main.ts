@@ -1,0 +1,14 @@
+// The `track` program: commands are registered here; each loads its implementation only when run.
+import { Command } from 'commander';
+import { runMain } from './run.js';
+import { registerEmulate } from './commands/emulate.js';
+
+const program = new Command()
+  .name('track')
+  .description('Bulk uploader and local emulator for the POST /users/track endpoint')
+  .version('0.1.0')
+  .showHelpAfterError();
+
+registerEmulate(program);
+
+await runMain(program, process.argv);

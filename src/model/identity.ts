@@ -1,0 +1,62 @@
+// Which identifier names an item's user (spec 2.3 and 4; decisions.md "Identifying the user").
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import type { UserAlias } from './types.js';
+
+export const PRIMARY_IDENTIFIERS = ['external_id', 'user_alias', 'service_id'] as const;
+export type PrimaryIdentifier = (typeof PRIMARY_IDENTIFIERS)[number];
+
+export type Identity =
+  | { by: 'external_id'; value: string }
+  | { by: 'user_alias'; value: UserAlias }
+  | { by: 'service_id'; value: string }
+  | { by: 'email'; value: string }
+  | { by: 'phone'; value: string }
+  | { by: 'anonymous' };
+
+/** E.164 form of a valid phone number, or undefined when the library says it is not valid. */
+export function normalizePhone(value: string): string | undefined {
+  const parsed = parsePhoneNumberFromString(value);
+  return parsed !== undefined && parsed.isValid() ? parsed.number : undefined;
+}
+
+/** Emails match case-insensitively (decisions.md), so they are stored and looked up in lower case. */
+export function normalizeEmail(value: string): string {
+  return value.trim().toLowerCase();
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+export function isPlausibleEmail(value: string): boolean {
+  return value.length <= 255 && EMAIL.test(value.trim());
+}
+
+export function primaryIdentifiersIn(item: Record<string, unknown>): PrimaryIdentifier[] {
+  return PRIMARY_IDENTIFIERS.filter((key) => item[key] !== undefined && item[key] !== null);
+}
+
+/**
+ * The identifier that names the user of an item the validator accepted: the one primary
+ * identifier, else email (which wins over phone), else phone; anonymous for push token imports.
+ */
+export function identityOf(item: Record<string, unknown>): Identity {
+  if (item.push_token_import === true) return { by: 'anonymous' };
+  if (typeof item.external_id === 'string') return { by: 'external_id', value: item.external_id };
+  if (item.user_alias !== undefined && item.user_alias !== null) {
+    return { by: 'user_alias', value: item.user_alias as UserAlias };
+  }
+  if (typeof item.service_id === 'string') return { by: 'service_id', value: item.service_id };
+  if (typeof item.email === 'string') return { by: 'email', value: normalizeEmail(item.email) };
+  if (typeof item.phone === 'string') return { by: 'phone', value: normalizePhone(item.phone) ?? item.phone };
+  return { by: 'anonymous' };
+}
+
+/** A stable text key for an identity, for grouping items of one user (batching, ordering). */
+export function identityKey(identity: Identity): string {
+  switch (identity.by) {
+    case 'anonymous':
+      return 'anonymous';
+    case 'user_alias':
+      return `user_alias:${identity.value.alias_label}\u0000${identity.value.alias_name}`;
+    default:
+      return `${identity.by}:${identity.value}`;
+  }
+}

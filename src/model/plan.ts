@@ -1,0 +1,33 @@
+// What the uploader's stages hand each other: a request body plus, for every item in it, where it
+// came from, so that a server's verdict on an item can be joined back to its file and line.
+import type { ArrayName, TrackRequest } from './types.js';
+
+/** Where one item came from: the file, the 1-based physical line its row starts on, the row as read. */
+export interface ItemOrigin {
+  file: string;
+  line: number;
+  /** The source row as read (CSV: header -> cell text; NDJSON: the parsed line), for the rejects file. */
+  row: unknown;
+}
+
+/** One request ready to send, with the origin of each item at the same array and index. */
+export interface PlannedRequest {
+  /** 0-based sequence number in the run, in the order requests were planned. */
+  seq: number;
+  body: TrackRequest;
+  origins: Record<ArrayName, ItemOrigin[]>;
+  /**
+   * identityKey() of every user the request touches. The sender never has two requests that share
+   * a key in flight at once, so one user's updates apply in the file's order.
+   */
+  userKeys: string[];
+}
+
+/** One rejected row, one line of the rejects file (NDJSON); fixable and feedable back as input. */
+export interface RejectRecord {
+  file: string;
+  line: number;
+  kind: ArrayName | 'unknown';
+  row: unknown;
+  errors: string[];
+}

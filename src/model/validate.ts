@@ -1,0 +1,336 @@
+// The one validator shared by the uploader (pre-flight) and the emulator (spec 2-4, 7, 8; decisions.md).
+// A fatal verdict rejects the whole request; otherwise each broken item gets one minor error and the
+// rest are valid.
+import { LANGUAGE_CODES, CURRENCY_CODES, SUBSCRIBE_VALUES, SUBSCRIPTION_STATES } from './codes.js';
+import {
+  CONTROL_FIELDS,
+  MAX_EXTERNAL_ID_BYTES,
+  MAX_STRING_LENGTH,
+  OPERATION_KEYS,
+  TEXT_FIELDS,
+  isCustomAttributeName,
+} from './fields.js';
+import { isPlausibleEmail, normalizePhone, primaryIdentifiersIn } from './identity.js';
+import { limitViolation, resolveLimits, type BatchLimits } from './limits.js';
+import { isCalendarDate, isIsoTime } from './time.js';
+import { ARRAY_NAMES, BLOCKLISTED_MESSAGE, type ArrayName, type MinorError } from './types.js';
+
+export interface ValidateOptions {
+  limits?: BatchLimits;
+  blocklist?: Iterable<string>;
+}
+
+export type RequestVerdict =
+  | { ok: false; message: string }
+  | { ok: true; errors: MinorError[]; counts: Record<ArrayName, number> };
+
+type Obj = Record<string, unknown>;
+
+export function isPlainObject(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isScalar(value: unknown): value is string | number | boolean {
+  return typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && Number.isFinite(value));
+}
+
+function isNonEmptyString(value: unknown): value is string {
+  return typeof value === 'string' && value.length > 0;
+}
+
+/**
+ * Whether a string has more than `max` characters. Limits count Unicode characters (code points), as
+ * the service does, not UTF-16 units: an emoji is one character, though JavaScript's length says 2.
+ */
+function longerThan(value: string, max: number): boolean {
+  if (value.length <= max) return false;
+  let count = 0;
+  for (const _ of value) {
+    count += 1;
+    if (count > max) return true;
+  }
+  return false;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'string') return value.length > 40 ? `"${value.slice(0, 40)}..."` : JSON.stringify(value);
+  if (typeof value === 'object') return 'an object';
+  return String(value);
+}
+
+function checkText(field: string, value: unknown, problems: string[], required = true): void {
+  if (value === undefined && !required) return;
+  if (!isNonEmptyString(value)) problems.push(`${field}: must be a non-empty string, got ${describe(value)}`);
+  else if (longerThan(value, MAX_STRING_LENGTH)) problems.push(`${field}: must be at most ${MAX_STRING_LENGTH} characters`);
+}
+
+function checkBoolean(field: string, value: unknown, problems: string[]): void {
+  if (value !== undefined && typeof value !== 'boolean') problems.push(`${field}: must be true or false, got ${describe(value)}`);
+}
+
+function checkIdentifiers(kind: ArrayName, item: Obj, problems: string[]): void {
+  const anonymousImport = kind === 'attributes' && item.push_token_import === true;
+  for (const key of ['external_id', 'user_alias', 'service_id'] as const) {
+    if (item[key] === null) {
+      problems.push(
+        kind === 'attributes' ? `${key}: an identifier cannot be removed once added` : `${key}: must not be null`,
+      );
+    }
+  }
+  const { external_id, user_alias, service_id } = item;
+  if (external_id !== undefined && external_id !== null) {
+    if (!isNonEmptyString(external_id)) problems.push(`external_id: must be a non-empty string, got ${describe(external_id)}`);
+    else if (Buffer.byteLength(external_id, 'utf8') > MAX_EXTERNAL_ID_BYTES) {
+      problems.push(`external_id: must be at most ${MAX_EXTERNAL_ID_BYTES} bytes`);
+    }
+  }
+  if (user_alias !== undefined && user_alias !== null) {
+    if (!isPlainObject(user_alias)) problems.push(`user_alias: must be an object with alias_name and alias_label`);
+    else {
+      checkText('user_alias.alias_name', user_alias.alias_name, problems);
+      checkText('user_alias.alias_label', user_alias.alias_label, problems);
+    }
+  }
+  if (service_id !== undefined && service_id !== null && !isNonEmptyString(service_id)) {
+    problems.push(`service_id: must be a non-empty string, got ${describe(service_id)}`);
+  }
+  const primaries = primaryIdentifiersIn(item);
+  if (primaries.length > 1) {
+    problems.push(`${primaries.join(', ')}: an item carries exactly one of external_id, user_alias, service_id`);
+  }
+  if (item.email !== undefined && item.email !== null) {
+    if (typeof item.email !== 'string' || !isPlausibleEmail(item.email)) {
+      problems.push(`email: is not a valid email address, got ${describe(item.email)}`);
+    }
+  }
+  if (item.phone !== undefined && item.phone !== null) {
+    if (typeof item.phone !== 'string' || normalizePhone(item.phone) === undefined) {
+      problems.push(`phone: is not a valid phone number, got ${describe(item.phone)}`);
+    }
+  }
+  if (anonymousImport) {
+    // spec 2.5 rule 1
+    for (const key of ['external_id', 'service_id'] as const) {
+      if (item[key] !== undefined) problems.push(`${key}: must not be given when push_token_import is true`);
+    }
+    return;
+  }
+  const named = (key: string): boolean => item[key] !== undefined && item[key] !== null;
+  if (!['external_id', 'user_alias', 'service_id', 'email', 'phone'].some(named)) {
+    problems.push('external_id: missing; an item needs one of external_id, user_alias, service_id, email, phone');
+  }
+}
+
+function checkScalarArray(field: string, value: unknown, problems: string[]): void {
+  if (!Array.isArray(value) || !value.every(isScalar)) {
+    problems.push(`${field}: must be an array of strings, numbers or booleans`);
+    return;
+  }
+  if (value.some((v) => typeof v === 'string' && longerThan(v, MAX_STRING_LENGTH))) {
+    problems.push(`${field}: array values must be at most ${MAX_STRING_LENGTH} characters`);
+  }
+}
+
+function checkCustomValue(field: string, value: unknown, problems: string[]): void {
+  if (value === null || typeof value === 'boolean') return;
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) problems.push(`${field}: must be a finite number`);
+    return;
+  }
+  if (typeof value === 'string') {
+    if (longerThan(value, MAX_STRING_LENGTH)) problems.push(`${field}: must be at most ${MAX_STRING_LENGTH} characters`);
+    return;
+  }
+  if (Array.isArray(value)) {
+    if (value.length === 0 || value.every(isPlainObject)) return; // spec 2.3: array of objects is stored as given
+    checkScalarArray(field, value, problems);
+    return;
+  }
+  if (!isPlainObject(value)) {
+    problems.push(`${field}: has an unsupported value ${describe(value)}`);
+    return;
+  }
+  const keys = Object.keys(value);
+  if (keys.length !== 1 || !OPERATION_KEYS.has(keys[0])) return; // a nested object, stored as given
+  const operand = value[keys[0]];
+  switch (keys[0]) {
+    case 'inc':
+      if (typeof operand !== 'number' || !Number.isInteger(operand)) {
+        problems.push(`${field}: inc takes an integer, got ${describe(operand)}`);
+      }
+      return;
+    case 'add':
+    case 'remove':
+      checkScalarArray(`${field}.${keys[0]}`, operand, problems);
+      return;
+    case '$time':
+      if (!isIsoTime(operand)) problems.push(`${field}: $time must be an ISO 8601 time, got ${describe(operand)}`);
+      return;
+  }
+}
+
+function checkPushTokens(value: unknown, problems: string[]): void {
+  if (!Array.isArray(value)) {
+    problems.push(`push_tokens: must be an array of {app_id, token} objects`);
+    return;
+  }
+  value.forEach((token, i) => {
+    if (!isPlainObject(token)) {
+      problems.push(`push_tokens[${i}]: must be an object with app_id and token`);
+      return;
+    }
+    checkText(`push_tokens[${i}].app_id`, token.app_id, problems);
+    if (!isNonEmptyString(token.token)) problems.push(`push_tokens[${i}].token: must be a non-empty string`);
+    if (token.device_id !== undefined && token.device_id !== null && typeof token.device_id !== 'string') {
+      problems.push(`push_tokens[${i}].device_id: must be a string`);
+    }
+  });
+}
+
+function checkSubscriptionGroups(value: unknown, problems: string[]): void {
+  if (!Array.isArray(value)) {
+    problems.push(`subscription_groups: must be an array of {subscription_group_id, subscription_state} objects`);
+    return;
+  }
+  value.forEach((group, i) => {
+    if (!isPlainObject(group)) {
+      problems.push(`subscription_groups[${i}]: must be an object`);
+      return;
+    }
+    checkText(`subscription_groups[${i}].subscription_group_id`, group.subscription_group_id, problems);
+    if (typeof group.subscription_state !== 'string' || !SUBSCRIPTION_STATES.has(group.subscription_state)) {
+      problems.push(
+        `subscription_groups[${i}].subscription_state: must be subscribed or unsubscribed, got ${describe(group.subscription_state)}`,
+      );
+    }
+  });
+}
+
+function checkAttributes(item: Obj, problems: string[]): void {
+  for (const key of CONTROL_FIELDS) checkBoolean(key, item[key], problems);
+  for (const key of TEXT_FIELDS) {
+    const value = item[key];
+    if (value !== undefined && value !== null) checkText(key, value, problems);
+  }
+  if (item.dob !== undefined && item.dob !== null && !(typeof item.dob === 'string' && isCalendarDate(item.dob))) {
+    problems.push(`dob: must be a real date in YYYY-MM-DD form, got ${describe(item.dob)}`);
+  }
+  const language = item.language;
+  if (language !== undefined && language !== null && !(typeof language === 'string' && LANGUAGE_CODES.has(language))) {
+    problems.push(`language: must be a lower-case ISO 639-1 code such as "en", got ${describe(language)}`);
+  }
+  for (const key of ['email_subscribe', 'push_subscribe']) {
+    const value = item[key];
+    if (value !== undefined && value !== null && !(typeof value === 'string' && SUBSCRIBE_VALUES.has(value))) {
+      problems.push(`${key}: must be opted_in, subscribed or unsubscribed, got ${describe(value)}`);
+    }
+  }
+  if (item.push_tokens !== undefined) checkPushTokens(item.push_tokens, problems);
+  if (item.subscription_groups !== undefined) checkSubscriptionGroups(item.subscription_groups, problems);
+  if (item.push_token_import === true && !(Array.isArray(item.push_tokens) && item.push_tokens.length > 0)) {
+    problems.push('push_tokens: required when push_token_import is true'); // spec 2.5 rule 2
+  }
+  for (const [key, value] of Object.entries(item)) {
+    if (!isCustomAttributeName(key)) continue;
+    if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH)) {
+      // The message starts with the name like every other problem; a long name is shortened.
+      const shown = key.length === 0 ? '""' : `${key.slice(0, 40)}...`;
+      problems.push(`${shown}: custom attribute names are 1 to ${MAX_STRING_LENGTH} characters`);
+      continue;
+    }
+    checkCustomValue(key, value, problems);
+  }
+}
+
+function checkProperties(value: unknown, problems: string[]): void {
+  if (value === undefined) return;
+  if (!isPlainObject(value)) {
+    problems.push(`properties: must be an object, got ${describe(value)}`);
+    return;
+  }
+  for (const key of Object.keys(value)) {
+    if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH) || key.startsWith('$')) {
+      problems.push(`properties.${key}: property names are 1 to ${MAX_STRING_LENGTH} characters and do not start with $`);
+    }
+  }
+}
+
+function checkTime(value: unknown, problems: string[]): void {
+  if (!isIsoTime(value)) problems.push(`time: must be an ISO 8601 date-time such as 2024-03-07T10:00:00Z, got ${describe(value)}`);
+}
+
+function checkEvent(item: Obj, problems: string[]): void {
+  checkBoolean('_update_existing_only', item._update_existing_only, problems);
+  checkText('name', item.name, problems);
+  checkTime(item.time, problems);
+  if (item.app_id !== undefined && typeof item.app_id !== 'string') problems.push(`app_id: must be a string`);
+  checkProperties(item.properties, problems);
+}
+
+function checkPurchase(item: Obj, problems: string[]): void {
+  checkBoolean('_update_existing_only', item._update_existing_only, problems);
+  checkText('product_id', item.product_id, problems);
+  if (typeof item.currency !== 'string' || !CURRENCY_CODES.has(item.currency.toUpperCase())) {
+    problems.push(`currency: must be an ISO 4217 currency code such as USD, got ${describe(item.currency)}`);
+  }
+  if (typeof item.price !== 'number' || !Number.isFinite(item.price)) {
+    problems.push(`price: must be a number, got ${describe(item.price)}`);
+  }
+  const quantity = item.quantity;
+  if (quantity !== undefined && !(typeof quantity === 'number' && Number.isInteger(quantity) && quantity >= 1 && quantity <= 100)) {
+    problems.push(`quantity: must be an integer from 1 to 100, got ${describe(quantity)}`);
+  }
+  checkTime(item.time, problems);
+  if (item.app_id !== undefined && typeof item.app_id !== 'string') problems.push(`app_id: must be a string`);
+  checkProperties(item.properties, problems);
+}
+
+/** Every rule an item of the given array breaks, each naming its field; empty when it is valid. */
+export function itemProblems(kind: ArrayName, item: unknown): string[] {
+  if (!isPlainObject(item)) return [`${kind} item: must be an object, got ${describe(item)}`];
+  const problems: string[] = [];
+  checkIdentifiers(kind, item, problems);
+  if (kind === 'attributes') checkAttributes(item, problems);
+  else if (kind === 'events') checkEvent(item, problems);
+  else checkPurchase(item, problems);
+  return problems;
+}
+
+/** The fatal message for a blocklisted external_id anywhere in the request, if any. */
+function blocklisted(body: Obj, blocklist: ReadonlySet<string>): boolean {
+  if (blocklist.size === 0) return false;
+  return ARRAY_NAMES.some((name) => {
+    const items = body[name];
+    return Array.isArray(items) && items.some((item) => isPlainObject(item) && typeof item.external_id === 'string' && blocklist.has(item.external_id));
+  });
+}
+
+/** The verdict on a parsed request body: fatal, or the minor errors of its broken items. */
+export function validateRequest(body: unknown, options: ValidateOptions = {}): RequestVerdict {
+  if (!isPlainObject(body)) return { ok: false, message: 'request body must be a JSON object' };
+  const counts: Record<ArrayName, number> = { attributes: 0, events: 0, purchases: 0 };
+  let present = 0;
+  for (const name of ARRAY_NAMES) {
+    const value = body[name];
+    if (value === undefined) continue;
+    if (!Array.isArray(value)) return { ok: false, message: `${name}: must be an array, got ${describe(value)}` };
+    counts[name] = value.length;
+    present += 1;
+  }
+  if (present === 0) return { ok: false, message: 'request must contain at least one of attributes, events, purchases' };
+  const overLimit = limitViolation(counts, options.limits ?? resolveLimits());
+  if (overLimit !== undefined) return { ok: false, message: overLimit };
+  if (blocklisted(body, new Set(options.blocklist ?? []))) return { ok: false, message: BLOCKLISTED_MESSAGE };
+  const errors: MinorError[] = [];
+  for (const name of ARRAY_NAMES) {
+    const items = body[name];
+    if (!Array.isArray(items)) continue;
+    items.forEach((item, index) => {
+      const problems = itemProblems(name, item);
+      if (problems.length > 0) errors.push({ type: problems[0], input_array: name, index });
+    });
+  }
+  return { ok: true, errors, counts };
+}
