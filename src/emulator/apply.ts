@@ -1,0 +1,175 @@
+// Applies the accepted items of one request to the store, in the order attributes, events,
+// purchases (decisions.md "Events and purchases"). The caller runs this inside one transaction.
+import {
+  TEXT_FIELDS,
+  isCustomAttributeName,
+  normalizeEmail,
+  normalizePhone,
+  parseIsoTime,
+  type ArrayName,
+  type PushToken,
+  type SubscriptionGroupUpdate,
+} from '../model/index.js';
+import { applyCustomAttribute } from './attributes.js';
+import { resolveProfile } from './resolve.js';
+import type { Profile, Store } from './store.js';
+
+type Item = Record<string, unknown>;
+
+export interface ApplyOptions {
+  arrayCap: number;
+}
+
+/** Standard fields kept in the profile's field map (email and phone live in their own columns). */
+const MAPPED_FIELDS = [...TEXT_FIELDS, 'dob', 'language', 'email_subscribe', 'push_subscribe'];
+
+function isoTime(value: string): string {
+  return new Date(parseIsoTime(value) as number).toISOString();
+}
+
+function setContactFields(profile: Profile, item: Item): void {
+  if (item.email === null) {
+    profile.email = null;
+    delete profile.fields.email;
+  } else if (typeof item.email === 'string') {
+    profile.email = normalizeEmail(item.email);
+    profile.fields.email = item.email.trim();
+  }
+  if (item.phone === null) profile.phone = null;
+  else if (typeof item.phone === 'string') profile.phone = normalizePhone(item.phone) ?? item.phone;
+}
+
+function setStandardFields(profile: Profile, item: Item): void {
+  for (const key of MAPPED_FIELDS) {
+    const value = item[key];
+    if (value === undefined) continue;
+    if (value === null) delete profile.fields[key];
+    else profile.fields[key] = value;
+  }
+  // spec 2.3: a language set through this endpoint wins over what a device reports later
+  if (item.language !== undefined) profile.languageFromApi = item.language !== null;
+}
+
+function setCustomAttributes(profile: Profile, item: Item, options: ApplyOptions): void {
+  const mergeObjects = item._merge_objects === true;
+  for (const [key, value] of Object.entries(item)) {
+    if (!isCustomAttributeName(key)) continue;
+    applyCustomAttribute(profile.custom, key, value, { mergeObjects, arrayCap: options.arrayCap });
+  }
+}
+
+function setPushTokens(store: Store, profile: Profile, tokens: PushToken[]): void {
+  // spec 2.5 rule 4: a token held by a temporary import profile moves to the identified user
+  for (const t of tokens) store.setPushToken(profile.id, t.app_id, t.token, t.device_id ?? null);
+}
+
+function setSubscriptions(store: Store, profile: Profile, groups: SubscriptionGroupUpdate[]): void {
+  // spec 2.3: the update applies to the user and to every user with the same email address
+  const targets = profile.email === null ? [profile.id] : store.profileIdsWithEmail(profile.email);
+  if (!targets.includes(profile.id)) targets.push(profile.id);
+  for (const g of groups) {
+    for (const id of targets) store.setSubscription(id, g.subscription_group_id, g.subscription_state);
+  }
+}
+
+function updateProfile(store: Store, profile: Profile, item: Item, options: ApplyOptions): void {
+  setContactFields(profile, item);
+  setStandardFields(profile, item);
+  setCustomAttributes(profile, item, options);
+  store.saveProfile(profile);
+  if (Array.isArray(item.push_tokens)) setPushTokens(store, profile, item.push_tokens as PushToken[]);
+  if (Array.isArray(item.subscription_groups)) {
+    setSubscriptions(store, profile, item.subscription_groups as SubscriptionGroupUpdate[]);
+  }
+}
+
+/** spec 2.5 rule 3: a temporary anonymous profile for each token not seen before; a known token is ignored. */
+function importPushTokens(store: Store, item: Item, options: ApplyOptions): void {
+  for (const token of item.push_tokens as PushToken[]) {
+    if (store.pushToken(token.app_id, token.token) !== undefined) continue;
+    const profile = store.createProfile({ pushImport: true });
+    updateProfile(store, profile, { ...item, push_tokens: [token] }, options);
+  }
+}
+
+function applyAttributes(store: Store, item: Item, options: ApplyOptions): void {
+  if (item.push_token_import === true) {
+    importPushTokens(store, item, options);
+    return;
+  }
+  const profile = resolveProfile(store, item);
+  if (profile !== undefined) updateProfile(store, profile, item, options);
+}
+
+function applyEvent(store: Store, item: Item): void {
+  const profile = resolveProfile(store, item);
+  if (profile === undefined) return;
+  store.insertEvent({
+    profileId: profile.id,
+    name: item.name as string,
+    time: isoTime(item.time as string),
+    appId: typeof item.app_id === 'string' ? item.app_id : null,
+    properties: (item.properties as Record<string, unknown> | undefined) ?? null,
+  });
+  store.touchProfile(profile.id);
+}
+
+function applyPurchase(store: Store, item: Item): void {
+  const profile = resolveProfile(store, item);
+  if (profile === undefined) return;
+  store.insertPurchase({
+    profileId: profile.id,
+    productId: item.product_id as string,
+    currency: (item.currency as string).toUpperCase(),
+    price: item.price as number,
+    quantity: (item.quantity as number | undefined) ?? 1,
+    time: isoTime(item.time as string),
+    appId: typeof item.app_id === 'string' ? item.app_id : null,
+    properties: (item.properties as Record<string, unknown> | undefined) ?? null,
+  });
+  store.touchProfile(profile.id);
+}
+
+const APPLIERS: Record<ArrayName, (store: Store, item: Item, options: ApplyOptions) => void> = {
+  attributes: applyAttributes,
+  events: applyEvent,
+  purchases: applyPurchase,
+};
+
+/**
+ * Applies every item not named in `rejected` ("array:index") and returns how many of each
+ * array were processed, for the arrays the request carried.
+ */
+export function applyRequest(
+  store: Store,
+  body: Partial<Record<ArrayName, unknown[]>>,
+  rejected: ReadonlySet<string>,
+  options: ApplyOptions,
+): Partial<Record<ArrayName, number>> {
+  const processed: Partial<Record<ArrayName, number>> = {};
+  for (const name of ['attributes', 'events', 'purchases'] as const) {
+    const items = body[name];
+    if (items === undefined) continue;
+    let count = 0;
+    items.forEach((item, index) => {
+      if (rejected.has(`${name}:${index}`)) return;
+      APPLIERS[name](store, item as Item, options);
+      count += 1;
+    });
+    processed[name] = count;
+  }
+  return processed;
+}
+
+/**
+ * What a device reporting its locale does: sets `language` unless it was set through the API
+ * (spec 2.3). The emulator has no device; tests and library users call this to rehearse it.
+ */
+export function reportDeviceLanguage(store: Store, profileId: number, language: string): boolean {
+  const profile = store.profileById(profileId);
+  if (profile === undefined || profile.languageFromApi) return false;
+  profile.fields.language = language;
+  store.saveProfile(profile);
+  return true;
+}
+

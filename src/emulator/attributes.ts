@@ -1,0 +1,81 @@
+// Custom attribute operations on a profile's attribute map (spec 2.3; decisions.md "Attributes").
+// Pure: takes the current map and one item's value, returns nothing but mutates only the map given.
+import { isPlainObject, parseIsoTime, type Scalar } from '../model/index.js';
+
+export const DEFAULT_ARRAY_CAP = 25;
+
+type Attrs = Record<string, unknown>;
+
+function isScalar(value: unknown): value is Scalar {
+  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+}
+
+/** Unique values, a repeated value keeping its last position, and only the newest `cap`. */
+export function uniqueCapped(values: readonly Scalar[], cap: number): Scalar[] {
+  const out: Scalar[] = [];
+  for (const value of values) {
+    const at = out.indexOf(value);
+    if (at !== -1) out.splice(at, 1);
+    out.push(value);
+  }
+  return out.length > cap ? out.slice(out.length - cap) : out;
+}
+
+function deepMerge(target: Attrs, patch: Attrs): Attrs {
+  const out: Attrs = { ...target };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete out[key];
+    else if (isPlainObject(value) && isPlainObject(out[key])) out[key] = deepMerge(out[key] as Attrs, value);
+    else out[key] = value;
+  }
+  return out;
+}
+
+export interface AttributeOptions {
+  mergeObjects: boolean;
+  arrayCap: number;
+}
+
+/** Applies one custom attribute's value (or operation) to the map. */
+export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, options: AttributeOptions): void {
+  if (value === null) {
+    delete attrs[key];
+    return;
+  }
+  if (Array.isArray(value)) {
+    attrs[key] = value.every(isScalar) ? uniqueCapped(value, options.arrayCap) : value;
+    return;
+  }
+  if (!isPlainObject(value)) {
+    attrs[key] = value;
+    return;
+  }
+  const keys = Object.keys(value);
+  if (keys.length === 1) {
+    const operand = value[keys[0]];
+    const current = attrs[key];
+    switch (keys[0]) {
+      case 'inc': {
+        // decisions.md: a missing or non-numeric current value counts as 0
+        const base = typeof current === 'number' ? current : 0;
+        attrs[key] = base + (operand as number);
+        return;
+      }
+      case 'add': {
+        const base = Array.isArray(current) ? (current.filter(isScalar) as Scalar[]) : [];
+        attrs[key] = uniqueCapped([...base, ...(operand as Scalar[])], options.arrayCap);
+        return;
+      }
+      case 'remove': {
+        const drop = operand as Scalar[];
+        if (Array.isArray(current)) attrs[key] = current.filter((v) => !drop.includes(v as Scalar));
+        return;
+      }
+      case '$time':
+        attrs[key] = new Date(parseIsoTime(operand as string) as number).toISOString();
+        return;
+    }
+  }
+  const current = attrs[key];
+  attrs[key] = options.mergeObjects && isPlainObject(current) ? deepMerge(current, value) : value;
+}

@@ -1,0 +1,205 @@
+// handle(request) -> response: one fixed sequence per request (decisions.md "Order of checks"):
+// route, auth, rate limit, injected faults, content type, size, JSON, validation, apply, respond.
+import { fatalBody, validateRequest, type ArrayName, type BatchLimits } from '../model/index.js';
+import { applyRequest } from './apply.js';
+import { exportUsers, parseExportQuery } from './export.js';
+import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
+import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limit.js';
+import type { Store } from './store.js';
+
+export interface EmulatorRequest {
+  method: string;
+  /** Path without the query string. */
+  path: string;
+  /** Header names in lower case. */
+  headers: Record<string, string | undefined>;
+  body: Buffer;
+  /** The body was longer than the limit and was not read whole. */
+  bodyTooLarge?: boolean;
+}
+
+export interface EmulatorResponse {
+  status: number;
+  headers: Record<string, string>;
+  body?: unknown;
+  /** Close the connection without answering; `afterCommit` tells whether the request was applied. */
+  drop?: 'before-apply' | 'after-commit';
+  /** Wait this long before answering (injected latency). */
+  delayMs?: number;
+}
+
+export interface HandlerConfig {
+  store: Store;
+  /** API key -> the permissions it holds. */
+  keys: ReadonlyMap<string, ReadonlySet<string>>;
+  blocklist: ReadonlySet<string>;
+  limits: BatchLimits;
+  rateLimit: RateLimitConfig;
+  faults: FaultConfig;
+  maxBodyBytes: number;
+  arrayCap: number;
+  /** One line per notable event (faults, 5xx); never given an API key. */
+  log?: (line: string) => void;
+}
+
+export interface FaultCounts {
+  status: number;
+  drop: number;
+  dropAfterCommit: number;
+  latency: number;
+}
+
+export const MAX_NESTING_DEPTH = 32;
+export const MAX_NESTED_ARRAY_LENGTH = 10_000;
+
+interface Route {
+  method: string;
+  permission: string;
+  run: (body: unknown) => { status: number; body: unknown };
+}
+
+function fatal(status: number, message: string, headers: Record<string, string> = {}): EmulatorResponse {
+  return { status, headers, body: fatalBody(message) };
+}
+
+function rateHeaders(v: RateVerdict): Record<string, string> {
+  return {
+    'x-ratelimit-limit': String(v.limit),
+    'x-ratelimit-remaining': String(v.remaining),
+    'x-ratelimit-reset': String(v.reset),
+  };
+}
+
+function bearerKey(header: string | undefined): string | undefined {
+  const m = header === undefined ? null : /^Bearer +(\S+) *$/i.exec(header);
+  return m === null ? undefined : m[1];
+}
+
+function isJsonContentType(value: string | undefined): boolean {
+  if (value === undefined) return false;
+  const type = value.split(';')[0].trim().toLowerCase();
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+/** Why a parsed body is too deep or holds too long an array, walking it without recursion. */
+function shapeProblem(value: unknown): string | undefined {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (typeof node !== 'object' || node === null) continue;
+    if (depth > MAX_NESTING_DEPTH) return `request body nests deeper than ${MAX_NESTING_DEPTH} levels`;
+    const children = Array.isArray(node) ? node : Object.values(node);
+    if (Array.isArray(node) && node.length > MAX_NESTED_ARRAY_LENGTH) {
+      return `request body has an array of more than ${MAX_NESTED_ARRAY_LENGTH} values`;
+    }
+    for (const child of children) stack.push([child, depth + 1]);
+  }
+  return undefined;
+}
+
+export interface Handler {
+  handle(request: EmulatorRequest): EmulatorResponse;
+  faults: FaultCounts;
+}
+
+export function createHandler(config: HandlerConfig): Handler {
+  const limiter = new RateLimiter(config.rateLimit);
+  const faults: FaultCounts = { status: 0, drop: 0, dropAfterCommit: 0, latency: 0 };
+  const log = config.log ?? (() => {});
+
+  const track = (body: unknown): { status: number; body: unknown } => {
+    const verdict = validateRequest(body, { limits: config.limits, blocklist: config.blocklist });
+    if (!verdict.ok) return { status: 400, body: fatalBody(verdict.message) };
+    const rejected = new Set(verdict.errors.map((e) => `${e.input_array}:${e.index}`));
+    const processed = config.store.transaction(() =>
+      applyRequest(config.store, body as Partial<Record<ArrayName, unknown[]>>, rejected, { arrayCap: config.arrayCap }),
+    );
+    const out: Record<string, unknown> = { message: 'success' };
+    for (const [name, count] of Object.entries(processed)) out[`${name}_processed`] = count;
+    if (verdict.errors.length > 0) out.errors = verdict.errors;
+    return { status: 201, body: out };
+  };
+
+  const exportIds = (body: unknown): { status: number; body: unknown } => {
+    const parsed = parseExportQuery(body);
+    if (!parsed.ok) return { status: 400, body: fatalBody(parsed.message) };
+    return { status: 201, body: { message: 'success', ...exportUsers(config.store, parsed.query) } };
+  };
+
+  const routes: Record<string, Route> = {
+    '/users/track': { method: 'POST', permission: 'users.track', run: track },
+    '/users/export/ids': { method: 'POST', permission: 'users.export.ids', run: exportIds },
+  };
+
+  function injected(fault: Exclude<Fault, { kind: 'drop-after-commit' }>, limitHeaders: Record<string, string>, rate: RateVerdict): EmulatorResponse {
+    if (fault.kind === 'drop') {
+      faults.drop += 1;
+      log('fault: connection dropped before applying');
+      return { status: 0, headers: {}, drop: 'before-apply' };
+    }
+    faults.status += 1;
+    log(`fault: answered ${fault.status}`);
+    if (fault.status === 429) {
+      return fatal(429, 'rate limit exceeded (injected)', { ...limitHeaders, 'retry-after': String(rate.retryAfter) });
+    }
+    return fatal(fault.status, `injected fault: ${fault.status}`, limitHeaders);
+  }
+
+  function handle(request: EmulatorRequest): EmulatorResponse {
+    if (request.path === '/health') {
+      return request.method === 'GET' || request.method === 'HEAD'
+        ? { status: 200, headers: {}, body: { status: 'ok' } }
+        : fatal(404, `no route for ${request.method} ${request.path}`);
+    }
+    const route = routes[request.path];
+    if (route === undefined || route.method !== request.method) return fatal(404, `no route for ${request.method} ${request.path}`);
+
+    const key = bearerKey(request.headers.authorization);
+    const permissions = key === undefined ? undefined : config.keys.get(key);
+    if (permissions === undefined) {
+      return fatal(401, key === undefined ? 'missing or malformed Authorization header; expected "Bearer <API key>"' : 'invalid API key');
+    }
+    if (!permissions.has(route.permission)) return fatal(403, `API key lacks the permission ${route.permission}`);
+
+    const rate = limiter.take(`${key}\u0000${request.path}`);
+    const limitHeaders = rateHeaders(rate);
+    if (!rate.allowed) {
+      return fatal(429, 'rate limit exceeded; retry after the reset time', { ...limitHeaders, 'retry-after': String(rate.retryAfter) });
+    }
+
+    const fault = chooseFault(config.faults, request.headers[FAULT_HEADER]);
+    const delayMs = latencyMs(config.faults);
+    if (delayMs > 0) faults.latency += 1;
+    const respond = (r: EmulatorResponse): EmulatorResponse => ({ ...r, headers: { ...limitHeaders, ...r.headers }, delayMs });
+    if (fault !== undefined && fault.kind !== 'drop-after-commit') return respond(injected(fault, limitHeaders, rate));
+
+    if (!isJsonContentType(request.headers['content-type'])) {
+      return respond(fatal(415, `Content-Type must be application/json, got ${request.headers['content-type'] ?? 'none'}`));
+    }
+    if (request.bodyTooLarge) return respond(fatal(413, `request body is larger than ${config.maxBodyBytes} bytes`));
+    let body: unknown;
+    try {
+      body = JSON.parse(request.body.toString('utf8'));
+    } catch (error) {
+      return respond(fatal(400, `request body is not valid JSON: ${(error as Error).message}`));
+    }
+    const shape = shapeProblem(body);
+    if (shape !== undefined) return respond(fatal(400, shape));
+
+    let result: { status: number; body: unknown };
+    try {
+      result = route.run(body);
+    } catch (error) {
+      log(`error: ${request.method} ${request.path}: ${(error as Error).message}`);
+      return respond(fatal(500, 'internal error'));
+    }
+    if (fault?.kind === 'drop-after-commit') {
+      faults.dropAfterCommit += 1;
+      log('fault: connection dropped after the request was applied');
+      return { status: 0, headers: {}, drop: 'after-commit', delayMs };
+    }
+    return respond({ status: result.status, headers: {}, body: result.body });
+  }
+
+  return { handle, faults };
+}

@@ -1,0 +1,51 @@
+// What `track inspect` and `track cleanup` do to an emulator database file.
+import { normalizeEmail, normalizePhone, type UserAlias } from '../model/index.js';
+import { exportUser } from './export.js';
+import type { Profile, Store } from './store.js';
+
+export interface InspectFilter {
+  externalId?: string;
+  email?: string;
+  phone?: string;
+  alias?: UserAlias;
+}
+
+/** Profiles matching every given filter (all profiles when none is given), with their events and purchases. */
+export function inspectProfiles(store: Store, filter: InspectFilter): Record<string, unknown>[] {
+  let profiles: Profile[];
+  if (filter.externalId !== undefined) profiles = [store.profileByExternalId(filter.externalId)].filter((p) => p !== undefined);
+  else if (filter.alias !== undefined) profiles = [store.profileByAlias(filter.alias)].filter((p) => p !== undefined);
+  else profiles = store.allProfiles();
+  if (filter.email !== undefined) {
+    const email = normalizeEmail(filter.email);
+    profiles = profiles.filter((p) => p.email === email);
+  }
+  if (filter.phone !== undefined) {
+    const phone = normalizePhone(filter.phone) ?? filter.phone;
+    profiles = profiles.filter((p) => p.phone === phone);
+  }
+  return profiles.map((p) => ({
+    ...exportUser(store, p),
+    push_token_import: p.pushImport || undefined,
+    created_at: p.createdAt,
+    updated_at: p.updatedAt,
+    events: store.eventsOf(p.id).map((e) => ({ id: e.id, name: e.name, time: e.time, app_id: e.appId ?? undefined, properties: e.properties ?? undefined })),
+    purchase_log: store.purchasesOf(p.id).map((x) => ({
+      id: x.id, product_id: x.productId, currency: x.currency, price: x.price, quantity: x.quantity, time: x.time,
+      app_id: x.appId ?? undefined, properties: x.properties ?? undefined,
+    })),
+  }));
+}
+
+/**
+ * spec 2.5 rule 5: push-import profiles that hold no token any more are deleted; those still
+ * holding one are left alone. Returns how many were deleted (none when dryRun).
+ */
+export function cleanupPushImports(store: Store, dryRun = false): { deleted: number; kept: number } {
+  return store.transaction(() => {
+    const orphans = store.orphanPushImportIds();
+    const total = store.allProfiles().filter((p) => p.pushImport).length;
+    if (!dryRun) for (const id of orphans) store.deleteProfile(id);
+    return { deleted: dryRun ? 0 : orphans.length, kept: total - orphans.length };
+  });
+}

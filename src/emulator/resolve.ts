@@ -1,0 +1,47 @@
+// Finds (or creates) the profile an item names (spec 2.3, 4; decisions.md "Identifying the user").
+import { identityOf, type Identity } from '../model/index.js';
+import type { Profile, Store } from './store.js';
+
+/**
+ * Whether an item may only update an existing profile: `_update_existing_only` when given, else
+ * true for user_alias (spec 2.3) and false otherwise.
+ */
+export function updateOnly(item: Record<string, unknown>, identity: Identity): boolean {
+  if (typeof item._update_existing_only === 'boolean') return item._update_existing_only;
+  return identity.by === 'user_alias';
+}
+
+/** spec 4 rule 4: the most recently updated profile with an external ID, else the most recently updated. */
+function pickShared(candidates: Profile[]): Profile | undefined {
+  return candidates.find((p) => p.externalId !== null) ?? candidates[0];
+}
+
+/**
+ * The profile an accepted item applies to, created where the rules allow, or undefined when the
+ * item changes nothing (update-only with no profile, or a service_id that names no one).
+ */
+export function resolveProfile(store: Store, item: Record<string, unknown>): Profile | undefined {
+  const identity = identityOf(item);
+  const onlyUpdate = updateOnly(item, identity);
+  switch (identity.by) {
+    case 'external_id':
+      return store.profileByExternalId(identity.value) ?? (onlyUpdate ? undefined : store.createProfile({ externalId: identity.value }));
+    case 'user_alias': {
+      const found = store.profileByAlias(identity.value);
+      if (found !== undefined || onlyUpdate) return found;
+      // spec 2.3: `_update_existing_only: false` with a user_alias creates an alias-only user
+      const created = store.createProfile({});
+      store.addAlias(created.id, identity.value);
+      return created;
+    }
+    case 'service_id':
+      return store.profileByServiceId(identity.value); // decisions.md: cannot create one
+    case 'email':
+      // spec 4 rule 5: none yet, so an email-only profile with `email` set and no alias
+      return pickShared(store.profilesByEmail(identity.value)) ?? (onlyUpdate ? undefined : store.createProfile({ email: identity.value }));
+    case 'phone':
+      return pickShared(store.profilesByPhone(identity.value)) ?? (onlyUpdate ? undefined : store.createProfile({ phone: identity.value }));
+    case 'anonymous':
+      return undefined;
+  }
+}

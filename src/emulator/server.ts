@@ -1,0 +1,125 @@
+// The node:http edge of the emulator, and startEmulator(): the one way both the CLI and test
+// suites start it.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
+import { resolveOptions, type EmulatorOptions } from './options.js';
+import { Store } from './store.js';
+
+export interface Emulator {
+  /** Base URL, `http://HOST:PORT`, with the real port. */
+  url: string;
+  port: number;
+  /** A key holding users.track and users.export.ids: the generated one, or the first given. */
+  apiKey: string;
+  /** Faults injected so far. */
+  faults: FaultCounts;
+  store: Store;
+  /** Stops accepting, finishes requests in flight, closes the database. */
+  close(): Promise<void>;
+}
+
+function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; tooLarge: boolean }> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length'] ?? 0);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let tooLarge = declared > max;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) tooLarge = true;
+      if (!tooLarge) chunks.push(chunk);
+    });
+    req.on('end', () => resolve({ body: Buffer.concat(chunks), tooLarge }));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, response: EmulatorResponse): void {
+  if (response.drop !== undefined) {
+    res.socket?.destroy();
+    return;
+  }
+  const text = response.body === undefined ? '' : JSON.stringify(response.body);
+  res.writeHead(response.status, {
+    ...response.headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const resolved = resolveOptions(options);
+  const store = new Store(resolved.db);
+  const log = options.log;
+  const handler = createHandler({
+    store,
+    keys: resolved.keys,
+    blocklist: resolved.blocklist,
+    limits: resolved.limits,
+    rateLimit: resolved.rateLimit,
+    faults: resolved.faults,
+    maxBodyBytes: resolved.maxBodyBytes,
+    arrayCap: resolved.arrayCap,
+    log,
+  });
+
+  let inFlight = 0;
+  let idle: (() => void) | undefined;
+  const server = createServer({ requestTimeout: resolved.requestTimeoutMs, headersTimeout: Math.min(resolved.requestTimeoutMs, 60_000) }, (req, res) => {
+    inFlight += 1;
+    res.on('close', () => {
+      inFlight -= 1;
+      if (inFlight === 0) idle?.();
+    });
+    void (async () => {
+      const { body, tooLarge } = await readBody(req, resolved.maxBodyBytes);
+      const headers: Record<string, string | undefined> = {};
+      for (const [name, value] of Object.entries(req.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      const request: EmulatorRequest = {
+        method: req.method ?? 'GET',
+        path: (req.url ?? '/').split('?')[0],
+        headers,
+        body,
+        bodyTooLarge: tooLarge,
+      };
+      const response = handler.handle(request);
+      if (response.delayMs) await new Promise((r) => setTimeout(r, response.delayMs));
+      send(res, response);
+    })().catch((error: unknown) => {
+      log?.(`error: ${(error as Error).message}`);
+      if (!res.headersSent) send(res, { status: 500, headers: {}, body: { message: 'internal error', errors: ['internal error'] } });
+      else res.destroy();
+    });
+  });
+  server.on('clientError', (_error, socket) => socket.destroy());
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(resolved.port, resolved.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = resolved.host.includes(':') ? `[${resolved.host}]` : resolved.host;
+  const firstKey = resolved.generatedKey ?? [...resolved.keys.entries()].find(([, p]) => p.has('users.track'))?.[0] ?? [...resolved.keys.keys()][0];
+
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), 2000);
+      await closed;
+      clearTimeout(timer);
+      store.close();
+    })();
+    return closing;
+  };
+
+  return { url: `http://${host}:${port}`, port, apiKey: firstKey, faults: handler.faults, store, close };
+}

@@ -1,0 +1,417 @@
+// The emulator's SQLite store: the only module that talks to the database driver. Every query is a
+// prepared statement; callers group writes with transaction() so a request commits as one.
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import type { UserAlias } from '../model/index.js';
+
+export interface Profile {
+  id: number;
+  serviceId: string;
+  externalId: string | null;
+  email: string | null;
+  phone: string | null;
+  /** Standard profile fields other than email and phone. */
+  fields: Record<string, unknown>;
+  custom: Record<string, unknown>;
+  /** A temporary anonymous profile created by push_token_import (spec 2.5 rule 3). */
+  pushImport: boolean;
+  /** True once `language` was set through the API: device locale no longer overrides it. */
+  languageFromApi: boolean;
+  createdAt: string;
+  updatedAt: string;
+  /** Orders profiles by their last update ("most recently updated", spec 4.4). */
+  updatedSeq: number;
+}
+
+export interface StoredEvent {
+  id: number;
+  profileId: number;
+  name: string;
+  time: string;
+  appId: string | null;
+  properties: Record<string, unknown> | null;
+}
+
+export interface StoredPurchase {
+  id: number;
+  profileId: number;
+  productId: string;
+  currency: string;
+  price: number;
+  quantity: number;
+  time: string;
+  appId: string | null;
+  properties: Record<string, unknown> | null;
+}
+
+export interface PushTokenRow {
+  appId: string;
+  token: string;
+  deviceId: string | null;
+  profileId: number;
+}
+
+export interface ActivitySummary {
+  name: string;
+  first: string;
+  last: string;
+  count: number;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS profiles (
+  id INTEGER PRIMARY KEY,
+  service_id TEXT NOT NULL UNIQUE,
+  external_id TEXT UNIQUE,
+  email TEXT,
+  phone TEXT,
+  fields TEXT NOT NULL DEFAULT '{}',
+  custom TEXT NOT NULL DEFAULT '{}',
+  push_import INTEGER NOT NULL DEFAULT 0,
+  language_from_api INTEGER NOT NULL DEFAULT 0,
+  created_at TEXT NOT NULL,
+  updated_at TEXT NOT NULL,
+  updated_seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS profiles_email ON profiles(email) WHERE email IS NOT NULL;
+CREATE INDEX IF NOT EXISTS profiles_phone ON profiles(phone) WHERE phone IS NOT NULL;
+CREATE TABLE IF NOT EXISTS aliases (
+  alias_label TEXT NOT NULL,
+  alias_name TEXT NOT NULL,
+  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+  PRIMARY KEY (alias_label, alias_name)
+);
+CREATE INDEX IF NOT EXISTS aliases_profile ON aliases(profile_id);
+CREATE TABLE IF NOT EXISTS events (
+  id INTEGER PRIMARY KEY,
+  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  time TEXT NOT NULL,
+  app_id TEXT,
+  properties TEXT
+);
+CREATE INDEX IF NOT EXISTS events_profile ON events(profile_id);
+CREATE TABLE IF NOT EXISTS purchases (
+  id INTEGER PRIMARY KEY,
+  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+  product_id TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  price REAL NOT NULL,
+  quantity INTEGER NOT NULL,
+  time TEXT NOT NULL,
+  app_id TEXT,
+  properties TEXT
+);
+CREATE INDEX IF NOT EXISTS purchases_profile ON purchases(profile_id);
+CREATE TABLE IF NOT EXISTS push_tokens (
+  app_id TEXT NOT NULL,
+  token TEXT NOT NULL,
+  device_id TEXT,
+  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+  PRIMARY KEY (app_id, token)
+);
+CREATE INDEX IF NOT EXISTS push_tokens_profile ON push_tokens(profile_id);
+CREATE TABLE IF NOT EXISTS subscriptions (
+  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
+  group_id TEXT NOT NULL,
+  state TEXT NOT NULL,
+  PRIMARY KEY (profile_id, group_id)
+);
+`;
+
+interface ProfileDbRow {
+  id: number;
+  service_id: string;
+  external_id: string | null;
+  email: string | null;
+  phone: string | null;
+  fields: string;
+  custom: string;
+  push_import: number;
+  language_from_api: number;
+  created_at: string;
+  updated_at: string;
+  updated_seq: number;
+}
+
+function toProfile(row: ProfileDbRow): Profile {
+  return {
+    id: row.id,
+    serviceId: row.service_id,
+    externalId: row.external_id,
+    email: row.email,
+    phone: row.phone,
+    fields: JSON.parse(row.fields) as Record<string, unknown>,
+    custom: JSON.parse(row.custom) as Record<string, unknown>,
+    pushImport: row.push_import === 1,
+    languageFromApi: row.language_from_api === 1,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    updatedSeq: row.updated_seq,
+  };
+}
+
+function parseJson(text: string | null): Record<string, unknown> | null {
+  return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
+}
+
+/** A new service_id: 24 hex characters, as the service's own identifiers look. */
+export function newServiceId(): string {
+  return randomBytes(12).toString('hex');
+}
+
+export class Store {
+  private readonly db: Database.Database;
+  private seq: number;
+  private readonly stmt;
+
+  constructor(readonly path: string) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(SCHEMA);
+    const db = this.db;
+    this.stmt = {
+      byId: db.prepare<[number], ProfileDbRow>('SELECT * FROM profiles WHERE id = ?'),
+      byExternalId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE external_id = ?'),
+      byServiceId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE service_id = ?'),
+      byAlias: db.prepare<[string, string], ProfileDbRow>(
+        'SELECT p.* FROM aliases a JOIN profiles p ON p.id = a.profile_id WHERE a.alias_label = ? AND a.alias_name = ?',
+      ),
+      byEmail: db.prepare<[string], ProfileDbRow>(
+        'SELECT * FROM profiles WHERE email = ? AND push_import = 0 ORDER BY updated_seq DESC',
+      ),
+      byPhone: db.prepare<[string], ProfileDbRow>(
+        'SELECT * FROM profiles WHERE phone = ? AND push_import = 0 ORDER BY updated_seq DESC',
+      ),
+      idsByEmail: db.prepare<[string], { id: number }>('SELECT id FROM profiles WHERE email = ?'),
+      all: db.prepare<[], ProfileDbRow>('SELECT * FROM profiles ORDER BY id'),
+      insert: db.prepare(
+        `INSERT INTO profiles (service_id, external_id, email, phone, fields, custom, push_import, created_at, updated_at, updated_seq)
+         VALUES (@serviceId, @externalId, @email, @phone, '{}', '{}', @pushImport, @now, @now, @seq)`,
+      ),
+      update: db.prepare(
+        `UPDATE profiles SET external_id = @externalId, email = @email, phone = @phone, fields = @fields, custom = @custom,
+         language_from_api = @languageFromApi, updated_at = @now, updated_seq = @seq WHERE id = @id`,
+      ),
+      touch: db.prepare('UPDATE profiles SET updated_at = @now, updated_seq = @seq WHERE id = @id'),
+      deleteProfile: db.prepare('DELETE FROM profiles WHERE id = ?'),
+      maxSeq: db.prepare<[], { seq: number | null }>('SELECT MAX(updated_seq) AS seq FROM profiles'),
+      insertAlias: db.prepare('INSERT OR IGNORE INTO aliases (alias_label, alias_name, profile_id) VALUES (?, ?, ?)'),
+      aliasesOf: db.prepare<[number], { alias_name: string; alias_label: string }>(
+        'SELECT alias_name, alias_label FROM aliases WHERE profile_id = ? ORDER BY rowid',
+      ),
+      insertEvent: db.prepare('INSERT INTO events (profile_id, name, time, app_id, properties) VALUES (?, ?, ?, ?, ?)'),
+      insertPurchase: db.prepare(
+        'INSERT INTO purchases (profile_id, product_id, currency, price, quantity, time, app_id, properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
+      ),
+      eventsOf: db.prepare<[number], { id: number; profile_id: number; name: string; time: string; app_id: string | null; properties: string | null }>(
+        'SELECT * FROM events WHERE profile_id = ? ORDER BY id',
+      ),
+      purchasesOf: db.prepare<[number], {
+        id: number; profile_id: number; product_id: string; currency: string; price: number; quantity: number;
+        time: string; app_id: string | null; properties: string | null;
+      }>('SELECT * FROM purchases WHERE profile_id = ? ORDER BY id'),
+      eventSummary: db.prepare<[number], ActivitySummary>(
+        'SELECT name, MIN(time) AS first, MAX(time) AS last, COUNT(*) AS count FROM events WHERE profile_id = ? GROUP BY name ORDER BY name',
+      ),
+      purchaseSummary: db.prepare<[number], ActivitySummary>(
+        'SELECT product_id AS name, MIN(time) AS first, MAX(time) AS last, COUNT(*) AS count FROM purchases WHERE profile_id = ? GROUP BY product_id ORDER BY product_id',
+      ),
+      token: db.prepare<[string, string], { app_id: string; token: string; device_id: string | null; profile_id: number }>(
+        'SELECT * FROM push_tokens WHERE app_id = ? AND token = ?',
+      ),
+      upsertToken: db.prepare(
+        `INSERT INTO push_tokens (app_id, token, device_id, profile_id) VALUES (?, ?, ?, ?)
+         ON CONFLICT (app_id, token) DO UPDATE SET device_id = excluded.device_id, profile_id = excluded.profile_id`,
+      ),
+      tokensOf: db.prepare<[number], { app_id: string; token: string; device_id: string | null; profile_id: number }>(
+        'SELECT * FROM push_tokens WHERE profile_id = ? ORDER BY rowid',
+      ),
+      setSubscription: db.prepare(
+        `INSERT INTO subscriptions (profile_id, group_id, state) VALUES (?, ?, ?)
+         ON CONFLICT (profile_id, group_id) DO UPDATE SET state = excluded.state`,
+      ),
+      subscriptionsOf: db.prepare<[number], { group_id: string; state: string }>(
+        'SELECT group_id, state FROM subscriptions WHERE profile_id = ? ORDER BY group_id',
+      ),
+      orphanImports: db.prepare<[], { id: number }>(
+        'SELECT p.id FROM profiles p WHERE p.push_import = 1 AND NOT EXISTS (SELECT 1 FROM push_tokens t WHERE t.profile_id = p.id)',
+      ),
+      counts: db.prepare<[], { profiles: number; events: number; purchases: number }>(
+        'SELECT (SELECT COUNT(*) FROM profiles) AS profiles, (SELECT COUNT(*) FROM events) AS events, (SELECT COUNT(*) FROM purchases) AS purchases',
+      ),
+    };
+    this.seq = this.stmt.maxSeq.get()?.seq ?? 0;
+  }
+
+  /** Runs fn in one transaction: all of its writes commit together, or none do. */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
+  }
+
+  private nextSeq(): number {
+    this.seq += 1;
+    return this.seq;
+  }
+
+  profileById(id: number): Profile | undefined {
+    const row = this.stmt.byId.get(id);
+    return row === undefined ? undefined : toProfile(row);
+  }
+
+  profileByExternalId(externalId: string): Profile | undefined {
+    const row = this.stmt.byExternalId.get(externalId);
+    return row === undefined ? undefined : toProfile(row);
+  }
+
+  profileByServiceId(serviceId: string): Profile | undefined {
+    const row = this.stmt.byServiceId.get(serviceId);
+    return row === undefined ? undefined : toProfile(row);
+  }
+
+  profileByAlias(alias: UserAlias): Profile | undefined {
+    const row = this.stmt.byAlias.get(alias.alias_label, alias.alias_name);
+    return row === undefined ? undefined : toProfile(row);
+  }
+
+  /** Identified profiles holding this (normalized) email, most recently updated first. */
+  profilesByEmail(email: string): Profile[] {
+    return this.stmt.byEmail.all(email).map(toProfile);
+  }
+
+  /** Identified profiles holding this E.164 phone, most recently updated first. */
+  profilesByPhone(phone: string): Profile[] {
+    return this.stmt.byPhone.all(phone).map(toProfile);
+  }
+
+  /** Every profile id with this email, temporary ones included (subscription fan-out, spec 2.3). */
+  profileIdsWithEmail(email: string): number[] {
+    return this.stmt.idsByEmail.all(email).map((r) => r.id);
+  }
+
+  allProfiles(): Profile[] {
+    return this.stmt.all.all().map(toProfile);
+  }
+
+  createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {
+    const now = new Date().toISOString();
+    const info = this.stmt.insert.run({
+      serviceId: newServiceId(),
+      externalId: init.externalId ?? null,
+      email: init.email ?? null,
+      phone: init.phone ?? null,
+      pushImport: init.pushImport ? 1 : 0,
+      now,
+      seq: this.nextSeq(),
+    });
+    return this.profileById(Number(info.lastInsertRowid)) as Profile;
+  }
+
+  saveProfile(profile: Profile): void {
+    this.stmt.update.run({
+      id: profile.id,
+      externalId: profile.externalId,
+      email: profile.email,
+      phone: profile.phone,
+      fields: JSON.stringify(profile.fields),
+      custom: JSON.stringify(profile.custom),
+      languageFromApi: profile.languageFromApi ? 1 : 0,
+      now: new Date().toISOString(),
+      seq: this.nextSeq(),
+    });
+  }
+
+  /** Marks a profile as just updated (an event or purchase was recorded for it). */
+  touchProfile(id: number): void {
+    this.stmt.touch.run({ id, now: new Date().toISOString(), seq: this.nextSeq() });
+  }
+
+  deleteProfile(id: number): void {
+    this.stmt.deleteProfile.run(id);
+  }
+
+  addAlias(profileId: number, alias: UserAlias): void {
+    this.stmt.insertAlias.run(alias.alias_label, alias.alias_name, profileId);
+  }
+
+  aliasesOf(profileId: number): UserAlias[] {
+    return this.stmt.aliasesOf.all(profileId);
+  }
+
+  insertEvent(e: Omit<StoredEvent, 'id'>): number {
+    const info = this.stmt.insertEvent.run(e.profileId, e.name, e.time, e.appId, e.properties === null ? null : JSON.stringify(e.properties));
+    return Number(info.lastInsertRowid);
+  }
+
+  insertPurchase(p: Omit<StoredPurchase, 'id'>): number {
+    const info = this.stmt.insertPurchase.run(
+      p.profileId, p.productId, p.currency, p.price, p.quantity, p.time, p.appId,
+      p.properties === null ? null : JSON.stringify(p.properties),
+    );
+    return Number(info.lastInsertRowid);
+  }
+
+  eventsOf(profileId: number): StoredEvent[] {
+    return this.stmt.eventsOf.all(profileId).map((r) => ({
+      id: r.id, profileId: r.profile_id, name: r.name, time: r.time, appId: r.app_id, properties: parseJson(r.properties),
+    }));
+  }
+
+  purchasesOf(profileId: number): StoredPurchase[] {
+    return this.stmt.purchasesOf.all(profileId).map((r) => ({
+      id: r.id, profileId: r.profile_id, productId: r.product_id, currency: r.currency, price: r.price,
+      quantity: r.quantity, time: r.time, appId: r.app_id, properties: parseJson(r.properties),
+    }));
+  }
+
+  eventSummary(profileId: number): ActivitySummary[] {
+    return this.stmt.eventSummary.all(profileId);
+  }
+
+  purchaseSummary(profileId: number): ActivitySummary[] {
+    return this.stmt.purchaseSummary.all(profileId);
+  }
+
+  pushToken(appId: string, token: string): PushTokenRow | undefined {
+    const row = this.stmt.token.get(appId, token);
+    return row === undefined ? undefined : { appId: row.app_id, token: row.token, deviceId: row.device_id, profileId: row.profile_id };
+  }
+
+  /** Gives the token to a profile, taking it from whichever profile held it before. */
+  setPushToken(profileId: number, appId: string, token: string, deviceId: string | null): void {
+    this.stmt.upsertToken.run(appId, token, deviceId, profileId);
+  }
+
+  pushTokensOf(profileId: number): PushTokenRow[] {
+    return this.stmt.tokensOf.all(profileId).map((r) => ({ appId: r.app_id, token: r.token, deviceId: r.device_id, profileId: r.profile_id }));
+  }
+
+  setSubscription(profileId: number, groupId: string, state: string): void {
+    this.stmt.setSubscription.run(profileId, groupId, state);
+  }
+
+  subscriptionsOf(profileId: number): { groupId: string; state: string }[] {
+    return this.stmt.subscriptionsOf.all(profileId).map((r) => ({ groupId: r.group_id, state: r.state }));
+  }
+
+  /** Push-import profiles that hold no token any more (spec 2.5 rule 5). */
+  orphanPushImportIds(): number[] {
+    return this.stmt.orphanImports.all().map((r) => r.id);
+  }
+
+  counts(): { profiles: number; events: number; purchases: number } {
+    return this.stmt.counts.get() as { profiles: number; events: number; purchases: number };
+  }
+
+  integrityCheck(): string {
+    return String(this.db.pragma('integrity_check', { simple: true }));
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
