@@ -1,0 +1,101 @@
+// The emulator through the real CLI binary, on port 0.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Store } from '../../src/emulator/store.js';
+import { postJson, runCli, spawnEmulator, tempDir } from '../helpers/cli.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => (tmp = tempDir()));
+afterEach(() => tmp.cleanup());
+
+const ev = (id: string, n: number) => ({ external_id: id, name: 'seed', time: '2024-01-01T00:00:00Z', properties: { n } });
+
+describe('track emulate', () => {
+  it('prints its base URL, serves, exits 0 on SIGTERM, and continues from the same file', async () => {
+    const db = join(tmp.dir, 'e.sqlite');
+    const first = await spawnEmulator(['--db', db, '--api-key', 'k']);
+    expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect((await fetch(`${first.url}/health`)).status).toBe(200);
+    const r = await postJson(`${first.url}/users/track`, 'k', { attributes: [{ external_id: 'u1', plan: 'pro' }] });
+    expect(r.status).toBe(201);
+    first.proc.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+
+    const second = await spawnEmulator(['--db', db, '--api-key', 'k']);
+    const back = await postJson(`${second.url}/users/export/ids`, 'k', { external_ids: ['u1'] });
+    expect(back.body.users[0].custom_attributes).toEqual({ plan: 'pro' });
+    second.proc.kill('SIGINT');
+    expect(await second.exited).toBe(0);
+  });
+
+  it('generates and prints a key when none is given, and refuses other keys', async () => {
+    const emu = await spawnEmulator(['--db', ':memory:']);
+    const key = /API key: (\S+)/.exec(emu.stdout)?.[1];
+    expect(key).toMatch(/^[0-9a-f]{32}$/);
+    expect((await postJson(`${emu.url}/users/track`, key!, { attributes: [] })).status).toBe(201);
+    expect((await postJson(`${emu.url}/users/track`, 'guess', { attributes: [] })).status).toBe(401);
+    emu.proc.kill('SIGTERM');
+    expect(await emu.exited).toBe(0);
+  });
+
+  it('keeps every acknowledged request through kill -9', async () => {
+    const db = join(tmp.dir, 'durable.sqlite');
+    const emu = await spawnEmulator(['--db', db, '--api-key', 'k']);
+    const sent = 120;
+    for (let i = 0; i < sent; i += 1) {
+      const r = await postJson(`${emu.url}/users/track`, 'k', { events: Array.from({ length: 10 }, (_, j) => ev(`u${j}`, i)) });
+      expect(r.status).toBe(201);
+    }
+    emu.proc.kill('SIGKILL');
+    await emu.exited;
+    const store = new Store(db);
+    try {
+      expect(store.counts()).toEqual({ profiles: 10, events: sent * 10, purchases: 0 });
+      expect(store.integrityCheck()).toBe('ok');
+    } finally {
+      store.close();
+    }
+  });
+
+  it('refuses bad options with exit 2 and a message naming the option', () => {
+    const r = runCli(['emulate', '--rate-limit', 'fast', '--db', ':memory:']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--rate-limit/);
+  });
+});
+
+describe('track inspect and cleanup', () => {
+  it('prints the profiles of a database with their events, filtered, and cleans up emptied push imports', async () => {
+    const db = join(tmp.dir, 'i.sqlite');
+    const emu = await spawnEmulator(['--db', db, '--api-key', 'k']);
+    await postJson(`${emu.url}/users/track`, 'k', {
+      attributes: [{ external_id: 'a', email: 'a@x.com' }, { push_token_import: true, push_tokens: [{ app_id: 'app', token: 't' }] }],
+      events: [ev('a', 1), ev('b', 2)],
+    });
+    await postJson(`${emu.url}/users/track`, 'k', { attributes: [{ external_id: 'b', push_tokens: [{ app_id: 'app', token: 't' }] }] });
+    emu.proc.kill('SIGTERM');
+    await emu.exited;
+
+    const all = runCli(['inspect', '--db', db]);
+    expect(all.status).toBe(0);
+    expect(JSON.parse(all.stdout)).toHaveLength(3);
+    const one = JSON.parse(runCli(['inspect', '--db', db, '--email', 'A@X.com']).stdout);
+    expect(one).toHaveLength(1);
+    expect(one[0].external_id).toBe('a');
+    expect(one[0].events.map((e: { properties: unknown }) => e.properties)).toEqual([{ n: 1 }]);
+
+    const dry = runCli(['cleanup', '--db', db, '--dry-run']);
+    expect(dry.stdout).toMatch(/^1 push-import profile/);
+    expect(runCli(['cleanup', '--db', db]).stdout).toMatch(/deleted 1/);
+    expect(JSON.parse(runCli(['inspect', '--db', db]).stdout)).toHaveLength(2);
+  });
+
+  it('says which file is missing instead of creating one', () => {
+    const missing = join(tmp.dir, 'nope.sqlite');
+    const r = runCli(['inspect', '--db', missing]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(missing);
+    expect(existsSync(missing)).toBe(false);
+  });
+});
