@@ -39,8 +39,8 @@ function isNonEmptyString(value: unknown): value is string {
 }
 
 /**
- * Whether a string has more than `max` characters. Limits count Unicode characters (code points), as
- * the service does, not UTF-16 units: an emoji is one character, though JavaScript's length says 2.
+ * Whether a string has more than `max` characters. The spec's limits are in characters, so count code
+ * points, not UTF-16 units: an emoji is one character, though JavaScript's length says 2.
  */
 function longerThan(value: string, max: number): boolean {
   if (value.length <= max) return false;

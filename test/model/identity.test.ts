@@ -1,0 +1,258 @@
+// Identifying the user of an item (spec 2.3, 2.5, 4; decisions.md "Identifying the user").
+import { describe, expect, it } from 'vitest';
+import {
+  identityKey,
+  identityOf,
+  isPlausibleEmail,
+  itemProblems,
+  normalizeEmail,
+  normalizePhone,
+  primaryIdentifiersIn,
+  type ArrayName,
+} from '../../src/model/index.js';
+import { attrs, bareItem, expectAccepted, expectRejected } from './items.js';
+
+const KINDS: ArrayName[] = ['attributes', 'events', 'purchases'];
+const ALIAS = { alias_name: 'ada@old-crm', alias_label: 'crm' };
+const PUSH_TOKENS = [{ app_id: 'app-1', token: 'tok-1' }];
+
+describe.each(KINDS)('identifier presence in %s', (kind) => {
+  it.each([
+    ['external_id', { external_id: 'user-9' }],
+    ['user_alias', { user_alias: ALIAS }],
+    ['service_id', { service_id: '5f0c0e3e8b1a2c0011aa22bb' }],
+    ['email', { email: 'ada@example.com' }],
+    ['phone', { phone: '+1 (415) 555-2671' }],
+  ])('accepts an item identified by %s alone', (_label, identifier) => {
+    expectAccepted(kind, bareItem(kind, identifier));
+  });
+
+  it('rejects an item with no identifier', () => {
+    const error = expectRejected(kind, bareItem(kind, {}), /^external_id: missing/);
+    expect(error.type).toContain('external_id, user_alias, service_id, email, phone');
+  });
+
+  it('rejects an item whose only identifiers are null', () => {
+    expectRejected(kind, bareItem(kind, { email: null, phone: null }), /^external_id: missing/);
+  });
+
+  it.each([
+    ['external_id and user_alias', { external_id: 'user-9', user_alias: ALIAS }, ['external_id', 'user_alias']],
+    ['external_id and service_id', { external_id: 'user-9', service_id: 'b-1' }, ['external_id', 'service_id']],
+    ['user_alias and service_id', { user_alias: ALIAS, service_id: 'b-1' }, ['user_alias', 'service_id']],
+    ['all three', { external_id: 'user-9', user_alias: ALIAS, service_id: 'b-1' }, ['external_id', 'user_alias', 'service_id']],
+  ])('rejects more than one primary identifier (%s) as a minor error', (_label, identifiers, names) => {
+    const error = expectRejected(kind, bareItem(kind, identifiers), new RegExp(`^${names.join(', ')}:`));
+    expect(error.type).toMatch(/exactly one of external_id, user_alias, service_id/);
+  });
+
+  it('accepts one primary identifier together with email and phone', () => {
+    expectAccepted(kind, bareItem(kind, { external_id: 'user-9', email: 'ada@example.com', phone: '+14155552671' }));
+  });
+
+  it('accepts email and phone together without a primary (email identifies)', () => {
+    expectAccepted(kind, bareItem(kind, { email: 'ada@example.com', phone: '+1 (415) 555-2671' }));
+  });
+
+  it.each([
+    ['a string with no @', 'ada.example.com'],
+    ['a string with a space', 'ada lovelace@example.com'],
+    ['a string with no domain dot', 'ada@example'],
+    ['an empty string', ''],
+    ['a number', 42],
+  ])('rejects an email identifier that is %s', (_label, email) => {
+    expectRejected(kind, bareItem(kind, { email }), /^email:/);
+  });
+
+  it.each([
+    ['too short', '+1 555'],
+    ['without a country code', '12345'],
+    ['the right length but not a real number (area code 123)', '+1 123 456 7890'],
+    ['letters', 'call me'],
+    ['a number, not a string', 14155552671],
+  ])('rejects a phone identifier that is %s', (_label, phone) => {
+    expectRejected(kind, bareItem(kind, { phone }), /^phone:/);
+  });
+
+  it.each([
+    ['punctuated', '+1 (415) 555-2671'],
+    ['E.164', '+14155552671'],
+    ['a UK number', '+44 20 7946 0958'],
+  ])('accepts a phone identifier that is %s', (_label, phone) => {
+    expectAccepted(kind, bareItem(kind, { phone }));
+  });
+
+  it('rejects an invalid phone even when a valid email identifies the item', () => {
+    expectRejected(kind, bareItem(kind, { email: 'ada@example.com', phone: '+1 555' }), /^phone:/);
+  });
+
+  it('rejects an invalid phone or email given as a field beside a primary identifier', () => {
+    expectRejected(kind, bareItem(kind, { external_id: 'user-9', phone: '12345' }), /^phone:/);
+    expectRejected(kind, bareItem(kind, { external_id: 'user-9', email: 'not-an-email' }), /^email:/);
+  });
+
+  it.each([
+    ['987 ASCII bytes', 'a'.repeat(987)],
+    ['493 two-byte characters and one ASCII (987 bytes)', 'é'.repeat(493) + 'a'],
+    ['329 three-byte characters (987 bytes)', '中'.repeat(329)],
+    ['246 four-byte characters and three ASCII (987 bytes)', '😀'.repeat(246) + 'abc'],
+  ])('accepts an external_id of %s', (_label, externalId) => {
+    expectAccepted(kind, bareItem(kind, { external_id: externalId }));
+  });
+
+  it.each([
+    ['988 ASCII bytes', 'a'.repeat(988)],
+    ['494 two-byte characters (988 bytes, 494 characters)', 'é'.repeat(494)],
+    ['330 three-byte characters (990 bytes)', '中'.repeat(330)],
+    ['247 four-byte characters (988 bytes)', '😀'.repeat(247)],
+  ])('rejects an external_id of %s', (_label, externalId) => {
+    expectRejected(kind, bareItem(kind, { external_id: externalId }), /^external_id: must be at most 987 bytes/);
+  });
+
+  it.each([
+    ['external_id', ''],
+    ['external_id', 12345],
+    ['service_id', ''],
+    ['service_id', 5],
+  ])('rejects %s given as %j', (field, value) => {
+    expectRejected(kind, bareItem(kind, { [field]: value }), new RegExp(`^${field}:`));
+  });
+
+  it.each([
+    ['a string', 'ada'],
+    ['an array', [ALIAS]],
+    ['missing alias_label', { alias_name: 'ada' }],
+    ['missing alias_name', { alias_label: 'crm' }],
+    ['an empty alias_name', { alias_name: '', alias_label: 'crm' }],
+  ])('rejects a user_alias that is %s', (_label, userAlias) => {
+    expectRejected(kind, bareItem(kind, { user_alias: userAlias }), /^user_alias/);
+  });
+});
+
+describe('null identifiers', () => {
+  it.each(['external_id', 'user_alias', 'service_id'])(
+    'rejects %s: null on attributes: an identifier cannot be removed',
+    (field) => {
+      const error = expectRejected('attributes', { email: 'ada@example.com', [field]: null }, new RegExp(`^${field}:`));
+      expect(error.type).toMatch(/cannot be removed/);
+    },
+  );
+
+  it('accepts null on a custom attribute beside the identifiers (removal is allowed there)', () => {
+    expectAccepted('attributes', attrs({ favourite_colour: null }));
+  });
+
+  it.each(['events', 'purchases'] as const)('rejects external_id: null on %s', (kind) => {
+    expectRejected(kind, bareItem(kind, { email: 'ada@example.com', external_id: null }), /^external_id:/);
+  });
+});
+
+describe('push token import (spec 2.5)', () => {
+  it('accepts an anonymous import with no identifier at all', () => {
+    expectAccepted('attributes', { push_token_import: true, push_tokens: PUSH_TOKENS });
+  });
+
+  it('accepts email and phone on an anonymous import (fields of the temporary profile)', () => {
+    expectAccepted('attributes', { push_token_import: true, push_tokens: PUSH_TOKENS, email: 'ada@example.com', phone: '+14155552671' });
+  });
+
+  it.each(['external_id', 'service_id'])('rejects %s on an anonymous import (rule 1)', (field) => {
+    const error = expectRejected(
+      'attributes',
+      { push_token_import: true, push_tokens: PUSH_TOKENS, [field]: 'user-9' },
+      new RegExp(`^${field}:`),
+    );
+    expect(error.type).toMatch(/push_token_import/);
+  });
+
+  it.each([
+    ['no push_tokens', {}],
+    ['an empty push_tokens array', { push_tokens: [] }],
+  ])('rejects an anonymous import with %s (rule 2)', (_label, extra) => {
+    expectRejected('attributes', { push_token_import: true, ...extra }, /^push_tokens:/);
+  });
+
+  it('needs an identifier when push_token_import is false', () => {
+    expectRejected('attributes', { push_token_import: false, push_tokens: PUSH_TOKENS }, /^external_id: missing/);
+    expectAccepted('attributes', { push_token_import: false, external_id: 'user-9', push_tokens: PUSH_TOKENS });
+  });
+
+  it('accepts push tokens on an identified user without push_token_import', () => {
+    expectAccepted('attributes', attrs({ push_tokens: PUSH_TOKENS }));
+  });
+
+  it('reports every problem of a broken import through itemProblems', () => {
+    const problems = itemProblems('attributes', { push_token_import: true, external_id: 'user-9', service_id: 'b-1' });
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^external_id: must not be given when push_token_import is true/),
+        expect.stringMatching(/^service_id: must not be given when push_token_import is true/),
+        expect.stringMatching(/^push_tokens: required/),
+      ]),
+    );
+  });
+});
+
+describe('identityOf', () => {
+  it.each([
+    ['external_id', { external_id: 'user-9', email: 'ada@example.com' }, { by: 'external_id', value: 'user-9' }],
+    ['user_alias', { user_alias: ALIAS, phone: '+14155552671' }, { by: 'user_alias', value: ALIAS }],
+    ['service_id', { service_id: 'b-1', email: 'ada@example.com' }, { by: 'service_id', value: 'b-1' }],
+    ['email over phone', { email: 'Ada@Example.COM', phone: '+14155552671' }, { by: 'email', value: 'ada@example.com' }],
+    ['phone, in E.164', { phone: '+1 (415) 555-2671' }, { by: 'phone', value: '+14155552671' }],
+    ['anonymous import', { push_token_import: true, email: 'ada@example.com', push_tokens: PUSH_TOKENS }, { by: 'anonymous' }],
+  ])('names the user by %s', (_label, item, identity) => {
+    expect(identityOf(item)).toEqual(identity);
+  });
+
+  it('gives stable keys that keep different identities apart', () => {
+    expect(identityKey(identityOf({ email: 'ADA@example.com' }))).toBe(identityKey(identityOf({ email: 'ada@example.com' })));
+    expect(identityKey(identityOf({ phone: '+1 (415) 555-2671' }))).toBe(identityKey(identityOf({ phone: '+14155552671' })));
+    expect(identityKey(identityOf({ external_id: 'a' }))).not.toBe(identityKey(identityOf({ service_id: 'a' })));
+    expect(identityKey({ by: 'user_alias', value: { alias_name: 'a', alias_label: 'b' } })).not.toBe(
+      identityKey({ by: 'user_alias', value: { alias_name: 'b', alias_label: 'a' } }),
+    );
+    expect(identityKey({ by: 'anonymous' })).toBe('anonymous');
+  });
+
+  it('lists the primary identifiers an item carries, ignoring null ones', () => {
+    expect(primaryIdentifiersIn({ external_id: 'a', user_alias: null, service_id: 'b', email: 'x@y.z' })).toEqual([
+      'external_id',
+      'service_id',
+    ]);
+  });
+});
+
+describe('normalizePhone', () => {
+  it.each([
+    ['+1 (415) 555-2671', '+14155552671'],
+    ['+14155552671', '+14155552671'],
+    ['+1-415-555-2671', '+14155552671'],
+    ['+44 20 7946 0958', '+442079460958'],
+    ['+33 6 12 34 56 78', '+33612345678'],
+    ['+49 30 123456', '+4930123456'],
+  ])('gives %j in E.164 as %j', (input, e164) => {
+    expect(normalizePhone(input)).toBe(e164);
+  });
+
+  it.each(['+1 555', '12345', '', 'not a phone', '+1 415 555 26711234', '+1 123 456 7890', '+1 (415) 155-2671'])('says %j is not a valid phone number', (input) => {
+    expect(normalizePhone(input)).toBeUndefined();
+  });
+});
+
+describe('emails', () => {
+  it('normalizes emails to trimmed lower case', () => {
+    expect(normalizeEmail('  Ada@Example.COM ')).toBe('ada@example.com');
+  });
+
+  it.each([
+    ['ada@example.com', true],
+    ['ada+tag@mail.example.co.uk', true],
+    ['ada@example', false],
+    ['@example.com', false],
+    ['ada@@example.com', false],
+    [`${'a'.repeat(250)}@example.com`, false],
+  ])('judges %j plausible: %s', (email, expected) => {
+    expect(isPlausibleEmail(email)).toBe(expected);
+  });
+});
