@@ -11,7 +11,7 @@ import {
   type SubscriptionGroupUpdate,
 } from '../model/index.js';
 import { applyCustomAttribute } from './attributes.js';
-import { resolveProfile } from './resolve.js';
+import { resolveProfileId } from './resolve.js';
 import type { Profile, Store } from './store.js';
 
 type Item = Record<string, unknown>;
@@ -97,28 +97,27 @@ function applyAttributes(store: Store, item: Item, options: ApplyOptions): void 
     importPushTokens(store, item, options);
     return;
   }
-  const profile = resolveProfile(store, item);
-  if (profile !== undefined) updateProfile(store, profile, item, options);
+  const id = resolveProfileId(store, item);
+  if (id !== undefined) updateProfile(store, store.profileById(id) as Profile, item, options);
 }
 
 function applyEvent(store: Store, item: Item): void {
-  const profile = resolveProfile(store, item);
-  if (profile === undefined) return;
+  const profileId = resolveProfileId(store, item);
+  if (profileId === undefined) return;
   store.insertEvent({
-    profileId: profile.id,
+    profileId,
     name: item.name as string,
     time: isoTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
   });
-  store.touchProfile(profile.id);
 }
 
 function applyPurchase(store: Store, item: Item): void {
-  const profile = resolveProfile(store, item);
-  if (profile === undefined) return;
+  const profileId = resolveProfileId(store, item);
+  if (profileId === undefined) return;
   store.insertPurchase({
-    profileId: profile.id,
+    profileId,
     productId: item.product_id as string,
     currency: (item.currency as string).toUpperCase(),
     price: item.price as number,
@@ -127,7 +126,6 @@ function applyPurchase(store: Store, item: Item): void {
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
   });
-  store.touchProfile(profile.id);
 }
 
 const APPLIERS: Record<ArrayName, (store: Store, item: Item, options: ApplyOptions) => void> = {

@@ -1,6 +1,6 @@
 // Finds (or creates) the profile an item names (spec 2.3, 4; decisions.md "Identifying the user").
 import { identityOf, type Identity } from '../model/index.js';
-import type { Profile, Store } from './store.js';
+import type { Store } from './store.js';
 
 /**
  * Whether an item may only update an existing profile: `_update_existing_only` when given, else
@@ -12,35 +12,37 @@ export function updateOnly(item: Record<string, unknown>, identity: Identity): b
 }
 
 /** spec 4 rule 4: the most recently updated profile with an external ID, else the most recently updated. */
-function pickShared(candidates: Profile[]): Profile | undefined {
-  return candidates.find((p) => p.externalId !== null) ?? candidates[0];
+function pickShared(candidates: { id: number; externalId: string | null }[]): number | undefined {
+  return (candidates.find((p) => p.externalId !== null) ?? candidates[0])?.id;
 }
 
 /**
- * The profile an accepted item applies to, created where the rules allow, or undefined when the
- * item changes nothing (update-only with no profile, or a service_id that names no one).
+ * The id of the profile an accepted item applies to, created where the rules allow, or undefined
+ * when the item changes nothing (update-only with no profile, or a service_id that names no one).
  */
-export function resolveProfile(store: Store, item: Record<string, unknown>): Profile | undefined {
+export function resolveProfileId(store: Store, item: Record<string, unknown>): number | undefined {
   const identity = identityOf(item);
   const onlyUpdate = updateOnly(item, identity);
   switch (identity.by) {
     case 'external_id':
-      return store.profileByExternalId(identity.value) ?? (onlyUpdate ? undefined : store.createProfile({ externalId: identity.value }));
+      return store.idByExternalId(identity.value) ?? (onlyUpdate ? undefined : store.createProfile({ externalId: identity.value }).id);
     case 'user_alias': {
-      const found = store.profileByAlias(identity.value);
+      const found = store.idByAlias(identity.value);
       if (found !== undefined || onlyUpdate) return found;
       // spec 2.3: `_update_existing_only: false` with a user_alias creates an alias-only user
       const created = store.createProfile({});
       store.addAlias(created.id, identity.value);
-      return created;
+      return created.id;
     }
     case 'service_id':
-      return store.profileByServiceId(identity.value); // decisions.md: cannot create one
+      return store.idByServiceId(identity.value); // decisions.md: cannot create one
     case 'email':
-      // spec 4 rule 5: none yet, so an email-only profile with `email` set and no alias
-      return pickShared(store.profilesByEmail(identity.value)) ?? (onlyUpdate ? undefined : store.createProfile({ email: identity.value }));
     case 'phone':
-      return pickShared(store.profilesByPhone(identity.value)) ?? (onlyUpdate ? undefined : store.createProfile({ phone: identity.value }));
+      // spec 4 rule 5: none yet, so an email-only (or phone-only) profile with that field set and no alias
+      return (
+        pickShared(store.profilesSharing(identity.by, identity.value)) ??
+        (onlyUpdate ? undefined : store.createProfile({ [identity.by]: identity.value }).id)
+      );
     case 'anonymous':
       return undefined;
   }

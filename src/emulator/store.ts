@@ -134,15 +134,28 @@ interface ProfileDbRow {
   updated_seq: number;
 }
 
+/** A profile from its row; the JSON columns are parsed only when read (events need just the id). */
 function toProfile(row: ProfileDbRow): Profile {
+  let fields: Record<string, unknown> | undefined;
+  let custom: Record<string, unknown> | undefined;
   return {
     id: row.id,
     serviceId: row.service_id,
     externalId: row.external_id,
     email: row.email,
     phone: row.phone,
-    fields: JSON.parse(row.fields) as Record<string, unknown>,
-    custom: JSON.parse(row.custom) as Record<string, unknown>,
+    get fields() {
+      return (fields ??= JSON.parse(row.fields) as Record<string, unknown>);
+    },
+    set fields(value) {
+      fields = value;
+    },
+    get custom() {
+      return (custom ??= JSON.parse(row.custom) as Record<string, unknown>);
+    },
+    set custom(value) {
+      custom = value;
+    },
     pushImport: row.push_import === 1,
     languageFromApi: row.language_from_api === 1,
     createdAt: row.created_at,
@@ -155,9 +168,17 @@ function parseJson(text: string | null): Record<string, unknown> | null {
   return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
 }
 
+let idPool = Buffer.alloc(0);
+let idOffset = 0;
+
 /** A new service_id: 24 hex characters, as the service's own identifiers look. */
 export function newServiceId(): string {
-  return randomBytes(12).toString('hex');
+  if (idOffset + 12 > idPool.length) {
+    idPool = randomBytes(12 * 1024);
+    idOffset = 0;
+  }
+  idOffset += 12;
+  return idPool.toString('hex', idOffset - 12, idOffset);
 }
 
 export class Store {
@@ -172,11 +193,23 @@ export class Store {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
+    // a larger page cache and memory-mapped reads keep lookups off the read() path
+    this.db.pragma('cache_size = -65536');
+    this.db.pragma('mmap_size = 268435456');
     this.db.exec(SCHEMA);
     const db = this.db;
     this.stmt = {
       byId: db.prepare<[number], ProfileDbRow>('SELECT * FROM profiles WHERE id = ?'),
       byExternalId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE external_id = ?'),
+      idByExternalId: db.prepare<[string], number>('SELECT id FROM profiles WHERE external_id = ?').pluck(),
+      idByServiceId: db.prepare<[string], number>('SELECT id FROM profiles WHERE service_id = ?').pluck(),
+      idByAlias: db.prepare<[string, string], number>('SELECT profile_id FROM aliases WHERE alias_label = ? AND alias_name = ?').pluck(),
+      sharingEmail: db.prepare<[string], { id: number; external_id: string | null }>(
+        'SELECT id, external_id FROM profiles WHERE email = ? AND push_import = 0 ORDER BY updated_seq DESC',
+      ),
+      sharingPhone: db.prepare<[string], { id: number; external_id: string | null }>(
+        'SELECT id, external_id FROM profiles WHERE phone = ? AND push_import = 0 ORDER BY updated_seq DESC',
+      ),
       byServiceId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE service_id = ?'),
       byAlias: db.prepare<[string, string], ProfileDbRow>(
         'SELECT p.* FROM aliases a JOIN profiles p ON p.id = a.profile_id WHERE a.alias_label = ? AND a.alias_name = ?',
@@ -197,7 +230,6 @@ export class Store {
         `UPDATE profiles SET external_id = @externalId, email = @email, phone = @phone, fields = @fields, custom = @custom,
          language_from_api = @languageFromApi, updated_at = @now, updated_seq = @seq WHERE id = @id`,
       ),
-      touch: db.prepare('UPDATE profiles SET updated_at = @now, updated_seq = @seq WHERE id = @id'),
       deleteProfile: db.prepare('DELETE FROM profiles WHERE id = ?'),
       maxSeq: db.prepare<[], { seq: number | null }>('SELECT MAX(updated_seq) AS seq FROM profiles'),
       insertAlias: db.prepare('INSERT OR IGNORE INTO aliases (alias_label, alias_name, profile_id) VALUES (?, ?, ?)'),
@@ -263,6 +295,24 @@ export class Store {
     return row === undefined ? undefined : toProfile(row);
   }
 
+  idByExternalId(externalId: string): number | undefined {
+    return this.stmt.idByExternalId.get(externalId);
+  }
+
+  idByServiceId(serviceId: string): number | undefined {
+    return this.stmt.idByServiceId.get(serviceId);
+  }
+
+  idByAlias(alias: UserAlias): number | undefined {
+    return this.stmt.idByAlias.get(alias.alias_label, alias.alias_name);
+  }
+
+  /** Identified profiles holding this email (or E.164 phone), most recently updated first. */
+  profilesSharing(field: 'email' | 'phone', value: string): { id: number; externalId: string | null }[] {
+    const stmt = field === 'email' ? this.stmt.sharingEmail : this.stmt.sharingPhone;
+    return stmt.all(value).map((r) => ({ id: r.id, externalId: r.external_id }));
+  }
+
   profileByExternalId(externalId: string): Profile | undefined {
     const row = this.stmt.byExternalId.get(externalId);
     return row === undefined ? undefined : toProfile(row);
@@ -299,16 +349,29 @@ export class Store {
 
   createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {
     const now = new Date().toISOString();
-    const info = this.stmt.insert.run({
-      serviceId: newServiceId(),
-      externalId: init.externalId ?? null,
+    const row = {
+      service_id: newServiceId(),
+      external_id: init.externalId ?? null,
       email: init.email ?? null,
       phone: init.phone ?? null,
-      pushImport: init.pushImport ? 1 : 0,
+      fields: '{}',
+      custom: '{}',
+      push_import: init.pushImport ? 1 : 0,
+      language_from_api: 0,
+      created_at: now,
+      updated_at: now,
+      updated_seq: this.nextSeq(),
+    };
+    const info = this.stmt.insert.run({
+      serviceId: row.service_id,
+      externalId: row.external_id,
+      email: row.email,
+      phone: row.phone,
+      pushImport: row.push_import,
       now,
-      seq: this.nextSeq(),
+      seq: row.updated_seq,
     });
-    return this.profileById(Number(info.lastInsertRowid)) as Profile;
+    return toProfile({ id: Number(info.lastInsertRowid), ...row });
   }
 
   saveProfile(profile: Profile): void {
@@ -323,11 +386,6 @@ export class Store {
       now: new Date().toISOString(),
       seq: this.nextSeq(),
     });
-  }
-
-  /** Marks a profile as just updated (an event or purchase was recorded for it). */
-  touchProfile(id: number): void {
-    this.stmt.touch.run({ id, now: new Date().toISOString(), seq: this.nextSeq() });
   }
 
   deleteProfile(id: number): void {
