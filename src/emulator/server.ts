@@ -6,6 +6,8 @@ import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultC
 import { resolveOptions, type EmulatorOptions } from './options.js';
 import { Store } from './store.js';
 
+const CLOSE_GRACE_MS = 5000;
+
 export interface Emulator {
   /** Base URL, `http://HOST:PORT`, with the real port. */
   url: string;
@@ -67,7 +69,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   let inFlight = 0;
   let idle: (() => void) | undefined;
-  const server = createServer({ requestTimeout: resolved.requestTimeoutMs, headersTimeout: Math.min(resolved.requestTimeoutMs, 60_000) }, (req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
     inFlight += 1;
     res.on('close', () => {
       inFlight -= 1;
@@ -92,7 +94,16 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       if (!res.headersSent) send(res, { status: 500, headers: {}, body: { message: 'internal error', errors: ['internal error'] } });
       else res.destroy();
     });
-  });
+  };
+  const server = createServer(
+    {
+      requestTimeout: resolved.requestTimeoutMs,
+      headersTimeout: Math.min(resolved.requestTimeoutMs, 60_000),
+      // how often request timeouts are enforced; node's default (30 s) would let a slow client linger
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(resolved.requestTimeoutMs / 2))),
+    },
+    onRequest,
+  );
   server.on('clientError', (_error, socket) => socket.destroy());
 
   await new Promise<void>((resolve, reject) => {
@@ -111,11 +122,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     closing ??= (async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      // requests in flight get a grace period to finish; then their connections are cut
+      const grace = setTimeout(() => server.closeAllConnections(), CLOSE_GRACE_MS);
       if (inFlight > 0) await new Promise<void>((resolve) => (idle = resolve));
       server.closeIdleConnections();
-      const timer = setTimeout(() => server.closeAllConnections(), 2000);
       await closed;
-      clearTimeout(timer);
+      clearTimeout(grace);
       store.close();
     })();
     return closing;

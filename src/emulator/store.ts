@@ -465,8 +465,11 @@ export class Store {
     return this.stmt.counts.get() as { profiles: number; events: number; purchases: number };
   }
 
+  /** 'ok' when SQLite finds the file sound and every row's references resolve. */
   integrityCheck(): string {
-    return String(this.db.pragma('integrity_check', { simple: true }));
+    const integrity = String(this.db.pragma('integrity_check', { simple: true }));
+    const dangling = this.db.pragma('foreign_key_check') as unknown[];
+    return dangling.length === 0 ? integrity : `${integrity}; ${dangling.length} rows reference missing rows`;
   }
 
   close(): void {

@@ -1,0 +1,48 @@
+// The library API as a separate package sees it: `import { startEmulator } from 'track-cli'`.
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { ROOT, tempDir } from '../helpers/cli.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => (tmp = tempDir()));
+afterEach(() => tmp.cleanup());
+
+it('starts on a free port with an in-memory database and a generated key, takes requests and closes', () => {
+  const app = join(tmp.dir, 'app');
+  mkdirSync(join(app, 'node_modules'), { recursive: true });
+  symlinkSync(ROOT, join(app, 'node_modules', 'track-cli'), 'dir');
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module' }));
+  writeFileSync(
+    join(app, 'seed.js'),
+    `import { startEmulator } from 'track-cli';
+const emu = await startEmulator({ rateLimit: '2/10s' });
+const post = (body) => fetch(emu.url + '/users/track', {
+  method: 'POST',
+  headers: { authorization: 'Bearer ' + emu.apiKey, 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+const statuses = [];
+for (let i = 0; i < 3; i += 1) statuses.push((await post({ attributes: [{ external_id: 'u' + i, a: i }] })).status);
+const exported = await fetch(emu.url + '/users/export/ids', {
+  method: 'POST',
+  headers: { authorization: 'Bearer ' + emu.apiKey, 'content-type': 'application/json' },
+  body: JSON.stringify({ external_ids: ['u0', 'u1', 'u2'] }),
+}).then((r) => r.json());
+await emu.close();
+let refused = false;
+try { await fetch(emu.url + '/health'); } catch { refused = true; }
+console.log(JSON.stringify({ url: emu.url, key: emu.apiKey, statuses, users: exported.users.length, refused }));
+`,
+  );
+  const r = spawnSync(process.execPath, ['seed.js'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+  expect(r.stderr).toBe('');
+  const out = JSON.parse(r.stdout);
+  expect(out.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+  expect(out.url).not.toMatch(/:4000$/);
+  expect(out.key).toMatch(/^[0-9a-f]{32}$/);
+  expect(out.statuses).toEqual([201, 201, 429]);
+  expect(out.users).toBe(2);
+  expect(out.refused).toBe(true);
+});
