@@ -159,9 +159,12 @@ export function createHandler(config: HandlerConfig): Handler {
     if (permissions === undefined) {
       return fatal(401, key === undefined ? 'missing or malformed Authorization header; expected "Bearer <API key>"' : 'invalid API key');
     }
-    if (!permissions.has(route.permission)) return fatal(403, `API key lacks the permission ${route.permission}`);
+    const limiterKey = `${key}\u0000${request.path}`;
+    if (!permissions.has(route.permission)) {
+      return fatal(403, `API key lacks the permission ${route.permission}`, rateHeaders(limiter.peek(limiterKey)));
+    }
 
-    const rate = limiter.take(`${key}\u0000${request.path}`);
+    const rate = limiter.take(limiterKey);
     const limitHeaders = rateHeaders(rate);
     if (!rate.allowed) {
       return fatal(429, 'rate limit exceeded; retry after the reset time', { ...limitHeaders, 'retry-after': String(rate.retryAfter) });

@@ -42,15 +42,24 @@ export class RateLimiter {
 
   constructor(private readonly config: RateLimitConfig) {}
 
+  /** Describes the key's windows without counting a request. */
+  peek(key: string, now: number = Date.now()): RateVerdict {
+    return this.verdict(key, now, false);
+  }
+
   /** Counts one request for the key if it fits, and describes the window with fewer requests left. */
   take(key: string, now: number = Date.now()): RateVerdict {
+    return this.verdict(key, now, true);
+  }
+
+  private verdict(key: string, now: number, count: boolean): RateVerdict {
     const { requests, windowMs, hourly } = this.config;
     const burst = windowAt(this.burst, key, windowMs, now);
     const candidates = [{ w: burst, limit: requests, size: windowMs }];
     if (hourly !== undefined) candidates.push({ w: windowAt(this.hour, key, HOUR_MS, now), limit: hourly, size: HOUR_MS });
     const full = candidates.filter((c) => c.w.count >= c.limit);
     const allowed = full.length === 0;
-    if (allowed) for (const c of candidates) c.w.count += 1;
+    if (allowed && count) for (const c of candidates) c.w.count += 1;
     // the binding window: a full one that frees last, else the one with fewer requests left
     const binding = allowed
       ? candidates.reduce((a, b) => (b.limit - b.w.count < a.limit - a.w.count ? b : a))

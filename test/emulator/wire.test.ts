@@ -103,6 +103,7 @@ describe('order of checks', () => {
     const denied = h.post('/users/track', body, { authorization: 'Bearer reader' });
     expect(denied.status).toBe(403);
     expect((denied.body as { errors: string[] }).errors[0]).toMatch(/users\.track/);
+    expect(denied.headers['x-ratelimit-remaining']).toBe('3000');
     expect(h.post('/users/export/ids', { external_ids: ['a'] }, { authorization: 'Bearer reader' }).status).toBe(201);
     expect(h.store.counts().profiles).toBe(0);
   });
