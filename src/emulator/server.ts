@@ -81,7 +81,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       for (const [name, value] of Object.entries(req.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
       const request: EmulatorRequest = {
         method: req.method ?? 'GET',
-        path: (req.url ?? '/').split('?')[0],
+        // a base URL given with a trailing slash yields `//users/track`: treat it as the same route
+        path: (req.url ?? '/').split('?')[0].replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1'),
         headers,
         body,
         bodyTooLarge: tooLarge,

@@ -47,6 +47,17 @@ describe('hardening', () => {
     expect((await fetch(`${emu.url}/health`)).status).toBe(200);
   });
 
+  it('takes a base URL written with a trailing slash and a query string', async () => {
+    emu = await startEmulator();
+    const res = await fetch(`${emu.url}//users/track/?source=ci`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${emu.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ attributes: [{ external_id: 'u', a: 1 }] }),
+    });
+    expect(res.status).toBe(201);
+    expect(emu.store.profileByExternalId('u')).toBeDefined();
+  });
+
   it('cuts off a client that never finishes its request', async () => {
     emu = await startEmulator({ requestTimeoutMs: 300 });
     const { port } = emu;
