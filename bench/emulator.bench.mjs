@@ -1,0 +1,126 @@
+// Emulator throughput and latency: 50-item requests from 8 keep-alive connections against the real
+// CLI on a file database, beside the same rows inserted by a bare better-sqlite3 loop (the floor).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { Pool } from 'undici';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'track-bench-'));
+const KEY = 'bench';
+const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
+const CONNECTIONS = 8;
+const USERS = 10_000;
+
+function event(i) {
+  return { external_id: `user-${i % USERS}`, name: 'bench_event', time: '2024-03-07T10:00:00Z', properties: { i, plan: 'pro' } };
+}
+function attribute(i) {
+  return { external_id: `user-${i % USERS}`, first_name: 'Bench', visits: { inc: 1 }, plan: 'pro', score: i % 1000 };
+}
+
+async function startEmulator(db) {
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--rate-limit', '100000000/1s', '--quiet'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /http:\/\/\S+/.exec(out);
+      if (m) resolve(m[0]);
+    });
+    proc.on('exit', (code) => reject(new Error(`emulator exited ${code}`)));
+  });
+  return { url, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
+}
+
+async function post(pool, body) {
+  const res = await pool.request({
+    method: 'POST',
+    path: '/users/track',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.body.text();
+  if (res.statusCode !== 201) throw new Error(`status ${res.statusCode}: ${text}`);
+}
+
+async function saturate(pool, makeBody, requests) {
+  let next = 0;
+  const start = performance.now();
+  await Promise.all(Array.from({ length: CONNECTIONS }, async () => {
+    while (next < requests) {
+      const n = next++;
+      await post(pool, makeBody(n));
+    }
+  }));
+  return (performance.now() - start) / 1000;
+}
+
+async function paced(pool, makeBody, rate, seconds) {
+  const latencies = [];
+  const total = rate * seconds;
+  const start = performance.now();
+  const pending = [];
+  for (let n = 0; n < total; n += 1) {
+    const due = start + (n * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const t0 = performance.now();
+    pending.push(post(pool, makeBody(n)).then(() => latencies.push(performance.now() - t0)));
+  }
+  await Promise.all(pending);
+  latencies.sort((a, b) => a - b);
+  return { p50: latencies[Math.floor(latencies.length * 0.5)], p99: latencies[Math.floor(latencies.length * 0.99)], achieved: total / ((performance.now() - start) / 1000) };
+}
+
+function bareFloor(kind, requests) {
+  const db = new Database(join(dir, `bare-${kind}.sqlite`));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec(`CREATE TABLE profiles (id INTEGER PRIMARY KEY, external_id TEXT UNIQUE, custom TEXT);
+           CREATE TABLE events (id INTEGER PRIMARY KEY, profile_id INTEGER, name TEXT, time TEXT, properties TEXT)`);
+  const find = db.prepare('SELECT id, custom FROM profiles WHERE external_id = ?');
+  const insertProfile = db.prepare("INSERT INTO profiles (external_id, custom) VALUES (?, '{}')");
+  const insertEvent = db.prepare('INSERT INTO events (profile_id, name, time, properties) VALUES (?, ?, ?, ?)');
+  const update = db.prepare('UPDATE profiles SET custom = ? WHERE id = ?');
+  const batch = db.transaction((items) => {
+    for (const item of items) {
+      let row = find.get(item.external_id);
+      if (!row) row = { id: Number(insertProfile.run(item.external_id).lastInsertRowid), custom: '{}' };
+      if (kind === 'events') insertEvent.run(row.id, item.name, item.time, JSON.stringify(item.properties));
+      else update.run(JSON.stringify({ ...JSON.parse(row.custom), plan: item.plan, score: item.score }), row.id);
+    }
+  });
+  const make = kind === 'events' ? event : attribute;
+  const start = performance.now();
+  for (let r = 0; r < requests; r += 1) batch(Array.from({ length: 50 }, (_, j) => make(r * 50 + j)));
+  const seconds = (performance.now() - start) / 1000;
+  db.close();
+  return (requests * 50) / seconds;
+}
+
+try {
+  const emu = await startEmulator(join(dir, 'emulator.sqlite'));
+  const pool = new Pool(emu.url, { connections: CONNECTIONS, pipelining: 1 });
+  // warm up
+  await saturate(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), 100);
+  const evSeconds = await saturate(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), REQUESTS);
+  const atSeconds = await saturate(pool, (n) => ({ attributes: Array.from({ length: 50 }, (_, j) => attribute(n * 50 + j)) }), REQUESTS);
+  const lat = await paced(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), 500, 5);
+  await pool.close();
+  await emu.stop();
+
+  const evRate = (REQUESTS * 50) / evSeconds;
+  const atRate = (REQUESTS * 50) / atSeconds;
+  const bareEv = bareFloor('events', REQUESTS);
+  const bareAt = bareFloor('attributes', REQUESTS);
+  const f = (n) => Math.round(n).toLocaleString('en-US');
+  console.log(`events:     ${f(evRate)} items/s over HTTP (target >= 50,000); bare better-sqlite3 loop ${f(bareEv)} items/s; ratio ${(evRate / bareEv).toFixed(2)}`);
+  console.log(`attributes: ${f(atRate)} items/s over HTTP (target >= 30,000); bare better-sqlite3 loop ${f(bareAt)} items/s; ratio ${(atRate / bareAt).toFixed(2)}`);
+  console.log(`latency at 500 requests/s (achieved ${lat.achieved.toFixed(0)}/s): p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (target p99 < 20 ms)`);
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
