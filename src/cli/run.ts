@@ -10,8 +10,13 @@ export function exitCodeFor(error: unknown): number {
   return EXIT.fatal;
 }
 
+function overrideExits(command: Command): void {
+  command.exitOverride();
+  for (const sub of command.commands) overrideExits(sub);
+}
+
 export async function runMain(program: Command, argv: string[]): Promise<void> {
-  program.exitOverride();
+  overrideExits(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {

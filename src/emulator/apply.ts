@@ -2,6 +2,7 @@
 // purchases (decisions.md "Events and purchases"). The caller runs this inside one transaction.
 import {
   TEXT_FIELDS,
+  identityOf,
   isCustomAttributeName,
   normalizeEmail,
   normalizePhone,
@@ -28,7 +29,10 @@ function isoTime(value: string): string {
 }
 
 function setContactFields(profile: Profile, item: Item): void {
-  if (item.email === null) {
+  if (typeof item.email === 'string' && identityOf(item).by === 'email') {
+    // the email named the user: it is a lookup key, so the spelling already stored stays
+    profile.fields.email ??= item.email.trim();
+  } else if (item.email === null) {
     profile.email = null;
     delete profile.fields.email;
   } else if (typeof item.email === 'string') {

@@ -21,12 +21,16 @@ export function uniqueCapped(values: readonly Scalar[], cap: number): Scalar[] {
   return out.length > cap ? out.slice(out.length - cap) : out;
 }
 
+/** Sets an own property, even one named `__proto__` (a plain assignment would replace the prototype). */
+function setOwn(target: Attrs, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+}
+
 function deepMerge(target: Attrs, patch: Attrs): Attrs {
   const out: Attrs = { ...target };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete out[key];
-    else if (isPlainObject(value) && isPlainObject(out[key])) out[key] = deepMerge(out[key] as Attrs, value);
-    else out[key] = value;
+    else setOwn(out, key, isPlainObject(value) && isPlainObject(out[key]) ? deepMerge(out[key] as Attrs, value) : value);
   }
   return out;
 }
@@ -43,39 +47,39 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
     return;
   }
   if (Array.isArray(value)) {
-    attrs[key] = value.every(isScalar) ? uniqueCapped(value, options.arrayCap) : value;
+    setOwn(attrs, key, value.every(isScalar) ? uniqueCapped(value, options.arrayCap) : value);
     return;
   }
   if (!isPlainObject(value)) {
-    attrs[key] = value;
+    setOwn(attrs, key, value);
     return;
   }
   const keys = Object.keys(value);
   if (keys.length === 1) {
     const operand = value[keys[0]];
-    const current = attrs[key];
+    const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
     switch (keys[0]) {
       case 'inc': {
         // decisions.md: a missing or non-numeric current value counts as 0
         const base = typeof current === 'number' ? current : 0;
-        attrs[key] = base + (operand as number);
+        setOwn(attrs, key, base + (operand as number));
         return;
       }
       case 'add': {
         const base = Array.isArray(current) ? (current.filter(isScalar) as Scalar[]) : [];
-        attrs[key] = uniqueCapped([...base, ...(operand as Scalar[])], options.arrayCap);
+        setOwn(attrs, key, uniqueCapped([...base, ...(operand as Scalar[])], options.arrayCap));
         return;
       }
       case 'remove': {
         const drop = operand as Scalar[];
-        if (Array.isArray(current)) attrs[key] = current.filter((v) => !drop.includes(v as Scalar));
+        if (Array.isArray(current)) setOwn(attrs, key, current.filter((v) => !drop.includes(v as Scalar)));
         return;
       }
       case '$time':
-        attrs[key] = new Date(parseIsoTime(operand as string) as number).toISOString();
+        setOwn(attrs, key, new Date(parseIsoTime(operand as string) as number).toISOString());
         return;
     }
   }
-  const current = attrs[key];
-  attrs[key] = options.mergeObjects && isPlainObject(current) ? deepMerge(current, value) : value;
+  const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
+  setOwn(attrs, key, options.mergeObjects && isPlainObject(current) ? deepMerge(current, value) : value);
 }

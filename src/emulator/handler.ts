@@ -49,14 +49,14 @@ export interface FaultCounts {
   latency: number;
 }
 
-export const MAX_NESTING_DEPTH = 32;
-export const MAX_NESTED_ARRAY_LENGTH = 10_000;
-
 interface Route {
   method: string;
   permission: string;
   run: (body: unknown) => { status: number; body: unknown };
 }
+
+/** Limiter key for callers with no valid key: only ever peeked at, never counted. */
+const UNKNOWN_CALLER = '\u0000unknown';
 
 function fatal(status: number, message: string, headers: Record<string, string> = {}): EmulatorResponse {
   return { status, headers, body: fatalBody(message) };
@@ -79,22 +79,6 @@ function isJsonContentType(value: string | undefined): boolean {
   if (value === undefined) return false;
   const type = value.split(';')[0].trim().toLowerCase();
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
-}
-
-/** Why a parsed body is too deep or holds too long an array, walking it without recursion. */
-function shapeProblem(value: unknown): string | undefined {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth > MAX_NESTING_DEPTH) return `request body nests deeper than ${MAX_NESTING_DEPTH} levels`;
-    const children = Array.isArray(node) ? node : Object.values(node);
-    if (Array.isArray(node) && node.length > MAX_NESTED_ARRAY_LENGTH) {
-      return `request body has an array of more than ${MAX_NESTED_ARRAY_LENGTH} values`;
-    }
-    for (const child of children) stack.push([child, depth + 1]);
-  }
-  return undefined;
 }
 
 export interface Handler {
@@ -151,18 +135,21 @@ export function createHandler(config: HandlerConfig): Handler {
         ? { status: 200, headers: {}, body: { status: 'ok' } }
         : fatal(404, `no route for ${request.method} ${request.path}`);
     }
-    const route = routes[request.path];
-    if (route === undefined || route.method !== request.method) return fatal(404, `no route for ${request.method} ${request.path}`);
-
     const key = bearerKey(request.headers.authorization);
     const permissions = key === undefined ? undefined : config.keys.get(key);
+    // every /users/* answer describes the caller's limits; an unknown caller sees a fresh window
+    // limits are per key and endpoint, as the real service sets one for each endpoint
+    const limiterKey = `${permissions === undefined ? UNKNOWN_CALLER : key}\u0000${request.path}`;
+    const peekHeaders = (): Record<string, string> => rateHeaders(limiter.peek(limiterKey));
+    const route = routes[request.path];
+    if (route === undefined || route.method !== request.method) {
+      return fatal(404, `no route for ${request.method} ${request.path}`, request.path.startsWith('/users/') ? peekHeaders() : {});
+    }
     if (permissions === undefined) {
-      return fatal(401, key === undefined ? 'missing or malformed Authorization header; expected "Bearer <API key>"' : 'invalid API key');
+      const message = key === undefined ? 'missing or malformed Authorization header; expected "Bearer <API key>"' : 'invalid API key';
+      return fatal(401, message, peekHeaders());
     }
-    const limiterKey = `${key}\u0000${request.path}`;
-    if (!permissions.has(route.permission)) {
-      return fatal(403, `API key lacks the permission ${route.permission}`, rateHeaders(limiter.peek(limiterKey)));
-    }
+    if (!permissions.has(route.permission)) return fatal(403, `API key lacks the permission ${route.permission}`, peekHeaders());
 
     const rate = limiter.take(limiterKey);
     const limitHeaders = rateHeaders(rate);
@@ -186,9 +173,6 @@ export function createHandler(config: HandlerConfig): Handler {
     } catch (error) {
       return respond(fatal(400, `request body is not valid JSON: ${(error as Error).message}`));
     }
-    const shape = shapeProblem(body);
-    if (shape !== undefined) return respond(fatal(400, shape));
-
     let result: { status: number; body: unknown };
     try {
       result = route.run(body);

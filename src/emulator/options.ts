@@ -109,6 +109,8 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     generatedKey = randomBytes(16).toString('hex');
     keySpecs = [generatedKey];
   }
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new UsageError(`--max-body: expected a number of bytes above 0, got ${maxBodyBytes}`);
   const failRate = fraction('--fail-rate', options.failRate);
   const dropRate = fraction('--drop-rate', options.dropRate);
   if (failRate + dropRate > 1) throw new UsageError('--fail-rate and --drop-rate together exceed 1');
@@ -122,7 +124,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     limits: resolveLimits(profile, options.batchLimits),
     rateLimit: { ...parseRateLimit(options.rateLimit ?? '3000/3s'), hourly },
     faults: { failRate, dropRate, latency: parseLatency(options.latency) },
-    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    maxBodyBytes,
     arrayCap: options.arrayCap ?? 25,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
   };

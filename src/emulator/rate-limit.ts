@@ -26,12 +26,13 @@ interface Window {
 
 const HOUR_MS = 3_600_000;
 
-function windowAt(windows: Map<string, Window>, key: string, size: number, now: number): Window {
+/** The key's current window; a fresh one is remembered only when a request is counted in it. */
+function windowAt(windows: Map<string, Window>, key: string, size: number, now: number, remember: boolean): Window {
   const start = Math.floor(now / size) * size;
   let w = windows.get(key);
   if (w === undefined || w.start !== start) {
     w = { start, count: 0 };
-    windows.set(key, w);
+    if (remember) windows.set(key, w);
   }
   return w;
 }
@@ -54,9 +55,9 @@ export class RateLimiter {
 
   private verdict(key: string, now: number, count: boolean): RateVerdict {
     const { requests, windowMs, hourly } = this.config;
-    const burst = windowAt(this.burst, key, windowMs, now);
+    const burst = windowAt(this.burst, key, windowMs, now, count);
     const candidates = [{ w: burst, limit: requests, size: windowMs }];
-    if (hourly !== undefined) candidates.push({ w: windowAt(this.hour, key, HOUR_MS, now), limit: hourly, size: HOUR_MS });
+    if (hourly !== undefined) candidates.push({ w: windowAt(this.hour, key, HOUR_MS, now, count), limit: hourly, size: HOUR_MS });
     const full = candidates.filter((c) => c.w.count >= c.limit);
     const allowed = full.length === 0;
     if (allowed && count) for (const c of candidates) c.w.count += 1;

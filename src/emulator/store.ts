@@ -205,20 +205,20 @@ export class Store {
       idByServiceId: db.prepare<[string], number>('SELECT id FROM profiles WHERE service_id = ?').pluck(),
       idByAlias: db.prepare<[string, string], number>('SELECT profile_id FROM aliases WHERE alias_label = ? AND alias_name = ?').pluck(),
       sharingEmail: db.prepare<[string], { id: number; external_id: string | null }>(
-        'SELECT id, external_id FROM profiles WHERE email = ? AND push_import = 0 ORDER BY updated_seq DESC',
+        'SELECT id, external_id FROM profiles WHERE email = ? ORDER BY updated_seq DESC',
       ),
       sharingPhone: db.prepare<[string], { id: number; external_id: string | null }>(
-        'SELECT id, external_id FROM profiles WHERE phone = ? AND push_import = 0 ORDER BY updated_seq DESC',
+        'SELECT id, external_id FROM profiles WHERE phone = ? ORDER BY updated_seq DESC',
       ),
       byServiceId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE service_id = ?'),
       byAlias: db.prepare<[string, string], ProfileDbRow>(
         'SELECT p.* FROM aliases a JOIN profiles p ON p.id = a.profile_id WHERE a.alias_label = ? AND a.alias_name = ?',
       ),
       byEmail: db.prepare<[string], ProfileDbRow>(
-        'SELECT * FROM profiles WHERE email = ? AND push_import = 0 ORDER BY updated_seq DESC',
+        'SELECT * FROM profiles WHERE email = ? ORDER BY updated_seq DESC',
       ),
       byPhone: db.prepare<[string], ProfileDbRow>(
-        'SELECT * FROM profiles WHERE phone = ? AND push_import = 0 ORDER BY updated_seq DESC',
+        'SELECT * FROM profiles WHERE phone = ? ORDER BY updated_seq DESC',
       ),
       idsByEmail: db.prepare<[string], { id: number }>('SELECT id FROM profiles WHERE email = ?'),
       all: db.prepare<[], ProfileDbRow>('SELECT * FROM profiles ORDER BY id'),
@@ -307,7 +307,7 @@ export class Store {
     return this.stmt.idByAlias.get(alias.alias_label, alias.alias_name);
   }
 
-  /** Identified profiles holding this email (or E.164 phone), most recently updated first. */
+  /** Profiles holding this email (or E.164 phone), most recently updated first. */
   profilesSharing(field: 'email' | 'phone', value: string): { id: number; externalId: string | null }[] {
     const stmt = field === 'email' ? this.stmt.sharingEmail : this.stmt.sharingPhone;
     return stmt.all(value).map((r) => ({ id: r.id, externalId: r.external_id }));
@@ -328,12 +328,12 @@ export class Store {
     return row === undefined ? undefined : toProfile(row);
   }
 
-  /** Identified profiles holding this (normalized) email, most recently updated first. */
+  /** Profiles holding this (normalized) email, most recently updated first. */
   profilesByEmail(email: string): Profile[] {
     return this.stmt.byEmail.all(email).map(toProfile);
   }
 
-  /** Identified profiles holding this E.164 phone, most recently updated first. */
+  /** Profiles holding this E.164 phone, most recently updated first. */
   profilesByPhone(phone: string): Profile[] {
     return this.stmt.byPhone.all(phone).map(toProfile);
   }

@@ -7,3 +7,4 @@ export * from './identity.js';
 export * from './time.js';
 export * from './validate.js';
 export * from './plan.js';
+export * from './shape.js';

@@ -2,7 +2,7 @@
 // happens to accept is not enough, and the calendar date must exist.
 
 const DATE_TIME =
-  /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?)?$/;
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|z|[+-]\d{2}(?::?\d{2})?)?$/;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 function daysInMonth(year: number, month: number): number {
@@ -22,15 +22,15 @@ export function isCalendarDate(value: string): boolean {
 
 /**
  * Epoch milliseconds of an ISO 8601 date or date-time, or undefined when the text is not one.
- * A date-time without an offset is read as UTC; a date alone is midnight UTC.
+ * A date-time without an offset is read as UTC; a date alone is not a date-time.
  */
 export function parseIsoTime(value: string): number | undefined {
   const m = DATE_TIME.exec(value);
   if (m === null) return undefined;
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
   if (!isRealDate(year, month, day)) return undefined;
-  const hour = m[4] === undefined ? 0 : Number(m[4]);
-  const minute = m[5] === undefined ? 0 : Number(m[5]);
+  const hour = Number(m[4]);
+  const minute = Number(m[5]);
   const second = m[6] === undefined ? 0 : Number(m[6]);
   if (hour > 23 || minute > 59 || second > 59) return undefined;
   const millis = m[7] === undefined ? 0 : Math.floor(Number(`0${m[7]}`) * 1000);

@@ -12,6 +12,7 @@ import {
 } from './fields.js';
 import { isPlausibleEmail, normalizePhone, primaryIdentifiersIn } from './identity.js';
 import { limitViolation, resolveLimits, type BatchLimits } from './limits.js';
+import { shapeProblem } from './shape.js';
 import { isCalendarDate, isIsoTime } from './time.js';
 import { ARRAY_NAMES, BLOCKLISTED_MESSAGE, type ArrayName, type MinorError } from './types.js';
 
@@ -290,6 +291,8 @@ function checkPurchase(item: Obj, problems: string[]): void {
 /** Every rule an item of the given array breaks, each naming its field; empty when it is valid. */
 export function itemProblems(kind: ArrayName, item: unknown): string[] {
   if (!isPlainObject(item)) return [`${kind} item: must be an object, got ${describe(item)}`];
+  const shape = shapeProblem(item);
+  if (shape !== undefined) return [shape];
   const problems: string[] = [];
   checkIdentifiers(kind, item, problems);
   if (kind === 'attributes') checkAttributes(item, problems);

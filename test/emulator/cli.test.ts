@@ -58,10 +58,16 @@ describe('track emulate', () => {
     }
   });
 
-  it('refuses bad options with exit 2 and a message naming the option', () => {
-    const r = runCli(['emulate', '--rate-limit', 'fast', '--db', ':memory:']);
+  it.each([
+    [['--rate-limit', 'fast'], /--rate-limit/],
+    [['--limits', 'huge'], /--limits/],
+    [['--max-body', '0'], /--max-body/],
+    [['--fail-rate', '2'], /--fail-rate/],
+    [['--latency', 'slow'], /--latency/],
+  ])('refuses %j with exit 2 and a message naming the option', (args, message) => {
+    const r = runCli(['emulate', '--db', ':memory:', ...args]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toMatch(/--rate-limit/);
+    expect(r.stderr).toMatch(message);
   });
 });
 

@@ -33,18 +33,45 @@ describe('hardening', () => {
     expect((await raw(emu, '{"attributes":[]}', { 'content-type': 'text/plain' })).status).toBe(415);
   });
 
-  it('answers 400 for malformed JSON, too deep nesting and too long nested arrays', async () => {
+  it('answers 400 for malformed JSON', async () => {
     emu = await startEmulator();
     expect((await raw(emu, '{"attributes":[{"external_id":"u",')).status).toBe(400);
-    const deep = `{"attributes":[{"external_id":"u","d":${'['.repeat(100_000)}${']'.repeat(100_000)}}]}`;
-    const d = await raw(emu, deep);
-    expect(d.status).toBe(400);
-    const long = JSON.stringify({ attributes: [{ external_id: 'u', objs: Array.from({ length: 20_000 }, () => ({ a: 1 })) }] });
-    const l = await raw(emu, long);
-    expect(l.status).toBe(400);
-    expect(l.body.message).toMatch(/array/);
-    expect(emu.store.counts().profiles).toBe(0);
-    expect((await fetch(`${emu.url}/health`)).status).toBe(200);
+  });
+
+  it('refuses, item by item, too deep nesting, too long nested arrays and text that is not valid Unicode', async () => {
+    emu = await startEmulator();
+    const deep = `{"attributes":[{"external_id":"ok","a":1},{"external_id":"u","d":${'['.repeat(100_000)}${']'.repeat(100_000)}}]}`;
+    const d = (await raw(emu, deep)) as unknown as { status: number; body: { errors: { type: string; index: number }[] } };
+    expect(d.status).toBe(201);
+    expect(d.body.errors).toEqual([{ type: 'd: nests deeper than 32 levels', input_array: 'attributes', index: 1 }]);
+    const long = JSON.stringify({ events: [{ external_id: 'u', name: 'e', time: '2024-01-01T00:00:00Z', properties: { objs: Array.from({ length: 20_000 }, () => ({ a: 1 })) } }] });
+    const l = (await raw(emu, long)) as unknown as { status: number; body: { errors: { type: string }[] } };
+    expect(l.body.errors[0].type).toMatch(/^properties: .*array/);
+    // a lone surrogate cannot be stored as UTF-8: refused, not garbled
+    const s = (await raw(emu, '{"attributes":[{"external_id":"s\\ud800","a":1}]}')) as unknown as { body: { errors: { type: string }[] } };
+    expect(s.body.errors[0].type).toMatch(/^external_id: .*Unicode/);
+    expect(emu.store.counts().profiles).toBe(1);
+    expect(emu.store.profileByExternalId('ok')).toBeDefined();
+  });
+
+  it('ignores unknown top-level keys whatever they hold', async () => {
+    emu = await startEmulator();
+    const partner = JSON.parse(`${'['.repeat(40)}1${']'.repeat(40)}`);
+    const r = await raw(emu, JSON.stringify({ attributes: [{ external_id: 'u', a: 1 }], partner, other: Array(20_000).fill(1) }));
+    expect(r.status).toBe(201);
+  });
+
+  it('stores a custom attribute named __proto__ as any other', async () => {
+    emu = await startEmulator();
+    const r = await raw(emu, '{"attributes":[{"external_id":"p","__proto__":{"polluted":1},"plain":1}]}');
+    expect(r.status).toBe(201);
+    const exported = await fetch(`${emu.url}/users/export/ids`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${emu.apiKey}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ external_ids: ['p'] }),
+    }).then((x) => x.text());
+    expect(exported).toContain('"custom_attributes":{"__proto__":{"polluted":1},"plain":1}');
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
   });
 
   it('takes a base URL written with a trailing slash and a query string', async () => {

@@ -73,6 +73,21 @@ describe('email', () => {
     expect(u.external_id).toBeUndefined();
   });
 
+  it('keeps the stored spelling of an email that only named the user', () => {
+    h = testHandler();
+    h.track({ attributes: [{ external_id: 'u1', email: 'Shared@X.com' }] });
+    h.track({ attributes: [{ email: 'shared@X.COM', hit: 'yes' }] });
+    expect(h.user('u1')).toMatchObject({ email: 'Shared@X.com', custom_attributes: { hit: 'yes' } });
+  });
+
+  it('finds a push-import profile by the email it holds rather than creating another', () => {
+    h = testHandler();
+    h.track({ attributes: [{ push_token_import: true, email: 'imp@x.com', push_tokens: [{ app_id: 'a', token: 't' }] }] });
+    h.track({ attributes: [{ email: 'imp@x.com', v: 1 }] });
+    expect(h.store.counts().profiles).toBe(1);
+    expect(h.users({ email_address: 'imp@x.com' })[0].custom_attributes).toEqual({ v: 1 });
+  });
+
   it('matches email case-insensitively', () => {
     h = testHandler();
     h.track({ attributes: [{ external_id: 'u1', email: 'ann@example.com' }] });

@@ -115,6 +115,17 @@ describe('order of checks', () => {
     expect(h.post('/users/track', '{"attributes":[]}', { 'content-type': 'application/json; charset=utf-8' }).status).toBe(201);
   });
 
+  it('describes limits on 401 and 404 answers under /users/ too, counting neither', () => {
+    h = testHandler({ rateLimit: '5/10s' });
+    const unauthorized = h.post('/users/track', {}, { authorization: 'Bearer nope' });
+    expect(unauthorized.status).toBe(401);
+    expect(unauthorized.headers['x-ratelimit-limit']).toBe('5');
+    const missing = h.post('/users/nope', {});
+    expect(missing.status).toBe(404);
+    expect(missing.headers['x-ratelimit-remaining']).toBe('5');
+    expect(h.post('/users/track', { attributes: [] }).headers['x-ratelimit-remaining']).toBe('4');
+  });
+
   it('answers every /users/* response past auth with the rate-limit headers', () => {
     h = testHandler();
     const r = h.post('/users/track', '{bad');
