@@ -1,0 +1,274 @@
+// Sends a plan of requests: `concurrency` in flight, paced, one user's requests in file order,
+// retried through failures, each final outcome journaled and its rejected items handed back.
+import { setMaxListeners } from 'node:events';
+import pLimit from 'p-limit';
+import type { PlannedRequest, RejectRecord } from '../model/plan.js';
+import { ARRAY_NAMES } from '../model/types.js';
+import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
+import { systemClock, type Clock } from './clock.js';
+import type { TrackClient } from './http-client.js';
+import { createPacer, type Pacer } from './pacer.js';
+import { distinctRows, itemCounts, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
+import { sendRequest, type DeliveryNotice, type OnUnknown, type SendContext, type SendOutcome } from './send-request.js';
+import { addWarning, emptySummary, progressOf, type DeliveryProgress, type DeliverySummary } from './summary.js';
+import { createUserOrder, type Turn } from './user-order.js';
+
+export const DEFAULT_CONCURRENCY = 8;
+/** The emulator's default burst limit is 3,000 requests per 3 s; 1,000 in any 1 s window never exceeds it. */
+export const DEFAULT_RATE = 1_000;
+export const DEFAULT_RETRIES = 5;
+export const DEFAULT_MAX_RATE_LIMIT_WAITS = 30;
+const DEFAULT_RATE_LIMIT_WAIT_MS = 1_000;
+/** An hourly window may ask for up to an hour; more than that is a server to stop for. */
+export const DEFAULT_MAX_WAIT_MS = 61 * 60_000;
+
+export interface DeliverOptions {
+  client: Pick<TrackClient, 'post' | 'endpoint'>;
+  /** Requests in flight at once (posting, backing off or waiting on the pacer). */
+  concurrency?: number;
+  /** Most requests started in any one-second window; undefined for no cap. */
+  rate?: number;
+  /** Most requests started in any hour; undefined for no cap. */
+  hourly?: number;
+  /** Tries after the first for 5xx, network errors and unknown outcomes. */
+  retries?: number;
+  backoff?: BackoffPolicy;
+  /** 429 answers one request may take before the run stops. */
+  maxRateLimitWaits?: number;
+  /** The longest wait a 429 may ask for before the run stops instead; default 61 minutes. */
+  maxWaitMs?: number;
+  /** A request that may have been applied: send it again (default), or reject its items unsent. */
+  onUnknown?: OnUnknown;
+  /** Where settled rows are recorded (see openJournal). */
+  journal?: {
+    record(origins: PlannedRequest['origins']): void;
+    flush(): Promise<void>;
+  };
+  /** Receives each rejected item; awaited before its rows are journaled. */
+  onReject?: (record: RejectRecord) => void | Promise<void>;
+  /** Called after each request settles or is given up. */
+  onProgress?: (progress: DeliveryProgress) => void;
+  /** 429 pauses, retries and unknown outcomes as they happen. */
+  onNotice?: (notice: DeliveryNotice) => void;
+  /** Graceful stop: take no more requests, start no new attempts, let posts on the wire finish. */
+  stopSignal?: AbortSignal;
+  /** Hard stop: cut off posts on the wire too. */
+  abortSignal?: AbortSignal;
+  clock?: Clock;
+  random?: () => number;
+  /** Replaces the pacer built from rate and hourly. */
+  pacer?: Pacer;
+  windowMarginMs?: number;
+}
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1`);
+  return value;
+}
+
+export async function deliver(requests: AsyncIterable<PlannedRequest>, options: DeliverOptions): Promise<DeliverySummary> {
+  const clock = options.clock ?? systemClock;
+  const concurrency = positiveInteger('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY);
+  const retries = options.retries ?? DEFAULT_RETRIES;
+  if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retries must be a whole number of at least 0');
+  const pacer =
+    options.pacer ?? createPacer({ perSecond: options.rate, perHour: options.hourly, clock, marginMs: options.windowMarginMs });
+  const startedAt = clock.now();
+  const summary = emptySummary();
+
+  // stop: no new requests or attempts; abort: also cut off posts on the wire
+  const stop = new AbortController();
+  const abort = new AbortController();
+  // every request in flight listens to both
+  setMaxListeners(0, stop.signal, abort.signal);
+  const onStop = (): void => {
+    summary.stopped = true;
+    stop.abort(new Error('stopped'));
+  };
+  const onAbort = (): void => {
+    summary.aborted = true;
+    stop.abort(new Error('aborted'));
+    abort.abort(new Error('aborted'));
+  };
+  if (options.stopSignal?.aborted) onStop();
+  else options.stopSignal?.addEventListener('abort', onStop, { once: true });
+  if (options.abortSignal?.aborted) onAbort();
+  else options.abortSignal?.addEventListener('abort', onAbort, { once: true });
+
+  const fail = (error: unknown): void => {
+    summary.fatal ??= error instanceof Error ? error : new Error(String(error));
+    stop.abort(summary.fatal);
+  };
+
+  const ctx: SendContext = {
+    post: (json, signal, onSent) => options.client.post(json, signal, onSent),
+    endpoint: options.client.endpoint,
+    pacer,
+    clock,
+    random: options.random ?? Math.random,
+    retries,
+    backoff: options.backoff ?? DEFAULT_BACKOFF,
+    maxRateLimitWaits: options.maxRateLimitWaits ?? DEFAULT_MAX_RATE_LIMIT_WAITS,
+    defaultRateLimitWaitMs: DEFAULT_RATE_LIMIT_WAIT_MS,
+    maxWaitMs: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
+    onUnknown: options.onUnknown ?? 'retry',
+    stopSignal: stop.signal,
+    abortSignal: abort.signal,
+    notify: (notice) => options.onNotice?.(notice),
+  };
+
+  const limit = pLimit(concurrency);
+  const order = createUserOrder();
+  let inFlight = 0;
+
+  const reportProgress = (): void => {
+    const now = clock.now();
+    options.onProgress?.(progressOf({ ...summary, elapsedMs: now - startedAt }, inFlight, Math.max(0, pacer.heldUntil - now)));
+  };
+
+  const reject = async (records: RejectRecord[]): Promise<void> => {
+    for (const record of records) await options.onReject?.(record);
+  };
+
+  /** Counts an outcome, hands back its rejects, and journals its rows when it is final. */
+  const settle = async (request: PlannedRequest, outcome: SendOutcome): Promise<void> => {
+    summary.attempts += outcome.attempts;
+    summary.retries += outcome.retries;
+    summary.rateLimited += outcome.rateLimited;
+    summary.unknownOutcomes += outcome.unknownOutcomes;
+    const counts = itemCounts(request);
+    if (outcome.attempts > 0) {
+      summary.requestsSent += 1;
+      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind];
+    }
+    if (outcome.unknownOutcomes > 0) {
+      const rows = distinctRows(request);
+      summary.rowsInUnknownRequests += rows;
+      if (outcome.possiblyApplied) summary.rowsPossiblyDuplicated += rows;
+    }
+    if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
+      summary.requestsAbandoned += 1;
+      if (outcome.kind === 'fatal') fail(outcome.error);
+      return;
+    }
+    try {
+      await settleFinal(request, outcome, counts);
+    } catch (error) {
+      summary.requestsAbandoned += 1;
+      throw error;
+    }
+    summary.requestsSettled += 1;
+  };
+
+  const settleFinal = async (
+    request: PlannedRequest,
+    outcome: Extract<SendOutcome, { kind: 'accepted' | 'rejected' | 'unknown-rejected' }>,
+    counts: ReturnType<typeof itemCounts>,
+  ): Promise<void> => {
+    switch (outcome.kind) {
+      case 'accepted': {
+        const joined = joinMinorErrors(request, outcome.response?.errors);
+        for (const warning of joined.unmatched) addWarning(summary, warning);
+        await reject(joined.rejects);
+        for (const kind of ARRAY_NAMES) {
+          summary.items[kind].accepted += counts[kind] - joined.rejectedPerKind[kind];
+          summary.items[kind].rejected += joined.rejectedPerKind[kind];
+        }
+        break;
+      }
+      case 'rejected':
+      case 'unknown-rejected':
+        await reject(wholeRequestRejects(request, outcome.message));
+        for (const kind of ARRAY_NAMES) summary.items[kind].rejected += counts[kind];
+        break;
+    }
+    // after the rejects are handed over: a crash in between sends the rows again rather than lose them
+    options.journal?.record(request.origins);
+  };
+
+  const run = async (request: PlannedRequest, turn: Turn): Promise<void> => {
+    try {
+      await turn.ready;
+      await limit(async () => {
+        if (stop.signal.aborted) {
+          summary.requestsAbandoned += 1;
+          return;
+        }
+        inFlight += 1;
+        try {
+          const outcome = await sendRequest(JSON.stringify(request.body), request.seq, ctx);
+          await settle(request, outcome);
+        } finally {
+          inFlight -= 1;
+        }
+      });
+    } catch (error) {
+      fail(error);
+    } finally {
+      turn.done();
+      reportProgress();
+    }
+  };
+
+  const tasks = new Set<Promise<void>>();
+  // the puller waits either for room or for the next request; a stop wakes it from both
+  let roomMade: (() => void) | undefined;
+  let stopWhileReading: (() => void) | undefined;
+  stop.signal.addEventListener(
+    'abort',
+    () => {
+      roomMade?.();
+      stopWhileReading?.();
+    },
+    { once: true },
+  );
+  // taken but not settled; a few beyond `concurrency` keep slots busy while one user's requests queue
+  const maxHeld = concurrency * 2;
+
+  const iterator = requests[Symbol.asyncIterator]();
+  let finished = false;
+  try {
+    while (!stop.signal.aborted) {
+      if (tasks.size >= maxHeld) {
+        await new Promise<void>((resolve) => {
+          roomMade = resolve;
+        });
+        roomMade = undefined;
+        continue;
+      }
+      // not Promise.race with one long-lived promise: that would keep a reaction per request
+      const next = await new Promise<IteratorResult<PlannedRequest> | 'stopped'>((resolve, reject) => {
+        stopWhileReading = () => resolve('stopped');
+        iterator.next().then(resolve, reject);
+      });
+      stopWhileReading = undefined;
+      if (next === 'stopped' || stop.signal.aborted) break;
+      if (next.done === true) {
+        finished = true;
+        break;
+      }
+      summary.requestsPulled += 1;
+      const request = next.value;
+      const task = run(request, order.enter(request.userKeys)).finally(() => {
+        tasks.delete(task);
+        roomMade?.();
+      });
+      tasks.add(task);
+    }
+  } catch (error) {
+    finished = true; // a generator that threw is done
+    fail(error);
+  }
+  if (!finished) void Promise.resolve(iterator.return?.()).catch(() => undefined);
+
+  while (tasks.size > 0) await Promise.all([...tasks]);
+  try {
+    await options.journal?.flush();
+  } catch (error) {
+    fail(error);
+  }
+  options.stopSignal?.removeEventListener('abort', onStop);
+  options.abortSignal?.removeEventListener('abort', onAbort);
+  summary.elapsedMs = clock.now() - startedAt;
+  return summary;
+}

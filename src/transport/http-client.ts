@@ -1,0 +1,196 @@
+// Posts request bodies to {base_url}/users/track through one keep-alive undici Pool, and tells
+// apart "no answer, and the request never left" from "no answer after it was sent" (spec 4, 5).
+import { Pool, type Dispatcher } from 'undici';
+import { UsageError } from '../errors.js';
+import type { HeaderMap } from './rate-limit-headers.js';
+
+export interface TrackClientOptions {
+  /** The base URL ({base_url}); a URL that already ends in /users/track is taken as it is. */
+  url: string;
+  apiKey: string;
+  /** Keep-alive connections in the pool; match the number of requests in flight. */
+  connections?: number;
+  /** Longest wait for the answer's headers, and between chunks of its body. */
+  timeoutMs?: number;
+  connectTimeoutMs?: number;
+}
+
+export type PostResult =
+  | { kind: 'response'; status: number; headers: HeaderMap; body: string }
+  | {
+      kind: 'failed';
+      /** The request was handed to the connection: the server may have applied it. */
+      sent: boolean;
+      /** The caller's signal ended it. */
+      aborted: boolean;
+      /** What went wrong, for a person; never holds the API key. */
+      reason: string;
+    };
+
+export interface TrackClient {
+  /** The URL posted to, without credentials, for messages. */
+  readonly endpoint: string;
+  /**
+   * Posts one JSON body; never rejects: every failure is a PostResult. onSent is called when the
+   * request has been written to a connection (possibly after connecting).
+   */
+  post(json: string, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
+  /** Waits for requests in flight, then closes the connections. */
+  close(): Promise<void>;
+  /** Closes the connections at once, failing requests in flight. */
+  destroy(): Promise<void>;
+}
+
+export const DEFAULT_TIMEOUT_MS = 60_000;
+const MAX_RESPONSE_BYTES = 1 << 20;
+const ENDPOINT_PATH = '/users/track';
+
+/** The /users/track URL for a base URL; a UsageError names what is wrong with it. */
+export function resolveEndpoint(url: string): URL {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new UsageError(`--url is not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+    throw new UsageError(`--url must start with http:// or https://, not ${parsed.protocol}`);
+  }
+  parsed.username = '';
+  parsed.password = '';
+  parsed.hash = '';
+  const base = parsed.pathname.replace(/\/+$/, '');
+  parsed.pathname = base.endsWith(ENDPOINT_PATH) ? base : `${base}${ENDPOINT_PATH}`;
+  return parsed;
+}
+
+function checkApiKey(apiKey: string): void {
+  if (apiKey.length === 0) throw new UsageError('an API key is required (--api-key or TRACK_API_KEY)');
+  // undici would refuse such a header with a message of its own; say it here without echoing the key
+  if (/[^\x20-\x7e]/.test(apiKey)) throw new UsageError('the API key holds characters that cannot be sent in a header');
+}
+
+export function createTrackClient(options: TrackClientOptions): TrackClient {
+  checkApiKey(options.apiKey);
+  const endpoint = resolveEndpoint(options.url);
+  const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const pool = new Pool(endpoint.origin, {
+    connections: options.connections ?? 16,
+    pipelining: 1,
+    headersTimeout: timeout,
+    bodyTimeout: timeout,
+    connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+  });
+  const path = `${endpoint.pathname}${endpoint.search}`;
+  const headers = {
+    'content-type': 'application/json',
+    authorization: `Bearer ${options.apiKey}`,
+  };
+  const redact = (text: string): string =>
+    options.apiKey.length >= 4 && text.includes(options.apiKey) ? text.split(options.apiKey).join('[redacted]') : text;
+
+  return {
+    endpoint: `${endpoint.origin}${endpoint.pathname}`,
+    post(json, signal, onSent) {
+      return dispatchPost(pool, { path, method: 'POST', headers, body: Buffer.from(json) }, redact, signal, onSent);
+    },
+    close: () => pool.close(),
+    destroy: () => pool.destroy(),
+  };
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const code = (error as { code?: unknown }).code;
+  const cause = (error as { cause?: unknown }).cause;
+  const causeCode = cause instanceof Error ? (cause as { code?: unknown }).code : undefined;
+  const parts = [typeof code === 'string' ? code : undefined, error.message];
+  if (typeof causeCode === 'string' && causeCode !== code) parts.push(`(${causeCode})`);
+  return parts.filter((p) => p !== undefined && p !== '').join(' ');
+}
+
+function readHeaders(raw: Buffer[] | string[] | null): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (raw === null) return out;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i].toString().toLowerCase();
+    if (out[name] === undefined) out[name] = raw[i + 1].toString();
+  }
+  return out;
+}
+
+/**
+ * One request through the pool with a handler of our own: undici calls onRequestSent once the
+ * request is written to the socket, which is what separates a safe retry from an unknown outcome.
+ */
+function dispatchPost(
+  pool: Pool,
+  request: Dispatcher.DispatchOptions,
+  redact: (text: string) => string,
+  signal: AbortSignal | undefined,
+  onSent: (() => void) | undefined,
+): Promise<PostResult> {
+  return new Promise((resolve) => {
+    let sent = false;
+    let aborted = false;
+    let status = 0;
+    let headers: Record<string, string> = {};
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let abortRequest: ((error: Error) => void) | undefined;
+    let settled = false;
+
+    const onAbort = (): void => {
+      aborted = true;
+      abortRequest?.(new Error('request aborted'));
+    };
+    const finish = (result: PostResult): void => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      resolve(result);
+    };
+    if (signal?.aborted) {
+      finish({ kind: 'failed', sent: false, aborted: true, reason: 'request aborted' });
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+
+    const handler = {
+      onConnect(abort: (error?: Error) => void): void {
+        sent = false;
+        abortRequest = abort;
+        if (aborted) abort(new Error('request aborted'));
+      },
+      onRequestSent(): void {
+        if (!sent) onSent?.();
+        sent = true;
+      },
+      onHeaders(statusCode: number, raw: Buffer[] | string[] | null): boolean {
+        if (statusCode < 200) return true; // 1xx: the answer is still to come
+        status = statusCode;
+        headers = readHeaders(raw);
+        return true;
+      },
+      onData(chunk: Buffer): boolean {
+        if (size < MAX_RESPONSE_BYTES) {
+          chunks.push(chunk);
+          size += chunk.length;
+        }
+        return true;
+      },
+      onComplete(): void {
+        finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')) });
+      },
+      onError(error: Error): void {
+        if (status !== 0 && !aborted) {
+          // the server had decided (status and headers arrived); only the rest of the body was lost
+          finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')) });
+          return;
+        }
+        finish({ kind: 'failed', sent, aborted, reason: redact(describe(error)) });
+      },
+    };
+    pool.dispatch(request, handler as Dispatcher.DispatchHandler);
+  });
+}

@@ -1,0 +1,115 @@
+// The resume journal's text form: NDJSON, one header line, then a line naming each input file
+// (path, size, mtime) and lines of settled line-number ranges. Reading stops cleanly at a torn
+// last line (the process died mid-write); damage anywhere else is reported, not guessed around.
+import { InputError } from '../errors.js';
+import { createRangeSet, type RangeSet } from './range-set.js';
+
+export const JOURNAL_HEADER = { journal: 'track-upload', version: 1 } as const;
+
+/** An input file as the journal knows it: when any of these differ, its line numbers mean other rows. */
+export interface FileIdentity {
+  /** Absolute path. */
+  path: string;
+  size: number;
+  mtimeMs: number;
+}
+
+export interface JournalFile {
+  index: number;
+  identity: FileIdentity;
+  /** 1-based lines whose rows reached a final outcome (accepted, or written to the rejects file). */
+  settled: RangeSet;
+}
+
+export interface ParsedJournal {
+  files: JournalFile[];
+  /** Bytes of the text that hold whole, valid lines; anything after is a torn tail to cut off. */
+  validBytes: number;
+  tornTail: boolean;
+  /** The last valid line lacks its newline (cut just before it). */
+  missingNewline: boolean;
+}
+
+export function headerLine(): string {
+  return `${JSON.stringify(JOURNAL_HEADER)}\n`;
+}
+
+export function fileLine(index: number, identity: FileIdentity): string {
+  return `${JSON.stringify({ file: index, path: identity.path, size: identity.size, mtimeMs: identity.mtimeMs })}\n`;
+}
+
+export function rangesLine(index: number, ranges: Array<[number, number]>): string {
+  return `${JSON.stringify({ file: index, lines: ranges })}\n`;
+}
+
+type Entry =
+  | { type: 'header' }
+  | { type: 'file'; index: number; identity: FileIdentity }
+  | { type: 'ranges'; index: number; ranges: Array<[number, number]> };
+
+const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+function readEntry(text: string): Entry | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  if (v.journal === JOURNAL_HEADER.journal && v.version === JOURNAL_HEADER.version) return { type: 'header' };
+  if (!isCount(v.file)) return undefined;
+  if (typeof v.path === 'string' && isCount(v.size) && typeof v.mtimeMs === 'number') {
+    return { type: 'file', index: v.file, identity: { path: v.path, size: v.size, mtimeMs: v.mtimeMs } };
+  }
+  if (Array.isArray(v.lines)) {
+    const ok = v.lines.every((r) => Array.isArray(r) && r.length === 2 && isCount(r[0]) && isCount(r[1]) && r[0] <= r[1]);
+    if (ok) return { type: 'ranges', index: v.file, ranges: v.lines as Array<[number, number]> };
+  }
+  return undefined;
+}
+
+/** Reads a journal's bytes; `where` names it in messages. */
+export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
+  const files = new Map<number, JournalFile>();
+  let offset = 0;
+  let lineNo = 0;
+  let validBytes = 0;
+  let tornTail = false;
+  let missingNewline = false;
+  while (offset < bytes.length) {
+    const newline = bytes.indexOf(0x0a, offset);
+    const end = newline === -1 ? bytes.length : newline;
+    const text = bytes.toString('utf8', offset, end);
+    const next = newline === -1 ? bytes.length : newline + 1;
+    lineNo += 1;
+    const entry = text.trim() === '' ? undefined : readEntry(text);
+    const isLast = next >= bytes.length;
+    if (entry === undefined) {
+      // only the last line can have been cut short by a kill; it is dropped, never half-read
+      if (isLast && (lineNo > 1 || headerLine().startsWith(text))) {
+        tornTail = true;
+        break;
+      }
+      throw new InputError(`the resume journal is damaged at line ${lineNo}; start without --resume`, where);
+    }
+    if (lineNo === 1 && entry.type !== 'header') {
+      throw new InputError('this is not a track upload journal', where);
+    }
+    if (entry.type === 'file') {
+      files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet() });
+    } else if (entry.type === 'ranges') {
+      const file = files.get(entry.index);
+      if (file === undefined) {
+        throw new InputError(`the resume journal is damaged at line ${lineNo} (unknown file ${entry.index})`, where);
+      }
+      for (const [start, end] of entry.ranges) file.settled.add(start, end);
+    }
+    offset = next;
+    validBytes = offset;
+    // a whole entry cut off just before its newline is kept; the next append starts a new line
+    if (newline === -1) missingNewline = true;
+  }
+  return { files: [...files.values()], validBytes, tornTail, missingNewline };
+}

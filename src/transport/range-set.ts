@@ -1,0 +1,72 @@
+// A set of whole numbers held as sorted, disjoint, non-adjacent ranges: acknowledged line numbers
+// of one file arrive out of order but mostly in runs, so millions of lines take a few ranges.
+
+export interface RangeSet {
+  /** Adds every number from start to end, inclusive. */
+  add(start: number, end?: number): void;
+  has(n: number): boolean;
+  /** The ranges in order, as [start, end] pairs. */
+  ranges(): Array<[number, number]>;
+  /** How many numbers are in the set. */
+  readonly size: number;
+  readonly rangeCount: number;
+}
+
+export function createRangeSet(): RangeSet {
+  const starts: number[] = [];
+  const ends: number[] = [];
+  let size = 0;
+
+  /** The first index whose range ends at or after n. */
+  function firstEndingFrom(n: number): number {
+    let lo = 0;
+    let hi = ends.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (ends[mid] < n) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  return {
+    add(start, end = start) {
+      if (end < start) return;
+      const last = ends.length - 1;
+      if (last < 0 || start > ends[last] + 1) {
+        starts.push(start);
+        ends.push(end);
+        size += end - start + 1;
+        return;
+      }
+      // ranges that overlap or touch [start, end] merge into one
+      const i = firstEndingFrom(start - 1);
+      let j = i;
+      let a = start;
+      let b = end;
+      let removed = 0;
+      while (j < starts.length && starts[j] <= end + 1) {
+        a = Math.min(a, starts[j]);
+        b = Math.max(b, ends[j]);
+        removed += ends[j] - starts[j] + 1;
+        j += 1;
+      }
+      starts.splice(i, j - i, a);
+      ends.splice(i, j - i, b);
+      size += b - a + 1 - removed;
+    },
+    has(n) {
+      const i = firstEndingFrom(n);
+      return i < starts.length && starts[i] <= n;
+    },
+    ranges() {
+      return starts.map((s, i) => [s, ends[i]]);
+    },
+    get size() {
+      return size;
+    },
+    get rangeCount() {
+      return starts.length;
+    },
+  };
+}

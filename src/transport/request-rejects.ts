@@ -1,0 +1,67 @@
+// Turns the server's verdict on items back into rows of the input: minor errors of a 201 are
+// joined through input_array and index to the item's origin (decisions.md "Wire format").
+import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
+import type { PlannedRequest, RejectRecord } from '../model/plan.js';
+
+export type KindCounts = Record<ArrayName, number>;
+
+export function itemCounts(request: PlannedRequest): KindCounts {
+  return {
+    attributes: request.body.attributes?.length ?? 0,
+    events: request.body.events?.length ?? 0,
+    purchases: request.body.purchases?.length ?? 0,
+  };
+}
+
+/** Distinct (file, line) rows behind a request's items. */
+export function distinctRows(request: PlannedRequest): number {
+  const rows = new Set<string>();
+  for (const kind of ARRAY_NAMES) for (const o of request.origins[kind] ?? []) rows.add(`${o.file}\u0000${o.line}`);
+  return rows.size;
+}
+
+/** One reject per item of the request, all with the same message. */
+export function wholeRequestRejects(request: PlannedRequest, message: string): RejectRecord[] {
+  const rejects: RejectRecord[] = [];
+  for (const kind of ARRAY_NAMES) {
+    for (const o of request.origins[kind] ?? []) rejects.push({ file: o.file, line: o.line, kind, row: o.row, errors: [message] });
+  }
+  return rejects;
+}
+
+export interface MinorErrorJoin {
+  /** One record per rejected item, holding every message the server gave for it. */
+  rejects: RejectRecord[];
+  rejectedPerKind: KindCounts;
+  /** Entries that name no item of the request, described for a warning. */
+  unmatched: string[];
+}
+
+function isArrayName(value: unknown): value is ArrayName {
+  return value === 'attributes' || value === 'events' || value === 'purchases';
+}
+
+export function joinMinorErrors(request: PlannedRequest, errors: unknown): MinorErrorJoin {
+  const rejectedPerKind: KindCounts = { attributes: 0, events: 0, purchases: 0 };
+  const unmatched: string[] = [];
+  if (!Array.isArray(errors) || errors.length === 0) return { rejects: [], rejectedPerKind, unmatched };
+  const byItem = new Map<string, RejectRecord>();
+  for (const entry of errors) {
+    const e = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
+    const message = typeof e.type === 'string' ? e.type : JSON.stringify(entry);
+    const origin = isArrayName(e.input_array) && typeof e.index === 'number' ? request.origins[e.input_array]?.[e.index] : undefined;
+    if (origin === undefined || !isArrayName(e.input_array)) {
+      unmatched.push(`request ${request.seq}: the server reported an error for no item of it: ${JSON.stringify(entry)}`);
+      continue;
+    }
+    const key = `${e.input_array}:${e.index}`;
+    const known = byItem.get(key);
+    if (known !== undefined) {
+      known.errors.push(message);
+      continue;
+    }
+    byItem.set(key, { file: origin.file, line: origin.line, kind: e.input_array, row: origin.row, errors: [message] });
+    rejectedPerKind[e.input_array] += 1;
+  }
+  return { rejects: [...byItem.values()], rejectedPerKind, unmatched };
+}

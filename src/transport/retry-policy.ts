@@ -1,0 +1,85 @@
+// What an attempt's result means for the request (decisions.md "Wire format"): done, wait and try
+// again, try again after a backoff, an outcome that cannot be known, stop everything, or reject.
+import type { SuccessResponse } from '../model/types.js';
+import type { PostResult } from './http-client.js';
+import { parseRetryAfter, rateLimitWaitMs, serverNow } from './rate-limit-headers.js';
+
+export type Verdict =
+  /** 2xx: applied, except the items named by minor errors. */
+  | { kind: 'accepted'; response: SuccessResponse | undefined }
+  /** 429: wait (for waitMs when the server says), pausing all sending; not a failure. */
+  | { kind: 'rate-limited'; waitMs: number | undefined }
+  /** 5xx, 408, or the request never reached the server: safe to send again after a backoff. */
+  | { kind: 'retry'; reason: string; minDelayMs?: number }
+  /** Sent, then the connection broke with no answer: it may have been applied. */
+  | { kind: 'unknown'; reason: string }
+  /** The server will refuse every request (key, permission, URL): stop the run. */
+  | { kind: 'fatal'; status?: number; message: string }
+  /** The server refused this request for what it holds: its items are rejected, not retried. */
+  | { kind: 'reject'; status: number; message: string }
+  /** Our own signal ended the attempt. */
+  | { kind: 'aborted'; sent: boolean };
+
+/** The server's message from a fatal-shape body, else a short piece of the body as text. */
+export function serverMessage(body: string): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    if (typeof parsed === 'object' && parsed !== null) {
+      const { message, errors } = parsed as { message?: unknown; errors?: unknown };
+      if (typeof message === 'string' && message !== '') return message;
+      if (Array.isArray(errors) && typeof errors[0] === 'string') return errors[0];
+    }
+  } catch {
+    // not JSON: fall through to the text
+  }
+  const text = body.trim().replace(/\s+/g, ' ');
+  return text === '' ? undefined : text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+function parseSuccess(body: string): SuccessResponse | undefined {
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as SuccessResponse) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function withMessage(status: number, body: string): string {
+  const message = serverMessage(body);
+  return message === undefined ? `HTTP ${status}` : `HTTP ${status}: ${message}`;
+}
+
+export function classifyResult(result: PostResult, wallNowMs: number): Verdict {
+  if (result.kind === 'failed') {
+    if (result.aborted) return { kind: 'aborted', sent: result.sent };
+    return result.sent
+      ? { kind: 'unknown', reason: `connection broke after the request was sent: ${result.reason}` }
+      : { kind: 'retry', reason: `could not send the request: ${result.reason}` };
+  }
+  const { status, headers, body } = result;
+  if (status >= 200 && status < 300) return { kind: 'accepted', response: parseSuccess(body) };
+  if (status === 429) return { kind: 'rate-limited', waitMs: rateLimitWaitMs(headers, wallNowMs) };
+  if (status === 401) {
+    return { kind: 'fatal', status, message: `the server refused the API key (${withMessage(status, body)}); check --api-key or TRACK_API_KEY` };
+  }
+  if (status === 403) {
+    return { kind: 'fatal', status, message: `the API key lacks the users.track permission (${withMessage(status, body)})` };
+  }
+  if (status === 404 || status === 405) {
+    return { kind: 'fatal', status, message: `nothing accepts POST /users/track at this URL (${withMessage(status, body)}); check --url` };
+  }
+  if (status >= 300 && status < 400) {
+    const location = headers.location === undefined ? '' : ` to ${headers.location}`;
+    return { kind: 'fatal', status, message: `the server redirected (HTTP ${status})${location}; use the final URL in --url` };
+  }
+  if (status === 408 || status >= 500) {
+    return {
+      kind: 'retry',
+      reason: withMessage(status, body),
+      minDelayMs: parseRetryAfter(headers['retry-after'], serverNow(headers, wallNowMs)),
+    };
+  }
+  if (status >= 400) return { kind: 'reject', status, message: withMessage(status, body) };
+  return { kind: 'retry', reason: `unexpected HTTP ${status}` };
+}

@@ -1,0 +1,145 @@
+// One request's life: wait for the pacer, post, and act on the verdict until it has a final
+// outcome (accepted, rejected), must be given up (fatal, stop), or has spent its retries.
+import { DeliveryError } from '../errors.js';
+import type { SuccessResponse } from '../model/types.js';
+import { backoffDelay, type BackoffPolicy } from './backoff.js';
+import { sleep, type Clock } from './clock.js';
+import type { PostResult } from './http-client.js';
+import type { Pacer } from './pacer.js';
+import { parseRateLimit } from './rate-limit-headers.js';
+import { classifyResult } from './retry-policy.js';
+
+export type OnUnknown = 'retry' | 'reject';
+
+export type DeliveryNotice =
+  | { type: 'rate-limited'; seq: number; waitMs: number }
+  | { type: 'retry'; seq: number; failure: number; delayMs: number; reason: string }
+  | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string };
+
+export interface SendContext {
+  post(json: string, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
+  /** Where requests go, for messages. */
+  endpoint: string;
+  pacer: Pacer;
+  clock: Clock;
+  random: () => number;
+  /** Attempts allowed after the first for 5xx, network errors and unknown outcomes. */
+  retries: number;
+  backoff: BackoffPolicy;
+  /** 429 answers one request may take before the run stops. */
+  maxRateLimitWaits: number;
+  /** Used when a 429 names no wait. */
+  defaultRateLimitWaitMs: number;
+  /** The longest wait the server may ask for (429, or Retry-After on a 5xx) before the run stops. */
+  maxWaitMs: number;
+  onUnknown: OnUnknown;
+  /** No new attempt starts once this fires. */
+  stopSignal: AbortSignal;
+  /** Attempts on the wire are cut off when this fires. */
+  abortSignal: AbortSignal;
+  notify(notice: DeliveryNotice): void;
+}
+
+export interface AttemptStats {
+  attempts: number;
+  retries: number;
+  rateLimited: number;
+  unknownOutcomes: number;
+  /** An attempt may have been applied and the request was, or will be, sent again. */
+  possiblyApplied: boolean;
+}
+
+export type SendOutcome = AttemptStats &
+  (
+    | { kind: 'accepted'; response: SuccessResponse | undefined }
+    | { kind: 'rejected'; message: string }
+    /** The outcome could not be known and onUnknown is 'reject'. */
+    | { kind: 'unknown-rejected'; message: string }
+    | { kind: 'fatal'; error: DeliveryError }
+    | { kind: 'abandoned' }
+  );
+
+export async function sendRequest(json: string, seq: number, ctx: SendContext): Promise<SendOutcome> {
+  const stats: AttemptStats = { attempts: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false };
+  let failures = 0;
+
+  /** Backs off before the next try, or gives up when the retries are spent. */
+  const afterFailure = async (reason: string, minDelayMs = 0): Promise<SendOutcome | undefined> => {
+    failures += 1;
+    if (failures > ctx.retries) {
+      const message = `gave up on ${ctx.endpoint} after ${ctx.retries} ${ctx.retries === 1 ? 'retry' : 'retries'}: ${reason}`;
+      return { ...stats, kind: 'fatal', error: new DeliveryError(message) };
+    }
+    const delayMs = Math.max(backoffDelay(failures, ctx.backoff, ctx.random), minDelayMs);
+    ctx.notify({ type: 'retry', seq, failure: failures, delayMs, reason });
+    try {
+      await sleep(ctx.clock, delayMs, ctx.stopSignal);
+    } catch {
+      return { ...stats, kind: 'abandoned' };
+    }
+    stats.retries += 1;
+    return undefined;
+  };
+
+  for (;;) {
+    if (ctx.stopSignal.aborted) return { ...stats, kind: 'abandoned' };
+    let ticket: number;
+    try {
+      ticket = await ctx.pacer.acquire(ctx.stopSignal);
+    } catch {
+      return { ...stats, kind: 'abandoned' };
+    }
+    stats.attempts += 1;
+    const result = await ctx.post(json, ctx.abortSignal, () => ctx.pacer.markSent(ticket));
+    ctx.pacer.release(ticket);
+    if (result.kind === 'response') ctx.pacer.observe(parseRateLimit(result.headers, ctx.clock.wallNow()), ticket);
+    const verdict = classifyResult(result, ctx.clock.wallNow());
+
+    switch (verdict.kind) {
+      case 'accepted':
+        return { ...stats, kind: 'accepted', response: verdict.response };
+      case 'reject':
+        return { ...stats, kind: 'rejected', message: verdict.message };
+      case 'fatal':
+        return { ...stats, kind: 'fatal', error: new DeliveryError(verdict.message, verdict.status) };
+      case 'aborted':
+        if (verdict.sent) {
+          stats.unknownOutcomes += 1;
+          stats.possiblyApplied = true;
+        }
+        return { ...stats, kind: 'abandoned' };
+      case 'rate-limited': {
+        stats.rateLimited += 1;
+        if (stats.rateLimited > ctx.maxRateLimitWaits) {
+          const message = `the server still refused request ${seq} with 429 (rate limited) after ${ctx.maxRateLimitWaits} waits; lower --rate or --hourly`;
+          return { ...stats, kind: 'fatal', error: new DeliveryError(message, 429) };
+        }
+        // spec 8: the limit is the account's, so every request waits, not only this one
+        const waitMs = verdict.waitMs ?? ctx.defaultRateLimitWaitMs;
+        if (waitMs > ctx.maxWaitMs) {
+          const message = `the server asks to wait ${Math.ceil(waitMs / 60_000)} minutes before sending more (429); stopping instead`;
+          return { ...stats, kind: 'fatal', error: new DeliveryError(message, 429) };
+        }
+        ctx.pacer.pause(ctx.clock.now() + waitMs);
+        ctx.notify({ type: 'rate-limited', seq, waitMs });
+        continue;
+      }
+      case 'unknown': {
+        stats.unknownOutcomes += 1;
+        ctx.notify({ type: 'unknown-outcome', seq, action: ctx.onUnknown, reason: verdict.reason });
+        if (ctx.onUnknown === 'reject') {
+          return { ...stats, kind: 'unknown-rejected', message: `outcome unknown (${verdict.reason}); not sent again` };
+        }
+        stats.possiblyApplied = true;
+        const gaveUp = await afterFailure(verdict.reason);
+        if (gaveUp !== undefined) return gaveUp;
+        continue;
+      }
+      case 'retry': {
+        const gaveUp = await afterFailure(verdict.reason, Math.min(verdict.minDelayMs ?? 0, ctx.maxWaitMs));
+        if (gaveUp !== undefined) return gaveUp;
+        continue;
+      }
+    }
+  }
+}

@@ -1,0 +1,64 @@
+// The latest N start times, for "at most N starts in any window": a new start may come once the
+// oldest of them is a window old. A start is first counted at the moment it was allowed, then
+// moved to when the request actually left (a new connection can hold it back), so the server,
+// which sees sending times, never counts more than N in its own window.
+
+export interface StartWindow {
+  /** Counts a start at time t. */
+  add(t: number): void;
+  /** Moves a start counted at `from` to the later time `to`. */
+  move(from: number, to: number): void;
+  /** The earliest time another start may come (-Infinity while fewer than N are counted). */
+  readyAt(): number;
+}
+
+export function createStartWindow(capacity: number, spanMs: number): StartWindow {
+  // ascending; the live part starts at `first` (dropping from the front without shifting each time)
+  let times: number[] = [];
+  let first = 0;
+
+  const size = (): number => times.length - first;
+
+  /** Index of the first live time that is >= t. */
+  const lowerBound = (t: number): number => {
+    let lo = first;
+    let hi = times.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (times[mid] < t) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  };
+
+  const insert = (t: number): void => {
+    if (size() === capacity) {
+      // only the latest N matter: a time older than all of them changes nothing
+      if (t <= times[first]) return;
+      first += 1;
+    }
+    if (times.length === 0 || t >= times[times.length - 1]) times.push(t);
+    else times.splice(lowerBound(t), 0, t);
+    if (first > capacity) {
+      times = times.slice(first);
+      first = 0;
+    }
+  };
+
+  return {
+    add: insert,
+    move(from, to) {
+      const at = lowerBound(from);
+      if (at < times.length && times[at] === from) {
+        times.splice(at, 1);
+        insert(to);
+      } else if (size() === capacity && to > times[first]) {
+        // `from` had already dropped out of the latest N; `to` may belong there now
+        insert(to);
+      }
+    },
+    readyAt() {
+      return size() < capacity ? Number.NEGATIVE_INFINITY : times[first] + spanMs;
+    },
+  };
+}

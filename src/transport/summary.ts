@@ -1,0 +1,96 @@
+// What a delivery did, counted as it happened; returned by deliver() and shown in progress.
+import type { ArrayName } from '../model/types.js';
+
+export interface ItemTally {
+  /** Items in requests that were posted at least once. */
+  sent: number;
+  /** Items the server queued (sent, minus those its minor errors named). */
+  accepted: number;
+  /** Items written to the rejects file: minor errors, refused requests, unknown outcomes with onUnknown 'reject'. */
+  rejected: number;
+}
+
+export interface DeliverySummary {
+  /** Requests taken from the plan. */
+  requestsPulled: number;
+  /** Requests posted at least once. */
+  requestsSent: number;
+  /** Requests with a final outcome (accepted or rejected), recorded in the journal. */
+  requestsSettled: number;
+  /** Requests taken but left without a final outcome (stop, abort, fatal error): a resume sends them. */
+  requestsAbandoned: number;
+  /** HTTP posts, first tries and retries. */
+  attempts: number;
+  /** Posts made again after a 5xx, a network error or an unknown outcome. */
+  retries: number;
+  /** 429 answers (each paused all sending; not counted as retries). */
+  rateLimited: number;
+  /** Posts whose outcome cannot be known: the connection broke after the request was sent. */
+  unknownOutcomes: number;
+  /** Rows in requests that had an unknown outcome. */
+  rowsInUnknownRequests: number;
+  /** Of those, rows that were (or, on resume, will be) sent again although they may have been applied. */
+  rowsPossiblyDuplicated: number;
+  items: Record<ArrayName, ItemTally>;
+  /** Things a person should know that are not rejects (capped). */
+  warnings: string[];
+  elapsedMs: number;
+  /** The stop signal ended the run early (requests in flight were let finish). */
+  stopped: boolean;
+  /** The abort signal ended it at once. */
+  aborted: boolean;
+  /** Why delivery stopped on its own: a DeliveryError, or an error from the plan, the journal or onReject. */
+  fatal?: Error;
+}
+
+export interface DeliveryProgress extends Omit<DeliverySummary, 'fatal' | 'warnings'> {
+  /** Requests posting, waiting for a retry or for the pacer. */
+  inFlight: number;
+  /** How much longer all sending is held (after a 429, or by the rate-limit headers), or 0. */
+  heldForMs: number;
+}
+
+export const MAX_WARNINGS = 50;
+
+export function emptySummary(): DeliverySummary {
+  return {
+    requestsPulled: 0,
+    requestsSent: 0,
+    requestsSettled: 0,
+    requestsAbandoned: 0,
+    attempts: 0,
+    retries: 0,
+    rateLimited: 0,
+    unknownOutcomes: 0,
+    rowsInUnknownRequests: 0,
+    rowsPossiblyDuplicated: 0,
+    items: {
+      attributes: { sent: 0, accepted: 0, rejected: 0 },
+      events: { sent: 0, accepted: 0, rejected: 0 },
+      purchases: { sent: 0, accepted: 0, rejected: 0 },
+    },
+    warnings: [],
+    elapsedMs: 0,
+    stopped: false,
+    aborted: false,
+  };
+}
+
+export function addWarning(summary: DeliverySummary, warning: string): void {
+  if (summary.warnings.length < MAX_WARNINGS) summary.warnings.push(warning);
+  else if (summary.warnings.length === MAX_WARNINGS) summary.warnings.push('(more warnings left out)');
+}
+
+export function progressOf(summary: DeliverySummary, inFlight: number, heldForMs: number): DeliveryProgress {
+  const { fatal: _fatal, warnings: _warnings, items, ...counters } = summary;
+  return {
+    ...counters,
+    items: {
+      attributes: { ...items.attributes },
+      events: { ...items.events },
+      purchases: { ...items.purchases },
+    },
+    inFlight,
+    heldForMs,
+  };
+}

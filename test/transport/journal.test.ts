@@ -1,0 +1,213 @@
+import { appendFile, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InputError } from '../../src/errors.js';
+import { openJournal, readJournal } from '../../src/transport/journal.js';
+import { buildPlan } from './plan.js';
+
+let dir: string;
+let input: string;
+let journalPath: string;
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'track-journal-'));
+  input = join(dir, 'users.csv');
+  journalPath = join(dir, 'users.csv.journal');
+  await writeFile(input, 'external_id,first_name\n' + Array.from({ length: 40 }, (_, i) => `u${i},n${i}\n`).join(''));
+});
+
+afterEach(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const lines = (journalText: string) => journalText.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('journal', () => {
+  it('records settled rows as merged ranges per file and reads them back on resume', async () => {
+    const plan = buildPlan({ requests: 6, itemsPer: 5, file: input });
+    const journal = await openJournal({ path: journalPath, files: [input], resume: false });
+    for (const i of [1, 0, 3, 5]) journal.record(plan[i].origins); // out of order; request 2 and 4 never settled
+    await journal.close();
+
+    const text = await readFile(journalPath, 'utf8');
+    const entries = lines(text);
+    expect(entries[0]).toEqual({ journal: 'track-upload', version: 1 });
+    const info = await stat(input);
+    expect(entries[1]).toEqual({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
+    expect(entries.slice(2)).toEqual([
+      {
+        file: 0,
+        lines: [
+          [2, 11],
+          [17, 21],
+          [27, 31],
+        ],
+      },
+    ]);
+
+    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    expect(resumed.settledBefore(input)).toBe(20);
+    const skipped = Array.from({ length: 30 }, (_, i) => i + 2).filter((line) => resumed.skipRow(input, line));
+    expect(skipped).toEqual([...range(2, 11), ...range(17, 21), ...range(27, 31)]);
+    expect(resumed.skipRow('elsewhere.csv', 2)).toBe(false);
+    await resumed.close();
+  });
+
+  it('appends on resume, keeping what earlier runs recorded', async () => {
+    const plan = buildPlan({ requests: 4, itemsPer: 5, file: input });
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.record(plan[0].origins);
+    await first.close();
+    const second = await openJournal({ path: journalPath, files: [input], resume: true });
+    second.record(plan[2].origins);
+    await second.close();
+    const parsed = await readJournal(journalPath);
+    expect(parsed.files).toHaveLength(1);
+    expect(parsed.files[0].settled.ranges()).toEqual([
+      [2, 6],
+      [12, 16],
+    ]);
+  });
+
+  it('starts a new journal when not resuming', async () => {
+    const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.record(plan[0].origins);
+    await first.close();
+    const fresh = await openJournal({ path: journalPath, files: [input], resume: false });
+    expect(fresh.skipRow(input, 2)).toBe(false);
+    await fresh.close();
+    expect((await readJournal(journalPath)).files[0].settled.size).toBe(0);
+  });
+
+  it('writes acknowledgements as they arrive, without waiting for close', async () => {
+    const plan = buildPlan({ requests: 1, itemsPer: 3, file: input });
+    const journal = await openJournal({ path: journalPath, files: [input], resume: false, flushIntervalMs: 10 });
+    journal.record(plan[0].origins);
+    await new Promise((r) => setTimeout(r, 60));
+    expect((await readJournal(journalPath)).files[0].settled.ranges()).toEqual([[2, 4]]);
+    journal.recordRows(input, [9, 10]);
+    journal.flushSync(); // the path for an exit that cannot wait
+    expect((await readJournal(journalPath)).files[0].settled.ranges()).toEqual([
+      [2, 4],
+      [9, 10],
+    ]);
+    await journal.close();
+  });
+
+  it('survives a torn last line: resume reads what was whole and appends cleanly after it', async () => {
+    const plan = buildPlan({ requests: 3, itemsPer: 5, file: input });
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.record(plan[0].origins);
+    await first.close();
+    await appendFile(journalPath, '{"file":0,"lines":[[7,1'); // killed mid-write
+
+    const parsed = await readJournal(journalPath);
+    expect(parsed.tornTail).toBe(true);
+    expect(parsed.files[0].settled.ranges()).toEqual([[2, 6]]);
+
+    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    expect(resumed.skipRow(input, 6)).toBe(true);
+    expect(resumed.skipRow(input, 7)).toBe(false);
+    resumed.record(plan[2].origins);
+    await resumed.close();
+
+    const after = await readJournal(journalPath);
+    expect(after.tornTail).toBe(false);
+    expect(after.files[0].settled.ranges()).toEqual([
+      [2, 6],
+      [12, 16],
+    ]);
+  });
+
+  it('keeps a whole last entry that only lost its newline', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    await first.close();
+    await appendFile(journalPath, '{"file":0,"lines":[[2,3]]}');
+    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    expect(resumed.skipRow(input, 3)).toBe(true);
+    resumed.recordRows(input, [8]);
+    await resumed.close();
+    expect((await readJournal(journalPath)).files[0].settled.ranges()).toEqual([
+      [2, 3],
+      [8, 8],
+    ]);
+  });
+
+  it('resumes from a journal cut short inside its first line', async () => {
+    await writeFile(journalPath, '{"journal":"track-up');
+    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    expect(resumed.skipRow(input, 2)).toBe(false);
+    resumed.recordRows(input, [2]);
+    await resumed.close();
+    const parsed = await readJournal(journalPath);
+    expect(parsed.tornTail).toBe(false);
+    expect(parsed.files[0].settled.ranges()).toEqual([[2, 2]]);
+  });
+
+  it('will not write the journal over an input file', async () => {
+    await expect(openJournal({ path: input, files: [input], resume: false })).rejects.toThrow(/is an input file/);
+    expect((await readFile(input, 'utf8')).startsWith('external_id,first_name')).toBe(true);
+  });
+
+  it('refuses a journal damaged before its last line', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.recordRows(input, [2]);
+    await first.close();
+    const text = await readFile(journalPath, 'utf8');
+    await writeFile(journalPath, text.replace('"lines"', '"lin') + '{"file":0,"lines":[[5,5]]}\n');
+    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/damaged at line 3/);
+  });
+
+  it('refuses to resume when an input file changed since', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.recordRows(input, [2, 3]);
+    await first.close();
+
+    await appendFile(input, 'u99,late\n');
+    const grown = openJournal({ path: journalPath, files: [input], resume: true });
+    await expect(grown).rejects.toBeInstanceOf(InputError);
+    await expect(grown).rejects.toThrow(/users\.csv: changed since the journal .* \(size \d+ -> \d+ bytes/);
+  });
+
+  it('refuses to resume when only the modification time changed', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    await first.close();
+    const later = new Date(Date.now() + 60_000);
+    await utimes(input, later, later);
+    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/modified .* -> /);
+  });
+
+  it('refuses to resume with no journal', async () => {
+    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/no journal to resume/);
+  });
+
+  it('refuses a file that is not a journal', async () => {
+    const other = join(dir, 'notes.txt');
+    await writeFile(other, 'shopping list\nmilk\n');
+    await expect(openJournal({ path: other, files: [input], resume: true })).rejects.toThrow(/damaged at line 1/);
+  });
+
+  it('adds files a resumed run names for the first time, and files first seen in an acknowledgement', async () => {
+    const other = join(dir, 'events.ndjson');
+    await writeFile(other, '{}\n{}\n{}\n');
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.recordRows(input, [2]);
+    first.recordRows(other, [1, 2]); // not named at open
+    await first.close();
+    const resumed = await openJournal({ path: journalPath, files: [input, other], resume: true });
+    expect(resumed.skipRow(other, 2)).toBe(true);
+    expect(resumed.skipRow(other, 3)).toBe(false);
+    await resumed.close();
+    const parsed = await readJournal(journalPath);
+    expect(parsed.files.map((f) => [f.index, f.identity.path, f.settled.size])).toEqual([
+      [0, resolve(input), 1],
+      [1, resolve(other), 2],
+    ]);
+  });
+});
+
+function range(from: number, to: number): number[] {
+  return Array.from({ length: to - from + 1 }, (_, i) => from + i);
+}
