@@ -44,6 +44,7 @@ export function parseIsoTime(value: string): number | undefined {
     if (oh > 23 || om > 59) return undefined;
     offsetMinutes = sign * (oh * 60 + om);
   }
+  if (year >= 100) return Date.UTC(year, month - 1, day, hour, minute, second, millis) - offsetMinutes * 60_000;
   // Date.UTC maps years 0-99 onto 1900-1999, so set the full date on a Date instead: a 29 February of
   // year 0 must not roll over to 1 March first (1900 is not a leap year).
   const date = new Date(0);
