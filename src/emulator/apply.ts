@@ -12,7 +12,7 @@ import {
   type SubscriptionGroupUpdate,
 } from '../model/index.js';
 import { applyCustomAttribute } from './attributes.js';
-import { resolveProfileId } from './resolve.js';
+import { resolveProfile, resolveProfileId } from './resolve.js';
 import type { Profile, Store } from './store.js';
 
 type Item = Record<string, unknown>;
@@ -101,8 +101,8 @@ function applyAttributes(store: Store, item: Item, options: ApplyOptions): void 
     importPushTokens(store, item, options);
     return;
   }
-  const id = resolveProfileId(store, item);
-  if (id !== undefined) updateProfile(store, store.profileById(id) as Profile, item, options);
+  const profile = resolveProfile(store, item);
+  if (profile !== undefined) updateProfile(store, profile, item, options);
 }
 
 function applyEvent(store: Store, item: Item): void {

@@ -1,6 +1,6 @@
 // Finds (or creates) the profile an item names (spec 2.3, 4; decisions.md "Identifying the user").
 import { identityOf, type Identity } from '../model/index.js';
-import type { Store } from './store.js';
+import type { Profile, Store } from './store.js';
 
 /**
  * Whether an item may only update an existing profile: `_update_existing_only` when given, else
@@ -14,6 +14,16 @@ export function updateOnly(item: Record<string, unknown>, identity: Identity): b
 /** spec 4 rule 4: the most recently updated profile with an external ID, else the most recently updated. */
 function pickShared(candidates: { id: number; externalId: string | null }[]): number | undefined {
   return (candidates.find((p) => p.externalId !== null) ?? candidates[0])?.id;
+}
+
+/** The profile an accepted attributes item applies to (one query when it is found by external_id). */
+export function resolveProfile(store: Store, item: Record<string, unknown>): Profile | undefined {
+  if (typeof item.external_id === 'string' && item.push_token_import !== true) {
+    const found = store.profileByExternalId(item.external_id);
+    if (found !== undefined) return found;
+  }
+  const id = resolveProfileId(store, item);
+  return id === undefined ? undefined : store.profileById(id);
 }
 
 /**
