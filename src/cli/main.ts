@@ -2,6 +2,8 @@
 import { Command } from 'commander';
 import { runMain } from './run.js';
 import { registerEmulate } from './commands/emulate.js';
+import { registerUpload } from './commands/upload.js';
+import { registerValidate } from './commands/validate.js';
 
 const program = new Command()
   .name('track')
@@ -10,5 +12,7 @@ const program = new Command()
   .showHelpAfterError();
 
 registerEmulate(program);
+registerUpload(program);
+registerValidate(program);
 
 await runMain(program, process.argv);

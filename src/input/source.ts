@@ -1,0 +1,102 @@
+// Opening an input: a file or stdin, its bytes gunzipped when they start like gzip, and its format
+// taken from the name unless given.
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { Readable, pipeline } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { InputError, UsageError } from '../errors.js';
+
+export type InputFormat = 'csv' | 'ndjson';
+export const INPUT_FORMATS: readonly InputFormat[] = ['csv', 'ndjson'];
+
+/** The name that reads standard input. */
+export const STDIN = '-';
+
+const EXTENSIONS: ReadonlyArray<[string, InputFormat]> = [
+  ['.csv', 'csv'],
+  ['.ndjson', 'ndjson'],
+  ['.jsonl', 'ndjson'],
+];
+
+/** The format of an input: the explicit one, else the one its extension names (`.gz` aside). */
+export function formatOf(file: string, explicit?: InputFormat): InputFormat {
+  if (explicit !== undefined) return explicit;
+  if (file === STDIN) throw new UsageError('reading standard input (-) needs --format csv or --format ndjson');
+  const name = file.toLowerCase().replace(/\.gz$/, '');
+  const found = EXTENSIONS.find(([ext]) => name.endsWith(ext));
+  if (found === undefined) {
+    throw new UsageError(`${file}: cannot tell the format from the name (.csv, .ndjson, .jsonl, each optionally .gz); give --format`);
+  }
+  return found[1];
+}
+
+/** Fails early, naming the file, when an input cannot be opened for reading. */
+export async function checkReadable(file: string): Promise<void> {
+  if (file === STDIN) return;
+  let isFile: boolean;
+  try {
+    isFile = (await stat(file)).isFile();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new InputError(code === 'ENOENT' ? 'no such file' : `cannot read it (${code ?? String(error)})`, file);
+  }
+  if (!isFile) throw new InputError('is not a file', file);
+}
+
+function readError(file: string, error: unknown): InputError {
+  if (error instanceof InputError) return error;
+  const e = error as NodeJS.ErrnoException;
+  if (typeof e.code === 'string' && e.code.startsWith('Z_')) return new InputError(`is not valid gzip data (${e.message})`, file);
+  return new InputError(`cannot read it (${e.code ?? e.message ?? String(error)})`, file);
+}
+
+const GZIP_MAGIC = [0x1f, 0x8b];
+
+/**
+ * The bytes of an input, decompressed when they begin with the gzip magic number (so `.gz` files
+ * and gzipped standard input both work). Read errors become an InputError naming the file.
+ */
+export async function* inputBytes(file: string, stdin?: Readable): AsyncGenerator<Buffer> {
+  const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: 16 * 1024 });
+  const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  try {
+    // gather at least two bytes to decide
+    let head: Buffer = Buffer.alloc(0);
+    let ended = false;
+    while (head.length < GZIP_MAGIC.length) {
+      const next = await chunks.next();
+      if (next.done === true) {
+        ended = true;
+        break;
+      }
+      head = head.length === 0 ? toBuffer(next.value) : Buffer.concat([head, toBuffer(next.value)]);
+    }
+    const rest = async function* (): AsyncGenerator<Buffer> {
+      if (head.length > 0) yield head;
+      if (ended) return;
+      for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) yield toBuffer(next.value);
+    };
+    if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
+      const gunzip = createGunzip();
+      // a failure on either side destroys gunzip with it, which ends the loop below with that error
+      pipeline(Readable.from(rest(), { objectMode: false }), gunzip, () => undefined);
+      for await (const chunk of gunzip) yield chunk as Buffer;
+    } else {
+      yield* rest();
+    }
+  } catch (error) {
+    throw readError(file, error);
+  } finally {
+    if (file !== STDIN) source.destroy();
+    else await chunks.return?.();
+  }
+}
+
+function requireStdin(stdin: Readable | undefined): Readable {
+  if (stdin === undefined) throw new UsageError('standard input (-) is not available here');
+  return stdin;
+}
+
+function toBuffer(chunk: Buffer | string): Buffer {
+  return typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+}

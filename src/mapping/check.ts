@@ -1,0 +1,105 @@
+// The verdict on one item before it is sent: its problems (the shared validator's, after the
+// mapping's own), and the warnings for an item that is valid but unwise.
+import { CONTROL_FIELDS } from '../model/fields.js';
+import type { Identity } from '../model/identity.js';
+import type { ArrayName } from '../model/types.js';
+import { itemProblems } from '../model/validate.js';
+
+const NONE: readonly string[] = Object.freeze([]);
+
+/** Carrier gateways that turn an email into a text message (spec 4.6). */
+const SMS_GATEWAY_DOMAINS = new Set([
+  'txt.att.net',
+  'mms.att.net',
+  'cingularme.com',
+  'vtext.com',
+  'vzwpix.com',
+  'mypixmessages.com',
+  'tmomail.net',
+  'messaging.sprintpcs.com',
+  'pm.sprint.com',
+  'page.nextel.com',
+  'sms.myboostmobile.com',
+  'myboostmobile.com',
+  'mymetropcs.com',
+  'sms.cricketwireless.net',
+  'mms.cricketwireless.net',
+  'sms.mycricket.com',
+  'email.uscc.net',
+  'mms.uscc.net',
+  'vmobl.com',
+  'vmpix.com',
+  'text.republicwireless.com',
+  'msg.fi.google.com',
+  'mmst5.tracfone.com',
+  'mailmymobile.net',
+  'message.ting.com',
+  'sms.xfinitymobile.com',
+  'message.alltel.com',
+  'text.wireless.alltel.com',
+  'sms.alltelwireless.com',
+  'qwestmp.com',
+  'gocbw.com',
+  'cspire1.com',
+  'txt.bell.ca',
+  'txt.bellmobility.ca',
+  'pcs.rogers.com',
+  'sms.rogers.com',
+  'msg.telus.com',
+  'text.mts.net',
+  'vmobile.ca',
+  'fido.ca',
+  'sms.sasktel.com',
+  'txt.freedommobile.ca',
+]);
+const GATEWAY_LABELS = new Set(['sms', 'mms', 'txt', 'text', 'pcs', 'msg', 'page', 'pm', 'messaging']);
+
+/** A phone number at a carrier's gateway domain (spec 4.6: "phone number plus a carrier gateway domain"), by the list above or by its look. */
+export function isSmsGatewayEmail(email: string): boolean {
+  // the address of a gateway is a phone number: most emails are ruled out by their first character
+  const first = email.charCodeAt(0);
+  if (!((first >= 48 && first <= 57) || first === 43)) return false;
+  const at = email.lastIndexOf('@');
+  if (at < 0) return false;
+  const domain = email.slice(at + 1).toLowerCase();
+  if (!/^\+?[0-9]{10,15}$/.test(email.slice(0, at))) return false;
+  return SMS_GATEWAY_DOMAINS.has(domain) || GATEWAY_LABELS.has(domain.split('.')[0]);
+}
+
+export const SMS_GATEWAY_WARNING =
+  'email: is an SMS carrier gateway address; mail to it is not reliable and still counts towards email billing (spec 4.6)';
+export const NO_FIELD_WARNING = 'item sets no field: it names a user and changes nothing, but still spends a data point';
+
+/** True when an attributes item carries nothing but the identifier that names its user and control fields. */
+function setsNoField(item: Record<string, unknown>, identity: Identity['by']): boolean {
+  for (const key in item) {
+    if (key !== identity && !CONTROL_FIELDS.has(key)) return false;
+  }
+  return true;
+}
+
+function isOwnProblem(problem: string, fields: readonly string[]): boolean {
+  return fields.some((field) => problem.startsWith(field) && /^[:.[ ]/.test(problem.charAt(field.length)));
+}
+
+/**
+ * The shared validator's problems with an item, after the mapping's own; a field the mapping could
+ * not read is left out of the item, so what the validator says about that field is set aside.
+ */
+export function itemErrors(kind: ArrayName, item: unknown, mapped?: { errors?: string[]; failed?: string[] }): readonly string[] {
+  const problems = itemProblems(kind, item);
+  if (mapped?.errors === undefined) return problems;
+  const failed = mapped.failed ?? [];
+  return [...mapped.errors, ...problems.filter((p) => !isOwnProblem(p, failed))];
+}
+
+/** Why a valid item is unwise to send as it is; empty for most. `identity` is identityOf(item).by. */
+export function itemWarnings(kind: ArrayName, item: Record<string, unknown>, identity: Identity['by']): readonly string[] {
+  const gateway = typeof item.email === 'string' && isSmsGatewayEmail(item.email);
+  const empty = kind === 'attributes' && setsNoField(item, identity);
+  if (!gateway && !empty) return NONE;
+  const warnings: string[] = [];
+  if (gateway) warnings.push(SMS_GATEWAY_WARNING);
+  if (empty) warnings.push(NO_FIELD_WARNING);
+  return warnings;
+}

@@ -1,0 +1,220 @@
+// CSV rows -> items: the header (after --map) is read once into a plan, then each row's cells are
+// read through it. An empty cell leaves its field out; a cell reading `null` removes the field.
+import type { ItemOrigin } from '../model/plan.js';
+import type { ArrayName } from '../model/types.js';
+import { CellProblem, type CellReader } from './cells.js';
+import type { ColumnMap } from './column-map.js';
+import { parseColumnSpec, readerFor } from './columns.js';
+import { inferKind } from './kind.js';
+import { compileRowMapper, type RowMapper } from './row-mapper.js';
+
+/** Keys a rejected row of the wrong width carries in the rejects file, to be removed once fixed. */
+export const EXTRA_CELLS_KEY = '_extra_cells';
+export const MISSING_COLUMNS_KEY = '_missing_columns';
+
+export interface CsvColumn {
+  index: number;
+  /** The field, as messages name it: `properties.plan`, with the file's column name if --map renamed it. */
+  label: string;
+  /** The field name without annotation (the prefix of its messages). */
+  field: string;
+  path: string[];
+  read: CellReader;
+}
+
+export interface CsvPlan {
+  kind: ArrayName;
+  /** How many cells every row has. */
+  width: number;
+  columns: CsvColumn[];
+  /** For each cell position, its key in a row of the rejects file (the header after --map), or undefined when --map leaves it out. */
+  keys: Array<string | undefined>;
+  /** The part of jsonBytesBound() that does not depend on the cells. */
+  fixedBytes: number;
+  mapRow: RowMapper;
+}
+
+export type CsvPlanResult = { ok: true; plan: CsvPlan; notes: string[] } | { ok: false; problems: string[] };
+
+export interface CsvPlanOptions {
+  kind?: ArrayName;
+  map?: ColumnMap;
+}
+
+const IDENTIFYING = ['external_id', 'user_alias', 'service_id', 'email', 'phone', 'push_token_import'];
+
+function fixedProblem(message: string): CellReader {
+  const problem = new CellProblem(message);
+  return () => problem;
+}
+
+export function planCsv(header: readonly string[], options: CsvPlanOptions = {}): CsvPlanResult {
+  const problems: string[] = [];
+  const notes: string[] = [];
+  const keys: Array<string | undefined> = [];
+  const specs: Array<{ index: number; key: string; source: string; spec: ReturnType<typeof parseColumnSpec> }> = [];
+  header.forEach((source, index) => {
+    const mapped = options.map?.get(source);
+    if (mapped === null) {
+      keys.push(undefined);
+      return;
+    }
+    const key = mapped ?? source;
+    keys.push(key);
+    // spaces around a header name are taken for an accident: " email" is the email column
+    const name = key.trim();
+    if (name === '') return; // an unnamed column: its cells must stay empty (below)
+    specs.push({ index, key, source, spec: parseColumnSpec(name) });
+  });
+  for (const column of options.map?.keys() ?? []) {
+    if (!header.includes(column)) notes.push(`--map names a column "${column}" that the header does not have`);
+  }
+
+  const byField = new Map<string, number>();
+  for (const { index, source, spec } of specs) {
+    if ('problem' in spec) {
+      problems.push(`column ${index + 1} "${source}": ${spec.problem}`);
+      continue;
+    }
+    if (spec.path.includes('__proto__')) {
+      problems.push(`column ${index + 1} "${source}": __proto__ cannot be a field name`);
+      continue;
+    }
+    const earlier = byField.get(spec.field);
+    if (earlier !== undefined) problems.push(`columns ${earlier + 1} and ${index + 1} both fill "${spec.field}"`);
+    else byField.set(spec.field, index);
+  }
+  for (const [field, index] of byField) {
+    const path = field.split('.');
+    for (let depth = 1; depth < path.length; depth += 1) {
+      const parent = byField.get(path.slice(0, depth).join('.'));
+      if (parent !== undefined) {
+        problems.push(`column ${index + 1} "${field}" is inside column ${parent + 1} "${path.slice(0, depth).join('.')}"; keep one of them`);
+      }
+    }
+  }
+  if (problems.length > 0) return { ok: false, problems };
+
+  const tops = new Set([...byField.keys()].map((field) => field.split('.')[0]));
+  const kind = options.kind ?? inferKind(tops);
+  if (!IDENTIFYING.some((name) => tops.has(name))) {
+    return {
+      ok: false,
+      problems: ['the header has no column that names the user: external_id, user_alias.alias_name, service_id, email or phone'],
+    };
+  }
+
+  const columns: CsvColumn[] = [];
+  header.forEach((source, index) => {
+    const key = keys[index];
+    if (key !== undefined && key.trim() === '') {
+      columns.push({
+        index,
+        label: `column ${index + 1}`,
+        field: `column ${index + 1}`,
+        path: [''],
+        read: fixedProblem('has no name in the header; name the column or leave its cells empty'),
+      });
+    }
+  });
+  for (const { index, key, source, spec } of specs) {
+    if ('problem' in spec) continue;
+    const label = key === source ? spec.field : `${spec.field} (column "${source}")`;
+    let read: CellReader;
+    if (spec.field === EXTRA_CELLS_KEY || spec.field === MISSING_COLUMNS_KEY) {
+      read = fixedProblem('the row had the wrong number of cells; put each value under its column, then remove this key');
+    } else {
+      const reader = readerFor(kind, spec);
+      if (typeof reader !== 'function') {
+        problems.push(`column ${index + 1} "${source}": ${reader.problem}`);
+        continue;
+      }
+      read = reader;
+    }
+    columns.push({ index, label, field: spec.field, path: spec.path, read });
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  columns.sort((a, b) => a.index - b.index);
+  // per column: its key (each name escaped, quoted, a colon), braces for each level, a comma, and
+  // the longest wrapper a value can get ({"$time": ...}); see jsonBytesBound
+  let fixedBytes = 2;
+  for (const column of columns) fixedBytes += 6 * column.field.length + 8 * column.path.length + 16;
+  const mapRow = compileRowMapper(columns);
+  return { ok: true, plan: { kind, width: header.length, columns, keys, fixedBytes, mapRow }, notes };
+}
+
+export interface MappedRow {
+  item: Record<string, unknown>;
+  /** Cells that could not be read, each `field: reason`; their fields are left out of the item. */
+  errors?: string[];
+  /** The fields of those cells, so the validator's view of them can be set aside. */
+  failed?: string[];
+}
+
+/**
+ * At least the UTF-8 bytes of the item's JSON, without building it: a character of cell text never
+ * takes more than 6 bytes of JSON (`\u001f`), and no reader makes a value longer than that (a
+ * number such as 1e20 written out grows most, to 21 bytes from 4).
+ */
+export function jsonBytesBound(plan: CsvPlan, cells: readonly string[]): number {
+  let chars = 0;
+  for (const cell of cells) chars += cell.length;
+  return plan.fixedBytes + 6 * chars;
+}
+
+/** The wrong width of a row, as its error, or undefined when it has a cell for every column. */
+export function widthProblem(plan: CsvPlan, cells: readonly string[]): string | undefined {
+  if (cells.length === plan.width) return undefined;
+  return `row: has ${cells.length} ${cells.length === 1 ? 'cell' : 'cells'}; the header has ${plan.width} columns`;
+}
+
+export function mapCsvRow(plan: CsvPlan, cells: readonly string[]): MappedRow {
+  const mapping = plan.mapRow(cells);
+  const { item, refused } = mapping;
+  if (refused === undefined) return mapping;
+  return {
+    item,
+    errors: refused.map(([i, problem]) => `${plan.columns[i].label}: ${problem.message}`),
+    failed: refused.map(([i]) => plan.columns[i].field),
+  };
+}
+
+/**
+ * A row as the rejects file shows it: each cell's text under its header (after --map), so it can be
+ * fixed and read again. A row of the wrong width keeps what does not fit under the marker keys.
+ */
+export function csvRowObject(plan: CsvPlan, cells: readonly string[]): Record<string, unknown> {
+  const row: Record<string, unknown> = {};
+  const shared = Math.min(cells.length, plan.width);
+  for (let i = 0; i < shared; i += 1) {
+    const key = plan.keys[i];
+    if (key !== undefined) row[key] = cells[i];
+  }
+  if (cells.length > plan.width) row[EXTRA_CELLS_KEY] = cells.slice(plan.width);
+  if (cells.length < plan.width) {
+    row[MISSING_COLUMNS_KEY] = plan.keys.slice(cells.length).filter((key): key is string => key !== undefined);
+  }
+  return row;
+}
+
+/**
+ * Where a CSV row's item came from. A class with a getter, unlike the rest of this code, so that the
+ * row object for the rejects file is built only for the few rows that need one: building it for
+ * every row cost more than mapping the row.
+ */
+export class CsvRowOrigin implements ItemOrigin {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    private readonly plan: CsvPlan,
+    private readonly cells: readonly string[],
+  ) {}
+
+  get row(): Record<string, unknown> {
+    return csvRowObject(this.plan, this.cells);
+  }
+
+  toJSON(): ItemOrigin {
+    return { file: this.file, line: this.line, row: this.row };
+  }
+}

@@ -1,0 +1,105 @@
+// NDJSON lines -> items. A line is an item (of --kind, or of the kind its fields suggest), a
+// request-shaped object whose items are taken one by one, or a line of a rejects file fed back in,
+// whose row is read again the way its own file was (CSV rows by their headers).
+import { IDENTIFIER_FIELDS } from '../model/fields.js';
+import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
+import { mapCsvRow, planCsv, type CsvPlan } from './csv-rows.js';
+import { inferKind, isKind } from './kind.js';
+
+/** An item to check, or a part of a line that is no item at all. */
+export type LineItem =
+  | { kind: ArrayName; item: unknown; row: unknown; errors?: string[]; failed?: string[] }
+  | { kind: ArrayName | 'unknown'; row: unknown; errors: string[] };
+
+type Obj = Record<string, unknown>;
+
+function isObject(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Request-shaped: carries an array named attributes, events or purchases and no identifier of its own. */
+function isRequestShaped(value: Obj): boolean {
+  if (!ARRAY_NAMES.some((name) => Array.isArray(value[name]))) return false;
+  for (const key of IDENTIFIER_FIELDS) if (value[key] !== undefined) return false;
+  return value.push_token_import === undefined;
+}
+
+/** A line of a rejects file: `{"file", "line", "kind", "row", "errors"}`. */
+function isRejectRecord(value: Obj): boolean {
+  return typeof value.file === 'string' && typeof value.line === 'number' && 'row' in value && Array.isArray(value.errors);
+}
+
+const CSV_NAME = /\.csv(\.gz)?$/i;
+
+function cellText(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value === null) return 'null';
+  if (value === undefined) return '';
+  return typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
+export interface LineMapperOptions {
+  /** --kind: the kind of item lines (request-shaped lines and rejects carry their own). */
+  kind?: ArrayName;
+}
+
+/** Maps parsed NDJSON lines to items; keeps the plans of fed-back CSV rows' headers between calls. */
+export function createLineMapper(options: LineMapperOptions = {}): (value: unknown) => LineItem[] {
+  const plans = new Map<string, CsvPlan | string[]>();
+
+  const csvRow = (row: Obj, kind: ArrayName | undefined): LineItem => {
+    const header = Object.keys(row);
+    const cacheKey = `${kind ?? ''}\u0000${header.join('\u0000')}`;
+    let plan = plans.get(cacheKey);
+    if (plan === undefined) {
+      const result = planCsv(header, { kind });
+      plan = result.ok ? result.plan : result.problems.map((p) => `row: ${p}`);
+      if (plans.size > 1000) plans.clear();
+      plans.set(cacheKey, plan);
+    }
+    if (Array.isArray(plan)) return { kind: kind ?? 'unknown', row, errors: plan };
+    return { kind: plan.kind, row, ...mapCsvRow(plan, header.map((key) => cellText(row[key]))) };
+  };
+
+  const itemsOf = (value: unknown, kind: ArrayName | undefined, depth: number): LineItem[] => {
+    if (!isObject(value)) {
+      return [{ kind: kind ?? 'unknown', row: value, errors: ['line: must be a JSON object (an item, or a request with attributes, events, purchases)'] }];
+    }
+    if (isRejectRecord(value) && depth === 0) {
+      const ownKind = isKind(value.kind) ? value.kind : kind;
+      const row = value.row;
+      if (typeof row === 'string') {
+        // a line that was not JSON: read the fixed text again
+        try {
+          return itemsOf(JSON.parse(row), ownKind, depth + 1);
+        } catch (error) {
+          return [{ kind: ownKind ?? 'unknown', row, errors: [`row: is not valid JSON (${(error as Error).message})`] }];
+        }
+      }
+      const fromCsv =
+        CSV_NAME.test(value.file as string) ||
+        (value.file === '-' && isObject(row) && Object.values(row).every((cell) => typeof cell === 'string'));
+      if (fromCsv && isObject(row)) return [csvRow(row, ownKind)];
+      if (row === null || row === undefined) {
+        return [{ kind: ownKind ?? 'unknown', row: null, errors: ['row: is empty; write the row to send in its place'] }];
+      }
+      return itemsOf(row, ownKind, depth + 1);
+    }
+    if (isRequestShaped(value)) {
+      const items: LineItem[] = [];
+      for (const name of ARRAY_NAMES) {
+        const list = value[name];
+        if (list === undefined) continue;
+        if (!Array.isArray(list)) {
+          items.push({ kind: name, row: list, errors: [`${name}: must be an array of ${name} items`] });
+          continue;
+        }
+        for (const item of list) items.push({ kind: name, item, row: item });
+      }
+      return items;
+    }
+    return [{ kind: kind ?? inferKind(Object.keys(value)), item: value, row: value }];
+  };
+
+  return (value) => itemsOf(value, options.kind, 0);
+}

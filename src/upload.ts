@@ -1,0 +1,357 @@
+// `track upload` and `track validate`: input files -> rows -> checked items -> planned requests,
+// then a dry run (count them, optionally write them out) or a delivery (the sender plugs in as
+// `deliver`). Every row is accounted for: in a request, in the rejects file, or skipped on resume.
+import { readFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from './batch/batcher.js';
+import { InputError, UsageError } from './errors.js';
+import { readCsv } from './input/csv.js';
+import { readNdjson } from './input/ndjson.js';
+import { openNdjsonWriter, type NdjsonWriter } from './input/ndjson-writer.js';
+import { checkReadable, formatOf, inputBytes, STDIN, type InputFormat } from './input/source.js';
+import { itemErrors, itemWarnings } from './mapping/check.js';
+import { validateColumnMap, type ColumnMap } from './mapping/column-map.js';
+import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, planCsv, widthProblem, type CsvPlan } from './mapping/csv-rows.js';
+import { createLineMapper } from './mapping/ndjson-lines.js';
+import { identityKey, identityOf } from './model/identity.js';
+import { resolveLimits, type BatchLimits } from './model/limits.js';
+import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
+import { ARRAY_NAMES, type ArrayName } from './model/types.js';
+
+export interface PlanOptions {
+  /** Input files in order; `-` is standard input. */
+  inputs: readonly string[];
+  /** Overrides the format the file names suggest (required for `-`). */
+  format?: InputFormat;
+  /** The kind of every CSV row and NDJSON item line; inferred per file (CSV) or per line (NDJSON) when absent. */
+  kind?: ArrayName;
+  /** --map: renames and types CSV columns. */
+  map?: ColumnMap;
+  /** Default: the `mau` profile. */
+  limits?: BatchLimits;
+  /** Largest request body in bytes of JSON (default 4,000,000, under the 4 MiB servers accept). */
+  maxBodyBytes?: number;
+  /** Where `-` reads from. */
+  stdin?: Readable;
+  /** Rows to leave out, such as those an earlier run already delivered (resume). */
+  skipRow?: (file: string, line: number) => boolean;
+  /** Receives each rejected row; awaited, so a slow file slows reading rather than filling memory. */
+  onReject?: (record: RejectRecord) => void | Promise<void>;
+  /** Called as reading goes on (after each chunk of rows). */
+  onProgress?: (progress: { file: string; rows: number; requests: number }) => void;
+}
+
+export interface FileSummary {
+  file: string;
+  format: InputFormat;
+  /** The kind of a CSV file's rows. */
+  kind?: ArrayName;
+  rows: number;
+}
+
+export interface PlanSummary {
+  files: FileSummary[];
+  /** Data rows read (CSV rows after the header; NDJSON lines that are not blank). */
+  rows: number;
+  /** Rows left out by skipRow. */
+  skipped: number;
+  /** Items planned into requests, by kind. */
+  items: Record<ArrayName, number>;
+  /** Rejected rows (lines of the rejects file); a request-shaped NDJSON line counts once per rejected item. */
+  rejected: number;
+  /** Rejected rows by reason (a row with several problems counts under each). */
+  rejectReasons: Record<string, number>;
+  warnings: number;
+  warningReasons: Record<string, number>;
+  /** The first few warnings with their place, `file:line: message`. */
+  warningExamples: string[];
+  requests: number;
+  /** Things a person should know about the files that are not rows (an empty file, an unused --map column). */
+  notes: string[];
+}
+
+export interface Plan {
+  /** The planned requests, in order; reading the files happens as this is consumed. */
+  requests: AsyncIterable<PlannedRequest>;
+  /** Filled in as `requests` is consumed; complete once it is done. */
+  summary: PlanSummary;
+}
+
+const MAX_REASONS = 100;
+const MAX_WARNING_EXAMPLES = 10;
+
+function emptySummary(): PlanSummary {
+  return {
+    files: [],
+    rows: 0,
+    skipped: 0,
+    items: { attributes: 0, events: 0, purchases: 0 },
+    rejected: 0,
+    rejectReasons: {},
+    warnings: 0,
+    warningReasons: {},
+    warningExamples: [],
+    requests: 0,
+    notes: [],
+  };
+}
+
+/** A problem without the value that caused it: `email: is not a valid email address`. */
+function reasonOf(problem: string): string {
+  const got = problem.indexOf(', got ');
+  return got === -1 ? problem : problem.slice(0, got);
+}
+
+function count(reasons: Record<string, number>, problem: string): void {
+  const reason = reasonOf(problem);
+  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
+  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+}
+
+/** Plans the requests for the inputs. Inputs are opened as the requests are consumed. */
+export function planRequests(options: PlanOptions): Plan {
+  const summary = emptySummary();
+  const limits = options.limits ?? resolveLimits();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const batcher = createBatcher({ limits, maxBodyBytes });
+  const formats = options.inputs.map((file) => formatOf(file, options.format));
+
+  // Rows are handled synchronously, a chunk at a time; the chunk's rejects and completed requests
+  // are handed on after it, so a row costs no promise of its own.
+  const rejects: RejectRecord[] = [];
+  const ready: PlannedRequest[] = [];
+
+  const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[]): void => {
+    summary.rejected += 1;
+    for (const reason of new Set(errors.map(reasonOf))) count(summary.rejectReasons, reason);
+    rejects.push({ file, line, kind, row, errors: [...errors] });
+  };
+
+  // An item's exact JSON size is needed only when it could matter: below this bound, even a full
+  // request of such items stays within maxBodyBytes.
+  const maxItems = limits.maxTotal ?? (limits.maxPerArray === undefined ? Infinity : 3 * limits.maxPerArray);
+  const smallItemBytes = maxBodyBytes / maxItems;
+  /** The largest item of each kind that a request holding nothing else can carry. */
+  const largestItem = Object.fromEntries(
+    ARRAY_NAMES.map((kind) => [kind, maxBodyBytes - soloBodyBytes({ kind, bytes: 0 })]),
+  ) as Record<ArrayName, number>;
+
+  /**
+   * Checks an item and hands it to the batcher, or rejects its row. `bytesBound` is at least the
+   * bytes of the item's JSON.
+   */
+  const take = (
+    kind: ArrayName,
+    item: unknown,
+    origin: ItemOrigin,
+    bytesBound: number,
+    mapped?: { errors?: string[]; failed?: string[] },
+  ): void => {
+    const errors = itemErrors(kind, item, mapped);
+    if (errors.length > 0) {
+      reject(origin.file, origin.line, kind, origin.row, errors);
+      return;
+    }
+    const bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
+    if (bytes > largestItem[kind]) {
+      reject(origin.file, origin.line, kind, origin.row, [
+        `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`,
+      ]);
+      return;
+    }
+    const record = item as Record<string, unknown>;
+    const identity = identityOf(record);
+    for (const warning of itemWarnings(kind, record, identity.by)) {
+      summary.warnings += 1;
+      count(summary.warningReasons, warning);
+      if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${origin.file}:${origin.line}: ${warning}`);
+    }
+    summary.items[kind] += 1;
+    const done = batcher.add({ kind, item: record, origin, userKey: identityKey(identity), bytes });
+    if (done.length > 0) ready.push(...done);
+  };
+
+  /** After each chunk: the rejects go out (awaited), then the requests it completed. */
+  async function* handOn(file: string): AsyncGenerator<PlannedRequest> {
+    for (const record of rejects.splice(0)) await options.onReject?.(record);
+    for (const request of ready.splice(0)) {
+      summary.requests += 1;
+      yield request;
+    }
+    options.onProgress?.({ file, rows: summary.rows, requests: summary.requests });
+  }
+
+  async function* csvFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
+    let plan: CsvPlan | undefined;
+    for await (const records of readCsv(inputBytes(file, options.stdin), file)) {
+      for (const record of records) {
+        if (plan === undefined) {
+          if ('error' in record) throw new InputError(`the header cannot be read: ${record.error}`, file, record.line);
+          const result = planCsv(record.cells, { kind: options.kind, map: options.map });
+          if (!result.ok) throw new InputError(`the header cannot be used:\n  ${result.problems.join('\n  ')}`, file, record.line);
+          plan = result.plan;
+          fileSummary.kind = plan.kind;
+          summary.notes.push(...result.notes.map((note) => `${file}: ${note}`));
+          continue;
+        }
+        fileSummary.rows += 1;
+        summary.rows += 1;
+        if (options.skipRow?.(file, record.line) === true) {
+          summary.skipped += 1;
+          continue;
+        }
+        if ('error' in record) {
+          reject(file, record.line, plan.kind, null, [record.error]);
+          continue;
+        }
+        const wrong = widthProblem(plan, record.cells);
+        if (wrong !== undefined) {
+          reject(file, record.line, plan.kind, csvRowObject(plan, record.cells), [wrong]);
+          continue;
+        }
+        const mapped = mapCsvRow(plan, record.cells);
+        const origin = new CsvRowOrigin(file, record.line, plan, record.cells);
+        take(plan.kind, mapped.item, origin, jsonBytesBound(plan, record.cells), mapped);
+      }
+      yield* handOn(file);
+    }
+    if (plan === undefined) summary.notes.push(`${file}: is empty (no header row)`);
+  }
+
+  async function* ndjsonFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
+    const itemsOf = createLineMapper({ kind: options.kind });
+    for await (const records of readNdjson(inputBytes(file, options.stdin))) {
+      for (const record of records) {
+        fileSummary.rows += 1;
+        summary.rows += 1;
+        if (options.skipRow?.(file, record.line) === true) {
+          summary.skipped += 1;
+          continue;
+        }
+        if ('error' in record) {
+          reject(file, record.line, options.kind ?? 'unknown', record.text, [record.error]);
+          continue;
+        }
+        for (const entry of itemsOf(record.value)) {
+          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors);
+          else take(entry.kind, entry.item, { file, line: record.line, row: entry.row }, 6 * record.chars, entry);
+        }
+      }
+      yield* handOn(file);
+    }
+  }
+
+  async function* requests(): AsyncGenerator<PlannedRequest> {
+    for (const [i, file] of options.inputs.entries()) {
+      const fileSummary: FileSummary = { file, format: formats[i], rows: 0 };
+      summary.files.push(fileSummary);
+      const planned = formats[i] === 'csv' ? csvFile(file, fileSummary) : ndjsonFile(file, fileSummary);
+      yield* planned;
+    }
+    for (const request of batcher.finish()) {
+      summary.requests += 1;
+      yield request;
+    }
+  }
+
+  return { requests: requests(), summary };
+}
+
+/** Sends planned requests and hands back the items the server refused; the network sender is one. */
+export type Deliver<D = unknown> = (
+  requests: AsyncIterable<PlannedRequest>,
+  io: { onReject: (record: RejectRecord) => Promise<void> },
+) => Promise<D>;
+
+export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject' | 'map'> {
+  /** Plan only: nothing is sent. */
+  dryRun: boolean;
+  /** A --map file (JSON) to read; or give `map` itself. */
+  mapFile?: string;
+  map?: ColumnMap;
+  /** The rejects file (NDJSON); default `<first input>.rejects.ndjson` beside it. Left only when a row was rejected. */
+  rejectsPath?: string;
+  /** Dry run: write each planned request body here, one a line. */
+  outPath?: string;
+  /** The sender, for a run that is not a dry run. */
+  deliver?: Deliver<D>;
+}
+
+export interface UploadSummary<D = unknown> extends PlanSummary {
+  /** The rejects file, when anything was written to it. */
+  rejectsPath?: string;
+  outPath?: string;
+  elapsedMs: number;
+  /** What `deliver` returned. */
+  delivery?: D;
+}
+
+export const SENDING_UNAVAILABLE =
+  'sending is not available in this build yet; check the files with --dry-run (or track validate)';
+
+/** `users.csv.gz` -> `users.rejects.ndjson` beside it; standard input -> `stdin.rejects.ndjson` here. */
+export function defaultRejectsPath(firstInput: string): string {
+  if (firstInput === STDIN) return 'stdin.rejects.ndjson';
+  const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
+  return join(dirname(firstInput), `${name}.rejects.ndjson`);
+}
+
+/** Reads and checks a --map file. */
+export async function readColumnMap(path: string): Promise<ColumnMap> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    throw new UsageError(`--map ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.code ?? `is not valid JSON (${e.message})`}`);
+  }
+  const result = validateColumnMap(json);
+  if (!result.ok) throw new UsageError(`--map ${path}:\n  ${result.problems.join('\n  ')}`);
+  return result.map;
+}
+
+export async function upload<D = unknown>(options: UploadOptions<D>): Promise<UploadSummary<D>> {
+  const started = performance.now();
+  const { deliver } = options;
+  if (!options.dryRun && deliver === undefined) throw new UsageError(SENDING_UNAVAILABLE);
+  if (options.inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
+  if (options.inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
+  for (const file of options.inputs) formatOf(file, options.format);
+  for (const file of options.inputs) await checkReadable(file);
+  const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
+
+  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(options.inputs[0]);
+  const inputs = new Set(options.inputs.filter((file) => file !== STDIN).map((file) => resolve(file)));
+  for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
+    if (path !== undefined && inputs.has(resolve(path))) throw new UsageError(`${flag} ${path} is also an input file`);
+  }
+  if (options.outPath !== undefined && resolve(options.outPath) === resolve(rejectsPath)) {
+    throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
+  }
+
+  const rejects = await openNdjsonWriter(rejectsPath, 'rejects');
+  let out: NdjsonWriter | undefined;
+  let plan: Plan | undefined;
+  let delivery: D | undefined;
+  try {
+    out = options.outPath === undefined ? undefined : await openNdjsonWriter(options.outPath, 'requests');
+    const onReject = (record: RejectRecord): Promise<void> => rejects.write(record);
+    plan = planRequests({ ...options, map, onReject });
+    if (deliver === undefined || options.dryRun) {
+      for await (const request of plan.requests) await out?.write(request.body);
+    } else {
+      delivery = await deliver(plan.requests, { onReject });
+    }
+  } finally {
+    await out?.close();
+    await rejects.close({ removeIfEmpty: true });
+  }
+  return {
+    ...plan.summary,
+    rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
+    outPath: options.outPath,
+    elapsedMs: Math.round(performance.now() - started),
+    delivery,
+  };
+}

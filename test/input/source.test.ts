@@ -1,0 +1,59 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { InputError, UsageError } from '../../src/errors.js';
+import { checkReadable, formatOf, inputBytes } from '../../src/input/source.js';
+
+async function text(bytes: AsyncIterable<Buffer>): Promise<string> {
+  const parts: Buffer[] = [];
+  for await (const chunk of bytes) parts.push(chunk);
+  return Buffer.concat(parts).toString('utf8');
+}
+
+describe('formatOf', () => {
+  it('follows the extension, .gz aside, unless a format is given', () => {
+    expect(formatOf('a/users.csv')).toBe('csv');
+    expect(formatOf('users.CSV.gz')).toBe('csv');
+    expect(formatOf('events.ndjson')).toBe('ndjson');
+    expect(formatOf('events.jsonl.gz')).toBe('ndjson');
+    expect(formatOf('events.txt', 'ndjson')).toBe('ndjson');
+    expect(formatOf('-', 'csv')).toBe('csv');
+  });
+
+  it('is a usage error for standard input or an unknown extension without --format', () => {
+    expect(() => formatOf('-')).toThrow(UsageError);
+    expect(() => formatOf('users.json')).toThrow(/users\.json: cannot tell the format/);
+  });
+});
+
+describe('inputBytes', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'track-source-'));
+
+  it('reads a file, and gunzips one that starts like gzip whatever its name', async () => {
+    writeFileSync(join(dir, 'plain.csv'), 'id\n1\n');
+    writeFileSync(join(dir, 'packed.csv.gz'), gzipSync('id\n2\n'));
+    writeFileSync(join(dir, 'packed-no-ext.csv'), gzipSync('id\n3\n'));
+    expect(await text(inputBytes(join(dir, 'plain.csv')))).toBe('id\n1\n');
+    expect(await text(inputBytes(join(dir, 'packed.csv.gz')))).toBe('id\n2\n');
+    expect(await text(inputBytes(join(dir, 'packed-no-ext.csv')))).toBe('id\n3\n');
+  });
+
+  it('reads standard input, gzipped or not, even in one-byte chunks', async () => {
+    const packed = gzipSync('id\n4\n');
+    const oneByte = Readable.from((function* () { for (const b of packed) yield Buffer.from([b]); })());
+    expect(await text(inputBytes('-', oneByte))).toBe('id\n4\n');
+    expect(await text(inputBytes('-', Readable.from([Buffer.from('x')])))).toBe('x');
+    expect(await text(inputBytes('-', Readable.from([])))).toBe('');
+  });
+
+  it('names the file when it is missing, not gzip after all, or not a file', async () => {
+    writeFileSync(join(dir, 'broken.csv.gz'), Buffer.concat([gzipSync('id\n5\n').subarray(0, 12)]));
+    await expect(checkReadable(join(dir, 'nope.csv'))).rejects.toThrow(InputError);
+    await expect(checkReadable(join(dir, 'nope.csv'))).rejects.toThrow(/nope\.csv: no such file/);
+    await expect(checkReadable(dir)).rejects.toThrow(/is not a file/);
+    await expect(text(inputBytes(join(dir, 'broken.csv.gz')))).rejects.toThrow(/broken\.csv\.gz: .*gzip|broken\.csv\.gz: cannot read/);
+  });
+});

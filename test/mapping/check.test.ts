@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { identityOf } from '../../src/model/identity.js';
+import { isSmsGatewayEmail, itemErrors, itemWarnings, NO_FIELD_WARNING, SMS_GATEWAY_WARNING } from '../../src/mapping/check.js';
+
+const warnings = (kind: 'attributes' | 'events', item: Record<string, unknown>) => itemWarnings(kind, item, identityOf(item).by);
+
+describe('itemErrors', () => {
+  it('gives the shared validator problems, each starting with its field', () => {
+    expect(itemErrors('attributes', { external_id: 'u1', email: 'nope' })).toEqual([expect.stringMatching(/^email: /)]);
+    expect(itemErrors('attributes', { external_id: 'u1', plan: 'pro' })).toEqual([]);
+  });
+
+  it('puts the mapping problems first and drops what the validator says about the fields they left out', () => {
+    const errors = itemErrors(
+      'purchases',
+      { external_id: 'u1', product_id: 'p', currency: 'USD', time: '2024-03-07T10:00:00Z' },
+      { errors: ['price: must be a number (the column is typed number), got "x"'], failed: ['price'] },
+    );
+    expect(errors).toEqual(['price: must be a number (the column is typed number), got "x"']);
+  });
+});
+
+describe('itemWarnings', () => {
+  it('warns of an email at an SMS carrier gateway (spec 4.6)', () => {
+    expect(warnings('attributes', { external_id: 'u1', email: '4155552671@vtext.com' })).toEqual([SMS_GATEWAY_WARNING]);
+    expect(warnings('events', { email: '+14155552671@txt.att.net', name: 'n', time: 't' })).toEqual([SMS_GATEWAY_WARNING]);
+    expect(isSmsGatewayEmail('4155552671@sms.example-carrier.com')).toBe(true);
+    expect(isSmsGatewayEmail('ada@vtext.com')).toBe(false);
+    expect(isSmsGatewayEmail('ada@example.com')).toBe(false);
+  });
+
+  it('warns of an attributes item that sets no field', () => {
+    expect(warnings('attributes', { external_id: 'u1' })).toEqual([NO_FIELD_WARNING]);
+    expect(warnings('attributes', { email: 'ada@example.com', _update_existing_only: true })).toEqual([NO_FIELD_WARNING]);
+    expect(warnings('attributes', { external_id: 'u1', email: 'ada@example.com' })).toEqual([]);
+    expect(warnings('attributes', { external_id: 'u1', nickname: null })).toEqual([]);
+  });
+});
