@@ -38,6 +38,8 @@ export interface PlanOptions {
   skipRow?: (file: string, line: number) => boolean;
   /** Receives each rejected row; awaited, so a slow file slows reading rather than filling memory. */
   onReject?: (record: RejectRecord) => void | Promise<void>;
+  /** Receives the number of bytes read from an input (before gunzip), as they are read. */
+  onBytesRead?: (bytes: number) => void;
   /** Called as reading goes on (after each chunk of rows). */
   onProgress?: (progress: { file: string; rows: number; requests: number }) => void;
 }
@@ -120,6 +122,7 @@ export function planRequests(options: PlanOptions): Plan {
   // Rows are handled synchronously, a chunk at a time; the chunk's rejects and completed requests
   // are handed on after it, so a row costs no promise of its own.
   const rejects: RejectRecord[] = [];
+  let anonymous = 0;
   const ready: PlannedRequest[] = [];
 
   const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[]): void => {
@@ -168,7 +171,9 @@ export function planRequests(options: PlanOptions): Plan {
       if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${origin.file}:${origin.line}: ${warning}`);
     }
     summary.items[kind] += 1;
-    const done = batcher.add({ kind, item: record, origin, userKey: identityKey(identity), bytes });
+    // push-token imports name no user: each is its own key, so they never wait on one another
+    const userKey = identity.by === 'anonymous' ? `anonymous:${(anonymous += 1)}` : identityKey(identity);
+    const done = batcher.add({ kind, item: record, origin, userKey, bytes });
     if (done.length > 0) ready.push(...done);
   };
 
@@ -184,7 +189,7 @@ export function planRequests(options: PlanOptions): Plan {
 
   async function* csvFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     let plan: CsvPlan | undefined;
-    for await (const records of readCsv(inputBytes(file, options.stdin), file)) {
+    for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead), file)) {
       for (const record of records) {
         if (plan === undefined) {
           if ('error' in record) throw new InputError(`the header cannot be read: ${record.error}`, file, record.line);
@@ -221,7 +226,7 @@ export function planRequests(options: PlanOptions): Plan {
 
   async function* ndjsonFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     const itemsOf = createLineMapper({ kind: options.kind });
-    for await (const records of readNdjson(inputBytes(file, options.stdin))) {
+    for await (const records of readNdjson(inputBytes(file, options.stdin, options.onBytesRead))) {
       for (const record of records) {
         fileSummary.rows += 1;
         summary.rows += 1;
@@ -272,6 +277,10 @@ export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject'
   map?: ColumnMap;
   /** The rejects file (NDJSON); default `<first input>.rejects.ndjson` beside it. Left only when a row was rejected. */
   rejectsPath?: string;
+  /** Add to an existing rejects file instead of starting it anew (a resumed run). */
+  appendRejects?: boolean;
+  /** Called after each rejected row is written to the rejects file. */
+  onRejectWritten?: (record: RejectRecord) => void;
   /** Dry run: write each planned request body here, one a line. */
   outPath?: string;
   /** The sender, for a run that is not a dry run. */
@@ -330,13 +339,16 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
     throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
   }
 
-  const rejects = await openNdjsonWriter(rejectsPath, 'rejects');
+  const rejects = await openNdjsonWriter(rejectsPath, 'rejects', { append: options.appendRejects === true });
   let out: NdjsonWriter | undefined;
   let plan: Plan | undefined;
   let delivery: D | undefined;
   try {
     out = options.outPath === undefined ? undefined : await openNdjsonWriter(options.outPath, 'requests');
-    const onReject = (record: RejectRecord): Promise<void> => rejects.write(record);
+    const onReject = async (record: RejectRecord): Promise<void> => {
+      await rejects.write(record);
+      options.onRejectWritten?.(record);
+    };
     plan = planRequests({ ...options, map, onReject });
     if (deliver === undefined || options.dryRun) {
       for await (const request of plan.requests) await out?.write(request.body);
@@ -345,7 +357,7 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
     }
   } finally {
     await out?.close();
-    await rejects.close({ removeIfEmpty: true });
+    await rejects.close({ removeIfEmpty: options.appendRejects !== true });
   }
   return {
     ...plan.summary,

@@ -15,9 +15,9 @@ export interface NdjsonWriter {
   close(options?: { removeIfEmpty?: boolean }): Promise<void>;
 }
 
-/** Creates (or truncates) the file now, so a path that cannot be written fails before any work. */
-export async function openNdjsonWriter(path: string, what: string): Promise<NdjsonWriter> {
-  const stream: WriteStream = createWriteStream(path, { flags: 'w' });
+/** Creates (or truncates; with `append`, opens for adding) the file now, so a path that cannot be written fails before any work. */
+export async function openNdjsonWriter(path: string, what: string, options: { append?: boolean } = {}): Promise<NdjsonWriter> {
+  const stream: WriteStream = createWriteStream(path, { flags: options.append === true ? 'a' : 'w' });
   let failure: Error | undefined;
   stream.on('error', (error) => {
     failure = error;

@@ -56,8 +56,9 @@ const GZIP_MAGIC = [0x1f, 0x8b];
  * The bytes of an input, decompressed when they begin with the gzip magic number (so `.gz` files
  * and gzipped standard input both work). Read errors become an InputError naming the file.
  */
-export async function* inputBytes(file: string, stdin?: Readable): AsyncGenerator<Buffer> {
+export async function* inputBytes(file: string, stdin?: Readable, onRead?: (bytes: number) => void): AsyncGenerator<Buffer> {
   const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: 16 * 1024 });
+  if (onRead !== undefined) source.on('data', (chunk: Buffer | string) => onRead(chunk.length));
   const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
     // gather at least two bytes to decide

@@ -62,3 +62,15 @@ export async function postJson(url: string, key: string, body: unknown, headers:
   });
   return { status: res.status, headers: res.headers, body: (await res.json()) as Record<string, any> };
 }
+
+/** runCli without blocking this process, for commands that talk to a server running in it. */
+export function runCliAsync(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}) {
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, env: { ...process.env, ...options.env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}

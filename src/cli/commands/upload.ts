@@ -1,28 +1,88 @@
 // `track upload FILES`: reads, maps, checks and batches the files, then sends the requests; with
 // --dry-run it stops before the network and reports what would be sent.
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { UsageError } from '../../errors.js';
 import { addPlanOptions, planOptionsFrom, type PlanFlags } from './plan-options.js';
 
-interface UploadFlags extends PlanFlags {
+export interface UploadFlags extends PlanFlags {
   dryRun?: boolean;
+  url?: string;
+  apiKey?: string;
+  concurrency?: number;
+  rate?: number;
+  hourly?: number;
+  retries?: number;
+  onUnknown?: 'retry' | 'reject';
+  journal?: string;
+  resume?: boolean;
+  quiet?: boolean;
+}
+
+function wholeNumber(flag: string, min: number): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
+      throw new UsageError(`${flag}: expected a whole number of at least ${min}, got "${value}"`);
+    }
+    return n;
+  };
 }
 
 export function registerUpload(program: Command): void {
   const command = program
     .command('upload')
-    .description('upload CSV or NDJSON files to POST /users/track (this build: --dry-run only)')
+    .description('upload CSV or NDJSON files to POST /users/track')
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input')
-    .option('--dry-run', 'do everything but send: check, batch, report (and --out the requests)');
+    .option('--dry-run', 'do everything but send: check, batch, report (and --out the requests)')
+    .option('--url <url>', 'the service base URL, e.g. https://rest.example.com (or TRACK_URL)')
+    .option('--api-key <key>', 'API key with the users.track permission (or TRACK_API_KEY; never printed)')
+    .option('--concurrency <n>', 'requests in flight at once', wholeNumber('--concurrency', 1), 8)
+    .option('--rate <n>', 'most requests started in any one second', wholeNumber('--rate', 1), 1000)
+    .option('--hourly <n>', 'most requests started in any hour (off by default)', wholeNumber('--hourly', 1))
+    .option('--retries <n>', 'tries after the first for 5xx, network errors and unknown outcomes', wholeNumber('--retries', 0), 5)
+    .addOption(
+      new Option('--on-unknown <action>', 'a request that may have been applied (connection broke after sending): send again, or reject its rows')
+        .choices(['retry', 'reject'])
+        .default('retry'),
+    )
+    .option('--journal <file>', 'where acknowledged rows are recorded (default: <first input>.journal beside it)')
+    .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
+    .option('--quiet', 'no progress output');
   addPlanOptions(command)
-    .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error.')
+    .addHelpText(
+      'after',
+      '\nExit status: 0 every row accepted, 1 finished with rows rejected (see the rejects file), 2 usage or\n' +
+        'configuration error (nothing sent), 3 stopped on a fatal error (401, 403, retries exhausted,\n' +
+        'server unreachable), 130 interrupted (run again with --resume). With --dry-run: 0 or 1 for valid\n' +
+        'or rejected rows, 2 for a usage error.',
+    )
     .action(async (files: string[], flags: UploadFlags) => {
       const options = planOptionsFrom(files, flags, flags.dryRun === true);
-      if (flags.dryRun !== true) {
-        // the sender (src/transport/) plugs in here: options.deliver = (requests, io) => deliver(requests, {...})
-        throw new UsageError('sending is not available in this build yet; check the files with --dry-run (or track validate)');
+      if (flags.dryRun === true) {
+        const { runPlanCommand } = await import('./plan-report.js');
+        await runPlanCommand('upload --dry-run', options, flags);
+        return;
       }
-      const { runPlanCommand } = await import('./plan-report.js');
-      await runPlanCommand('upload --dry-run', options, flags);
+      // option precedence: flags over the environment
+      const url = flags.url ?? (process.env.TRACK_URL || undefined);
+      const apiKey = flags.apiKey ?? (process.env.TRACK_API_KEY || undefined);
+      if (url === undefined) throw new UsageError('give the service URL with --url or TRACK_URL (or use --dry-run)');
+      if (apiKey === undefined) throw new UsageError('give the API key with --api-key or TRACK_API_KEY (or use --dry-run)');
+      const { runSendCommand } = await import('../send-report.js');
+      await runSendCommand(
+        {
+          ...options,
+          url,
+          apiKey,
+          concurrency: flags.concurrency,
+          rate: flags.rate,
+          hourly: flags.hourly,
+          retries: flags.retries,
+          onUnknown: flags.onUnknown,
+          journalPath: flags.journal,
+          resume: flags.resume === true,
+        },
+        flags,
+      );
     });
 }

@@ -1,0 +1,84 @@
+// `track upload` over the network: the planned requests of upload() delivered by the transport,
+// with the resume journal wrapped around both (rows it settled are skipped on --resume).
+import { basename, dirname, join, resolve } from 'node:path';
+import { UsageError } from './errors.js';
+import { STDIN } from './input/source.js';
+import type { RejectRecord } from './model/plan.js';
+import { createTrackClient, deliver, openJournal, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type Journal } from './transport/index.js';
+import { upload, type UploadOptions, type UploadSummary } from './upload.js';
+
+export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'skipRow' | 'appendRejects' | 'onRejectWritten'> {
+  url: string;
+  apiKey: string;
+  /** Requests in flight at once. */
+  concurrency?: number;
+  /** Most requests started in any one-second window; undefined for the transport's default. */
+  rate?: number;
+  /** Most requests started in any hour. */
+  hourly?: number;
+  /** Tries after the first for 5xx, network errors and unknown outcomes. */
+  retries?: number;
+  onUnknown?: 'retry' | 'reject';
+  /** The journal file; default `<first input>.journal` beside it. */
+  journalPath?: string;
+  /** Skip the rows an earlier run's journal settled, and add to its rejects file. */
+  resume?: boolean;
+  /** Stop reading, let requests in flight finish, save the journal. */
+  stopSignal?: AbortSignal;
+  /** Cut requests in flight off too. */
+  abortSignal?: AbortSignal;
+  onDeliveryProgress?: (progress: DeliveryProgress) => void;
+  onNotice?: (notice: DeliveryNotice) => void;
+}
+
+/** `users.csv.gz` -> `users.journal` beside it. */
+export function defaultJournalPath(firstInput: string): string {
+  const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
+  return join(dirname(firstInput), `${name}.journal`);
+}
+
+export async function send(options: SendOptions): Promise<UploadSummary<DeliverySummary>> {
+  resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
+  if (options.inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
+  const fromStdin = options.inputs.includes(STDIN);
+  if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
+  const journalPath = options.journalPath ?? defaultJournalPath(options.inputs[0]);
+  if (!fromStdin && options.inputs.some((file) => resolve(file) === resolve(journalPath))) {
+    throw new UsageError(`--journal ${journalPath} is also an input file`);
+  }
+  // standard input cannot be read again, so a run that reads it keeps no journal
+  const journal: Journal | undefined = fromStdin
+    ? undefined
+    : await openJournal({ path: journalPath, files: options.inputs, resume: options.resume === true });
+  const client = createTrackClient({ url: options.url, apiKey: options.apiKey, connections: options.concurrency });
+  try {
+    return await upload<DeliverySummary>({
+      ...options,
+      dryRun: false,
+      skipRow: journal?.skipRow.bind(journal),
+      appendRejects: options.resume === true,
+      // a row refused before sending is settled too: a resumed run must not refuse it again
+      onRejectWritten: (record: RejectRecord) => {
+        if (record.line > 0) journal?.recordRows(record.file, [record.line]);
+      },
+      deliver: (requests, io) =>
+        deliver(requests, {
+          client,
+          concurrency: options.concurrency,
+          rate: options.rate,
+          hourly: options.hourly,
+          retries: options.retries,
+          onUnknown: options.onUnknown,
+          journal,
+          onReject: io.onReject,
+          onProgress: options.onDeliveryProgress,
+          onNotice: options.onNotice,
+          stopSignal: options.stopSignal,
+          abortSignal: options.abortSignal,
+        }),
+    });
+  } finally {
+    await journal?.close();
+    await client.close();
+  }
+}

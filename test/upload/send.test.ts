@@ -1,0 +1,140 @@
+// `track upload` end to end: the real CLI against the emulator and a fault-injecting server on port 0.
+import { spawn } from 'node:child_process';
+import { readFileSync, existsSync, writeFileSync, appendFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/index.js';
+import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
+import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+
+let tmp: ReturnType<typeof tempDir>;
+let emu: Emulator | undefined;
+let faults: FaultServer | undefined;
+beforeEach(() => (tmp = tempDir()));
+afterEach(async () => {
+  await emu?.close();
+  await faults?.close();
+  emu = faults = undefined;
+  tmp.cleanup();
+});
+
+function eventsCsv(rows: number, name = 'events.csv'): string {
+  const path = join(tmp.dir, name);
+  const lines = ['external_id,name,time,properties.n'];
+  for (let i = 0; i < rows; i += 1) lines.push(`user-${i % 40},seeded,2024-03-07T10:00:00Z,${i}`);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+/** Every `properties.n` the store holds, sorted: each row exactly once means 0..rows-1. */
+function storedNs(e: Emulator): number[] {
+  return e.store
+    .allProfiles()
+    .flatMap((p) => e.store.eventsOf(p.id).map((ev) => (ev.properties as { n: number }).n))
+    .sort((a, b) => a - b);
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+describe('track upload', () => {
+  it('delivers every row once and exits 0, with the key in no output or file', async () => {
+    emu = await startEmulator({ apiKeys: ['secret-upload-key'] });
+    const file = eventsCsv(230);
+    const r = await runCli(['upload', file, '--url', emu.url, '--json'], { env: { TRACK_API_KEY: 'secret-upload-key' } });
+    expect(r.stderr).not.toContain('secret-upload-key');
+    expect(r.status).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.delivery.items.events).toMatchObject({ sent: 230, accepted: 230, rejected: 0 });
+    expect(storedNs(emu)).toEqual(range(230));
+    expect(r.stdout).not.toContain('secret-upload-key');
+    const journal = readFileSync(join(tmp.dir, 'events.journal'), 'utf8');
+    expect(journal).not.toContain('secret-upload-key');
+  });
+
+  it('takes the URL and key from TRACK_URL and TRACK_API_KEY', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await runCli(['upload', eventsCsv(10), '--quiet'], { env: { TRACK_URL: emu.url, TRACK_API_KEY: 'k' } });
+    expect(r.status).toBe(0);
+    expect(storedNs(emu)).toEqual(range(10));
+  });
+
+  it('writes rows the server refuses to the rejects file with their lines, and exits 1', async () => {
+    emu = await startEmulator({ apiKeys: ['k'], blocklist: ['user-3'] });
+    const file = eventsCsv(8);
+    // one request of 8 events: the blocklisted user makes the server refuse it whole
+    const r = await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet']);
+    expect(r.status).toBe(1);
+    const rejects = readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    expect(rejects.map((x) => x.line)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(rejects[0].errors[0]).toMatch(/blocklisted/);
+  });
+
+  it('rides through 429s and 5xx without losing or doubling a row', async () => {
+    emu = await startEmulator({ apiKeys: ['k'], rateLimit: '4/1s', failRate: 0.2 });
+    const r = await runCli(['upload', eventsCsv(400), '--url', emu.url, '--api-key', 'k', '--json', '--retries', '10']);
+    expect(r.status).toBe(0);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.delivery.retries).toBeGreaterThan(0);
+    expect(storedNs(emu)).toEqual(range(400));
+  });
+
+  it('counts rows of requests whose outcome could not be known, or rejects them with --on-unknown reject', async () => {
+    let dropped = 0;
+    faults = await startFaultServer(() => (dropped++ < 1 ? { kind: 'destroy', applied: true } : undefined));
+    const file = eventsCsv(60);
+    const retried = JSON.parse((await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--concurrency', '1'])).stdout);
+    expect(retried.delivery.rowsPossiblyDuplicated).toBe(50);
+
+    dropped = 0;
+    faults.forget();
+    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--concurrency', '1', '--on-unknown', 'reject', '--rejects', join(tmp.dir, 'r.ndjson')]);
+    expect(r.status).toBe(1);
+    const rejects = readFileSync(join(tmp.dir, 'r.ndjson'), 'utf8').trim().split('\n');
+    expect(rejects).toHaveLength(50);
+    expect(faults.received).toHaveLength(2);
+  });
+
+  it('stops on an unknown key with exit 3 and on a missing URL with exit 2', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const bad = await runCli(['upload', eventsCsv(5), '--url', emu.url, '--api-key', 'wrong', '--quiet']);
+    expect(bad.status).toBe(3);
+    expect(bad.stderr).toMatch(/401/);
+    expect(bad.stderr).not.toContain('wrong');
+    const usage = await runCli(['upload', eventsCsv(5), '--api-key', 'k'], { env: { TRACK_URL: '' } });
+    expect(usage.status).toBe(2);
+    expect(usage.stderr).toMatch(/--url/);
+  });
+
+  it('stops on SIGINT with exit 130 and resumes to deliver each row exactly once', async () => {
+    emu = await startEmulator({ apiKeys: ['k'], latency: '40' });
+    const file = eventsCsv(2000);
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emu.url, '--api-key', 'k', '--concurrency', '2', '--quiet'], { cwd: ROOT });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // wait until some, not all, rows have landed
+    while (emu.store.counts().events < 200) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    const partial = emu.store.counts().events;
+    expect(partial).toBeLessThan(2000);
+
+    const resumed = await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--resume', '--json']);
+    expect(resumed.status).toBe(0);
+    expect(JSON.parse(resumed.stdout).skipped).toBe(partial);
+    expect(storedNs(emu)).toEqual(range(2000));
+    expect(stderr).not.toContain('Error:');
+  });
+
+  it('refuses to resume when the input changed since the journal was written', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const file = eventsCsv(20);
+    expect((await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet'])).status).toBe(0);
+    appendFileSync(file, 'user-1,late,2024-03-07T10:00:00Z,99\n');
+    const r = await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--resume', '--quiet']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(file);
+    expect(r.stderr).toMatch(/changed/);
+    expect(existsSync(join(tmp.dir, 'events.journal'))).toBe(true);
+  });
+});
