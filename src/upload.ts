@@ -296,8 +296,7 @@ export interface UploadSummary<D = unknown> extends PlanSummary {
   delivery?: D;
 }
 
-export const SENDING_UNAVAILABLE =
-  'sending is not available in this build yet; check the files with --dry-run (or track validate)';
+export const SENDING_UNAVAILABLE = 'upload() sends only through a deliver function; send() supplies the network one';
 
 /** `users.csv.gz` -> `users.rejects.ndjson` beside it; standard input -> `stdin.rejects.ndjson` here. */
 export function defaultRejectsPath(firstInput: string): string {

@@ -98,6 +98,6 @@ describe('upload', () => {
   });
 
   it('refuses to send without a sender', async () => {
-    await expect(upload({ inputs: [file('g.csv', 'external_id\nu1\n')], dryRun: false })).rejects.toThrow(/sending is not available/);
+    await expect(upload({ inputs: [file('g.csv', 'external_id\nu1\n')], dryRun: false })).rejects.toThrow(/deliver function/);
   });
 });

@@ -19,7 +19,8 @@ export function track(args: string[], options: { cwd: string; input?: string | B
     cwd: options.cwd,
     input: options.input,
     encoding: 'utf8',
-    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+    // a developer's own TRACK_URL or TRACK_API_KEY must not reach the commands under test
+    env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', TRACK_URL: '', TRACK_API_KEY: '' },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }

@@ -222,7 +222,7 @@ describe('usage errors (exit 2)', () => {
     [['validate', 'export.csv', '--map', 'nope.json'], /--map nope\.json: no such file/],
     [['validate', 'export.csv'], /export\.csv:1: the header cannot be used:\n {2}the header has no column that names the user/],
     [['validate', 'attributes.csv', '--rejects', 'attributes.csv'], /--rejects attributes\.csv is also an input file/],
-    [['upload', 'attributes.csv'], /sending is not available in this build yet/],
+    [['upload', 'attributes.csv'], /give the service URL with --url or TRACK_URL/],
   ])('track %j', (args, message) => {
     const result = track(args as string[], { cwd: dir });
     expect(result.stderr).toMatch(message);
