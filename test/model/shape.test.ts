@@ -6,8 +6,8 @@ const nested = (levels: number): unknown => (levels === 0 ? 1 : { k: nested(leve
 
 describe('shapeProblem', () => {
   it('allows nesting up to the limit and names the field past it', () => {
-    expect(shapeProblem({ external_id: 'u', v: nested(MAX_NESTING_DEPTH - 1) })).toBeUndefined();
-    expect(shapeProblem({ external_id: 'u', v: nested(MAX_NESTING_DEPTH) })).toBe('v: nests deeper than 32 levels');
+    expect(shapeProblem({ external_id: 'u', v: nested(MAX_NESTING_DEPTH) })).toBeUndefined();
+    expect(shapeProblem({ external_id: 'u', v: nested(MAX_NESTING_DEPTH + 1) })).toBe('v: nests deeper than 32 levels');
   });
 
   it('refuses a nested array of more than 10,000 values', () => {
