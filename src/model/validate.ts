@@ -6,9 +6,10 @@ import {
   CONTROL_FIELDS,
   MAX_EXTERNAL_ID_BYTES,
   MAX_STRING_LENGTH,
+  IDENTIFIER_FIELDS,
   OPERATION_KEYS,
+  STANDARD_FIELDS,
   TEXT_FIELDS,
-  isCustomAttributeName,
 } from './fields.js';
 import { isPlausibleEmail, normalizePhone, primaryIdentifiersIn } from './identity.js';
 import { limitViolation, resolveLimits, type BatchLimits } from './limits.js';
@@ -26,6 +27,8 @@ export type RequestVerdict =
   | { ok: true; errors: MinorError[]; counts: Record<ArrayName, number> };
 
 type Obj = Record<string, unknown>;
+
+const TEXT_FIELD_SET: ReadonlySet<string> = new Set(TEXT_FIELDS);
 
 export function isPlainObject(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -209,39 +212,49 @@ function checkSubscriptionGroups(value: unknown, problems: string[]): void {
   });
 }
 
+function checkStandardField(key: string, value: unknown, problems: string[]): void {
+  if (value === null && key !== 'push_tokens' && key !== 'subscription_groups') return; // null clears the field
+  switch (key) {
+    case 'dob':
+      if (!(typeof value === 'string' && isCalendarDate(value))) problems.push(`dob: must be a real date in YYYY-MM-DD form, got ${describe(value)}`);
+      return;
+    case 'language':
+      if (!(typeof value === 'string' && LANGUAGE_CODES.has(value))) {
+        problems.push(`language: must be a lower-case ISO 639-1 code such as "en", got ${describe(value)}`);
+      }
+      return;
+    case 'email_subscribe':
+    case 'push_subscribe':
+      if (!(typeof value === 'string' && SUBSCRIBE_VALUES.has(value))) {
+        problems.push(`${key}: must be opted_in, subscribed or unsubscribed, got ${describe(value)}`);
+      }
+      return;
+    case 'push_tokens':
+      checkPushTokens(value, problems);
+      return;
+    case 'subscription_groups':
+      checkSubscriptionGroups(value, problems);
+      return;
+    default:
+      if (TEXT_FIELD_SET.has(key)) checkText(key, value, problems);
+  }
+}
+
+/** One pass over the item's fields: control, standard and custom (identifiers are checked apart). */
 function checkAttributes(item: Obj, problems: string[]): void {
-  for (const key of CONTROL_FIELDS) checkBoolean(key, item[key], problems);
-  for (const key of TEXT_FIELDS) {
+  for (const key in item) {
     const value = item[key];
-    if (value !== undefined && value !== null) checkText(key, value, problems);
-  }
-  if (item.dob !== undefined && item.dob !== null && !(typeof item.dob === 'string' && isCalendarDate(item.dob))) {
-    problems.push(`dob: must be a real date in YYYY-MM-DD form, got ${describe(item.dob)}`);
-  }
-  const language = item.language;
-  if (language !== undefined && language !== null && !(typeof language === 'string' && LANGUAGE_CODES.has(language))) {
-    problems.push(`language: must be a lower-case ISO 639-1 code such as "en", got ${describe(language)}`);
-  }
-  for (const key of ['email_subscribe', 'push_subscribe']) {
-    const value = item[key];
-    if (value !== undefined && value !== null && !(typeof value === 'string' && SUBSCRIBE_VALUES.has(value))) {
-      problems.push(`${key}: must be opted_in, subscribed or unsubscribed, got ${describe(value)}`);
-    }
-  }
-  if (item.push_tokens !== undefined) checkPushTokens(item.push_tokens, problems);
-  if (item.subscription_groups !== undefined) checkSubscriptionGroups(item.subscription_groups, problems);
-  if (item.push_token_import === true && !(Array.isArray(item.push_tokens) && item.push_tokens.length > 0)) {
-    problems.push('push_tokens: required when push_token_import is true'); // spec 2.5 rule 2
-  }
-  for (const [key, value] of Object.entries(item)) {
-    if (!isCustomAttributeName(key)) continue;
-    if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH)) {
+    if (value === undefined || IDENTIFIER_FIELDS.has(key)) continue;
+    if (CONTROL_FIELDS.has(key)) checkBoolean(key, value, problems);
+    else if (STANDARD_FIELDS.has(key)) checkStandardField(key, value, problems);
+    else if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH)) {
       // The message starts with the name like every other problem; a long name is shortened.
       const shown = key.length === 0 ? '""' : `${key.slice(0, 40)}...`;
       problems.push(`${shown}: custom attribute names are 1 to ${MAX_STRING_LENGTH} characters`);
-      continue;
-    }
-    checkCustomValue(key, value, problems);
+    } else checkCustomValue(key, value, problems);
+  }
+  if (item.push_token_import === true && !(Array.isArray(item.push_tokens) && item.push_tokens.length > 0)) {
+    problems.push('push_tokens: required when push_token_import is true'); // spec 2.5 rule 2
   }
 }
 
