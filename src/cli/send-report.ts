@@ -103,7 +103,8 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
       abortSignal: abort.signal,
       onBytesRead: (bytes) => (meter.bytes += bytes),
       onProgress: ({ rows }) => (meter.rows = rows),
-      onDeliveryProgress: (progress) => (meter.delivery = progress),
+      // progress is built for every settled request; with --quiet nothing would ever show it
+      onDeliveryProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
       onNotice: quiet || spinner !== undefined ? undefined : (notice) => {
         if (notice.type === 'rate-limited') process.stderr.write(`rate limited: all sending paused for ${duration(notice.waitMs)}\n`);
       },

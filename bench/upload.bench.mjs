@@ -1,0 +1,321 @@
+// `track upload` end to end: the real CLI (bin/track.js, in a child process) reading a generated
+// attributes CSV (six columns) and delivering it to a loopback server (another child process)
+// that answers 201 at once. Prints figures; the targets are not asserted (an incomplete upload stops it).
+//   1. no rate limit (--rate 1000000): wall time of the whole CLI run against csv-parse alone
+//      parsing the same file with the reader's options, in this process, in the same run
+//      (target: at most 2x), alternating the two RUNS times
+//   2. --rate R for about S seconds: mean rate between the first and the last arrival as % of R
+//      (target: at least 95%), most arrivals in any one-second window as the server saw them
+//      (target: never more than R)
+//   3. peak RSS of the uploading process at several file sizes (target: under 150 MB at any size);
+//      at BENCH_ROWS it is the largest of the step 1 runs
+// Build first: npm run build && node bench/run.mjs upload
+// Knobs: BENCH_ROWS, BENCH_RUNS, BENCH_CONCURRENCY, BENCH_RATE, BENCH_RATE_SECONDS, BENCH_RSS_ROWS.
+import { fork, spawn } from 'node:child_process';
+import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'csv-parse';
+
+const HERE = fileURLToPath(import.meta.url);
+const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const RATE = Number(process.env.BENCH_RATE ?? 200);
+const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
+// sizes besides BENCH_ROWS (whose figure comes from step 1) for the peak RSS of an unlimited run
+const RSS_ROWS = (process.env.BENCH_RSS_ROWS ?? '200000,3000000').split(',').map(Number);
+const NO_LIMIT = 1_000_000; // --rate: the default is 1,000 a second, so "no rate limit" is a rate never reached
+const ITEMS_PER_REQUEST = 50; // the default `mau` limits
+
+/**
+ * The loopback server: reads each body, answers 201 with the number of items at once, and records
+ * when each request arrived (its headers parsed). Items are counted by their external_id key, which
+ * every generated row has, rather than by parsing the JSON: this process shares the machine's cores.
+ */
+function server() {
+  let arrivals = [];
+  let items = 0;
+  const KEY = Buffer.from('"external_id":');
+  const httpServer = createServer((req, res) => {
+    arrivals.push(performance.timeOrigin + performance.now());
+    let count = 0;
+    let tail = Buffer.alloc(0);
+    req.on('data', (chunk) => {
+      const buffer = tail.length === 0 ? chunk : Buffer.concat([tail, chunk]);
+      for (let at = buffer.indexOf(KEY); at !== -1; at = buffer.indexOf(KEY, at + KEY.length)) count += 1;
+      tail = buffer.subarray(Math.max(0, buffer.length - KEY.length + 1));
+    });
+    req.on('end', () => {
+      items += count;
+      const body = `{"message":"success","attributes_processed":${count}}`;
+      res.writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  httpServer.keepAliveTimeout = 30_000;
+  process.on('message', (message) => {
+    if (message === 'take') {
+      // the arrivals and item count since the last 'take'
+      process.send({ taken: { arrivals, items } });
+      arrivals = [];
+      items = 0;
+    }
+    if (message === 'exit') httpServer.close(() => process.exit(0));
+  });
+  httpServer.listen(0, '127.0.0.1', () => process.send({ port: httpServer.address().port }));
+}
+
+const FIRST_NAMES = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Frances', 'Dennis', 'Radia', 'Linus', 'Sophie', 'Tim', 'Hedy', 'John'];
+const LAST_NAMES = ['lovelace', 'hopper', 'turing', 'dijkstra', 'liskov', 'knuth', 'hamilton', 'thompson', 'allen', 'ritchie', 'perlman', 'torvalds', 'wilson', 'lee'];
+const PLANS = ['free', 'free', 'free', 'starter', 'pro', 'team', 'enterprise'];
+const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example'];
+
+/** Six columns: external_id, first_name, email, plan, visits, zip (five digits, leading zeros kept). */
+async function generate(path, rows) {
+  const out = createWriteStream(path);
+  let chunk = 'external_id,first_name,email,plan,visits,zip\n';
+  for (let i = 0; i < rows; i += 1) {
+    const first = FIRST_NAMES[i % FIRST_NAMES.length];
+    const last = LAST_NAMES[(i * 7) % LAST_NAMES.length];
+    const email = `${first.toLowerCase()}.${last}${i}@${DOMAINS[i % DOMAINS.length]}`;
+    const zip = String((i * 7919) % 100_000).padStart(5, '0');
+    chunk += `u-${(1_000_000_000 + i * 37).toString(36)},${first},${email},${PLANS[i % PLANS.length]},${(i * 13) % 500},${zip}\n`;
+    if (chunk.length > 1 << 16) {
+      if (!out.write(chunk)) await once(out, 'drain');
+      chunk = '';
+    }
+  }
+  out.end(chunk);
+  await once(out, 'finish');
+}
+
+/** csv-parse alone, streaming the file with the options src/input/csv.ts gives it; rows after the header. */
+async function csvParseAlone(path) {
+  let records = 0;
+  await new Promise((resolve, reject) => {
+    const parser = parse({
+      bom: true,
+      relax_quotes: true,
+      relax_column_count: true,
+      record_delimiter: ['\r\n', '\n'],
+      skip_empty_lines: false,
+      max_record_size: 16 * 1024 * 1024,
+      skip_records_with_error: true,
+    });
+    parser.on('readable', () => {
+      while (parser.read() !== null) records += 1;
+    });
+    parser.on('end', resolve);
+    parser.on('error', reject);
+    createReadStream(path).pipe(parser);
+  });
+  return records - 1;
+}
+
+/**
+ * One `track upload` run of the real CLI in a child process. A module preloaded with --import
+ * writes the process's peak RSS and CPU time to fd 3 as it exits.
+ */
+async function runCli(rssHook, file, dir, url, rate) {
+  const args = [
+    '--import',
+    rssHook,
+    CLI,
+    'upload',
+    file,
+    '--url',
+    url,
+    '--api-key',
+    'bench-key-0000',
+    '--quiet',
+    '--json',
+    '--rate',
+    String(rate),
+    '--concurrency',
+    String(CONCURRENCY),
+    '--journal',
+    join(dir, 'bench.journal'),
+    '--rejects',
+    join(dir, 'bench.rejects.ndjson'),
+  ];
+  const start = performance.now();
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const collect = (stream) => {
+    const chunks = [];
+    stream.on('data', (chunk) => chunks.push(chunk));
+    return () => Buffer.concat(chunks).toString('utf8');
+  };
+  const [stdout, stderr, usage] = [collect(child.stdio[1]), collect(child.stdio[2]), collect(child.stdio[3])];
+  const [code] = await once(child, 'close');
+  const wallMs = performance.now() - start;
+  if (code !== 0) throw new Error(`track upload exited with ${code}: ${stderr()}`);
+  const summary = JSON.parse(stdout());
+  const { maxRssKb, cpuMs } = JSON.parse(usage());
+  return { wallMs, summary, maxRssKb, cpuMs };
+}
+
+/** Every row read, none rejected, every item accepted, nothing left unsettled. */
+function checkAllAccepted(summary, rows) {
+  const d = summary.delivery;
+  const problems = [];
+  if (summary.rows !== rows) problems.push(`read ${summary.rows} rows, expected ${rows}`);
+  if (summary.rejected !== 0) problems.push(`${summary.rejected} rows rejected before sending: ${JSON.stringify(summary.rejectReasons)}`);
+  if (d === undefined) problems.push('no delivery summary');
+  else {
+    if (d.fatal !== undefined) problems.push(`stopped: ${d.fatal.message}`);
+    if (d.items.attributes.accepted !== rows) problems.push(`${d.items.attributes.accepted} attributes accepted, expected ${rows}`);
+    if (d.requestsSettled !== summary.requests || d.requestsAbandoned !== 0) problems.push(`${d.requestsSettled} of ${summary.requests} requests settled`);
+  }
+  if (problems.length > 0) throw new Error(`upload incomplete: ${problems.join('; ')}`);
+}
+
+function maxInWindow(times, windowMs = 1000) {
+  const sorted = Float64Array.from(times).sort();
+  let best = 0;
+  for (let i = 0, j = 0; i < sorted.length; i += 1) {
+    while (sorted[i] - sorted[j] >= windowMs) j += 1;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const n = (value) => Math.round(value).toLocaleString('en-US');
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+const mb = (kb) => `${Math.round(kb / 1024)} MB`;
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'track-upload-bench-'));
+  const serverChild = fork(HERE, ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      serverChild.once('message', (message) => resolve(message.port));
+      serverChild.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const take = () =>
+      new Promise((resolve) => {
+        const on = (message) => {
+          if (message.taken !== undefined) {
+            serverChild.off('message', on);
+            resolve(message.taken);
+          }
+        };
+        serverChild.on('message', on);
+        serverChild.send('take');
+      });
+    const rssHook = join(dir, 'rss-at-exit.mjs');
+    writeFileSync(
+      rssHook,
+      "import { writeSync } from 'node:fs';\n" +
+        'process.on(\'exit\', () => {\n' +
+        '  const u = process.resourceUsage();\n' +
+        '  writeSync(3, JSON.stringify({ maxRssKb: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }));\n' +
+        '});\n',
+    );
+
+    // 1. no rate limit, alternating with the floor
+    const file = join(dir, 'attributes.csv');
+    await generate(file, ROWS);
+    console.log(
+      `${n(ROWS)} rows, ${(statSync(file).size / 1e6).toFixed(1)} MB; concurrency ${CONCURRENCY}; ${RUNS} runs of each, alternating`,
+    );
+    const warm = join(dir, 'warm.csv');
+    await generate(warm, 20_000);
+    await runCli(rssHook, warm, dir, url, NO_LIMIT); // warm the server and the disk cache
+    await csvParseAlone(file);
+    await take();
+    const floor = [];
+    const floorCpu = [];
+    const runs = [];
+    for (let run = 0; run < RUNS; run += 1) {
+      globalThis.gc?.();
+      const t = performance.now();
+      const cpu = process.cpuUsage();
+      const parsed = await csvParseAlone(file);
+      floor.push(performance.now() - t);
+      const used = process.cpuUsage(cpu);
+      floorCpu.push((used.user + used.system) / 1000);
+      if (parsed !== ROWS) throw new Error(`csv-parse read ${parsed} rows, expected ${ROWS}`);
+      const result = await runCli(rssHook, file, dir, url, NO_LIMIT);
+      checkAllAccepted(result.summary, ROWS);
+      const seen = await take();
+      if (seen.items !== ROWS) throw new Error(`the server saw ${seen.items} items, expected ${ROWS}`);
+      runs.push({ ...result, requests: seen.arrivals.length });
+    }
+    const best = (values) => Math.min(...values);
+    const walls = runs.map((r) => r.wallMs);
+    const [floorBest, wallBest] = [best(floor), best(walls)];
+    const ratio = wallBest / floorBest;
+    console.log(
+      `csv-parse alone:  ${s(floorBest)} best, ${s(median(floor))} median (${floor.map(s).join(', ')}); ${s(median(floorCpu))} CPU median`,
+    );
+    for (const [i, r] of runs.entries()) {
+      console.log(
+        `  upload run ${i + 1}: ${s(r.wallMs)} wall (${s(r.summary.elapsedMs)} inside upload()), ${s(r.cpuMs)} CPU, ` +
+          `${n(r.requests)} requests, ${n(ROWS / (r.wallMs / 1000))} rows/s, peak RSS ${mb(r.maxRssKb)}`,
+      );
+    }
+    console.log(
+      `delivery, no rate limit: ${n(ROWS)} rows in ${s(wallBest)}; csv-parse alone ${s(floorBest)}; ratio ${ratio.toFixed(2)} ` +
+        `(median ${(median(walls) / median(floor)).toFixed(2)}) (target <= 2) ${ratio <= 2 ? 'met' : 'MISSED'}`,
+    );
+    console.log(`  CPU ratio, median: ${(median(runs.map((r) => r.cpuMs)) / median(floorCpu)).toFixed(2)} (the uploader's CPU over csv-parse's)`);
+    rmSync(file);
+    rmSync(warm);
+
+    // 2. paced
+    const pacedRows = RATE * RATE_SECONDS * ITEMS_PER_REQUEST;
+    const pacedFile = join(dir, 'paced.csv');
+    await generate(pacedFile, pacedRows);
+    await take();
+    const paced = await runCli(rssHook, pacedFile, dir, url, RATE);
+    checkAllAccepted(paced.summary, pacedRows);
+    const { arrivals } = await take();
+    rmSync(pacedFile);
+    const first = Math.min(...arrivals);
+    const last = Math.max(...arrivals);
+    const steady = (arrivals.length - 1) / ((last - first) / 1000);
+    const overRun = arrivals.length / (paced.wallMs / 1000);
+    const most = maxInWindow(arrivals);
+    console.log(
+      `delivery, --rate ${RATE}: ${n(pacedRows)} rows, ${n(arrivals.length)} requests in ${s(paced.wallMs)} wall; ` +
+        `mean rate ${steady.toFixed(1)}/s between the first and last arrival = ${((100 * steady) / RATE).toFixed(1)}% of ${RATE} ` +
+        `(target >= 95%) ${steady >= 0.95 * RATE ? 'met' : 'MISSED'}; ${overRun.toFixed(1)}/s over the whole CLI run incl. start-up`,
+    );
+    console.log(
+      `  most requests in any 1 s window (server arrivals): ${most} (limit ${RATE}) ${most <= RATE ? 'not exceeded' : 'EXCEEDED'}`,
+    );
+
+    // 3. peak RSS at several sizes, no rate limit
+    const sizes = [{ rows: ROWS, maxRssKb: Math.max(...runs.map((r) => r.maxRssKb)), wallMs: wallBest, note: `largest of the ${RUNS} runs above` }];
+    for (const rows of RSS_ROWS.filter((r) => r !== ROWS)) {
+      const path = join(dir, `rss-${rows}.csv`);
+      await generate(path, rows);
+      const result = await runCli(rssHook, path, dir, url, NO_LIMIT);
+      rmSync(path);
+      checkAllAccepted(result.summary, rows);
+      await take();
+      sizes.push({ rows, maxRssKb: result.maxRssKb, wallMs: result.wallMs, note: `${n(rows / (result.wallMs / 1000))} rows/s` });
+    }
+    sizes.sort((a, b) => a.rows - b.rows);
+    for (const size of sizes) {
+      console.log(
+        `peak RSS, ${n(size.rows).padStart(9)} rows, no rate limit: ${mb(size.maxRssKb)} (target < 150 MB) ` +
+          `${size.maxRssKb / 1024 < 150 ? 'met' : 'MISSED'}; ${s(size.wallMs)} wall, ${size.note}`,
+      );
+    }
+    console.log(`peak RSS, --rate ${RATE} run: ${mb(paced.maxRssKb)}`);
+  } finally {
+    serverChild.send('exit');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] === '--server') server();
+else await main();
