@@ -187,6 +187,15 @@ export function planRequests(options: PlanOptions): Plan {
     options.onProgress?.({ file, rows: summary.rows, requests: summary.requests });
   }
 
+  /** Counts a data row; true when it is to be left out (an earlier run settled it). */
+  const countRow = (fileSummary: FileSummary, line: number): boolean => {
+    fileSummary.rows += 1;
+    summary.rows += 1;
+    if (options.skipRow?.(fileSummary.file, line) !== true) return false;
+    summary.skipped += 1;
+    return true;
+  };
+
   async function* csvFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     let plan: CsvPlan | undefined;
     for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead), file)) {
@@ -200,12 +209,7 @@ export function planRequests(options: PlanOptions): Plan {
           summary.notes.push(...result.notes.map((note) => `${file}: ${note}`));
           continue;
         }
-        fileSummary.rows += 1;
-        summary.rows += 1;
-        if (options.skipRow?.(file, record.line) === true) {
-          summary.skipped += 1;
-          continue;
-        }
+        if (countRow(fileSummary, record.line)) continue;
         if ('error' in record) {
           reject(file, record.line, plan.kind, null, [record.error]);
           continue;
@@ -228,12 +232,7 @@ export function planRequests(options: PlanOptions): Plan {
     const itemsOf = createLineMapper({ kind: options.kind });
     for await (const records of readNdjson(inputBytes(file, options.stdin, options.onBytesRead))) {
       for (const record of records) {
-        fileSummary.rows += 1;
-        summary.rows += 1;
-        if (options.skipRow?.(file, record.line) === true) {
-          summary.skipped += 1;
-          continue;
-        }
+        if (countRow(fileSummary, record.line)) continue;
         if ('error' in record) {
           reject(file, record.line, options.kind ?? 'unknown', record.text, [record.error]);
           continue;
