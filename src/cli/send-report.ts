@@ -124,10 +124,10 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
     process.stdout.write(planned);
     if (d !== undefined) process.stdout.write(`${deliveryLines(d, summary.elapsedMs).join('\n')}\n`);
   }
-  if (d?.fatal !== undefined && flags.json === true) process.stderr.write(`track: ${d.fatal.message}\n`);
-  if (d?.fatal !== undefined && !(d.fatal instanceof DeliveryError) && !(d.fatal instanceof InputError) && process.env.TRACK_DEBUG) {
-    process.stderr.write(`${d.fatal.stack ?? ''}\n`);
+  if (d?.fatal !== undefined) {
+    process.stderr.write(`track: ${d.fatal.message}\n`);
+    const unexpected = !(d.fatal instanceof DeliveryError) && !(d.fatal instanceof InputError);
+    if (unexpected && process.env.TRACK_DEBUG) process.stderr.write(`${d.fatal.stack ?? ''}\n`);
   }
-  if (d?.fatal !== undefined && flags.json !== true) process.stderr.write(`track: ${d.fatal.message}\n`);
   process.exitCode = exitCode(summary);
 }
