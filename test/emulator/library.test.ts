@@ -17,7 +17,7 @@ it('starts on a free port with an in-memory database and a generated key, takes 
   writeFileSync(
     join(app, 'seed.js'),
     `import { startEmulator } from 'track-cli';
-const emu = await startEmulator({ rateLimit: '2/10s' });
+const emu = await startEmulator({ rateLimit: '2/1h' });
 const post = (body) => fetch(emu.url + '/users/track', {
   method: 'POST',
   headers: { authorization: 'Bearer ' + emu.apiKey, 'content-type': 'application/json' },

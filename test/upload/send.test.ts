@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/index.js';
 import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
-import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { startFaultServer, type FaultAction, type FaultServer } from '../helpers/fault-server.js';
 
 let tmp: ReturnType<typeof tempDir>;
 let emu: Emulator | undefined;
@@ -69,12 +69,27 @@ describe('track upload', () => {
     expect(rejects[0].errors[0]).toMatch(/blocklisted/);
   });
 
-  it('rides through 429s and 5xx without losing or doubling a row', async () => {
-    emu = await startEmulator({ apiKeys: ['k'], rateLimit: '4/1s', failRate: 0.2 });
-    const r = await runCli(['upload', eventsCsv(400), '--url', emu.url, '--api-key', 'k', '--json', '--retries', '10']);
+  it('rides through 429s, 5xx and dropped connections without losing or doubling a row', async () => {
+    const script: Record<number, FaultAction> = {
+      0: { kind: 'status', status: 503 },
+      1: { kind: 'rate-limit', retryAfter: 1 },
+      2: { kind: 'destroy', applied: false },
+      4: { kind: 'status', status: 500 },
+    };
+    faults = await startFaultServer((request) => script[request.index]);
+    const r = await runCli(['upload', eventsCsv(400), '--url', faults.url, '--api-key', 'k', '--json', '--concurrency', '2']);
     expect(r.status).toBe(0);
     const summary = JSON.parse(r.stdout);
-    expect(summary.delivery.retries).toBeGreaterThan(0);
+    expect(summary.delivery.rateLimited).toBe(1);
+    expect(summary.delivery.retries).toBeGreaterThanOrEqual(3);
+    const ns = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n).sort((a, b) => a - b);
+    expect(ns).toEqual(range(400));
+  });
+
+  it('keeps under the emulator rate limit and delivers everything', async () => {
+    emu = await startEmulator({ apiKeys: ['k'], rateLimit: '4/1s' });
+    const r = await runCli(['upload', eventsCsv(400), '--url', emu.url, '--api-key', 'k', '--json', '--rate', '50']);
+    expect(r.status).toBe(0);
     expect(storedNs(emu)).toEqual(range(400));
   });
 
