@@ -37,6 +37,45 @@ export function defaultJournalPath(firstInput: string): string {
   return join(dirname(firstInput), `${name}.journal`);
 }
 
+type Origins = Parameters<Journal['record']>[0];
+
+/**
+ * The journal settles rows, but a request-shaped NDJSON line yields several items that may travel
+ * in different requests. Such a line is recorded only once every one of its items has settled
+ * (sent or rejected), so a resume never skips an item that was not delivered.
+ */
+function lineLedger(journal: Journal) {
+  const waiting = new Map<string, number>();
+  const settle = (file: string, line: number): boolean => {
+    const key = `${line}\u0000${file}`;
+    const left = waiting.get(key);
+    if (left === undefined) return true;
+    if (left > 1) waiting.set(key, left - 1);
+    else waiting.delete(key);
+    return left === 1;
+  };
+  return {
+    expect(file: string, line: number, items: number): void {
+      waiting.set(`${line}\u0000${file}`, items);
+    },
+    /** A row rejected before sending. */
+    rejected(record: RejectRecord): void {
+      if (record.line > 0 && settle(record.file, record.line)) journal.recordRows(record.file, [record.line]);
+    },
+    /** What deliver() journals: the rows behind a settled request. */
+    journal: {
+      record(origins: Origins): void {
+        const ready = { attributes: [], events: [], purchases: [] } as { [K in keyof Origins]: Origins[K][number][] };
+        for (const kind of ['attributes', 'events', 'purchases'] as const) {
+          for (const origin of origins[kind]) if (settle(origin.file, origin.line)) ready[kind].push(origin);
+        }
+        journal.record(ready);
+      },
+      flush: () => journal.flush(),
+    },
+  };
+}
+
 export async function send(options: SendOptions): Promise<UploadSummary<DeliverySummary>> {
   resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   if (options.inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
@@ -50,6 +89,7 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
   const journal: Journal | undefined = fromStdin
     ? undefined
     : await openJournal({ path: journalPath, files: options.inputs, resume: options.resume === true });
+  const ledger = journal === undefined ? undefined : lineLedger(journal);
   const client = createTrackClient({ url: options.url, apiKey: options.apiKey, connections: options.concurrency });
   try {
     return await upload<DeliverySummary>({
@@ -58,9 +98,8 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
       skipRow: journal?.skipRow.bind(journal),
       appendRejects: options.resume === true,
       // a row refused before sending is settled too: a resumed run must not refuse it again
-      onRejectWritten: (record: RejectRecord) => {
-        if (record.line > 0) journal?.recordRows(record.file, [record.line]);
-      },
+      onRejectWritten: ledger?.rejected,
+      onLineItems: ledger?.expect,
       deliver: (requests, io) =>
         deliver(requests, {
           client,
@@ -69,7 +108,7 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
           hourly: options.hourly,
           retries: options.retries,
           onUnknown: options.onUnknown,
-          journal,
+          journal: ledger?.journal,
           onReject: io.onReject,
           onProgress: options.onDeliveryProgress,
           onNotice: options.onNotice,

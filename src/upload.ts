@@ -38,6 +38,8 @@ export interface PlanOptions {
   skipRow?: (file: string, line: number) => boolean;
   /** Receives each rejected row; awaited, so a slow file slows reading rather than filling memory. */
   onReject?: (record: RejectRecord) => void | Promise<void>;
+  /** Told of each NDJSON line that yields more than one item (a request-shaped line), before its items. */
+  onLineItems?: (file: string, line: number, items: number) => void;
   /** Receives the number of bytes read from an input (before gunzip), as they are read. */
   onBytesRead?: (bytes: number) => void;
   /** Called as reading goes on (after each chunk of rows). */
@@ -237,7 +239,9 @@ export function planRequests(options: PlanOptions): Plan {
           reject(file, record.line, options.kind ?? 'unknown', record.text, [record.error]);
           continue;
         }
-        for (const entry of itemsOf(record.value)) {
+        const entries = itemsOf(record.value);
+        if (entries.length > 1) options.onLineItems?.(file, record.line, entries.length);
+        for (const entry of entries) {
           if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors);
           else take(entry.kind, entry.item, { file, line: record.line, row: entry.row }, 6 * record.chars, entry);
         }
@@ -278,7 +282,7 @@ export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject'
   rejectsPath?: string;
   /** Add to an existing rejects file instead of starting it anew (a resumed run). */
   appendRejects?: boolean;
-  /** Called after each rejected row is written to the rejects file. */
+  /** Called after each row rejected before sending is written to the rejects file. */
   onRejectWritten?: (record: RejectRecord) => void;
   /** Dry run: write each planned request body here, one a line. */
   outPath?: string;
@@ -343,11 +347,12 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
   let delivery: D | undefined;
   try {
     out = options.outPath === undefined ? undefined : await openNdjsonWriter(options.outPath, 'requests');
-    const onReject = async (record: RejectRecord): Promise<void> => {
-      await rejects.write(record);
+    const onReject = (record: RejectRecord): Promise<void> => rejects.write(record);
+    const onPlanReject = async (record: RejectRecord): Promise<void> => {
+      await onReject(record);
       options.onRejectWritten?.(record);
     };
-    plan = planRequests({ ...options, map, onReject });
+    plan = planRequests({ ...options, map, onReject: onPlanReject });
     if (deliver === undefined || options.dryRun) {
       for await (const request of plan.requests) await out?.write(request.body);
     } else {

@@ -141,6 +141,28 @@ describe('track upload', () => {
     expect(stderr).not.toContain('Error:');
   });
 
+  it('journals a request-shaped line only when every one of its items has settled', async () => {
+    // four lines of 30 events each: with 50 items a request, lines share requests and one is split
+    const file = join(tmp.dir, 'requests.ndjson');
+    const lines = [0, 1, 2, 3].map((l) =>
+      JSON.stringify({ events: range(30).map((i) => ({ external_id: `u${l}`, name: 'e', time: '2024-03-07T10:00:00Z', properties: { n: l * 30 + i } })) }),
+    );
+    writeFileSync(file, `${lines.join('\n')}\n`);
+    faults = await startFaultServer((request) => (request.index === 1 ? { kind: 'status', status: 401 } : undefined));
+    const first = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--quiet', '--concurrency', '1']);
+    expect(first.status).toBe(3);
+    const firstNs = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
+    expect(firstNs).toHaveLength(50);
+
+    faults.script(() => undefined);
+    const resumed = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--quiet', '--resume', '--concurrency', '1']);
+    expect(resumed.status).toBe(0);
+    const all = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
+    // nothing lost; the first line, settled whole, is not sent again
+    expect(new Set(all)).toEqual(new Set(range(120)));
+    expect(all.filter((n) => n < 30)).toHaveLength(30);
+  });
+
   it('refuses to resume when the input changed since the journal was written', async () => {
     emu = await startEmulator({ apiKeys: ['k'] });
     const file = eventsCsv(20);
