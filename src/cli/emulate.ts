@@ -36,5 +36,4 @@ export async function runEmulate(opts: Record<string, unknown>): Promise<void> {
   const keys = (opts.apiKey as string[] | undefined) ?? [];
   process.stdout.write(`track emulator listening on ${emulator.url} (database ${opts.db as string})\n`);
   if (keys.length === 0) process.stdout.write(`API key: ${emulator.apiKey}\n`);
-  if (stopping) await emulator.close().then(() => process.exit(0));
 }

@@ -73,8 +73,10 @@ export function exportUsers(store: Store, query: ExportQuery): { users: Exported
   for (const id of query.external_ids ?? []) add(one(store.profileByExternalId(id)), id);
   for (const alias of query.user_aliases ?? []) add(one(store.profileByAlias(alias)), alias.alias_name);
   if (query.service_id !== undefined) add(one(store.profileByServiceId(query.service_id)), query.service_id);
-  if (query.email_address !== undefined) add(store.profilesByEmail(normalizeEmail(query.email_address)), query.email_address);
-  if (query.phone !== undefined) add(store.profilesByPhone(normalizePhone(query.phone) ?? query.phone), query.phone);
+  const sharing = (field: 'email' | 'phone', value: string): Profile[] =>
+    store.profilesSharing(field, value).map((p) => store.profileById(p.id) as Profile);
+  if (query.email_address !== undefined) add(sharing('email', normalizeEmail(query.email_address)), query.email_address);
+  if (query.phone !== undefined) add(sharing('phone', normalizePhone(query.phone) ?? query.phone), query.phone);
   const users = [...found.values()].map((p) => pick(exportUser(store, p), query.fields_to_export));
   return { users, invalid_user_ids: invalid };
 }

@@ -44,7 +44,7 @@ export function inspectProfiles(store: Store, filter: InspectFilter): Record<str
 export function cleanupPushImports(store: Store, dryRun = false): { deleted: number; kept: number } {
   return store.transaction(() => {
     const orphans = store.orphanPushImportIds();
-    const total = store.allProfiles().filter((p) => p.pushImport).length;
+    const total = store.pushImportCount();
     if (!dryRun) for (const id of orphans) store.deleteProfile(id);
     return { deleted: dryRun ? 0 : orphans.length, kept: total - orphans.length };
   });

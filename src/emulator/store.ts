@@ -214,12 +214,6 @@ export class Store {
       byAlias: db.prepare<[string, string], ProfileDbRow>(
         'SELECT p.* FROM aliases a JOIN profiles p ON p.id = a.profile_id WHERE a.alias_label = ? AND a.alias_name = ?',
       ),
-      byEmail: db.prepare<[string], ProfileDbRow>(
-        'SELECT * FROM profiles WHERE email = ? ORDER BY updated_seq DESC',
-      ),
-      byPhone: db.prepare<[string], ProfileDbRow>(
-        'SELECT * FROM profiles WHERE phone = ? ORDER BY updated_seq DESC',
-      ),
       idsByEmail: db.prepare<[string], { id: number }>('SELECT id FROM profiles WHERE email = ?'),
       all: db.prepare<[], ProfileDbRow>('SELECT * FROM profiles ORDER BY id'),
       insert: db.prepare(
@@ -270,6 +264,7 @@ export class Store {
       subscriptionsOf: db.prepare<[number], { group_id: string; state: string }>(
         'SELECT group_id, state FROM subscriptions WHERE profile_id = ? ORDER BY group_id',
       ),
+      pushImportCount: db.prepare<[], number>('SELECT COUNT(*) FROM profiles WHERE push_import = 1').pluck(),
       orphanImports: db.prepare<[], { id: number }>(
         'SELECT p.id FROM profiles p WHERE p.push_import = 1 AND NOT EXISTS (SELECT 1 FROM push_tokens t WHERE t.profile_id = p.id)',
       ),
@@ -326,16 +321,6 @@ export class Store {
   profileByAlias(alias: UserAlias): Profile | undefined {
     const row = this.stmt.byAlias.get(alias.alias_label, alias.alias_name);
     return row === undefined ? undefined : toProfile(row);
-  }
-
-  /** Profiles holding this (normalized) email, most recently updated first. */
-  profilesByEmail(email: string): Profile[] {
-    return this.stmt.byEmail.all(email).map(toProfile);
-  }
-
-  /** Profiles holding this E.164 phone, most recently updated first. */
-  profilesByPhone(phone: string): Profile[] {
-    return this.stmt.byPhone.all(phone).map(toProfile);
   }
 
   /** Every profile id with this email, temporary ones included (subscription fan-out, spec 2.3). */
@@ -459,6 +444,10 @@ export class Store {
   /** Push-import profiles that hold no token any more (spec 2.5 rule 5). */
   orphanPushImportIds(): number[] {
     return this.stmt.orphanImports.all().map((r) => r.id);
+  }
+
+  pushImportCount(): number {
+    return this.stmt.pushImportCount.get() as number;
   }
 
   counts(): { profiles: number; events: number; purchases: number } {
