@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'csv-parse';
+import { CSV_PARSE_OPTIONS } from '../dist/input/csv.js';
 
 const HERE = fileURLToPath(import.meta.url);
 const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
@@ -98,15 +99,7 @@ async function generate(path, rows) {
 async function csvParseAlone(path) {
   let records = 0;
   await new Promise((resolve, reject) => {
-    const parser = parse({
-      bom: true,
-      relax_quotes: true,
-      relax_column_count: true,
-      record_delimiter: ['\r\n', '\n'],
-      skip_empty_lines: false,
-      max_record_size: 16 * 1024 * 1024,
-      skip_records_with_error: true,
-    });
+    const parser = parse({ ...CSV_PARSE_OPTIONS, record_delimiter: [...CSV_PARSE_OPTIONS.record_delimiter] });
     parser.on('readable', () => {
       while (parser.read() !== null) records += 1;
     });
