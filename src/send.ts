@@ -2,7 +2,7 @@
 // with the resume journal wrapped around both (rows it settled are skipped on --resume).
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
-import { STDIN } from './input/source.js';
+import { STDIN, checkReadable } from './input/source.js';
 import type { RejectRecord } from './model/plan.js';
 import { createTrackClient, deliver, openJournal, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type Journal } from './transport/index.js';
 import { upload, type UploadOptions, type UploadSummary } from './upload.js';
@@ -85,6 +85,8 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
   if (!fromStdin && options.inputs.some((file) => resolve(file) === resolve(journalPath))) {
     throw new UsageError(`--journal ${journalPath} is also an input file`);
   }
+  // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
+  for (const file of options.inputs) await checkReadable(file);
   // standard input cannot be read again, so a run that reads it keeps no journal
   const journal: Journal | undefined = fromStdin
     ? undefined
