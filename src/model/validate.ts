@@ -30,6 +30,13 @@ type Obj = Record<string, unknown>;
 
 const TEXT_FIELD_SET: ReadonlySet<string> = new Set(TEXT_FIELDS);
 
+/** What each named field of an attributes item is, found with one look-up (identifiers first: email and phone are both). */
+const FIELD_ROLES: ReadonlyMap<string, 'identifier' | 'control' | 'standard'> = new Map([
+  ...[...STANDARD_FIELDS].map((key) => [key, 'standard'] as const),
+  ...[...CONTROL_FIELDS].map((key) => [key, 'control'] as const),
+  ...[...IDENTIFIER_FIELDS].map((key) => [key, 'identifier'] as const),
+]);
+
 export function isPlainObject(value: unknown): value is Obj {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -74,55 +81,51 @@ function checkBoolean(field: string, value: unknown, problems: string[]): void {
   if (value !== undefined && typeof value !== 'boolean') problems.push(`${field}: must be true or false, got ${describe(value)}`);
 }
 
+const isGiven = (value: unknown): boolean => value !== undefined && value !== null;
+
+/** Identifier rules. Fields are read by name, not through a list of keys: this runs for every row of a file. */
 function checkIdentifiers(kind: ArrayName, item: Obj, problems: string[]): void {
-  const anonymousImport = kind === 'attributes' && item.push_token_import === true;
-  for (const key of ['external_id', 'user_alias', 'service_id'] as const) {
-    if (item[key] === null) {
-      problems.push(
-        kind === 'attributes' ? `${key}: an identifier cannot be removed once added` : `${key}: must not be null`,
-      );
+  const { external_id, user_alias, service_id, email, phone } = item;
+  if (external_id === null || user_alias === null || service_id === null) {
+    for (const [key, value] of [['external_id', external_id], ['user_alias', user_alias], ['service_id', service_id]] as const) {
+      if (value !== null) continue;
+      problems.push(kind === 'attributes' ? `${key}: an identifier cannot be removed once added` : `${key}: must not be null`);
     }
   }
-  const { external_id, user_alias, service_id } = item;
-  if (external_id !== undefined && external_id !== null) {
+  if (isGiven(external_id)) {
     if (!isNonEmptyString(external_id)) problems.push(`external_id: must be a non-empty string, got ${describe(external_id)}`);
-    else if (Buffer.byteLength(external_id, 'utf8') > MAX_EXTERNAL_ID_BYTES) {
+    // a UTF-16 unit is at most 3 bytes of UTF-8, so only a long ID needs its bytes counted
+    else if (3 * external_id.length > MAX_EXTERNAL_ID_BYTES && Buffer.byteLength(external_id, 'utf8') > MAX_EXTERNAL_ID_BYTES) {
       problems.push(`external_id: must be at most ${MAX_EXTERNAL_ID_BYTES} bytes`);
     }
   }
-  if (user_alias !== undefined && user_alias !== null) {
+  if (isGiven(user_alias)) {
     if (!isPlainObject(user_alias)) problems.push(`user_alias: must be an object with alias_name and alias_label`);
     else {
       checkText('user_alias.alias_name', user_alias.alias_name, problems);
       checkText('user_alias.alias_label', user_alias.alias_label, problems);
     }
   }
-  if (service_id !== undefined && service_id !== null && !isNonEmptyString(service_id)) {
+  if (isGiven(service_id) && !isNonEmptyString(service_id)) {
     problems.push(`service_id: must be a non-empty string, got ${describe(service_id)}`);
   }
-  const primaries = primaryIdentifiersIn(item);
-  if (primaries.length > 1) {
-    problems.push(`${primaries.join(', ')}: an item carries exactly one of external_id, user_alias, service_id`);
+  const primaries = (isGiven(external_id) ? 1 : 0) + (isGiven(user_alias) ? 1 : 0) + (isGiven(service_id) ? 1 : 0);
+  if (primaries > 1) {
+    problems.push(`${primaryIdentifiersIn(item).join(', ')}: an item carries exactly one of external_id, user_alias, service_id`);
   }
-  if (item.email !== undefined && item.email !== null) {
-    if (typeof item.email !== 'string' || !isPlausibleEmail(item.email)) {
-      problems.push(`email: is not a valid email address, got ${describe(item.email)}`);
-    }
+  if (isGiven(email) && (typeof email !== 'string' || !isPlausibleEmail(email))) {
+    problems.push(`email: is not a valid email address, got ${describe(email)}`);
   }
-  if (item.phone !== undefined && item.phone !== null) {
-    if (typeof item.phone !== 'string' || normalizePhone(item.phone) === undefined) {
-      problems.push(`phone: is not a valid phone number, got ${describe(item.phone)}`);
-    }
+  if (isGiven(phone) && (typeof phone !== 'string' || normalizePhone(phone) === undefined)) {
+    problems.push(`phone: is not a valid phone number, got ${describe(phone)}`);
   }
-  if (anonymousImport) {
+  if (kind === 'attributes' && item.push_token_import === true) {
     // spec 2.5 rule 1
-    for (const key of ['external_id', 'service_id'] as const) {
-      if (item[key] !== undefined) problems.push(`${key}: must not be given when push_token_import is true`);
-    }
+    if (external_id !== undefined) problems.push(`external_id: must not be given when push_token_import is true`);
+    if (service_id !== undefined) problems.push(`service_id: must not be given when push_token_import is true`);
     return;
   }
-  const named = (key: string): boolean => item[key] !== undefined && item[key] !== null;
-  if (!['external_id', 'user_alias', 'service_id', 'email', 'phone'].some(named)) {
+  if (primaries === 0 && !isGiven(email) && !isGiven(phone)) {
     problems.push('external_id: missing; an item needs one of external_id, user_alias, service_id, email, phone');
   }
 }
@@ -244,9 +247,11 @@ function checkStandardField(key: string, value: unknown, problems: string[]): vo
 function checkAttributes(item: Obj, problems: string[]): void {
   for (const key in item) {
     const value = item[key];
-    if (value === undefined || IDENTIFIER_FIELDS.has(key)) continue;
-    if (CONTROL_FIELDS.has(key)) checkBoolean(key, value, problems);
-    else if (STANDARD_FIELDS.has(key)) checkStandardField(key, value, problems);
+    if (value === undefined) continue;
+    const role = FIELD_ROLES.get(key);
+    if (role === 'identifier') continue;
+    if (role === 'control') checkBoolean(key, value, problems);
+    else if (role === 'standard') checkStandardField(key, value, problems);
     else if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH)) {
       // The message starts with the name like every other problem; a long name is shortened.
       const shown = key.length === 0 ? '""' : `${key.slice(0, 40)}...`;

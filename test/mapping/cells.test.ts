@@ -1,7 +1,10 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   ANNOTATION_READERS,
   CellProblem,
+  PLAIN_DECIMAL,
+  plainDecimalDot,
   readInferred,
   readTimeAttribute,
 } from '../../src/mapping/cells.js';
@@ -25,6 +28,20 @@ describe('inference without an annotation (decisions.md "Reading files")', () =>
       expect(readInferred(text)).toBe(text);
     },
   );
+
+  it('reads as a number exactly the text decisions.md calls a plain decimal (and a whole number within the safe range)', () => {
+    const char = fc.constantFrom('0', '1', '2', '9', '-', '.', 'e', '+', ' ', 'x');
+    fc.assert(
+      fc.property(fc.array(char, { minLength: 1, maxLength: 20 }), (chars) => {
+        const text = chars.join('');
+        const plain = PLAIN_DECIMAL.test(text);
+        expect(plainDecimalDot(text) !== -1).toBe(plain);
+        const number = plain && (text.includes('.') || Number.isSafeInteger(Number(text)));
+        expect(readInferred(text)).toBe(number ? Number(text) : text);
+      }),
+      { numRuns: 20_000, seed: 11 },
+    );
+  });
 });
 
 describe('annotated columns', () => {

@@ -1,4 +1,5 @@
 // Identifying the user of an item (spec 2.3, 2.5, 4; decisions.md "Identifying the user").
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   identityKey,
@@ -252,7 +253,28 @@ describe('emails', () => {
     ['@example.com', false],
     ['ada@@example.com', false],
     [`${'a'.repeat(250)}@example.com`, false],
+    [' ada@example.com\t', true],
+    ['ada@exa mple.com', false],
+    ['ada@.com', false],
+    ['ada@example.', false],
+    ['a@b.c', true],
+    ['a@b..', true],
+    ['ada@exämple.com', true],
+    ['\u00a0ada@example.com\u00a0', true],
+    ['ada@exa\u2003mple.com', false],
   ])('judges %j plausible: %s', (email, expected) => {
     expect(isPlausibleEmail(email)).toBe(expected);
+  });
+
+  it('gives the verdict of the pattern ^[^\\s@]+@[^\\s@]+\\.[^\\s@]+$ on the trimmed text', () => {
+    const pattern = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+    const char = fc.constantFrom('a', 'Z', '0', '@', '.', ' ', '\t', '\n', '\u00a0', 'é', '\u2028', '-', '+');
+    fc.assert(
+      fc.property(fc.array(char, { maxLength: 12 }), (chars) => {
+        const text = chars.join('');
+        expect(isPlausibleEmail(text)).toBe(pattern.test(text.trim()));
+      }),
+      { numRuns: 20_000, seed: 7 },
+    );
   });
 });
