@@ -56,6 +56,7 @@ if (process.argv[2] === '--floor') {
 async function main() {
   const { deliver } = await import('../dist/transport/deliver.js');
   const { createTrackClient } = await import('../dist/transport/http-client.js');
+  const { textHash } = await import('../dist/model/identity.js');
 
   const child = fork(fileURLToPath(import.meta.url), ['--server'], { stdio: 'inherit' });
   const ask = (message, key) =>
@@ -83,7 +84,7 @@ async function main() {
         const id = `user-${line}`;
         attributes[i] = { external_id: id, first_name: 'Ada', score: line % 1000, vip: line % 7 === 0 };
         origins[i] = { file: 'users.csv', line, row: null };
-        userKeys[i] = `external_id:${id}`;
+        userKeys[i] = textHash(`external_id:${id}`);
       }
       yield { seq, body: { attributes }, origins: { attributes: origins, events: [], purchases: [] }, userKeys };
     }

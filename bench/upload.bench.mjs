@@ -205,8 +205,10 @@ async function main() {
     const rssHook = join(dir, 'rss-at-exit.mjs');
     writeFileSync(
       rssHook,
+      // --import runs in every thread of the process (the CLI plans in a worker): report from the main one
       "import { writeSync } from 'node:fs';\n" +
-        'process.on(\'exit\', () => {\n' +
+        "import { isMainThread } from 'node:worker_threads';\n" +
+        'if (isMainThread) process.on(\'exit\', () => {\n' +
         '  const u = process.resourceUsage();\n' +
         '  writeSync(3, JSON.stringify({ maxRssKb: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }));\n' +
         '});\n',

@@ -7,7 +7,7 @@ import type { RejectRecord } from './model/plan.js';
 import { createTrackClient, deliver, openJournal, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type Journal } from './transport/index.js';
 import { upload, type UploadOptions, type UploadSummary } from './upload.js';
 
-export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'skipRow' | 'appendRejects' | 'onRejectWritten'> {
+export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'skipRow' | 'appendRejects' | 'onRejectWritten' | 'workerPlan'> {
   url: string;
   apiKey: string;
   /** Requests in flight at once. */
@@ -29,6 +29,8 @@ export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRu
   abortSignal?: AbortSignal;
   onDeliveryProgress?: (progress: DeliveryProgress) => void;
   onNotice?: (notice: DeliveryNotice) => void;
+  /** false: plan in this thread rather than a worker thread (default: a worker, for files). */
+  thread?: boolean;
 }
 
 /** `users.csv.gz` -> `users.journal` beside it. */
@@ -65,6 +67,8 @@ function lineLedger(journal: Journal) {
     /** What deliver() journals: the rows behind a settled request. */
     journal: {
       record(origins: Origins): void {
+        // no request-shaped line is waiting on items (a CSV, say): every row is settled as it is
+        if (waiting.size === 0) return journal.record(origins);
         const ready = { attributes: [], events: [], purchases: [] } as { [K in keyof Origins]: Origins[K][number][] };
         for (const kind of ['attributes', 'events', 'purchases'] as const) {
           for (const origin of origins[kind]) if (settle(origin.file, origin.line)) ready[kind].push(origin);
@@ -98,6 +102,8 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
       ...options,
       dryRun: false,
       skipRow: journal?.skipRow.bind(journal),
+      // reading and sending each get a thread (and a core); upload() plans standard input in this one
+      workerPlan: options.thread === false ? undefined : { skip: new Map(options.inputs.map((file) => [file, journal?.settledRanges(file) ?? []])) },
       appendRejects: options.resume === true,
       // a row refused before sending is settled too: a resumed run must not refuse it again
       onRejectWritten: ledger?.rejected,

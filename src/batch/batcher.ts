@@ -12,8 +12,8 @@ export interface BatchEntry {
   kind: ArrayName;
   item: object;
   origin: ItemOrigin;
-  /** identityKey() of the item's user. */
-  userKey: string;
+  /** identityHash() of the item's user (see PlannedRequest.userKeys). */
+  userKey: number;
   /** Bytes of the item as JSON (UTF-8). */
   bytes: number;
 }
@@ -58,7 +58,7 @@ interface OpenRequest {
   /** How many of the three arrays hold an item. */
   arrays: number;
   bytes: number;
-  userKeys: string[];
+  userKeys: number[];
 }
 
 /** A user's place: the newest open request holding them and the highest rank of their items in it, in one number. */
@@ -73,7 +73,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
   const window = Math.max(1, options.window ?? DEFAULT_WINDOW);
   const open: OpenRequest[] = [];
   /** For each user in an open request: where(newest request holding them, highest rank there). */
-  const latest = new Map<string, number>();
+  const latest = new Map<number, number>();
   let nextId = 0;
   let seq = 0;
 

@@ -183,7 +183,7 @@ export function mapCsvRow(plan: CsvPlan, cells: readonly string[]): MappedRow {
  * A row as the rejects file shows it: each cell's text under its header (after --map), so it can be
  * fixed and read again. A row of the wrong width keeps what does not fit under the marker keys.
  */
-export function csvRowObject(plan: CsvPlan, cells: readonly string[]): Record<string, unknown> {
+export function csvRowObject(plan: Pick<CsvPlan, 'keys' | 'width'>, cells: readonly string[]): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   const shared = Math.min(cells.length, plan.width);
   for (let i = 0; i < shared; i += 1) {
@@ -206,8 +206,8 @@ export class CsvRowOrigin implements ItemOrigin {
   constructor(
     readonly file: string,
     readonly line: number,
-    private readonly plan: CsvPlan,
-    private readonly cells: readonly string[],
+    readonly plan: CsvPlan,
+    readonly cells: readonly string[],
   ) {}
 
   get row(): Record<string, unknown> {

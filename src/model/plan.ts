@@ -15,12 +15,15 @@ export interface PlannedRequest {
   /** 0-based sequence number in the run, in the order requests were planned. */
   seq: number;
   body: TrackRequest;
+  /** The body as JSON text, when it was serialized already (a plan made in a worker thread). */
+  readonly json?: string;
   origins: Record<ArrayName, ItemOrigin[]>;
   /**
-   * identityKey() of every user the request touches. The sender never has two requests that share
-   * a key in flight at once, so one user's updates apply in the file's order.
+   * identityHash() of every user the request touches (a push-token import: a number below zero of
+   * its own). The sender never has two requests that share a key in flight at once, so one user's
+   * updates apply in the file's order.
    */
-  userKeys: string[];
+  userKeys: number[];
 }
 
 /** One rejected row, one line of the rejects file (NDJSON); fixable and feedable back as input. */

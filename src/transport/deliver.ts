@@ -196,7 +196,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
         }
         inFlight += 1;
         try {
-          const outcome = await sendRequest(JSON.stringify(request.body), request.seq, ctx);
+          const outcome = await sendRequest(request.json ?? JSON.stringify(request.body), request.seq, ctx);
           await settle(request, outcome);
         } finally {
           inFlight -= 1;

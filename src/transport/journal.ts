@@ -28,6 +28,8 @@ export interface Journal {
   skipRow(file: string, line: number): boolean;
   /** How many rows of this file earlier runs settled. */
   settledBefore(file: string): number;
+  /** The rows of this file earlier runs settled, as [first, last] line ranges (what skipRow skips). */
+  settledRanges(file: string): Array<[number, number]>;
   /** Marks every row behind a request's items as settled. */
   record(origins: Readonly<Record<ArrayName, readonly ItemOrigin[]>>): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
@@ -236,6 +238,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     path: journalPath,
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
+    settledRanges: (file) => earlierFor(file)?.ranges() ?? [],
     record(origins) {
       scheduled();
       for (const o of origins.attributes) mark(o.file, o.line);

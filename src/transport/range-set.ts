@@ -51,9 +51,19 @@ export function createRangeSet(): RangeSet {
         removed += ends[j] - starts[j] + 1;
         j += 1;
       }
-      starts.splice(i, j - i, a);
-      ends.splice(i, j - i, b);
       size += b - a + 1 - removed;
+      if (j === i) {
+        starts.splice(i, 0, a);
+        ends.splice(i, 0, b);
+      } else {
+        // one range takes the merged span in place; those after it inside the span go
+        starts[i] = a;
+        ends[i] = b;
+        if (j - i > 1) {
+          starts.splice(i + 1, j - i - 1);
+          ends.splice(i + 1, j - i - 1);
+        }
+      }
     },
     has(n) {
       const i = firstEndingFrom(n);

@@ -6,10 +6,11 @@ import type { PlannedRequest, RejectRecord } from '../model/plan.js';
 export type KindCounts = Record<ArrayName, number>;
 
 export function itemCounts(request: PlannedRequest): KindCounts {
+  // the origins run parallel to the items, and unlike the body they are never left as JSON text
   return {
-    attributes: request.body.attributes?.length ?? 0,
-    events: request.body.events?.length ?? 0,
-    purchases: request.body.purchases?.length ?? 0,
+    attributes: request.origins.attributes.length,
+    events: request.origins.events.length,
+    purchases: request.origins.purchases.length,
   };
 }
 

@@ -1,5 +1,6 @@
 // Keeps one user's requests in file order: a request waits until every earlier request that
 // touches one of its users has settled, so no two requests for one user are ever in flight.
+import { KeyTable } from './key-table.js';
 
 export interface Turn {
   /** Resolves when every earlier request sharing a key has settled. */
@@ -10,30 +11,16 @@ export interface Turn {
 
 export interface UserOrder {
   /** Takes a place in line for these keys; call in the order the requests were planned. */
-  enter(keys: readonly string[]): Turn;
+  enter(keys: readonly number[]): Turn;
   /** Keys some request still holds (for tests and diagnostics). */
   readonly busyKeys: number;
 }
 
 const READY = Promise.resolve();
 
-/**
- * Keys are held as 30-bit hashes: a Map of small integers is cheaper than one of fresh strings
- * (which it would also keep alive into the old generation). Two users sharing a hash only makes
- * the later request wait for an earlier one it need not: order is kept, never broken.
- */
-export function keyHash(key: string): number {
-  let h = 0x811c9dc5; // FNV-1a
-  for (let i = 0; i < key.length; i += 1) {
-    h ^= key.charCodeAt(i);
-    h = Math.imul(h, 16777619);
-  }
-  return h & 0x3fffffff;
-}
-
 export function createUserOrder(): UserOrder {
   /** The last request to enter for each key: its settling frees the key. */
-  const tails = new Map<number, Promise<void>>();
+  const tails = new KeyTable<Promise<void>>();
 
   return {
     enter(keys) {
@@ -42,8 +29,7 @@ export function createUserOrder(): UserOrder {
         done = resolve;
       });
       const before: Promise<void>[] = [];
-      const hashes = keys.map(keyHash);
-      for (const hash of hashes) {
+      for (const hash of keys) {
         const tail = tails.get(hash);
         // a key listed twice finds this request's own promise: never wait on oneself
         if (tail === settled) continue;
@@ -56,7 +42,7 @@ export function createUserOrder(): UserOrder {
         done() {
           if (finished) return;
           finished = true;
-          for (const hash of hashes) if (tails.get(hash) === settled) tails.delete(hash);
+          for (const hash of keys) if (tails.get(hash) === settled) tails.delete(hash);
           done();
         },
       };

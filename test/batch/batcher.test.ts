@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createBatcher, soloBodyBytes, type BatchEntry, type BatcherOptions } from '../../src/batch/batcher.js';
+import { textHash } from '../../src/model/identity.js';
 import { limitViolation, resolveLimits } from '../../src/model/limits.js';
 import type { PlannedRequest } from '../../src/model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from '../../src/model/types.js';
@@ -9,7 +10,7 @@ const RANK: Record<ArrayName, number> = { attributes: 0, events: 1, purchases: 2
 
 function entry(n: number, kind: ArrayName, user = `u${n}`, extra: Record<string, unknown> = {}): BatchEntry {
   const item = { external_id: user, n, ...extra };
-  return { kind, item, origin: { file: 'f', line: n, row: null }, userKey: `external_id:${user}`, bytes: Buffer.byteLength(JSON.stringify(item)) };
+  return { kind, item, origin: { file: 'f', line: n, row: null }, userKey: textHash(`external_id:${user}`), bytes: Buffer.byteLength(JSON.stringify(item)) };
 }
 
 function run(entries: BatchEntry[], options: BatcherOptions): PlannedRequest[] {
@@ -63,7 +64,7 @@ describe('createBatcher', () => {
 
   it('lists each user of a request once in userKeys', () => {
     const entries = [entry(1, 'attributes', 'a'), entry(2, 'events', 'a'), entry(3, 'attributes', 'b')];
-    expect(run(entries, { limits: resolveLimits('mau') })[0].userKeys).toEqual(['external_id:a', 'external_id:b']);
+    expect(run(entries, { limits: resolveLimits('mau') })[0].userKeys).toEqual([textHash('external_id:a'), textHash('external_id:b')]);
   });
 
   it('never lets an earlier item of a user apply after a later one: an attribute after an event of the same user goes to a later request', () => {
@@ -109,7 +110,7 @@ describe('createBatcher', () => {
         for (const r of requests) {
           expect(limitViolation(counts(r), limits)).toBeUndefined();
           expect(Buffer.byteLength(JSON.stringify(r.body))).toBeLessThanOrEqual(maxBodyBytes);
-          const users = new Set(ARRAY_NAMES.flatMap((k) => (r.body[k] ?? []).map((i) => `external_id:${(i as { external_id: string }).external_id}`)));
+          const users = new Set(ARRAY_NAMES.flatMap((k) => (r.body[k] ?? []).map((i) => textHash(`external_id:${(i as { external_id: string }).external_id}`))));
           expect([...r.userKeys].sort()).toEqual([...users].sort());
         }
         for (let u = 0; u <= 12; u += 1) {

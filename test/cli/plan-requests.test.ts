@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { PlannedRequest, RejectRecord } from '../../src/model/plan.js';
-import { planRequests, upload } from '../../src/upload.js';
+import { textHash } from '../../src/model/identity.js';
+import { planRequests } from '../../src/plan.js';
+import { upload } from '../../src/upload.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'track-plan-'));
 function file(name: string, text: string): string {
@@ -26,7 +28,7 @@ describe('planRequests', () => {
     const plan = planRequests({ inputs: [csv] });
     const [request] = await all(plan.requests);
     expect(request.seq).toBe(0);
-    expect(request.userKeys).toEqual(['external_id:u1', 'email:u2@example.com']);
+    expect(request.userKeys).toEqual([textHash('external_id:u1'), textHash('email:u2@example.com')]);
     expect(request.origins.attributes.map((o) => [o.file, o.line, o.row])).toEqual([
       [csv, 2, { external_id: 'u1', email: 'u1@example.com', plan: 'pro' }],
       [csv, 3, { external_id: '', email: 'u2@example.com', plan: 'free' }],

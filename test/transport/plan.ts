@@ -1,6 +1,7 @@
 // Synthetic plans for delivery tests: every item carries its row number, so a test can count how
 // often each row reached the server.
 import type { PlannedRequest, ItemOrigin } from '../../src/model/plan.js';
+import { textHash } from '../../src/model/identity.js';
 import type { AttributesObject, EventObject } from '../../src/model/types.js';
 
 export interface PlanOptions {
@@ -26,7 +27,7 @@ export function buildPlan(options: PlanOptions): PlannedRequest[] {
     const attributes: AttributesObject[] = [];
     const events: EventObject[] = [];
     const origins: PlannedRequest['origins'] = { attributes: [], events: [], purchases: [] };
-    const keys = new Set<string>();
+    const keys = new Set<number>();
     for (let i = 0; i < per; i += 1, row += 1) {
       const line = lineOf(row);
       if (options.skip?.(file, line)) continue;
@@ -39,7 +40,7 @@ export function buildPlan(options: PlanOptions): PlannedRequest[] {
         events.push({ external_id: user, name: 'played', time: '2026-01-01T00:00:00Z', properties: { row } });
         origins.events.push(origin);
       }
-      keys.add(`external_id:${user}`);
+      keys.add(textHash(`external_id:${user}`));
     }
     if (attributes.length + events.length === 0) continue;
     plan.push({ seq: plan.length, body: { attributes, events }, origins, userKeys: [...keys] });

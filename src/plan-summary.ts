@@ -1,0 +1,49 @@
+// What a plan tells of the files it read: rows, items by kind, rejects and warnings by reason,
+// requests. Kept apart from the planning itself, which a worker thread may run instead.
+import type { InputFormat } from './input/source.js';
+import type { ArrayName } from './model/types.js';
+
+export interface FileSummary {
+  file: string;
+  format: InputFormat;
+  /** The kind of a CSV file's rows. */
+  kind?: ArrayName;
+  rows: number;
+}
+
+export interface PlanSummary {
+  files: FileSummary[];
+  /** Data rows read (CSV rows after the header; NDJSON lines that are not blank). */
+  rows: number;
+  /** Rows left out by skipRow. */
+  skipped: number;
+  /** Items planned into requests, by kind. */
+  items: Record<ArrayName, number>;
+  /** Rejected rows (lines of the rejects file); a request-shaped NDJSON line counts once per rejected item. */
+  rejected: number;
+  /** Rejected rows by reason (a row with several problems counts under each). */
+  rejectReasons: Record<string, number>;
+  warnings: number;
+  warningReasons: Record<string, number>;
+  /** The first few warnings with their place, `file:line: message`. */
+  warningExamples: string[];
+  requests: number;
+  /** Things a person should know about the files that are not rows (an empty file, an unused --map column). */
+  notes: string[];
+}
+
+export function emptySummary(): PlanSummary {
+  return {
+    files: [],
+    rows: 0,
+    skipped: 0,
+    items: { attributes: 0, events: 0, purchases: 0 },
+    rejected: 0,
+    rejectReasons: {},
+    warnings: 0,
+    warningReasons: {},
+    warningExamples: [],
+    requests: 0,
+    notes: [],
+  };
+}

@@ -1,0 +1,220 @@
+// A plan made in a worker thread. Reading, mapping, checking and batching take most of an upload's
+// CPU, and sending takes the rest; run in one thread they add up, so `track upload` plans in a
+// worker (plan-worker.ts) and sends from the main thread. The worker posts each request as JSON
+// text with its items' origins as data, rejected rows, and a copy of the plan's summary after each
+// chunk of rows; it plans at most `window` requests ahead of the sender.
+import { Worker } from 'node:worker_threads';
+import { InputError } from './errors.js';
+import type { InputFormat } from './input/source.js';
+import type { ColumnMap } from './mapping/column-map.js';
+import { csvRowObject, type CsvPlan } from './mapping/csv-rows.js';
+import type { BatchLimits } from './model/limits.js';
+import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
+import { ARRAY_NAMES, type ArrayName } from './model/types.js';
+import type { Plan, PlanOptions } from './plan.js';
+import { emptySummary, type PlanSummary } from './plan-summary.js';
+
+/** What the worker is started with (structured-cloneable). */
+export interface WorkerPlanData {
+  inputs: string[];
+  format?: InputFormat;
+  kind?: ArrayName;
+  map?: ColumnMap;
+  limits?: BatchLimits;
+  maxBodyBytes?: number;
+  /** Per input file, the line ranges to leave out (rows an earlier run settled). */
+  skip: Array<[string, Array<[number, number]>]>;
+  /** Requests the worker may plan before the main thread has taken them. */
+  window: number;
+}
+
+/**
+ * The origins of a request's items (attributes, then events, then purchases) as parallel columns;
+ * typed arrays and one text cost little to copy between threads.
+ */
+export interface EncodedOrigins {
+  /** How many items each array holds. */
+  counts: number[];
+  /** Index into the inputs. */
+  files: Int32Array;
+  lines: Float64Array;
+  /** For a CSV row, the id of its csv-plan message (whose rows have that plan's number of cells); -1 for another row. */
+  plans: Int32Array;
+  /** The rows that are not CSV rows, in order. */
+  rows: unknown[];
+  /** The cells of the CSV rows, in order, as one text, and the length of each. */
+  cells: string;
+  cellLengths: Uint32Array;
+}
+
+export type ToMain =
+  | { type: 'csv-plan'; id: number; keys: Array<string | undefined>; width: number; cells: number }
+  | { type: 'request'; seq: number; json: string; origins: EncodedOrigins; userKeys: Float64Array }
+  | { type: 'reject'; record: RejectRecord }
+  | { type: 'line-items'; file: string; line: number; items: number }
+  | { type: 'progress'; file: string; bytes: number; summary: PlanSummary }
+  | { type: 'done'; summary: PlanSummary }
+  | { type: 'error'; name: string; message: string; file?: string; line?: number };
+
+export type ToWorker = { type: 'credit'; requests: number } | { type: 'stop' };
+
+/** Options a threaded plan can take: no standard input, and rows to skip given as ranges. */
+export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow'> {
+  /** Per input file, the rows to leave out as [first, last] line ranges. */
+  skip?: ReadonlyMap<string, Array<[number, number]>>;
+}
+
+const WINDOW = 64;
+/** The worker's module beside this one; run from the TypeScript sources (the tests), the built one. */
+const WORKER = import.meta.url.endsWith('.ts') ? new URL('../dist/plan-worker.js', import.meta.url) : new URL('./plan-worker.js', import.meta.url);
+
+/** A CSV row's origin whose row object is built only when asked for (a rejected item). */
+class CellsOrigin implements ItemOrigin {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    private readonly plan: Pick<CsvPlan, 'keys' | 'width'>,
+    /** The request's origins: this row's cells start at `at` of their text and are cellLengths[first...] long. */
+    private readonly encoded: Pick<EncodedOrigins, 'cells' | 'cellLengths'>,
+    private readonly at: number,
+    private readonly first: number,
+    private readonly count: number,
+  ) {}
+
+  get row(): Record<string, unknown> {
+    const cells: string[] = [];
+    let at = this.at;
+    for (let i = this.first; i < this.first + this.count; i += 1) {
+      const length = this.encoded.cellLengths[i];
+      cells.push(this.encoded.cells.slice(at, at + length));
+      at += length;
+    }
+    return csvRowObject(this.plan, cells);
+  }
+
+  toJSON(): ItemOrigin {
+    return { file: this.file, line: this.line, row: this.row };
+  }
+}
+
+/** The same plan as planRequests(), made in a worker thread; the requests carry their JSON text. */
+export function planInWorker(options: ThreadedPlanOptions): Plan {
+  const summary: PlanSummary = emptySummary();
+  const data: WorkerPlanData = {
+    inputs: [...options.inputs],
+    format: options.format,
+    kind: options.kind,
+    map: options.map,
+    limits: options.limits,
+    maxBodyBytes: options.maxBodyBytes,
+    skip: [...(options.skip ?? new Map())],
+    window: WINDOW,
+  };
+
+  async function* requests(): AsyncGenerator<PlannedRequest> {
+    const worker = new Worker(WORKER, { workerData: data });
+    const inbox: ToMain[] = [];
+    let failure: Error | undefined;
+    let exited = false;
+    let wake: (() => void) | undefined;
+    worker.on('message', (message: ToMain) => {
+      inbox.push(message);
+      wake?.();
+    });
+    worker.on('error', (error) => {
+      failure ??= error;
+      wake?.();
+    });
+    worker.on('exit', () => {
+      exited = true;
+      wake?.();
+    });
+    const plans = new Map<number, { plan: Pick<CsvPlan, 'keys' | 'width'>; cells: number }>();
+    const decode = (encoded: EncodedOrigins): PlannedRequest['origins'] => {
+      const origins: PlannedRequest['origins'] = { attributes: [], events: [], purchases: [] };
+      let item = 0;
+      let row = 0;
+      let cell = 0;
+      let at = 0;
+      ARRAY_NAMES.forEach((kind, k) => {
+        for (let end = item + encoded.counts[k]; item < end; item += 1) {
+          const file = options.inputs[encoded.files[item]];
+          const line = encoded.lines[item];
+          const csv = encoded.plans[item] === -1 ? undefined : plans.get(encoded.plans[item]);
+          if (csv === undefined) {
+            origins[kind].push({ file, line, row: encoded.rows[row++] });
+            continue;
+          }
+          origins[kind].push(new CellsOrigin(file, line, csv.plan, encoded, at, cell, csv.cells));
+          for (const last = cell + csv.cells; cell < last; cell += 1) at += encoded.cellLengths[cell];
+        }
+      });
+      return origins;
+    };
+    let taken = 0;
+    let finished = false;
+    try {
+      for (;;) {
+        const message = inbox.shift();
+        if (message === undefined) {
+          if (failure !== undefined) throw failure;
+          if (exited) throw new Error('the planning thread stopped before it was done');
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        switch (message.type) {
+          case 'csv-plan':
+            plans.set(message.id, { plan: { keys: message.keys, width: message.width }, cells: message.cells });
+            break;
+          case 'reject':
+            await options.onReject?.(message.record);
+            break;
+          case 'line-items':
+            options.onLineItems?.(message.file, message.line, message.items);
+            break;
+          case 'progress':
+            Object.assign(summary, message.summary, { requests: summary.requests });
+            options.onBytesRead?.(message.bytes);
+            options.onProgress?.({ file: message.file, rows: summary.rows, requests: summary.requests });
+            break;
+          case 'request': {
+            const origins = decode(message.origins);
+            summary.requests += 1;
+            taken += 1;
+            if (taken % (WINDOW / 4) === 0) worker.postMessage({ type: 'credit', requests: WINDOW / 4 } satisfies ToWorker);
+            yield new ThreadedRequest(message.seq, message.json, origins, Array.from(message.userKeys));
+            break;
+          }
+          case 'done':
+            Object.assign(summary, message.summary, { requests: summary.requests });
+            finished = true;
+            return;
+          case 'error': {
+            const error = message.name === 'InputError' ? new InputError(message.message) : new Error(message.message);
+            throw Object.assign(error, { file: message.file, line: message.line });
+          }
+        }
+      }
+    } finally {
+      if (!finished) worker.postMessage({ type: 'stop' } satisfies ToWorker);
+      await worker.terminate();
+    }
+  }
+
+  return { requests: requests(), summary };
+}
+
+/** A request planned in the worker: the sender uses its JSON text; the body is parsed only if asked for. */
+class ThreadedRequest implements PlannedRequest {
+  constructor(
+    readonly seq: number,
+    readonly json: string,
+    readonly origins: PlannedRequest['origins'],
+    readonly userKeys: number[],
+  ) {}
+
+  get body(): PlannedRequest['body'] {
+    return JSON.parse(this.json) as PlannedRequest['body'];
+  }
+}

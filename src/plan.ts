@@ -1,0 +1,221 @@
+// Input files -> rows -> checked items -> planned requests. Every row is accounted for: in a
+// request, handed to onReject, or skipped (resume). upload() runs this, here or in a worker thread.
+import type { Readable } from 'node:stream';
+import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from './batch/batcher.js';
+import { InputError } from './errors.js';
+import { readCsv } from './input/csv.js';
+import { readNdjson } from './input/ndjson.js';
+import { formatOf, inputBytes, type InputFormat } from './input/source.js';
+import { itemErrors, itemWarnings } from './mapping/check.js';
+import type { ColumnMap } from './mapping/column-map.js';
+import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, planCsv, widthProblem, type CsvPlan } from './mapping/csv-rows.js';
+import { createLineMapper } from './mapping/ndjson-lines.js';
+import { identityHash, identityOf } from './model/identity.js';
+import { resolveLimits, type BatchLimits } from './model/limits.js';
+import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
+import { ARRAY_NAMES, type ArrayName } from './model/types.js';
+import { emptySummary, type FileSummary, type PlanSummary } from './plan-summary.js';
+
+export type { FileSummary, PlanSummary } from './plan-summary.js';
+
+const MAX_REASONS = 100;
+const MAX_WARNING_EXAMPLES = 10;
+
+export interface PlanOptions {
+  /** Input files in order; `-` is standard input. */
+  inputs: readonly string[];
+  /** Overrides the format the file names suggest (required for `-`). */
+  format?: InputFormat;
+  /** The kind of every CSV row and NDJSON item line; inferred per file (CSV) or per line (NDJSON) when absent. */
+  kind?: ArrayName;
+  /** --map: renames and types CSV columns. */
+  map?: ColumnMap;
+  /** Default: the `mau` profile. */
+  limits?: BatchLimits;
+  /** Largest request body in bytes of JSON (default 4,000,000, under the 4 MiB servers accept). */
+  maxBodyBytes?: number;
+  /** Where `-` reads from. */
+  stdin?: Readable;
+  /** Rows to leave out, such as those an earlier run already delivered (resume). */
+  skipRow?: (file: string, line: number) => boolean;
+  /** Receives each rejected row; awaited, so a slow file slows reading rather than filling memory. */
+  onReject?: (record: RejectRecord) => void | Promise<void>;
+  /** Told of each NDJSON line that yields more than one item (a request-shaped line), before its items. */
+  onLineItems?: (file: string, line: number, items: number) => void;
+  /** Receives the number of bytes read from an input (before gunzip), as they are read. */
+  onBytesRead?: (bytes: number) => void;
+  /** Called as reading goes on (after each chunk of rows). */
+  onProgress?: (progress: { file: string; rows: number; requests: number }) => void;
+}
+
+export interface Plan {
+  /** The planned requests, in order; reading the files happens as this is consumed. */
+  requests: AsyncIterable<PlannedRequest>;
+  /** Filled in as `requests` is consumed; complete once it is done. */
+  summary: PlanSummary;
+}
+
+/** A problem without the value that caused it: `email: is not a valid email address`. */
+function reasonOf(problem: string): string {
+  const got = problem.indexOf(', got ');
+  return got === -1 ? problem : problem.slice(0, got);
+}
+
+function count(reasons: Record<string, number>, problem: string): void {
+  const reason = reasonOf(problem);
+  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
+  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+}
+
+/** Plans the requests for the inputs. Inputs are opened as the requests are consumed. */
+export function planRequests(options: PlanOptions): Plan {
+  const summary = emptySummary();
+  const limits = options.limits ?? resolveLimits();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const batcher = createBatcher({ limits, maxBodyBytes });
+  const formats = options.inputs.map((file) => formatOf(file, options.format));
+
+  // Rows are handled synchronously, a chunk at a time; the chunk's rejects and completed requests
+  // are handed on after it, so a row costs no promise of its own.
+  const rejects: RejectRecord[] = [];
+  let anonymous = 0;
+  const ready: PlannedRequest[] = [];
+
+  const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[]): void => {
+    summary.rejected += 1;
+    for (const reason of new Set(errors.map(reasonOf))) count(summary.rejectReasons, reason);
+    rejects.push({ file, line, kind, row, errors: [...errors] });
+  };
+
+  // An item's exact JSON size is needed only when it could matter: below this bound, even a full
+  // request of such items stays within maxBodyBytes.
+  const maxItems = limits.maxTotal ?? (limits.maxPerArray === undefined ? Infinity : 3 * limits.maxPerArray);
+  const smallItemBytes = maxBodyBytes / maxItems;
+  /** The largest item of each kind that a request holding nothing else can carry. */
+  const largestItem = Object.fromEntries(
+    ARRAY_NAMES.map((kind) => [kind, maxBodyBytes - soloBodyBytes({ kind, bytes: 0 })]),
+  ) as Record<ArrayName, number>;
+
+  /**
+   * Checks an item and hands it to the batcher, or rejects its row. `bytesBound` is at least the
+   * bytes of the item's JSON.
+   */
+  const take = (
+    kind: ArrayName,
+    item: unknown,
+    origin: ItemOrigin,
+    bytesBound: number,
+    mapped?: { errors?: string[]; failed?: string[] },
+  ): void => {
+    const errors = itemErrors(kind, item, mapped);
+    if (errors.length > 0) {
+      reject(origin.file, origin.line, kind, origin.row, errors);
+      return;
+    }
+    const bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
+    if (bytes > largestItem[kind]) {
+      reject(origin.file, origin.line, kind, origin.row, [
+        `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`,
+      ]);
+      return;
+    }
+    const record = item as Record<string, unknown>;
+    const identity = identityOf(record);
+    for (const warning of itemWarnings(kind, record, identity.by)) {
+      summary.warnings += 1;
+      count(summary.warningReasons, warning);
+      if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${origin.file}:${origin.line}: ${warning}`);
+    }
+    summary.items[kind] += 1;
+    // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
+    const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
+    const done = batcher.add({ kind, item: record, origin, userKey, bytes });
+    if (done.length > 0) ready.push(...done);
+  };
+
+  /** After each chunk: the rejects go out (awaited), then the requests it completed. */
+  async function* handOn(file: string): AsyncGenerator<PlannedRequest> {
+    for (const record of rejects.splice(0)) await options.onReject?.(record);
+    for (const request of ready.splice(0)) {
+      summary.requests += 1;
+      yield request;
+    }
+    options.onProgress?.({ file, rows: summary.rows, requests: summary.requests });
+  }
+
+  /** Counts a data row; true when it is to be left out (an earlier run settled it). */
+  const countRow = (fileSummary: FileSummary, line: number): boolean => {
+    fileSummary.rows += 1;
+    summary.rows += 1;
+    if (options.skipRow?.(fileSummary.file, line) !== true) return false;
+    summary.skipped += 1;
+    return true;
+  };
+
+  async function* csvFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
+    let plan: CsvPlan | undefined;
+    for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead), file)) {
+      for (const record of records) {
+        if (plan === undefined) {
+          if ('error' in record) throw new InputError(`the header cannot be read: ${record.error}`, file, record.line);
+          const result = planCsv(record.cells, { kind: options.kind, map: options.map });
+          if (!result.ok) throw new InputError(`the header cannot be used:\n  ${result.problems.join('\n  ')}`, file, record.line);
+          plan = result.plan;
+          fileSummary.kind = plan.kind;
+          summary.notes.push(...result.notes.map((note) => `${file}: ${note}`));
+          continue;
+        }
+        if (countRow(fileSummary, record.line)) continue;
+        if ('error' in record) {
+          reject(file, record.line, plan.kind, null, [record.error]);
+          continue;
+        }
+        const wrong = widthProblem(plan, record.cells);
+        if (wrong !== undefined) {
+          reject(file, record.line, plan.kind, csvRowObject(plan, record.cells), [wrong]);
+          continue;
+        }
+        const mapped = mapCsvRow(plan, record.cells);
+        const origin = new CsvRowOrigin(file, record.line, plan, record.cells);
+        take(plan.kind, mapped.item, origin, jsonBytesBound(plan, record.cells), mapped);
+      }
+      yield* handOn(file);
+    }
+    if (plan === undefined) summary.notes.push(`${file}: is empty (no header row)`);
+  }
+
+  async function* ndjsonFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
+    const itemsOf = createLineMapper({ kind: options.kind });
+    for await (const records of readNdjson(inputBytes(file, options.stdin, options.onBytesRead))) {
+      for (const record of records) {
+        if (countRow(fileSummary, record.line)) continue;
+        if ('error' in record) {
+          reject(file, record.line, options.kind ?? 'unknown', record.text, [record.error]);
+          continue;
+        }
+        const entries = itemsOf(record.value);
+        if (entries.length > 1) options.onLineItems?.(file, record.line, entries.length);
+        for (const entry of entries) {
+          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors);
+          else take(entry.kind, entry.item, { file, line: record.line, row: entry.row }, 6 * record.chars, entry);
+        }
+      }
+      yield* handOn(file);
+    }
+  }
+
+  async function* requests(): AsyncGenerator<PlannedRequest> {
+    for (const [i, file] of options.inputs.entries()) {
+      const fileSummary: FileSummary = { file, format: formats[i], rows: 0 };
+      summary.files.push(fileSummary);
+      const planned = formats[i] === 'csv' ? csvFile(file, fileSummary) : ndjsonFile(file, fileSummary);
+      yield* planned;
+    }
+    for (const request of batcher.finish()) {
+      summary.requests += 1;
+      yield request;
+    }
+  }
+
+  return { requests: requests(), summary };
+}

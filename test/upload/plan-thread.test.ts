@@ -1,0 +1,121 @@
+// A plan made in a worker thread (what `track upload` sends from) must be the plan made in this
+// thread: the same request bodies, the same origins with the same rows, the same rejects and
+// summary, the same rows skipped on resume, and the same input errors.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { InputError } from '../../src/errors.js';
+import type { PlannedRequest, RejectRecord } from '../../src/model/plan.js';
+import { planInWorker } from '../../src/plan-thread.js';
+import { planRequests, type Plan, type PlanOptions } from '../../src/plan.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'track-plan-thread-'));
+const fixture = (name: string): string => join(import.meta.dirname, '../../fixtures', name);
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+interface Outcome {
+  requests: Array<{ seq: number; body: unknown; json: unknown; origins: unknown; userKeys: number[] }>;
+  rejects: RejectRecord[];
+  lineItems: Array<[string, number, number]>;
+  summary: Plan['summary'];
+}
+
+async function run(make: (options: PlanOptions) => Plan, options: PlanOptions): Promise<Outcome> {
+  const rejects: RejectRecord[] = [];
+  const lineItems: Array<[string, number, number]> = [];
+  const plan = make({ ...options, onReject: (r) => void rejects.push(r), onLineItems: (...a) => void lineItems.push(a) });
+  const requests: Outcome['requests'] = [];
+  for await (const request of plan.requests as AsyncIterable<PlannedRequest>) {
+    requests.push({
+      seq: request.seq,
+      body: request.body,
+      // the worker's requests carry their text; it must be the body's
+      json: JSON.parse(request.json ?? JSON.stringify(request.body)),
+      // through JSON, as the rejects file writes them: rows built on demand are rows
+      origins: JSON.parse(JSON.stringify(request.origins)),
+      userKeys: request.userKeys,
+    });
+  }
+  return { requests, rejects, lineItems, summary: plan.summary };
+}
+
+const inThread = (options: PlanOptions): Plan => planRequests(options);
+const inWorker = (options: PlanOptions): Plan => planInWorker(options);
+
+describe('a plan made in a worker thread', () => {
+  it('is the plan made in this thread, for every fixture together', async () => {
+    const inputs = [
+      'attributes.csv',
+      'events.csv',
+      'purchases.csv',
+      'bad-rows.csv',
+      'bad-lines.ndjson',
+      'mixed.ndjson',
+      'multiline-crlf.csv',
+      'inference.csv',
+      'annotations.csv',
+      'empty-and-null.csv',
+      'identifiers.csv',
+      'warnings.csv',
+    ].map(fixture);
+    const here = await run(inThread, { inputs });
+    const there = await run(inWorker, { inputs });
+    expect(here.requests.length).toBeGreaterThan(1);
+    expect(here.rejects.length).toBeGreaterThan(5);
+    expect(there.requests).toEqual(here.requests);
+    expect(there.rejects).toEqual(here.rejects);
+    expect(there.lineItems).toEqual(here.lineItems);
+    expect(there.summary).toEqual(here.summary);
+    for (const request of there.requests) expect(request.json).toEqual(request.body);
+  });
+
+  it('gives a CSV row back cell for cell: quotes, line breaks, commas and characters beyond ASCII', async () => {
+    const csv = file('cells.csv', 'external_id,note,city\r\nu1,"two\nlines, and ""quotes""",Zürich\r\nu2,😀 emoji,\r\nu3,,São Paulo\r\n');
+    const here = await run(inThread, { inputs: [csv] });
+    const there = await run(inWorker, { inputs: [csv] });
+    expect(there.requests).toEqual(here.requests);
+    const rows = (there.requests[0].origins as { attributes: Array<{ line: number; row: unknown }> }).attributes;
+    expect(rows).toEqual([
+      { file: csv, line: 2, row: { external_id: 'u1', note: 'two\nlines, and "quotes"', city: 'Zürich' } },
+      { file: csv, line: 4, row: { external_id: 'u2', note: '😀 emoji', city: '' } },
+      { file: csv, line: 5, row: { external_id: 'u3', note: '', city: 'São Paulo' } },
+    ]);
+  });
+
+  it('leaves out the rows an earlier run settled, given as line ranges', async () => {
+    const csv = file('skip.csv', `external_id\n${Array.from({ length: 20 }, (_, i) => `u${i}`).join('\n')}\n`);
+    const ranges: Array<[number, number]> = [[2, 5], [9, 9], [15, 21]];
+    const skipRow = (_: string, line: number): boolean => ranges.some(([a, b]) => line >= a && line <= b);
+    const here = await run(inThread, { inputs: [csv], skipRow });
+    const there = await run((o) => planInWorker({ ...o, skip: new Map([[csv, ranges]]) }), { inputs: [csv] });
+    expect(there.requests).toEqual(here.requests);
+    expect(there.summary).toEqual(here.summary);
+    expect(there.summary.skipped).toBe(4 + 1 + 7);
+  });
+
+  it('stops reading when the sender stops taking requests', async () => {
+    const csv = file('many.csv', `external_id\n${Array.from({ length: 20_000 }, (_, i) => `u${i}`).join('\n')}\n`);
+    const plan = planInWorker({ inputs: [csv] });
+    let taken = 0;
+    for await (const _ of plan.requests) if ((taken += 1) === 3) break;
+    expect(taken).toBe(3);
+    expect(plan.summary.requests).toBe(3);
+    expect(plan.summary.rows).toBeLessThan(20_000);
+  });
+
+  it('throws the input error the thread met, with its file and line', async () => {
+    const csv = file('bad-header.csv', 'external_id,a:nonsense\nu1,x\n');
+    const here = await run(inThread, { inputs: [csv] }).catch((e: unknown) => e);
+    const there = await run(inWorker, { inputs: [csv] }).catch((e: unknown) => e);
+    expect(here).toBeInstanceOf(InputError);
+    expect(there).toBeInstanceOf(InputError);
+    expect((there as InputError).message).toBe((here as InputError).message);
+    expect((there as InputError).file).toBe(csv);
+    expect((there as InputError).line).toBe(1);
+  });
+});
