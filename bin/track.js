@@ -1,2 +1,6 @@
 #!/usr/bin/env node
-import '../dist/cli/main.js';
+// Heap settings depend on the command and must come before the rest is loaded (see src/cli/heap.ts).
+import { tuneHeapsFor } from '../dist/cli/heap.js';
+
+tuneHeapsFor(process.argv.slice(2));
+await import('../dist/cli/main.js');

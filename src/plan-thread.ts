@@ -65,6 +65,7 @@ export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRo
 }
 
 const WINDOW = 64;
+const YOUNG_GENERATION_MB = 12;
 /** The worker's module beside this one; run from the TypeScript sources (the tests), the built one. */
 const WORKER = import.meta.url.endsWith('.ts') ? new URL('../dist/plan-worker.js', import.meta.url) : new URL('./plan-worker.js', import.meta.url);
 
@@ -112,7 +113,9 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   };
 
   async function* requests(): AsyncGenerator<PlannedRequest> {
-    const worker = new Worker(WORKER, { workerData: data });
+    // its objects die young: a young generation of 4 MiB halves (the default grows to 16) keeps
+    // scavenges cheap and the process's memory within bounds (src/cli/heap.ts)
+    const worker = new Worker(WORKER, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     const inbox: ToMain[] = [];
     let failure: Error | undefined;
     let exited = false;
