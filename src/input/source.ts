@@ -57,7 +57,7 @@ const GZIP_MAGIC = [0x1f, 0x8b];
  * and gzipped standard input both work). Read errors become an InputError naming the file.
  */
 export async function* inputBytes(file: string, stdin?: Readable, onRead?: (bytes: number) => void): AsyncGenerator<Buffer> {
-  const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: 64 * 1024 });
+  const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: 16 * 1024 });
   if (onRead !== undefined) source.on('data', (chunk: Buffer | string) => onRead(chunk.length));
   const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
