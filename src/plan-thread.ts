@@ -113,8 +113,8 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   };
 
   async function* requests(): AsyncGenerator<PlannedRequest> {
-    // its objects die young: a young generation of 4 MiB halves (the default grows to 16) keeps
-    // scavenges cheap and the process's memory within bounds (src/cli/heap.ts)
+    // a row's objects die within a chunk of input (16 KiB), so a young generation of 4 MiB halves
+    // (the default grows to 16) serves as well and keeps two heaps within 150 MB
     const worker = new Worker(WORKER, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     const inbox: ToMain[] = [];
     let failure: Error | undefined;
