@@ -47,3 +47,23 @@ export function emptySummary(): PlanSummary {
     notes: [],
   };
 }
+
+const MAX_REASONS = 100;
+
+/** A problem without the value that caused it: `email: is not a valid email address`. */
+function reasonOf(problem: string): string {
+  const got = problem.indexOf(', got ');
+  return got === -1 ? problem : problem.slice(0, got);
+}
+
+export function count(reasons: Record<string, number>, problem: string): void {
+  const reason = reasonOf(problem);
+  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
+  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+}
+
+/** Counts a rejected row under each of its reasons. */
+export function countRejected(summary: PlanSummary, errors: readonly string[]): void {
+  summary.rejected += 1;
+  for (const reason of new Set(errors.map(reasonOf))) count(summary.rejectReasons, reason);
+}

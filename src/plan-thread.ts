@@ -12,7 +12,7 @@ import type { BatchLimits } from './model/limits.js';
 import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from './model/types.js';
 import type { Plan, PlanOptions } from './plan.js';
-import { emptySummary, type PlanSummary } from './plan-summary.js';
+import { countRejected, emptySummary, type PlanSummary } from './plan-summary.js';
 
 /** What the worker is started with (structured-cloneable). */
 export interface WorkerPlanData {
@@ -24,8 +24,11 @@ export interface WorkerPlanData {
   maxBodyBytes?: number;
   /** Per input file, the line ranges to leave out (rows an earlier run settled). */
   skip: Array<[string, Array<[number, number]>]>;
-  /** Requests the worker may plan before the main thread has taken them. */
-  window: number;
+  /**
+   * How far the worker may run ahead: requests and rejected rows posted and not yet taken by the
+   * main thread, in messages and in bytes (of request JSON and CSV cells).
+   */
+  window: { messages: number; bytes: number };
 }
 
 /**
@@ -54,17 +57,20 @@ export type ToMain =
   | { type: 'line-items'; file: string; line: number; items: number }
   | { type: 'progress'; file: string; bytes: number; summary: PlanSummary }
   | { type: 'done'; summary: PlanSummary }
-  | { type: 'error'; name: string; message: string; file?: string; line?: number };
+  | { type: 'error'; name: string; message: string; file?: string; line?: number; summary: PlanSummary };
 
-export type ToWorker = { type: 'credit'; requests: number } | { type: 'stop' };
+/** `taken`: the main thread has taken this many counted messages (requests, rejected rows) and bytes. */
+export type ToWorker = { type: 'taken'; messages: number; bytes: number } | { type: 'stop' };
 
 /** Options a threaded plan can take: no standard input, and rows to skip given as ranges. */
 export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow'> {
   /** Per input file, the rows to leave out as [first, last] line ranges. */
   skip?: ReadonlyMap<string, Array<[number, number]>>;
+  /** Stop reading at once: the worker is ended and nothing more it posted is handed on. */
+  stopSignal?: AbortSignal;
 }
 
-const WINDOW = 64;
+const WINDOW = { messages: 64, bytes: 8 * 1024 * 1024 };
 const YOUNG_GENERATION_MB = 12;
 /** The worker's module beside this one; run from the TypeScript sources (the tests), the built one. */
 const WORKER = import.meta.url.endsWith('.ts') ? new URL('../dist/plan-worker.js', import.meta.url) : new URL('./plan-worker.js', import.meta.url);
@@ -113,13 +119,18 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   };
 
   async function* requests(): AsyncGenerator<PlannedRequest> {
-    // a row's objects die within a chunk of input (16 KiB), so a young generation of 4 MiB halves
-    // (the default grows to 16) serves as well and keeps two heaps within 150 MB
+    // a row's objects die within a chunk of input (16 KiB), so a young generation capped at 12 MiB
+    // (the default grows several times larger) serves as well and keeps two heaps within 150 MB
     const worker = new Worker(WORKER, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
-    const inbox: ToMain[] = [];
+    // messages in arrival order: an array with a moving head, since shift() is linear
+    let inbox: ToMain[] = [];
+    let head = 0;
     let failure: Error | undefined;
     let exited = false;
     let wake: (() => void) | undefined;
+    const stopped = (): boolean => options.stopSignal?.aborted === true;
+    const onStop = (): void => wake?.();
+    options.stopSignal?.addEventListener('abort', onStop);
     worker.on('message', (message: ToMain) => {
       inbox.push(message);
       wake?.();
@@ -132,6 +143,21 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
       exited = true;
       wake?.();
     });
+    // what has been taken, told to the worker a batch at a time (and before waiting for more)
+    let taken = { messages: 0, bytes: 0 };
+    const acknowledge = (): void => {
+      if (taken.messages === 0) return;
+      worker.postMessage({ type: 'taken', ...taken } satisfies ToWorker);
+      taken = { messages: 0, bytes: 0 };
+    };
+    const took = (bytes: number): void => {
+      taken = { messages: taken.messages + 1, bytes: taken.bytes + bytes };
+      if (taken.messages >= WINDOW.messages / 4 || taken.bytes >= WINDOW.bytes / 4) acknowledge();
+    };
+    /** The worker's counts, but the rejected rows as handed on here (the worker may have posted more). */
+    const adopt = (from: PlanSummary): void => {
+      Object.assign(summary, from, { requests: summary.requests, rejected: summary.rejected, rejectReasons: summary.rejectReasons });
+    };
     const plans = new Map<number, { plan: Pick<CsvPlan, 'keys' | 'width'>; cells: number }>();
     const decode = (encoded: EncodedOrigins): PlannedRequest['origins'] => {
       const origins: PlannedRequest['origins'] = { attributes: [], events: [], purchases: [] };
@@ -154,52 +180,59 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
       });
       return origins;
     };
-    let taken = 0;
     let finished = false;
     try {
       for (;;) {
-        const message = inbox.shift();
-        if (message === undefined) {
+        if (stopped()) return;
+        if (head === inbox.length) {
           if (failure !== undefined) throw failure;
           if (exited) throw new Error('the planning thread stopped before it was done');
+          inbox = [];
+          head = 0;
+          acknowledge();
           await new Promise<void>((resolve) => (wake = resolve));
           wake = undefined;
           continue;
         }
+        const message = inbox[head];
+        head += 1;
         switch (message.type) {
           case 'csv-plan':
             plans.set(message.id, { plan: { keys: message.keys, width: message.width }, cells: message.cells });
             break;
           case 'reject':
             await options.onReject?.(message.record);
+            countRejected(summary, message.record.errors);
+            took(0);
             break;
           case 'line-items':
             options.onLineItems?.(message.file, message.line, message.items);
             break;
           case 'progress':
-            Object.assign(summary, message.summary, { requests: summary.requests });
+            adopt(message.summary);
             options.onBytesRead?.(message.bytes);
             options.onProgress?.({ file: message.file, rows: summary.rows, requests: summary.requests });
             break;
           case 'request': {
             const origins = decode(message.origins);
             summary.requests += 1;
-            taken += 1;
-            if (taken % (WINDOW / 4) === 0) worker.postMessage({ type: 'credit', requests: WINDOW / 4 } satisfies ToWorker);
+            took(message.json.length + message.origins.cells.length);
             yield new ThreadedRequest(message.seq, message.json, origins, Array.from(message.userKeys));
             break;
           }
           case 'done':
-            Object.assign(summary, message.summary, { requests: summary.requests });
+            adopt(message.summary);
             finished = true;
             return;
           case 'error': {
+            adopt(message.summary);
             const error = message.name === 'InputError' ? new InputError(message.message) : new Error(message.message);
             throw Object.assign(error, { file: message.file, line: message.line });
           }
         }
       }
     } finally {
+      options.stopSignal?.removeEventListener('abort', onStop);
       if (!finished) worker.postMessage({ type: 'stop' } satisfies ToWorker);
       await worker.terminate();
     }

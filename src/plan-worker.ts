@@ -14,14 +14,27 @@ if (port === null) throw new Error('plan-worker.js runs only as a worker thread'
 const data = workerData as WorkerPlanData;
 const post = (message: ToMain): void => port.postMessage(message);
 
-let credit = data.window;
+// flow control: what is posted and not yet taken by the main thread, in messages and in bytes
+let unacknowledged = { messages: 0, bytes: 0 };
 let stopping = false;
 let wake: (() => void) | undefined;
 port.on('message', (message: ToWorker) => {
-  if (message.type === 'credit') credit += message.requests;
-  else stopping = true;
+  if (message.type === 'taken') {
+    unacknowledged = { messages: unacknowledged.messages - message.messages, bytes: unacknowledged.bytes - message.bytes };
+  } else stopping = true;
   wake?.();
 });
+
+/** Posts a request or a rejected row, first waiting while the main thread has too much of them to take. */
+async function postCounted(message: ToMain, bytes: number): Promise<void> {
+  while (!stopping && unacknowledged.messages > 0 && (unacknowledged.messages >= data.window.messages || unacknowledged.bytes >= data.window.bytes)) {
+    await new Promise<void>((resolve) => (wake = resolve));
+    wake = undefined;
+  }
+  if (stopping) return;
+  unacknowledged = { messages: unacknowledged.messages + 1, bytes: unacknowledged.bytes + bytes };
+  post(message);
+}
 
 const skipped = new Map<string, RangeSet>();
 for (const [file, ranges] of data.skip) {
@@ -92,7 +105,7 @@ const plan = planRequests({
   limits: data.limits,
   maxBodyBytes: data.maxBodyBytes,
   skipRow: skipped.size === 0 ? undefined : (file, line) => skipped.get(file)?.has(line) ?? false,
-  onReject: (record: RejectRecord) => post({ type: 'reject', record: { ...record } }),
+  onReject: (record: RejectRecord) => postCounted({ type: 'reject', record: { ...record } }, 0),
   onLineItems: (file, line, items) => post({ type: 'line-items', file, line, items }),
   onBytesRead: (read) => (bytes += read),
   onProgress: (progress) => {
@@ -103,14 +116,17 @@ const plan = planRequests({
 
 try {
   for await (const request of plan.requests) {
-    while (credit === 0 && !stopping) await new Promise<void>((resolve) => (wake = resolve));
+    const json = JSON.stringify(request.body);
+    const origins = encode(request);
+    await postCounted(
+      { type: 'request', seq: request.seq, json, origins, userKeys: Float64Array.from(request.userKeys) },
+      json.length + origins.cells.length,
+    );
     if (stopping) break;
-    credit -= 1;
-    post({ type: 'request', seq: request.seq, json: JSON.stringify(request.body), origins: encode(request), userKeys: Float64Array.from(request.userKeys) });
   }
   post({ type: 'done', summary: plan.summary });
 } catch (error) {
   const e = error as Error & { file?: string; line?: number };
-  post({ type: 'error', name: e.name, message: e.message, file: e.file, line: e.line });
+  post({ type: 'error', name: e.name, message: e.message, file: e.file, line: e.line, summary: plan.summary });
 }
 port.close();

@@ -14,11 +14,10 @@ import { identityHash, identityOf } from './model/identity.js';
 import { resolveLimits, type BatchLimits } from './model/limits.js';
 import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from './model/types.js';
-import { emptySummary, type FileSummary, type PlanSummary } from './plan-summary.js';
+import { count, countRejected, emptySummary, type FileSummary, type PlanSummary } from './plan-summary.js';
 
 export type { FileSummary, PlanSummary } from './plan-summary.js';
 
-const MAX_REASONS = 100;
 const MAX_WARNING_EXAMPLES = 10;
 
 export interface PlanOptions {
@@ -55,18 +54,6 @@ export interface Plan {
   summary: PlanSummary;
 }
 
-/** A problem without the value that caused it: `email: is not a valid email address`. */
-function reasonOf(problem: string): string {
-  const got = problem.indexOf(', got ');
-  return got === -1 ? problem : problem.slice(0, got);
-}
-
-function count(reasons: Record<string, number>, problem: string): void {
-  const reason = reasonOf(problem);
-  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
-  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
-}
-
 /** Plans the requests for the inputs. Inputs are opened as the requests are consumed. */
 export function planRequests(options: PlanOptions): Plan {
   const summary = emptySummary();
@@ -82,8 +69,7 @@ export function planRequests(options: PlanOptions): Plan {
   const ready: PlannedRequest[] = [];
 
   const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[]): void => {
-    summary.rejected += 1;
-    for (const reason of new Set(errors.map(reasonOf))) count(summary.rejectReasons, reason);
+    countRejected(summary, errors);
     rejects.push({ file, line, kind, row, errors: [...errors] });
   };
 

@@ -42,6 +42,8 @@ export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject'
    * rows to skip are then given as line ranges per file instead of skipRow.
    */
   workerPlan?: { skip: ReadonlyMap<string, Array<[number, number]>> };
+  /** Stop reading (the delivery is stopping): a plan made in a worker ends at once. */
+  stopSignal?: AbortSignal;
 }
 
 export interface UploadSummary<D = unknown> extends PlanSummary {

@@ -35,7 +35,8 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     check();
     count += 1;
     if (!stream.write(`${json}\n`)) {
-      await Promise.race([once(stream, 'drain'), once(stream, 'error')]);
+      // once() also settles on 'error', and leaves no listener behind either way
+      await once(stream, 'drain').catch(() => undefined);
       check();
     }
   };

@@ -108,7 +108,37 @@ describe('a plan made in a worker thread', () => {
     expect(plan.summary.rows).toBeLessThan(20_000);
   });
 
-  it('throws the input error the thread met, with its file and line', async () => {
+  it('hands on every rejected row of a file of mostly bad rows, in order, and counts what it handed on', async () => {
+    const rows = Array.from({ length: 30_000 }, (_, i) => (i % 100 === 0 ? `u${i},u${i}@example.com` : `u${i},not-an-email`));
+    const csv = file('mostly-bad.csv', `external_id,email\n${rows.join('\n')}\n`);
+    const here = await run(inThread, { inputs: [csv] });
+    const there = await run(inWorker, { inputs: [csv] });
+    expect(there.rejects).toHaveLength(29_700);
+    expect(there.rejects).toEqual(here.rejects);
+    expect(there.summary).toEqual(here.summary);
+  });
+
+  it('stops at once when told to, counting only the rejected rows it handed on', async () => {
+    const rows = Array.from({ length: 50_000 }, (_, i) => `u${i},not-an-email`);
+    const csv = file('all-bad.csv', `external_id,email\n${rows.join('\n')}\n`);
+    const stop = new AbortController();
+    let handed = 0;
+    const plan = planInWorker({
+      inputs: [csv],
+      stopSignal: stop.signal,
+      onReject: async () => {
+        handed += 1;
+        if (handed === 500) stop.abort();
+        await new Promise((resolve) => setImmediate(resolve));
+      },
+    });
+    for await (const _ of plan.requests) expect.unreachable('no row is valid');
+    expect(handed).toBe(500);
+    expect(plan.summary.rejected).toBe(500);
+    expect(plan.summary.rows).toBeLessThan(50_000);
+  });
+
+  it('throws the input error the thread met, with its file and line, and the summary names the file', async () => {
     const csv = file('bad-header.csv', 'external_id,a:nonsense\nu1,x\n');
     const here = await run(inThread, { inputs: [csv] }).catch((e: unknown) => e);
     const there = await run(inWorker, { inputs: [csv] }).catch((e: unknown) => e);
@@ -117,5 +147,8 @@ describe('a plan made in a worker thread', () => {
     expect((there as InputError).message).toBe((here as InputError).message);
     expect((there as InputError).file).toBe(csv);
     expect((there as InputError).line).toBe(1);
+    const plan = planInWorker({ inputs: [csv] });
+    await expect(plan.requests[Symbol.asyncIterator]().next()).rejects.toThrow(InputError);
+    expect(plan.summary.files).toEqual([{ file: csv, format: 'csv', rows: 0 }]);
   });
 });
