@@ -1,7 +1,7 @@
 // Emulator throughput and latency: 50-item requests from 8 keep-alive connections against the real
 // CLI on a file database, beside the same rows inserted by a bare better-sqlite3 loop (the floor).
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,8 @@ const KEY = 'bench';
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 2000);
 const CONNECTIONS = 8;
 const USERS = 10_000;
+const PACED_RATE = 500;
+const PACED_SECONDS = 5;
 
 function event(i) {
   return { external_id: `user-${i % USERS}`, name: 'bench_event', time: '2024-03-07T10:00:00Z', properties: { i, plan: 'pro' } };
@@ -23,7 +25,9 @@ function attribute(i) {
 }
 
 async function startEmulator(db) {
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--rate-limit', '100000000/1s', '--quiet'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // BENCH_EMULATOR_NODE_ARGS: extra node flags for the emulator process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
+  const nodeArgs = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--rate-limit', '100000000/1s', '--quiet'], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
@@ -33,7 +37,30 @@ async function startEmulator(db) {
     });
     proc.on('exit', (code) => reject(new Error(`emulator exited ${code}`)));
   });
-  return { url, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
+  return { url, pid: proc.pid, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; undefined where there is none. */
+function cpuSecondsOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs a phase and records the CPU time the emulator and this load generator spent on it. */
+async function measured(pid, requests, phase) {
+  const emuBefore = cpuSecondsOf(pid);
+  const selfBefore = process.cpuUsage();
+  const result = await phase();
+  const emuAfter = cpuSecondsOf(pid);
+  const self = process.cpuUsage(selfBefore);
+  const perRequest = (s) => ((s * 1000) / requests).toFixed(2);
+  const emu = emuBefore === undefined || emuAfter === undefined ? 'n/a' : perRequest(emuAfter - emuBefore);
+  return { result, cpu: `CPU per request: emulator ${emu} ms, load generator ${perRequest((self.user + self.system) / 1e6)} ms` };
 }
 
 async function post(pool, body) {
@@ -107,9 +134,12 @@ try {
   const pool = new Pool(emu.url, { connections: CONNECTIONS, pipelining: 1 });
   // warm up
   await saturate(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), 100);
-  const evSeconds = await saturate(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), REQUESTS);
-  const atSeconds = await saturate(pool, (n) => ({ attributes: Array.from({ length: 50 }, (_, j) => attribute(n * 50 + j)) }), REQUESTS);
-  const lat = await paced(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), 500, 5);
+  const ev = await measured(emu.pid, REQUESTS, () => saturate(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), REQUESTS));
+  const at = await measured(emu.pid, REQUESTS, () => saturate(pool, (n) => ({ attributes: Array.from({ length: 50 }, (_, j) => attribute(n * 50 + j)) }), REQUESTS));
+  const paced500 = await measured(emu.pid, PACED_RATE * PACED_SECONDS, () =>
+    paced(pool, (n) => ({ events: Array.from({ length: 50 }, (_, j) => event(n * 50 + j)) }), PACED_RATE, PACED_SECONDS),
+  );
+  const [evSeconds, atSeconds, lat] = [ev.result, at.result, paced500.result];
   await pool.close();
   await emu.stop();
 
@@ -120,7 +150,8 @@ try {
   const f = (n) => Math.round(n).toLocaleString('en-US');
   console.log(`events:     ${f(evRate)} items/s over HTTP (target >= 50,000); bare better-sqlite3 loop ${f(bareEv)} items/s; ratio ${(evRate / bareEv).toFixed(2)}`);
   console.log(`attributes: ${f(atRate)} items/s over HTTP (target >= 30,000); bare better-sqlite3 loop ${f(bareAt)} items/s; ratio ${(atRate / bareAt).toFixed(2)}`);
-  console.log(`latency at 500 requests/s (achieved ${lat.achieved.toFixed(0)}/s): p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (target p99 < 20 ms)`);
+  console.log(`latency at ${PACED_RATE} requests/s (achieved ${lat.achieved.toFixed(0)}/s): p50 ${lat.p50.toFixed(2)} ms, p99 ${lat.p99.toFixed(2)} ms (target p99 < 20 ms)`);
+  console.log(`  events ${ev.cpu}; attributes ${at.cpu}; paced ${paced500.cpu}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

@@ -6,14 +6,14 @@ import {
   isCustomAttributeName,
   normalizeEmail,
   normalizePhone,
-  parseIsoTime,
   type ArrayName,
   type PushToken,
   type SubscriptionGroupUpdate,
 } from '../model/index.js';
 import { applyCustomAttribute } from './attributes.js';
+import { storedTime } from './iso-time.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
-import type { Profile, Store } from './store.js';
+import type { EditableProfile, Store } from './store.js';
 
 type Item = Record<string, unknown>;
 
@@ -24,11 +24,7 @@ export interface ApplyOptions {
 /** Standard fields kept in the profile's field map (email and phone live in their own columns). */
 const MAPPED_FIELDS = [...TEXT_FIELDS, 'dob', 'language', 'email_subscribe', 'push_subscribe'];
 
-function isoTime(value: string): string {
-  return new Date(parseIsoTime(value) as number).toISOString();
-}
-
-function setContactFields(profile: Profile, item: Item): void {
+function setContactFields(profile: EditableProfile, item: Item): void {
   if (typeof item.email === 'string' && identityOf(item).by === 'email') {
     // the email named the user: it is a lookup key, so the spelling already stored stays
     profile.fields.email ??= item.email.trim();
@@ -43,7 +39,7 @@ function setContactFields(profile: Profile, item: Item): void {
   else if (typeof item.phone === 'string') profile.phone = normalizePhone(item.phone) ?? item.phone;
 }
 
-function setStandardFields(profile: Profile, item: Item): void {
+function setStandardFields(profile: EditableProfile, item: Item): void {
   for (const key of MAPPED_FIELDS) {
     const value = item[key];
     if (value === undefined) continue;
@@ -54,7 +50,7 @@ function setStandardFields(profile: Profile, item: Item): void {
   if (item.language !== undefined) profile.languageFromApi = item.language !== null;
 }
 
-function setCustomAttributes(profile: Profile, item: Item, options: ApplyOptions): void {
+function setCustomAttributes(profile: EditableProfile, item: Item, options: ApplyOptions): void {
   const mergeObjects = item._merge_objects === true;
   for (const [key, value] of Object.entries(item)) {
     if (!isCustomAttributeName(key)) continue;
@@ -62,12 +58,12 @@ function setCustomAttributes(profile: Profile, item: Item, options: ApplyOptions
   }
 }
 
-function setPushTokens(store: Store, profile: Profile, tokens: PushToken[]): void {
+function setPushTokens(store: Store, profile: EditableProfile, tokens: PushToken[]): void {
   // spec 2.5 rule 4: a token held by a temporary import profile moves to the identified user
   for (const t of tokens) store.setPushToken(profile.id, t.app_id, t.token, t.device_id ?? null);
 }
 
-function setSubscriptions(store: Store, profile: Profile, groups: SubscriptionGroupUpdate[]): void {
+function setSubscriptions(store: Store, profile: EditableProfile, groups: SubscriptionGroupUpdate[]): void {
   // spec 2.3: the update applies to the user and to every user with the same email address
   const targets = profile.email === null ? [profile.id] : store.profileIdsWithEmail(profile.email);
   if (!targets.includes(profile.id)) targets.push(profile.id);
@@ -76,7 +72,7 @@ function setSubscriptions(store: Store, profile: Profile, groups: SubscriptionGr
   }
 }
 
-function updateProfile(store: Store, profile: Profile, item: Item, options: ApplyOptions): void {
+function updateProfile(store: Store, profile: EditableProfile, item: Item, options: ApplyOptions): void {
   setContactFields(profile, item);
   setStandardFields(profile, item);
   setCustomAttributes(profile, item, options);
@@ -111,7 +107,7 @@ function applyEvent(store: Store, item: Item): void {
   store.insertEvent({
     profileId,
     name: item.name as string,
-    time: isoTime(item.time as string),
+    time: storedTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
   });
@@ -126,7 +122,7 @@ function applyPurchase(store: Store, item: Item): void {
     currency: (item.currency as string).toUpperCase(),
     price: item.price as number,
     quantity: (item.quantity as number | undefined) ?? 1,
-    time: isoTime(item.time as string),
+    time: storedTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
   });
@@ -152,12 +148,14 @@ export function applyRequest(
   for (const name of ['attributes', 'events', 'purchases'] as const) {
     const items = body[name];
     if (items === undefined) continue;
+    const apply = APPLIERS[name];
+    const checkRejected = rejected.size > 0;
     let count = 0;
-    items.forEach((item, index) => {
-      if (rejected.has(`${name}:${index}`)) return;
-      APPLIERS[name](store, item as Item, options);
+    for (let index = 0; index < items.length; index += 1) {
+      if (checkRejected && rejected.has(`${name}:${index}`)) continue;
+      apply(store, items[index] as Item, options);
       count += 1;
-    });
+    }
     processed[name] = count;
   }
   return processed;

@@ -23,7 +23,9 @@ export function uniqueCapped(values: readonly Scalar[], cap: number): Scalar[] {
 
 /** Sets an own property, even one named `__proto__` (a plain assignment would replace the prototype). */
 function setOwn(target: Attrs, key: string, value: unknown): void {
-  Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  // Object.prototype's only accessor is __proto__, so for any other name assignment does the same
+  if (key === '__proto__') Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+  else target[key] = value;
 }
 
 function deepMerge(target: Attrs, patch: Attrs): Attrs {

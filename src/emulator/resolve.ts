@@ -1,6 +1,6 @@
 // Finds (or creates) the profile an item names (spec 2.3, 4; decisions.md "Identifying the user").
 import { identityOf, type Identity } from '../model/index.js';
-import type { Profile, Store } from './store.js';
+import type { EditableProfile, Store } from './store.js';
 
 /**
  * Whether an item may only update an existing profile: `_update_existing_only` when given, else
@@ -16,10 +16,10 @@ function pickShared(candidates: { id: number; externalId: string | null }[]): nu
   return (candidates.find((p) => p.externalId !== null) ?? candidates[0])?.id;
 }
 
-/** The profile an accepted attributes item applies to (one query when it is found by external_id). */
-export function resolveProfile(store: Store, item: Record<string, unknown>): Profile | undefined {
+/** The profile an accepted attributes item applies to (found by its id, cached, when it is named by external_id). */
+export function resolveProfile(store: Store, item: Record<string, unknown>): EditableProfile | undefined {
   if (typeof item.external_id === 'string' && item.push_token_import !== true) {
-    const found = store.profileByExternalId(item.external_id);
+    const found = store.editableByExternalId(item.external_id);
     if (found !== undefined) return found;
   }
   const id = resolveProfileId(store, item);
@@ -31,6 +31,13 @@ export function resolveProfile(store: Store, item: Record<string, unknown>): Pro
  * when the item changes nothing (update-only with no profile, or a service_id that names no one).
  */
 export function resolveProfileId(store: Store, item: Record<string, unknown>): number | undefined {
+  const externalId = item.external_id;
+  if (typeof externalId === 'string' && item.push_token_import !== true) {
+    // what identityOf() and updateOnly() decide for an item named by external_id, without building its identity
+    const found = store.idByExternalId(externalId);
+    if (found !== undefined || item._update_existing_only === true) return found;
+    return store.createProfile({ externalId }).id;
+  }
   const identity = identityOf(item);
   const onlyUpdate = updateOnly(item, identity);
   switch (identity.by) {

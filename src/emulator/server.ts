@@ -37,6 +37,14 @@ function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; to
   });
 }
 
+/** The path of a request URL without its query string, repeated slashes and a trailing slash. */
+function routePath(url: string): string {
+  // nearly every URL is a plain path already
+  if (url.length > 1 && url.charCodeAt(url.length - 1) !== 47 /* / */ && !url.includes('?') && !url.includes('//')) return url;
+  // a base URL given with a trailing slash yields `//users/track`: treat it as the same route
+  return url.split('?')[0].replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
+}
+
 function send(res: ServerResponse, response: EmulatorResponse): void {
   if (response.drop !== undefined) {
     res.socket?.destroy();
@@ -79,7 +87,7 @@ function groupCommitter(store: Store, handle: (request: EmulatorRequest) => Emul
 
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const resolved = resolveOptions(options);
-  const store = new Store(resolved.db);
+  const store = new Store(resolved.db, { checkpointThread: true });
   const log = options.log;
   const handler = createHandler({
     store,
@@ -105,11 +113,14 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     void (async () => {
       const { body, tooLarge } = await readBody(req, resolved.maxBodyBytes);
       const headers: Record<string, string | undefined> = {};
-      for (const [name, value] of Object.entries(req.headers)) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      const given = req.headers;
+      for (const name in given) {
+        const value = given[name];
+        headers[name] = Array.isArray(value) ? value.join(', ') : value;
+      }
       const request: EmulatorRequest = {
         method: req.method ?? 'GET',
-        // a base URL given with a trailing slash yields `//users/track`: treat it as the same route
-        path: (req.url ?? '/').split('?')[0].replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1'),
+        path: routePath(req.url ?? '/'),
         headers,
         body,
         bodyTooLarge: tooLarge,
@@ -156,6 +167,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       server.closeIdleConnections();
       await closed;
       clearTimeout(grace);
+      await store.stopCheckpointThread();
       store.close();
     })();
     return closing;

@@ -2,21 +2,28 @@
 // prepared statement; callers group writes with transaction() so a request commits as one.
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
+import { Worker } from 'node:worker_threads';
+import type { CheckpointerData } from './checkpointer.js';
 import type { UserAlias } from '../model/index.js';
+import { nowIso } from './iso-time.js';
 
-export interface Profile {
+/** The part of a profile an attributes item reads and changes, and saveProfile() writes back. */
+export interface EditableProfile {
   id: number;
-  serviceId: string;
   externalId: string | null;
   email: string | null;
   phone: string | null;
   /** Standard profile fields other than email and phone. */
   fields: Record<string, unknown>;
   custom: Record<string, unknown>;
-  /** A temporary anonymous profile created by push_token_import (spec 2.5 rule 3). */
-  pushImport: boolean;
   /** True once `language` was set through the API: device locale no longer overrides it. */
   languageFromApi: boolean;
+}
+
+export interface Profile extends EditableProfile {
+  serviceId: string;
+  /** A temporary anonymous profile created by push_token_import (spec 2.5 rule 3). */
+  pushImport: boolean;
   createdAt: string;
   updatedAt: string;
   /** Orders profiles by their last update ("most recently updated", spec 4.4). */
@@ -134,34 +141,78 @@ interface ProfileDbRow {
   updated_seq: number;
 }
 
-/** A profile from its row; the JSON columns are parsed only when read (events need just the id). */
+/**
+ * A profile read from the database. The JSON columns are parsed only when read (events need just the
+ * id); saveProfile() writes a column never read back as it was, and leaves the external_id, email and
+ * phone indexes alone when those columns are as read.
+ */
+class LoadedProfile implements EditableProfile {
+  private parsedFields: Record<string, unknown> | undefined = undefined;
+  private parsedCustom: Record<string, unknown> | undefined = undefined;
+  /** external_id, email and phone as the database holds them. */
+  storedExternalId: string | null;
+  storedEmail: string | null;
+  storedPhone: string | null;
+
+  constructor(
+    readonly id: number,
+    public externalId: string | null,
+    public email: string | null,
+    public phone: string | null,
+    private readonly fieldsText: string,
+    private readonly customText: string,
+    public languageFromApi: boolean,
+  ) {
+    this.storedExternalId = externalId;
+    this.storedEmail = email;
+    this.storedPhone = phone;
+  }
+
+  get fields(): Record<string, unknown> {
+    return (this.parsedFields ??= JSON.parse(this.fieldsText) as Record<string, unknown>);
+  }
+
+  set fields(value: Record<string, unknown>) {
+    this.parsedFields = value;
+  }
+
+  get custom(): Record<string, unknown> {
+    return (this.parsedCustom ??= JSON.parse(this.customText) as Record<string, unknown>);
+  }
+
+  set custom(value: Record<string, unknown>) {
+    this.parsedCustom = value;
+  }
+
+  fieldsJson(): string {
+    return this.parsedFields === undefined ? this.fieldsText : JSON.stringify(this.parsedFields);
+  }
+
+  customJson(): string {
+    return this.parsedCustom === undefined ? this.customText : JSON.stringify(this.parsedCustom);
+  }
+}
+
+class StoredProfile extends LoadedProfile implements Profile {
+  serviceId: string;
+  pushImport: boolean;
+  createdAt: string;
+  updatedAt: string;
+  updatedSeq: number;
+
+  constructor(row: ProfileDbRow) {
+    super(row.id, row.external_id, row.email, row.phone, row.fields, row.custom, row.language_from_api === 1);
+    this.serviceId = row.service_id;
+    this.pushImport = row.push_import === 1;
+    this.createdAt = row.created_at;
+    this.updatedAt = row.updated_at;
+    this.updatedSeq = row.updated_seq;
+  }
+}
+
+/** A profile from its row. */
 function toProfile(row: ProfileDbRow): Profile {
-  let fields: Record<string, unknown> | undefined;
-  let custom: Record<string, unknown> | undefined;
-  return {
-    id: row.id,
-    serviceId: row.service_id,
-    externalId: row.external_id,
-    email: row.email,
-    phone: row.phone,
-    get fields() {
-      return (fields ??= JSON.parse(row.fields) as Record<string, unknown>);
-    },
-    set fields(value) {
-      fields = value;
-    },
-    get custom() {
-      return (custom ??= JSON.parse(row.custom) as Record<string, unknown>);
-    },
-    set custom(value) {
-      custom = value;
-    },
-    pushImport: row.push_import === 1,
-    languageFromApi: row.language_from_api === 1,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    updatedSeq: row.updated_seq,
-  };
+  return new StoredProfile(row);
 }
 
 function parseJson(text: string | null): Record<string, unknown> | null {
@@ -181,12 +232,45 @@ export function newServiceId(): string {
   return idPool.toString('hex', idOffset - 12, idOffset);
 }
 
+/** Run from TypeScript sources (the tests), the worker is taken from the build. */
+const CHECKPOINTER = import.meta.url.endsWith('.ts')
+  ? new URL('../../dist/emulator/checkpointer.js', import.meta.url)
+  : new URL('./checkpointer.js', import.meta.url);
+const CHECKPOINT_INTERVAL_MS = 100;
+/**
+ * Log pages after which the writing connection checkpoints itself (SQLite's default is 1000). With the
+ * checkpointer thread keeping up, this only restarts a log that never caught up under steady load.
+ */
+const WRITER_CHECKPOINT_PAGES = 8000;
+const DEFAULT_CHECKPOINT_PAGES = 1000;
+/** How long stopCheckpointThread() lets a checkpoint in progress finish before ending the thread. */
+const CHECKPOINTER_STOP_MS = 5000;
+
+/** Most external IDs the id cache holds; past this it starts over (a miss only costs a query). */
+const ID_CACHE_LIMIT = 200_000;
+
 export class Store {
   private readonly db: Database.Database;
   private seq: number;
   private readonly stmt;
+  private readonly inTransaction: (fn: () => unknown) => unknown;
+  /**
+   * external_id -> profile id, for profiles this store found or created. An external ID, once on a
+   * profile, stays on it, and only deleteProfile() removes profiles, so an entry goes stale only when
+   * the write that made it is undone: any transaction that fails (and so rolls back, whole or to its
+   * savepoint) empties the cache, as does deleteProfile().
+   */
+  private readonly idCache = new Map<string, number>();
+  private checkpointer: Worker | undefined;
 
-  constructor(readonly path: string) {
+  /**
+   * `checkpointThread`: checkpoint the log from a worker thread rather than on commit (the server
+   * does; a short-lived command has nothing to gain from starting a thread).
+   */
+  constructor(
+    readonly path: string,
+    options: { checkpointThread?: boolean } = {},
+  ) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
@@ -202,6 +286,11 @@ export class Store {
       byId: db.prepare<[number], ProfileDbRow>('SELECT * FROM profiles WHERE id = ?'),
       byExternalId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE external_id = ?'),
       idByExternalId: db.prepare<[string], number>('SELECT id FROM profiles WHERE external_id = ?').pluck(),
+      editableById: db
+        .prepare<[number], [string | null, string | null, string | null, string, string, number]>(
+          'SELECT external_id, email, phone, fields, custom, language_from_api FROM profiles WHERE id = ?',
+        )
+        .raw(),
       idByServiceId: db.prepare<[string], number>('SELECT id FROM profiles WHERE service_id = ?').pluck(),
       idByAlias: db.prepare<[string, string], number>('SELECT profile_id FROM aliases WHERE alias_label = ? AND alias_name = ?').pluck(),
       sharingEmail: db.prepare<[string], { id: number; external_id: string | null }>(
@@ -218,12 +307,14 @@ export class Store {
       all: db.prepare<[], ProfileDbRow>('SELECT * FROM profiles ORDER BY id'),
       insert: db.prepare(
         `INSERT INTO profiles (service_id, external_id, email, phone, fields, custom, push_import, created_at, updated_at, updated_seq)
-         VALUES (@serviceId, @externalId, @email, @phone, '{}', '{}', @pushImport, @now, @now, @seq)`,
+         VALUES (?, ?, ?, ?, '{}', '{}', ?, ?, ?, ?)`,
       ),
       update: db.prepare(
-        `UPDATE profiles SET external_id = @externalId, email = @email, phone = @phone, fields = @fields, custom = @custom,
-         language_from_api = @languageFromApi, updated_at = @now, updated_seq = @seq WHERE id = @id`,
+        `UPDATE profiles SET external_id = ?, email = ?, phone = ?, fields = ?, custom = ?,
+         language_from_api = ?, updated_at = ?, updated_seq = ? WHERE id = ?`,
       ),
+      // the same when external_id, email and phone are as read: their indexes need no upkeep
+      updateUnindexed: db.prepare('UPDATE profiles SET fields = ?, custom = ?, language_from_api = ?, updated_at = ?, updated_seq = ? WHERE id = ?'),
       deleteProfile: db.prepare('DELETE FROM profiles WHERE id = ?'),
       maxSeq: db.prepare<[], { seq: number | null }>('SELECT MAX(updated_seq) AS seq FROM profiles'),
       insertAlias: db.prepare('INSERT OR IGNORE INTO aliases (alias_label, alias_name, profile_id) VALUES (?, ?, ?)'),
@@ -273,11 +364,40 @@ export class Store {
       ),
     };
     this.seq = this.stmt.maxSeq.get()?.seq ?? 0;
+    // one transaction function for every call: inside another transaction it runs in a savepoint
+    this.inTransaction = db.transaction((fn: () => unknown) => fn());
+    if (options.checkpointThread === true && !db.memory) this.startCheckpointer();
+  }
+
+  /** Moves checkpoints to a worker thread; should it fail, the writer checkpoints as SQLite does by default. */
+  private startCheckpointer(): void {
+    const data: CheckpointerData = { path: this.db.name, intervalMs: CHECKPOINT_INTERVAL_MS };
+    const worker = new Worker(CHECKPOINTER, { workerData: data });
+    worker.unref();
+    const fallBack = (): void => {
+      if (this.checkpointer !== worker) return;
+      this.checkpointer = undefined;
+      if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
+    };
+    worker.on('error', fallBack);
+    worker.on('exit', fallBack);
+    this.checkpointer = worker;
+    this.db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
   }
 
   /** Runs fn in one transaction: all of its writes commit together, or none do. */
   transaction<T>(fn: () => T): T {
-    return this.db.transaction(fn)();
+    try {
+      return this.inTransaction(fn) as T;
+    } catch (error) {
+      this.idCache.clear();
+      throw error;
+    }
+  }
+
+  private remember(externalId: string, id: number): void {
+    if (this.idCache.size >= ID_CACHE_LIMIT) this.idCache.clear();
+    this.idCache.set(externalId, id);
   }
 
   private nextSeq(): number {
@@ -291,7 +411,25 @@ export class Store {
   }
 
   idByExternalId(externalId: string): number | undefined {
-    return this.stmt.idByExternalId.get(externalId);
+    const cached = this.idCache.get(externalId);
+    if (cached !== undefined) return cached;
+    const id = this.stmt.idByExternalId.get(externalId);
+    if (id !== undefined) this.remember(externalId, id);
+    return id;
+  }
+
+  /** The editable part of the profile with this external ID (what an attributes item changes). */
+  editableByExternalId(externalId: string): EditableProfile | undefined {
+    const id = this.idByExternalId(externalId);
+    if (id === undefined) return undefined;
+    const row = this.stmt.editableById.get(id);
+    if (row === undefined) {
+      // gone behind this store's back (another connection deleted it): look it up afresh
+      this.idCache.delete(externalId);
+      const current = this.stmt.idByExternalId.get(externalId);
+      return current === undefined || current === id ? undefined : this.editableByExternalId(externalId);
+    }
+    return new LoadedProfile(id, row[0], row[1], row[2], row[3], row[4], row[5] === 1);
   }
 
   idByServiceId(serviceId: string): number | undefined {
@@ -310,7 +448,9 @@ export class Store {
 
   profileByExternalId(externalId: string): Profile | undefined {
     const row = this.stmt.byExternalId.get(externalId);
-    return row === undefined ? undefined : toProfile(row);
+    if (row === undefined) return undefined;
+    this.remember(externalId, row.id);
+    return toProfile(row);
   }
 
   profileByServiceId(serviceId: string): Profile | undefined {
@@ -333,7 +473,7 @@ export class Store {
   }
 
   createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {
-    const now = new Date().toISOString();
+    const now = nowIso();
     const row = {
       service_id: newServiceId(),
       external_id: init.externalId ?? null,
@@ -347,34 +487,37 @@ export class Store {
       updated_at: now,
       updated_seq: this.nextSeq(),
     };
-    const info = this.stmt.insert.run({
-      serviceId: row.service_id,
-      externalId: row.external_id,
-      email: row.email,
-      phone: row.phone,
-      pushImport: row.push_import,
-      now,
-      seq: row.updated_seq,
-    });
-    return toProfile({ id: Number(info.lastInsertRowid), ...row });
+    const info = this.stmt.insert.run(row.service_id, row.external_id, row.email, row.phone, row.push_import, now, now, row.updated_seq);
+    const id = Number(info.lastInsertRowid);
+    if (row.external_id !== null) this.remember(row.external_id, id);
+    return toProfile({ id, ...row });
   }
 
-  saveProfile(profile: Profile): void {
-    this.stmt.update.run({
-      id: profile.id,
-      externalId: profile.externalId,
-      email: profile.email,
-      phone: profile.phone,
-      fields: JSON.stringify(profile.fields),
-      custom: JSON.stringify(profile.custom),
-      languageFromApi: profile.languageFromApi ? 1 : 0,
-      now: new Date().toISOString(),
-      seq: this.nextSeq(),
-    });
+  /** Writes back the editable part of a profile. */
+  saveProfile(profile: EditableProfile): void {
+    const read = profile instanceof LoadedProfile ? profile : undefined;
+    const fields = read === undefined ? JSON.stringify(profile.fields) : read.fieldsJson();
+    const custom = read === undefined ? JSON.stringify(profile.custom) : read.customJson();
+    const languageFromApi = profile.languageFromApi ? 1 : 0;
+    const now = nowIso();
+    const seq = this.nextSeq();
+    if (read !== undefined && read.externalId === read.storedExternalId && read.email === read.storedEmail && read.phone === read.storedPhone) {
+      this.stmt.updateUnindexed.run(fields, custom, languageFromApi, now, seq, profile.id);
+      return;
+    }
+    this.stmt.update.run(profile.externalId, profile.email, profile.phone, fields, custom, languageFromApi, now, seq, profile.id);
+    // no caller moves an external ID, but should one, the cache must not keep the old one
+    if (read === undefined || read.externalId !== read.storedExternalId) this.idCache.clear();
+    if (read !== undefined) {
+      read.storedExternalId = read.externalId;
+      read.storedEmail = read.email;
+      read.storedPhone = read.phone;
+    }
   }
 
   deleteProfile(id: number): void {
     this.stmt.deleteProfile.run(id);
+    this.idCache.clear();
   }
 
   addAlias(profileId: number, alias: UserAlias): void {
@@ -461,7 +604,29 @@ export class Store {
     return dangling.length === 0 ? integrity : `${integrity}; ${dangling.length} rows reference missing rows`;
   }
 
+  /**
+   * Stops the checkpoint thread and waits for its connection to close, so that close() then finds
+   * itself the last connection and, as SQLite does for the last one, checkpoints and removes the log.
+   */
+  async stopCheckpointThread(): Promise<void> {
+    const worker = this.checkpointer;
+    if (worker === undefined) return;
+    this.checkpointer = undefined;
+    await new Promise<void>((resolve) => {
+      const stuck = setTimeout(() => void worker.terminate(), CHECKPOINTER_STOP_MS);
+      worker.once('exit', () => {
+        clearTimeout(stuck);
+        resolve();
+      });
+      worker.postMessage('stop');
+    });
+    if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
+  }
+
   close(): void {
+    const worker = this.checkpointer;
+    this.checkpointer = undefined;
+    worker?.postMessage('stop');
     if (this.db.open) this.db.close();
   }
 }
