@@ -119,8 +119,9 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   };
 
   async function* requests(): AsyncGenerator<PlannedRequest> {
-    // a row's objects die within a chunk of input (16 KiB), so a young generation capped at 12 MiB
-    // (the default grows several times larger) serves as well and keeps two heaps within 150 MB
+    // a row's objects die within a chunk of input, read 16 KiB at a time here, so a young generation
+    // capped at 12 MiB (the default grows several times larger) serves as well and keeps two heaps
+    // within 150 MB
     const worker = new Worker(WORKER, { workerData: data, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
     // messages in arrival order: an array with a moving head, since shift() is linear
     let inbox: ToMain[] = [];

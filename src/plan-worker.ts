@@ -104,6 +104,8 @@ const plan = planRequests({
   map: data.map,
   limits: data.limits,
   maxBodyBytes: data.maxBodyBytes,
+  // the rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB)
+  chunkBytes: 16 * 1024,
   skipRow: skipped.size === 0 ? undefined : (file, line) => skipped.get(file)?.has(line) ?? false,
   onReject: (record: RejectRecord) => postCounted({ type: 'reject', record: { ...record } }, 0),
   onLineItems: (file, line, items) => post({ type: 'line-items', file, line, items }),

@@ -43,6 +43,8 @@ export interface PlanOptions {
   onLineItems?: (file: string, line: number, items: number) => void;
   /** Receives the number of bytes read from an input (before gunzip), as they are read. */
   onBytesRead?: (bytes: number) => void;
+  /** Bytes read from a file at a time (default 64 KiB); the rows of a chunk live until it is planned. */
+  chunkBytes?: number;
   /** Called as reading goes on (after each chunk of rows). */
   onProgress?: (progress: { file: string; rows: number; requests: number }) => void;
 }
@@ -140,7 +142,7 @@ export function planRequests(options: PlanOptions): Plan {
 
   async function* csvFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     let plan: CsvPlan | undefined;
-    for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead), file)) {
+    for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes), file)) {
       for (const record of records) {
         if (plan === undefined) {
           if ('error' in record) throw new InputError(`the header cannot be read: ${record.error}`, file, record.line);
@@ -172,7 +174,7 @@ export function planRequests(options: PlanOptions): Plan {
 
   async function* ndjsonFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     const itemsOf = createLineMapper({ kind: options.kind });
-    for await (const records of readNdjson(inputBytes(file, options.stdin, options.onBytesRead))) {
+    for await (const records of readNdjson(inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes))) {
       for (const record of records) {
         if (countRow(fileSummary, record.line)) continue;
         if ('error' in record) {

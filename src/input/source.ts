@@ -52,12 +52,20 @@ function readError(file: string, error: unknown): InputError {
 
 const GZIP_MAGIC = [0x1f, 0x8b];
 
+/** How much of a file is read at a time, unless told otherwise. */
+export const DEFAULT_CHUNK_BYTES = 64 * 1024;
+
 /**
  * The bytes of an input, decompressed when they begin with the gzip magic number (so `.gz` files
  * and gzipped standard input both work). Read errors become an InputError naming the file.
  */
-export async function* inputBytes(file: string, stdin?: Readable, onRead?: (bytes: number) => void): AsyncGenerator<Buffer> {
-  const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: 16 * 1024 });
+export async function* inputBytes(
+  file: string,
+  stdin?: Readable,
+  onRead?: (bytes: number) => void,
+  chunkBytes = DEFAULT_CHUNK_BYTES,
+): AsyncGenerator<Buffer> {
+  const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: chunkBytes });
   if (onRead !== undefined) source.on('data', (chunk: Buffer | string) => onRead(chunk.length));
   const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
