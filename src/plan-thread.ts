@@ -196,7 +196,13 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
           continue;
         }
         const message = inbox[head];
+        // taken messages are let go at once: the inbox empties only when the worker pauses
+        (inbox as Array<ToMain | undefined>)[head] = undefined;
         head += 1;
+        if (head >= 1024) {
+          inbox = inbox.slice(head);
+          head = 0;
+        }
         switch (message.type) {
           case 'csv-plan':
             plans.set(message.id, { plan: { keys: message.keys, width: message.width }, cells: message.cells });
