@@ -41,7 +41,7 @@ export interface EncodedOrigins {
   /** Index into the inputs. */
   files: Int32Array;
   lines: Float64Array;
-  /** For a CSV row, the id of its csv-plan message (whose rows have that plan's number of cells); -1 for another row. */
+  /** For a CSV row, the id of its csv-plan message (the row has a cell for each of the plan's columns); -1 for another row. */
   plans: Int32Array;
   /** The rows that are not CSV rows, in order. */
   rows: unknown[];
@@ -51,7 +51,7 @@ export interface EncodedOrigins {
 }
 
 export type ToMain =
-  | { type: 'csv-plan'; id: number; keys: Array<string | undefined>; width: number; cells: number }
+  | { type: 'csv-plan'; id: number; keys: Array<string | undefined>; width: number }
   | { type: 'request'; seq: number; json: string; origins: EncodedOrigins; userKeys: Float64Array }
   | { type: 'reject'; record: RejectRecord }
   | { type: 'line-items'; file: string; line: number; items: number }
@@ -60,7 +60,7 @@ export type ToMain =
   | { type: 'error'; name: string; message: string; file?: string; line?: number; summary: PlanSummary };
 
 /** `taken`: the main thread has taken this many counted messages (requests, rejected rows) and bytes. */
-export type ToWorker = { type: 'taken'; messages: number; bytes: number } | { type: 'stop' };
+export type ToWorker = { type: 'taken'; messages: number; bytes: number };
 
 /** Options a threaded plan can take: no standard input, and rows to skip given as ranges. */
 export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow'> {
@@ -159,7 +159,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
     const adopt = (from: PlanSummary): void => {
       Object.assign(summary, from, { requests: summary.requests, rejected: summary.rejected, rejectReasons: summary.rejectReasons });
     };
-    const plans = new Map<number, { plan: Pick<CsvPlan, 'keys' | 'width'>; cells: number }>();
+    const plans = new Map<number, Pick<CsvPlan, 'keys' | 'width'>>();
     const decode = (encoded: EncodedOrigins): PlannedRequest['origins'] => {
       const origins: PlannedRequest['origins'] = { attributes: [], events: [], purchases: [] };
       let item = 0;
@@ -175,13 +175,13 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
             origins[kind].push({ file, line, row: encoded.rows[row++] });
             continue;
           }
-          origins[kind].push(new CellsOrigin(file, line, csv.plan, encoded, at, cell, csv.cells));
-          for (const last = cell + csv.cells; cell < last; cell += 1) at += encoded.cellLengths[cell];
+          // a row in a request has a cell for every column: rows of another width were rejected
+          origins[kind].push(new CellsOrigin(file, line, csv, encoded, at, cell, csv.width));
+          for (const last = cell + csv.width; cell < last; cell += 1) at += encoded.cellLengths[cell];
         }
       });
       return origins;
     };
-    let finished = false;
     try {
       for (;;) {
         if (stopped()) return;
@@ -205,7 +205,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
         }
         switch (message.type) {
           case 'csv-plan':
-            plans.set(message.id, { plan: { keys: message.keys, width: message.width }, cells: message.cells });
+            plans.set(message.id, { keys: message.keys, width: message.width });
             break;
           case 'reject':
             await options.onReject?.(message.record);
@@ -229,7 +229,6 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
           }
           case 'done':
             adopt(message.summary);
-            finished = true;
             return;
           case 'error': {
             adopt(message.summary);
@@ -240,7 +239,6 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
       }
     } finally {
       options.stopSignal?.removeEventListener('abort', onStop);
-      if (!finished) worker.postMessage({ type: 'stop' } satisfies ToWorker);
       await worker.terminate();
     }
   }

@@ -16,22 +16,18 @@ const post = (message: ToMain): void => port.postMessage(message);
 
 // flow control: what is posted and not yet taken by the main thread, in messages and in bytes
 let unacknowledged = { messages: 0, bytes: 0 };
-let stopping = false;
 let wake: (() => void) | undefined;
 port.on('message', (message: ToWorker) => {
-  if (message.type === 'taken') {
-    unacknowledged = { messages: unacknowledged.messages - message.messages, bytes: unacknowledged.bytes - message.bytes };
-  } else stopping = true;
+  unacknowledged = { messages: unacknowledged.messages - message.messages, bytes: unacknowledged.bytes - message.bytes };
   wake?.();
 });
 
 /** Posts a request or a rejected row, first waiting while the main thread has too much of them to take. */
 async function postCounted(message: ToMain, bytes: number): Promise<void> {
-  while (!stopping && unacknowledged.messages > 0 && (unacknowledged.messages >= data.window.messages || unacknowledged.bytes >= data.window.bytes)) {
+  while (unacknowledged.messages > 0 && (unacknowledged.messages >= data.window.messages || unacknowledged.bytes >= data.window.bytes)) {
     await new Promise<void>((resolve) => (wake = resolve));
     wake = undefined;
   }
-  if (stopping) return;
   unacknowledged = { messages: unacknowledged.messages + 1, bytes: unacknowledged.bytes + bytes };
   post(message);
 }
@@ -43,7 +39,7 @@ for (const [file, ranges] of data.skip) {
   skipped.set(file, set);
 }
 
-/** CSV plans already described to the main thread, by the header keys they carry. */
+/** CSV plans already described to the main thread, and the id each was given. */
 const plansSent = new Map<object, number>();
 
 /** The file index of an origin's file: most origins in a row share one. */
@@ -84,7 +80,7 @@ function encode(request: PlannedRequest): EncodedOrigins {
     if (id === undefined) {
       id = plansSent.size;
       plansSent.set(origin.plan, id);
-      post({ type: 'csv-plan', id, keys: origin.plan.keys, width: origin.plan.width, cells: origin.cells.length });
+      post({ type: 'csv-plan', id, keys: origin.plan.keys, width: origin.plan.width });
     }
     encoded.plans[i] = id;
     for (const text of origin.cells) {
@@ -124,7 +120,6 @@ try {
       { type: 'request', seq: request.seq, json, origins, userKeys: Float64Array.from(request.userKeys) },
       json.length + origins.cells.length,
     );
-    if (stopping) break;
   }
   post({ type: 'done', summary: plan.summary });
 } catch (error) {
