@@ -1,5 +1,6 @@
 // A set of whole numbers held as sorted, disjoint, non-adjacent ranges: acknowledged line numbers
 // of one file arrive out of order but mostly in runs, so millions of lines take a few ranges.
+import { firstAtLeast } from './sorted.js';
 
 export interface RangeSet {
   /** Adds every number from start to end, inclusive. */
@@ -18,16 +19,7 @@ export function createRangeSet(): RangeSet {
   let size = 0;
 
   /** The first index whose range ends at or after n. */
-  function firstEndingFrom(n: number): number {
-    let lo = 0;
-    let hi = ends.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (ends[mid] < n) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  }
+  const firstEndingFrom = (n: number): number => firstAtLeast(ends, n);
 
   return {
     add(start, end = start) {

@@ -2,6 +2,8 @@
 // oldest of them is a window old. A start is first counted at the moment it was allowed, then
 // moved to when the request actually left (a new connection can hold it back), so the server,
 // which sees sending times, never counts more than N in its own window.
+import { firstAtLeast } from './sorted.js';
+
 
 export interface StartWindow {
   /** Counts a start at time t. */
@@ -20,16 +22,7 @@ export function createStartWindow(capacity: number, spanMs: number): StartWindow
   const size = (): number => times.length - first;
 
   /** Index of the first live time that is >= t. */
-  const lowerBound = (t: number): number => {
-    let lo = first;
-    let hi = times.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (times[mid] < t) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
+  const lowerBound = (t: number): number => firstAtLeast(times, t, first);
 
   const insert = (t: number): void => {
     if (size() === capacity) {
