@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
+import { stolenMs } from './host.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'track-bench-'));
@@ -90,16 +91,6 @@ async function saturate(pool, texts) {
     while (next < texts.length) await post(pool, texts[next++]);
   }));
   return (performance.now() - start) / 1000;
-}
-
-/** CPU time the host took from this virtual machine's CPUs (steal, from /proc/stat), in ms; undefined where there is none. */
-function stolenMs() {
-  try {
-    const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
-    return Number(fields[8]) * 10; // clock ticks (USER_HZ = 100)
-  } catch {
-    return undefined;
-  }
 }
 
 async function paced(pool, texts, rate) {
