@@ -2,12 +2,11 @@
 // in the same run (the floor), and the peak RSS of a dry run at 200,000 and 5,000,000 rows, each in
 // its own child process. Targets: at most 1.5 times csv-parse alone; peak RSS under 150 MB.
 import { spawnSync } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { once } from 'node:events';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'csv-parse';
+import { csvParseAlone, writeCsv } from './csv-files.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -15,18 +14,10 @@ const RSS_ROWS = (process.env.BENCH_RSS_ROWS ?? '200000,5000000').split(',').map
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 
 /** Six columns: an ID, an email, a name, a zip code with leading zeros, a decimal and a boolean. */
-async function generate(path, rows) {
-  const out = createWriteStream(path);
-  let chunk = 'external_id,email,first_name,zip,score,vip\n';
-  for (let i = 0; i < rows; i += 1) {
-    chunk += `user-${i},user${i}@example.com,Name${i % 1000},${String(i % 100_000).padStart(5, '0')},${(i % 1000) / 10},${i % 2 === 0}\n`;
-    if (chunk.length > 1 << 16) {
-      if (!out.write(chunk)) await once(out, 'drain');
-      chunk = '';
-    }
-  }
-  out.end(chunk);
-  await once(out, 'finish');
+function generate(path, rows) {
+  return writeCsv(path, 'external_id,email,first_name,zip,score,vip', rows, (i) =>
+    `user-${i},user${i}@example.com,Name${i % 1000},${String(i % 100_000).padStart(5, '0')},${(i % 1000) / 10},${i % 2 === 0}`,
+  );
 }
 
 /** Wall and CPU milliseconds of fn. */
@@ -37,21 +28,6 @@ async function timed(fn) {
   const result = await fn();
   const used = process.cpuUsage(cpu);
   return { wall: performance.now() - start, cpu: (used.user + used.system) / 1000, result };
-}
-
-/** csv-parse alone, as its documentation's stream example reads records (the faster of 'data' and this). */
-async function csvParseAlone(path) {
-  let records = 0;
-  await new Promise((resolve, reject) => {
-    const parser = parse();
-    parser.on('readable', () => {
-      while (parser.read() !== null) records += 1;
-    });
-    parser.on('end', resolve);
-    parser.on('error', reject);
-    createReadStream(path).pipe(parser);
-  });
-  return records - 1;
 }
 
 async function dryRun(path, dir) {

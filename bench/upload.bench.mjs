@@ -12,14 +12,14 @@
 // Build first: npm run build && node bench/run.mjs upload
 // Knobs: BENCH_ROWS, BENCH_RUNS, BENCH_CONCURRENCY, BENCH_RATE, BENCH_RATE_SECONDS, BENCH_RSS_ROWS.
 import { fork, spawn } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'csv-parse';
 import { CSV_PARSE_OPTIONS } from '../dist/input/csv.js';
+import { csvParseAlone, writeCsv } from './csv-files.mjs';
 import { stolenMs } from './host.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -78,38 +78,18 @@ const PLANS = ['free', 'free', 'free', 'starter', 'pro', 'team', 'enterprise'];
 const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example'];
 
 /** Six columns: external_id, first_name, email, plan, visits, zip (five digits, leading zeros kept). */
-async function generate(path, rows) {
-  const out = createWriteStream(path);
-  let chunk = 'external_id,first_name,email,plan,visits,zip\n';
-  for (let i = 0; i < rows; i += 1) {
+function generate(path, rows) {
+  return writeCsv(path, 'external_id,first_name,email,plan,visits,zip', rows, (i) => {
     const first = FIRST_NAMES[i % FIRST_NAMES.length];
     const last = LAST_NAMES[(i * 7) % LAST_NAMES.length];
     const email = `${first.toLowerCase()}.${last}${i}@${DOMAINS[i % DOMAINS.length]}`;
     const zip = String((i * 7919) % 100_000).padStart(5, '0');
-    chunk += `u-${(1_000_000_000 + i * 37).toString(36)},${first},${email},${PLANS[i % PLANS.length]},${(i * 13) % 500},${zip}\n`;
-    if (chunk.length > 1 << 16) {
-      if (!out.write(chunk)) await once(out, 'drain');
-      chunk = '';
-    }
-  }
-  out.end(chunk);
-  await once(out, 'finish');
+    return `u-${(1_000_000_000 + i * 37).toString(36)},${first},${email},${PLANS[i % PLANS.length]},${(i * 13) % 500},${zip}`;
+  });
 }
 
 /** csv-parse alone, streaming the file with the options src/input/csv.ts gives it; rows after the header. */
-async function csvParseAlone(path) {
-  let records = 0;
-  await new Promise((resolve, reject) => {
-    const parser = parse({ ...CSV_PARSE_OPTIONS, record_delimiter: [...CSV_PARSE_OPTIONS.record_delimiter] });
-    parser.on('readable', () => {
-      while (parser.read() !== null) records += 1;
-    });
-    parser.on('end', resolve);
-    parser.on('error', reject);
-    createReadStream(path).pipe(parser);
-  });
-  return records - 1;
-}
+const csvParseAsReader = (path) => csvParseAlone(path, { ...CSV_PARSE_OPTIONS, record_delimiter: [...CSV_PARSE_OPTIONS.record_delimiter] });
 
 /**
  * One `track upload` run of the real CLI in a child process. A module preloaded with --import
@@ -224,7 +204,7 @@ async function main() {
     const warm = join(dir, 'warm.csv');
     await generate(warm, 20_000);
     await runCli(rssHook, warm, dir, url, NO_LIMIT); // warm the server and the disk cache
-    await csvParseAlone(file);
+    await csvParseAsReader(file);
     await take();
     const floor = [];
     const floorCpu = [];
@@ -235,7 +215,7 @@ async function main() {
       const t = performance.now();
       const cpu = process.cpuUsage();
       const floorStolen = stolenMs();
-      const parsed = await csvParseAlone(file);
+      const parsed = await csvParseAsReader(file);
       floor.push(performance.now() - t);
       floorSteal.push(floorStolen === undefined ? undefined : stolenMs() - floorStolen);
       const used = process.cpuUsage(cpu);
