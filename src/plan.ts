@@ -155,7 +155,7 @@ export function planRequests(options: PlanOptions): Plan {
         }
         if (countRow(fileSummary, record.line)) continue;
         if ('error' in record) {
-          reject(file, record.line, plan.kind, null, [record.error]);
+          reject(file, record.line, plan.kind, record.text ?? null, [record.error]);
           continue;
         }
         const wrong = widthProblem(plan, record.cells);

@@ -111,7 +111,7 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
     const threaded = options.workerPlan !== undefined && deliver !== undefined && !options.dryRun && !options.inputs.includes(STDIN);
     plan = threaded
       ? planInWorker({ ...options, map, skip: options.workerPlan?.skip, onReject: onPlanReject })
-      : // loaded here only: a threaded plan keeps csv-parse and the validator out of this thread
+      : // loaded here only: a threaded plan keeps the CSV parser and the validator out of this thread
         (await import('./plan.js')).planRequests({ ...options, map, onReject: onPlanReject });
     if (deliver === undefined || options.dryRun) {
       for await (const request of plan.requests) await out?.write(request.body);

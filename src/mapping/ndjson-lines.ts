@@ -68,6 +68,10 @@ export function createLineMapper(options: LineMapperOptions = {}): (value: unkno
     if (isRejectRecord(value) && depth === 0) {
       const ownKind = isKind(value.kind) ? value.kind : kind;
       const row = value.row;
+      if (typeof row === 'string' && CSV_NAME.test(value.file as string)) {
+        // the text of a CSV row that could not be split into cells
+        return [{ kind: ownKind ?? 'unknown', row, errors: ['row: is the text of a CSV row that could not be read; write it as an object of cells under their headers'] }];
+      }
       if (typeof row === 'string') {
         // a line that was not JSON: read the fixed text again
         try {

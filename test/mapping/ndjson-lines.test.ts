@@ -54,6 +54,13 @@ describe('NDJSON lines', () => {
       expect(itemsOf(reject)[0]).toMatchObject({ errors: [expect.stringMatching(/^_extra_cells: the row had the wrong number of cells/)] });
     });
 
+    it('asks for cells under their headers in place of the text of a CSV row that could not be read', () => {
+      const reject = { file: 'users.csv', line: 2, kind: 'attributes', row: 'u1,"ab"c', errors: ['x'] };
+      expect(itemsOf(reject)).toEqual([
+        { kind: 'attributes', row: 'u1,"ab"c', errors: [expect.stringMatching(/^row: is the text of a CSV row .* object of cells under their headers/)] },
+      ]);
+    });
+
     it('takes an NDJSON item as it is, and parses again the text of a line that was not JSON', () => {
       expect(itemsOf({ file: 'a.ndjson', line: 1, kind: 'attributes', row: { external_id: 'u1', zip: '02134' }, errors: [] })[0]).toMatchObject({
         kind: 'attributes',
