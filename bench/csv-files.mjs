@@ -3,6 +3,20 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { parse } from 'csv-parse';
 
+/**
+ * csv-parse set up to read what track reads: a byte order mark dropped, LF or CRLF, a stray quote
+ * inside a cell kept as text, rows of any width, empty lines counted, a bound on a row's size.
+ */
+export const CSV_PARSE_AS_TRACK = {
+  bom: true,
+  relax_quotes: true,
+  relax_column_count: true,
+  record_delimiter: ['\r\n', '\n'],
+  skip_empty_lines: false,
+  max_record_size: 16 * 1024 * 1024,
+  skip_records_with_error: true,
+};
+
 /** Writes a header line and `rows` lines made by row(i), in 64 KiB writes. */
 export async function writeCsv(path, header, rows, row) {
   const out = createWriteStream(path);

@@ -2,8 +2,9 @@
 // attributes CSV (six columns) and delivering it to a loopback server (another child process)
 // that answers 201 at once. Prints figures; the targets are not asserted (an incomplete upload stops it).
 //   1. no rate limit (--rate 1000000): wall time of the whole CLI run against csv-parse alone
-//      parsing the same file with the reader's options, in this process, in the same run
-//      (target: at most 2x), alternating the two RUNS times
+//      parsing the same file in this process, in the same run, set up to read what track reads and
+//      with its defaults; the faster of the two is the floor (target: at most 2x); the CLI and the
+//      floors alternate, RUNS times
 //   2. --rate R for about S seconds: mean rate between the first and the last arrival as % of R
 //      (target: at least 95%), most arrivals in any one-second window as the server saw them
 //      (target: never more than R)
@@ -18,8 +19,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CSV_PARSE_OPTIONS } from '../dist/input/csv.js';
-import { csvParseAlone, writeCsv } from './csv-files.mjs';
+import { CSV_PARSE_AS_TRACK, csvParseAlone, writeCsv } from './csv-files.mjs';
 import { stolenMs } from './host.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -88,8 +88,11 @@ function generate(path, rows) {
   });
 }
 
-/** csv-parse alone, streaming the file with the options src/input/csv.ts gives it; rows after the header. */
-const csvParseAsReader = (path) => csvParseAlone(path, { ...CSV_PARSE_OPTIONS, record_delimiter: [...CSV_PARSE_OPTIONS.record_delimiter] });
+/** The two floors: csv-parse set up to read what track reads, and csv-parse with its defaults. */
+const FLOORS = [
+  { name: "csv-parse alone, track's reading", options: CSV_PARSE_AS_TRACK },
+  { name: 'csv-parse alone, its defaults', options: {} },
+];
 
 /**
  * One `track upload` run of the real CLI in a child process. A module preloaded with --import
@@ -204,23 +207,24 @@ async function main() {
     const warm = join(dir, 'warm.csv');
     await generate(warm, 20_000);
     await runCli(rssHook, warm, dir, url, NO_LIMIT); // warm the server and the disk cache
-    await csvParseAsReader(file);
+    for (const { options } of FLOORS) await csvParseAlone(file, options);
     await take();
-    const floor = [];
-    const floorCpu = [];
-    const floorSteal = [];
+    const floors = FLOORS.map(() => ({ wall: [], cpu: [], steal: [] }));
     const runs = [];
     for (let run = 0; run < RUNS; run += 1) {
-      globalThis.gc?.();
-      const t = performance.now();
-      const cpu = process.cpuUsage();
-      const floorStolen = stolenMs();
-      const parsed = await csvParseAsReader(file);
-      floor.push(performance.now() - t);
-      floorSteal.push(floorStolen === undefined ? undefined : stolenMs() - floorStolen);
-      const used = process.cpuUsage(cpu);
-      floorCpu.push((used.user + used.system) / 1000);
-      if (parsed !== ROWS) throw new Error(`csv-parse read ${parsed} rows, expected ${ROWS}`);
+      for (const [i, { options }] of FLOORS.entries()) {
+        const floor = floors[i];
+        globalThis.gc?.();
+        const t = performance.now();
+        const cpu = process.cpuUsage();
+        const floorStolen = stolenMs();
+        const parsed = await csvParseAlone(file, options);
+        floor.wall.push(performance.now() - t);
+        floor.steal.push(floorStolen === undefined ? undefined : stolenMs() - floorStolen);
+        const used = process.cpuUsage(cpu);
+        floor.cpu.push((used.user + used.system) / 1000);
+        if (parsed !== ROWS) throw new Error(`csv-parse read ${parsed} rows, expected ${ROWS}`);
+      }
       const runStolen = stolenMs();
       const result = await runCli(rssHook, file, dir, url, NO_LIMIT);
       const stolen = runStolen === undefined ? undefined : stolenMs() - runStolen;
@@ -230,15 +234,21 @@ async function main() {
       runs.push({ ...result, requests: seen.arrivals.length, stolen });
     }
     const best = (values) => Math.min(...values);
-    const walls = runs.map((r) => r.wallMs);
-    const [floorBest, wallBest] = [best(floor), best(walls)];
-    const ratio = wallBest / floorBest;
     // CPU the host took from this machine during each timed run (steal), where the system reports it
     const steal = (ms) => (ms === undefined ? '' : `, host took ${ms} ms`);
-    console.log(
-      `csv-parse alone:  ${s(floorBest)} best, ${s(median(floor))} median (${floor.map((f, i) => `${s(f)}${steal(floorSteal[i])}`).join('; ')}); ` +
-        `${s(median(floorCpu))} CPU median`,
-    );
+    for (const [i, { name }] of FLOORS.entries()) {
+      const { wall, cpu, steal: stolen } = floors[i];
+      console.log(
+        `${name}: ${s(best(wall))} best, ${s(median(wall))} median (${wall.map((f, j) => `${s(f)}${steal(stolen[j])}`).join('; ')}); ` +
+          `${s(median(cpu))} CPU median`,
+      );
+    }
+    // the floor is the faster of the two set-ups (by median), so the ratio is never flattered by a slow set-up
+    const floor = floors.reduce((a, b) => (median(b.wall) < median(a.wall) ? b : a));
+    const floorName = FLOORS[floors.indexOf(floor)].name;
+    const walls = runs.map((r) => r.wallMs);
+    const [floorBest, wallBest] = [best(floor.wall), best(walls)];
+    const ratio = wallBest / floorBest;
     for (const [i, r] of runs.entries()) {
       console.log(
         `  upload run ${i + 1}: ${s(r.wallMs)} wall (${s(r.summary.elapsedMs)} inside upload()), ${s(r.cpuMs)} CPU, ` +
@@ -246,10 +256,10 @@ async function main() {
       );
     }
     console.log(
-      `delivery, no rate limit: ${n(ROWS)} rows in ${s(wallBest)}; csv-parse alone ${s(floorBest)}; ratio ${ratio.toFixed(2)} ` +
-        `(median ${(median(walls) / median(floor)).toFixed(2)}) (target <= 2) ${ratio <= 2 ? 'met' : 'MISSED'}`,
+      `delivery, no rate limit: ${n(ROWS)} rows in ${s(wallBest)}; floor (${floorName}) ${s(floorBest)}; ratio ${ratio.toFixed(2)} ` +
+        `(median ${(median(walls) / median(floor.wall)).toFixed(2)}) (target <= 2) ${ratio <= 2 ? 'met' : 'MISSED'}`,
     );
-    console.log(`  CPU ratio, median: ${(median(runs.map((r) => r.cpuMs)) / median(floorCpu)).toFixed(2)} (the uploader's CPU over csv-parse's)`);
+    console.log(`  CPU ratio, median: ${(median(runs.map((r) => r.cpuMs)) / median(floor.cpu)).toFixed(2)} (the uploader's CPU over csv-parse's)`);
     rmSync(file);
     rmSync(warm);
 
