@@ -4,6 +4,7 @@
 import { StringDecoder } from 'node:string_decoder';
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
+import { CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../model/plan.js';
 
 export type CsvRecord =
   /** A row: the first one read is the header. */
@@ -22,10 +23,6 @@ export interface CsvOptions {
 /** As much of a rejected row's text as goes to the rejects file. */
 const KEPT_TEXT_CHARS = 10_000;
 
-export const UNCLOSED_QUOTE =
-  'row: a quoted cell on this row is never closed, so the rest of the file was read as one cell; close the quote';
-export const TEXT_AFTER_QUOTE =
-  'row: a quoted cell on this row has text after its closing quote; quote the whole cell and double each quote inside it';
 
 /**
  * Records are split at LF only; a CR before it is dropped from the row's last cell, so LF, CRLF and
@@ -56,14 +53,23 @@ function rowStart(text: string, row: number): number {
 }
 
 /**
- * The line feed that ends a row whose cell, opened just before `cellStart`, has text after its
- * closing quote (the first quote that is not doubled); -1 when the text ends first.
+ * The line feed ending the row that starts at `at`, read as the rules read it and, past a quoted
+ * cell's closing quote, as text up to the next comma or line feed (where a bad quote's row goes on);
+ * -1 when the text ends first.
  */
-function endOfMalformedRow(text: string, cellStart: number): number {
-  for (let at = text.indexOf('"', cellStart); at !== -1; at = text.indexOf('"', at + 2)) {
-    if (text.charCodeAt(at + 1) !== 0x22) return text.indexOf('\n', at + 1);
+function endOfRow(text: string, at: number): number {
+  for (;;) {
+    if (text.charCodeAt(at) === 0x22) {
+      let quote = text.indexOf('"', at + 1);
+      while (quote !== -1 && text.charCodeAt(quote + 1) === 0x22) quote = text.indexOf('"', quote + 2);
+      if (quote === -1) return -1;
+      at = quote + 1;
+    }
+    const lineFeed = text.indexOf('\n', at);
+    const comma = text.indexOf(',', at);
+    if (comma === -1 || (lineFeed !== -1 && lineFeed < comma)) return lineFeed;
+    at = comma + 1;
   }
-  return -1;
 }
 
 function lineFeedsIn(text: string): number {
@@ -71,6 +77,14 @@ function lineFeedsIn(text: string): number {
   for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) count += 1;
   return count;
 }
+
+const kept = (text: string): string => (text.length > KEPT_TEXT_CHARS ? `${text.slice(0, KEPT_TEXT_CHARS)}...` : text);
+
+/**
+ * After a row with a bad quote, the rest of a piece of text is parsed this much at a time: papaparse
+ * reads on past a bad quote to the next closing quote it can find, which may be far.
+ */
+const WINDOW_AFTER_BAD_ROW = 4096;
 
 /**
  * Reads rows from text given a piece at a time. A row that is not complete yet waits for more text;
@@ -96,23 +110,41 @@ class CsvText {
     this.pending = this.pending.length === 0 ? text : this.pending + text;
     const out: CsvRecord[] = [];
     if (!final && this.pending.length < this.retryAt) return out;
+    let window = Infinity;
     for (;;) {
-      const result = parse(this.parser, this.pending, final);
-      // a bad quote is known for one once a line feed follows it (before, more text may close the cell)
+      const whole = this.pending.length <= window;
+      const input = whole ? this.pending : this.pending.slice(0, window);
+      const last = whole && final;
+      const result = parse(this.parser, input, last);
       const malformed = result.errors.find((e) => e.code === 'InvalidQuotes');
-      const end = malformed === undefined ? -1 : endOfMalformedRow(this.pending, malformed.index);
-      if (malformed !== undefined && (end !== -1 || final)) {
+      const malformedStart = malformed === undefined ? -1 : rowStart(input, malformed.row);
+      // a row with a bad quote ends at the line feed after its last cell: until that is read, it waits
+      const malformedEnd = malformed === undefined ? -1 : endOfRow(input, malformedStart);
+      if (malformed !== undefined && (malformedEnd !== -1 || last)) {
         this.rows(result.data, malformed.row, out);
-        this.skipMalformed(malformed.row, end, out);
-        if (this.pending.length > 0) continue;
-        return out;
+        const rowText = input.slice(malformedStart, malformedEnd === -1 ? input.length : malformedEnd).replace(/\r$/, '');
+        out.push({ line: this.line, error: CSV_TEXT_AFTER_QUOTE, text: kept(rowText) });
+        this.line += 1 + lineFeedsIn(rowText);
+        this.pending = malformedEnd === -1 ? '' : this.pending.slice(malformedEnd + 1);
+        if (this.pending.length === 0) return out;
+        window = WINDOW_AFTER_BAD_ROW;
+        continue;
       }
-      const unclosed = final ? result.errors.find((e) => e.code === 'MissingQuotes') : undefined;
-      const rows = unclosed?.row ?? result.data.length;
+      const unclosed = last ? result.errors.find((e) => e.code === 'MissingQuotes') : undefined;
+      const rows = malformed?.row ?? unclosed?.row ?? result.data.length;
       this.rows(result.data, rows, out);
-      if (unclosed !== undefined) out.push({ line: this.line, error: UNCLOSED_QUOTE });
-      this.pending = final ? '' : this.pending.slice(result.meta.cursor);
-      this.retryAt = rows === 0 ? 2 * this.pending.length : 0;
+      if (unclosed !== undefined) {
+        const rest = input.slice(rowStart(input, unclosed.row)).replace(/[\r\n]+$/, '');
+        out.push({ line: this.line, error: CSV_UNCLOSED_QUOTE, text: kept(rest) });
+      }
+      const consumed = malformed !== undefined ? malformedStart : last ? input.length : result.meta.cursor;
+      this.pending = this.pending.slice(consumed);
+      if (!whole) {
+        // a window of text: on to the rest, in a wider window when this one held no whole row
+        if (consumed === 0) window *= 2;
+        continue;
+      }
+      this.retryAt = rows === 0 ? Math.min(2 * this.pending.length, this.maxRowChars + 1) : 0;
       if (this.pending.length > this.maxRowChars) {
         throw new InputError(
           `a row starting on this line is longer than ${this.maxRowChars} characters; is a quote left open on it?`,
@@ -137,19 +169,6 @@ class CsvText {
       out.push({ line, cells });
     }
   }
-
-  /**
-   * Rejects row `row` of the pending text, which has a bad quote: from its start to `end`, the line
-   * feed after that quote (-1: the end of the text), and drops everything up to there.
-   */
-  private skipMalformed(row: number, end: number, out: CsvRecord[]): void {
-    const start = rowStart(this.pending, row);
-    const text = this.pending.slice(start, end === -1 ? this.pending.length : end).replace(/\r$/, '');
-    out.push({ line: this.line, error: TEXT_AFTER_QUOTE, text: text.length > KEPT_TEXT_CHARS ? `${text.slice(0, KEPT_TEXT_CHARS)}...` : text });
-    this.line += 1 + lineFeedsIn(text);
-    this.pending = end === -1 ? '' : this.pending.slice(end + 1);
-    this.retryAt = 0;
-  }
 }
 
 export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, options: CsvOptions = {}): AsyncGenerator<CsvRecord[]> {
@@ -166,7 +185,8 @@ export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, optio
       const records = csv.take(text(decoder.write(chunk)), false);
       if (records.length > 0) yield records;
     }
-    const records = csv.take(text(decoder.end()), true);
+    // a line feed ends the last row as it ends every other (a file need not end with one)
+    const records = csv.take(`${text(decoder.end())}\n`, true);
     if (records.length > 0) yield records;
   } catch (error) {
     if (error instanceof InputError) throw error;

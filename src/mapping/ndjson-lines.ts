@@ -2,6 +2,7 @@
 // request-shaped object whose items are taken one by one, or a line of a rejects file fed back in,
 // whose row is read again the way its own file was (CSV rows by their headers).
 import { IDENTIFIER_FIELDS } from '../model/fields.js';
+import { CSV_ROW_TEXT, isCsvTextReason } from '../model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { mapCsvRow, planCsv, type CsvPlan } from './csv-rows.js';
 import { inferKind, isKind } from './kind.js';
@@ -30,6 +31,14 @@ function isRejectRecord(value: Obj): boolean {
 }
 
 const CSV_NAME = /\.csv(\.gz)?$/i;
+
+/**
+ * A reject whose row is the text of a CSV row rather than of an NDJSON line: from a CSV file, or
+ * (standard input, --format csv, a rejects file fed back) rejected for a reason only CSV text has.
+ */
+function isCsvRowText(reject: Obj): boolean {
+  return CSV_NAME.test(reject.file as string) || (reject.errors as unknown[]).some(isCsvTextReason);
+}
 
 function cellText(value: unknown): string {
   if (typeof value === 'string') return value;
@@ -68,9 +77,8 @@ export function createLineMapper(options: LineMapperOptions = {}): (value: unkno
     if (isRejectRecord(value) && depth === 0) {
       const ownKind = isKind(value.kind) ? value.kind : kind;
       const row = value.row;
-      if (typeof row === 'string' && CSV_NAME.test(value.file as string)) {
-        // the text of a CSV row that could not be split into cells
-        return [{ kind: ownKind ?? 'unknown', row, errors: ['row: is the text of a CSV row that could not be read; write it as an object of cells under their headers'] }];
+      if (typeof row === 'string' && isCsvRowText(value)) {
+        return [{ kind: ownKind ?? 'unknown', row, errors: [CSV_ROW_TEXT] }];
       }
       if (typeof row === 'string') {
         // a line that was not JSON: read the fixed text again

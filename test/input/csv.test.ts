@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TEXT_AFTER_QUOTE, readCsv, type CsvRecord } from '../../src/input/csv.js';
+import { readCsv, type CsvRecord } from '../../src/input/csv.js';
+import { CSV_TEXT_AFTER_QUOTE as TEXT_AFTER_QUOTE } from '../../src/model/index.js';
 import { chunksOf, collect } from './helpers.js';
 
 const read = (text: string | Buffer, chunk = Infinity, maxRowChars?: number) =>
@@ -58,7 +59,7 @@ describe('readCsv', () => {
     expect(rows).toEqual([
       { line: 1, cells: ['a', 'b'] },
       { line: 2, cells: ['u1', 'ok'] },
-      { line: 3, error: expect.stringMatching(/^row: a quoted cell .* never closed/) },
+      { line: 3, error: expect.stringMatching(/^row: a quoted cell .* never closed/), text: 'u2,"never closed\nu3,lost' },
     ]);
   });
 
@@ -109,8 +110,34 @@ describe('readCsv', () => {
     expect(await read(text, 7, 1000)).toEqual([
       { line: 1, cells: ['id', 'a'] },
       { line: 2, cells: ['u1', 'ok'] },
-      { line: 3, error: expect.stringMatching(/never closed/) },
+      { line: 3, error: expect.stringMatching(/never closed/), text: expect.stringMatching(/^u2,"x{300}\nu3,more$/) },
     ]);
+    // however the text comes in, a row still open past the limit stops the reading
+    for (let length = 1001; length < 2100; length += 97) {
+      await expect(read(`id\n"${'x'.repeat(length)}`, 64, 1000)).rejects.toThrow(/^test\.csv:2: /);
+    }
+  });
+
+  it('reads a last row that ends without a line feed after a quote, spaces or CR', async () => {
+    expect(await read('id,a\nu1,"A"  ')).toEqual([
+      { line: 1, cells: ['id', 'a'] },
+      { line: 2, cells: ['u1', 'A'] },
+    ]);
+    expect(await read('id,a\nu1,"x"\r')).toEqual([
+      { line: 1, cells: ['id', 'a'] },
+      { line: 2, cells: ['u1', 'x'] },
+    ]);
+  });
+
+  it('ends a row with a bad quote where its quoted cells end, so no row is made of the text inside them', async () => {
+    const text = 'external_id,first_name,notes\nu1,"Ann "Nan"","call back,\nu9,then,email"\nu2,Bob,ok\n';
+    const expected = [
+      { line: 1, cells: ['external_id', 'first_name', 'notes'] },
+      { line: 2, error: TEXT_AFTER_QUOTE, text: 'u1,"Ann "Nan"","call back,\nu9,then,email"' },
+      { line: 4, cells: ['u2', 'Bob', 'ok'] },
+    ];
+    expect(await read(text)).toEqual(expected);
+    expect(await read(text, 3)).toEqual(expected);
   });
 });
 
@@ -127,8 +154,8 @@ const row = fc.record({
   cells: fc.array(cell, { minLength: 1, maxLength: 4 }),
   /** What ends it: a line break, or a line break and empty lines after it. */
   breaks: fc.array(fc.constantFrom('\n', '\r\n'), { minLength: 1, maxLength: 3 }),
-  /** A row with a bad quote in its last cell, written as `"ab"c`. */
-  malformed: fc.boolean(),
+  /** A row with a bad quote, written as `"ab"c`, in place of one of its cells. */
+  malformed: fc.option(fc.nat(), { nil: undefined }),
 });
 
 const file = fc.record({
@@ -153,9 +180,9 @@ describe('readCsv on generated files', () => {
             cells[cells.length - 1] += 'a';
             written[written.length - 1] = `"${cells.at(-1)!.replaceAll('"', '""')}"`;
           }
-          if (r.malformed) written = [...written.slice(0, -1), '"ab"c'];
+          if (r.malformed !== undefined) written = written.map((w, j) => (j === r.malformed! % written.length ? '"ab"c' : w));
           const rowText = written.join(',');
-          if (r.malformed) expected.push({ line, error: TEXT_AFTER_QUOTE, text: rowText });
+          if (r.malformed !== undefined) expected.push({ line, error: TEXT_AFTER_QUOTE, text: rowText });
           // a row of one empty cell is an empty line
           else if (cells.length > 1 || cells[0] !== '') expected.push({ line, cells });
           const breaks = i === rows.length - 1 && !lastBreak ? [] : r.breaks;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLineMapper } from '../../src/mapping/ndjson-lines.js';
+import { CSV_ROW_TEXT, CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../../src/model/index.js';
 
 describe('NDJSON lines', () => {
   const itemsOf = createLineMapper();
@@ -56,9 +57,16 @@ describe('NDJSON lines', () => {
 
     it('asks for cells under their headers in place of the text of a CSV row that could not be read', () => {
       const reject = { file: 'users.csv', line: 2, kind: 'attributes', row: 'u1,"ab"c', errors: ['x'] };
-      expect(itemsOf(reject)).toEqual([
-        { kind: 'attributes', row: 'u1,"ab"c', errors: [expect.stringMatching(/^row: is the text of a CSV row .* object of cells under their headers/)] },
-      ]);
+      const again = [{ kind: 'attributes', row: 'u1,"ab"c', errors: [CSV_ROW_TEXT] }];
+      expect(CSV_ROW_TEXT).toMatch(/^row: is the text of a CSV row .* object of cells under their headers/);
+      expect(itemsOf(reject)).toEqual(again);
+      // from standard input or a file read as CSV whatever its name, told by the reason it was rejected
+      const fromStdin = { file: '-', line: 2, kind: 'attributes', row: 'u1,"ab"c', errors: [CSV_TEXT_AFTER_QUOTE] };
+      expect(itemsOf(fromStdin)).toEqual(again);
+      expect(itemsOf({ ...fromStdin, file: 'x.rejects.ndjson', errors: [CSV_ROW_TEXT] })).toEqual(again);
+      expect(itemsOf({ ...fromStdin, file: 'a.txt', errors: [CSV_UNCLOSED_QUOTE] })).toEqual(again);
+      // an NDJSON line that was not JSON is still parsed again
+      expect(itemsOf({ ...fromStdin, file: 'a.ndjson', row: '{"external_id":"u2"}', errors: ['line: is not valid JSON'] })[0]).toMatchObject({ item: { external_id: 'u2' } });
     });
 
     it('takes an NDJSON item as it is, and parses again the text of a line that was not JSON', () => {
