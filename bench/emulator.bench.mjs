@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
-import { stolenMs } from './host.mjs';
+import { startPauseProbe, stolenMs } from './host.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'track-bench-'));
@@ -94,7 +94,8 @@ async function saturate(pool, texts) {
 }
 
 async function paced(pool, texts, rate) {
-  const latencies = [];
+  /** Each request's [sent, answered], ms since the epoch. */
+  const spans = [];
   const total = texts.length;
   const start = performance.now();
   const pending = [];
@@ -103,11 +104,11 @@ async function paced(pool, texts, rate) {
     const wait = due - performance.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     const t0 = performance.now();
-    pending.push(post(pool, texts[n]).then(() => latencies.push(performance.now() - t0)));
+    pending.push(post(pool, texts[n]).then(() => spans.push([performance.timeOrigin + t0, performance.timeOrigin + performance.now()])));
   }
   await Promise.all(pending);
-  latencies.sort((a, b) => a - b);
-  return { p50: latencies[Math.floor(latencies.length * 0.5)], p99: latencies[Math.floor(latencies.length * 0.99)], achieved: total / ((performance.now() - start) / 1000) };
+  const latencies = spans.map(([a, b]) => b - a).sort((a, b) => a - b);
+  return { p50: latencies[Math.floor(latencies.length * 0.5)], p99: latencies[Math.floor(latencies.length * 0.99)], achieved: total / ((performance.now() - start) / 1000), spans };
 }
 
 function bareFloor(kind, requests) {
@@ -146,9 +147,12 @@ try {
   const attributeTexts = bodies(attribute, 'attributes', 0, REQUESTS);
   const at = await measured(emu.pid, REQUESTS, () => saturate(pool, attributeTexts));
   const pacedTexts = bodies(event, 'events', REQUESTS, PACED_RATE * PACED_SECONDS);
+  const probe = startPauseProbe();
+  await probe.ready;
   const stolenBefore = stolenMs();
   const paced500 = await measured(emu.pid, pacedTexts.length, () => paced(pool, pacedTexts, PACED_RATE));
   const stolen = stolenBefore === undefined ? undefined : stolenMs() - stolenBefore;
+  const pauses = await probe.stop();
   const [evSeconds, atSeconds, lat] = [ev.result, at.result, paced500.result];
   await pool.close();
   await emu.stop();
@@ -165,6 +169,21 @@ try {
     // on a virtual machine the host may take the CPUs away for milliseconds at a time: each such
     // pause lands on every request waiting in it, so a tail figure is only as quiet as the host
     console.log(`  CPU taken by the host (steal) during the paced phase: ${stolen} ms over ${PACED_SECONDS} s`);
+  }
+  {
+    // the requests over 20 ms beside the machine's own pauses, as a process doing nothing but CPU work saw them
+    const overlapping = (spans) => spans.filter(([a, b]) => pauses.slow.some(([p, q]) => p <= b && q >= a)).length;
+    const slowRequests = lat.spans.filter(([a, b]) => b - a >= 20);
+    const quickRequests = lat.spans.filter(([a, b]) => b - a < 5);
+    const first = Math.min(...lat.spans.map(([a]) => a));
+    const last = Math.max(...lat.spans.map(([, b]) => b));
+    const paused = pauses.slow.filter(([p, q]) => q >= first && p <= last);
+    console.log(
+      `  the machine's own pauses (a CPU-only probe process, ${pauses.usualMs.toFixed(2)} ms of work every 5 ms): p99 ${pauses.p99Ms.toFixed(2)} ms ` +
+        `(${(pauses.p99Ms / pauses.usualMs).toFixed(1)}x its usual time); ${paused.length} slow runs in the paced phase; ` +
+        `${overlapping(slowRequests)} of the ${slowRequests.length} requests over 20 ms overlapped one, ` +
+        `${overlapping(quickRequests)} of the ${quickRequests.length} under 5 ms`,
+    );
   }
   console.log(`  events ${ev.cpu}; attributes ${at.cpu}; paced ${paced500.cpu}`);
 } finally {
