@@ -24,6 +24,8 @@ export interface WorkerPlanData {
   maxBodyBytes?: number;
   /** Per input file, the line ranges to leave out (rows an earlier run settled). */
   skip: Array<[string, Array<[number, number]>]>;
+  /** Per input file, lines of several items an earlier run settled in part, and the items it settled. */
+  skipItems: Array<[string, Array<[number, number[]]>]>;
   /**
    * How far the worker may run ahead: requests and rejected rows posted and not yet taken by the
    * main thread, in messages and in bytes (of request JSON and CSV cells).
@@ -43,8 +45,9 @@ export interface EncodedOrigins {
   lines: Float64Array;
   /** For a CSV row, the id of its csv-plan message (the row has a cell for each of the plan's columns); -1 for another row. */
   plans: Int32Array;
-  /** The rows that are not CSV rows, in order. */
+  /** The rows that are not CSV rows, in order, and for each its item's place in its line (-1: its line's only item). */
   rows: unknown[];
+  rowItems: number[];
   /** The cells of the CSV rows, in order, as one text, and the length of each. */
   cells: string;
   cellLengths: Uint32Array;
@@ -66,6 +69,8 @@ export type ToWorker = { type: 'taken'; messages: number; bytes: number };
 export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow'> {
   /** Per input file, the rows to leave out as [first, last] line ranges. */
   skip?: ReadonlyMap<string, Array<[number, number]>>;
+  /** Per input file, the items of lines of several to leave out (see PlanOptions.skipItem). */
+  skipItems?: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
   /** Stop reading at once: the worker is ended and nothing more it posted is handed on. */
   stopSignal?: AbortSignal;
 }
@@ -120,6 +125,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
     limits: options.limits,
     maxBodyBytes: options.maxBodyBytes,
     skip: [...(options.skip ?? new Map())],
+    skipItems: [...(options.skipItems ?? new Map())].map(([file, lines]) => [file, [...lines].map(([line, items]) => [line, [...items]])]),
     window: WINDOW,
   };
 
@@ -177,7 +183,8 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
           const line = encoded.lines[item];
           const csv = encoded.plans[item] === -1 ? undefined : plans.get(encoded.plans[item]);
           if (csv === undefined) {
-            origins[kind].push({ file, line, row: encoded.rows[row++] });
+            const place = encoded.rowItems[row]!;
+            origins[kind].push(place === -1 ? { file, line, row: encoded.rows[row++] } : { file, line, row: encoded.rows[row++], item: place });
             continue;
           }
           // a row in a request has a cell for every column: rows of another width were rejected

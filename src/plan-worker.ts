@@ -38,6 +38,7 @@ for (const [file, ranges] of data.skip) {
   for (const [start, end] of ranges) set.add(start, end);
   skipped.set(file, set);
 }
+const skippedItems = new Map(data.skipItems.map(([file, lines]) => [file, new Map(lines.map(([line, items]) => [line, new Set(items)]))]));
 
 /** CSV plans already described to the main thread, and the id each was given. */
 const plansSent = new Map<object, number>();
@@ -64,6 +65,7 @@ function encode(request: PlannedRequest): EncodedOrigins {
     lines: new Float64Array(all.length),
     plans: new Int32Array(all.length),
     rows: [],
+    rowItems: [],
     cells: '',
     cellLengths: new Uint32Array(cellCount),
   };
@@ -74,6 +76,7 @@ function encode(request: PlannedRequest): EncodedOrigins {
     if (!(origin instanceof CsvRowOrigin)) {
       encoded.plans[i] = -1;
       encoded.rows.push(origin.row);
+      encoded.rowItems.push(origin.item ?? -1);
       return;
     }
     let id = plansSent.get(origin.plan);
@@ -103,6 +106,7 @@ const plan = planRequests({
   // the rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB)
   chunkBytes: 16 * 1024,
   skipRow: skipped.size === 0 ? undefined : (file, line) => skipped.get(file)?.has(line) ?? false,
+  skipItem: skippedItems.size === 0 ? undefined : (file, line, item) => skippedItems.get(file)?.get(line)?.has(item) ?? false,
   onReject: (record: RejectRecord) => postCounted({ type: 'reject', record: { ...record } }, 0),
   onLineItems: (file, line, items) => post({ type: 'line-items', file, line, items }),
   onBytesRead: (read) => (bytes += read),

@@ -37,9 +37,11 @@ export interface PlanOptions {
   stdin?: Readable;
   /** Rows to leave out, such as those an earlier run already delivered (resume). */
   skipRow?: (file: string, line: number) => boolean;
+  /** Items of a line of several to leave out: those an earlier run delivered before it stopped. */
+  skipItem?: (file: string, line: number, item: number) => boolean;
   /** Receives each rejected row; awaited, so a slow file slows reading rather than filling memory. */
   onReject?: (record: RejectRecord) => void | Promise<void>;
-  /** Told of each NDJSON line that yields more than one item (a request-shaped line), before its items. */
+  /** Told of each NDJSON line that yields more than one item (a request-shaped line), before its items: how many are planned. */
   onLineItems?: (file: string, line: number, items: number) => void;
   /** Receives the number of bytes read from an input (before gunzip), as they are read. */
   onBytesRead?: (bytes: number) => void;
@@ -182,10 +184,21 @@ export function planRequests(options: PlanOptions): Plan {
           continue;
         }
         const entries = itemsOf(record.value);
-        if (entries.length > 1) options.onLineItems?.(file, record.line, entries.length);
-        for (const entry of entries) {
+        const several = entries.length > 1;
+        // an earlier run that stopped part way through such a line delivered some of its items
+        const places = entries.map((_, place) => place).filter((place) => !several || options.skipItem?.(file, record.line, place) !== true);
+        if (places.length === 0) {
+          summary.skipped += 1;
+          continue;
+        }
+        if (several) options.onLineItems?.(file, record.line, places.length);
+        for (const place of places) {
+          const entry = entries[place]!;
           if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors);
-          else take(entry.kind, entry.item, { file, line: record.line, row: entry.row }, 6 * record.chars, entry);
+          else {
+            const origin: ItemOrigin = several ? { file, line: record.line, row: entry.row, item: place } : { file, line: record.line, row: entry.row };
+            take(entry.kind, entry.item, origin, 6 * record.chars, entry);
+          }
         }
       }
       yield* handOn(file);

@@ -44,7 +44,8 @@ type Origins = Parameters<Journal['record']>[0];
 /**
  * The journal settles rows, but a request-shaped NDJSON line yields several items that may travel
  * in different requests. Such a line is recorded only once every one of its items has settled
- * (sent or rejected), so a resume never skips an item that was not delivered.
+ * (sent or rejected), so a resume never skips an item that was not delivered; until then each of
+ * its items delivered is recorded on its own, so a resume does not send that one again.
  */
 function lineLedger(journal: Journal) {
   const waiting = new Map<string, number>();
@@ -71,7 +72,10 @@ function lineLedger(journal: Journal) {
         if (waiting.size === 0) return journal.record(origins);
         const ready = { attributes: [], events: [], purchases: [] } as { [K in keyof Origins]: Origins[K][number][] };
         for (const kind of ['attributes', 'events', 'purchases'] as const) {
-          for (const origin of origins[kind]) if (settle(origin.file, origin.line)) ready[kind].push(origin);
+          for (const origin of origins[kind]) {
+            if (settle(origin.file, origin.line)) ready[kind].push(origin);
+            else if (origin.item !== undefined) journal.recordItem(origin.file, origin.line, origin.item);
+          }
         }
         journal.record(ready);
       },
@@ -102,8 +106,15 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
       ...options,
       dryRun: false,
       skipRow: journal?.skipRow.bind(journal),
+      skipItem: journal === undefined ? undefined : (file, line, item) => journal.settledItems(file).get(line)?.has(item) ?? false,
       // reading and sending each get a thread (and a core); upload() plans standard input in this one
-      workerPlan: options.thread === false ? undefined : { skip: new Map(options.inputs.map((file) => [file, journal?.settledRanges(file) ?? []])) },
+      workerPlan:
+        options.thread === false
+          ? undefined
+          : {
+              skip: new Map(options.inputs.map((file) => [file, journal?.settledRanges(file) ?? []])),
+              skipItems: new Map(options.inputs.map((file) => [file, journal?.settledItems(file) ?? new Map()])),
+            },
       appendRejects: options.resume === true,
       // a row refused before sending is settled too: a resumed run must not refuse it again
       onRejectWritten: ledger?.rejected,

@@ -41,7 +41,10 @@ export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject'
    * Plan in a worker thread while this one sends (a delivery from files, not standard input): the
    * rows to skip are then given as line ranges per file instead of skipRow.
    */
-  workerPlan?: { skip: ReadonlyMap<string, Array<[number, number]>> };
+  workerPlan?: {
+    skip: ReadonlyMap<string, Array<[number, number]>>;
+    skipItems?: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
+  };
   /** Stop reading (the delivery is stopping): a plan made in a worker ends at once. */
   stopSignal?: AbortSignal;
 }
@@ -110,7 +113,7 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
     };
     const threaded = options.workerPlan !== undefined && deliver !== undefined && !options.dryRun && !options.inputs.includes(STDIN);
     plan = threaded
-      ? planInWorker({ ...options, map, skip: options.workerPlan?.skip, onReject: onPlanReject })
+      ? planInWorker({ ...options, map, skip: options.workerPlan?.skip, skipItems: options.workerPlan?.skipItems, onReject: onPlanReject })
       : // loaded here only: a threaded plan keeps the CSV parser and the validator out of this thread
         (await import('./plan.js')).planRequests({ ...options, map, onReject: onPlanReject });
     if (deliver === undefined || options.dryRun) {

@@ -8,6 +8,8 @@ export interface ItemOrigin {
   line: number;
   /** The source row as read (CSV: header -> cell text; NDJSON: the parsed line), for the rejects file. */
   row: unknown;
+  /** For a line of several items (a request-shaped NDJSON line): this item's place among them, from 0. */
+  item?: number;
 }
 
 /** One request ready to send, with the origin of each item at the same array and index. */

@@ -19,6 +19,11 @@ export interface JournalFile {
   identity: FileIdentity;
   /** 1-based lines whose rows reached a final outcome (accepted, or written to the rejects file). */
   settled: RangeSet;
+  /**
+   * Lines of several items (a request-shaped NDJSON line) some of whose items settled before the
+   * whole line did: line -> the 0-based places of those items among the line's.
+   */
+  settledItems: Map<number, Set<number>>;
 }
 
 export interface ParsedJournal {
@@ -42,10 +47,16 @@ export function rangesLine(index: number, ranges: Array<[number, number]>): stri
   return `${JSON.stringify({ file: index, lines: ranges })}\n`;
 }
 
+/** Items settled on their own: [line, place of the item among its line's items]. */
+export function itemsLine(index: number, items: Array<[number, number]>): string {
+  return `${JSON.stringify({ file: index, items })}\n`;
+}
+
 type Entry =
   | { type: 'header' }
   | { type: 'file'; index: number; identity: FileIdentity }
-  | { type: 'ranges'; index: number; ranges: Array<[number, number]> };
+  | { type: 'ranges'; index: number; ranges: Array<[number, number]> }
+  | { type: 'items'; index: number; items: Array<[number, number]> };
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
@@ -66,6 +77,10 @@ function readEntry(text: string): Entry | undefined {
   if (Array.isArray(v.lines)) {
     const ok = v.lines.every((r) => Array.isArray(r) && r.length === 2 && isCount(r[0]) && isCount(r[1]) && r[0] <= r[1]);
     if (ok) return { type: 'ranges', index: v.file, ranges: v.lines as Array<[number, number]> };
+  }
+  if (Array.isArray(v.items)) {
+    const ok = v.items.every((r) => Array.isArray(r) && r.length === 2 && isCount(r[0]) && isCount(r[1]));
+    if (ok) return { type: 'items', index: v.file, items: v.items as Array<[number, number]> };
   }
   return undefined;
 }
@@ -98,13 +113,20 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
       throw new InputError('this is not a track upload journal', where);
     }
     if (entry.type === 'file') {
-      files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet() });
-    } else if (entry.type === 'ranges') {
+      files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet(), settledItems: new Map() });
+    } else if (entry.type === 'ranges' || entry.type === 'items') {
       const file = files.get(entry.index);
       if (file === undefined) {
         throw new InputError(`the resume journal is damaged at line ${lineNo} (unknown file ${entry.index})`, where);
       }
-      for (const [start, end] of entry.ranges) file.settled.add(start, end);
+      if (entry.type === 'ranges') for (const [start, end] of entry.ranges) file.settled.add(start, end);
+      else {
+        for (const [line, item] of entry.items) {
+          let items = file.settledItems.get(line);
+          if (items === undefined) file.settledItems.set(line, (items = new Set()));
+          items.add(item);
+        }
+      }
     }
     offset = next;
     validBytes = offset;

@@ -7,7 +7,7 @@ import { InputError } from '../errors.js';
 import type { ArrayName } from '../model/types.js';
 import type { ItemOrigin } from '../model/plan.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { fileLine, headerLine, parseJournal, rangesLine, type FileIdentity, type ParsedJournal } from './journal-format.js';
+import { fileLine, headerLine, itemsLine, parseJournal, rangesLine, type FileIdentity, type ParsedJournal } from './journal-format.js';
 
 export type { FileIdentity } from './journal-format.js';
 
@@ -34,6 +34,10 @@ export interface Journal {
   record(origins: Readonly<Record<ArrayName, readonly ItemOrigin[]>>): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
   recordRows(file: string, lines: Iterable<number>): void;
+  /** Marks one item of a line of several as settled, before the whole line is. */
+  recordItem(file: string, line: number, item: number): void;
+  /** Per line of this file that an earlier run settled in part: the places of its settled items. */
+  settledItems(file: string): ReadonlyMap<number, ReadonlySet<number>>;
   /** Writes and fsyncs what is buffered. */
   flush(): Promise<void>;
   /** The same, synchronously: for a handler that must exit at once (a second Ctrl-C). */
@@ -104,10 +108,12 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   /** Absolute path -> file index in this journal, and the rows earlier runs settled. */
   const indexes = new Map<string, number>();
   const settledEarlier = new Map<string, RangeSet>();
+  const itemsEarlier = new Map<string, Map<number, Set<number>>>();
   let nextIndex = 0;
   for (const f of previous.files) {
     indexes.set(f.identity.path, f.index);
     settledEarlier.set(f.identity.path, f.settled);
+    itemsEarlier.set(f.identity.path, f.settledItems);
     nextIndex = Math.max(nextIndex, f.index + 1);
   }
   const known = new Map(previous.files.map((f) => [f.identity.path, f.identity]));
@@ -143,6 +149,8 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   /** ItemOrigin.file text -> absolute path; resolving once per distinct name. */
   const resolved = new Map<string, string>();
   let pending = new Map<number, RangeSet>();
+  /** Items settled on their own and not written yet: file index -> line -> places. */
+  let pendingItems = new Map<number, Map<number, number[]>>();
   let pendingHead = '';
   let timer: NodeJS.Timeout | undefined;
   let chain: Promise<void> = Promise.resolve();
@@ -176,8 +184,14 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 
   const take = (): string => {
     let text = pendingHead;
+    for (const [index, lines] of pendingItems) {
+      const items: Array<[number, number]> = [];
+      for (const [line, places] of lines) for (const place of places) items.push([line, place]);
+      if (items.length > 0) text += itemsLine(index, items);
+    }
     for (const [index, set] of pending) text += rangesLine(index, set.ranges());
     pending = new Map();
+    pendingItems = new Map();
     pendingHead = '';
     return text;
   };
@@ -210,6 +224,8 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       pending.set(index, set);
     }
     set.add(line);
+    // the whole line settled before its items were written: they need no entries of their own
+    if (pendingItems.size > 0) pendingItems.get(index)?.delete(line);
   };
 
   const scheduled = (): void => {
@@ -249,6 +265,16 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       scheduled();
       for (const line of lines) mark(file, line);
     },
+    recordItem(file, line, item) {
+      scheduled();
+      const index = fileIndex(file);
+      let lines = pendingItems.get(index);
+      if (lines === undefined) pendingItems.set(index, (lines = new Map()));
+      const places = lines.get(line);
+      if (places === undefined) lines.set(line, [item]);
+      else places.push(item);
+    },
+    settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
     flush,
     flushSync() {
       if (closed) return;

@@ -70,6 +70,27 @@ describe('journal', () => {
     ]);
   });
 
+  it('records items of a line of several on their own and gives them back on resume', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    first.recordItem(input, 7, 0);
+    first.recordItem(input, 7, 3);
+    first.recordItem(input, 2, 0); // line 2 then settles whole before a write: no entry for its item
+    first.recordRows(input, [2]);
+    await first.close();
+    expect(lines(await readFile(journalPath, 'utf8')).slice(2)).toEqual([
+      { file: 0, items: [[7, 0], [7, 3]] },
+      { file: 0, lines: [[2, 2]] },
+    ]);
+    const second = await openJournal({ path: journalPath, files: [input], resume: true });
+    second.recordItem(input, 7, 1);
+    await second.close();
+    const third = await openJournal({ path: journalPath, files: [input], resume: true });
+    expect([...(third.settledItems(input).get(7) ?? [])].sort()).toEqual([0, 1, 3]);
+    expect(third.settledItems(input).get(2)).toBeUndefined();
+    expect(third.settledItems('elsewhere.ndjson').size).toBe(0);
+    await third.close();
+  });
+
   it('starts a new journal when not resuming', async () => {
     const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
     const first = await openJournal({ path: journalPath, files: [input], resume: false });
