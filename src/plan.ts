@@ -72,9 +72,10 @@ export function planRequests(options: PlanOptions): Plan {
   let anonymous = 0;
   const ready: PlannedRequest[] = [];
 
-  const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[]): void => {
+  /** `item`: the item's place in a line of several (see ItemOrigin.item). */
+  const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void => {
     countRejected(summary, errors);
-    rejects.push({ file, line, kind, row, errors: [...errors] });
+    rejects.push(item === undefined ? { file, line, kind, row, errors: [...errors] } : { file, line, item, kind, row, errors: [...errors] });
   };
 
   // An item's exact JSON size is needed only when it could matter: below this bound, even a full
@@ -99,14 +100,19 @@ export function planRequests(options: PlanOptions): Plan {
   ): void => {
     const errors = itemErrors(kind, item, mapped);
     if (errors.length > 0) {
-      reject(origin.file, origin.line, kind, origin.row, errors);
+      reject(origin.file, origin.line, kind, origin.row, errors, origin.item);
       return;
     }
     const bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
     if (bytes > largestItem[kind]) {
-      reject(origin.file, origin.line, kind, origin.row, [
-        `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`,
-      ]);
+      reject(
+        origin.file,
+        origin.line,
+        kind,
+        origin.row,
+        [`row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`],
+        origin.item,
+      );
       return;
     }
     const record = item as Record<string, unknown>;
@@ -187,14 +193,14 @@ export function planRequests(options: PlanOptions): Plan {
         const several = entries.length > 1;
         // an earlier run that stopped part way through such a line delivered some of its items
         const places = entries.map((_, place) => place).filter((place) => !several || options.skipItem?.(file, record.line, place) !== true);
-        if (places.length === 0) {
+        if (places.length === 0 && entries.length > 0) {
           summary.skipped += 1;
           continue;
         }
         if (several) options.onLineItems?.(file, record.line, places.length);
         for (const place of places) {
           const entry = entries[place]!;
-          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors);
+          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors, several ? place : undefined);
           else {
             const origin: ItemOrigin = several ? { file, line: record.line, row: entry.row, item: place } : { file, line: record.line, row: entry.row };
             take(entry.kind, entry.item, origin, 6 * record.chars, entry);

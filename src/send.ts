@@ -63,7 +63,9 @@ function lineLedger(journal: Journal) {
     },
     /** A row rejected before sending. */
     rejected(record: RejectRecord): void {
-      if (record.line > 0 && settle(record.file, record.line)) journal.recordRows(record.file, [record.line]);
+      if (record.line <= 0) return;
+      if (settle(record.file, record.line)) journal.recordRows(record.file, [record.line]);
+      else if (record.item !== undefined) journal.recordItem(record.file, record.line, record.item);
     },
     /** What deliver() journals: the rows behind a settled request. */
     journal: {

@@ -45,6 +45,8 @@ export function isCsvTextReason(error: unknown): boolean {
 export interface RejectRecord {
   file: string;
   line: number;
+  /** For an item of a line of several (a request-shaped NDJSON line): its place among them, from 0. */
+  item?: number;
   kind: ArrayName | 'unknown';
   row: unknown;
   errors: string[];

@@ -4,7 +4,9 @@
 import { InputError } from '../errors.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
 
-export const JOURNAL_HEADER = { journal: 'track-upload', version: 1 } as const;
+/** Version 2 adds entries for items of a line of several settled on their own; version 1 is read too. */
+export const JOURNAL_HEADER = { journal: 'track-upload', version: 2 } as const;
+const READABLE_VERSIONS: readonly unknown[] = [1, 2];
 
 /** An input file as the journal knows it: when any of these differ, its line numbers mean other rows. */
 export interface FileIdentity {
@@ -54,6 +56,7 @@ export function itemsLine(index: number, items: Array<[number, number]>): string
 
 type Entry =
   | { type: 'header' }
+  | { type: 'newer'; version: unknown }
   | { type: 'file'; index: number; identity: FileIdentity }
   | { type: 'ranges'; index: number; ranges: Array<[number, number]> }
   | { type: 'items'; index: number; items: Array<[number, number]> };
@@ -69,7 +72,8 @@ function readEntry(text: string): Entry | undefined {
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
-  if (v.journal === JOURNAL_HEADER.journal && v.version === JOURNAL_HEADER.version) return { type: 'header' };
+  if (v.journal === JOURNAL_HEADER.journal && READABLE_VERSIONS.includes(v.version)) return { type: 'header' };
+  if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
   if (!isCount(v.file)) return undefined;
   if (typeof v.path === 'string' && isCount(v.size) && typeof v.mtimeMs === 'number') {
     return { type: 'file', index: v.file, identity: { path: v.path, size: v.size, mtimeMs: v.mtimeMs } };
@@ -108,6 +112,9 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
         break;
       }
       throw new InputError(`the resume journal is damaged at line ${lineNo}; start without --resume`, where);
+    }
+    if (entry.type === 'newer') {
+      throw new InputError(`the resume journal was written by a newer version of track (journal version ${String(entry.version)}); resume with that version`, where);
     }
     if (lineNo === 1 && entry.type !== 'header') {
       throw new InputError('this is not a track upload journal', where);

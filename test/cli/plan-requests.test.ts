@@ -37,6 +37,28 @@ describe('planRequests', () => {
     expect(plan.summary).toMatchObject({ rows: 2, items: { attributes: 2, events: 0, purchases: 0 }, requests: 1 });
   });
 
+  it('leaves out the items of a request-shaped line that skipItem names, and gives the others their places', async () => {
+    const ev = (n: number) => ({ external_id: 'u1', name: 'e', time: '2024-03-07T10:00:00Z', properties: { n } });
+    const ndjson = file('r.ndjson', `${JSON.stringify({ events: [ev(0), { external_id: 'u1' }, ev(2), ev(3)] })}\n${JSON.stringify({ events: [] })}\n`);
+    const rejects: RejectRecord[] = [];
+    const lineItems: number[] = [];
+    const plan = planRequests({
+      inputs: [ndjson],
+      skipItem: (_file, line, item) => line === 1 && item === 2,
+      onLineItems: (_file, _line, items) => lineItems.push(items),
+      onReject: (record) => void rejects.push(record),
+    });
+    const [request] = await all(plan.requests);
+    expect(request.origins.events.map((o) => [o.line, o.item, (o.row as { properties: { n: number } }).properties.n])).toEqual([
+      [1, 0, 0],
+      [1, 3, 3],
+    ]);
+    expect(lineItems).toEqual([3]);
+    expect(rejects).toMatchObject([{ line: 1, item: 1, kind: 'events' }]);
+    // a line of no items is no row already delivered
+    expect(plan.summary).toMatchObject({ rows: 2, skipped: 0 });
+  });
+
   it('leaves out the rows skipRow names (resume), and counts them', async () => {
     const csv = file('b.csv', 'external_id\nu1\nu2\nu3\n');
     const nd = file('b.ndjson', '{"external_id":"n1"}\n{"external_id":"n2"}\n');

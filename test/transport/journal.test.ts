@@ -32,7 +32,7 @@ describe('journal', () => {
 
     const text = await readFile(journalPath, 'utf8');
     const entries = lines(text);
-    expect(entries[0]).toEqual({ journal: 'track-upload', version: 1 });
+    expect(entries[0]).toEqual({ journal: 'track-upload', version: 2 });
     const info = await stat(input);
     expect(entries[1]).toEqual({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
     expect(entries.slice(2)).toEqual([
@@ -89,6 +89,17 @@ describe('journal', () => {
     expect(third.settledItems(input).get(2)).toBeUndefined();
     expect(third.settledItems('elsewhere.ndjson').size).toBe(0);
     await third.close();
+  });
+
+  it('resumes a journal of version 1, and refuses one of a version it does not know', async () => {
+    const info = await stat(input);
+    const file = JSON.stringify({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
+    await writeFile(journalPath, `{"journal":"track-upload","version":1}\n${file}\n{"file":0,"lines":[[2,5]]}\n`);
+    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    expect(resumed.settledRanges(input)).toEqual([[2, 5]]);
+    await resumed.close();
+    await writeFile(journalPath, `{"journal":"track-upload","version":3}\n${file}\n`);
+    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/newer version of track/);
   });
 
   it('starts a new journal when not resuming', async () => {

@@ -144,8 +144,11 @@ describe('track upload', () => {
   it('journals a request-shaped line only when every one of its items has settled', async () => {
     // four lines of 30 events each: with 50 items a request, lines share requests and one is split
     const file = join(tmp.dir, 'requests.ndjson');
+    // the second line's sixth item has no name: refused before sending, while that line is unfinished
     const lines = [0, 1, 2, 3].map((l) =>
-      JSON.stringify({ events: range(30).map((i) => ({ external_id: `u${l}`, name: 'e', time: '2024-03-07T10:00:00Z', properties: { n: l * 30 + i } })) }),
+      JSON.stringify({
+        events: range(30).map((i) => ({ external_id: `u${l}`, ...(l * 30 + i === 35 ? {} : { name: 'e' }), time: '2024-03-07T10:00:00Z', properties: { n: l * 30 + i } })),
+      }),
     );
     writeFileSync(file, `${lines.join('\n')}\n`);
     faults = await startFaultServer((request) => (request.index === 1 ? { kind: 'status', status: 401 } : undefined));
@@ -153,6 +156,15 @@ describe('track upload', () => {
     expect(first.status).toBe(3);
     const firstNs = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
     expect(firstNs).toHaveLength(50);
+    const journal = readFileSync(join(tmp.dir, 'requests.journal'), 'utf8');
+    // the items of the line the first run left unfinished (20 sent, 1 refused), and of no line it finished
+    const items = journal
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { items?: Array<[number, number]> })
+      .flatMap((entry) => entry.items ?? []);
+    expect(items.filter(([line]) => line === 2).map(([, place]) => place).sort((a, b) => a - b)).toEqual(range(21));
+    expect(items.filter(([line]) => line !== 2)).toEqual([]);
 
     faults.script(() => undefined);
     const resumed = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--quiet', '--resume', '--concurrency', '1']);
@@ -160,11 +172,10 @@ describe('track upload', () => {
     const all = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
     // nothing lost, nothing sent twice: the first line, settled whole, is not sent again, nor are the
     // items of the second that the first run delivered before it stopped
-    expect(all.sort((a, b) => a - b)).toEqual(range(120));
-    const journal = readFileSync(join(tmp.dir, 'requests.journal'), 'utf8');
-    // the items of the line the first run left unfinished, and of no line it finished
-    expect(journal).toContain('"items":[[2,0],');
-    expect(journal).not.toContain('[1,0]');
+    expect(all.sort((a, b) => a - b)).toEqual(range(120).filter((n) => n !== 35));
+    // and the refused item is written to the rejects file once, not again by the resumed run
+    const rejected = readFileSync(join(tmp.dir, 'requests.rejects.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(rejected).toMatchObject([{ line: 2, item: 5, kind: 'events' }]);
   });
 
   it('refuses to resume when the input changed since the journal was written', async () => {
