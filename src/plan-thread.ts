@@ -25,7 +25,7 @@ export interface WorkerPlanData {
   /** Per input file, the line ranges to leave out (rows an earlier run settled). */
   skip: Array<[string, Array<[number, number]>]>;
   /** Per input file, lines of several items an earlier run settled in part, and the items it settled. */
-  skipItems: Array<[string, Array<[number, number[]]>]>;
+  skipItems: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
   /**
    * How far the worker may run ahead: requests and rejected rows posted and not yet taken by the
    * main thread, in messages and in bytes (of request JSON and CSV cells).
@@ -125,7 +125,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
     limits: options.limits,
     maxBodyBytes: options.maxBodyBytes,
     skip: [...(options.skip ?? new Map())],
-    skipItems: [...(options.skipItems ?? new Map())].map(([file, lines]) => [file, [...lines].map(([line, items]) => [line, [...items]])]),
+    skipItems: options.skipItems ?? new Map(),
     window: WINDOW,
   };
 

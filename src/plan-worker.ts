@@ -38,7 +38,6 @@ for (const [file, ranges] of data.skip) {
   for (const [start, end] of ranges) set.add(start, end);
   skipped.set(file, set);
 }
-const skippedItems = new Map(data.skipItems.map(([file, lines]) => [file, new Map(lines.map(([line, items]) => [line, new Set(items)]))]));
 
 /** CSV plans already described to the main thread, and the id each was given. */
 const plansSent = new Map<object, number>();
@@ -106,7 +105,7 @@ const plan = planRequests({
   // the rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB)
   chunkBytes: 16 * 1024,
   skipRow: skipped.size === 0 ? undefined : (file, line) => skipped.get(file)?.has(line) ?? false,
-  skipItem: skippedItems.size === 0 ? undefined : (file, line, item) => skippedItems.get(file)?.get(line)?.has(item) ?? false,
+  skipItem: data.skipItems.size === 0 ? undefined : (file, line, item) => data.skipItems.get(file)?.get(line)?.has(item) ?? false,
   onReject: (record: RejectRecord) => postCounted({ type: 'reject', record: { ...record } }, 0),
   onLineItems: (file, line, items) => post({ type: 'line-items', file, line, items }),
   onBytesRead: (read) => (bytes += read),

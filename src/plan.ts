@@ -192,20 +192,25 @@ export function planRequests(options: PlanOptions): Plan {
         const entries = itemsOf(record.value);
         const several = entries.length > 1;
         // an earlier run that stopped part way through such a line delivered some of its items
-        const places = entries.map((_, place) => place).filter((place) => !several || options.skipItem?.(file, record.line, place) !== true);
-        if (places.length === 0 && entries.length > 0) {
-          summary.skipped += 1;
-          continue;
-        }
-        if (several) options.onLineItems?.(file, record.line, places.length);
-        for (const place of places) {
-          const entry = entries[place]!;
-          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors, several ? place : undefined);
+        const skip = several ? options.skipItem : undefined;
+        const settled = (place: number): boolean => skip?.(file, record.line, place) === true;
+        if (skip !== undefined) {
+          const left = entries.filter((_, place) => !settled(place)).length;
+          if (left === 0) {
+            summary.skipped += 1;
+            continue;
+          }
+          options.onLineItems?.(file, record.line, left);
+        } else if (several) options.onLineItems?.(file, record.line, entries.length);
+        entries.forEach((entry, place) => {
+          if (settled(place)) return;
+          const item = several ? place : undefined;
+          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors, item);
           else {
-            const origin: ItemOrigin = several ? { file, line: record.line, row: entry.row, item: place } : { file, line: record.line, row: entry.row };
+            const origin: ItemOrigin = item === undefined ? { file, line: record.line, row: entry.row } : { file, line: record.line, row: entry.row, item };
             take(entry.kind, entry.item, origin, 6 * record.chars, entry);
           }
-        }
+        });
       }
       yield* handOn(file);
     }
