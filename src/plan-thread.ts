@@ -55,7 +55,7 @@ export interface EncodedOrigins {
 
 export type ToMain =
   | { type: 'csv-plan'; id: number; keys: Array<string | undefined>; width: number }
-  | { type: 'request'; seq: number; json: string; origins: EncodedOrigins; userKeys: Float64Array }
+  | { type: 'request'; seq: number; json: Uint8Array; origins: EncodedOrigins; userKeys: Float64Array }
   | { type: 'reject'; record: RejectRecord }
   | { type: 'line-items'; file: string; line: number; items: number }
   | { type: 'progress'; file: string; bytes: number; summary: PlanSummary }
@@ -235,8 +235,8 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
           case 'request': {
             const origins = decode(message.origins);
             summary.requests += 1;
-            took(message.json.length + message.origins.cells.length);
-            yield new ThreadedRequest(message.seq, message.json, origins, Array.from(message.userKeys));
+            took(message.json.byteLength + message.origins.cells.length);
+            yield new ThreadedRequest(message.seq, message.json, origins, message.userKeys);
             break;
           }
           case 'done':
@@ -258,16 +258,16 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   return { requests: requests(), summary };
 }
 
-/** A request planned in the worker: the sender uses its JSON text; the body is parsed only if asked for. */
+/** A request planned in the worker: the sender uses its JSON bytes; the body is parsed only if asked for. */
 class ThreadedRequest implements PlannedRequest {
   constructor(
     readonly seq: number,
-    readonly json: string,
+    readonly json: Uint8Array,
     readonly origins: PlannedRequest['origins'],
-    readonly userKeys: number[],
+    readonly userKeys: Float64Array,
   ) {}
 
   get body(): PlannedRequest['body'] {
-    return JSON.parse(this.json) as PlannedRequest['body'];
+    return JSON.parse(new TextDecoder().decode(this.json)) as PlannedRequest['body'];
   }
 }

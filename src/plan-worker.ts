@@ -12,7 +12,7 @@ import type { EncodedOrigins, ToMain, ToWorker, WorkerPlanData } from './plan-th
 const port = parentPort;
 if (port === null) throw new Error('plan-worker.js runs only as a worker thread');
 const data = workerData as WorkerPlanData;
-const post = (message: ToMain): void => port.postMessage(message);
+const post = (message: ToMain, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer);
 
 // flow control: what is posted and not yet taken by the main thread, in messages and in bytes
 let unacknowledged = { messages: 0, bytes: 0 };
@@ -23,13 +23,13 @@ port.on('message', (message: ToWorker) => {
 });
 
 /** Posts a request or a rejected row, first waiting while the main thread has too much of them to take. */
-async function postCounted(message: ToMain, bytes: number): Promise<void> {
+async function postCounted(message: ToMain, bytes: number, transfer?: ArrayBuffer[]): Promise<void> {
   while (unacknowledged.messages > 0 && (unacknowledged.messages >= data.window.messages || unacknowledged.bytes >= data.window.bytes)) {
     await new Promise<void>((resolve) => (wake = resolve));
     wake = undefined;
   }
   unacknowledged = { messages: unacknowledged.messages + 1, bytes: unacknowledged.bytes + bytes };
-  post(message);
+  post(message, transfer);
 }
 
 const skipped = new Map<string, RangeSet>();
@@ -94,6 +94,7 @@ function encode(request: PlannedRequest): EncodedOrigins {
   return encoded;
 }
 
+const utf8 = new TextEncoder();
 let bytes = 0;
 const plan = planRequests({
   inputs: data.inputs,
@@ -117,12 +118,14 @@ const plan = planRequests({
 
 try {
   for await (const request of plan.requests) {
-    const json = JSON.stringify(request.body);
+    // as bytes of their own, handed over rather than copied: the sending thread makes no string of them
+    const json = utf8.encode(JSON.stringify(request.body));
     const origins = encode(request);
-    await postCounted(
-      { type: 'request', seq: request.seq, json, origins, userKeys: Float64Array.from(request.userKeys) },
-      json.length + origins.cells.length,
-    );
+    const userKeys = Float64Array.from(request.userKeys);
+    await postCounted({ type: 'request', seq: request.seq, json, origins, userKeys }, json.byteLength + origins.cells.length, [
+      json.buffer as ArrayBuffer,
+      userKeys.buffer,
+    ]);
   }
   post({ type: 'done', summary: plan.summary });
 } catch (error) {

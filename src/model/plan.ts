@@ -17,15 +17,15 @@ export interface PlannedRequest {
   /** 0-based sequence number in the run, in the order requests were planned. */
   seq: number;
   body: TrackRequest;
-  /** The body as JSON text, when it was serialized already (a plan made in a worker thread). */
-  readonly json?: string;
+  /** The body as UTF-8 JSON, when it was serialized already (a plan made in a worker thread). */
+  readonly json?: Uint8Array;
   origins: Record<ArrayName, ItemOrigin[]>;
   /**
    * identityHash() of every user the request touches (a push-token import: a number below zero of
    * its own). The sender never has two requests that share a key in flight at once, so one user's
    * updates apply in the file's order.
    */
-  userKeys: number[];
+  userKeys: readonly number[] | Float64Array;
 }
 
 /** Why a CSV reader could not split a row into cells; such a reject's `row` is the row's text. */

@@ -34,7 +34,7 @@ export interface TrackClient {
    * Posts one JSON body; never rejects: every failure is a PostResult. onSent is called when the
    * request has been written to a connection (possibly after connecting).
    */
-  post(json: string, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
+  post(json: string | Uint8Array, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
   /** Waits for requests in flight, then closes the connections. */
   close(): Promise<void>;
   /** Closes the connections at once, failing requests in flight. */
@@ -92,7 +92,7 @@ export function createTrackClient(options: TrackClientOptions): TrackClient {
   return {
     endpoint: `${endpoint.origin}${endpoint.pathname}`,
     post(json, signal, onSent) {
-      return dispatchPost(pool, { path, method: 'POST', headers, body: Buffer.from(json) }, redact, signal, onSent);
+      return dispatchPost(pool, { path, method: 'POST', headers, body: typeof json === 'string' ? Buffer.from(json) : json }, redact, signal, onSent);
     },
     close: () => pool.close(),
     destroy: () => pool.destroy(),

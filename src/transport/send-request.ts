@@ -17,7 +17,7 @@ export type DeliveryNotice =
   | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string };
 
 export interface SendContext {
-  post(json: string, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
+  post(json: string | Uint8Array, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
   /** Where requests go, for messages. */
   endpoint: string;
   pacer: Pacer;
@@ -49,17 +49,34 @@ export interface AttemptStats {
   possiblyApplied: boolean;
 }
 
-export type SendOutcome = AttemptStats &
-  (
-    | { kind: 'accepted'; response: SuccessResponse | undefined }
-    | { kind: 'rejected'; message: string }
-    /** The outcome could not be known and onUnknown is 'reject'. */
-    | { kind: 'unknown-rejected'; message: string }
-    | { kind: 'fatal'; error: DeliveryError }
-    | { kind: 'abandoned' }
-  );
+/** How a request ended. */
+export type Ending =
+  | { kind: 'accepted'; response: SuccessResponse | undefined }
+  | { kind: 'rejected'; message: string }
+  /** The outcome could not be known and onUnknown is 'reject'. */
+  | { kind: 'unknown-rejected'; message: string }
+  | { kind: 'fatal'; error: DeliveryError }
+  | { kind: 'abandoned' };
 
-export async function sendRequest(json: string, seq: number, ctx: SendContext): Promise<SendOutcome> {
+export type SendOutcome = AttemptStats & Ending;
+
+/**
+ * The outcome: the counts copied one by one into a literal of their own, then the ending. Built as
+ * `{ ...stats, kind }`, each outcome was an object of over 1 KB that outlived the young generation,
+ * so every request left one in the old space until a full collection.
+ */
+function ended(stats: AttemptStats, ending: Ending): SendOutcome {
+  const counts: AttemptStats = {
+    attempts: stats.attempts,
+    retries: stats.retries,
+    rateLimited: stats.rateLimited,
+    unknownOutcomes: stats.unknownOutcomes,
+    possiblyApplied: stats.possiblyApplied,
+  };
+  return Object.assign(counts, ending);
+}
+
+export async function sendRequest(json: string | Uint8Array, seq: number, ctx: SendContext): Promise<SendOutcome> {
   const stats: AttemptStats = { attempts: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false };
   let failures = 0;
 
@@ -68,26 +85,26 @@ export async function sendRequest(json: string, seq: number, ctx: SendContext): 
     failures += 1;
     if (failures > ctx.retries) {
       const message = `gave up on ${ctx.endpoint} after ${ctx.retries} ${ctx.retries === 1 ? 'retry' : 'retries'}: ${reason}`;
-      return { ...stats, kind: 'fatal', error: new DeliveryError(message) };
+      return ended(stats, { kind: 'fatal', error: new DeliveryError(message) });
     }
     const delayMs = Math.max(backoffDelay(failures, ctx.backoff, ctx.random), minDelayMs);
     ctx.notify({ type: 'retry', seq, failure: failures, delayMs, reason });
     try {
       await sleep(ctx.clock, delayMs, ctx.stopSignal);
     } catch {
-      return { ...stats, kind: 'abandoned' };
+      return ended(stats, { kind: 'abandoned' });
     }
     stats.retries += 1;
     return undefined;
   };
 
   for (;;) {
-    if (ctx.stopSignal.aborted) return { ...stats, kind: 'abandoned' };
+    if (ctx.stopSignal.aborted) return ended(stats, { kind: 'abandoned' });
     let ticket: number;
     try {
       ticket = await ctx.pacer.acquire(ctx.stopSignal);
     } catch {
-      return { ...stats, kind: 'abandoned' };
+      return ended(stats, { kind: 'abandoned' });
     }
     stats.attempts += 1;
     const result = await ctx.post(json, ctx.abortSignal, () => ctx.pacer.markSent(ticket));
@@ -97,28 +114,28 @@ export async function sendRequest(json: string, seq: number, ctx: SendContext): 
 
     switch (verdict.kind) {
       case 'accepted':
-        return { ...stats, kind: 'accepted', response: verdict.response };
+        return ended(stats, { kind: 'accepted', response: verdict.response });
       case 'reject':
-        return { ...stats, kind: 'rejected', message: verdict.message };
+        return ended(stats, { kind: 'rejected', message: verdict.message });
       case 'fatal':
-        return { ...stats, kind: 'fatal', error: new DeliveryError(verdict.message, verdict.status) };
+        return ended(stats, { kind: 'fatal', error: new DeliveryError(verdict.message, verdict.status) });
       case 'aborted':
         if (verdict.sent) {
           stats.unknownOutcomes += 1;
           stats.possiblyApplied = true;
         }
-        return { ...stats, kind: 'abandoned' };
+        return ended(stats, { kind: 'abandoned' });
       case 'rate-limited': {
         stats.rateLimited += 1;
         if (stats.rateLimited > ctx.maxRateLimitWaits) {
           const message = `the server still refused request ${seq} with 429 (rate limited) after ${ctx.maxRateLimitWaits} waits; lower --rate or --hourly`;
-          return { ...stats, kind: 'fatal', error: new DeliveryError(message, 429) };
+          return ended(stats, { kind: 'fatal', error: new DeliveryError(message, 429) });
         }
         // spec 8: the limit is the account's, so every request waits, not only this one
         const waitMs = verdict.waitMs ?? ctx.defaultRateLimitWaitMs;
         if (waitMs > ctx.maxWaitMs) {
           const message = `the server asks to wait ${Math.ceil(waitMs / 60_000)} minutes before sending more (429); stopping instead`;
-          return { ...stats, kind: 'fatal', error: new DeliveryError(message, 429) };
+          return ended(stats, { kind: 'fatal', error: new DeliveryError(message, 429) });
         }
         ctx.pacer.pause(ctx.clock.now() + waitMs);
         ctx.notify({ type: 'rate-limited', seq, waitMs });

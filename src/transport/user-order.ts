@@ -11,7 +11,7 @@ export interface Turn {
 
 export interface UserOrder {
   /** Takes a place in line for these keys; call in the order the requests were planned. */
-  enter(keys: readonly number[]): Turn;
+  enter(keys: ArrayLike<number>): Turn;
   /** Keys some request still holds (for tests and diagnostics). */
   readonly busyKeys: number;
 }
@@ -29,7 +29,8 @@ export function createUserOrder(): UserOrder {
         done = resolve;
       });
       const before: Promise<void>[] = [];
-      for (const hash of keys) {
+      for (let i = 0; i < keys.length; i += 1) {
+        const hash = keys[i];
         const tail = tails.get(hash);
         // a key listed twice finds this request's own promise: never wait on oneself
         if (tail === settled) continue;
@@ -42,7 +43,7 @@ export function createUserOrder(): UserOrder {
         done() {
           if (finished) return;
           finished = true;
-          for (const hash of keys) if (tails.get(hash) === settled) tails.delete(hash);
+          for (let i = 0; i < keys.length; i += 1) if (tails.get(keys[i]) === settled) tails.delete(keys[i]);
           done();
         },
       };

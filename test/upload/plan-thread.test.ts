@@ -35,10 +35,10 @@ async function run(make: (options: PlanOptions) => Plan, options: PlanOptions): 
       seq: request.seq,
       body: request.body,
       // the worker's requests carry their text; it must be the body's
-      json: JSON.parse(request.json ?? JSON.stringify(request.body)),
+      json: request.json === undefined ? request.body : JSON.parse(new TextDecoder().decode(request.json)),
       // through JSON, as the rejects file writes them: rows built on demand are rows
       origins: JSON.parse(JSON.stringify(request.origins)),
-      userKeys: request.userKeys,
+      userKeys: Array.from(request.userKeys),
     });
   }
   return { requests, rejects, lineItems, summary: plan.summary };
