@@ -9,7 +9,7 @@ import type { InputFormat } from './input/source.js';
 import type { ColumnMap } from './mapping/column-map.js';
 import { csvRowObject, type CsvPlan } from './mapping/csv-rows.js';
 import type { BatchLimits } from './model/limits.js';
-import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
+import type { ItemLines, ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from './model/types.js';
 import type { Plan, PlanOptions } from './plan.js';
 import { countRejected, emptySummary, type PlanSummary } from './plan-summary.js';
@@ -48,8 +48,8 @@ export interface EncodedOrigins {
   /** The rows that are not CSV rows, in order, and for each its item's place in its line (-1: its line's only item). */
   rows: unknown[];
   rowItems: number[];
-  /** The cells of the CSV rows, in order, as one text, and the length of each. */
-  cells: string;
+  /** The cells of the CSV rows, in order, as one text in UTF-8, and the length of each in characters. */
+  cells: Uint8Array;
   cellLengths: Uint32Array;
 }
 
@@ -85,14 +85,29 @@ const YOUNG_GENERATION_MB = 12;
 /** The worker's module beside this one; run from the TypeScript sources (the tests), the built one. */
 const WORKER = import.meta.url.endsWith('.ts') ? new URL('../dist/plan-worker.js', import.meta.url) : new URL('./plan-worker.js', import.meta.url);
 
+const utf8 = new TextDecoder();
+
+/** A request's CSV cells, decoded only when a row is asked for. */
+class CellText {
+  #text: string | undefined;
+  constructor(
+    private readonly bytes: Uint8Array,
+    readonly lengths: Uint32Array,
+  ) {}
+
+  get text(): string {
+    return (this.#text ??= utf8.decode(this.bytes));
+  }
+}
+
 /** A CSV row's origin whose row object is built only when asked for (a rejected item). */
 class CellsOrigin implements ItemOrigin {
   constructor(
     readonly file: string,
     readonly line: number,
     private readonly plan: Pick<CsvPlan, 'keys' | 'width'>,
-    /** The request's origins: this row's cells start at `at` of their text and are cellLengths[first...] long. */
-    private readonly encoded: Pick<EncodedOrigins, 'cells' | 'cellLengths'>,
+    /** The request's cells: this row's start at `at` of their text and are lengths[first...] long. */
+    private readonly cells: CellText,
     private readonly at: number,
     private readonly first: number,
     private readonly count: number,
@@ -100,10 +115,11 @@ class CellsOrigin implements ItemOrigin {
 
   get row(): Record<string, unknown> {
     const cells: string[] = [];
+    const text = this.cells.text;
     let at = this.at;
     for (let i = this.first; i < this.first + this.count; i += 1) {
-      const length = this.encoded.cellLengths[i];
-      cells.push(this.encoded.cells.slice(at, at + length));
+      const length = this.cells.lengths[i];
+      cells.push(text.slice(at, at + length));
       at += length;
     }
     return csvRowObject(this.plan, cells);
@@ -173,6 +189,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
     const plans = new Map<number, Pick<CsvPlan, 'keys' | 'width'>>();
     const decode = (encoded: EncodedOrigins): PlannedRequest['origins'] => {
       const origins: PlannedRequest['origins'] = { attributes: [], events: [], purchases: [] };
+      const cellText = new CellText(encoded.cells, encoded.cellLengths);
       let item = 0;
       let row = 0;
       let cell = 0;
@@ -188,7 +205,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
             continue;
           }
           // a row in a request has a cell for every column: rows of another width were rejected
-          origins[kind].push(new CellsOrigin(file, line, csv, encoded, at, cell, csv.width));
+          origins[kind].push(new CellsOrigin(file, line, csv, cellText, at, cell, csv.width));
           for (const last = cell + csv.width; cell < last; cell += 1) at += encoded.cellLengths[cell];
         }
       });
@@ -233,10 +250,9 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
             options.onProgress?.({ file: message.file, rows: summary.rows, requests: summary.requests });
             break;
           case 'request': {
-            const origins = decode(message.origins);
             summary.requests += 1;
-            took(message.json.byteLength + message.origins.cells.length);
-            yield new ThreadedRequest(message.seq, message.json, origins, message.userKeys);
+            took(message.json.byteLength + message.origins.cells.byteLength);
+            yield new ThreadedRequest(message, decode, options.inputs);
             break;
           }
           case 'done':
@@ -258,16 +274,37 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   return { requests: requests(), summary };
 }
 
-/** A request planned in the worker: the sender uses its JSON bytes; the body is parsed only if asked for. */
+/**
+ * A request planned in the worker: the sender uses its JSON bytes and settles it by its lines; the
+ * body is parsed, and the origins built, only if asked for (a rejected item, a line of several items).
+ */
 class ThreadedRequest implements PlannedRequest {
+  readonly seq: number;
+  readonly json: Uint8Array;
+  readonly userKeys: Float64Array;
+  readonly lines: ItemLines;
+  #encoded: EncodedOrigins;
+  #decode: (encoded: EncodedOrigins) => PlannedRequest['origins'];
+  #origins: PlannedRequest['origins'] | undefined;
+
   constructor(
-    readonly seq: number,
-    readonly json: Uint8Array,
-    readonly origins: PlannedRequest['origins'],
-    readonly userKeys: Float64Array,
-  ) {}
+    message: Extract<ToMain, { type: 'request' }>,
+    decode: (encoded: EncodedOrigins) => PlannedRequest['origins'],
+    files: readonly string[],
+  ) {
+    this.seq = message.seq;
+    this.json = message.json;
+    this.userKeys = message.userKeys;
+    this.lines = { counts: message.origins.counts, files, fileOf: message.origins.files, lines: message.origins.lines };
+    this.#encoded = message.origins;
+    this.#decode = decode;
+  }
+
+  get origins(): PlannedRequest['origins'] {
+    return (this.#origins ??= this.#decode(this.#encoded));
+  }
 
   get body(): PlannedRequest['body'] {
-    return JSON.parse(new TextDecoder().decode(this.json)) as PlannedRequest['body'];
+    return JSON.parse(utf8.decode(this.json)) as PlannedRequest['body'];
   }
 }

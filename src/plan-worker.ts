@@ -53,6 +53,9 @@ const fileIndex = (file: string): number => {
   return lastFileIndex;
 };
 
+const utf8 = new TextEncoder();
+const EMPTY = new Uint8Array(0);
+
 /** A request's origins as a few typed arrays and one text, which cost little to copy between threads. */
 function encode(request: PlannedRequest): EncodedOrigins {
   const all = ARRAY_NAMES.flatMap((kind) => request.origins[kind]);
@@ -65,9 +68,10 @@ function encode(request: PlannedRequest): EncodedOrigins {
     plans: new Int32Array(all.length),
     rows: [],
     rowItems: [],
-    cells: '',
+    cells: EMPTY,
     cellLengths: new Uint32Array(cellCount),
   };
+  let cells = '';
   let cell = 0;
   all.forEach((origin, i) => {
     encoded.files[i] = fileIndex(origin.file);
@@ -86,15 +90,15 @@ function encode(request: PlannedRequest): EncodedOrigins {
     }
     encoded.plans[i] = id;
     for (const text of origin.cells) {
-      encoded.cells += text;
+      cells += text;
       encoded.cellLengths[cell] = text.length;
       cell += 1;
     }
   });
+  if (cells !== '') encoded.cells = utf8.encode(cells);
   return encoded;
 }
 
-const utf8 = new TextEncoder();
 let bytes = 0;
 const plan = planRequests({
   inputs: data.inputs,
@@ -122,10 +126,9 @@ try {
     const json = utf8.encode(JSON.stringify(request.body));
     const origins = encode(request);
     const userKeys = Float64Array.from(request.userKeys);
-    await postCounted({ type: 'request', seq: request.seq, json, origins, userKeys }, json.byteLength + origins.cells.length, [
-      json.buffer as ArrayBuffer,
-      userKeys.buffer,
-    ]);
+    const transfer = [json, userKeys, origins.files, origins.lines, origins.plans, origins.cellLengths].map((a) => a.buffer as ArrayBuffer);
+    if (origins.cells !== EMPTY) transfer.push(origins.cells.buffer as ArrayBuffer);
+    await postCounted({ type: 'request', seq: request.seq, json, origins, userKeys }, json.byteLength + origins.cells.byteLength, transfer);
   }
   post({ type: 'done', summary: plan.summary });
 } catch (error) {

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { STDIN, checkReadable } from './input/source.js';
 import type { RejectRecord } from './model/plan.js';
-import { createTrackClient, deliver, openJournal, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type Journal } from './transport/index.js';
+import { createTrackClient, deliver, openJournal, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type Journal, type SettledItems } from './transport/index.js';
 import { upload, type UploadOptions, type UploadSummary } from './upload.js';
 
 export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'skipRow' | 'appendRejects' | 'onRejectWritten' | 'workerPlan'> {
@@ -39,7 +39,7 @@ export function defaultJournalPath(firstInput: string): string {
   return join(dirname(firstInput), `${name}.journal`);
 }
 
-type Origins = Parameters<Journal['record']>[0];
+type Origins = SettledItems['origins'];
 
 /**
  * The journal settles rows, but a request-shaped NDJSON line yields several items that may travel
@@ -69,9 +69,10 @@ function lineLedger(journal: Journal) {
     },
     /** What deliver() journals: the rows behind a settled request. */
     journal: {
-      record(origins: Origins): void {
+      record(request: SettledItems): void {
         // no request-shaped line is waiting on items (a CSV, say): every row is settled as it is
-        if (waiting.size === 0) return journal.record(origins);
+        if (waiting.size === 0) return journal.record(request);
+        const origins = request.origins;
         const ready = { attributes: [], events: [], purchases: [] } as { [K in keyof Origins]: Origins[K][number][] };
         for (const kind of ['attributes', 'events', 'purchases'] as const) {
           for (const origin of origins[kind]) {
@@ -79,7 +80,7 @@ function lineLedger(journal: Journal) {
             else if (origin.item !== undefined) journal.recordItem(origin.file, origin.line, origin.item);
           }
         }
-        journal.record(ready);
+        journal.record({ origins: ready });
       },
       flush: () => journal.flush(),
     },

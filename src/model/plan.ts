@@ -12,6 +12,18 @@ export interface ItemOrigin {
   item?: number;
 }
 
+/**
+ * Where a request's items came from, as columns: item i (attributes, then events, then purchases)
+ * is line lines[i] of files[fileOf[i]]. What settling a request needs, at no object per item.
+ */
+export interface ItemLines {
+  /** How many items each array holds, in the order attributes, events, purchases. */
+  readonly counts: readonly number[];
+  readonly files: readonly string[];
+  readonly fileOf: Int32Array;
+  readonly lines: Float64Array;
+}
+
 /** One request ready to send, with the origin of each item at the same array and index. */
 export interface PlannedRequest {
   /** 0-based sequence number in the run, in the order requests were planned. */
@@ -20,6 +32,8 @@ export interface PlannedRequest {
   /** The body as UTF-8 JSON, when it was serialized already (a plan made in a worker thread). */
   readonly json?: Uint8Array;
   origins: Record<ArrayName, ItemOrigin[]>;
+  /** The items' files and lines without their origins, when those are built only on demand. */
+  readonly lines?: ItemLines;
   /**
    * identityHash() of every user the request touches (a push-token import: a number below zero of
    * its own). The sender never has two requests that share a key in flight at once, so one user's

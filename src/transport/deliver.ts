@@ -41,7 +41,7 @@ export interface DeliverOptions {
   onUnknown?: OnUnknown;
   /** Where settled rows are recorded (see openJournal). */
   journal?: {
-    record(origins: PlannedRequest['origins']): void;
+    record(request: PlannedRequest): void;
     flush(): Promise<void>;
   };
   /** Receives each rejected item; awaited before its rows are journaled. */
@@ -183,7 +183,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
         break;
     }
     // after the rejects are handed over: a crash in between sends the rows again rather than lose them
-    options.journal?.record(request.origins);
+    options.journal?.record(request);
   };
 
   const run = async (request: PlannedRequest, turn: Turn): Promise<void> => {

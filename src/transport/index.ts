@@ -16,7 +16,7 @@ export type { TrackClient, TrackClientOptions, PostResult } from './http-client.
 export { createPacer, DEFAULT_WINDOW_MARGIN_MS } from './pacer.js';
 export type { Pacer, PacerOptions } from './pacer.js';
 export { openJournal, readJournal, identifyFile } from './journal.js';
-export type { Journal, JournalOptions, FileIdentity } from './journal.js';
+export type { Journal, JournalOptions, FileIdentity, SettledItems } from './journal.js';
 export { backoffDelay, backoffCeiling, DEFAULT_BACKOFF } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { parseRateLimit, parseRetryAfter, parseReset, rateLimitWaitMs } from './rate-limit-headers.js';

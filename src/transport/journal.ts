@@ -5,7 +5,7 @@ import { open, readFile, stat, truncate, type FileHandle } from 'node:fs/promise
 import { resolve } from 'node:path';
 import { InputError } from '../errors.js';
 import type { ArrayName } from '../model/types.js';
-import type { ItemOrigin } from '../model/plan.js';
+import type { ItemLines, ItemOrigin } from '../model/plan.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
 import { fileLine, headerLine, itemsLine, parseJournal, rangesLine, type FileIdentity, type ParsedJournal } from './journal-format.js';
 
@@ -22,6 +22,9 @@ export interface JournalOptions {
   flushIntervalMs?: number;
 }
 
+/** A request's items, by their origins or, when it has them, by their lines alone. */
+export type SettledItems = { origins: Readonly<Record<ArrayName, readonly ItemOrigin[]>>; lines?: ItemLines };
+
 export interface Journal {
   readonly path: string;
   /** True when an earlier run already settled this row (resume); the reader skips it. */
@@ -31,7 +34,7 @@ export interface Journal {
   /** The rows of this file earlier runs settled, as [first, last] line ranges (what skipRow skips). */
   settledRanges(file: string): Array<[number, number]>;
   /** Marks every row behind a request's items as settled. */
-  record(origins: Readonly<Record<ArrayName, readonly ItemOrigin[]>>): void;
+  record(request: SettledItems): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
   recordRows(file: string, lines: Iterable<number>): void;
   /** Marks one item of a line of several as settled, before the whole line is. */
@@ -255,8 +258,15 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
     settledRanges: (file) => earlierFor(file)?.ranges() ?? [],
-    record(origins) {
+    record(request) {
       scheduled();
+      const lines = request.lines;
+      if (lines !== undefined) {
+        for (let i = 0; i < lines.lines.length; i += 1) mark(lines.files[lines.fileOf[i]], lines.lines[i]);
+        return;
+      }
+      // not destructured: origins may be built on demand, and are not needed when there are lines
+      const origins = request.origins;
       for (const o of origins.attributes) mark(o.file, o.line);
       for (const o of origins.events) mark(o.file, o.line);
       for (const o of origins.purchases) mark(o.file, o.line);

@@ -6,6 +6,8 @@ import type { PlannedRequest, RejectRecord } from '../model/plan.js';
 export type KindCounts = Record<ArrayName, number>;
 
 export function itemCounts(request: PlannedRequest): KindCounts {
+  const counts = request.lines?.counts;
+  if (counts !== undefined) return { attributes: counts[0], events: counts[1], purchases: counts[2] };
   // the origins run parallel to the items, and unlike the body they are never left as JSON text
   return {
     attributes: request.origins.attributes.length,

@@ -31,8 +31,8 @@ export function recordingJournal() {
   const lines: number[] = [];
   let flushes = 0;
   return {
-    record(origins: Record<'attributes' | 'events' | 'purchases', readonly ItemOrigin[]>) {
-      for (const list of Object.values(origins)) for (const o of list) lines.push(o.line);
+    record(request: { origins: Record<'attributes' | 'events' | 'purchases', readonly ItemOrigin[]> }) {
+      for (const list of Object.values(request.origins)) for (const o of list) lines.push(o.line);
     },
     async flush() {
       flushes += 1;

@@ -27,7 +27,7 @@ describe('journal', () => {
   it('records settled rows as merged ranges per file and reads them back on resume', async () => {
     const plan = buildPlan({ requests: 6, itemsPer: 5, file: input });
     const journal = await openJournal({ path: journalPath, files: [input], resume: false });
-    for (const i of [1, 0, 3, 5]) journal.record(plan[i].origins); // out of order; request 2 and 4 never settled
+    for (const i of [1, 0, 3, 5]) journal.record(plan[i]); // out of order; request 2 and 4 never settled
     await journal.close();
 
     const text = await readFile(journalPath, 'utf8');
@@ -57,10 +57,10 @@ describe('journal', () => {
   it('appends on resume, keeping what earlier runs recorded', async () => {
     const plan = buildPlan({ requests: 4, itemsPer: 5, file: input });
     const first = await openJournal({ path: journalPath, files: [input], resume: false });
-    first.record(plan[0].origins);
+    first.record(plan[0]);
     await first.close();
     const second = await openJournal({ path: journalPath, files: [input], resume: true });
-    second.record(plan[2].origins);
+    second.record(plan[2]);
     await second.close();
     const parsed = await readJournal(journalPath);
     expect(parsed.files).toHaveLength(1);
@@ -105,7 +105,7 @@ describe('journal', () => {
   it('starts a new journal when not resuming', async () => {
     const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
     const first = await openJournal({ path: journalPath, files: [input], resume: false });
-    first.record(plan[0].origins);
+    first.record(plan[0]);
     await first.close();
     const fresh = await openJournal({ path: journalPath, files: [input], resume: false });
     expect(fresh.skipRow(input, 2)).toBe(false);
@@ -116,7 +116,7 @@ describe('journal', () => {
   it('writes acknowledgements as they arrive, without waiting for close', async () => {
     const plan = buildPlan({ requests: 1, itemsPer: 3, file: input });
     const journal = await openJournal({ path: journalPath, files: [input], resume: false, flushIntervalMs: 10 });
-    journal.record(plan[0].origins);
+    journal.record(plan[0]);
     await new Promise((r) => setTimeout(r, 60));
     expect((await readJournal(journalPath)).files[0].settled.ranges()).toEqual([[2, 4]]);
     journal.recordRows(input, [9, 10]);
@@ -131,7 +131,7 @@ describe('journal', () => {
   it('survives a torn last line: resume reads what was whole and appends cleanly after it', async () => {
     const plan = buildPlan({ requests: 3, itemsPer: 5, file: input });
     const first = await openJournal({ path: journalPath, files: [input], resume: false });
-    first.record(plan[0].origins);
+    first.record(plan[0]);
     await first.close();
     await appendFile(journalPath, '{"file":0,"lines":[[7,1'); // killed mid-write
 
@@ -142,7 +142,7 @@ describe('journal', () => {
     const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
     expect(resumed.skipRow(input, 6)).toBe(true);
     expect(resumed.skipRow(input, 7)).toBe(false);
-    resumed.record(plan[2].origins);
+    resumed.record(plan[2]);
     await resumed.close();
 
     const after = await readJournal(journalPath);
