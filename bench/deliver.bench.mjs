@@ -92,8 +92,8 @@ async function main() {
 
   const settledLines = { count: 0 };
   const journal = {
-    record(origins) {
-      settledLines.count += origins.attributes.length;
+    record(request) {
+      settledLines.count += request.origins.attributes.length;
     },
     async flush() {},
   };

@@ -85,7 +85,8 @@ const YOUNG_GENERATION_MB = 12;
 /** The worker's module beside this one; run from the TypeScript sources (the tests), the built one. */
 const WORKER = import.meta.url.endsWith('.ts') ? new URL('../dist/plan-worker.js', import.meta.url) : new URL('./plan-worker.js', import.meta.url);
 
-const utf8 = new TextDecoder();
+// a cell may begin with U+FEFF (two files joined, say): it is text here, not a byte-order mark to drop
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** A request's CSV cells, decoded only when a row is asked for. */
 class CellText {

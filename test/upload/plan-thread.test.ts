@@ -87,6 +87,18 @@ describe('a plan made in a worker thread', () => {
     ]);
   });
 
+  it('gives a row back whole when the first cell of its request begins with U+FEFF', async () => {
+    // past the file's start the character is a cell's text: decoding the request's cells must keep it
+    const csv = file('bom-cell.csv', 'note,external_id,city\n\uFEFFjoined,u1,Zürich\nplain,u2,São Paulo\n');
+    const here = await run(inThread, { inputs: [csv] });
+    const there = await run(inWorker, { inputs: [csv] });
+    expect(there.requests).toEqual(here.requests);
+    expect((there.requests[0].origins as { attributes: Array<{ row: unknown }> }).attributes.map((o) => o.row)).toEqual([
+      { note: '\uFEFFjoined', external_id: 'u1', city: 'Zürich' },
+      { note: 'plain', external_id: 'u2', city: 'São Paulo' },
+    ]);
+  });
+
   it('leaves out the rows an earlier run settled, given as line ranges', async () => {
     const csv = file('skip.csv', `external_id\n${Array.from({ length: 20 }, (_, i) => `u${i}`).join('\n')}\n`);
     const ranges: Array<[number, number]> = [[2, 5], [9, 9], [15, 21]];
