@@ -137,7 +137,23 @@ function bareFloor(kind, requests) {
   return (requests * 50) / seconds;
 }
 
+/** Slow runs of the probe less than 50 ms apart form one burst. */
+function bursts(slow) {
+  let count = 0;
+  let lastEnd = Number.NEGATIVE_INFINITY;
+  for (const [start, end] of [...slow].sort((a, b) => a[0] - b[0])) {
+    if (start - lastEnd > 50) count += 1;
+    lastEnd = end;
+  }
+  return count;
+}
+
 try {
+  // the machine at rest first: what the probe sees with nothing of this benchmark running
+  const restProbe = startPauseProbe();
+  await restProbe.ready;
+  await new Promise((r) => setTimeout(r, PACED_SECONDS * 1000));
+  const atRest = await restProbe.stop();
   const emu = await startEmulator(join(dir, 'emulator.sqlite'));
   const pool = new Pool(emu.url, { connections: CONNECTIONS, pipelining: 1 });
   // warm up
@@ -183,6 +199,10 @@ try {
         `(${(pauses.p99Ms / pauses.usualMs).toFixed(1)}x its usual time); ${paused.length} slow runs in the paced phase; ` +
         `${overlapping(slowRequests)} of the ${slowRequests.length} requests over 20 ms overlapped one, ` +
         `${overlapping(quickRequests)} of the ${quickRequests.length} under 5 ms`,
+    );
+    console.log(
+      `  the same probe over ${PACED_SECONDS} s with the machine at rest, before the emulator started: ${atRest.slow.length} slow runs in ${bursts(atRest.slow)} bursts ` +
+        `(${bursts(paused)} bursts in the paced phase); p99 ${atRest.p99Ms.toFixed(2)} ms`,
     );
   }
   console.log(`  events ${ev.cpu}; attributes ${at.cpu}; paced ${paced500.cpu}`);
