@@ -15,8 +15,10 @@ export interface PlanSummary {
   files: FileSummary[];
   /** Data rows read (CSV rows after the header; NDJSON lines that are not blank). */
   rows: number;
-  /** Rows left out by skipRow. */
+  /** Rows left out by skipRow, or whose every item skipItem left out. */
   skipped: number;
+  /** Items left out by skipItem from lines that still had others to send (lines an earlier run delivered in part). */
+  skippedItems: number;
   /** Items planned into requests, by kind. */
   items: Record<ArrayName, number>;
   /** Rejected rows (lines of the rejects file); a request-shaped NDJSON line counts once per rejected item. */
@@ -37,6 +39,7 @@ export function emptySummary(): PlanSummary {
     files: [],
     rows: 0,
     skipped: 0,
+    skippedItems: 0,
     items: { attributes: 0, events: 0, purchases: 0 },
     rejected: 0,
     rejectReasons: {},

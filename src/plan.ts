@@ -200,6 +200,7 @@ export function planRequests(options: PlanOptions): Plan {
             summary.skipped += 1;
             continue;
           }
+          summary.skippedItems += entries.length - left;
           options.onLineItems?.(file, record.line, left);
         } else if (several) options.onLineItems?.(file, record.line, entries.length);
         entries.forEach((entry, place) => {

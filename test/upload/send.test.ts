@@ -167,8 +167,10 @@ describe('track upload', () => {
     expect(items.filter(([line]) => line !== 2)).toEqual([]);
 
     faults.script(() => undefined);
-    const resumed = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--quiet', '--resume', '--concurrency', '1']);
+    const resumed = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--resume', '--concurrency', '1']);
     expect(resumed.status).toBe(0);
+    // the summary names both: the line settled whole, and the items of the unfinished one left out
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ skipped: 1, skippedItems: 21 });
     const all = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
     // nothing lost, nothing sent twice: the first line, settled whole, is not sent again, nor are the
     // items of the second that the first run delivered before it stopped

@@ -30,7 +30,10 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     const kind = file.kind === undefined ? file.format : `${file.format}, ${file.kind}`;
     lines.push(`  ${file.file}  ${counted(file.rows, 'row')} (${kind})`);
   }
-  if (summary.skipped > 0) lines.push(`skipped     ${counted(summary.skipped, 'row')} already delivered`);
+  if (summary.skipped > 0 || summary.skippedItems > 0) {
+    const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
+    lines.push(`skipped     ${counted(summary.skipped, 'row')} already delivered${inPart}`);
+  }
   const { attributes, events, purchases } = summary.items;
   lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
   if (summary.rejected === 0) lines.push(`rejected    ${chalk.green('none')}`);
