@@ -1,7 +1,7 @@
 // Turns the server's verdict on items back into rows of the input: minor errors of a 201 are
 // joined through input_array and index to the item's origin (decisions.md "Wire format").
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
-import type { PlannedRequest, RejectRecord } from '../model/plan.js';
+import type { ItemOrigin, PlannedRequest, RejectRecord } from '../model/plan.js';
 
 export type KindCounts = Record<ArrayName, number>;
 
@@ -23,11 +23,17 @@ export function distinctRows(request: PlannedRequest): number {
   return rows.size;
 }
 
+/** An item's reject record: its origin, with its place in its line when the line holds several. */
+function rejectOf(origin: ItemOrigin, kind: ArrayName, errors: string[]): RejectRecord {
+  const { file, line, item, row } = origin;
+  return item === undefined ? { file, line, kind, row, errors } : { file, line, item, kind, row, errors };
+}
+
 /** One reject per item of the request, all with the same message. */
 export function wholeRequestRejects(request: PlannedRequest, message: string): RejectRecord[] {
   const rejects: RejectRecord[] = [];
   for (const kind of ARRAY_NAMES) {
-    for (const o of request.origins[kind] ?? []) rejects.push({ file: o.file, line: o.line, kind, row: o.row, errors: [message] });
+    for (const o of request.origins[kind] ?? []) rejects.push(rejectOf(o, kind, [message]));
   }
   return rejects;
 }
@@ -63,7 +69,7 @@ export function joinMinorErrors(request: PlannedRequest, errors: unknown): Minor
       known.errors.push(message);
       continue;
     }
-    byItem.set(key, { file: origin.file, line: origin.line, kind: e.input_array, row: origin.row, errors: [message] });
+    byItem.set(key, rejectOf(origin, e.input_array, [message]));
     rejectedPerKind[e.input_array] += 1;
   }
   return { rejects: [...byItem.values()], rejectedPerKind, unmatched };

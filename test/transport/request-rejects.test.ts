@@ -36,6 +36,16 @@ describe('joining minor errors back to rows', () => {
     expect(joined.unmatched).toHaveLength(3);
   });
 
+  it('names the place in its line of an item from a line of several (a request-shaped NDJSON line)', () => {
+    const row = { external_id: 'u9', name: 'e' };
+    const origins = { attributes: [], events: [0, 1, 2].map((item) => ({ file: 'r.ndjson', line: 7, row, item })), purchases: [] };
+    const fromLine = { ...request, origins };
+    expect(joinMinorErrors(fromLine, [{ type: 'events[2].name is bad', input_array: 'events', index: 2 }]).rejects).toEqual([
+      { file: 'r.ndjson', line: 7, item: 2, kind: 'events', row, errors: ['events[2].name is bad'] },
+    ]);
+    expect(wholeRequestRejects(fromLine, 'HTTP 400').map((r) => r.item)).toEqual([0, 1, 2]);
+  });
+
   it('has nothing to join without errors', () => {
     expect(joinMinorErrors(request, undefined).rejects).toEqual([]);
   });
