@@ -1,8 +1,9 @@
 // A plan made in a worker thread. Reading, mapping, checking and batching take most of an upload's
 // CPU, and sending takes the rest; run in one thread they add up, so `track upload` plans in a
-// worker (plan-worker.ts) and sends from the main thread. The worker posts each request as JSON
-// text with its items' origins as data, rejected rows, and a copy of the plan's summary after each
-// chunk of rows; it plans at most `window` requests ahead of the sender.
+// worker (plan-worker.ts) and sends from the main thread. The worker posts each request as UTF-8
+// JSON with its items' origins as typed arrays (handed over, not copied), rejected rows, and a copy
+// of the plan's summary after each chunk of rows; it plans at most `window` requests ahead of the
+// sender.
 import { Worker } from 'node:worker_threads';
 import { InputError } from './errors.js';
 import type { InputFormat } from './input/source.js';

@@ -1,6 +1,7 @@
 // The worker thread of a threaded plan (see plan-thread.ts): reads, maps, checks and batches the
-// inputs with planRequests() and posts each request to the main thread as JSON text, so reading
-// and sending use a core each. Everything it posts is plain data.
+// inputs with planRequests() and posts each request to the main thread as UTF-8 JSON, so reading
+// and sending use a core each. Everything it posts is plain data; the bytes of a request are
+// transferred.
 import { parentPort, workerData } from 'node:worker_threads';
 import { createRangeSet, type RangeSet } from './transport/range-set.js';
 import { CsvRowOrigin } from './mapping/csv-rows.js';
