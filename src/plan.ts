@@ -12,7 +12,7 @@ import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, planCsv, widthPr
 import { createLineMapper } from './mapping/ndjson-lines.js';
 import { identityHash, identityOf } from './model/identity.js';
 import { resolveLimits, type BatchLimits } from './model/limits.js';
-import type { ItemOrigin, PlannedRequest, RejectRecord } from './model/plan.js';
+import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from './model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from './model/types.js';
 import { count, countRejected, emptySummary, type FileSummary, type PlanSummary } from './plan-summary.js';
 
@@ -75,7 +75,7 @@ export function planRequests(options: PlanOptions): Plan {
   /** `item`: the item's place in a line of several (see ItemOrigin.item). */
   const reject = (file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void => {
     countRejected(summary, errors);
-    rejects.push(item === undefined ? { file, line, kind, row, errors: [...errors] } : { file, line, item, kind, row, errors: [...errors] });
+    rejects.push(rejectRecord(file, line, kind, row, [...errors], item));
   };
 
   // An item's exact JSON size is needed only when it could matter: below this bound, even a full

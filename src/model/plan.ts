@@ -42,6 +42,11 @@ export interface PlannedRequest {
   userKeys: readonly number[] | Float64Array;
 }
 
+/** A reject record; it names `item` only for an item of a line of several, so other records keep their shape. */
+export function rejectRecord(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: string[], item?: number): RejectRecord {
+  return item === undefined ? { file, line, kind, row, errors } : { file, line, item, kind, row, errors };
+}
+
 /** Why a CSV reader could not split a row into cells; such a reject's `row` is the row's text. */
 export const CSV_TEXT_AFTER_QUOTE =
   'row: a quoted cell on this row has text after its closing quote; quote the whole cell and double each quote inside it';

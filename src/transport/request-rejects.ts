@@ -1,7 +1,7 @@
 // Turns the server's verdict on items back into rows of the input: minor errors of a 201 are
 // joined through input_array and index to the item's origin (decisions.md "Wire format").
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
-import type { ItemOrigin, PlannedRequest, RejectRecord } from '../model/plan.js';
+import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from '../model/plan.js';
 
 export type KindCounts = Record<ArrayName, number>;
 
@@ -25,8 +25,7 @@ export function distinctRows(request: PlannedRequest): number {
 
 /** An item's reject record: its origin, with its place in its line when the line holds several. */
 function rejectOf(origin: ItemOrigin, kind: ArrayName, errors: string[]): RejectRecord {
-  const { file, line, item, row } = origin;
-  return item === undefined ? { file, line, kind, row, errors } : { file, line, item, kind, row, errors };
+  return rejectRecord(origin.file, origin.line, kind, origin.row, errors, origin.item);
 }
 
 /** One reject per item of the request, all with the same message. */

@@ -4,7 +4,6 @@
 // which sees sending times, never counts more than N in its own window.
 import { firstAtLeast } from './sorted.js';
 
-
 export interface StartWindow {
   /** Counts a start at time t. */
   add(t: number): void;
