@@ -1,5 +1,6 @@
 // handle(request) -> response: one fixed sequence per request (decisions.md "Order of checks"):
 // route, auth, rate limit, injected faults, content type, size, JSON, validation, apply, respond.
+import { isUtf8 } from 'node:buffer';
 import { fatalBody, validateRequest, type ArrayName, type BatchLimits } from '../model/index.js';
 import { applyRequest } from './apply.js';
 import { exportUsers, parseExportQuery } from './export.js';
@@ -167,6 +168,8 @@ export function createHandler(config: HandlerConfig): Handler {
       return respond(fatal(415, `Content-Type must be application/json, got ${request.headers['content-type'] ?? 'none'}`));
     }
     if (request.bodyTooLarge) return respond(fatal(413, `request body is larger than ${config.maxBodyBytes} bytes`));
+    // JSON text is UTF-8 (RFC 8259): a body that is not is refused whole, as no item can be named
+    if (!isUtf8(request.body)) return respond(fatal(400, 'request body is not valid JSON: it is not UTF-8 text'));
     let body: unknown;
     try {
       body = JSON.parse(request.body.toString('utf8'));

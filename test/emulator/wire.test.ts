@@ -62,6 +62,15 @@ describe('fatal errors', () => {
     expect(b.errors).toEqual([b.message]);
   });
 
+  it('refuses a body that is not UTF-8 text (400, nothing applied) rather than storing replacement characters', () => {
+    h = testHandler();
+    const body = Buffer.concat([Buffer.from('{"attributes":[{"external_id":"ok","a":1},{"external_id":"u8","s":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}')]);
+    const r = h.post('/users/track', body);
+    expect(r.status).toBe(400);
+    expect(r.body).toEqual({ message: 'request body is not valid JSON: it is not UTF-8 text', errors: ['request body is not valid JSON: it is not UTF-8 text'] });
+    expect(h.store.counts().profiles).toBe(0);
+  });
+
   it('refuses 51 items under mau and applies none of them; 50 pass', () => {
     h = testHandler();
     const items = Array.from({ length: 51 }, (_, i) => event(i));

@@ -24,7 +24,8 @@ export function testHandler(options: EmulatorOptions = {}): TestHandler {
       method: 'POST',
       path,
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...headers },
-      body: Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
+      // a Buffer goes as its bytes, text as UTF-8, anything else as its JSON
+      body: Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
     });
   const track = (body: unknown) => {
     const r = post('/users/track', body);
