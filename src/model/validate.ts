@@ -164,8 +164,9 @@ function checkCustomValue(field: string, value: unknown, problems: string[]): vo
   const operand = value[keys[0]];
   switch (keys[0]) {
     case 'inc':
-      if (typeof operand !== 'number' || !Number.isInteger(operand)) {
-        problems.push(`${field}: inc takes an integer, got ${describe(operand)}`);
+      // a safe integer: one past 2^53 is not exact, and none can carry a sum past the largest number
+      if (typeof operand !== 'number' || !Number.isSafeInteger(operand)) {
+        problems.push(`${field}: inc takes an integer from -${Number.MAX_SAFE_INTEGER} to ${Number.MAX_SAFE_INTEGER}, got ${describe(operand)}`);
       }
       return;
     case 'add':
@@ -263,7 +264,11 @@ function checkAttributes(item: Obj, problems: string[]): void {
   }
 }
 
-function checkProperties(value: unknown, problems: string[]): void {
+/**
+ * Event properties are free-form (spec 2.4); a purchase's are a map of strings and numbers (spec 2.6):
+ * `flat` holds them to that.
+ */
+function checkProperties(value: unknown, problems: string[], flat = false): void {
   if (value === undefined) return;
   if (!isPlainObject(value)) {
     problems.push(`properties: must be an object, got ${describe(value)}`);
@@ -272,6 +277,11 @@ function checkProperties(value: unknown, problems: string[]): void {
   for (const key of Object.keys(value)) {
     if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH) || key.startsWith('$')) {
       problems.push(`properties.${key}: property names are 1 to ${MAX_STRING_LENGTH} characters and do not start with $`);
+    } else if (flat) {
+      const property = value[key];
+      if (!(typeof property === 'string' || (typeof property === 'number' && Number.isFinite(property)))) {
+        problems.push(`properties.${key}: purchase properties are strings and numbers, got ${describe(property)}`);
+      }
     }
   }
 }
@@ -341,7 +351,7 @@ function checkPurchase(item: Obj, problems: string[]): void {
   }
   checkTime(item.time, problems);
   if (item.app_id !== undefined && typeof item.app_id !== 'string') problems.push(`app_id: must be a string`);
-  checkProperties(item.properties, problems);
+  checkProperties(item.properties, problems, true);
 }
 
 /** Every rule an item of the given array breaks, each naming its field; empty when it is valid. */

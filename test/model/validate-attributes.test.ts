@@ -107,6 +107,18 @@ describe('custom attribute values', () => {
     expect(problems).toEqual([expect.stringMatching(/^score: inc takes an integer/)]);
   });
 
+  it.each([
+    ['past 2^53', 2 ** 53],
+    ['far past it', 1e308],
+    ['below -2^53', -(2 ** 53)],
+  ])('rejects an inc %s (not exact, and a sum could overflow to Infinity)', (_label, operand) => {
+    expectRejected('attributes', attrs({ score: { inc: operand } }), /^score: inc takes an integer from -9007199254740991 to 9007199254740991/);
+  });
+
+  it('accepts an inc of the largest safe integer, either sign', () => {
+    expectAccepted('attributes', attrs({ up: { inc: Number.MAX_SAFE_INTEGER }, down: { inc: -Number.MAX_SAFE_INTEGER } }));
+  });
+
   it('tells custom attribute names from identifier, control and standard fields', () => {
     for (const name of ['external_id', 'email', 'phone', '_merge_objects', 'push_token_import', 'dob', 'language', 'push_tokens']) {
       expect(isCustomAttributeName(name)).toBe(false);

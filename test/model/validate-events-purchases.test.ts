@@ -147,6 +147,11 @@ describe('purchases', () => {
     ['a free-form time', { time: 'Mar 7 2024 10:00' }, /^time:/],
     ['a numeric app_id', { app_id: 1 }, /^app_id:/],
     ['properties given as an array', { properties: ['red'] }, /^properties:/],
+    // spec 2.6: a purchase's properties are a key/value map of strings and numbers (an event's are free-form)
+    ['a nested object property', { properties: { colour: 'red', gift: { wrap: true } } }, /^properties\.gift: purchase properties are strings and numbers, got an object/],
+    ['an array property', { properties: { tags: ['a'] } }, /^properties\.tags: purchase properties are strings and numbers, got an array/],
+    ['a boolean property', { properties: { gift: true } }, /^properties\.gift: purchase properties are strings and numbers, got true/],
+    ['a null property', { properties: { gift: null } }, /^properties\.gift: purchase properties are strings and numbers, got null/],
     ['a non-boolean _update_existing_only', { _update_existing_only: 1 }, /^_update_existing_only:/],
   ])('rejects a purchase with %s', (_label, extra, field) => {
     expectRejected('purchases', purchase(extra), field);
