@@ -25,6 +25,7 @@ export async function runEmulate(opts: Record<string, unknown>): Promise<void> {
     apiKeys: (opts.apiKey as string[] | undefined) ?? [],
     blocklist: (opts.blocklist as string[] | undefined) ?? [],
     limits: opts.limits as LimitProfileName,
+    batchLimits: { maxTotal: opts.maxTotal as number | undefined, maxPerArray: opts.maxPerArray as number | undefined },
     rateLimit: opts.rateLimit as string,
     hourlyLimit: opts.hourlyLimit as number | undefined,
     failRate: opts.failRate as number,

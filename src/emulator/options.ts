@@ -109,6 +109,9 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     generatedKey = randomBytes(16).toString('hex');
     keySpecs = [generatedKey];
   }
+  for (const [flag, value] of [['--max-total', options.batchLimits?.maxTotal], ['--max-per-array', options.batchLimits?.maxPerArray]] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new UsageError(`${flag}: expected a whole number of at least 1, got ${value}`);
+  }
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new UsageError(`--max-body: expected a number of bytes above 0, got ${maxBodyBytes}`);
   const failRate = fraction('--fail-rate', options.failRate);

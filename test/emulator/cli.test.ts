@@ -58,7 +58,26 @@ describe('track emulate', () => {
     }
   });
 
+  it('takes explicit batch limits over the profile (--max-total, --max-per-array)', async () => {
+    const items = (n: number) => Array.from({ length: n }, (_, i) => ev(`u${i}`, i));
+    const total = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--max-total', '10']);
+    expect((await postJson(`${total.url}/users/track`, 'k', { events: items(10) })).status).toBe(201);
+    const over = await postJson(`${total.url}/users/track`, 'k', { events: items(11) });
+    expect(over.status).toBe(400);
+    expect(over.body.message).toBe('request has 11 items; at most 10 are allowed across attributes, events and purchases');
+    total.proc.kill('SIGTERM');
+    expect(await total.exited).toBe(0);
+
+    const perArray = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--limits', 'legacy', '--max-per-array', '3']);
+    expect((await postJson(`${perArray.url}/users/track`, 'k', { events: items(3), purchases: [] })).status).toBe(201);
+    expect((await postJson(`${perArray.url}/users/track`, 'k', { events: items(4) })).body.message).toBe('events has 4 items; at most 3 are allowed in one array');
+    perArray.proc.kill('SIGTERM');
+    expect(await perArray.exited).toBe(0);
+  });
+
   it.each([
+    [['--max-total', '0'], /--max-total/],
+    [['--max-per-array', 'many'], /--max-per-array/],
     [['--rate-limit', 'fast'], /--rate-limit/],
     [['--limits', 'huge'], /--limits/],
     [['--max-body', '0'], /--max-body/],

@@ -2,6 +2,7 @@
 import { Option, type Command } from 'commander';
 import { existsSync } from 'node:fs';
 import { InputError, UsageError } from '../../errors.js';
+import { positiveInteger } from './plan-options.js';
 
 const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
@@ -28,7 +29,9 @@ export function registerEmulate(program: Command): void {
     .option('--db <path>', 'SQLite database file (":memory:" keeps nothing)', './track-emulator.sqlite')
     .option('--api-key <key[:perm,...]>', 'accept this key (repeatable); KEY:PERM,... grants only those permissions', collect)
     .option('--blocklist <external_id>', 'refuse requests naming this external_id (repeatable)', collect)
-    .addOption(new Option('--limits <profile>', 'batch limit profile').choices(['mau', 'legacy']).default('mau'))
+    .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default('mau'))
+    .option('--max-total <n>', 'at most this many items in a request, across the arrays (over the profile)', positiveInteger('--max-total'))
+    .option('--max-per-array <n>', 'at most this many items in each array of a request (over the profile)', positiveInteger('--max-per-array'))
     .option('--rate-limit <n/window>', 'requests per window per key, e.g. 3000/3s', '3000/3s')
     .option('--hourly-limit <n>', 'requests per hour per key (off by default)', number('--hourly-limit'))
     .option('--fail-rate <p>', 'fraction of requests answered 500 or 503', number('--fail-rate'), 0)

@@ -19,7 +19,7 @@ export interface PlanFlags {
   json?: boolean;
 }
 
-function positiveInteger(flag: string): (value: string) => number {
+export function positiveInteger(flag: string): (value: string) => number {
   return (value) => {
     const n = Number(value);
     if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) {
