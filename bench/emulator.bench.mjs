@@ -27,10 +27,15 @@ function attribute(i) {
   return { external_id: `user-${i % USERS}`, first_name: 'Bench', visits: { inc: 1 }, plan: 'pro', score: i % 1000 };
 }
 
-async function startEmulator(db) {
+function startEmulator(db) {
   // BENCH_EMULATOR_NODE_ARGS: extra node flags for the emulator process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   const nodeArgs = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const proc = spawn(process.execPath, [...nodeArgs, join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--rate-limit', '100000000/1s', '--quiet'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return startServer([...nodeArgs, join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--rate-limit', '100000000/1s', '--quiet']);
+}
+
+/** A node process serving HTTP, from the base URL in the first line it prints. */
+async function startServer(args) {
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d) => {
@@ -39,7 +44,7 @@ async function startEmulator(db) {
       const m = /(http:\/\/\S+).*\n/.exec(out);
       if (m) resolve(m[1]);
     });
-    proc.on('exit', (code) => reject(new Error(`emulator exited ${code}`)));
+    proc.on('exit', (code) => reject(new Error(`${args.at(-1)} exited ${code}`)));
   });
   return { url, pid: proc.pid, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
 }
@@ -228,6 +233,15 @@ try {
   await pool.close();
   await emu.stop();
 
+  // the HTTP floor: the same client and requests against a server that only parses and answers,
+  // warmed with as many requests as the emulator had before its paced phase
+  const bare = await startServer([join(ROOT, 'bench/bare-http-server.mjs')]);
+  const barePool = new Pool(bare.url, { connections: CONNECTIONS, pipelining: 1 });
+  await saturate(barePool, [...bodies(event, 'events', 0, 100), ...eventTexts, ...attributeTexts]);
+  const bareHttp = await measured(bare.pid, pacedTexts.length, () => paced(barePool, pacedTexts, PACED_RATE));
+  await barePool.close();
+  await bare.stop();
+
   const evRate = (REQUESTS * 50) / evSeconds;
   const atRate = (REQUESTS * 50) / atSeconds;
   const bareEv = bareFloor('events', REQUESTS);
@@ -238,6 +252,10 @@ try {
   console.log(`attributes: ${f(atRate)} items/s over HTTP (target >= 30,000); bare better-sqlite3 loop ${f(bareAt)} items/s; ratio ${(atRate / bareAt).toFixed(2)}`);
   console.log(`latency at ${PACED_RATE} requests/s over ${PACED_SECONDS} s (achieved ${lat.achieved.toFixed(0)}/s): ${latencyLine(lat)} (target p99 < 20 ms)`);
   console.log(`  bare better-sqlite3 loop, the same 50-event transactions due at ${PACED_RATE}/s: ${latencyLine(bareLat)}; p99 ratio ${(lat.p99 / bareLat.p99).toFixed(1)}`);
+  console.log(
+    `  bare node:http server (parses the JSON, answers, stores nothing), the same requests at ${PACED_RATE}/s: ${latencyLine(bareHttp.result)}; ` +
+      `p99 ratio ${(lat.p99 / bareHttp.result.p99).toFixed(1)}; ${bareHttp.cpu.replace('emulator', 'server')}`,
+  );
   if (stolen !== undefined) {
     // on a virtual machine the host may take the CPUs away for milliseconds at a time: each such
     // pause lands on every request waiting in it, so a tail figure is only as quiet as the host
