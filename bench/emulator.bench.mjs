@@ -60,8 +60,8 @@ function cpuSecondsOf(pid) {
   }
 }
 
-/** Runs a phase and records the CPU time the emulator and this load generator spent on it. */
-async function measured(pid, requests, phase) {
+/** Runs a phase and records the CPU time the server (`name`) and this load generator spent on it. */
+async function measured(pid, requests, phase, name = 'emulator') {
   const emuBefore = cpuSecondsOf(pid);
   const selfBefore = process.cpuUsage();
   const result = await phase();
@@ -69,7 +69,7 @@ async function measured(pid, requests, phase) {
   const self = process.cpuUsage(selfBefore);
   const perRequest = (s) => ((s * 1000) / requests).toFixed(2);
   const emu = emuBefore === undefined || emuAfter === undefined ? 'n/a' : perRequest(emuAfter - emuBefore);
-  return { result, cpu: `CPU per request: emulator ${emu} ms, load generator ${perRequest((self.user + self.system) / 1e6)} ms` };
+  return { result, cpu: `CPU per request: ${name} ${emu} ms, load generator ${perRequest((self.user + self.system) / 1e6)} ms` };
 }
 
 /**
@@ -238,7 +238,7 @@ try {
   const bare = await startServer([join(ROOT, 'bench/bare-http-server.mjs')]);
   const barePool = new Pool(bare.url, { connections: CONNECTIONS, pipelining: 1 });
   await saturate(barePool, [...bodies(event, 'events', 0, 100), ...eventTexts, ...attributeTexts]);
-  const bareHttp = await measured(bare.pid, pacedTexts.length, () => paced(barePool, pacedTexts, PACED_RATE));
+  const bareHttp = await measured(bare.pid, pacedTexts.length, () => paced(barePool, pacedTexts, PACED_RATE), 'server');
   await barePool.close();
   await bare.stop();
 
@@ -254,7 +254,7 @@ try {
   console.log(`  bare better-sqlite3 loop, the same 50-event transactions due at ${PACED_RATE}/s: ${latencyLine(bareLat)}; p99 ratio ${(lat.p99 / bareLat.p99).toFixed(1)}`);
   console.log(
     `  bare node:http server (parses the JSON, answers, stores nothing), the same requests at ${PACED_RATE}/s: ${latencyLine(bareHttp.result)}; ` +
-      `p99 ratio ${(lat.p99 / bareHttp.result.p99).toFixed(1)}; ${bareHttp.cpu.replace('emulator', 'server')}`,
+      `p99 ratio ${(lat.p99 / bareHttp.result.p99).toFixed(1)}; ${bareHttp.cpu}`,
   );
   if (stolen !== undefined) {
     // on a virtual machine the host may take the CPUs away for milliseconds at a time: each such
