@@ -45,7 +45,7 @@ export function cleanupPushImports(store: Store, dryRun = false): { deleted: num
   return store.transaction(() => {
     const orphans = store.orphanPushImportIds();
     const total = store.pushImportCount();
-    if (!dryRun) for (const id of orphans) store.deleteProfile(id);
+    if (!dryRun) store.deleteProfiles(orphans);
     return { deleted: dryRun ? 0 : orphans.length, kept: total - orphans.length };
   });
 }

@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import type { CheckpointerData } from './checkpointer.js';
 import type { UserAlias } from '../model/index.js';
 import { nowIso } from './iso-time.js';
+import { ACTIVITY_TABLES, SCHEMA, activityQuery, type ActivityTable, isLegacyActivityTable, rebuildActivityTable } from './schema.js';
 
 /** The part of a profile an attributes item reads and changes, and saveProfile() writes back. */
 export interface EditableProfile {
@@ -65,66 +66,6 @@ export interface ActivitySummary {
   count: number;
 }
 
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS profiles (
-  id INTEGER PRIMARY KEY,
-  service_id TEXT NOT NULL UNIQUE,
-  external_id TEXT UNIQUE,
-  email TEXT,
-  phone TEXT,
-  fields TEXT NOT NULL DEFAULT '{}',
-  custom TEXT NOT NULL DEFAULT '{}',
-  push_import INTEGER NOT NULL DEFAULT 0,
-  language_from_api INTEGER NOT NULL DEFAULT 0,
-  created_at TEXT NOT NULL,
-  updated_at TEXT NOT NULL,
-  updated_seq INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS profiles_email ON profiles(email) WHERE email IS NOT NULL;
-CREATE INDEX IF NOT EXISTS profiles_phone ON profiles(phone) WHERE phone IS NOT NULL;
-CREATE TABLE IF NOT EXISTS aliases (
-  alias_label TEXT NOT NULL,
-  alias_name TEXT NOT NULL,
-  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
-  PRIMARY KEY (alias_label, alias_name)
-);
-CREATE INDEX IF NOT EXISTS aliases_profile ON aliases(profile_id);
-CREATE TABLE IF NOT EXISTS events (
-  id INTEGER PRIMARY KEY,
-  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
-  name TEXT NOT NULL,
-  time TEXT NOT NULL,
-  app_id TEXT,
-  properties TEXT
-);
-CREATE INDEX IF NOT EXISTS events_profile ON events(profile_id);
-CREATE TABLE IF NOT EXISTS purchases (
-  id INTEGER PRIMARY KEY,
-  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
-  product_id TEXT NOT NULL,
-  currency TEXT NOT NULL,
-  price REAL NOT NULL,
-  quantity INTEGER NOT NULL,
-  time TEXT NOT NULL,
-  app_id TEXT,
-  properties TEXT
-);
-CREATE INDEX IF NOT EXISTS purchases_profile ON purchases(profile_id);
-CREATE TABLE IF NOT EXISTS push_tokens (
-  app_id TEXT NOT NULL,
-  token TEXT NOT NULL,
-  device_id TEXT,
-  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
-  PRIMARY KEY (app_id, token)
-);
-CREATE INDEX IF NOT EXISTS push_tokens_profile ON push_tokens(profile_id);
-CREATE TABLE IF NOT EXISTS subscriptions (
-  profile_id INTEGER NOT NULL REFERENCES profiles(id) ON DELETE CASCADE,
-  group_id TEXT NOT NULL,
-  state TEXT NOT NULL,
-  PRIMARY KEY (profile_id, group_id)
-);
-`;
 
 interface ProfileDbRow {
   id: number;
@@ -275,11 +216,12 @@ export class Store {
     this.db.pragma('journal_mode = WAL');
     // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
     this.db.pragma('synchronous = NORMAL');
-    this.db.pragma('foreign_keys = ON');
     this.db.pragma('busy_timeout = 5000');
     // a larger page cache and memory-mapped reads keep lookups off the read() path
     this.db.pragma('cache_size = -65536');
     this.db.pragma('mmap_size = 268435456');
+    this.upgradeActivityTables();
+    this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     const db = this.db;
     this.stmt = {
@@ -315,7 +257,10 @@ export class Store {
       ),
       // the same when external_id, email and phone are as read: their indexes need no upkeep
       updateUnindexed: db.prepare('UPDATE profiles SET fields = ?, custom = ?, language_from_api = ?, updated_at = ?, updated_seq = ? WHERE id = ?'),
-      deleteProfile: db.prepare('DELETE FROM profiles WHERE id = ?'),
+      // one pass over each activity table for the whole list, however many profiles it names
+      deleteEventsOf: db.prepare<[string]>('DELETE FROM events WHERE profile_id IN (SELECT value FROM json_each(?))'),
+      deletePurchasesOf: db.prepare<[string]>('DELETE FROM purchases WHERE profile_id IN (SELECT value FROM json_each(?))'),
+      deleteProfiles: db.prepare<[string]>('DELETE FROM profiles WHERE id IN (SELECT value FROM json_each(?))'),
       maxSeq: db.prepare<[], { seq: number | null }>('SELECT MAX(updated_seq) AS seq FROM profiles'),
       insertAlias: db.prepare('INSERT OR IGNORE INTO aliases (alias_label, alias_name, profile_id) VALUES (?, ?, ?)'),
       aliasesOf: db.prepare<[number], { alias_name: string; alias_label: string }>(
@@ -326,17 +271,21 @@ export class Store {
         'INSERT INTO purchases (profile_id, product_id, currency, price, quantity, time, app_id, properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       eventsOf: db.prepare<[number], { id: number; profile_id: number; name: string; time: string; app_id: string | null; properties: string | null }>(
-        'SELECT * FROM events WHERE profile_id = ? ORDER BY id',
+        activityQuery('events', 'a.*', 'ORDER BY a.id'),
       ),
       purchasesOf: db.prepare<[number], {
         id: number; profile_id: number; product_id: string; currency: string; price: number; quantity: number;
         time: string; app_id: string | null; properties: string | null;
-      }>('SELECT * FROM purchases WHERE profile_id = ? ORDER BY id'),
+      }>(activityQuery('purchases', 'a.*', 'ORDER BY a.id')),
       eventSummary: db.prepare<[number], ActivitySummary>(
-        'SELECT name, MIN(time) AS first, MAX(time) AS last, COUNT(*) AS count FROM events WHERE profile_id = ? GROUP BY name ORDER BY name',
+        activityQuery('events', 'a.name AS name, MIN(a.time) AS first, MAX(a.time) AS last, COUNT(*) AS count', 'GROUP BY a.name ORDER BY a.name'),
       ),
       purchaseSummary: db.prepare<[number], ActivitySummary>(
-        'SELECT product_id AS name, MIN(time) AS first, MAX(time) AS last, COUNT(*) AS count FROM purchases WHERE profile_id = ? GROUP BY product_id ORDER BY product_id',
+        activityQuery(
+          'purchases',
+          'a.product_id AS name, MIN(a.time) AS first, MAX(a.time) AS last, COUNT(*) AS count',
+          'GROUP BY a.product_id ORDER BY a.product_id',
+        ),
       ),
       token: db.prepare<[string, string], { app_id: string; token: string; device_id: string | null; profile_id: number }>(
         'SELECT * FROM push_tokens WHERE app_id = ? AND token = ?',
@@ -359,6 +308,11 @@ export class Store {
       orphanImports: db.prepare<[], { id: number }>(
         'SELECT p.id FROM profiles p WHERE p.push_import = 1 AND NOT EXISTS (SELECT 1 FROM push_tokens t WHERE t.profile_id = p.id)',
       ),
+      orphanActivity: db
+        .prepare<[], number>(
+          `SELECT ${ACTIVITY_TABLES.map((t) => `(SELECT COUNT(*) FROM ${t} WHERE profile_id NOT IN (SELECT id FROM profiles))`).join(' + ')}`,
+        )
+        .pluck(),
       counts: db.prepare<[], { profiles: number; events: number; purchases: number }>(
         'SELECT (SELECT COUNT(*) FROM profiles) AS profiles, (SELECT COUNT(*) FROM events) AS events, (SELECT COUNT(*) FROM purchases) AS purchases',
       ),
@@ -515,8 +469,15 @@ export class Store {
     }
   }
 
-  deleteProfile(id: number): void {
-    this.stmt.deleteProfile.run(id);
+  /** Deletes these profiles with everything recorded on them. */
+  deleteProfiles(ids: readonly number[]): void {
+    if (ids.length === 0) return;
+    const list = JSON.stringify(ids);
+    this.transaction(() => {
+      this.stmt.deleteEventsOf.run(list);
+      this.stmt.deletePurchasesOf.run(list);
+      this.stmt.deleteProfiles.run(list);
+    });
     this.idCache.clear();
   }
 
@@ -600,8 +561,20 @@ export class Store {
   /** 'ok' when SQLite finds the file sound and every row's references resolve. */
   integrityCheck(): string {
     const integrity = String(this.db.pragma('integrity_check', { simple: true }));
-    const dangling = this.db.pragma('foreign_key_check') as unknown[];
-    return dangling.length === 0 ? integrity : `${integrity}; ${dangling.length} rows reference missing rows`;
+    const dangling = (this.db.pragma('foreign_key_check') as unknown[]).length + (this.stmt.orphanActivity.get() as number);
+    return dangling === 0 ? integrity : `${integrity}; ${dangling} rows reference missing rows`;
+  }
+
+  /** Rebuilds the activity tables of a file an earlier version made, keeping every row and its id. */
+  private upgradeActivityTables(): void {
+    const tableSql = this.db.prepare<[string], string>("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck();
+    const legacy = (): ActivityTable[] => ACTIVITY_TABLES.filter((t) => isLegacyActivityTable(tableSql.get(t)));
+    if (legacy().length === 0) return;
+    this.db.pragma('foreign_keys = OFF');
+    // checked again inside the write lock: another process may have upgraded the file meanwhile
+    this.db.transaction(() => {
+      for (const table of legacy()) this.db.exec(rebuildActivityTable(table));
+    }).immediate();
   }
 
   /**

@@ -109,7 +109,7 @@ describe('external_id cache', () => {
     store = new Store(':memory:');
     const id = store.createProfile({ externalId: 'x' }).id;
     expect(store.idByExternalId('x')).toBe(id);
-    store.deleteProfile(id);
+    store.deleteProfiles([id]);
     expect(store.idByExternalId('x')).toBeUndefined();
   });
 
@@ -119,7 +119,7 @@ describe('external_id cache', () => {
     store = new Store(join(dir, 'db.sqlite'));
     const first = store.createProfile({ externalId: 'x' }).id;
     const other = new Store(join(dir, 'db.sqlite'));
-    other.deleteProfile(first);
+    other.deleteProfiles([first]);
     expect(store.editableByExternalId('x')).toBeUndefined();
     const second = other.createProfile({ externalId: 'x' }).id;
     other.close();
