@@ -13,7 +13,7 @@ import {
 import { applyCustomAttribute } from './attributes.js';
 import { storedTime } from './iso-time.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
-import type { EditableProfile, Store } from './store.js';
+import type { EditableProfile, NewEvent, NewPurchase, Store } from './store.js';
 
 type Item = Record<string, unknown>;
 
@@ -101,22 +101,22 @@ function applyAttributes(store: Store, item: Item, options: ApplyOptions): void 
   if (profile !== undefined) updateProfile(store, profile, item, options);
 }
 
-function applyEvent(store: Store, item: Item): void {
+function eventOf(store: Store, item: Item): NewEvent | undefined {
   const profileId = resolveProfileId(store, item);
-  if (profileId === undefined) return;
-  store.insertEvent({
+  if (profileId === undefined) return undefined;
+  return {
     profileId,
     name: item.name as string,
     time: storedTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
-  });
+  };
 }
 
-function applyPurchase(store: Store, item: Item): void {
+function purchaseOf(store: Store, item: Item): NewPurchase | undefined {
   const profileId = resolveProfileId(store, item);
-  if (profileId === undefined) return;
-  store.insertPurchase({
+  if (profileId === undefined) return undefined;
+  return {
     profileId,
     productId: item.product_id as string,
     currency: (item.currency as string).toUpperCase(),
@@ -125,13 +125,27 @@ function applyPurchase(store: Store, item: Item): void {
     time: storedTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
-  });
+  };
 }
 
-const APPLIERS: Record<ArrayName, (store: Store, item: Item, options: ApplyOptions) => void> = {
-  attributes: applyAttributes,
-  events: applyEvent,
-  purchases: applyPurchase,
+/** Resolves each item's user, then adds the rows together: nothing reads them before the request ends. */
+function recorder<T>(rowOf: (store: Store, item: Item) => T | undefined, insert: (store: Store, rows: T[]) => void) {
+  return (store: Store, items: readonly Item[]): void => {
+    const rows: T[] = [];
+    for (const item of items) {
+      const row = rowOf(store, item);
+      if (row !== undefined) rows.push(row);
+    }
+    if (rows.length > 0) insert(store, rows);
+  };
+}
+
+const APPLIERS: Record<ArrayName, (store: Store, items: readonly Item[], options: ApplyOptions) => void> = {
+  attributes: (store, items, options) => {
+    for (const item of items) applyAttributes(store, item, options);
+  },
+  events: recorder(eventOf, (store, rows) => store.insertEvents(rows)),
+  purchases: recorder(purchaseOf, (store, rows) => store.insertPurchases(rows)),
 };
 
 /**
@@ -148,15 +162,9 @@ export function applyRequest(
   for (const name of ['attributes', 'events', 'purchases'] as const) {
     const items = body[name];
     if (items === undefined) continue;
-    const apply = APPLIERS[name];
-    const checkRejected = rejected.size > 0;
-    let count = 0;
-    for (let index = 0; index < items.length; index += 1) {
-      if (checkRejected && rejected.has(`${name}:${index}`)) continue;
-      apply(store, items[index] as Item, options);
-      count += 1;
-    }
-    processed[name] = count;
+    const accepted = rejected.size === 0 ? (items as Item[]) : (items as Item[]).filter((_, index) => !rejected.has(`${name}:${index}`));
+    APPLIERS[name](store, accepted, options);
+    processed[name] = accepted.length;
   }
   return processed;
 }

@@ -52,6 +52,9 @@ export interface StoredPurchase {
   properties: Record<string, unknown> | null;
 }
 
+export type NewEvent = Omit<StoredEvent, 'id'>;
+export type NewPurchase = Omit<StoredPurchase, 'id'>;
+
 export interface PushTokenRow {
   appId: string;
   token: string;
@@ -160,6 +163,18 @@ function parseJson(text: string | null): Record<string, unknown> | null {
   return text === null ? null : (JSON.parse(text) as Record<string, unknown>);
 }
 
+function propertiesJson(properties: Record<string, unknown> | null): string | null {
+  return properties === null ? null : JSON.stringify(properties);
+}
+
+/** The columns an insert gives, in the order insertEvents() and insertPurchases() list values. */
+const INSERT_COLUMNS: Record<ActivityTable, readonly string[]> = {
+  events: ['profile_id', 'name', 'time', 'app_id', 'properties'],
+  purchases: ['profile_id', 'product_id', 'currency', 'price', 'quantity', 'time', 'app_id', 'properties'],
+};
+/** Rows per INSERT statement (50 items is a request under the default limits). */
+const ROWS_PER_INSERT = 50;
+
 let idPool = Buffer.alloc(0);
 let idOffset = 0;
 
@@ -203,6 +218,8 @@ export class Store {
    */
   private readonly idCache = new Map<string, number>();
   private checkpointer: Worker | undefined;
+  /** Multi-row INSERT statements, by table and row count, prepared when first needed. */
+  private readonly inserts = new Map<string, Database.Statement>();
 
   /**
    * `checkpointThread`: checkpoint the log from a worker thread rather than on commit (the server
@@ -265,10 +282,6 @@ export class Store {
       insertAlias: db.prepare('INSERT OR IGNORE INTO aliases (alias_label, alias_name, profile_id) VALUES (?, ?, ?)'),
       aliasesOf: db.prepare<[number], { alias_name: string; alias_label: string }>(
         'SELECT alias_name, alias_label FROM aliases WHERE profile_id = ? ORDER BY rowid',
-      ),
-      insertEvent: db.prepare('INSERT INTO events (profile_id, name, time, app_id, properties) VALUES (?, ?, ?, ?, ?)'),
-      insertPurchase: db.prepare(
-        'INSERT INTO purchases (profile_id, product_id, currency, price, quantity, time, app_id, properties) VALUES (?, ?, ?, ?, ?, ?, ?, ?)',
       ),
       eventsOf: db.prepare<[number], { id: number; profile_id: number; name: string; time: string; app_id: string | null; properties: string | null }>(
         activityQuery('events', 'a.*', 'ORDER BY a.id'),
@@ -489,17 +502,52 @@ export class Store {
     return this.stmt.aliasesOf.all(profileId);
   }
 
-  insertEvent(e: Omit<StoredEvent, 'id'>): number {
-    const info = this.stmt.insertEvent.run(e.profileId, e.name, e.time, e.appId, e.properties === null ? null : JSON.stringify(e.properties));
-    return Number(info.lastInsertRowid);
+  /** Adds events in the order given; returns the id of the last. */
+  insertEvents(events: readonly NewEvent[]): number {
+    const values: unknown[] = [];
+    for (const e of events) values.push(e.profileId, e.name, e.time, e.appId, propertiesJson(e.properties));
+    return this.insertRows('events', values);
   }
 
-  insertPurchase(p: Omit<StoredPurchase, 'id'>): number {
-    const info = this.stmt.insertPurchase.run(
-      p.profileId, p.productId, p.currency, p.price, p.quantity, p.time, p.appId,
-      p.properties === null ? null : JSON.stringify(p.properties),
-    );
-    return Number(info.lastInsertRowid);
+  insertEvent(e: NewEvent): number {
+    return this.insertEvents([e]);
+  }
+
+  /** Adds purchases in the order given; returns the id of the last. */
+  insertPurchases(purchases: readonly NewPurchase[]): number {
+    const values: unknown[] = [];
+    for (const p of purchases) values.push(p.profileId, p.productId, p.currency, p.price, p.quantity, p.time, p.appId, propertiesJson(p.properties));
+    return this.insertRows('purchases', values);
+  }
+
+  insertPurchase(p: NewPurchase): number {
+    return this.insertPurchases([p]);
+  }
+
+  /**
+   * Inserts rows given as one list of column values, up to ROWS_PER_INSERT rows per statement: a
+   * statement per row costs more in calls into SQLite than the row itself. Rows get ids in order.
+   */
+  private insertRows(table: ActivityTable, values: readonly unknown[]): number {
+    const width = INSERT_COLUMNS[table].length;
+    let last = 0;
+    for (let start = 0; start < values.length; start += width * ROWS_PER_INSERT) {
+      const chunk = values.length <= width * ROWS_PER_INSERT ? values : values.slice(start, start + width * ROWS_PER_INSERT);
+      last = Number(this.insertStatement(table, chunk.length / width).run(chunk).lastInsertRowid);
+    }
+    return last;
+  }
+
+  private insertStatement(table: ActivityTable, rows: number): Database.Statement {
+    const key = `${table} ${rows}`;
+    let statement = this.inserts.get(key);
+    if (statement === undefined) {
+      const columns = INSERT_COLUMNS[table];
+      const row = `(${columns.map(() => '?').join(', ')})`;
+      statement = this.db.prepare(`INSERT INTO ${table} (${columns.join(', ')}) VALUES ${Array<string>(rows).fill(row).join(', ')}`);
+      this.inserts.set(key, statement);
+    }
+    return statement;
   }
 
   eventsOf(profileId: number): StoredEvent[] {

@@ -52,6 +52,18 @@ describe('activity by profile', () => {
     expect(s.purchaseSummary(ids[0])).toEqual([{ name: 'p', first: TIME, last: TIME, count: 3334 }]);
   });
 
+  it('adds many rows at once in the order given, each under the next id', () => {
+    store = new Store(':memory:');
+    const s = store;
+    const id = s.createProfile({ externalId: 'a' }).id;
+    // more rows than one statement takes, and a remainder
+    expect(s.insertEvents(Array.from({ length: 130 }, (_, i) => event(id, `e${i}`)))).toBe(130);
+    expect(s.eventsOf(id).map((e) => [e.id, e.name])).toEqual(Array.from({ length: 130 }, (_, i) => [i + 1, `e${i}`]));
+    expect(s.insertPurchases([purchase(id, 'x'), { ...purchase(id, 'y'), price: 2.5, properties: { k: 'v' } }])).toBe(2);
+    expect(s.purchasesOf(id).map((p) => [p.id, p.productId, p.price, p.properties])).toEqual([[1, 'x', 1, null], [2, 'y', 2.5, { k: 'v' }]]);
+    expect(s.insertEvent(event(id, 'one more'))).toBe(131);
+  });
+
   it('finds nothing for a profile with no activity, and nothing in an empty table', () => {
     store = new Store(':memory:');
     const id = store.createProfile({ externalId: 'a' }).id;

@@ -63,13 +63,13 @@ describe('external_id cache', () => {
     h = testHandler();
     const t = h;
     // a request whose apply fails after creating its profile: the profile and its id are undone
-    const store = t.store as unknown as { insertEvent: Store['insertEvent'] };
-    const insertEvent = store.insertEvent;
-    store.insertEvent = () => {
+    const store = t.store as unknown as { insertEvents: Store['insertEvents'] };
+    const insertEvents = store.insertEvents;
+    store.insertEvents = () => {
       throw new Error('disk on fire');
     };
     expect(t.track({ events: [ev('late')] }).status).toBe(500);
-    store.insertEvent = insertEvent;
+    store.insertEvents = insertEvents;
     expect(t.store.counts().profiles).toBe(0);
     expect(t.track({ events: [ev('late')] })).toEqual({ status: 201, body: { message: 'success', events_processed: 1 } });
     const id = t.store.profileByExternalId('late')!.id;
