@@ -6,7 +6,17 @@ import { Worker } from 'node:worker_threads';
 import type { CheckpointerData } from './checkpointer.js';
 import type { UserAlias } from '../model/index.js';
 import { nowIso } from './iso-time.js';
-import { ACTIVITY_TABLES, SCHEMA, activityQuery, type ActivityTable, isLegacyActivityTable, rebuildActivityTable } from './schema.js';
+import {
+  ACTIVITY_TABLES,
+  INSERT_COLUMNS,
+  SCHEMA,
+  activityQuery,
+  isLegacyActivityTable,
+  legacyIndex,
+  rebuildActivityTable,
+  repairActivityTable,
+  type ActivityTable,
+} from './schema.js';
 
 /** The part of a profile an attributes item reads and changes, and saveProfile() writes back. */
 export interface EditableProfile {
@@ -167,11 +177,6 @@ function propertiesJson(properties: Record<string, unknown> | null): string | nu
   return properties === null ? null : JSON.stringify(properties);
 }
 
-/** The columns an insert gives, in the order insertEvents() and insertPurchases() list values. */
-const INSERT_COLUMNS: Record<ActivityTable, readonly string[]> = {
-  events: ['profile_id', 'name', 'time', 'app_id', 'properties'],
-  purchases: ['profile_id', 'product_id', 'currency', 'price', 'quantity', 'time', 'app_id', 'properties'],
-};
 /** Rows per INSERT statement (50 items is a request under the default limits). */
 const ROWS_PER_INSERT = 50;
 
@@ -215,9 +220,9 @@ export class Store {
   private readonly inTransaction: (fn: () => unknown) => unknown;
   /**
    * external_id -> profile id, for profiles this store found or created. An external ID, once on a
-   * profile, stays on it, and only deleteProfile() removes profiles, so an entry goes stale only when
+   * profile, stays on it, and only deleteProfiles() removes profiles, so an entry goes stale only when
    * the write that made it is undone: any transaction that fails (and so rolls back, whole or to its
-   * savepoint) empties the cache, as does deleteProfile().
+   * savepoint) empties the cache, as does deleteProfiles().
    */
   private readonly idCache = new Map<string, number>();
   private checkpointer: Worker | undefined;
@@ -616,15 +621,22 @@ export class Store {
     return dangling === 0 ? integrity : `${integrity}; ${dangling} rows reference missing rows`;
   }
 
-  /** Rebuilds the activity tables of a file an earlier version made, keeping every row and its id. */
+  /**
+   * Brings the activity tables of a file an earlier build made (or opened since) to the current
+   * shape, keeping every row and its id: a one-off rebuild of about a second per million rows.
+   */
   private upgradeActivityTables(): void {
-    const tableSql = this.db.prepare<[string], string>("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?").pluck();
-    const legacy = (): ActivityTable[] => ACTIVITY_TABLES.filter((t) => isLegacyActivityTable(tableSql.get(t)));
-    if (legacy().length === 0) return;
+    const schemaSql = this.db.prepare<[string, string], string>('SELECT sql FROM sqlite_schema WHERE type = ? AND name = ?').pluck();
+    const work = (): string[] =>
+      ACTIVITY_TABLES.flatMap((table) => {
+        if (isLegacyActivityTable(schemaSql.get('table', table))) return [rebuildActivityTable(table)];
+        return schemaSql.get('index', legacyIndex(table)) === undefined ? [] : [repairActivityTable(table)];
+      });
+    if (work().length === 0) return;
     this.db.pragma('foreign_keys = OFF');
-    // checked again inside the write lock: another process may have upgraded the file meanwhile
+    // looked at again inside the write lock: another process may have done it meanwhile
     this.db.transaction(() => {
-      for (const table of legacy()) this.db.exec(rebuildActivityTable(table));
+      for (const sql of work()) this.db.exec(sql);
     }).immediate();
   }
 

@@ -155,4 +155,33 @@ describe('a file an earlier version made', () => {
     store = new Store(path);
     expect(store.eventsOf(store.profileByExternalId('a')!.id).map((e) => e.name)).toEqual(['signup', 'later']);
   });
+
+  it('when an earlier build has opened it again since, drops its index and the rows of profiles it deleted', () => {
+    const path = tempPath();
+    store = new Store(path);
+    const kept = store.createProfile({ externalId: 'kept' }).id;
+    // the newest profile: SQLite gives its id to the next one made after it is deleted
+    const gone = store.createProfile({ externalId: 'gone' }).id;
+    store.insertEvents([event(gone, 'old'), event(kept, 'mine')]);
+    store.insertPurchase(purchase(gone, 'p'));
+    store.close();
+    // what an earlier build does: makes its index again, and deletes a profile trusting a foreign key
+    const old = new Database(path);
+    old.exec('CREATE INDEX IF NOT EXISTS events_profile ON events(profile_id); CREATE INDEX IF NOT EXISTS purchases_profile ON purchases(profile_id)');
+    old.prepare('DELETE FROM profiles WHERE id = ?').run(gone);
+    old.close();
+
+    store = new Store(path);
+    expect(store.counts()).toEqual({ profiles: 1, events: 1, purchases: 0 });
+    expect(store.integrityCheck()).toBe('ok');
+    // the deleted profile's id, given to someone new, brings none of its rows
+    const fresh = store.createProfile({ externalId: 'fresh' }).id;
+    expect(fresh).toBe(gone);
+    expect(store.eventsOf(fresh)).toEqual([]);
+    store.close();
+    store = undefined;
+    const reader = new Database(path, { readonly: true });
+    expect(reader.prepare("SELECT name FROM sqlite_schema WHERE name IN ('events_profile', 'purchases_profile')").pluck().all()).toEqual([]);
+    reader.close();
+  });
 });
