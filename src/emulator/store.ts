@@ -197,15 +197,12 @@ export function newServiceId(): string {
 const CHECKPOINTER = import.meta.url.endsWith('.ts')
   ? new URL('../../dist/emulator/checkpointer.js', import.meta.url)
   : new URL('./checkpointer.js', import.meta.url);
-/** Once a second: each checkpoint syncs the file, and between them a page written many times is copied once. */
-const CHECKPOINT_INTERVAL_MS = 1000;
+const CHECKPOINT_INTERVAL_MS = 100;
 /**
- * Log pages after which the writing connection checkpoints itself (SQLite's default is 1000), about
- * 160 MB. A second of commits at full rate is some 12,000 pages, which the checkpointer thread moves
- * on; this only bounds a log that thread never caught up with, as a checkpoint on the writer stalls
- * the requests waiting there.
+ * Log pages after which the writing connection checkpoints itself (SQLite's default is 1000). With the
+ * checkpointer thread keeping up, this only restarts a log that never caught up under steady load.
  */
-const WRITER_CHECKPOINT_PAGES = 40_000;
+const WRITER_CHECKPOINT_PAGES = 8000;
 const DEFAULT_CHECKPOINT_PAGES = 1000;
 /** How long stopCheckpointThread() lets a checkpoint in progress finish before ending the thread. */
 const CHECKPOINTER_STOP_MS = 5000;
