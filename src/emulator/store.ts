@@ -514,19 +514,11 @@ export class Store {
     return this.insertRows('events', values);
   }
 
-  insertEvent(e: NewEvent): number {
-    return this.insertEvents([e]);
-  }
-
   /** Adds purchases in the order given; returns the id of the last. */
   insertPurchases(purchases: readonly NewPurchase[]): number {
     const values: unknown[] = [];
     for (const p of purchases) values.push(p.profileId, p.productId, p.currency, p.price, p.quantity, p.time, p.appId, propertiesJson(p.properties));
     return this.insertRows('purchases', values);
-  }
-
-  insertPurchase(p: NewPurchase): number {
-    return this.insertPurchases([p]);
   }
 
   /**

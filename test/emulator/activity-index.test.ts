@@ -35,8 +35,8 @@ describe('activity by profile', () => {
     // 10,000 rows of each span three blocks of 4,096
     s.transaction(() => {
       for (let i = 0; i < 10_000; i += 1) {
-        s.insertEvent(event(ids[i % 3], i % 2 === 0 ? 'even' : 'odd'));
-        s.insertPurchase(purchase(ids[i % 3], 'p'));
+        s.insertEvents([event(ids[i % 3], i % 2 === 0 ? 'even' : 'odd')]);
+        s.insertPurchases([purchase(ids[i % 3], 'p')]);
       }
     });
     const events = s.eventsOf(ids[1]);
@@ -61,7 +61,7 @@ describe('activity by profile', () => {
     expect(s.eventsOf(id).map((e) => [e.id, e.name])).toEqual(Array.from({ length: 130 }, (_, i) => [i + 1, `e${i}`]));
     expect(s.insertPurchases([purchase(id, 'x'), { ...purchase(id, 'y'), price: 2.5, properties: { k: 'v' } }])).toBe(2);
     expect(s.purchasesOf(id).map((p) => [p.id, p.productId, p.price, p.properties])).toEqual([[1, 'x', 1, null], [2, 'y', 2.5, { k: 'v' }]]);
-    expect(s.insertEvent(event(id, 'one more'))).toBe(131);
+    expect(s.insertEvents([event(id, 'one more')])).toBe(131);
   });
 
   it('finds nothing for a profile with no activity, and nothing in an empty table', () => {
@@ -69,7 +69,7 @@ describe('activity by profile', () => {
     const id = store.createProfile({ externalId: 'a' }).id;
     expect(store.eventsOf(id)).toEqual([]);
     expect(store.purchaseSummary(id)).toEqual([]);
-    store.insertEvent(event(store.createProfile({ externalId: 'b' }).id, 'e'));
+    store.insertEvents([event(store.createProfile({ externalId: 'b' }).id, 'e')]);
     expect(store.eventSummary(id)).toEqual([]);
   });
 
@@ -78,8 +78,8 @@ describe('activity by profile', () => {
     const s = store;
     const [a, b, c] = ['a', 'b', 'c'].map((externalId) => s.createProfile({ externalId }).id);
     for (const id of [a, b, c, a, b, c]) {
-      s.insertEvent(event(id, 'e'));
-      s.insertPurchase(purchase(id, 'p'));
+      s.insertEvents([event(id, 'e')]);
+      s.insertPurchases([purchase(id, 'p')]);
     }
     s.deleteProfiles([a, c]);
     expect(s.counts()).toEqual({ profiles: 1, events: 2, purchases: 2 });
@@ -89,7 +89,7 @@ describe('activity by profile', () => {
 
   it('reports an event whose profile is missing', () => {
     store = new Store(':memory:');
-    store.insertEvent(event(999, 'e'));
+    store.insertEvents([event(999, 'e')]);
     expect(store.integrityCheck()).toBe('ok; 1 rows reference missing rows');
   });
 });
@@ -138,7 +138,7 @@ describe('a file an earlier version made', () => {
     ]);
     expect(store.integrityCheck()).toBe('ok');
     // new rows follow the old ones, and a profile deleted takes its rows with it
-    expect(store.insertEvent(event(a, 'later'))).toBe(9001);
+    expect(store.insertEvents([event(a, 'later')])).toBe(9001);
     store.deleteProfiles([b]);
     expect(store.counts()).toEqual({ profiles: 1, events: 2, purchases: 0 });
     store.close();
@@ -163,7 +163,7 @@ describe('a file an earlier version made', () => {
     // the newest profile: SQLite gives its id to the next one made after it is deleted
     const gone = store.createProfile({ externalId: 'gone' }).id;
     store.insertEvents([event(gone, 'old'), event(kept, 'mine')]);
-    store.insertPurchase(purchase(gone, 'p'));
+    store.insertPurchases([purchase(gone, 'p')]);
     store.close();
     // what an earlier build does: makes its index again, and deletes a profile trusting a foreign key
     const old = new Database(path);

@@ -37,7 +37,7 @@ describe('external_id cache', () => {
     expect(s.editableByExternalId('x')).toBeUndefined();
     const id = s.createProfile({ externalId: 'x' }).id;
     expect(s.idByExternalId('x')).toBe(id);
-    s.insertEvent({ profileId: id, name: 'e', time: '2024-03-07T10:00:00.000Z', appId: null, properties: null });
+    s.insertEvents([{ profileId: id, name: 'e', time: '2024-03-07T10:00:00.000Z', appId: null, properties: null }]);
     expect(s.counts()).toEqual({ profiles: 1, events: 1, purchases: 0 });
   });
 
