@@ -27,3 +27,17 @@ export class DeliveryError extends Error {
     super(message);
   }
 }
+
+/**
+ * A file the run writes (the rejects file, the journal, --out) cannot be written: a full disk, say.
+ * The run stops as for a fatal delivery error (exit 3; 2 when nothing was sent yet).
+ */
+export class OutputError extends Error {
+  override name = 'OutputError';
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+  }
+}

@@ -27,6 +27,8 @@ export interface WorkerPlanData {
   skip: Array<[string, Array<[number, number]>]>;
   /** Per input file, lines of several items an earlier run settled in part, and the items it settled. */
   skipItems: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
+  /** Per input file, the line ranges to reject unsent (see PlanOptions.rejectRow). */
+  reject: Array<[string, Array<[number, number]>]>;
   /**
    * How far the worker may run ahead: requests and rejected rows posted and not yet taken by the
    * main thread, in messages and in bytes (of request JSON and CSV cells).
@@ -67,9 +69,11 @@ export type ToMain =
 export type ToWorker = { type: 'taken'; messages: number; bytes: number };
 
 /** Options a threaded plan can take: no standard input, and rows to skip given as ranges. */
-export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow'> {
+export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow' | 'rejectRow'> {
   /** Per input file, the rows to leave out as [first, last] line ranges. */
   skip?: ReadonlyMap<string, Array<[number, number]>>;
+  /** Per input file, the rows to reject unsent as [first, last] line ranges. */
+  reject?: ReadonlyMap<string, Array<[number, number]>>;
   /** Per input file, the items of lines of several to leave out (see PlanOptions.skipItem). */
   skipItems?: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
   /** Stop reading at once: the worker is ended and nothing more it posted is handed on. */
@@ -143,6 +147,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
     limits: options.limits,
     maxBodyBytes: options.maxBodyBytes,
     skip: [...(options.skip ?? new Map())],
+    reject: [...(options.reject ?? new Map())],
     skipItems: options.skipItems ?? new Map(),
     window: WINDOW,
   };

@@ -33,12 +33,18 @@ async function postCounted(message: ToMain, bytes: number, transfer?: ArrayBuffe
   post(message, transfer);
 }
 
-const skipped = new Map<string, RangeSet>();
-for (const [file, ranges] of data.skip) {
-  const set = createRangeSet();
-  for (const [start, end] of ranges) set.add(start, end);
-  skipped.set(file, set);
+/** Per file, the lines of the given ranges. */
+function linesOf(ranges: Array<[string, Array<[number, number]>]>): Map<string, RangeSet> {
+  const sets = new Map<string, RangeSet>();
+  for (const [file, list] of ranges) {
+    const set = createRangeSet();
+    for (const [start, end] of list) set.add(start, end);
+    if (set.size > 0) sets.set(file, set);
+  }
+  return sets;
 }
+const skipped = linesOf(data.skip);
+const rejected = linesOf(data.reject);
 
 /** CSV plans already described to the main thread, and the id each was given. */
 const plansSent = new Map<object, number>();
@@ -111,6 +117,7 @@ const plan = planRequests({
   // the rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB)
   chunkBytes: 16 * 1024,
   skipRow: skipped.size === 0 ? undefined : (file, line) => skipped.get(file)?.has(line) ?? false,
+  rejectRow: rejected.size === 0 ? undefined : (file, line) => rejected.get(file)?.has(line) ?? false,
   skipItem: data.skipItems.size === 0 ? undefined : (file, line, item) => data.skipItems.get(file)?.get(line)?.has(item) ?? false,
   onReject: (record: RejectRecord) => postCounted({ type: 'reject', record: { ...record } }, 0),
   onLineItems: (file, line, items) => post({ type: 'line-items', file, line, items }),

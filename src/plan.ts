@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from './batch/batcher.js';
 import { InputError } from './errors.js';
-import { readCsv } from './input/csv.js';
+import { readCsv, type CsvRecord } from './input/csv.js';
 import { readNdjson } from './input/ndjson.js';
 import { formatOf, inputBytes, type InputFormat } from './input/source.js';
 import { itemErrors, itemWarnings } from './mapping/check.js';
@@ -19,6 +19,9 @@ import { count, countRejected, emptySummary, type FileSummary, type PlanSummary 
 export type { FileSummary, PlanSummary } from './plan-summary.js';
 
 const MAX_WARNING_EXAMPLES = 10;
+/** Why a row an earlier run left in flight is rejected rather than sent again (--on-unknown reject). */
+export const IN_DOUBT =
+  'outcome unknown: the run before stopped while this row was in flight, so it may have been applied; not sent again (--on-unknown reject)';
 
 export interface PlanOptions {
   /** Input files in order; `-` is standard input. */
@@ -37,6 +40,11 @@ export interface PlanOptions {
   stdin?: Readable;
   /** Rows to leave out, such as those an earlier run already delivered (resume). */
   skipRow?: (file: string, line: number) => boolean;
+  /**
+   * Rows to reject unsent: an earlier run posted them and stopped before their answer came, so
+   * they may have been applied (a resume with --on-unknown reject).
+   */
+  rejectRow?: (file: string, line: number) => boolean;
   /** Items of a line of several to leave out: those an earlier run delivered before it stopped. */
   skipItem?: (file: string, line: number, item: number) => boolean;
   /** Receives each rejected row; awaited, so a slow file slows reading rather than filling memory. */
@@ -49,6 +57,8 @@ export interface PlanOptions {
   chunkBytes?: number;
   /** Called as reading goes on (after each chunk of rows). */
   onProgress?: (progress: { file: string; rows: number; requests: number }) => void;
+  /** Stop reading: the plan ends after the chunk it is on. */
+  stopSignal?: AbortSignal;
 }
 
 export interface Plan {
@@ -56,6 +66,14 @@ export interface Plan {
   requests: AsyncIterable<PlannedRequest>;
   /** Filled in as `requests` is consumed; complete once it is done. */
   summary: PlanSummary;
+}
+
+/** Why a CSV file's first record cannot be its header, as the error to stop the run with; undefined when it can. */
+export function csvHeaderProblem(record: CsvRecord, file: string, options: Pick<PlanOptions, 'kind' | 'map'>): InputError | undefined {
+  if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
+  const result = planCsv(record.cells, { kind: options.kind, map: options.map });
+  if (!result.ok) return new InputError(`the header cannot be used:\n  ${result.problems.join('\n  ')}`, file, record.line);
+  return undefined;
 }
 
 /** Plans the requests for the inputs. Inputs are opened as the requests are consumed. */
@@ -129,6 +147,8 @@ export function planRequests(options: PlanOptions): Plan {
     if (done.length > 0) ready.push(...done);
   };
 
+  const stopped = (): boolean => options.stopSignal?.aborted === true;
+
   /** After each chunk: the rejects go out (awaited), then the requests it completed. */
   async function* handOn(file: string): AsyncGenerator<PlannedRequest> {
     for (const record of rejects.splice(0)) await options.onReject?.(record);
@@ -153,9 +173,10 @@ export function planRequests(options: PlanOptions): Plan {
     for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes), file)) {
       for (const record of records) {
         if (plan === undefined) {
-          if ('error' in record) throw new InputError(`the header cannot be read: ${record.error}`, file, record.line);
-          const result = planCsv(record.cells, { kind: options.kind, map: options.map });
-          if (!result.ok) throw new InputError(`the header cannot be used:\n  ${result.problems.join('\n  ')}`, file, record.line);
+          const problem = csvHeaderProblem(record, file, options);
+          if (problem !== undefined) throw problem;
+          const result = planCsv((record as { cells: string[] }).cells, { kind: options.kind, map: options.map });
+          if (!result.ok) throw new Error('unreachable: the header was checked');
           plan = result.plan;
           fileSummary.kind = plan.kind;
           summary.notes.push(...result.notes.map((note) => `${file}: ${note}`));
@@ -166,7 +187,7 @@ export function planRequests(options: PlanOptions): Plan {
           reject(file, record.line, plan.kind, record.text ?? null, [record.error]);
           continue;
         }
-        const wrong = widthProblem(plan, record.cells);
+        const wrong = options.rejectRow?.(file, record.line) === true ? IN_DOUBT : widthProblem(plan, record.cells);
         if (wrong !== undefined) {
           reject(file, record.line, plan.kind, csvRowObject(plan, record.cells), [wrong]);
           continue;
@@ -176,6 +197,7 @@ export function planRequests(options: PlanOptions): Plan {
         take(plan.kind, mapped.item, origin, jsonBytesBound(plan, record.cells), mapped);
       }
       yield* handOn(file);
+      if (stopped()) return;
     }
     if (plan === undefined) summary.notes.push(`${file}: is empty (no header row)`);
   }
@@ -203,10 +225,12 @@ export function planRequests(options: PlanOptions): Plan {
           summary.skippedItems += entries.length - left;
           options.onLineItems?.(file, record.line, left);
         } else if (several) options.onLineItems?.(file, record.line, entries.length);
+        const inDoubt = options.rejectRow?.(file, record.line) === true;
         entries.forEach((entry, place) => {
           if (settled(place)) return;
           const item = several ? place : undefined;
-          if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors, item);
+          if (inDoubt) reject(file, record.line, entry.kind, entry.row, [IN_DOUBT], item);
+          else if (!('item' in entry)) reject(file, record.line, entry.kind, entry.row, entry.errors, item);
           else {
             const origin: ItemOrigin = item === undefined ? { file, line: record.line, row: entry.row } : { file, line: record.line, row: entry.row, item };
             take(entry.kind, entry.item, origin, 6 * record.chars, entry);
@@ -214,6 +238,7 @@ export function planRequests(options: PlanOptions): Plan {
         });
       }
       yield* handOn(file);
+      if (stopped()) return;
     }
   }
 
@@ -223,6 +248,7 @@ export function planRequests(options: PlanOptions): Plan {
       summary.files.push(fileSummary);
       const planned = formats[i] === 'csv' ? csvFile(file, fileSummary) : ndjsonFile(file, fileSummary);
       yield* planned;
+      if (stopped()) return;
     }
     for (const request of batcher.finish()) {
       summary.requests += 1;

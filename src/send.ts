@@ -1,13 +1,14 @@
 // `track upload` over the network: the planned requests of upload() delivered by the transport,
-// with the resume journal wrapped around both (rows it settled are skipped on --resume).
+// with the resume journal of the target wrapped around both (rows it settled are skipped on
+// --resume; a run the journal already holds is not sent again by accident).
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { STDIN, checkReadable } from './input/source.js';
-import type { RejectRecord } from './model/plan.js';
-import { createTrackClient, deliver, openJournal, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type Journal, type SettledItems } from './transport/index.js';
+import { createTrackClient, deliver, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary } from './transport/index.js';
+import { findJournal, identifyFile, openJournal, rowsInDoubt, type ParsedJournal } from './transport/journal.js';
 import { upload, type UploadOptions, type UploadSummary } from './upload.js';
 
-export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'skipRow' | 'appendRejects' | 'onRejectWritten' | 'workerPlan'> {
+export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'journal'> {
   url: string;
   apiKey: string;
   /** Requests in flight at once. */
@@ -19,109 +20,111 @@ export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRu
   /** Tries after the first for 5xx, network errors and unknown outcomes. */
   retries?: number;
   onUnknown?: 'retry' | 'reject';
-  /** The journal file; default `<first input>.journal` beside it. */
+  /** The journal file; default `<first input>.<target>.journal` beside it. */
   journalPath?: string;
   /** Skip the rows an earlier run's journal settled, and add to its rejects file. */
   resume?: boolean;
+  /** Start over even though the journal holds a run of the same inputs to the same target. */
+  restart?: boolean;
   /** Stop reading, let requests in flight finish, save the journal. */
   stopSignal?: AbortSignal;
   /** Cut requests in flight off too. */
   abortSignal?: AbortSignal;
   onDeliveryProgress?: (progress: DeliveryProgress) => void;
   onNotice?: (notice: DeliveryNotice) => void;
-  /** false: plan in this thread rather than a worker thread (default: a worker, for files). */
-  thread?: boolean;
 }
 
-/** `users.csv.gz` -> `users.journal` beside it. */
-export function defaultJournalPath(firstInput: string): string {
+/** The target as a file-name part: `https://rest.example.com:8443/v2` -> `rest.example.com-8443-v2`. */
+export function targetSlug(endpoint: URL): string {
+  const prefix = endpoint.pathname.replace(/\/users\/track$/, '');
+  const text = `${endpoint.hostname}${endpoint.port === '' ? '' : `-${endpoint.port}`}${prefix}`;
+  return text.replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '');
+}
+
+/** `users.csv.gz` to `http://127.0.0.1:4000` -> `users.127.0.0.1-4000.journal` beside it: each target resumes its own run. */
+export function defaultJournalPath(firstInput: string, endpoint: URL): string {
   const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(dirname(firstInput), `${name}.journal`);
+  return join(dirname(firstInput), `${name}.${targetSlug(endpoint)}.journal`);
 }
 
-type Origins = SettledItems['origins'];
+const count = (n: number): string => n.toLocaleString('en-US');
+const when = (iso: string): string => iso.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
+
+/** What an earlier run's journal holds, in a sentence. */
+export function journalStory(found: ParsedJournal): string {
+  const settled = found.files.reduce((n, f) => n + f.settled.size, 0);
+  const total = found.files.every((f) => f.rows !== undefined) ? found.files.reduce((n, f) => n + (f.rows ?? 0), 0) : undefined;
+  const of = total === undefined ? `${count(settled)} rows settled` : `${count(settled)} of ${count(total)} rows settled`;
+  if (found.end?.complete === true) return `completed on ${when(found.end.at)} (${of})`;
+  if (found.end !== undefined) return `was stopped on ${when(found.end.at)} with ${of}`;
+  const inFlight = found.files.reduce((n, f) => n + rowsInDoubt(f).size, 0);
+  return `was interrupted (killed or crashed) with ${of}${inFlight > 0 ? ` and ${count(inFlight)} in flight` : ''}`;
+}
 
 /**
- * The journal settles rows, but a request-shaped NDJSON line yields several items that may travel
- * in different requests. Such a line is recorded only once every one of its items has settled
- * (sent or rejected), so a resume never skips an item that was not delivered; until then each of
- * its items delivered is recorded on its own, so a resume does not send that one again.
+ * Refuses a run the journal already holds (the same inputs, unchanged, to the same target) unless
+ * --resume or --restart says what to do with it. Returns a note when it replaces a journal of
+ * other inputs.
  */
-function lineLedger(journal: Journal) {
-  const waiting = new Map<string, number>();
-  const settle = (file: string, line: number): boolean => {
-    const key = `${line}\u0000${file}`;
-    const left = waiting.get(key);
-    if (left === undefined) return true;
-    if (left > 1) waiting.set(key, left - 1);
-    else waiting.delete(key);
-    return left === 1;
-  };
-  return {
-    expect(file: string, line: number, items: number): void {
-      waiting.set(`${line}\u0000${file}`, items);
-    },
-    /** A row rejected before sending. */
-    rejected(record: RejectRecord): void {
-      if (record.line <= 0) return;
-      if (settle(record.file, record.line)) journal.recordRows(record.file, [record.line]);
-      else if (record.item !== undefined) journal.recordItem(record.file, record.line, record.item);
-    },
-    /** What deliver() journals: the rows behind a settled request. */
-    journal: {
-      record(request: SettledItems): void {
-        // no request-shaped line is waiting on items (a CSV, say): every row is settled as it is
-        if (waiting.size === 0) return journal.record(request);
-        const origins = request.origins;
-        const ready = { attributes: [], events: [], purchases: [] } as { [K in keyof Origins]: Origins[K][number][] };
-        for (const kind of ['attributes', 'events', 'purchases'] as const) {
-          for (const origin of origins[kind]) {
-            if (settle(origin.file, origin.line)) ready[kind].push(origin);
-            else if (origin.item !== undefined) journal.recordItem(origin.file, origin.line, origin.item);
-          }
-        }
-        journal.record({ origins: ready });
-      },
-      flush: () => journal.flush(),
-    },
-  };
+async function checkRerun(journalPath: string, target: string, inputs: readonly string[], options: SendOptions): Promise<string | undefined> {
+  if (options.resume === true || options.restart === true) return undefined;
+  let found: ParsedJournal | undefined;
+  try {
+    found = await findJournal(journalPath);
+  } catch (error) {
+    throw new UsageError(`the journal ${journalPath} cannot be read (${(error as Error).message}); give --restart to replace it, or another --journal`);
+  }
+  if (found === undefined) return undefined;
+  if (found.target !== undefined && found.target !== target) {
+    throw new UsageError(
+      `the journal ${journalPath} holds an upload to ${found.target}, not to ${target}; give another --journal (or none: each target keeps its own), or --restart to replace it`,
+    );
+  }
+  const identities = await Promise.all(inputs.map((file) => identifyFile(file)));
+  const byPath = new Map(found.files.map((f) => [f.identity.path, f.identity]));
+  const same =
+    found.files.length === identities.length &&
+    identities.every((now) => {
+      const was = byPath.get(now.path);
+      return was !== undefined && was.size === now.size && was.mtimeMs === now.mtimeMs;
+    });
+  if (!same) return `the journal ${journalPath} of an earlier upload of other inputs (or of these files before they changed) was replaced`;
+  const files = inputs.join(', ');
+  throw new UsageError(
+    `an upload of ${files} to ${target} ${journalStory(found)}; its journal is ${journalPath}.\n` +
+      'Running it again would send those rows again (events and purchases would be stored twice). Give --resume to send\n' +
+      'only the rows not settled yet, or --restart to start over and send every row again.',
+  );
 }
 
 export async function send(options: SendOptions): Promise<UploadSummary<DeliverySummary>> {
-  resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
+  const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
+  const target = `${endpoint.origin}${endpoint.pathname}`;
   if (options.inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
+  if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
   const fromStdin = options.inputs.includes(STDIN);
   if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
-  const journalPath = options.journalPath ?? defaultJournalPath(options.inputs[0]);
+  const journalPath = options.journalPath ?? defaultJournalPath(options.inputs[0], endpoint);
   if (!fromStdin && options.inputs.some((file) => resolve(file) === resolve(journalPath))) {
     throw new UsageError(`--journal ${journalPath} is also an input file`);
   }
   // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
   for (const file of options.inputs) await checkReadable(file);
   // standard input cannot be read again, so a run that reads it keeps no journal
-  const journal: Journal | undefined = fromStdin
-    ? undefined
-    : await openJournal({ path: journalPath, files: options.inputs, resume: options.resume === true });
-  const ledger = journal === undefined ? undefined : lineLedger(journal);
+  const note = fromStdin ? undefined : await checkRerun(journalPath, target, options.inputs, options);
   const client = createTrackClient({ url: options.url, apiKey: options.apiKey, connections: options.concurrency });
   try {
-    return await upload<DeliverySummary>({
+    const summary = await upload<DeliverySummary>({
       ...options,
       dryRun: false,
-      skipRow: journal?.skipRow.bind(journal),
-      skipItem: journal === undefined ? undefined : (file, line, item) => journal.settledItems(file).get(line)?.has(item) ?? false,
-      // reading and sending each get a thread (and a core); upload() plans standard input in this one
-      workerPlan:
-        options.thread === false
-          ? undefined
-          : {
-              skip: new Map(options.inputs.map((file) => [file, journal?.settledRanges(file) ?? []])),
-              skipItems: new Map(options.inputs.map((file) => [file, journal?.settledItems(file) ?? new Map()])),
-            },
-      appendRejects: options.resume === true,
-      // a row refused before sending is settled too: a resumed run must not refuse it again
-      onRejectWritten: ledger?.rejected,
-      onLineItems: ledger?.expect,
+      rejectInDoubt: options.onUnknown === 'reject',
+      journal: fromStdin
+        ? undefined
+        : {
+            resume: options.resume === true,
+            open: (beforeSettling) =>
+              openJournal({ path: journalPath, files: options.inputs, target, resume: options.resume === true, beforeSettling }),
+          },
       deliver: (requests, io) =>
         deliver(requests, {
           client,
@@ -130,7 +133,9 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
           hourly: options.hourly,
           retries: options.retries,
           onUnknown: options.onUnknown,
-          journal: ledger?.journal,
+          journal: io.journal,
+          beforeFirstPost: io.beforeFirstPost,
+          inDoubtRows: io.inDoubtRows,
           onReject: io.onReject,
           onProgress: options.onDeliveryProgress,
           onNotice: options.onNotice,
@@ -138,8 +143,9 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
           abortSignal: options.abortSignal,
         }),
     });
+    if (note !== undefined) summary.notes.push(note);
+    return summary;
   } finally {
-    await journal?.close();
     await client.close();
   }
 }

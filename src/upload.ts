@@ -1,27 +1,38 @@
 // `track upload` and `track validate`: input files -> rows -> checked items -> planned requests,
 // then a dry run (count them, optionally write them out) or a delivery (the sender plugs in as
 // `deliver`). Every row is accounted for: in a request, in the rejects file, or skipped on resume.
-import { readFile } from 'node:fs/promises';
+import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { openNdjsonWriter, type NdjsonWriter } from './input/ndjson-writer.js';
-import { checkReadable, formatOf, STDIN } from './input/source.js';
+import { checkReadable, formatOf, inputBytes, STDIN } from './input/source.js';
 import { validateColumnMap, type ColumnMap } from './mapping/column-map.js';
 import type { PlannedRequest, RejectRecord } from './model/plan.js';
 import type { Plan, PlanOptions } from './plan.js';
 import type { PlanSummary } from './plan-summary.js';
 import { planInWorker } from './plan-thread.js';
+import type { Journal } from './transport/journal.js';
+import { lineLedger } from './transport/line-ledger.js';
+import { createRangeSet, type RangeSet } from './transport/range-set.js';
 
 export type { FileSummary, PlanSummary } from './plan-summary.js';
 export type { Plan, PlanOptions } from './plan.js';
 
-/** Sends planned requests and hands back the items the server refused; the network sender is one. */
-export type Deliver<D = unknown> = (
-  requests: AsyncIterable<PlannedRequest>,
-  io: { onReject: (record: RejectRecord) => Promise<void> },
-) => Promise<D>;
+/** What a deliverer gets besides the requests: where refused items go, and the journal's hooks. */
+export interface DeliverIo {
+  onReject: (record: RejectRecord) => Promise<void>;
+  /** Awaited before a request is first posted: its rows are recorded as sent, and it is written to --out. */
+  beforeFirstPost?: (request: PlannedRequest) => Promise<void>;
+  /** Records the rows behind a settled request (see openJournal). */
+  journal?: { record(request: PlannedRequest): void; flush(): Promise<void> };
+  /** How many rows of a request an earlier run left in doubt (sent, never settled). */
+  inDoubtRows?: (request: PlannedRequest) => number;
+}
 
-export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject' | 'map'> {
+/** Sends planned requests and hands back the items the server refused; the network sender is one. */
+export type Deliver<D = unknown> = (requests: AsyncIterable<PlannedRequest>, io: DeliverIo) => Promise<D>;
+
+export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject' | 'map' | 'skipRow' | 'skipItem' | 'rejectRow' | 'onLineItems'> {
   /** Plan only: nothing is sent. */
   dryRun: boolean;
   /** A --map file (JSON) to read; or give `map` itself. */
@@ -29,23 +40,21 @@ export interface UploadOptions<D = unknown> extends Omit<PlanOptions, 'onReject'
   map?: ColumnMap;
   /** The rejects file (NDJSON); default `<first input>.rejects.ndjson` beside it. Left only when a row was rejected. */
   rejectsPath?: string;
-  /** Add to an existing rejects file instead of starting it anew (a resumed run). */
-  appendRejects?: boolean;
-  /** Called after each row rejected before sending is written to the rejects file. */
-  onRejectWritten?: (record: RejectRecord) => void;
-  /** Dry run: write each planned request body here, one a line. */
+  /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent. */
   outPath?: string;
   /** The sender, for a run that is not a dry run. */
   deliver?: Deliver<D>;
   /**
-   * Plan in a worker thread while this one sends (a delivery from files, not standard input): the
-   * rows to skip are then given as line ranges per file instead of skipRow.
+   * The resume journal of a delivery from files: opened once every check has passed, with the
+   * rejects file open (rows it settles wait for their reject lines to be on disk). With `resume`,
+   * the rows it settled are skipped and the rejects file is added to.
    */
-  workerPlan?: {
-    skip: ReadonlyMap<string, Array<[number, number]>>;
-    skipItems?: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
-  };
-  /** Stop reading (the delivery is stopping): a plan made in a worker ends at once. */
+  journal?: { resume: boolean; open(beforeSettling: () => Promise<void>): Promise<Journal> };
+  /** Rows the journal says an earlier run left in flight are rejected unsent, not sent again (--on-unknown reject). */
+  rejectInDoubt?: boolean;
+  /** Plan in a worker thread while this one sends (a delivery from files, not standard input). */
+  thread?: boolean;
+  /** Stop reading (the delivery is stopping, or Ctrl-C in a dry run). */
   stopSignal?: AbortSignal;
 }
 
@@ -56,6 +65,10 @@ export interface UploadSummary<D = unknown> extends PlanSummary {
   elapsedMs: number;
   /** What `deliver` returned. */
   delivery?: D;
+  /** The run was stopped (stopSignal) before it read every row. */
+  interrupted: boolean;
+  /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
+  fatal?: Error;
 }
 
 export const SENDING_UNAVAILABLE = 'upload() sends only through a deliver function; send() supplies the network one';
@@ -81,16 +94,81 @@ export async function readColumnMap(path: string): Promise<ColumnMap> {
   return result.map;
 }
 
+/** A file the run will write: it must be writable now, though it is created only when written to. */
+async function checkWritable(flag: string, path: string): Promise<void> {
+  const exists = await stat(path).then((info) => {
+    if (info.isDirectory()) throw new UsageError(`${flag} ${path} is a directory`);
+    return true;
+  }, () => false);
+  try {
+    await access(exists ? path : dirname(resolve(path)), constants.W_OK);
+  } catch (error) {
+    throw new UsageError(`cannot write ${flag} ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+}
+
+/** Reads the header of every CSV input that is a file, so a bad one stops the run before anything is sent. */
+async function checkHeaders(options: UploadOptions<unknown>, map: ColumnMap | undefined): Promise<void> {
+  const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
+  if (csvFiles.length === 0) return;
+  const { readCsv } = await import('./input/csv.js');
+  const { csvHeaderProblem } = await import('./plan.js');
+  for (const file of csvFiles) {
+    for await (const records of readCsv(inputBytes(file), file)) {
+      if (records.length === 0) continue;
+      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map });
+      if (problem !== undefined) throw problem;
+      break;
+    }
+  }
+}
+
+/** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
+function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { readonly opened: boolean } {
+  let writer: Promise<NdjsonWriter> | undefined;
+  const get = (): Promise<NdjsonWriter> => (writer ??= openNdjsonWriter(path, what, { append }));
+  let count = 0;
+  return {
+    path,
+    get count() {
+      return count;
+    },
+    get opened() {
+      return writer !== undefined;
+    },
+    async writeLine(json) {
+      count += 1;
+      await (await get()).writeLine(json);
+    },
+    async write(value) {
+      count += 1;
+      await (await get()).write(value);
+    },
+    async sync() {
+      if (writer !== undefined) await (await writer).sync();
+    },
+    async close(closing) {
+      if (writer !== undefined) await (await writer).close(closing);
+      // nothing written in a run that went through: an earlier run's file would mislead
+      else if (closing?.removeIfEmpty === true) await import('node:fs/promises').then((fs) => fs.unlink(path)).catch(() => undefined);
+    },
+  };
+}
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
 export async function upload<D = unknown>(options: UploadOptions<D>): Promise<UploadSummary<D>> {
   const started = performance.now();
   const { deliver } = options;
+  const delivering = !options.dryRun && deliver !== undefined;
   if (!options.dryRun && deliver === undefined) throw new UsageError(SENDING_UNAVAILABLE);
+
+  // 1. check everything a person can get wrong, before any file is written or anything sent
   if (options.inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (options.inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
   for (const file of options.inputs) formatOf(file, options.format);
   for (const file of options.inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
-
   const rejectsPath = options.rejectsPath ?? defaultRejectsPath(options.inputs[0]);
   const inputs = new Set(options.inputs.filter((file) => file !== STDIN).map((file) => resolve(file)));
   for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
@@ -99,37 +177,121 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
   if (options.outPath !== undefined && resolve(options.outPath) === resolve(rejectsPath)) {
     throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
   }
+  await checkWritable('--rejects', rejectsPath);
+  if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
+  await checkHeaders(options, map);
 
-  const rejects = await openNdjsonWriter(rejectsPath, 'rejects', { append: options.appendRejects === true });
-  let out: NdjsonWriter | undefined;
-  let plan: Plan | undefined;
-  let delivery: D | undefined;
-  try {
-    out = options.outPath === undefined ? undefined : await openNdjsonWriter(options.outPath, 'requests');
-    const onReject = (record: RejectRecord): Promise<void> => rejects.write(record);
-    const onPlanReject = async (record: RejectRecord): Promise<void> => {
-      await onReject(record);
-      options.onRejectWritten?.(record);
-    };
-    const threaded = options.workerPlan !== undefined && deliver !== undefined && !options.dryRun && !options.inputs.includes(STDIN);
-    plan = threaded
-      ? planInWorker({ ...options, map, skip: options.workerPlan?.skip, skipItems: options.workerPlan?.skipItems, onReject: onPlanReject })
+  // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
+  const resume = options.journal?.resume === true;
+  const rejects = lazyWriter(rejectsPath, 'rejects', resume);
+  const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
+  const journal = delivering ? await options.journal?.open(() => rejects.sync()) : undefined;
+  const ledger = journal === undefined ? undefined : lineLedger(journal);
+
+  // 3. the plan: rows an earlier run settled are left out
+  const onReject = (record: RejectRecord): Promise<void> => rejects.write(record);
+  const onPlanReject = async (record: RejectRecord): Promise<void> => {
+    await onReject(record);
+    // a row refused before sending is settled too: a resumed run must not refuse it again
+    ledger?.rejected(record);
+  };
+  const skipItems = journal === undefined ? undefined : new Map(options.inputs.map((file) => [file, journal.settledItems(file)]));
+  const rejectInDoubt = journal !== undefined && journal.inDoubt > 0 && options.rejectInDoubt === true;
+  const planOptions = { ...options, map, onReject: onPlanReject, onLineItems: ledger?.expect };
+  const plan: Plan =
+    delivering && options.thread !== false && !options.inputs.includes(STDIN)
+      ? planInWorker({
+          ...planOptions,
+          skip: new Map(options.inputs.map((file) => [file, journal?.settledRanges(file) ?? []])),
+          reject: rejectInDoubt ? new Map(options.inputs.map((file) => [file, journal.inDoubtRanges(file)])) : undefined,
+          skipItems,
+        })
       : // loaded here only: a threaded plan keeps the CSV parser and the validator out of this thread
-        (await import('./plan.js')).planRequests({ ...options, map, onReject: onPlanReject });
-    if (deliver === undefined || options.dryRun) {
-      for await (const request of plan.requests) await out?.write(request.body);
-    } else {
-      delivery = await deliver(plan.requests, { onReject });
-    }
-  } finally {
-    await out?.close();
-    await rejects.close({ removeIfEmpty: options.appendRejects !== true });
+        (await import('./plan.js')).planRequests({
+          ...planOptions,
+          skipRow: journal === undefined ? undefined : (file, line) => journal.skipRow(file, line),
+          rejectRow: rejectInDoubt ? (file, line) => inDoubtLines(journal, file).has(line) : undefined,
+          skipItem: journal === undefined ? undefined : (file, line, item) => journal.settledItems(file).get(line)?.has(item) ?? false,
+        });
+  let readAll = false;
+  async function* planned(): AsyncGenerator<PlannedRequest> {
+    yield* plan.requests;
+    readAll = true;
   }
+
+  // 4. deliver, or drain the plan (a dry run)
+  let delivery: D | undefined;
+  let fatal: Error | undefined;
+  try {
+    if (delivering) {
+      delivery = await deliver!(planned(), {
+        onReject,
+        journal: ledger?.journal,
+        inDoubtRows: journal === undefined || journal.inDoubt === 0 ? undefined : (request) => journal.inDoubtRows(request),
+        beforeFirstPost:
+          journal === undefined && out === undefined
+            ? undefined
+            : async (request) => {
+                await journal?.sending(request);
+                await out?.writeLine(request.json ?? JSON.stringify(request.body));
+              },
+      });
+    } else {
+      for await (const request of planned()) {
+        await out?.write(request.body);
+        if (options.stopSignal?.aborted === true) break;
+      }
+    }
+  } catch (error) {
+    fatal = asError(error);
+  }
+  const deliveryFatal = (delivery as { fatal?: Error } | undefined)?.fatal;
+
+  // 5. close: what fails here is the run's fatal error, not a lost summary
+  const went = fatal === undefined && deliveryFatal === undefined;
+  const closing = async (close: () => Promise<void> | undefined): Promise<void> => {
+    try {
+      await close();
+    } catch (error) {
+      fatal ??= asError(error);
+    }
+  };
+  await closing(() => out?.close());
+  await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
+  await closing(() => {
+    if (journal === undefined) return undefined;
+    const settledAll = readAll && went && !isIncomplete(delivery);
+    const rowsRead = readAll ? new Map(plan.summary.files.map((f) => [f.file, f.rows])) : undefined;
+    return journal.close({ complete: settledAll, rowsRead });
+  });
+  // 6. the summary
   return {
     ...plan.summary,
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
-    outPath: options.outPath,
+    outPath: out !== undefined && out.count > 0 ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,
+    interrupted: !readAll && options.stopSignal?.aborted === true,
+    fatal,
   };
+}
+
+const doubtCache = new WeakMap<Journal, Map<string, RangeSet>>();
+/** The lines of a file an earlier run left in doubt, as a set (built once per file). */
+function inDoubtLines(journal: Journal, file: string): RangeSet {
+  let files = doubtCache.get(journal);
+  if (files === undefined) doubtCache.set(journal, (files = new Map()));
+  let set = files.get(file);
+  if (set === undefined) {
+    set = createRangeSet();
+    for (const [start, end] of journal.inDoubtRanges(file)) set.add(start, end);
+    files.set(file, set);
+  }
+  return set;
+}
+
+/** A delivery that left requests unsettled (stopped, aborted, failed). */
+function isIncomplete(delivery: unknown): boolean {
+  const d = delivery as { requestsAbandoned?: number; stopped?: boolean; aborted?: boolean; fatal?: Error } | undefined;
+  return d !== undefined && ((d.requestsAbandoned ?? 0) > 0 || d.stopped === true || d.aborted === true || d.fatal !== undefined);
 }

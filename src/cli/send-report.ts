@@ -1,11 +1,11 @@
 // Runs `track upload` over the network: signals, progress, the summary and the exit status.
 import chalk from 'chalk';
 import { stat } from 'node:fs/promises';
-import { DeliveryError, InputError } from '../errors.js';
 import { send, type SendOptions } from '../send.js';
-import type { DeliveryProgress, DeliverySummary } from '../transport/index.js';
+import type { DeliveryNotice, DeliveryProgress, DeliverySummary } from '../transport/index.js';
+import { LONG_WAIT_MS, type WaitReason } from '../transport/pacer.js';
 import type { UploadSummary } from '../upload.js';
-import { formatSummary } from './commands/plan-report.js';
+import { fatalExit, formatSummary, reportFatal, summaryJson } from './commands/plan-report.js';
 import type { UploadFlags } from './commands/upload.js';
 import { EXIT } from './run.js';
 
@@ -14,6 +14,31 @@ const number = (n: number): string => Math.round(n).toLocaleString('en-US');
 function duration(ms: number): string {
   const s = Math.round(ms / 1000);
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+const clockTime = (epochMs: number): string => `${new Date(epochMs).toISOString().slice(11, 19)} UTC`;
+
+const WAIT_REASONS: Record<WaitReason, string> = {
+  hourly: 'the hourly limit',
+  'retry-after': "the server's Retry-After (429)",
+  'server-window': "the server's rate-limit window",
+  rate: 'the --rate limit',
+};
+
+/** A notice worth a line on stderr: long waits always; with no spinner, also each 429 pause. */
+function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: number | undefined): string | undefined {
+  switch (notice.type) {
+    case 'waiting': {
+      const why = notice.reason === 'hourly' && hourly !== undefined ? `the hourly limit (--hourly ${hourly})` : WAIT_REASONS[notice.reason];
+      return `waiting for ${why} until ${clockTime(notice.untilWallMs)}`;
+    }
+    case 'retry':
+      return notice.delayMs > LONG_WAIT_MS ? `${notice.reason}: trying again at ${clockTime(Date.now() + notice.delayMs)}` : undefined;
+    case 'rate-limited':
+      return spinner ? undefined : `rate limited: all sending paused for ${duration(notice.waitMs)}`;
+    default:
+      return undefined;
+  }
 }
 
 interface Meter {
@@ -46,10 +71,17 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
   }
   const accepted = d.items.attributes.accepted + d.items.events.accepted + d.items.purchases.accepted;
   lines.push(`requests    ${number(d.requestsSent)} sent, ${number(d.retries)} retries, ${number(d.rateLimited)} rate-limited (429)`);
+  if (d.requestsNotDelivered > 0) {
+    lines.push(chalk.yellow(`not sent    ${number(d.requestsNotDelivered)} requests got no answer from the server:`));
+    for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
+  }
   if (d.unknownOutcomes > 0) {
     lines.push(chalk.yellow(`unknown     ${number(d.unknownOutcomes)} requests broke off after sending (${number(d.rowsInUnknownRequests)} rows); ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated`));
   }
-  if (d.requestsAbandoned > 0) lines.push(chalk.yellow(`unsent      ${number(d.requestsAbandoned)} requests not finished: run again with --resume`));
+  if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
+    lines.push(chalk.yellow(`resent      ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated: the run before stopped while they were in flight`));
+  }
+  if (d.requestsAbandoned > 0) lines.push(chalk.yellow(`unsettled   ${number(d.requestsAbandoned)} requests: run again with --resume to send them`));
   lines.push(`elapsed     ${duration(elapsedMs)}, ${number((accepted * 1000) / Math.max(1, elapsedMs))} rows/s accepted`);
   for (const warning of d.warnings) lines.push(chalk.yellow(`warning     ${warning}`));
   if (d.fatal !== undefined) lines.push(chalk.red(`stopped     ${d.fatal.message}`));
@@ -58,8 +90,9 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
 
 function exitCode(summary: UploadSummary<DeliverySummary>): number {
   const d = summary.delivery;
-  if (d?.fatal instanceof InputError) return EXIT.usage;
-  if (d?.fatal !== undefined) return EXIT.fatal;
+  const fatal = d?.fatal ?? summary.fatal;
+  // 2 only when nothing reached the server: a stop after sending is a fatal stop, whatever its cause
+  if (fatal !== undefined) return fatalExit(fatal, (d?.attempts ?? 0) > 0);
   if (d?.stopped === true || d?.aborted === true) return EXIT.interrupted;
   const rejected = summary.rejected + (d === undefined ? 0 : d.items.attributes.rejected + d.items.events.rejected + d.items.purchases.rejected);
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
@@ -88,7 +121,7 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
-  const spinner = !quiet && tty ? (await import('ora')).default({ stream: process.stderr, text: 'starting' }).start() : undefined;
+  const spinner = !quiet && tty ? (await import('ora')).default({ stream: process.stderr, text: 'starting', discardStdin: false }).start() : undefined;
   const ticker = quiet ? undefined : setInterval(() => {
     if (spinner !== undefined) spinner.text = progressLine(meter);
     else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
@@ -105,8 +138,12 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
       onProgress: ({ rows }) => (meter.rows = rows),
       // progress is built for every settled request; with --quiet nothing would ever show it
       onDeliveryProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
-      onNotice: quiet || spinner !== undefined ? undefined : (notice) => {
-        if (notice.type === 'rate-limited') process.stderr.write(`rate limited: all sending paused for ${duration(notice.waitMs)}\n`);
+      onNotice: quiet ? undefined : (notice) => {
+        const line = noticeLine(notice, spinner !== undefined, options.hourly);
+        if (line === undefined) return;
+        spinner?.clear();
+        process.stderr.write(`${line}\n`);
+        spinner?.render();
       },
     });
   } finally {
@@ -118,16 +155,13 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
   const d = summary.delivery;
   if (flags.json === true) {
     const delivery = d === undefined ? undefined : { ...d, fatal: d.fatal === undefined ? undefined : { name: d.fatal.name, message: d.fatal.message } };
-    process.stdout.write(`${JSON.stringify({ command: 'upload', ...summary, delivery })}\n`);
+    process.stdout.write(summaryJson('upload', summary, { delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 }));
   } else {
     const planned = formatSummary('upload', summary, options.limits).replace(/would be sent/, 'planned');
     process.stdout.write(planned);
     if (d !== undefined) process.stdout.write(`${deliveryLines(d, summary.elapsedMs).join('\n')}\n`);
   }
-  if (d?.fatal !== undefined) {
-    process.stderr.write(`track: ${d.fatal.message}\n`);
-    const unexpected = !(d.fatal instanceof DeliveryError) && !(d.fatal instanceof InputError);
-    if (unexpected && process.env.TRACK_DEBUG) process.stderr.write(`${d.fatal.stack ?? ''}\n`);
-  }
+  const fatal = d?.fatal ?? summary.fatal;
+  if (fatal !== undefined) reportFatal(fatal);
   process.exitCode = exitCode(summary);
 }

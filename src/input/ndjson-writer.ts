@@ -1,44 +1,81 @@
-// Writing NDJSON files (the rejects file, --out): one JSON value a line, with backpressure.
+// Writing NDJSON files (the rejects file, --out): one JSON value a line, with backpressure. A write
+// that fails (a full disk) is an OutputError naming the file, and every later call fails the same way.
 import { once } from 'node:events';
-import { createWriteStream, type WriteStream } from 'node:fs';
+import { createWriteStream, fdatasync, type WriteStream } from 'node:fs';
 import { unlink } from 'node:fs/promises';
-import { UsageError } from '../errors.js';
+import { OutputError, UsageError } from '../errors.js';
 
 export interface NdjsonWriter {
   readonly path: string;
   /** Lines written so far. */
   readonly count: number;
   write(value: unknown): Promise<void>;
-  /** Writes a line that is already JSON text. */
-  writeLine(json: string): Promise<void>;
+  /** Writes a line that is already JSON text (or its UTF-8 bytes). */
+  writeLine(json: string | Uint8Array): Promise<void>;
+  /** Resolves once every line written so far is on disk (written and fdatasynced). */
+  sync(): Promise<void>;
   /** Finishes the file; with `removeIfEmpty`, a file that got no line is deleted. */
   close(options?: { removeIfEmpty?: boolean }): Promise<void>;
 }
+
+const NEWLINE = Buffer.from('\n');
 
 /** Creates (or truncates; with `append`, opens for adding) the file now, so a path that cannot be written fails before any work. */
 export async function openNdjsonWriter(path: string, what: string, options: { append?: boolean } = {}): Promise<NdjsonWriter> {
   const stream: WriteStream = createWriteStream(path, { flags: options.append === true ? 'a' : 'w' });
   let failure: Error | undefined;
   stream.on('error', (error) => {
-    failure = error;
+    failure ??= new OutputError(`cannot write the ${what} file ${path}: ${error.message}`, path);
   });
   try {
     await once(stream, 'open');
   } catch (error) {
     throw new UsageError(`cannot write the ${what} file ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
-  let count = 0;
-  const check = (): void => {
-    if (failure !== undefined) throw new UsageError(`cannot write the ${what} file ${path} (${failure.message})`);
+  /** Resolves once a stream that is being destroyed has closed (and so has reported its error). */
+  const settled = async (): Promise<void> => {
+    if (!stream.closed) await once(stream, 'close').catch(() => undefined);
   };
-  const writeLine = async (json: string): Promise<void> => {
+  let count = 0;
+  /** Lines written since the last sync. */
+  let unsynced = false;
+  const check = (): void => {
+    if (failure !== undefined) throw failure;
+  };
+  const writeLine = async (json: string | Uint8Array): Promise<void> => {
     check();
     count += 1;
-    if (!stream.write(`${json}\n`)) {
+    unsynced = true;
+    const more = typeof json === 'string' ? stream.write(`${json}\n`) : (stream.write(json), stream.write(NEWLINE));
+    if (!more) {
       // once() also settles on 'error', and leaves no listener behind either way
       await once(stream, 'drain').catch(() => undefined);
+      if (stream.destroyed) await settled();
       check();
     }
+  };
+  const sync = async (): Promise<void> => {
+    check();
+    if (!unsynced) return;
+    unsynced = false;
+    const failed = (error: Error): void => {
+      failure ??= new OutputError(`cannot write the ${what} file ${path}: ${error.message}`, path);
+    };
+    // an empty write's callback runs once everything before it has reached the file
+    const late = await new Promise<Error | null | undefined>((resolve) => stream.write('', resolve));
+    // a stream that failed earlier says here only that it was destroyed: the cause comes with its 'error', once closed
+    if (late) await settled();
+    if (late) failed(late);
+    check();
+    const fd = (stream as unknown as { fd: number | null }).fd;
+    if (fd === null) throw new OutputError(`cannot write the ${what} file ${path}: it was closed`, path);
+    await new Promise<void>((resolve) =>
+      fdatasync(fd, (error) => {
+        if (error !== null) failed(error);
+        resolve();
+      }),
+    );
+    check();
   };
   return {
     path,
@@ -47,9 +84,11 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     },
     writeLine,
     write: (value) => writeLine(JSON.stringify(value)),
+    sync,
     async close(options) {
+      if (failure === undefined) await new Promise<void>((resolve) => stream.end(() => resolve()));
+      else stream.destroy();
       check();
-      await new Promise<void>((resolve, reject) => stream.end((error?: Error | null) => (error ? reject(error) : resolve())));
       if (options?.removeIfEmpty === true && count === 0) await unlink(path).catch(() => undefined);
     },
   };

@@ -44,6 +44,10 @@ export interface DeliverOptions {
     record(request: PlannedRequest): void;
     flush(): Promise<void>;
   };
+  /** Awaited before a request is first posted (the journal records its rows as sent); a failure stops the run, the request unsent. */
+  beforeFirstPost?: (request: PlannedRequest) => Promise<void>;
+  /** Rows of a request that an earlier run may have delivered already: counted as possibly duplicated when it is posted. */
+  inDoubtRows?: (request: PlannedRequest) => number;
   /** Receives each rejected item; awaited before its rows are journaled. */
   onReject?: (record: RejectRecord) => void | Promise<void>;
   /** Called after each request settles or is given up. */
@@ -72,7 +76,14 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
   const retries = options.retries ?? DEFAULT_RETRIES;
   if (!Number.isInteger(retries) || retries < 0) throw new RangeError('retries must be a whole number of at least 0');
   const pacer =
-    options.pacer ?? createPacer({ perSecond: options.rate, perHour: options.hourly, clock, marginMs: options.windowMarginMs });
+    options.pacer ??
+    createPacer({
+      perSecond: options.rate,
+      perHour: options.hourly,
+      clock,
+      marginMs: options.windowMarginMs,
+      onLongWait: ({ untilMs, reason }) => options.onNotice?.({ type: 'waiting', reason, untilWallMs: clock.wallNow() + (untilMs - clock.now()) }),
+    });
   const startedAt = clock.now();
   const summary = emptySummary();
 
@@ -94,6 +105,11 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
   else options.stopSignal?.addEventListener('abort', onStop, { once: true });
   if (options.abortSignal?.aborted) onAbort();
   else options.abortSignal?.addEventListener('abort', onAbort, { once: true });
+
+  const notDelivered = (reason: string): void => {
+    summary.requestsNotDelivered += 1;
+    summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
+  };
 
   const fail = (error: unknown): void => {
     summary.fatal ??= error instanceof Error ? error : new Error(String(error));
@@ -137,10 +153,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
     summary.rateLimited += outcome.rateLimited;
     summary.unknownOutcomes += outcome.unknownOutcomes;
     const counts = itemCounts(request);
-    if (outcome.attempts > 0) {
-      summary.requestsSent += 1;
-      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind];
-    }
+    if (outcome.attempts > 0 && options.inDoubtRows !== undefined) summary.rowsPossiblyDuplicated += options.inDoubtRows(request);
     if (outcome.unknownOutcomes > 0) {
       const rows = distinctRows(request);
       summary.rowsInUnknownRequests += rows;
@@ -148,8 +161,24 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
     }
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
       summary.requestsAbandoned += 1;
+      const reason =
+        outcome.kind === 'fatal'
+          ? outcome.error.message
+          : outcome.error !== undefined
+            ? outcome.error.message
+            : outcome.reason !== undefined
+              ? `stopped while waiting to try again (${outcome.reason})`
+              : outcome.attempts > 0
+                ? 'stopped before it was answered'
+                : 'stopped before it was sent';
+      notDelivered(reason);
       if (outcome.kind === 'fatal') fail(outcome.error);
+      else if (outcome.error !== undefined) fail(outcome.error);
       return;
+    }
+    if (outcome.kind !== 'unknown-rejected') {
+      summary.requestsSent += 1;
+      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind];
     }
     try {
       await settleFinal(request, outcome, counts);
@@ -192,11 +221,13 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
       await limit(async () => {
         if (stop.signal.aborted) {
           summary.requestsAbandoned += 1;
+          notDelivered('stopped before it was sent');
           return;
         }
         inFlight += 1;
         try {
-          const outcome = await sendRequest(request.json ?? JSON.stringify(request.body), request.seq, ctx);
+          const before = options.beforeFirstPost;
+          const outcome = await sendRequest(request.json ?? JSON.stringify(request.body), request.seq, ctx, before && (() => before(request)));
           await settle(request, outcome);
         } finally {
           inFlight -= 1;

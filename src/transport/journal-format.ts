@@ -1,12 +1,16 @@
-// The resume journal's text form: NDJSON, one header line, then a line naming each input file
-// (path, size, mtime) and lines of settled line-number ranges. Reading stops cleanly at a torn
-// last line (the process died mid-write); damage anywhere else is reported, not guessed around.
+// The resume journal's text form: NDJSON, one header line (naming the target the rows go to), then
+// a line naming each input file (path, size, mtime), lines of line-number ranges sent (in flight)
+// and settled, and a last line when a run ends. Reading stops cleanly at a torn last line (the
+// process died mid-write); damage anywhere else is reported, not guessed around.
 import { InputError } from '../errors.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
 
-/** Version 2 adds entries for items of a line of several settled on their own; version 1 is read too. */
-export const JOURNAL_HEADER = { journal: 'track-upload', version: 2 } as const;
-const READABLE_VERSIONS: readonly unknown[] = [1, 2];
+/**
+ * Version 3 names the target in the header and adds the rows in flight (`sent`) and the end of a
+ * run (`end`); version 2 added items of a request line settled on their own. 1 and 2 are read too.
+ */
+export const JOURNAL_HEADER = { journal: 'track-upload', version: 3 } as const;
+const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3];
 
 /** An input file as the journal knows it: when any of these differ, its line numbers mean other rows. */
 export interface FileIdentity {
@@ -26,10 +30,26 @@ export interface JournalFile {
    * whole line did: line -> the 0-based places of those items among the line's.
    */
   settledItems: Map<number, Set<number>>;
+  /** Lines whose rows were about to be posted: a row here and not in `settled` may have reached the server. */
+  sent: RangeSet;
+  /** Data rows the run read from this file, once it had read all of it. */
+  rows?: number;
+}
+
+/** How a run that wrote the journal ended; absent when it was killed. */
+export interface JournalEnd {
+  /** ISO time. */
+  at: string;
+  /** Every row of every input was settled. */
+  complete: boolean;
 }
 
 export interface ParsedJournal {
+  /** The endpoint the rows were sent to; undefined in journals of version 1 and 2. */
+  target?: string;
   files: JournalFile[];
+  /** The last run's end, when it ended on its own terms (not killed). */
+  end?: JournalEnd;
   /** Bytes of the text that hold whole, valid lines; anything after is a torn tail to cut off. */
   validBytes: number;
   tornTail: boolean;
@@ -37,8 +57,8 @@ export interface ParsedJournal {
   missingNewline: boolean;
 }
 
-export function headerLine(): string {
-  return `${JSON.stringify(JOURNAL_HEADER)}\n`;
+export function headerLine(target: string): string {
+  return `${JSON.stringify({ ...JOURNAL_HEADER, target })}\n`;
 }
 
 export function fileLine(index: number, identity: FileIdentity): string {
@@ -49,19 +69,38 @@ export function rangesLine(index: number, ranges: Array<[number, number]>): stri
   return `${JSON.stringify({ file: index, lines: ranges })}\n`;
 }
 
+/** Lines about to be posted. */
+export function sentLine(index: number, ranges: Array<[number, number]>): string {
+  return `${JSON.stringify({ file: index, sent: ranges })}\n`;
+}
+
+/** The number of data rows in a file, once it has been read to its end. */
+export function rowsLine(index: number, rows: number): string {
+  return `${JSON.stringify({ file: index, rows })}\n`;
+}
+
+export function endLine(end: JournalEnd): string {
+  return `${JSON.stringify({ end: end.at, complete: end.complete })}\n`;
+}
+
 /** Items settled on their own: [line, place of the item among its line's items]. */
 export function itemsLine(index: number, items: Array<[number, number]>): string {
   return `${JSON.stringify({ file: index, items })}\n`;
 }
 
 type Entry =
-  | { type: 'header' }
+  | { type: 'header'; target?: string }
+  | { type: 'end'; end: JournalEnd }
+  | { type: 'sent'; index: number; ranges: Array<[number, number]> }
+  | { type: 'rows'; index: number; rows: number }
   | { type: 'newer'; version: unknown }
   | { type: 'file'; index: number; identity: FileIdentity }
   | { type: 'ranges'; index: number; ranges: Array<[number, number]> }
   | { type: 'items'; index: number; items: Array<[number, number]> };
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+const isRanges = (v: unknown[]): v is Array<[number, number]> =>
+  v.every((r) => Array.isArray(r) && r.length === 2 && isCount(r[0]) && isCount(r[1]) && r[0] <= r[1]);
 
 function readEntry(text: string): Entry | undefined {
   let value: unknown;
@@ -72,16 +111,18 @@ function readEntry(text: string): Entry | undefined {
   }
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
-  if (v.journal === JOURNAL_HEADER.journal && READABLE_VERSIONS.includes(v.version)) return { type: 'header' };
+  if (v.journal === JOURNAL_HEADER.journal && READABLE_VERSIONS.includes(v.version)) {
+    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined };
+  }
   if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
+  if (typeof v.end === 'string' && typeof v.complete === 'boolean') return { type: 'end', end: { at: v.end, complete: v.complete } };
   if (!isCount(v.file)) return undefined;
+  if (isCount(v.rows)) return { type: 'rows', index: v.file, rows: v.rows };
+  if (Array.isArray(v.sent) && isRanges(v.sent)) return { type: 'sent', index: v.file, ranges: v.sent };
   if (typeof v.path === 'string' && isCount(v.size) && typeof v.mtimeMs === 'number') {
     return { type: 'file', index: v.file, identity: { path: v.path, size: v.size, mtimeMs: v.mtimeMs } };
   }
-  if (Array.isArray(v.lines)) {
-    const ok = v.lines.every((r) => Array.isArray(r) && r.length === 2 && isCount(r[0]) && isCount(r[1]) && r[0] <= r[1]);
-    if (ok) return { type: 'ranges', index: v.file, ranges: v.lines as Array<[number, number]> };
-  }
+  if (Array.isArray(v.lines) && isRanges(v.lines)) return { type: 'ranges', index: v.file, ranges: v.lines };
   if (Array.isArray(v.items)) {
     const ok = v.items.every((r) => Array.isArray(r) && r.length === 2 && isCount(r[0]) && isCount(r[1]));
     if (ok) return { type: 'items', index: v.file, items: v.items as Array<[number, number]> };
@@ -89,9 +130,14 @@ function readEntry(text: string): Entry | undefined {
   return undefined;
 }
 
+/** How every header begins, so a first line cut short by a kill is known as one. */
+const HEAD = `{"journal":"${JOURNAL_HEADER.journal}"`;
+
 /** Reads a journal's bytes; `where` names it in messages. */
 export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   const files = new Map<number, JournalFile>();
+  let target: string | undefined;
+  let end: JournalEnd | undefined;
   let offset = 0;
   let lineNo = 0;
   let validBytes = 0;
@@ -99,15 +145,15 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   let missingNewline = false;
   while (offset < bytes.length) {
     const newline = bytes.indexOf(0x0a, offset);
-    const end = newline === -1 ? bytes.length : newline;
-    const text = bytes.toString('utf8', offset, end);
+    const stop = newline === -1 ? bytes.length : newline;
+    const text = bytes.toString('utf8', offset, stop);
     const next = newline === -1 ? bytes.length : newline + 1;
     lineNo += 1;
     const entry = text.trim() === '' ? undefined : readEntry(text);
     const isLast = next >= bytes.length;
     if (entry === undefined) {
       // only the last line can have been cut short by a kill; it is dropped, never half-read
-      if (isLast && (lineNo > 1 || headerLine().startsWith(text))) {
+      if (isLast && (lineNo > 1 || HEAD.startsWith(text) || text.startsWith(HEAD))) {
         tornTail = true;
         break;
       }
@@ -119,14 +165,19 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     if (lineNo === 1 && entry.type !== 'header') {
       throw new InputError('this is not a track upload journal', where);
     }
+    if (entry.type === 'header') target = entry.target;
+    // entries after an end are a resumed run's, which has not ended until it writes its own
+    else end = entry.type === 'end' ? entry.end : undefined;
     if (entry.type === 'file') {
-      files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet(), settledItems: new Map() });
-    } else if (entry.type === 'ranges' || entry.type === 'items') {
+      files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet(), settledItems: new Map(), sent: createRangeSet() });
+    } else if (entry.type === 'ranges' || entry.type === 'items' || entry.type === 'sent' || entry.type === 'rows') {
       const file = files.get(entry.index);
       if (file === undefined) {
         throw new InputError(`the resume journal is damaged at line ${lineNo} (unknown file ${entry.index})`, where);
       }
-      if (entry.type === 'ranges') for (const [start, end] of entry.ranges) file.settled.add(start, end);
+      if (entry.type === 'ranges') for (const [start, last] of entry.ranges) file.settled.add(start, last);
+      else if (entry.type === 'sent') for (const [start, last] of entry.ranges) file.sent.add(start, last);
+      else if (entry.type === 'rows') file.rows = entry.rows;
       else {
         for (const [line, item] of entry.items) {
           let items = file.settledItems.get(line);
@@ -140,5 +191,5 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     // a whole entry cut off just before its newline is kept; the next append starts a new line
     if (newline === -1) missingNewline = true;
   }
-  return { files: [...files.values()], validBytes, tornTail, missingNewline };
+  return { target, files: [...files.values()], end, validBytes, tornTail, missingNewline };
 }

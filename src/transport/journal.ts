@@ -1,25 +1,46 @@
-// The resume journal on disk: which rows of which input files reached a final outcome, appended
-// (and fsynced in small batches) as answers arrive, and read back by --resume to skip those rows.
-import { fdatasyncSync, statSync, writeSync } from 'node:fs';
+// The resume journal on disk: which rows of which input files were sent to which target, and which
+// reached a final outcome. A request's rows are written as sent, durably, before it is posted, so
+// that after any stop (kill -9 included) a resume knows which rows may have reached the server.
+// Settled rows are appended in small batches as answers arrive. Writes are grouped: every request
+// waiting to be posted shares the next write and fsync.
+import { statSync } from 'node:fs';
 import { open, readFile, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { InputError } from '../errors.js';
+import { InputError, OutputError } from '../errors.js';
 import type { ArrayName } from '../model/types.js';
 import type { ItemLines, ItemOrigin } from '../model/plan.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { fileLine, headerLine, itemsLine, parseJournal, rangesLine, type FileIdentity, type ParsedJournal } from './journal-format.js';
+import {
+  endLine,
+  fileLine,
+  headerLine,
+  itemsLine,
+  parseJournal,
+  rangesLine,
+  rowsLine,
+  sentLine,
+  type FileIdentity,
+  type ParsedJournal,
+} from './journal-format.js';
 
-export type { FileIdentity } from './journal-format.js';
+export type { FileIdentity, ParsedJournal } from './journal-format.js';
 
 export interface JournalOptions {
   /** Where the journal lives. */
   path: string;
   /** The input files of this run, as the reader names them in ItemOrigin.file. */
   files: readonly string[];
+  /** Where the rows go (the endpoint URL): a journal holds one target's run. */
+  target: string;
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
   /** How often buffered acknowledgements are written and fsynced; default 200 ms. */
   flushIntervalMs?: number;
+  /**
+   * Runs before each write that records rows as settled: whatever those rows need on disk first
+   * (their lines in the rejects file) must be made durable here.
+   */
+  beforeSettling?: () => Promise<void>;
 }
 
 /** A request's items, by their origins or, when it has them, by their lines alone. */
@@ -33,19 +54,26 @@ export interface Journal {
   settledBefore(file: string): number;
   /** The rows of this file earlier runs settled, as [first, last] line ranges (what skipRow skips). */
   settledRanges(file: string): Array<[number, number]>;
+  /** Per line of this file that an earlier run settled in part: the places of its settled items. */
+  settledItems(file: string): ReadonlyMap<number, ReadonlySet<number>>;
+  /** Rows an earlier run sent and never saw settled: they may have reached the server. */
+  inDoubtRanges(file: string): Array<[number, number]>;
+  /** How many rows earlier runs left in doubt, across the files. */
+  readonly inDoubt: number;
+  /** How many distinct rows of this request an earlier run left in doubt (sending them again may duplicate them). */
+  inDoubtRows(request: SettledItems): number;
+  /** Records the request's rows as sent; resolves once that is on disk, so the request may be posted. */
+  sending(request: SettledItems): Promise<void>;
   /** Marks every row behind a request's items as settled. */
   record(request: SettledItems): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
   recordRows(file: string, lines: Iterable<number>): void;
   /** Marks one item of a line of several as settled, before the whole line is. */
   recordItem(file: string, line: number, item: number): void;
-  /** Per line of this file that an earlier run settled in part: the places of its settled items. */
-  settledItems(file: string): ReadonlyMap<number, ReadonlySet<number>>;
   /** Writes and fsyncs what is buffered. */
   flush(): Promise<void>;
-  /** The same, synchronously: for a handler that must exit at once (a second Ctrl-C). */
-  flushSync(): void;
-  close(): Promise<void>;
+  /** Flushes, records how the run ended (and how many rows each file read to its end holds), and closes. */
+  close(end?: { complete: boolean; rowsRead?: ReadonlyMap<string, number> }): Promise<void>;
 }
 
 const DEFAULT_FLUSH_INTERVAL_MS = 200;
@@ -66,6 +94,8 @@ function identifyFileSync(file: string): FileIdentity {
   return { path, size: info.size, mtimeMs: info.mtimeMs };
 }
 
+const sameIdentity = (a: FileIdentity, b: FileIdentity): boolean => a.size === b.size && a.mtimeMs === b.mtimeMs;
+
 function changedMessage(journalPath: string, was: FileIdentity, now: FileIdentity): string {
   const parts: string[] = [];
   if (was.size !== now.size) parts.push(`size ${was.size} -> ${now.size} bytes`);
@@ -74,12 +104,8 @@ function changedMessage(journalPath: string, was: FileIdentity, now: FileIdentit
   }
   return (
     `changed since the journal ${journalPath} was written (${parts.join(', ')}), so its line numbers ` +
-    'may name other rows; restore the file, or upload it again without --resume'
+    'may name other rows; restore the file, or upload it again with --restart'
   );
-}
-
-function checkUnchanged(journalPath: string, file: string, was: FileIdentity, now: FileIdentity): void {
-  if (was.size !== now.size || was.mtimeMs !== now.mtimeMs) throw new InputError(changedMessage(journalPath, was, now), file);
 }
 
 /** Reads a journal without opening it for writing (to inspect it, or to test it). */
@@ -87,15 +113,74 @@ export async function readJournal(path: string): Promise<ParsedJournal> {
   return parseJournal(await readFile(path), path);
 }
 
-async function readForResume(path: string): Promise<ParsedJournal> {
+/** The journal at this path, or undefined when there is none. */
+export async function findJournal(path: string): Promise<ParsedJournal | undefined> {
   try {
     return await readJournal(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new InputError('there is no journal to resume from here; check --journal, or start without --resume', path);
-    }
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
+}
+
+/** The numbers in `a` and not in `b`. */
+function difference(a: RangeSet, b: RangeSet): RangeSet {
+  const out = createRangeSet();
+  if (b.size === 0) {
+    for (const [start, end] of a.ranges()) out.add(start, end);
+    return out;
+  }
+  const cut = b.ranges();
+  let j = 0;
+  for (const [start, end] of a.ranges()) {
+    let from = start;
+    while (j < cut.length && cut[j][1] < from) j += 1;
+    let k = j;
+    while (from <= end && k < cut.length && cut[k][0] <= end) {
+      if (cut[k][0] > from) out.add(from, cut[k][0] - 1);
+      from = Math.max(from, cut[k][1] + 1);
+      k += 1;
+    }
+    if (from <= end) out.add(from, end);
+  }
+  return out;
+}
+
+/** Rows of a journal's file that were sent and never settled. */
+export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
+  return difference(file.sent, file.settled);
+}
+
+/** Calls fn for every item's (file, line) of a request: by its lines when it has them (no origins built). */
+export function forEachRow(request: SettledItems, fn: (file: string, line: number) => void): void {
+  const lines = request.lines;
+  if (lines !== undefined) {
+    for (let i = 0; i < lines.lines.length; i += 1) fn(lines.files[lines.fileOf[i]], lines.lines[i]);
+    return;
+  }
+  // not destructured: origins may be built on demand, and are not needed when there are lines
+  const origins = request.origins;
+  for (const o of origins.attributes) fn(o.file, o.line);
+  for (const o of origins.events) fn(o.file, o.line);
+  for (const o of origins.purchases) fn(o.file, o.line);
+}
+
+/** Writes all of text and syncs it: a short write (a disk filling up) is carried on until it fails. */
+async function writeAll(handle: FileHandle, text: string): Promise<void> {
+  const bytes = Buffer.from(text);
+  let at = 0;
+  while (at < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, at, bytes.length - at);
+    if (bytesWritten === 0) throw new Error('nothing could be written');
+    at += bytesWritten;
+  }
+  await handle.datasync();
+}
+
+function asOutputError(error: unknown, path: string): Error {
+  if (error instanceof OutputError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new OutputError(`cannot write the journal ${path}: ${message}`, path);
 }
 
 export async function openJournal(options: JournalOptions): Promise<Journal> {
@@ -104,59 +189,88 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
-  const previous = options.resume
-    ? await readForResume(journalPath)
-    : { files: [], validBytes: 0, tornTail: false, missingNewline: false };
+  let previous: ParsedJournal = { files: [], validBytes: 0, tornTail: false, missingNewline: false };
+  if (options.resume) {
+    const found = await findJournal(journalPath);
+    if (found === undefined) {
+      throw new InputError('there is no journal to resume from here; check --journal, or start without --resume', options.path);
+    }
+    if (found.target !== undefined && found.target !== options.target) {
+      throw new InputError(
+        `records an upload to ${found.target}, not to ${options.target}; resume with that --url, or leave out --journal (each target keeps a journal of its own)`,
+        options.path,
+      );
+    }
+    previous = found;
+  }
 
   /** Absolute path -> file index in this journal, and the rows earlier runs settled. */
   const indexes = new Map<string, number>();
   const settledEarlier = new Map<string, RangeSet>();
   const itemsEarlier = new Map<string, Map<number, Set<number>>>();
+  const doubtEarlier = new Map<string, RangeSet>();
+  let inDoubt = 0;
   let nextIndex = 0;
+  const known = new Map<string, FileIdentity>();
+  /** Files whose identity changed but of which no row was sent: they are simply read anew. */
+  const renewed = new Map<number, FileIdentity>();
   for (const f of previous.files) {
+    nextIndex = Math.max(nextIndex, f.index + 1);
     indexes.set(f.identity.path, f.index);
+    const now = identities.find((identity) => identity.path === f.identity.path);
+    const touched = f.settled.size > 0 || f.sent.size > 0 || f.settledItems.size > 0;
+    if (now !== undefined && !sameIdentity(f.identity, now) && !touched) {
+      renewed.set(f.index, now);
+      known.set(now.path, now);
+      continue;
+    }
+    known.set(f.identity.path, f.identity);
     settledEarlier.set(f.identity.path, f.settled);
     itemsEarlier.set(f.identity.path, f.settledItems);
-    nextIndex = Math.max(nextIndex, f.index + 1);
+    const doubt = rowsInDoubt(f);
+    if (doubt.size > 0) {
+      doubtEarlier.set(f.identity.path, doubt);
+      inDoubt += doubt.size;
+    }
   }
-  const known = new Map(previous.files.map((f) => [f.identity.path, f.identity]));
   options.files.forEach((file, i) => {
     const was = known.get(identities[i].path);
-    if (was !== undefined) checkUnchanged(journalPath, file, was, identities[i]);
+    if (was !== undefined && !sameIdentity(was, identities[i])) throw new InputError(changedMessage(journalPath, was, identities[i]), file);
   });
 
   let head = '';
   let handle: FileHandle;
-  if (options.resume) {
-    if (previous.tornTail) await truncate(journalPath, previous.validBytes);
-    handle = await open(journalPath, 'a');
-    if (previous.validBytes === 0) head += headerLine(); // killed before its first line was whole
-    else if (previous.missingNewline) head += '\n';
-  } else {
-    handle = await open(journalPath, 'w');
-    head += headerLine();
-  }
-  for (const identity of identities) {
-    if (indexes.has(identity.path)) continue;
-    indexes.set(identity.path, nextIndex);
-    head += fileLine(nextIndex, identity);
-    nextIndex += 1;
-  }
-  if (head !== '') {
-    await handle.write(head);
-    await handle.datasync();
+  try {
+    if (options.resume) {
+      if (previous.tornTail) await truncate(journalPath, previous.validBytes);
+      handle = await open(journalPath, 'a');
+      if (previous.validBytes === 0) head += headerLine(options.target); // killed before its first line was whole
+      else if (previous.missingNewline) head += '\n';
+    } else {
+      handle = await open(journalPath, 'w');
+      head += headerLine(options.target);
+    }
+    for (const [index, identity] of renewed) head += fileLine(index, identity);
+    for (const identity of identities) {
+      if (indexes.has(identity.path)) continue;
+      indexes.set(identity.path, nextIndex);
+      head += fileLine(nextIndex, identity);
+      nextIndex += 1;
+    }
+    await writeAll(handle, head);
+  } catch (error) {
+    throw asOutputError(error, journalPath);
   }
 
-  const fd = handle.fd;
   const flushEvery = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
   /** ItemOrigin.file text -> absolute path; resolving once per distinct name. */
   const resolved = new Map<string, string>();
   let pending = new Map<number, RangeSet>();
+  let pendingSent = new Map<number, RangeSet>();
   /** Items settled on their own and not written yet: file index -> line -> places. */
   let pendingItems = new Map<number, Map<number, number[]>>();
   let pendingHead = '';
   let timer: NodeJS.Timeout | undefined;
-  let chain: Promise<void> = Promise.resolve();
   let failure: Error | undefined;
   let closed = false;
 
@@ -176,7 +290,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (index === undefined) {
       const identity = identifyFileSync(abs);
       const was = known.get(abs);
-      if (was !== undefined) checkUnchanged(journalPath, file, was, identity);
+      if (was !== undefined && !sameIdentity(was, identity)) throw new InputError(changedMessage(journalPath, was, identity), file);
       index = nextIndex;
       nextIndex += 1;
       indexes.set(abs, index);
@@ -185,25 +299,69 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     return index;
   };
 
-  const take = (): string => {
+  /** The buffered entries as text, and whether any of them settles a row. */
+  const take = (): { text: string; settles: boolean } => {
     let text = pendingHead;
+    for (const [index, set] of pendingSent) text += sentLine(index, set.ranges());
+    const before = text.length;
     for (const [index, lines] of pendingItems) {
       const items: Array<[number, number]> = [];
       for (const [line, places] of lines) for (const place of places) items.push([line, place]);
       if (items.length > 0) text += itemsLine(index, items);
     }
     for (const [index, set] of pending) text += rangesLine(index, set.ranges());
+    const settles = text.length > before;
     pending = new Map();
+    pendingSent = new Map();
     pendingItems = new Map();
     pendingHead = '';
-    return text;
+    return { text, settles };
   };
 
   const writeOut = async (): Promise<void> => {
-    const text = take();
+    const { text, settles } = take();
     if (text === '') return;
-    await handle.write(text);
-    await handle.datasync();
+    // the rows settled here include rejected ones: their reject lines must be on disk before they count as settled
+    if (settles) await options.beforeSettling?.();
+    try {
+      await writeAll(handle, text);
+    } catch (error) {
+      throw asOutputError(error, journalPath);
+    }
+  };
+
+  // group commit: whoever asks while a write is under way shares the next one
+  let writing = false;
+  let waiters: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+  const pump = (): void => {
+    if (writing || waiters.length === 0) return;
+    writing = true;
+    const batch = waiters;
+    waiters = [];
+    void writeOut()
+      .then(
+        () => {
+          for (const waiter of batch) waiter.resolve();
+        },
+        (error: unknown) => {
+          failure ??= error instanceof Error ? error : new Error(String(error));
+          for (const waiter of batch) waiter.reject(failure);
+        },
+      )
+      .finally(() => {
+        writing = false;
+        if (failure !== undefined) {
+          for (const waiter of waiters.splice(0)) waiter.reject(failure);
+        }
+        pump();
+      });
+  };
+  const durable = (): Promise<void> => {
+    if (failure !== undefined) return Promise.reject(failure);
+    return new Promise<void>((resolve, reject) => {
+      waiters.push({ resolve, reject });
+      pump();
+    });
   };
 
   const flush = (): Promise<void> => {
@@ -211,22 +369,21 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       clearTimeout(timer);
       timer = undefined;
     }
-    chain = chain.then(writeOut).catch((error: unknown) => {
-      failure ??= error instanceof Error ? error : new Error(String(error));
-    });
-    return chain.then(() => {
-      if (failure !== undefined) throw failure;
-    });
+    return durable();
+  };
+
+  const addTo = (sets: Map<number, RangeSet>, index: number, line: number): void => {
+    let set = sets.get(index);
+    if (set === undefined) {
+      set = createRangeSet();
+      sets.set(index, set);
+    }
+    set.add(line);
   };
 
   const mark = (file: string, line: number): void => {
     const index = fileIndex(file);
-    let set = pending.get(index);
-    if (set === undefined) {
-      set = createRangeSet();
-      pending.set(index, set);
-    }
-    set.add(line);
+    addTo(pending, index, line);
     // the whole line settled before its items were written: they need no entries of their own
     if (pendingItems.size > 0) pendingItems.get(index)?.delete(line);
   };
@@ -237,7 +394,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (timer === undefined) {
       timer = setTimeout(() => {
         timer = undefined;
-        void flush().catch(() => undefined);
+        void durable().catch(() => undefined);
       }, flushEvery);
       timer.unref();
     }
@@ -258,18 +415,26 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
     settledRanges: (file) => earlierFor(file)?.ranges() ?? [],
+    settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
+    inDoubtRanges: (file) => doubtEarlier.get(absolute(file))?.ranges() ?? [],
+    inDoubt,
+    inDoubtRows(request) {
+      if (inDoubt === 0) return 0;
+      const rows = new Set<string>();
+      forEachRow(request, (file, line) => {
+        if (doubtEarlier.get(absolute(file))?.has(line) === true) rows.add(`${line}\u0000${file}`);
+      });
+      return rows.size;
+    },
+    sending(request) {
+      if (failure !== undefined) return Promise.reject(failure);
+      if (closed) return Promise.reject(new Error('the journal is closed'));
+      forEachRow(request, (file, line) => addTo(pendingSent, fileIndex(file), line));
+      return durable();
+    },
     record(request) {
       scheduled();
-      const lines = request.lines;
-      if (lines !== undefined) {
-        for (let i = 0; i < lines.lines.length; i += 1) mark(lines.files[lines.fileOf[i]], lines.lines[i]);
-        return;
-      }
-      // not destructured: origins may be built on demand, and are not needed when there are lines
-      const origins = request.origins;
-      for (const o of origins.attributes) mark(o.file, o.line);
-      for (const o of origins.events) mark(o.file, o.line);
-      for (const o of origins.purchases) mark(o.file, o.line);
+      forEachRow(request, mark);
     },
     recordRows(file, lines) {
       scheduled();
@@ -284,21 +449,26 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       if (places === undefined) lines.set(line, [item]);
       else places.push(item);
     },
-    settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
     flush,
-    flushSync() {
+    async close(end) {
       if (closed) return;
-      const text = take();
-      if (text === '') return;
-      writeSync(fd, text);
-      fdatasyncSync(fd);
-    },
-    async close() {
-      if (closed) return;
-      await flush().finally(async () => {
+      try {
+        await flush();
+        if (end !== undefined && failure === undefined) {
+          const rows = [...(end.rowsRead ?? [])].map(([file, count]) => rowsLine(fileIndex(file), count));
+          const text = pendingHead + rows.join('') + endLine({ at: new Date().toISOString(), complete: end.complete });
+          pendingHead = '';
+          try {
+            await writeAll(handle, text);
+          } catch (error) {
+            throw asOutputError(error, journalPath);
+          }
+        }
+      } finally {
         closed = true;
-        await handle.close();
-      });
+        if (timer !== undefined) clearTimeout(timer);
+        await handle.close().catch(() => undefined);
+      }
     },
   };
 }

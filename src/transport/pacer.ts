@@ -22,7 +22,18 @@ export interface PacerOptions {
    * of a burst reach it unevenly late, and suits servers that refill a token bucket.
    */
   evenly?: boolean;
+  /**
+   * Told when requests wait more than LONG_WAIT_MS for their start, and why: once per wait (a new
+   * end or reason is a new wait).
+   */
+  onLongWait?: (wait: { untilMs: number; reason: WaitReason }) => void;
 }
+
+/** What holds a start back: the --hourly cap, a 429's pause, the server's rate-limit headers, the --rate cap. */
+export type WaitReason = 'hourly' | 'retry-after' | 'server-window' | 'rate';
+
+/** Waits longer than this are told (onLongWait). */
+export const LONG_WAIT_MS = 5_000;
 
 export interface Pacer {
   /** Resolves with a ticket (the start's sequence number) when a request may start. */
@@ -109,7 +120,17 @@ export function createPacer(options: PacerOptions = {}): Pacer {
     timerAt = Number.NaN;
   }
 
+  let toldUntil = Number.NaN;
+  function tellLongWait(at: number, now: number): void {
+    if (options.onLongWait === undefined || at - now <= LONG_WAIT_MS || at === toldUntil) return;
+    toldUntil = at;
+    const reason: WaitReason =
+      hour !== undefined && hour.readyAt() === at ? 'hourly' : pausedUntil === at ? 'retry-after' : holdUntil === at ? 'server-window' : 'rate';
+    options.onLongWait({ untilMs: at, reason });
+  }
+
   function arm(at: number, now: number): void {
+    tellLongWait(at, now);
     if (cancelTimer !== undefined && timerAt === at) return;
     disarm();
     timerAt = at;

@@ -5,7 +5,7 @@ import type { SuccessResponse } from '../model/types.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { sleep, type Clock } from './clock.js';
 import type { PostResult } from './http-client.js';
-import type { Pacer } from './pacer.js';
+import type { Pacer, WaitReason } from './pacer.js';
 import { parseRateLimit } from './rate-limit-headers.js';
 import { classifyResult } from './retry-policy.js';
 
@@ -13,6 +13,8 @@ export type OnUnknown = 'retry' | 'reject';
 
 export type DeliveryNotice =
   | { type: 'rate-limited'; seq: number; waitMs: number }
+  /** All sending waits more than a few seconds: until `untilWallMs` (epoch ms), for `reason`. */
+  | { type: 'waiting'; reason: WaitReason; untilWallMs: number }
   | { type: 'retry'; seq: number; failure: number; delayMs: number; reason: string }
   | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string };
 
@@ -42,6 +44,8 @@ export interface SendContext {
 
 export interface AttemptStats {
   attempts: number;
+  /** Attempts the server answered (any HTTP status). */
+  answered: number;
   retries: number;
   rateLimited: number;
   unknownOutcomes: number;
@@ -56,7 +60,8 @@ export type Ending =
   /** The outcome could not be known and onUnknown is 'reject'. */
   | { kind: 'unknown-rejected'; message: string }
   | { kind: 'fatal'; error: DeliveryError }
-  | { kind: 'abandoned' };
+  /** Given up unsent or unanswered: a stop, or (with `error`) the journal or --out could not record it. */
+  | { kind: 'abandoned'; error?: Error; reason?: string };
 
 export type SendOutcome = AttemptStats & Ending;
 
@@ -68,6 +73,7 @@ export type SendOutcome = AttemptStats & Ending;
 function ended(stats: AttemptStats, ending: Ending): SendOutcome {
   const counts: AttemptStats = {
     attempts: stats.attempts,
+    answered: stats.answered,
     retries: stats.retries,
     rateLimited: stats.rateLimited,
     unknownOutcomes: stats.unknownOutcomes,
@@ -76,12 +82,23 @@ function ended(stats: AttemptStats, ending: Ending): SendOutcome {
   return Object.assign(counts, ending);
 }
 
-export async function sendRequest(json: string | Uint8Array, seq: number, ctx: SendContext): Promise<SendOutcome> {
-  const stats: AttemptStats = { attempts: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false };
+/**
+ * `beforeFirstPost` runs once, after the pacer allows the first attempt and before it is posted (the
+ * journal records the rows as sent there); if it fails, the request is given up unsent.
+ */
+export async function sendRequest(
+  json: string | Uint8Array,
+  seq: number,
+  ctx: SendContext,
+  beforeFirstPost?: () => Promise<void>,
+): Promise<SendOutcome> {
+  const stats: AttemptStats = { attempts: 0, answered: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false };
   let failures = 0;
 
   /** Backs off before the next try, or gives up when the retries are spent. */
+  let lastReason: string | undefined;
   const afterFailure = async (reason: string, minDelayMs = 0): Promise<SendOutcome | undefined> => {
+    lastReason = reason;
     failures += 1;
     if (failures > ctx.retries) {
       const message = `gave up on ${ctx.endpoint} after ${ctx.retries} ${ctx.retries === 1 ? 'retry' : 'retries'}: ${reason}`;
@@ -92,24 +109,35 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
     try {
       await sleep(ctx.clock, delayMs, ctx.stopSignal);
     } catch {
-      return ended(stats, { kind: 'abandoned' });
+      return ended(stats, { kind: 'abandoned', reason });
     }
     stats.retries += 1;
     return undefined;
   };
 
   for (;;) {
-    if (ctx.stopSignal.aborted) return ended(stats, { kind: 'abandoned' });
+    if (ctx.stopSignal.aborted) return ended(stats, { kind: 'abandoned', reason: lastReason });
     let ticket: number;
     try {
       ticket = await ctx.pacer.acquire(ctx.stopSignal);
     } catch {
-      return ended(stats, { kind: 'abandoned' });
+      return ended(stats, { kind: 'abandoned', reason: lastReason });
+    }
+    if (stats.attempts === 0 && beforeFirstPost !== undefined) {
+      try {
+        await beforeFirstPost();
+      } catch (error) {
+        ctx.pacer.release(ticket);
+        return ended(stats, { kind: 'abandoned', error: error instanceof Error ? error : new Error(String(error)) });
+      }
     }
     stats.attempts += 1;
     const result = await ctx.post(json, ctx.abortSignal, () => ctx.pacer.markSent(ticket));
     ctx.pacer.release(ticket);
-    if (result.kind === 'response') ctx.pacer.observe(parseRateLimit(result.headers, ctx.clock.wallNow()), ticket);
+    if (result.kind === 'response') {
+      stats.answered += 1;
+      ctx.pacer.observe(parseRateLimit(result.headers, ctx.clock.wallNow()), ticket);
+    }
     const verdict = classifyResult(result, ctx.clock.wallNow());
 
     switch (verdict.kind) {
@@ -124,7 +152,7 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
           stats.unknownOutcomes += 1;
           stats.possiblyApplied = true;
         }
-        return ended(stats, { kind: 'abandoned' });
+        return ended(stats, { kind: 'abandoned', reason: verdict.sent ? 'cut off after it was sent (Ctrl-C twice)' : lastReason });
       case 'rate-limited': {
         stats.rateLimited += 1;
         if (stats.rateLimited > ctx.maxRateLimitWaits) {
@@ -145,7 +173,7 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
         stats.unknownOutcomes += 1;
         ctx.notify({ type: 'unknown-outcome', seq, action: ctx.onUnknown, reason: verdict.reason });
         if (ctx.onUnknown === 'reject') {
-          return { ...stats, kind: 'unknown-rejected', message: `outcome unknown (${verdict.reason}); not sent again` };
+          return ended(stats, { kind: 'unknown-rejected', message: `outcome unknown (${verdict.reason}); not sent again` });
         }
         stats.possiblyApplied = true;
         const gaveUp = await afterFailure(verdict.reason);

@@ -2,7 +2,7 @@
 import type { ArrayName } from '../model/types.js';
 
 export interface ItemTally {
-  /** Items in requests that were posted at least once. */
+  /** Items in requests the server answered with its verdict on them (accepted, or refused for what they hold). */
   sent: number;
   /** Items the server queued (sent, minus those its minor errors named). */
   accepted: number;
@@ -13,8 +13,12 @@ export interface ItemTally {
 export interface DeliverySummary {
   /** Requests taken from the plan. */
   requestsPulled: number;
-  /** Requests posted at least once. */
+  /** Requests the server answered with its verdict on them (a 2xx, or a 4xx that refuses them for what they hold). */
   requestsSent: number;
+  /** Requests taken that got no such answer: the run stopped first, the server could not be reached or refused the key. */
+  requestsNotDelivered: number;
+  /** Why, as a message -> how many requests. */
+  notDelivered: Record<string, number>;
   /** Requests with a final outcome (accepted or rejected), recorded in the journal. */
   requestsSettled: number;
   /** Requests taken but left without a final outcome (stop, abort, fatal error): a resume sends them. */
@@ -43,7 +47,7 @@ export interface DeliverySummary {
   fatal?: Error;
 }
 
-export interface DeliveryProgress extends Omit<DeliverySummary, 'fatal' | 'warnings'> {
+export interface DeliveryProgress extends Omit<DeliverySummary, 'fatal' | 'warnings' | 'notDelivered'> {
   /** Requests posting, waiting for a retry or for the pacer. */
   inFlight: number;
   /** How much longer all sending is held (after a 429, or by the rate-limit headers), or 0. */
@@ -56,6 +60,8 @@ export function emptySummary(): DeliverySummary {
   return {
     requestsPulled: 0,
     requestsSent: 0,
+    requestsNotDelivered: 0,
+    notDelivered: {},
     requestsSettled: 0,
     requestsAbandoned: 0,
     attempts: 0,
@@ -82,7 +88,7 @@ export function addWarning(summary: DeliverySummary, warning: string): void {
 }
 
 export function progressOf(summary: DeliverySummary, inFlight: number, heldForMs: number): DeliveryProgress {
-  const { fatal: _fatal, warnings: _warnings, items, ...counters } = summary;
+  const { fatal: _fatal, warnings: _warnings, notDelivered: _notDelivered, items, ...counters } = summary;
   return {
     ...counters,
     items: {

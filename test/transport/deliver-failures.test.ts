@@ -230,7 +230,12 @@ describe('deliver: stopping on fatal errors', () => {
     expect(summary.fatal?.message).toMatch(/could not send the request: .*ECONNREFUSED/);
     expect(summary.unknownOutcomes).toBe(0);
     expect(summary.rowsPossiblyDuplicated).toBe(0);
-    expect(summary.requestsSent).toBeGreaterThan(0);
+    // nothing reached a server: no request counts as sent, each is not delivered, with the reason
+    expect(summary.attempts).toBeGreaterThan(0);
+    expect(summary.requestsSent).toBe(0);
+    expect(summary.items.attributes.sent).toBe(0);
+    expect(summary.requestsNotDelivered).toBe(summary.requestsPulled);
+    expect(Object.keys(summary.notDelivered).join('\n')).toMatch(/ECONNREFUSED/);
     expect(summary.requestsSettled).toBe(0);
   });
 

@@ -11,6 +11,7 @@ import { appliedCounts, clientFor, range, recordingJournal, wait } from './deliv
 
 let server: FaultServer;
 let client: TrackClient;
+const TARGET = 'http://127.0.0.1:1/users/track';
 let dir: string | undefined;
 
 afterEach(async () => {
@@ -33,7 +34,7 @@ describe('deliver: stopping and resuming', () => {
     });
     client = clientFor(server);
 
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     const interrupted = await deliver(fromArray(buildPlan({ requests: 30, itemsPer: 5, file: input })), {
       client,
       concurrency: 4,
@@ -49,7 +50,7 @@ describe('deliver: stopping and resuming', () => {
     expect(server.received.length).toBeLessThan(30);
     expect(interrupted.requestsSettled + interrupted.requestsAbandoned).toBe(interrupted.requestsPulled);
 
-    const second = await openJournal({ path: journalPath, files: [input], resume: true });
+    const second = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(second.settledBefore(input)).toBe(interrupted.requestsSettled * 5);
     const rest = buildPlan({ requests: 30, itemsPer: 5, file: input, skip: second.skipRow });
     expect(rest.length).toBe(30 - interrupted.requestsSettled);
@@ -61,7 +62,7 @@ describe('deliver: stopping and resuming', () => {
     const counts = appliedCounts(server);
     expect([...counts.keys()].sort((a, b) => a - b)).toEqual(range(0, 149));
     expect([...counts.values()].every((n) => n === 1)).toBe(true);
-    const all = await openJournal({ path: journalPath, files: [input], resume: true });
+    const all = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(range(0, 149).every((row) => all.skipRow(input, lineOf(row)))).toBe(true);
     await all.close();
   });

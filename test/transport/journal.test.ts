@@ -6,6 +6,7 @@ import { InputError } from '../../src/errors.js';
 import { openJournal, readJournal } from '../../src/transport/journal.js';
 import { buildPlan } from './plan.js';
 
+const TARGET = 'http://127.0.0.1:1/users/track';
 let dir: string;
 let input: string;
 let journalPath: string;
@@ -26,13 +27,13 @@ const lines = (journalText: string) => journalText.trimEnd().split('\n').map((l)
 describe('journal', () => {
   it('records settled rows as merged ranges per file and reads them back on resume', async () => {
     const plan = buildPlan({ requests: 6, itemsPer: 5, file: input });
-    const journal = await openJournal({ path: journalPath, files: [input], resume: false });
+    const journal = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     for (const i of [1, 0, 3, 5]) journal.record(plan[i]); // out of order; request 2 and 4 never settled
     await journal.close();
 
     const text = await readFile(journalPath, 'utf8');
     const entries = lines(text);
-    expect(entries[0]).toEqual({ journal: 'track-upload', version: 2 });
+    expect(entries[0]).toEqual({ journal: 'track-upload', version: 3, target: TARGET });
     const info = await stat(input);
     expect(entries[1]).toEqual({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
     expect(entries.slice(2)).toEqual([
@@ -46,7 +47,7 @@ describe('journal', () => {
       },
     ]);
 
-    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.settledBefore(input)).toBe(20);
     const skipped = Array.from({ length: 30 }, (_, i) => i + 2).filter((line) => resumed.skipRow(input, line));
     expect(skipped).toEqual([...range(2, 11), ...range(17, 21), ...range(27, 31)]);
@@ -56,10 +57,10 @@ describe('journal', () => {
 
   it('appends on resume, keeping what earlier runs recorded', async () => {
     const plan = buildPlan({ requests: 4, itemsPer: 5, file: input });
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.record(plan[0]);
     await first.close();
-    const second = await openJournal({ path: journalPath, files: [input], resume: true });
+    const second = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     second.record(plan[2]);
     await second.close();
     const parsed = await readJournal(journalPath);
@@ -71,7 +72,7 @@ describe('journal', () => {
   });
 
   it('records items of a line of several on their own and gives them back on resume', async () => {
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.recordItem(input, 7, 0);
     first.recordItem(input, 7, 3);
     first.recordItem(input, 2, 0); // line 2 then settles whole before a write: no entry for its item
@@ -81,10 +82,10 @@ describe('journal', () => {
       { file: 0, items: [[7, 0], [7, 3]] },
       { file: 0, lines: [[2, 2]] },
     ]);
-    const second = await openJournal({ path: journalPath, files: [input], resume: true });
+    const second = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     second.recordItem(input, 7, 1);
     await second.close();
-    const third = await openJournal({ path: journalPath, files: [input], resume: true });
+    const third = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect([...(third.settledItems(input).get(7) ?? [])].sort()).toEqual([0, 1, 3]);
     expect(third.settledItems(input).get(2)).toBeUndefined();
     expect(third.settledItems('elsewhere.ndjson').size).toBe(0);
@@ -95,19 +96,19 @@ describe('journal', () => {
     const info = await stat(input);
     const file = JSON.stringify({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
     await writeFile(journalPath, `{"journal":"track-upload","version":1}\n${file}\n{"file":0,"lines":[[2,5]]}\n`);
-    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.settledRanges(input)).toEqual([[2, 5]]);
     await resumed.close();
-    await writeFile(journalPath, `{"journal":"track-upload","version":3}\n${file}\n`);
-    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/newer version of track/);
+    await writeFile(journalPath, `{"journal":"track-upload","version":4}\n${file}\n`);
+    await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true })).rejects.toThrow(/newer version of track/);
   });
 
   it('starts a new journal when not resuming', async () => {
     const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.record(plan[0]);
     await first.close();
-    const fresh = await openJournal({ path: journalPath, files: [input], resume: false });
+    const fresh = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     expect(fresh.skipRow(input, 2)).toBe(false);
     await fresh.close();
     expect((await readJournal(journalPath)).files[0].settled.size).toBe(0);
@@ -115,12 +116,12 @@ describe('journal', () => {
 
   it('writes acknowledgements as they arrive, without waiting for close', async () => {
     const plan = buildPlan({ requests: 1, itemsPer: 3, file: input });
-    const journal = await openJournal({ path: journalPath, files: [input], resume: false, flushIntervalMs: 10 });
+    const journal = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false, flushIntervalMs: 10 });
     journal.record(plan[0]);
     await new Promise((r) => setTimeout(r, 60));
     expect((await readJournal(journalPath)).files[0].settled.ranges()).toEqual([[2, 4]]);
     journal.recordRows(input, [9, 10]);
-    journal.flushSync(); // the path for an exit that cannot wait
+    await journal.flush();
     expect((await readJournal(journalPath)).files[0].settled.ranges()).toEqual([
       [2, 4],
       [9, 10],
@@ -130,7 +131,7 @@ describe('journal', () => {
 
   it('survives a torn last line: resume reads what was whole and appends cleanly after it', async () => {
     const plan = buildPlan({ requests: 3, itemsPer: 5, file: input });
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.record(plan[0]);
     await first.close();
     await appendFile(journalPath, '{"file":0,"lines":[[7,1'); // killed mid-write
@@ -139,7 +140,7 @@ describe('journal', () => {
     expect(parsed.tornTail).toBe(true);
     expect(parsed.files[0].settled.ranges()).toEqual([[2, 6]]);
 
-    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.skipRow(input, 6)).toBe(true);
     expect(resumed.skipRow(input, 7)).toBe(false);
     resumed.record(plan[2]);
@@ -154,10 +155,10 @@ describe('journal', () => {
   });
 
   it('keeps a whole last entry that only lost its newline', async () => {
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     await first.close();
     await appendFile(journalPath, '{"file":0,"lines":[[2,3]]}');
-    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.skipRow(input, 3)).toBe(true);
     resumed.recordRows(input, [8]);
     await resumed.close();
@@ -169,7 +170,7 @@ describe('journal', () => {
 
   it('resumes from a journal cut short inside its first line', async () => {
     await writeFile(journalPath, '{"journal":"track-up');
-    const resumed = await openJournal({ path: journalPath, files: [input], resume: true });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.skipRow(input, 2)).toBe(false);
     resumed.recordRows(input, [2]);
     await resumed.close();
@@ -179,56 +180,57 @@ describe('journal', () => {
   });
 
   it('will not write the journal over an input file', async () => {
-    await expect(openJournal({ path: input, files: [input], resume: false })).rejects.toThrow(/is an input file/);
+    await expect(openJournal({ path: input, files: [input], target: TARGET, resume: false })).rejects.toThrow(/is an input file/);
     expect((await readFile(input, 'utf8')).startsWith('external_id,first_name')).toBe(true);
   });
 
   it('refuses a journal damaged before its last line', async () => {
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.recordRows(input, [2]);
     await first.close();
     const text = await readFile(journalPath, 'utf8');
     await writeFile(journalPath, text.replace('"lines"', '"lin') + '{"file":0,"lines":[[5,5]]}\n');
-    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/damaged at line 3/);
+    await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true })).rejects.toThrow(/damaged at line 3/);
   });
 
   it('refuses to resume when an input file changed since', async () => {
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.recordRows(input, [2, 3]);
     await first.close();
 
     await appendFile(input, 'u99,late\n');
-    const grown = openJournal({ path: journalPath, files: [input], resume: true });
+    const grown = openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     await expect(grown).rejects.toBeInstanceOf(InputError);
     await expect(grown).rejects.toThrow(/users\.csv: changed since the journal .* \(size \d+ -> \d+ bytes/);
   });
 
   it('refuses to resume when only the modification time changed', async () => {
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    first.recordRows(input, [2]);
     await first.close();
     const later = new Date(Date.now() + 60_000);
     await utimes(input, later, later);
-    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/modified .* -> /);
+    await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true })).rejects.toThrow(/modified .* -> /);
   });
 
   it('refuses to resume with no journal', async () => {
-    await expect(openJournal({ path: journalPath, files: [input], resume: true })).rejects.toThrow(/no journal to resume/);
+    await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true })).rejects.toThrow(/no journal to resume/);
   });
 
   it('refuses a file that is not a journal', async () => {
     const other = join(dir, 'notes.txt');
     await writeFile(other, 'shopping list\nmilk\n');
-    await expect(openJournal({ path: other, files: [input], resume: true })).rejects.toThrow(/damaged at line 1/);
+    await expect(openJournal({ path: other, files: [input], target: TARGET, resume: true })).rejects.toThrow(/damaged at line 1/);
   });
 
   it('adds files a resumed run names for the first time, and files first seen in an acknowledgement', async () => {
     const other = join(dir, 'events.ndjson');
     await writeFile(other, '{}\n{}\n{}\n');
-    const first = await openJournal({ path: journalPath, files: [input], resume: false });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.recordRows(input, [2]);
     first.recordRows(other, [1, 2]); // not named at open
     await first.close();
-    const resumed = await openJournal({ path: journalPath, files: [input, other], resume: true });
+    const resumed = await openJournal({ path: journalPath, files: [input, other], target: TARGET, resume: true });
     expect(resumed.skipRow(other, 2)).toBe(true);
     expect(resumed.skipRow(other, 3)).toBe(false);
     await resumed.close();
@@ -237,6 +239,98 @@ describe('journal', () => {
       [0, resolve(input), 1],
       [1, resolve(other), 2],
     ]);
+  });
+
+  it('records a request as sent before it is posted, durably; rows sent and never settled are in doubt on resume', async () => {
+    const plan = buildPlan({ requests: 3, itemsPer: 5, file: input });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    await first.sending(plan[0]);
+    await first.sending(plan[1]);
+    // on disk once sending() resolves, with nothing else flushed: what kill -9 would leave
+    const onDisk = await readJournal(journalPath);
+    expect(onDisk.files[0].sent.ranges()).toEqual([[2, 11]]);
+    first.record(plan[0]);
+    await first.flush();
+    // killed here: request 1 was in flight, request 2 never sent
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    expect(resumed.inDoubt).toBe(5);
+    expect(resumed.inDoubtRanges(input)).toEqual([[7, 11]]);
+    expect(resumed.inDoubtRows(plan[1])).toBe(5);
+    expect(resumed.inDoubtRows(plan[2])).toBe(0);
+    expect(resumed.skipRow(input, 2)).toBe(true);
+    expect(resumed.skipRow(input, 7)).toBe(false);
+    await resumed.close();
+  });
+
+  it('settles nothing before what must be on disk first is: a failing beforeSettling keeps the rows unsettled', async () => {
+    const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
+    const order: string[] = [];
+    let fail = false;
+    const journal = await openJournal({
+      path: journalPath,
+      files: [input],
+      target: TARGET,
+      resume: false,
+      beforeSettling: async () => {
+        order.push('rejects synced');
+        if (fail) throw new Error('cannot write the rejects file r.ndjson: ENOSPC');
+      },
+    });
+    await journal.sending(plan[0]);
+    expect(order).toEqual([]); // sending settles nothing: no need to wait on the rejects file
+    journal.record(plan[0]);
+    await journal.flush();
+    expect(order).toEqual(['rejects synced']);
+    fail = true;
+    journal.recordRows(input, [12]);
+    await expect(journal.flush()).rejects.toThrow(/ENOSPC/);
+    await expect(journal.sending(plan[1])).rejects.toThrow(/ENOSPC/);
+    await journal.close().catch(() => undefined);
+    const parsed = await readJournal(journalPath);
+    expect(parsed.files[0].settled.ranges()).toEqual([[2, 6]]);
+    expect(parsed.files[0].sent.ranges()).toEqual([[2, 6]]);
+  });
+
+  it('names its target, and refuses to resume a run made to another one', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    first.recordRows(input, [2]);
+    await first.close({ complete: false });
+    expect((await readJournal(journalPath)).target).toBe(TARGET);
+    await expect(openJournal({ path: journalPath, files: [input], target: 'https://rest.example.com/users/track', resume: true })).rejects.toThrow(
+      /records an upload to http:\/\/127.0.0.1:1\/users\/track, not to https:\/\/rest.example.com/,
+    );
+  });
+
+  it('records how a run ended and the rows of each file read to its end; a resumed run clears the end until it writes its own', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    first.recordRows(input, [2, 3]);
+    await first.close({ complete: false, rowsRead: new Map([[input, 40]]) });
+    const parsed = await readJournal(journalPath);
+    expect(parsed.end).toMatchObject({ complete: false });
+    expect(parsed.files[0].rows).toBe(40);
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    resumed.recordRows(input, [4]);
+    await resumed.flush();
+    expect((await readJournal(journalPath)).end).toBeUndefined(); // as if killed now
+    await resumed.close({ complete: true });
+    expect((await readJournal(journalPath)).end).toMatchObject({ complete: true });
+  });
+
+  it('reads a file of which no row was sent anew when it changed, instead of refusing the resume', async () => {
+    const other = join(dir, 'events.ndjson');
+    await writeFile(other, '{}\n');
+    const first = await openJournal({ path: journalPath, files: [input, other], target: TARGET, resume: false });
+    first.recordRows(input, [2]);
+    await first.close({ complete: false });
+    await writeFile(other, '{}\n{}\n'); // fixed after the first run stopped on it
+    const resumed = await openJournal({ path: journalPath, files: [input, other], target: TARGET, resume: true });
+    expect(resumed.skipRow(input, 2)).toBe(true);
+    resumed.recordRows(other, [1]);
+    await resumed.close();
+    const parsed = await readJournal(journalPath);
+    const size = (await stat(other)).size;
+    expect(parsed.files.find((f) => f.identity.path === resolve(other))?.identity.size).toBe(size);
+    expect(parsed.files.find((f) => f.identity.path === resolve(other))?.settled.ranges()).toEqual([[1, 1]]);
   });
 });
 

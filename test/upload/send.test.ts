@@ -36,6 +36,12 @@ function storedNs(e: Emulator): number[] {
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
+/** The journal an upload of `<stem>.csv` (or .ndjson) keeps for its target: `<stem>.<host>-<port>.journal`. */
+function journalOf(stem: string, url: string): string {
+  const { hostname, port } = new URL(url);
+  return join(tmp.dir, `${stem}.${hostname}-${port}.journal`);
+}
+
 describe('track upload', () => {
   it('delivers every row once and exits 0, with the key in no output or file', async () => {
     emu = await startEmulator({ apiKeys: ['secret-upload-key'] });
@@ -47,7 +53,7 @@ describe('track upload', () => {
     expect(summary.delivery.items.events).toMatchObject({ sent: 230, accepted: 230, rejected: 0 });
     expect(storedNs(emu)).toEqual(range(230));
     expect(r.stdout).not.toContain('secret-upload-key');
-    const journal = readFileSync(join(tmp.dir, 'events.journal'), 'utf8');
+    const journal = readFileSync(journalOf('events', emu.url), 'utf8');
     expect(journal).not.toContain('secret-upload-key');
   });
 
@@ -102,7 +108,7 @@ describe('track upload', () => {
 
     dropped = 0;
     faults.forget();
-    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--concurrency', '1', '--on-unknown', 'reject', '--rejects', join(tmp.dir, 'r.ndjson')]);
+    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--concurrency', '1', '--on-unknown', 'reject', '--rejects', join(tmp.dir, 'r.ndjson'), '--restart']);
     expect(r.status).toBe(1);
     const rejects = readFileSync(join(tmp.dir, 'r.ndjson'), 'utf8').trim().split('\n');
     expect(rejects).toHaveLength(50);
@@ -156,7 +162,7 @@ describe('track upload', () => {
     expect(first.status).toBe(3);
     const firstNs = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
     expect(firstNs).toHaveLength(50);
-    const journal = readFileSync(join(tmp.dir, 'requests.journal'), 'utf8');
+    const journal = readFileSync(journalOf('requests', faults.url), 'utf8');
     // the items of the line the first run left unfinished (20 sent, 1 refused), and of no line it finished
     const items = journal
       .trimEnd()
@@ -189,6 +195,6 @@ describe('track upload', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(file);
     expect(r.stderr).toMatch(/changed/);
-    expect(existsSync(join(tmp.dir, 'events.journal'))).toBe(true);
+    expect(existsSync(journalOf('events', emu.url))).toBe(true);
   });
 });

@@ -2,6 +2,7 @@
 // (0 every row valid, 1 some row rejected; usage errors are thrown to run.ts for 2).
 import chalk from 'chalk';
 import type { BatchLimits } from '../../model/limits.js';
+import { DeliveryError, InputError, OutputError, UsageError } from '../../errors.js';
 import { upload, type UploadOptions, type UploadSummary } from '../../upload.js';
 import { EXIT } from '../run.js';
 
@@ -49,18 +50,47 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath}`;
   lines.push(`requests    ${number(summary.requests)} would be sent (${limitsText(limits)})${written}`);
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
+  if (summary.interrupted) lines.push(chalk.yellow('interrupted before every row was read (Ctrl-C)'));
   return `${lines.join('\n')}\n`;
 }
 
+/** The summary as JSON: errors as their name and message. */
+export function summaryJson(command: string, summary: UploadSummary<unknown>, extra: Record<string, unknown> = {}): string {
+  const fatal = summary.fatal === undefined ? undefined : { name: summary.fatal.name, message: summary.fatal.message };
+  return `${JSON.stringify({ command, ...summary, fatal, ...extra })}\n`;
+}
+
+/** Exit status of a run that stopped on an error: 2 when it is the person's to fix and nothing was sent, else 3. */
+export function fatalExit(fatal: Error, sentAnything: boolean): number {
+  const theirs = fatal instanceof UsageError || fatal instanceof InputError;
+  return theirs && !sentAnything ? EXIT.usage : EXIT.fatal;
+}
+
+/** Writes an error that stopped the run to stderr, with its stack when TRACK_DEBUG asks and it is not one of ours. */
+export function reportFatal(fatal: Error): void {
+  process.stderr.write(`track: ${fatal.message}\n`);
+  const ours = fatal instanceof UsageError || fatal instanceof InputError || fatal instanceof DeliveryError || fatal instanceof OutputError;
+  if (!ours && process.env.TRACK_DEBUG) process.stderr.write(`${fatal.stack ?? ''}\n`);
+}
+
 export async function runPlanCommand(verb: string, options: UploadOptions, flags: { json?: boolean }): Promise<void> {
+  // Ctrl-C: stop reading and report what was read; a second one ends the process at once
+  const stop = new AbortController();
+  const onSignal = (): void => {
+    if (stop.signal.aborted) process.exit(EXIT.interrupted);
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   const showProgress = process.stderr.isTTY === true && flags.json !== true;
-  const spinner = showProgress ? (await import('ora')).default({ stream: process.stderr, text: 'reading' }).start() : undefined;
+  const spinner = showProgress ? (await import('ora')).default({ stream: process.stderr, text: 'reading', discardStdin: false }).start() : undefined;
   let last = 0;
   let summary: UploadSummary;
   try {
     summary = await upload({
       ...options,
       stdin: process.stdin,
+      stopSignal: stop.signal,
       onProgress: spinner
         ? ({ file, rows, requests }) => {
             const now = Date.now();
@@ -72,8 +102,14 @@ export async function runPlanCommand(verb: string, options: UploadOptions, flags
     });
   } finally {
     spinner?.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
-  if (flags.json === true) process.stdout.write(`${JSON.stringify({ command: verb, ...summary })}\n`);
+  if (flags.json === true) process.stdout.write(summaryJson(verb, summary));
   else process.stdout.write(formatSummary(verb, summary, options.limits));
-  process.exitCode = summary.rejected > 0 ? EXIT.rejected : EXIT.ok;
+  if (summary.fatal !== undefined) {
+    reportFatal(summary.fatal);
+    process.exitCode = fatalExit(summary.fatal, false);
+  } else if (summary.interrupted) process.exitCode = EXIT.interrupted;
+  else process.exitCode = summary.rejected > 0 ? EXIT.rejected : EXIT.ok;
 }

@@ -15,6 +15,7 @@ export interface UploadFlags extends PlanFlags {
   onUnknown?: 'retry' | 'reject';
   journal?: string;
   resume?: boolean;
+  restart?: boolean;
   quiet?: boolean;
 }
 
@@ -45,15 +46,16 @@ export function registerUpload(program: Command): void {
         .choices(['retry', 'reject'])
         .default('retry'),
     )
-    .option('--journal <file>', 'where acknowledged rows are recorded (default: <first input>.journal beside it)')
+    .option('--journal <file>', 'where sent and acknowledged rows are recorded (default: <first input>.<target>.journal beside it)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
+    .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
     .option('--quiet', 'no progress output');
   addPlanOptions(command)
     .addHelpText(
       'after',
       '\nExit status: 0 every row accepted, 1 finished with rows rejected (see the rejects file), 2 usage or\n' +
         'configuration error (nothing sent), 3 stopped on a fatal error (401, 403, retries exhausted,\n' +
-        'server unreachable), 130 interrupted (run again with --resume). With --dry-run: 0 or 1 for valid\n' +
+        'server unreachable, a file that cannot be written), 130 interrupted (run again with --resume). With --dry-run: 0 or 1 for valid\n' +
         'or rejected rows, 2 for a usage error.',
     )
     .action(async (files: string[], flags: UploadFlags) => {
@@ -81,6 +83,7 @@ export function registerUpload(program: Command): void {
           onUnknown: flags.onUnknown,
           journalPath: flags.journal,
           resume: flags.resume === true,
+          restart: flags.restart === true,
         },
         flags,
       );

@@ -1,0 +1,48 @@
+// A request-shaped NDJSON line yields several items that may travel in different requests, but the
+// journal settles rows. Such a line is recorded only once every one of its items has settled (sent
+// or rejected), so a resume never skips an item that was not delivered; until then each of its
+// items delivered is recorded on its own, so a resume does not send that one again.
+import type { RejectRecord } from '../model/plan.js';
+import type { Journal, SettledItems } from './journal.js';
+
+type Origins = SettledItems['origins'];
+
+export function lineLedger(journal: Journal) {
+  const waiting = new Map<string, number>();
+  const settle = (file: string, line: number): boolean => {
+    const key = `${line}\u0000${file}`;
+    const left = waiting.get(key);
+    if (left === undefined) return true;
+    if (left > 1) waiting.set(key, left - 1);
+    else waiting.delete(key);
+    return left === 1;
+  };
+  return {
+    expect(file: string, line: number, items: number): void {
+      waiting.set(`${line}\u0000${file}`, items);
+    },
+    /** A row rejected before sending. */
+    rejected(record: RejectRecord): void {
+      if (record.line <= 0) return;
+      if (settle(record.file, record.line)) journal.recordRows(record.file, [record.line]);
+      else if (record.item !== undefined) journal.recordItem(record.file, record.line, record.item);
+    },
+    /** What deliver() journals: the rows behind a settled request. */
+    journal: {
+      record(request: SettledItems): void {
+        // no request-shaped line is waiting on items (a CSV, say): every row is settled as it is
+        if (waiting.size === 0) return journal.record(request);
+        const origins = request.origins;
+        const ready = { attributes: [], events: [], purchases: [] } as { [K in keyof Origins]: Origins[K][number][] };
+        for (const kind of ['attributes', 'events', 'purchases'] as const) {
+          for (const origin of origins[kind]) {
+            if (settle(origin.file, origin.line)) ready[kind].push(origin);
+            else if (origin.item !== undefined) journal.recordItem(origin.file, origin.line, origin.item);
+          }
+        }
+        journal.record({ origins: ready });
+      },
+      flush: () => journal.flush(),
+    },
+  };
+}

@@ -1,0 +1,59 @@
+// Ctrl-C typed in a real terminal (a pseudo-terminal), not `kill -INT`: the progress spinner must
+// leave the terminal in its normal mode so that the keystroke becomes SIGINT.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { hasPython, runInTerminal } from '../helpers/pty.js';
+import { ROOT, workdir } from './run-cli.js';
+
+const BIN = join(ROOT, 'bin/track.js');
+let server: FaultServer;
+let dir: string;
+
+beforeAll(async () => {
+  dir = workdir();
+  // every request answered after 150 ms: 40 requests one at a time take 6 s
+  server = await startFaultServer(() => ({ kind: 'ok', delayMs: 150 }));
+  writeFileSync(join(dir, 'users.csv'), `external_id,score\n${Array.from({ length: 2000 }, (_, i) => `u${i},${i}`).join('\n')}\n`);
+});
+afterAll(async () => {
+  await server.close();
+});
+
+describe.skipIf(!hasPython)('Ctrl-C in a terminal', () => {
+  it('stops an upload: requests in flight finish, the summary is printed, exit 130, and --resume sends the rest once', async () => {
+    const env = { TRACK_URL: server.url, TRACK_API_KEY: 'k', NO_COLOR: '1' };
+    const run = await runInTerminal([process.execPath, BIN, 'upload', 'users.csv', '--concurrency', '1'], {
+      cwd: dir,
+      env,
+      ctrlCAfter: ['accepted [1-9][0-9]{2},'],
+      deadlineMs: 20_000,
+    });
+    expect(run.ctrlC, run.out).toBe(1);
+    expect(run.killed, run.out).toBe(false);
+    expect(run.out).toContain('stopping: letting requests in flight finish');
+    expect(run.out).toMatch(/requests +\d+ sent/);
+    expect(run.status, run.out).toBe(130);
+    const first = server.received.length;
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThan(40);
+
+    const resumed = await runInTerminal([process.execPath, BIN, 'upload', 'users.csv', '--resume'], { cwd: dir, env, ctrlCAfter: [], deadlineMs: 20_000 });
+    expect(resumed.status, resumed.out).toBe(0);
+    const ids = server.received.flatMap((r) => (r.body?.attributes ?? []).map((a) => a.external_id));
+    expect(new Set(ids).size).toBe(2000);
+    expect(ids).toHaveLength(2000);
+  }, 60_000);
+
+  it('stops track validate: the summary of what was read, exit 130', async () => {
+    const rows = Array.from({ length: 400_000 }, (_, i) => `u${i},${i}`).join('\n');
+    writeFileSync(join(dir, 'big.csv'), `external_id,score\n${rows}\n`);
+    const run = await runInTerminal([process.execPath, BIN, 'validate', 'big.csv'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: ['reading big.csv'], deadlineMs: 40_000 });
+    expect(run.ctrlC, run.out).toBe(1);
+    expect(run.killed, run.out).toBe(false);
+    expect(run.out).toMatch(/validate: 1 file, [\d,]+ rows read/);
+    expect(run.out).toContain('interrupted');
+    expect(run.status, run.out).toBe(130);
+  }, 60_000);
+});

@@ -1,0 +1,71 @@
+// Runs a command under a real pseudo-terminal (python3's pty module: a new session whose controlling
+// terminal is the pty), so that what a person types reaches it through the terminal's line
+// discipline: Ctrl-C is the byte 0x03 written to the terminal, turned into SIGINT by the kernel only
+// while the terminal is not in raw mode.
+import { spawn, spawnSync } from 'node:child_process';
+
+const DRIVER = String.raw`
+import fcntl, json, os, pty, re, select, struct, sys, termios, time
+argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3])
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+# a terminal of 30 rows of 120 columns (a new pty has none, and progress output needs a width)
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', 30, 120, 0, 0))
+out = b''; sent = 0; start = time.time(); killed = False
+while True:
+    r, _, _ = select.select([fd], [], [], 0.05)
+    if r:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        out += data
+    if sent < len(triggers) and triggers[sent].search(out):
+        os.write(fd, b'\x03'); sent += 1
+    if not killed and time.time() - start > deadline:
+        os.kill(pid, 9); killed = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(json.dumps({"status": os.waitstatus_to_exitcode(status), "ctrlC": sent, "killed": killed, "out": out.decode("utf-8", "replace")}))
+`;
+
+export const hasPython = spawnSync('python3', ['-c', 'import pty'], { encoding: 'utf8' }).status === 0;
+
+export interface PtyRun {
+  /** Exit status; a negative number is the signal that ended it. */
+  status: number;
+  /** How many Ctrl-C were typed. */
+  ctrlC: number;
+  /** The deadline passed and the command was killed. */
+  killed: boolean;
+  /** Everything the command wrote to the terminal (stdout and stderr together). */
+  out: string;
+}
+
+/**
+ * Runs argv in a terminal; each time the output first matches the next of `ctrlCAfter` (regular
+ * expressions, Python's syntax), types Ctrl-C. The command is killed after `deadlineMs`.
+ */
+export function runInTerminal(argv: string[], options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string> }): Promise<PtyRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('python3', ['-c', DRIVER, JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000)], {
+      cwd: options.cwd,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', () => {
+      try {
+        resolve(JSON.parse(stdout) as PtyRun);
+      } catch {
+        reject(new Error(`the terminal driver failed: ${stderr}${stdout}`));
+      }
+    });
+  });
+}

@@ -1,0 +1,301 @@
+// `track upload` keeps its promise when people and machines misbehave: a re-run without --resume,
+// kill -9 then --resume, a full disk, a bad second input, --out during an upload, an honest summary.
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/index.js';
+import { BIN, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
+import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+
+let tmp: ReturnType<typeof tempDir>;
+let emus: Emulator[] = [];
+let faults: FaultServer | undefined;
+beforeEach(() => (tmp = tempDir()));
+afterEach(async () => {
+  for (const emu of emus) await emu.close();
+  await faults?.close();
+  emus = [];
+  faults = undefined;
+  tmp.cleanup();
+});
+
+async function emulator(options: Parameters<typeof startEmulator>[0] = {}): Promise<Emulator> {
+  const emu = await startEmulator({ apiKeys: ['k'], ...options });
+  emus.push(emu);
+  return emu;
+}
+
+function eventsCsv(rows: number, name = 'events.csv', bad: (i: number) => boolean = () => false, users = 40): string {
+  const path = join(tmp.dir, name);
+  const lines = ['external_id,name,time,properties.n'];
+  // a bad row has no event name: refused before sending
+  for (let i = 0; i < rows; i += 1) lines.push(`user-${i % users},${bad(i) ? '' : 'seeded'},2024-03-07T10:00:00Z,${i}`);
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+/** Every `properties.n` the emulator stored, sorted (duplicates kept). */
+function storedNs(e: Emulator): number[] {
+  return e.store
+    .allProfiles()
+    .flatMap((p) => e.store.eventsOf(p.id).map((ev) => (ev.properties as { n: number }).n))
+    .sort((a, b) => a - b);
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+const journals = () => readdirSync(tmp.dir).filter((name) => name.endsWith('.journal'));
+const up = (args: string[]) => runCli(['upload', ...args, '--api-key', 'k'], { cwd: tmp.dir });
+
+describe('no accidental second run', () => {
+  it('refuses to send a completed upload again without --resume or --restart, changing nothing', async () => {
+    const emu = await emulator();
+    const file = eventsCsv(30, 'events.csv', (i) => i === 3);
+    expect((await up([file, '--url', emu.url, '--quiet'])).status).toBe(1);
+    const [journal] = journals();
+    const before = { journal: readFileSync(join(tmp.dir, journal), 'utf8'), rejects: readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8') };
+
+    const again = await up([file, '--url', emu.url]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toMatch(/an upload of .*events\.csv to http:\/\/127\.0\.0\.1:\d+\/users\/track completed on \d{4}-\d\d-\d\d \d\d:\d\d UTC \(30 of 30 rows settled\)/);
+    expect(again.stderr).toContain('--resume');
+    expect(again.stderr).toContain('--restart');
+    expect(again.stdout).toBe('');
+    expect(storedNs(emu)).toHaveLength(29);
+    expect(readFileSync(join(tmp.dir, journal), 'utf8')).toBe(before.journal);
+    expect(readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8')).toBe(before.rejects);
+
+    // --resume has nothing left to send; --restart sends everything again
+    const resumed = JSON.parse((await up([file, '--url', emu.url, '--resume', '--json'])).stdout);
+    expect(resumed).toMatchObject({ skipped: 30, requests: 0 });
+    expect((await up([file, '--url', emu.url, '--restart', '--quiet'])).status).toBe(1);
+    expect(storedNs(emu)).toEqual([...range(30), ...range(30)].filter((n) => n !== 3).sort((a, b) => a - b));
+    expect(await up([file, '--url', emu.url, '--resume', '--restart'])).toMatchObject({ status: 2, stderr: expect.stringMatching(/--resume or --restart, not both/) });
+  });
+
+  it('says where an interrupted upload stopped', async () => {
+    const emu = await emulator({ latency: '30' });
+    const file = eventsCsv(1000);
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emu.url, '--api-key', 'k', '--concurrency', '1', '--quiet'], { cwd: tmp.dir });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    while (emu.store.counts().events < 150) await new Promise((r) => setTimeout(r, 10));
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    const again = await up([file, '--url', emu.url]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toMatch(/was stopped on \d{4}-\d\d-\d\d \d\d:\d\d UTC with \d+ (of 1,000 )?rows settled/);
+  });
+
+  it('never blocks a rehearsal and the real upload on each other: each target resumes its own run', async () => {
+    const rehearsal = await emulator();
+    const real = await emulator();
+    const file = eventsCsv(120);
+    expect((await up([file, '--url', rehearsal.url, '--quiet'])).status).toBe(0);
+    expect((await up([file, '--url', real.url, '--quiet'])).status).toBe(0);
+    expect(storedNs(rehearsal)).toEqual(range(120));
+    expect(storedNs(real)).toEqual(range(120));
+    expect(journals()).toHaveLength(2);
+    // an explicit --journal that does not exist yet starts fresh
+    expect((await up([file, '--url', real.url, '--journal', join(tmp.dir, 'other.journal'), '--quiet'])).status).toBe(0);
+    // a journal of another target is never resumed or replaced by accident
+    const wrong = await up([file, '--url', rehearsal.url, '--journal', join(tmp.dir, 'other.journal')]);
+    expect(wrong.status).toBe(2);
+    expect(wrong.stderr).toMatch(/holds an upload to http:\/\/127\.0\.0\.1:\d+\/users\/track, not to/);
+  });
+});
+
+describe('exit 2 only when nothing was sent', () => {
+  it('checks every input header before the first request, and leaves an earlier run’s files as they were', async () => {
+    faults = await startFaultServer();
+    const good = eventsCsv(60, 'good.csv', (i) => i === 0);
+    const bad = join(tmp.dir, 'bad.csv');
+    writeFileSync(bad, 'name,time\nseeded,2024-03-07T10:00:00Z\n'); // no column names the user
+    writeFileSync(join(tmp.dir, 'good.rejects.ndjson'), '{"an earlier":"run"}\n');
+    const r = await up([good, bad, '--url', faults.url]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/bad\.csv:1: the header cannot be used/);
+    expect(faults.received).toHaveLength(0);
+    expect(journals()).toEqual([]);
+    expect(readFileSync(join(tmp.dir, 'good.rejects.ndjson'), 'utf8')).toBe('{"an earlier":"run"}\n');
+
+    // fixed, the same command goes through: nothing of the failed run stands in its way
+    writeFileSync(bad, 'external_id,name,time\nu1,seeded,2024-03-07T10:00:00Z\n');
+    const fixed = await up([good, bad, '--url', faults.url, '--quiet']);
+    expect(fixed.status).toBe(1);
+    expect(faults.received.flatMap((q) => q.body?.events ?? [])).toHaveLength(60);
+  });
+
+  it('a usage error of validate leaves the rejects file of the run before it', async () => {
+    const file = eventsCsv(10, 'events.csv', () => true);
+    const first = await runCli(['validate', file], { cwd: tmp.dir });
+    expect(first.status).toBe(1);
+    const rejects = readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8');
+    writeFileSync(join(tmp.dir, 'map.json'), '{"name": "nonsense:type"}');
+    const second = await runCli(['validate', file, '--map', join(tmp.dir, 'map.json')], { cwd: tmp.dir });
+    expect(second.status).toBe(2);
+    expect(readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8')).toBe(rejects);
+  });
+});
+
+describe('kill -9, then --resume', () => {
+  it('loses no row, and counts every row sent twice as possibly duplicated', async () => {
+    for (const after of [300, 1700, 2900]) {
+      const emu = await emulator({ latency: '5-40' });
+      const rows = 3000;
+      const file = eventsCsv(rows, `at-${after}.csv`);
+      const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emu.url, '--api-key', 'k', '--concurrency', '8', '--quiet'], { cwd: tmp.dir });
+      const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+      while (emu.store.counts().events < after) await new Promise((r) => setTimeout(r, 2));
+      child.kill('SIGKILL');
+      await exited;
+      const resumed = await up([file, '--url', emu.url, '--resume', '--json']);
+      expect(resumed.status, resumed.stderr).toBe(0);
+      const summary = JSON.parse(resumed.stdout);
+      const ns = storedNs(emu);
+      expect(new Set(ns).size, `killed after ${after}`).toBe(rows);
+      expect(ns.length - rows, `killed after ${after}`).toBeLessThanOrEqual(summary.rowsPossiblyDuplicated);
+      expect(summary.rowsPossiblyDuplicated).toBe(summary.delivery.rowsPossiblyDuplicated);
+    }
+  }, 120_000);
+
+  it('with --on-unknown reject, writes the rows that were in flight to the rejects file instead', async () => {
+    // the server answers nothing: every request stays in flight until the kill
+    faults = await startFaultServer(() => ({ kind: 'hang' }));
+    // a user a row, so that two requests may be in flight at once
+    const file = eventsCsv(200, 'events.csv', () => false, 200);
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '2', '--quiet'], { cwd: tmp.dir });
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    while (faults.received.length < 2) await new Promise((r) => setTimeout(r, 10));
+    child.kill('SIGKILL');
+    await exited;
+    faults.script(() => undefined);
+    const before = faults.received.length;
+    const r = await up([file, '--url', faults.url, '--resume', '--on-unknown', 'reject', '--json']);
+    expect(r.status).toBe(1);
+    const rejects = readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    expect(rejects).toHaveLength(100);
+    expect(rejects[0].errors[0]).toMatch(/run before stopped while this row was in flight/);
+    const sent = faults.received.slice(before).flatMap((q) => q.body?.events ?? []).map((e) => Number((e.properties as { n: number }).n));
+    expect(sent).toHaveLength(100);
+    expect(new Set([...sent, ...rejects.map((x) => Number(x.row['properties.n']))]).size).toBe(200);
+    expect(JSON.parse(r.stdout).rowsPossiblyDuplicated).toBe(0);
+  });
+});
+
+describe('--out during an upload', () => {
+  it('writes each request body as sent, one a line, in send order', async () => {
+    faults = await startFaultServer();
+    const file = eventsCsv(175);
+    const r = await up([file, '--url', faults.url, '--out', join(tmp.dir, 'sent.ndjson'), '--concurrency', '1', '--json']);
+    expect(r.status).toBe(0);
+    expect(JSON.parse(r.stdout).outPath).toBe(join(tmp.dir, 'sent.ndjson'));
+    const lines = readFileSync(join(tmp.dir, 'sent.ndjson'), 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines).toEqual(faults.received.map((q) => q.raw));
+  });
+});
+
+describe('an honest summary', () => {
+  it('counts requests that reached no server as not delivered, with the reason', async () => {
+    const file = eventsCsv(120);
+    const r = await up([file, '--url', 'http://127.0.0.1:9', '--retries', '1', '--json']);
+    expect(r.status).toBe(3);
+    const d = JSON.parse(r.stdout).delivery;
+    expect(d.requestsSent).toBe(0);
+    expect(d.items.events.sent).toBe(0);
+    expect(d.requestsNotDelivered).toBeGreaterThan(0);
+    expect(Object.keys(d.notDelivered).join('\n')).toMatch(/ECONNREFUSED/);
+    const plain = await up([file, '--url', 'http://127.0.0.1:9', '--retries', '0', '--restart']);
+    expect(plain.stdout).toMatch(/requests +0 sent/);
+    expect(plain.stdout).toMatch(/not sent +\d+ requests got no answer from the server/);
+  });
+
+  it('a 401 is no request sent: the summary says the key was refused', async () => {
+    const emu = await emulator();
+    const r = await runCli(['upload', eventsCsv(60), '--url', emu.url, '--api-key', 'wrong', '--json'], { cwd: tmp.dir });
+    expect(r.status).toBe(3);
+    const d = JSON.parse(r.stdout).delivery;
+    expect(d.requestsSent).toBe(0);
+    expect(Object.keys(d.notDelivered).join('\n')).toMatch(/refused the API key/);
+  });
+
+  it('says when sending resumes after a long wait for the hourly limit', async () => {
+    faults = await startFaultServer();
+    const file = eventsCsv(120);
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', faults.url, '--api-key', 'k', '--hourly', '1'], { cwd: tmp.dir });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const deadline = Date.now() + 15_000;
+    while (!/waiting for/.test(stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    expect(stderr).toMatch(/waiting for the hourly limit \(--hourly 1\) until \d\d:\d\d:\d\d UTC/);
+    expect(faults.received).toHaveLength(1);
+  });
+});
+
+const isRoot = process.getuid?.() === 0;
+
+/** A tmpfs of `size` at a fresh directory, for as long as fn runs. */
+async function withSmallDisk(size: string, fn: (dir: string) => Promise<void>): Promise<void> {
+  const dir = join(tmp.dir, 'small');
+  mkdirSync(dir);
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
+  if (mounted.status !== 0) throw new Error(`mount failed: ${mounted.stderr}`);
+  try {
+    await fn(dir);
+  } finally {
+    spawnSync('umount', [dir]);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+describe.skipIf(!isRoot)('a full disk', () => {
+  it('of the rejects file: the run stops, names the file, prints its summary; a resume on a roomy disk loses no row', async () => {
+    const emu = await emulator();
+    // every third row is refused with a long row: the rejects file fills a 64 KiB disk
+    const path = join(tmp.dir, 'events.csv');
+    const lines = ['external_id,name,time,properties.n,properties.pad'];
+    for (let i = 0; i < 3000; i += 1) lines.push(`user-${i % 40},${i % 3 === 0 ? '' : 'seeded'},2024-03-07T10:00:00Z,${i},${'x'.repeat(200)}`);
+    writeFileSync(path, `${lines.join('\n')}\n`);
+    await withSmallDisk('64k', async (small) => {
+      const r = await up([path, '--url', emu.url, '--rejects', join(small, 'r.ndjson'), '--json']);
+      expect(r.status).toBe(3);
+      expect(r.stderr).toMatch(new RegExp(`cannot write the rejects file ${join(small, 'r.ndjson')}: ENOSPC`));
+      const summary = JSON.parse(r.stdout);
+      expect(summary.fatal?.message ?? summary.delivery.fatal?.message).toMatch(/ENOSPC/);
+      const onSmall = readFileSync(join(small, 'r.ndjson'), 'utf8').split('\n').filter((l) => l.endsWith('}')).map((l) => JSON.parse(l).line as number);
+      copyFileSync(join(small, 'r.ndjson'), join(tmp.dir, 'first.rejects.ndjson'));
+      const resumed = await up([path, '--url', emu.url, '--resume', '--rejects', join(tmp.dir, 'r2.ndjson'), '--json']);
+      expect(resumed.status, resumed.stderr).toBe(1);
+      const again = readFileSync(join(tmp.dir, 'r2.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l).line as number);
+      const rejected = new Set([...onSmall, ...again]);
+      const stored = new Set(storedNs(emu));
+      // every row is on the server or in a rejects file: none settled before its reject line was on disk
+      for (let i = 0; i < 3000; i += 1) expect(i % 3 === 0 ? rejected.has(i + 2) : stored.has(i), `row ${i}`).toBe(true);
+      const duplicates = storedNs(emu).length - stored.size;
+      expect(duplicates).toBeLessThanOrEqual(JSON.parse(resumed.stdout).rowsPossiblyDuplicated);
+    });
+  }, 60_000);
+
+  it('of the journal: the run stops, names the journal, prints valid JSON; a resume from a copy on a roomy disk counts every duplicate', async () => {
+    const emu = await emulator({ latency: '2-10' });
+    const file = eventsCsv(20_000);
+    await withSmallDisk('8k', async (small) => {
+      const journal = join(small, 'events.journal');
+      const r = await up([file, '--url', emu.url, '--journal', journal, '--json']);
+      expect(r.status).toBe(3);
+      expect(r.stderr).toMatch(new RegExp(`cannot write the journal ${journal}: ENOSPC`));
+      expect(JSON.parse(r.stdout).delivery.fatal.message).toMatch(/ENOSPC/);
+      copyFileSync(journal, join(tmp.dir, 'moved.journal'));
+    });
+    const resumed = await up([file, '--url', emu.url, '--resume', '--journal', join(tmp.dir, 'moved.journal'), '--json']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    const ns = storedNs(emu);
+    expect(new Set(ns).size).toBe(20_000);
+    expect(ns.length - 20_000).toBeLessThanOrEqual(JSON.parse(resumed.stdout).rowsPossiblyDuplicated);
+    expect(existsSync(join(tmp.dir, 'moved.journal'))).toBe(true);
+  }, 60_000);
+});
+
