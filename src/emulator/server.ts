@@ -2,8 +2,9 @@
 // suites start it.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { lockDatabase } from './db-lock.js';
 import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
-import { resolveOptions, type EmulatorOptions } from './options.js';
+import { resolveOptions, type EmulatorOptions, type ResolvedOptions } from './options.js';
 import { Store } from './store.js';
 
 const CLOSE_GRACE_MS = 5000;
@@ -87,8 +88,23 @@ function groupCommitter(store: Store, handle: (request: EmulatorRequest) => Emul
 
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const resolved = resolveOptions(options);
-  const store = new Store(resolved.db, { checkpointThread: true });
-  const log = options.log;
+  // before the file is opened: a second emulator must not even upgrade its tables
+  const unlock = lockDatabase(resolved.db);
+  let store: Store | undefined;
+  try {
+    store = new Store(resolved.db, { checkpointThread: true });
+    return await serve(resolved, store, options.log, unlock);
+  } catch (error) {
+    if (store !== undefined) {
+      await store.stopCheckpointThread();
+      store.close();
+    }
+    unlock();
+    throw error;
+  }
+}
+
+async function serve(resolved: ResolvedOptions, store: Store, log: ((line: string) => void) | undefined, unlock: () => void): Promise<Emulator> {
   const handler = createHandler({
     store,
     keys: resolved.keys,
@@ -167,8 +183,12 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       server.closeIdleConnections();
       await closed;
       clearTimeout(grace);
-      await store.stopCheckpointThread();
-      store.close();
+      try {
+        await store.stopCheckpointThread();
+        store.close();
+      } finally {
+        unlock();
+      }
     })();
     return closing;
   };
