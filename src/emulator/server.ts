@@ -2,6 +2,7 @@
 // suites start it.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fatalBody } from '../model/index.js';
 import { lockDatabase } from './db-lock.js';
 import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
 import { resolveOptions, type EmulatorOptions, type ResolvedOptions } from './options.js';
@@ -60,21 +61,39 @@ function send(res: ServerResponse, response: EmulatorResponse): void {
   res.end(text);
 }
 
+/** SQLite's own words for a failed write: `SQLITE_FULL: database or disk is full`. */
+function sqliteMessage(error: unknown): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message : String(error);
+  return typeof code === 'string' && code.startsWith('SQLITE_') ? `${code}: ${text}` : text;
+}
+
 /**
  * Group commit: requests whose bodies arrive in the same turn of the event loop are handled inside
  * one outer transaction (each request still in its own savepoint), and all are answered after it
- * commits. Under load this spends one commit on several requests.
+ * commits. Under load this spends one commit on several requests. When the commit fails (a full
+ * disk), nothing of the batch was applied and every request in it is answered 500.
  */
-function groupCommitter(store: Store, handle: (request: EmulatorRequest) => EmulatorResponse) {
+function groupCommitter(store: Store, handle: (request: EmulatorRequest) => EmulatorResponse, log: (line: string) => void) {
   let queue: { request: EmulatorRequest; resolve: (r: EmulatorResponse) => void }[] = [];
   const flush = (): void => {
     const batch = queue;
     queue = [];
     let responses: EmulatorResponse[];
     try {
-      responses = store.transaction(() => batch.map((entry) => handle(entry.request)));
-    } catch {
-      const failed: EmulatorResponse = { status: 500, headers: {}, body: { message: 'internal error', errors: ['internal error'] } };
+      responses = store.transaction(() =>
+        batch.map((entry) => {
+          const response = handle(entry.request);
+          // after some failed writes (SQLITE_FULL, SQLITE_IOERR) SQLite rolls the whole transaction
+          // back: the requests before this one are undone, and those after it must not commit alone
+          if (!store.transactionOpen) throw new Error('SQLite rolled the transaction back after a failed write');
+          return response;
+        }),
+      );
+    } catch (error) {
+      const message = sqliteMessage(error);
+      log(`error: cannot write the database ${store.path}: ${message}; ${batch.length} request(s) answered 500 and not applied`);
+      const failed: EmulatorResponse = { status: 500, headers: {}, body: fatalBody(`the emulator cannot write its database: ${message}`) };
       responses = batch.map(() => failed);
     }
     batch.forEach((entry, i) => entry.resolve(responses[i]));
@@ -117,7 +136,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     log,
   });
 
-  const submit = groupCommitter(store, handler.handle);
+  const submit = groupCommitter(store, handler.handle, log ?? (() => {}));
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {

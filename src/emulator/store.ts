@@ -367,6 +367,11 @@ export class Store {
     }
   }
 
+  /** False once SQLite has rolled back a transaction itself (after SQLITE_FULL, for one). */
+  get transactionOpen(): boolean {
+    return this.db.inTransaction;
+  }
+
   private remember(externalId: string, id: number): void {
     if (this.idCache.size >= ID_CACHE_LIMIT) this.idCache.clear();
     this.idCache.set(externalId, id);
