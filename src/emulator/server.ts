@@ -74,7 +74,7 @@ function sqliteMessage(error: unknown): string {
  * commits. Under load this spends one commit on several requests. When the commit fails (a full
  * disk), nothing of the batch was applied and every request in it is answered 500.
  */
-function groupCommitter(store: Store, handle: (request: EmulatorRequest) => EmulatorResponse, log: (line: string) => void) {
+export function groupCommitter(store: Store, handle: (request: EmulatorRequest) => EmulatorResponse, log: (line: string) => void) {
   let queue: { request: EmulatorRequest; resolve: (r: EmulatorResponse) => void }[] = [];
   const flush = (): void => {
     const batch = queue;

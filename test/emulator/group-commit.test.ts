@@ -1,0 +1,47 @@
+// Requests committed together: when SQLite rolls the whole transaction back after a failed write (a
+// full database), no request of the batch is applied, each is answered 500, and the failure is logged.
+import type Database from 'better-sqlite3';
+import { afterEach, expect, it } from 'vitest';
+import { createHandler, type EmulatorRequest } from '../../src/emulator/handler.js';
+import { resolveOptions } from '../../src/emulator/options.js';
+import { groupCommitter } from '../../src/emulator/server.js';
+import { Store } from '../../src/emulator/store.js';
+
+const store = new Store(':memory:');
+afterEach(() => store.close());
+
+function request(tag: string, n: number): EmulatorRequest {
+  const notes = Object.fromEntries(Array.from({ length: 20 }, (_, k) => [`note_${k}`, `${k}`.padEnd(250, 'x')]));
+  const body = { attributes: Array.from({ length: n }, (_, i) => ({ external_id: `${tag}-${i}`, ...notes })) };
+  return {
+    method: 'POST',
+    path: '/users/track',
+    headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+    body: Buffer.from(JSON.stringify(body)),
+  };
+}
+
+it('applies nothing of a batch that SQLite rolled back, answers each request 500 and logs why', async () => {
+  const lines: string[] = [];
+  const log = (line: string): void => void lines.push(line);
+  const handler = createHandler({ ...resolveOptions({ apiKeys: ['k'] }), store, log });
+  const submit = groupCommitter(store, handler.handle, log);
+  // the driver is the store's own business; a test may reach it to make the database "full"
+  const db = (store as unknown as { db: Database.Database }).db;
+  db.pragma(`max_page_count = ${(db.pragma('page_count', { simple: true }) as number) + 2}`);
+
+  // submitted in one turn: one batch. The first fills the database and SQLite rolls the whole
+  // transaction back; the second must not then be committed on its own.
+  const [big, small] = await Promise.all([submit(request('big', 50)), submit(request('small', 1))]);
+  expect(big.status).toBe(500);
+  expect(small.status).toBe(500);
+  expect(small.body).toEqual({ message: expect.stringContaining('cannot write its database'), errors: [expect.any(String)] });
+  expect(store.profileByExternalId('big-0')).toBeUndefined();
+  expect(store.profileByExternalId('small-0')).toBeUndefined();
+  expect(lines.join('\n')).toMatch(/database or disk is full/);
+  expect(lines.join('\n')).toMatch(/cannot write the database :memory:.*2 request\(s\) answered 500 and not applied/);
+
+  db.pragma('max_page_count = 1073741823');
+  expect((await submit(request('small', 1))).status).toBe(201);
+  expect(store.profileByExternalId('small-0')).toBeDefined();
+});
