@@ -1,7 +1,8 @@
 // The node:http edge of the emulator, and startEmulator(): the one way both the CLI and test
 // suites start it.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { fatalBody } from '../model/index.js';
 import { lockDatabase } from './db-lock.js';
 import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
@@ -105,6 +106,32 @@ export function groupCommitter(store: Store, handle: (request: EmulatorRequest) 
     });
 }
 
+/**
+ * Answers a request node's parser refused before it reached the handler: 431 for headers over the
+ * limit, 408 for one not received in time, 400 for one that is not HTTP; in the fatal shape.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
+  const code = error.code ?? '';
+  const status = code === 'HPE_HEADER_OVERFLOW' ? 431 : code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : code.startsWith('HPE_') ? 400 : undefined;
+  // a socket with a response under way (a keep-alive connection) cannot take a second status line
+  const answering = (socket as Duplex & { _httpMessage?: ServerResponse })._httpMessage;
+  if (status === undefined || !socket.writable || (answering !== undefined && answering !== null)) {
+    socket.destroy();
+    return;
+  }
+  const message =
+    status === 431
+      ? `request headers are larger than ${maxHeaderSize} bytes`
+      : status === 408
+        ? 'the request was not received in time'
+        : `malformed HTTP request (${code})`;
+  const text = JSON.stringify(fatalBody(message));
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(text)}\r\nconnection: close\r\n\r\n${text}`,
+  );
+}
+
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const resolved = resolveOptions(options);
   // before the file is opened: a second emulator must not even upgrade its tables
@@ -178,7 +205,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     },
     onRequest,
   );
-  server.on('clientError', (_error, socket) => socket.destroy());
+  server.on('clientError', answerClientError);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
