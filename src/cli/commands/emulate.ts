@@ -42,7 +42,8 @@ export function registerEmulate(program: Command): void {
     .addHelpText(
       'after',
       '\nForce one outcome per request with the header X-Track-Fault: 429, 500, 503 (any 5xx), drop,\n' +
-        'drop-after-commit (applied, then closed unanswered) or none.\nGET /health answers 200 once requests are taken.',
+        'drop-after-commit (applied, then closed unanswered) or none.\nGET /health answers 200 once requests are taken.\n' +
+        'One emulator at a time per database file: it holds <db>.lock while it runs, and a second is refused (exit 2).',
     )
     .action(async (opts: Record<string, unknown>) => {
       const { runEmulate } = await import('../emulate.js');
