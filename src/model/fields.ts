@@ -20,6 +20,15 @@ export const STANDARD_FIELDS: ReadonlySet<string> = new Set([
   'push_subscribe',
   'push_tokens',
   'subscription_groups',
+  // standard beyond the spec (decisions.md "Attributes")
+  'current_location',
+  'date_of_first_session',
+  'date_of_last_session',
+  'email_open_tracking_disabled',
+  'email_click_tracking_disabled',
+  'image_url',
+  'facebook',
+  'twitter',
 ]);
 
 /** Standard fields that hold plain text (or null to clear). */
@@ -29,8 +38,23 @@ export function isCustomAttributeName(key: string): boolean {
   return !CONTROL_FIELDS.has(key) && !IDENTIFIER_FIELDS.has(key) && !STANDARD_FIELDS.has(key);
 }
 
+/** Standard fields that hold a time, stored as the instant in UTC. */
+export const TIME_FIELDS: readonly string[] = ['date_of_first_session', 'date_of_last_session'];
+
+/** Standard fields that hold true or false. */
+export const BOOLEAN_FIELDS: readonly string[] = ['email_open_tracking_disabled', 'email_click_tracking_disabled'];
+
 /** The operation keys a single-key object may carry (decisions.md "Attributes"). */
-export const OPERATION_KEYS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$time']);
+export const OPERATION_KEYS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$time', '$add', '$remove', '$update']);
+
+/** The operations on an array of objects: an object whose only key is one of them. */
+export const OBJECT_ARRAY_OPERATIONS: ReadonlySet<string> = new Set(['$add', '$remove', '$update']);
+
+/** Names an event's or a purchase's properties may not take (decisions.md "Events and purchases"). */
+export const RESERVED_PROPERTY_NAMES: ReadonlySet<string> = new Set(['time', 'event_name']);
+
+/** Most bytes one custom attribute's value, or one item's properties, may take as JSON. */
+export const MAX_VALUE_BYTES = 100 * 1024;
 
 export const MAX_STRING_LENGTH = 255;
 export const MAX_EXTERNAL_ID_BYTES = 987;

@@ -8,3 +8,4 @@ export * from './time.js';
 export * from './validate.js';
 export * from './plan.js';
 export * from './shape.js';
+export * from './places.js';

@@ -56,3 +56,16 @@ export function parseIsoTime(value: string): number | undefined {
 export function isIsoTime(value: unknown): value is string {
   return typeof value === 'string' && parseIsoTime(value) !== undefined;
 }
+
+/**
+ * Epoch milliseconds of a `$time` value: an ISO 8601 date-time, or a `YYYY-MM-DD` date read as
+ * midnight UTC (decisions.md "Attributes"); undefined when it is neither.
+ */
+export function parseTimeValue(value: string): number | undefined {
+  if (value.length === 10 && isCalendarDate(value)) return parseIsoTime(`${value}T00:00:00Z`);
+  return parseIsoTime(value);
+}
+
+export function isTimeValue(value: unknown): value is string {
+  return typeof value === 'string' && parseTimeValue(value) !== undefined;
+}

@@ -104,6 +104,9 @@ export interface FatalResponse {
   errors: string[];
 }
 
+/** The 400 message for a request whose every item was refused by its own minor error (decisions.md "Wire format"). */
+export const ALL_REFUSED_MESSAGE = "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.";
+
 export const BLOCKLISTED_MESSAGE = 'provided external_id is blocklisted and not allowed';
 
 export function fatalBody(message: string): FatalResponse {

@@ -1,0 +1,97 @@
+// Nested custom attributes (objects and arrays of objects) and the operations on arrays of objects
+// (decisions.md "Attributes"). The real service drops a nested update that breaks these silently;
+// here each is a minor error naming the attribute and the path inside it.
+import { describe, isPlainObject, isScalar, jsonLongerThan, longerThan, type Obj } from './checks.js';
+import { MAX_STRING_LENGTH, MAX_VALUE_BYTES } from './fields.js';
+import { isTimeValue } from './time.js';
+
+const SIZE_TEXT = `${MAX_VALUE_BYTES / 1024} KB`;
+
+/** Why a key inside a nested value is not allowed, or undefined. */
+function keyProblem(key: string): string | undefined {
+  if (key.length === 0) return 'nested keys must not be empty';
+  if (longerThan(key, MAX_STRING_LENGTH)) return `nested keys are at most ${MAX_STRING_LENGTH} characters`;
+  if (key.startsWith('$')) return 'nested keys must not start with $';
+  if (key.includes('.')) return 'nested keys must not contain "."';
+  return undefined;
+}
+
+/** The path of a key under `path`, written as a reader would look it up. */
+function childPath(path: string, key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${path}.${key}` : `${path}[${JSON.stringify(key.length > 40 ? `${key.slice(0, 40)}...` : key)}]`;
+}
+
+/**
+ * The first problem inside a nested value, as `path: reason`, or undefined. `path` names the
+ * attribute and where the value sits in it (`stays[2].hotel`).
+ */
+function nestedProblem(path: string, value: unknown): string | undefined {
+  const stack: [string, unknown][] = [[path, value]];
+  while (stack.length > 0) {
+    const [at, node] = stack.pop() as [string, unknown];
+    if (node === null) return `${at}: a nested value must not be null`;
+    if (typeof node === 'string') {
+      if (longerThan(node, MAX_STRING_LENGTH)) return `${at}: nested strings are at most ${MAX_STRING_LENGTH} characters`;
+      continue;
+    }
+    if (typeof node === 'number') {
+      if (!Number.isFinite(node)) return `${at}: must be a finite number`;
+      continue;
+    }
+    if (typeof node === 'boolean') continue;
+    if (Array.isArray(node)) {
+      for (let i = node.length - 1; i >= 0; i -= 1) stack.push([`${at}[${i}]`, node[i]]);
+      continue;
+    }
+    if (!isPlainObject(node)) return `${at}: has an unsupported value ${describe(node)}`;
+    const keys = Object.keys(node);
+    if (keys.length === 1 && keys[0] === '$time') {
+      if (!isTimeValue(node.$time)) return `${at}: $time must be an ISO 8601 time or a YYYY-MM-DD date, got ${describe(node.$time)}`;
+      continue;
+    }
+    for (let i = keys.length - 1; i >= 0; i -= 1) {
+      const key = keys[i];
+      const problem = keyProblem(key);
+      if (problem !== undefined) return `${childPath(at, key)}: ${problem}`;
+      stack.push([childPath(at, key), node[key]]);
+    }
+  }
+  return undefined;
+}
+
+/** The problem with a nested object or array of objects set as an attribute's value, or undefined. */
+export function nestedValueProblem(attribute: string, value: Obj | Obj[]): string | undefined {
+  const problem = nestedProblem(attribute, value);
+  if (problem !== undefined) return problem;
+  if (jsonLongerThan(value, MAX_VALUE_BYTES)) return `${attribute}: a nested value is at most ${SIZE_TEXT} as JSON`;
+  return undefined;
+}
+
+function identifies(entry: Obj): boolean {
+  return typeof entry.$identifier_key === 'string' && entry.$identifier_key.length > 0 && isScalar(entry.$identifier_value);
+}
+
+/** The problem with `{"$add" | "$remove" | "$update": [...]}` on an attribute, or undefined. */
+export function objectArrayOperationProblem(attribute: string, operation: string, operand: unknown): string | undefined {
+  const at = `${attribute}.${operation}`;
+  if (!Array.isArray(operand)) return `${at}: must be an array, got ${describe(operand)}`;
+  for (let i = 0; i < operand.length; i += 1) {
+    const entry = operand[i];
+    if (!isPlainObject(entry)) return `${at}[${i}]: must be an object, got ${describe(entry)}`;
+    if (operation === '$add') {
+      const problem = nestedProblem(`${at}[${i}]`, entry);
+      if (problem !== undefined) return problem;
+      continue;
+    }
+    if (!identifies(entry)) {
+      return `${at}[${i}]: needs $identifier_key (a non-empty string) and $identifier_value (a string, number or boolean)`;
+    }
+    if (operation === '$update') {
+      if (!isPlainObject(entry.$new_object)) return `${at}[${i}].$new_object: must be an object, got ${describe(entry.$new_object)}`;
+      const problem = nestedProblem(`${at}[${i}].$new_object`, entry.$new_object);
+      if (problem !== undefined) return problem;
+    }
+  }
+  if (jsonLongerThan(operand, MAX_VALUE_BYTES)) return `${attribute}: a nested value is at most ${SIZE_TEXT} as JSON`;
+  return undefined;
+}
