@@ -1,17 +1,24 @@
 // Applies the accepted items of one request to the store, in the order attributes, events,
 // purchases (decisions.md "Events and purchases"). The caller runs this inside one transaction.
+import { randomBytes } from 'node:crypto';
 import {
+  BOOLEAN_FIELDS,
   TEXT_FIELDS,
+  TIME_FIELDS,
+  countryCode,
   identityOf,
+  isTimeZoneName,
   isCustomAttributeName,
   normalizeEmail,
   normalizePhone,
+  parseIsoTime,
+  parseTimeValue,
   type ArrayName,
   type PushToken,
   type SubscriptionGroupUpdate,
 } from '../model/index.js';
 import { applyCustomAttribute } from './attributes.js';
-import { storedTime } from './iso-time.js';
+import { isoString, nowIso, storedTime } from './iso-time.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
 import type { EditableProfile, NewEvent, NewPurchase, Store } from './store.js';
 
@@ -19,10 +26,44 @@ type Item = Record<string, unknown>;
 
 export interface ApplyOptions {
   arrayCap: number;
+  /** Notes what was sent but not kept as sent (a time zone not set, a country not known). */
+  log?: (line: string) => void;
 }
 
 /** Standard fields kept in the profile's field map (email and phone live in their own columns). */
-const MAPPED_FIELDS = [...TEXT_FIELDS, 'dob', 'language', 'email_subscribe', 'push_subscribe'];
+const MAPPED_FIELDS = [
+  ...TEXT_FIELDS,
+  ...BOOLEAN_FIELDS,
+  'dob',
+  'language',
+  'email_subscribe',
+  'push_subscribe',
+  'current_location',
+  'image_url',
+  'facebook',
+  'twitter',
+];
+
+/** A time more than this far ahead of the server's clock is recorded at the server's time. */
+const FUTURE_SLACK_MS = 60_000;
+
+/**
+ * The stored form of a standard field's value, or undefined when it is not set (decisions.md
+ * "Attributes": a time zone that is not an IANA name is not set; a country that is no known code or
+ * name is kept as null).
+ */
+function standardValue(key: string, value: unknown, options: ApplyOptions): unknown {
+  if (key === 'time_zone' && !isTimeZoneName(value as string)) {
+    options.log?.(`attributes: time_zone ${JSON.stringify(value)} is not an IANA time zone name; not set`);
+    return undefined;
+  }
+  if (key === 'country') {
+    const code = countryCode(value as string);
+    if (code === null) options.log?.(`attributes: country ${JSON.stringify(value)} names no ISO 3166-1 country; stored as null`);
+    return code;
+  }
+  return value;
+}
 
 function setContactFields(profile: EditableProfile, item: Item): void {
   if (typeof item.email === 'string' && identityOf(item).by === 'email') {
@@ -39,12 +80,21 @@ function setContactFields(profile: EditableProfile, item: Item): void {
   else if (typeof item.phone === 'string') profile.phone = normalizePhone(item.phone) ?? item.phone;
 }
 
-function setStandardFields(profile: EditableProfile, item: Item): void {
+function setStandardFields(profile: EditableProfile, item: Item, options: ApplyOptions): void {
   for (const key of MAPPED_FIELDS) {
     const value = item[key];
     if (value === undefined) continue;
+    if (value === null) {
+      delete profile.fields[key];
+      continue;
+    }
+    const stored = standardValue(key, value, options);
+    if (stored !== undefined) profile.fields[key] = stored;
+  }
+  for (const key of TIME_FIELDS) {
+    const value = item[key];
     if (value === null) delete profile.fields[key];
-    else profile.fields[key] = value;
+    else if (typeof value === 'string') profile.fields[key] = isoString(parseTimeValue(value) as number);
   }
   // spec 2.3: a language set through this endpoint wins over what a device reports later
   if (item.language !== undefined) profile.languageFromApi = item.language !== null;
@@ -58,9 +108,17 @@ function setCustomAttributes(profile: EditableProfile, item: Item, options: Appl
   }
 }
 
+/** A device_id for a token sent without one (decisions.md "Attributes"). */
+function newDeviceId(): string {
+  return randomBytes(16).toString('hex');
+}
+
 function setPushTokens(store: Store, profile: EditableProfile, tokens: PushToken[]): void {
   // spec 2.5 rule 4: a token held by a temporary import profile moves to the identified user
-  for (const t of tokens) store.setPushToken(profile.id, t.app_id, t.token, t.device_id ?? null);
+  for (const t of tokens) {
+    const deviceId = t.device_id ?? store.pushToken(t.app_id, t.token)?.deviceId ?? newDeviceId();
+    store.setPushToken(profile.id, t.app_id, t.token, deviceId);
+  }
 }
 
 function setSubscriptions(store: Store, profile: EditableProfile, groups: SubscriptionGroupUpdate[]): void {
@@ -74,7 +132,7 @@ function setSubscriptions(store: Store, profile: EditableProfile, groups: Subscr
 
 function updateProfile(store: Store, profile: EditableProfile, item: Item, options: ApplyOptions): void {
   setContactFields(profile, item);
-  setStandardFields(profile, item);
+  setStandardFields(profile, item, options);
   setCustomAttributes(profile, item, options);
   store.saveProfile(profile);
   if (Array.isArray(item.push_tokens)) setPushTokens(store, profile, item.push_tokens as PushToken[]);
@@ -101,13 +159,24 @@ function applyAttributes(store: Store, item: Item, options: ApplyOptions): void 
   if (profile !== undefined) updateProfile(store, profile, item, options);
 }
 
+/**
+ * The stored form of an item's time; a time more than a minute ahead of the server's clock is
+ * recorded at the server's time (decisions.md "Events and purchases").
+ */
+function recordedTime(value: string): string {
+  const stored = storedTime(value);
+  // stored times are UTC text of one width for the years 0-9999, so text order is time order
+  if (stored.length === 24 && stored <= nowIso()) return stored;
+  return (parseIsoTime(value) as number) > Date.now() + FUTURE_SLACK_MS ? nowIso() : stored;
+}
+
 function eventOf(store: Store, item: Item): NewEvent | undefined {
   const profileId = resolveProfileId(store, item);
   if (profileId === undefined) return undefined;
   return {
     profileId,
     name: item.name as string,
-    time: storedTime(item.time as string),
+    time: recordedTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
   };
@@ -122,7 +191,7 @@ function purchaseOf(store: Store, item: Item): NewPurchase | undefined {
     currency: (item.currency as string).toUpperCase(),
     price: item.price as number,
     quantity: (item.quantity as number | undefined) ?? 1,
-    time: storedTime(item.time as string),
+    time: recordedTime(item.time as string),
     appId: typeof item.app_id === 'string' ? item.app_id : null,
     properties: (item.properties as Record<string, unknown> | undefined) ?? null,
   };

@@ -1,6 +1,6 @@
 // Custom attribute operations on a profile's attribute map (spec 2.3; decisions.md "Attributes").
 // Pure: takes the current map and one item's value, returns nothing but mutates only the map given.
-import { isPlainObject, parseIsoTime, type Scalar } from '../model/index.js';
+import { isPlainObject, parseTimeValue, type Scalar } from '../model/index.js';
 
 export const DEFAULT_ARRAY_CAP = 25;
 
@@ -57,9 +57,16 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
     return;
   }
   const keys = Object.keys(value);
+  const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
+  if (keys.length === 2 && Object.hasOwn(value, 'add') && Object.hasOwn(value, 'remove')) {
+    // decisions.md: both in one object, the removals first
+    const drop = value.remove as Scalar[];
+    const kept = Array.isArray(current) ? (current.filter((v) => isScalar(v) && !drop.includes(v)) as Scalar[]) : [];
+    setOwn(attrs, key, uniqueCapped([...kept, ...(value.add as Scalar[])], options.arrayCap));
+    return;
+  }
   if (keys.length === 1) {
     const operand = value[keys[0]];
-    const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
     switch (keys[0]) {
       case 'inc': {
         // decisions.md: a missing or non-numeric current value counts as 0
@@ -78,10 +85,44 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
         return;
       }
       case '$time':
-        setOwn(attrs, key, new Date(parseIsoTime(operand as string) as number).toISOString());
+        setOwn(attrs, key, new Date(parseTimeValue(operand as string) as number).toISOString());
+        return;
+      case '$add':
+      case '$remove':
+      case '$update':
+        applyObjectArrayOperation(attrs, key, keys[0], operand as Attrs[], current);
         return;
     }
   }
-  const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
   setOwn(attrs, key, options.mergeObjects && isPlainObject(current) ? deepMerge(current, value) : value);
+}
+
+/** Whether an element's `$identifier_key` field equals `$identifier_value`. */
+function matches(element: unknown, selector: Attrs): boolean {
+  return isPlainObject(element) && element[selector.$identifier_key as string] === selector.$identifier_value;
+}
+
+/**
+ * `$add` appends objects (starting the array when it is missing or not an array of objects); `$remove`
+ * drops every element a selector matches; `$update` deep-merges `$new_object` into each matched
+ * element and creates none. On a missing attribute, `$remove` and `$update` change nothing.
+ */
+function applyObjectArrayOperation(attrs: Attrs, key: string, operation: string, operand: Attrs[], current: unknown): void {
+  const elements = Array.isArray(current) && current.every(isPlainObject) ? (current as Attrs[]) : undefined;
+  if (operation === '$add') {
+    setOwn(attrs, key, [...(elements ?? []), ...operand]);
+    return;
+  }
+  if (elements === undefined) return;
+  if (operation === '$remove') {
+    setOwn(attrs, key, elements.filter((element) => !operand.some((selector) => matches(element, selector))));
+    return;
+  }
+  setOwn(
+    attrs,
+    key,
+    elements.map((element) =>
+      operand.reduce((merged, selector) => (matches(merged, selector) ? deepMerge(merged, selector.$new_object as Attrs) : merged), element),
+    ),
+  );
 }

@@ -1,12 +1,18 @@
 // POST /users/export/ids and `track inspect`: profiles as the read-back endpoint shows them
-// (decisions.md "Reading back").
+// (decisions.md "Reading back"). The export answers in pieces, one identifier at a time, with each
+// profile's custom attributes copied as stored rather than parsed and written again: its time grows
+// with the identifiers asked for, and no request waits long behind it.
+import { randomUUID } from 'node:crypto';
 import { isPlainObject, normalizeEmail, normalizePhone, type UserAlias } from '../model/index.js';
 import type { Profile, Store } from './store.js';
 
 export type ExportedUser = Record<string, unknown>;
 
-/** A profile in the export shape: identifiers, set standard fields, attributes and activity. */
-export function exportUser(store: Store, profile: Profile): ExportedUser {
+/** Most external_ids, and most user_aliases, one export request may name (decisions.md). */
+export const MAX_EXPORT_IDS = 50;
+
+/** A profile in the export shape, with `custom` in the place of its custom attributes. */
+function exportShape(store: Store, profile: Profile, custom: unknown): ExportedUser {
   const user: ExportedUser = {};
   if (profile.externalId !== null) user.external_id = profile.externalId;
   user.service_id = profile.serviceId;
@@ -14,7 +20,7 @@ export function exportUser(store: Store, profile: Profile): ExportedUser {
   if (profile.email !== null) user.email = profile.fields.email ?? profile.email;
   if (profile.phone !== null) user.phone = profile.phone;
   for (const [key, value] of Object.entries(profile.fields)) if (key !== 'email') user[key] = value;
-  user.custom_attributes = profile.custom;
+  user.custom_attributes = custom;
   user.custom_events = store.eventSummary(profile.id);
   user.purchases = store.purchaseSummary(profile.id);
   user.push_tokens = store.pushTokensOf(profile.id).map((t) => ({ app_id: t.appId, token: t.token, device_id: t.deviceId }));
@@ -25,9 +31,30 @@ export function exportUser(store: Store, profile: Profile): ExportedUser {
   return user;
 }
 
+/** A profile in the export shape: identifiers, set standard fields, attributes and activity. */
+export function exportUser(store: Store, profile: Profile): ExportedUser {
+  return exportShape(store, profile, profile.custom);
+}
+
 function pick(user: ExportedUser, fields: readonly string[] | undefined): ExportedUser {
   if (fields === undefined) return user;
   return Object.fromEntries(Object.entries(user).filter(([key]) => fields.includes(key)));
+}
+
+/** Stands in for the custom attributes while the rest of a user is made JSON; no stored text can hold it. */
+const CUSTOM_MARK = JSON.stringify(`\u0000${randomUUID()}`);
+
+/** One exported user as JSON text, in pieces: the stored custom attributes are spliced in unparsed. */
+function* userJson(store: Store, profile: Profile, fields: readonly string[] | undefined): Generator<string> {
+  const text = JSON.stringify(pick(exportShape(store, profile, JSON.parse(CUSTOM_MARK)), fields));
+  const at = text.indexOf(CUSTOM_MARK);
+  if (at === -1) {
+    yield text;
+    return;
+  }
+  yield text.slice(0, at);
+  yield profile.customJson();
+  yield text.slice(at + CUSTOM_MARK.length);
 }
 
 export interface ExportQuery {
@@ -50,6 +77,10 @@ export function parseExportQuery(body: unknown): { ok: true; query: ExportQuery 
     const ok = Array.isArray(q.user_aliases) && q.user_aliases.every((a) => isPlainObject(a) && typeof a.alias_name === 'string' && typeof a.alias_label === 'string');
     if (!ok) return { ok: false, message: 'user_aliases: must be an array of {alias_name, alias_label} objects' };
   }
+  for (const key of ['external_ids', 'user_aliases'] as const) {
+    const count = (q[key] as unknown[] | undefined)?.length ?? 0;
+    if (count > MAX_EXPORT_IDS) return { ok: false, message: `${key}: at most ${MAX_EXPORT_IDS} in one request, got ${count}` };
+  }
   for (const key of ['service_id', 'email_address', 'phone'] as const) {
     if (q[key] !== undefined && typeof q[key] !== 'string') return { ok: false, message: `${key}: must be a string` };
   }
@@ -61,22 +92,42 @@ export function parseExportQuery(body: unknown): { ok: true; query: ExportQuery 
   return { ok: true, query: q as ExportQuery };
 }
 
-/** The users a query names (each once, in the order named) and the identifiers that matched no one. */
-export function exportUsers(store: Store, query: ExportQuery): { users: ExportedUser[]; invalid_user_ids: string[] } {
-  const found = new Map<number, Profile>();
-  const invalid: string[] = [];
-  const add = (profiles: Profile[], label: string): void => {
-    if (profiles.length === 0) invalid.push(label);
-    for (const p of profiles) if (!found.has(p.id)) found.set(p.id, p);
-  };
+/** Each identifier the query names, once, in the order named, with how to find its profiles. */
+function lookups(store: Store, query: ExportQuery): { label: string; find: () => Profile[] }[] {
   const one = (p: Profile | undefined): Profile[] => (p === undefined ? [] : [p]);
-  for (const id of query.external_ids ?? []) add(one(store.profileByExternalId(id)), id);
-  for (const alias of query.user_aliases ?? []) add(one(store.profileByAlias(alias)), alias.alias_name);
-  if (query.service_id !== undefined) add(one(store.profileByServiceId(query.service_id)), query.service_id);
-  const sharing = (field: 'email' | 'phone', value: string): Profile[] =>
+  const sharing = (field: 'email' | 'phone', value: string) => (): Profile[] =>
     store.profilesSharing(field, value).map((p) => store.profileById(p.id) as Profile);
-  if (query.email_address !== undefined) add(sharing('email', normalizeEmail(query.email_address)), query.email_address);
-  if (query.phone !== undefined) add(sharing('phone', normalizePhone(query.phone) ?? query.phone), query.phone);
-  const users = [...found.values()].map((p) => pick(exportUser(store, p), query.fields_to_export));
-  return { users, invalid_user_ids: invalid };
+  const out: { label: string; find: () => Profile[] }[] = [];
+  for (const id of new Set(query.external_ids ?? [])) out.push({ label: id, find: () => one(store.profileByExternalId(id)) });
+  const aliases = new Map((query.user_aliases ?? []).map((a) => [JSON.stringify([a.alias_label, a.alias_name]), a]));
+  for (const alias of aliases.values()) out.push({ label: alias.alias_name, find: () => one(store.profileByAlias(alias)) });
+  if (query.service_id !== undefined) {
+    const id = query.service_id;
+    out.push({ label: id, find: () => one(store.profileByServiceId(id)) });
+  }
+  if (query.email_address !== undefined) out.push({ label: query.email_address, find: sharing('email', normalizeEmail(query.email_address)) });
+  if (query.phone !== undefined) out.push({ label: query.phone, find: sharing('phone', normalizePhone(query.phone) ?? query.phone) });
+  return out;
+}
+
+/**
+ * The export's answer as JSON text in pieces, `{"message":"success","users":[...],"invalid_user_ids":[...]}`:
+ * the users a query names (each once, in the order named) and the identifiers that matched no one.
+ * Each identifier is looked up when its pieces are asked for, so a caller can let others in between.
+ */
+export function* exportChunks(store: Store, query: ExportQuery): Generator<string> {
+  yield '{"message":"success","users":[';
+  const seen = new Set<number>();
+  const invalid: string[] = [];
+  for (const { label, find } of lookups(store, query)) {
+    const profiles = find();
+    if (profiles.length === 0) invalid.push(label);
+    for (const profile of profiles) {
+      if (seen.has(profile.id)) continue;
+      if (seen.size > 0) yield ',';
+      seen.add(profile.id);
+      yield* userJson(store, profile, query.fields_to_export);
+    }
+  }
+  yield `],"invalid_user_ids":${JSON.stringify(invalid)}}`;
 }

@@ -1,9 +1,19 @@
 // handle(request) -> response: one fixed sequence per request (decisions.md "Order of checks"):
 // route, auth, rate limit, injected faults, content type, size, JSON, validation, apply, respond.
 import { isUtf8 } from 'node:buffer';
-import { fatalBody, validateRequest, type ArrayName, type BatchLimits } from '../model/index.js';
+import {
+  ALL_REFUSED_MESSAGE,
+  ARRAY_NAMES,
+  describeLimits,
+  fatalBody,
+  flagsToAllow,
+  validateRequest,
+  type ArrayName,
+  type BatchLimits,
+  type LimitProfileName,
+} from '../model/index.js';
 import { applyRequest } from './apply.js';
-import { exportUsers, parseExportQuery } from './export.js';
+import { exportChunks, parseExportQuery } from './export.js';
 import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
 import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limit.js';
 import type { Store } from './store.js';
@@ -23,6 +33,8 @@ export interface EmulatorResponse {
   status: number;
   headers: Record<string, string>;
   body?: unknown;
+  /** The body as JSON text in pieces, written one at a time with other requests let in between. */
+  chunks?: Iterable<string>;
   /** Close the connection without answering; `afterCommit` tells whether the request was applied. */
   drop?: 'before-apply' | 'after-commit';
   /** Wait this long before answering (injected latency). */
@@ -34,6 +46,8 @@ export interface HandlerConfig {
   /** API key -> the permissions it holds. */
   keys: ReadonlyMap<string, ReadonlySet<string>>;
   blocklist: ReadonlySet<string>;
+  /** The limit profile `limits` comes from, named in the log when a request is over them (mau when not given). */
+  limitProfile?: LimitProfileName;
   limits: BatchLimits;
   rateLimit: RateLimitConfig;
   faults: FaultConfig;
@@ -50,10 +64,12 @@ export interface FaultCounts {
   latency: number;
 }
 
+type RouteResult = { status: number; body?: unknown; chunks?: Iterable<string> };
+
 interface Route {
   method: string;
   permission: string;
-  run: (body: unknown) => { status: number; body: unknown };
+  run: (body: unknown) => RouteResult;
 }
 
 /** Limiter key for callers with no valid key: only ever peeked at, never counted. */
@@ -92,12 +108,36 @@ export function createHandler(config: HandlerConfig): Handler {
   const faults: FaultCounts = { status: 0, drop: 0, dropAfterCommit: 0, latency: 0 };
   const log = config.log ?? (() => {});
 
-  const track = (body: unknown): { status: number; body: unknown } => {
+  /** The operator's hint for a request over the batch limits: what came, the limit, the flag that allows it. */
+  const logOverLimit = (counts: Record<ArrayName, number>): void => {
+    const profile = config.limitProfile ?? 'mau';
+    const total = counts.attributes + counts.events + counts.purchases;
+    const flags = flagsToAllow(counts, profile, config.limits);
+    log(
+      `refused a request of ${total} items (${ARRAY_NAMES.map((n) => `${n} ${counts[n]}`).join(', ')}): ` +
+        `over the batch limits ${describeLimits(profile, config.limits)}` +
+        (flags.length === 0 ? '' : `; start the emulator with ${flags.join(' or ')} to allow it`),
+    );
+  };
+
+  const track = (body: unknown): RouteResult => {
     const verdict = validateRequest(body, { limits: config.limits, blocklist: config.blocklist });
-    if (!verdict.ok) return { status: 400, body: fatalBody(verdict.message) };
+    if (!verdict.ok) {
+      if (verdict.overLimit !== undefined) logOverLimit(verdict.overLimit);
+      return { status: 400, body: fatalBody(verdict.message) };
+    }
+    const request = body as Partial<Record<ArrayName, unknown[]>>;
+    const total = verdict.counts.attributes + verdict.counts.events + verdict.counts.purchases;
+    if (total > 0 && verdict.errors.length === total) {
+      // decisions.md "Wire format": every item refused, none left to apply
+      const out: Record<string, unknown> = { message: ALL_REFUSED_MESSAGE };
+      for (const name of ARRAY_NAMES) if (request[name] !== undefined) out[`${name}_processed`] = 0;
+      out.errors = verdict.errors;
+      return { status: 400, body: out };
+    }
     const rejected = new Set(verdict.errors.map((e) => `${e.input_array}:${e.index}`));
     const processed = config.store.transaction(() =>
-      applyRequest(config.store, body as Partial<Record<ArrayName, unknown[]>>, rejected, { arrayCap: config.arrayCap }),
+      applyRequest(config.store, request, rejected, { arrayCap: config.arrayCap, log }),
     );
     const out: Record<string, unknown> = { message: 'success' };
     for (const [name, count] of Object.entries(processed)) out[`${name}_processed`] = count;
@@ -105,10 +145,10 @@ export function createHandler(config: HandlerConfig): Handler {
     return { status: 201, body: out };
   };
 
-  const exportIds = (body: unknown): { status: number; body: unknown } => {
+  const exportIds = (body: unknown): RouteResult => {
     const parsed = parseExportQuery(body);
     if (!parsed.ok) return { status: 400, body: fatalBody(parsed.message) };
-    return { status: 201, body: { message: 'success', ...exportUsers(config.store, parsed.query) } };
+    return { status: 201, chunks: exportChunks(config.store, parsed.query) };
   };
 
   const routes: Record<string, Route> = {
@@ -176,7 +216,7 @@ export function createHandler(config: HandlerConfig): Handler {
     } catch (error) {
       return respond(fatal(400, `request body is not valid JSON: ${(error as Error).message}`));
     }
-    let result: { status: number; body: unknown };
+    let result: RouteResult;
     try {
       result = route.run(body);
     } catch (error) {
@@ -188,7 +228,7 @@ export function createHandler(config: HandlerConfig): Handler {
       log('fault: connection dropped after the request was applied');
       return { status: 0, headers: {}, drop: 'after-commit', delayMs };
     }
-    return respond({ status: result.status, headers: {}, body: result.body });
+    return respond({ status: result.status, headers: {}, body: result.body, chunks: result.chunks });
   }
 
   return { handle, faults };

@@ -86,6 +86,8 @@ export interface ResolvedOptions {
   /** The key that was generated because none was given, if any. */
   generatedKey?: string;
   blocklist: Set<string>;
+  /** The limit profile named (mau by default); `limits` lays any explicit numbers over it. */
+  limitProfile: LimitProfileName;
   limits: BatchLimits;
   rateLimit: RateLimitConfig;
   faults: FaultConfig;
@@ -124,6 +126,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     keys: parseApiKeys(keySpecs),
     generatedKey,
     blocklist: new Set(options.blocklist ?? []),
+    limitProfile: profile,
     limits: resolveLimits(profile, options.batchLimits),
     rateLimit: { ...parseRateLimit(options.rateLimit ?? '3000/3s'), hourly },
     faults: { failRate, dropRate, latency: parseLatency(options.latency) },

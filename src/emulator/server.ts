@@ -48,11 +48,37 @@ function routePath(url: string): string {
   return url.split('?')[0].replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
 }
 
-function send(res: ServerResponse, response: EmulatorResponse): void {
+/**
+ * Writes a body given in pieces, letting other requests in between (a piece at a time, and while the
+ * client has not taken the last one): a large export never holds the server.
+ */
+async function sendChunks(res: ServerResponse, response: EmulatorResponse, chunks: Iterable<string>): Promise<void> {
+  res.writeHead(response.status, { ...response.headers, 'content-type': 'application/json; charset=utf-8' });
+  for (const chunk of chunks) {
+    if (res.destroyed) return;
+    const drained = res.write(chunk);
+    await new Promise<void>((resolve) => {
+      if (drained) setImmediate(resolve);
+      else {
+        const done = (): void => {
+          res.off('drain', done);
+          res.off('close', done);
+          resolve();
+        };
+        res.on('drain', done);
+        res.on('close', done);
+      }
+    });
+  }
+  res.end();
+}
+
+function send(res: ServerResponse, response: EmulatorResponse): void | Promise<void> {
   if (response.drop !== undefined) {
     res.socket?.destroy();
     return;
   }
+  if (response.chunks !== undefined) return sendChunks(res, response, response.chunks);
   const text = response.body === undefined ? '' : JSON.stringify(response.body);
   res.writeHead(response.status, {
     ...response.headers,
@@ -155,6 +181,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     store,
     keys: resolved.keys,
     blocklist: resolved.blocklist,
+    limitProfile: resolved.limitProfile,
     limits: resolved.limits,
     rateLimit: resolved.rateLimit,
     faults: resolved.faults,
@@ -189,7 +216,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
       };
       const response = await submit(request);
       if (response.delayMs) await new Promise((r) => setTimeout(r, response.delayMs));
-      send(res, response);
+      await send(res, response);
     })().catch((error: unknown) => {
       log?.(`error: ${(error as Error).message}`);
       if (!res.headersSent) send(res, { status: 500, headers: {}, body: { message: 'internal error', errors: ['internal error'] } });

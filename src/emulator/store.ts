@@ -39,6 +39,8 @@ export interface Profile extends EditableProfile {
   updatedAt: string;
   /** Orders profiles by their last update ("most recently updated", spec 4.4). */
   updatedSeq: number;
+  /** The custom attributes as JSON text, as stored: read back without parsing them. */
+  customJson(): string;
 }
 
 export interface StoredEvent {
@@ -301,7 +303,8 @@ export class Store {
       purchaseSummary: db.prepare<[number], ActivitySummary>(
         activityQuery(
           'purchases',
-          'a.product_id AS name, MIN(a.time) AS first, MAX(a.time) AS last, COUNT(*) AS count',
+          // decisions.md: a purchase of quantity X counts as X purchases
+          'a.product_id AS name, MIN(a.time) AS first, MAX(a.time) AS last, SUM(a.quantity) AS count',
           'GROUP BY a.product_id ORDER BY a.product_id',
         ),
       ),

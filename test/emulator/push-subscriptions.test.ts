@@ -37,7 +37,10 @@ describe('push tokens', () => {
     h = testHandler();
     h.track({ attributes: [importOf('t1', 't2')] });
     h.track({ attributes: [{ external_id: 'u', push_tokens: [token('t1')] }] });
-    expect(h.user('u')?.push_tokens).toEqual([{ app_id: 'app', token: 't1', device_id: null }]);
+    // the token keeps the device_id it was given when it was imported without one
+    const imported = h.store.pushToken('app', 't1')?.deviceId;
+    expect(imported).toMatch(/^[0-9a-f]{32}$/);
+    expect(h.user('u')?.push_tokens).toEqual([{ app_id: 'app', token: 't1', device_id: imported }]);
     expect(h.store.pushToken('app', 't1')?.profileId).toBe(h.store.profileByExternalId('u')!.id);
     expect(cleanupPushImports(h.store)).toEqual({ deleted: 1, kept: 1 });
     expect(h.store.counts().profiles).toBe(2);

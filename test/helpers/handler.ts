@@ -18,15 +18,18 @@ export interface TestHandler {
 export function testHandler(options: EmulatorOptions = {}): TestHandler {
   const resolved = resolveOptions({ apiKeys: [KEY], ...options });
   const store = new Store(':memory:');
-  const handler = createHandler({ ...resolved, store });
-  const post = (path: string, body: unknown, headers: Record<string, string> = {}): EmulatorResponse =>
-    handler.handle({
+  const handler = createHandler({ ...resolved, store, log: options.log });
+  const post = (path: string, body: unknown, headers: Record<string, string> = {}): EmulatorResponse => {
+    const response = handler.handle({
       method: 'POST',
       path,
       headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json', ...headers },
       // a Buffer goes as its bytes, text as UTF-8, anything else as its JSON
       body: Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
     });
+    // a body answered in pieces is read whole, as a client would
+    return response.chunks === undefined ? response : { ...response, body: JSON.parse([...response.chunks].join('')) };
+  };
   const track = (body: unknown) => {
     const r = post('/users/track', body);
     return { status: r.status, body: r.body as Record<string, any> };
