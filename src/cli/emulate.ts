@@ -1,6 +1,6 @@
 // Runs the emulator in the foreground until SIGINT or SIGTERM (decisions.md "Running the emulator").
 import { startEmulator } from '../emulator/server.js';
-import type { LimitProfileName } from '../model/index.js';
+import { describeLimits, resolveLimits, type LimitProfileName } from '../model/index.js';
 
 export async function runEmulate(opts: Record<string, unknown>): Promise<void> {
   const quiet = opts.quiet === true;
@@ -35,6 +35,9 @@ export async function runEmulate(opts: Record<string, unknown>): Promise<void> {
     log,
   });
   const keys = (opts.apiKey as string[] | undefined) ?? [];
-  process.stdout.write(`track emulator listening on ${emulator.url} (database ${opts.db as string})\n`);
+  // startEmulator() has refused a profile or number that is not one, so these are the active limits
+  const profile = (opts.limits as LimitProfileName | undefined) ?? 'mau';
+  const limits = describeLimits(profile, resolveLimits(profile, { maxTotal: opts.maxTotal as number | undefined, maxPerArray: opts.maxPerArray as number | undefined }));
+  process.stdout.write(`track emulator listening on ${emulator.url} (database ${opts.db as string}; batch limits ${limits})\n`);
   if (keys.length === 0) process.stdout.write(`API key: ${emulator.apiKey}\n`);
 }

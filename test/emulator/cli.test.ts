@@ -16,6 +16,8 @@ describe('track emulate', () => {
     const db = join(tmp.dir, 'e.sqlite');
     const first = await spawnEmulator(['--db', db, '--api-key', 'k']);
     expect(first.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // the start line names the active batch limits
+    expect(first.stdout).toContain('batch limits mau (at most 50 items a request across the arrays)');
     expect((await fetch(`${first.url}/health`)).status).toBe(200);
     const r = await postJson(`${first.url}/users/track`, 'k', { attributes: [{ external_id: 'u1', plan: 'pro' }] });
     expect(r.status).toBe(201);
