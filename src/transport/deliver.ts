@@ -207,7 +207,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
       }
       case 'rejected':
       case 'unknown-rejected':
-        await reject(wholeRequestRejects(request, outcome.message));
+        await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
         for (const kind of ARRAY_NAMES) summary.items[kind].rejected += counts[kind];
         break;
     }

@@ -28,11 +28,18 @@ function rejectOf(origin: ItemOrigin, kind: ArrayName, errors: string[]): Reject
   return rejectRecord(origin.file, origin.line, kind, origin.row, errors, origin.item);
 }
 
-/** One reject per item of the request, all with the same message. */
-export function wholeRequestRejects(request: PlannedRequest, message: string): RejectRecord[] {
+/**
+ * One reject per item of a refused request. With the minor error entries of a 400 that refused every
+ * item (decisions.md "Wire format"), each item gets its own reasons, as the errors of a 201; an item
+ * no entry names (nothing of the request was applied) gets the server's message.
+ */
+export function wholeRequestRejects(request: PlannedRequest, message: string, errors?: unknown[]): RejectRecord[] {
+  const named = errors === undefined ? new Map<string, string[]>() : reasonsByItem(request, errors).reasons;
   const rejects: RejectRecord[] = [];
   for (const kind of ARRAY_NAMES) {
-    for (const o of request.origins[kind] ?? []) rejects.push(rejectOf(o, kind, [message]));
+    (request.origins[kind] ?? []).forEach((o, index) => {
+      rejects.push(rejectOf(o, kind, named.get(`${kind}:${index}`) ?? [message]));
+    });
   }
   return rejects;
 }
@@ -49,27 +56,36 @@ function isArrayName(value: unknown): value is ArrayName {
   return value === 'attributes' || value === 'events' || value === 'purchases';
 }
 
-export function joinMinorErrors(request: PlannedRequest, errors: unknown): MinorErrorJoin {
-  const rejectedPerKind: KindCounts = { attributes: 0, events: 0, purchases: 0 };
+/** The reasons the entries give each item they name ("array:index", in the order first named), and those naming none. */
+function reasonsByItem(request: PlannedRequest, errors: unknown[]): { reasons: Map<string, string[]>; unmatched: string[] } {
+  const reasons = new Map<string, string[]>();
   const unmatched: string[] = [];
-  if (!Array.isArray(errors) || errors.length === 0) return { rejects: [], rejectedPerKind, unmatched };
-  const byItem = new Map<string, RejectRecord>();
   for (const entry of errors) {
     const e = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
     const message = typeof e.type === 'string' ? e.type : JSON.stringify(entry);
     const origin = isArrayName(e.input_array) && typeof e.index === 'number' ? request.origins[e.input_array]?.[e.index] : undefined;
-    if (origin === undefined || !isArrayName(e.input_array)) {
+    if (origin === undefined) {
       unmatched.push(`request ${request.seq}: the server reported an error for no item of it: ${JSON.stringify(entry)}`);
       continue;
     }
-    const key = `${e.input_array}:${e.index}`;
-    const known = byItem.get(key);
-    if (known !== undefined) {
-      known.errors.push(message);
-      continue;
-    }
-    byItem.set(key, rejectOf(origin, e.input_array, [message]));
-    rejectedPerKind[e.input_array] += 1;
+    const key = `${e.input_array as ArrayName}:${e.index as number}`;
+    const known = reasons.get(key);
+    if (known === undefined) reasons.set(key, [message]);
+    else known.push(message);
   }
-  return { rejects: [...byItem.values()], rejectedPerKind, unmatched };
+  return { reasons, unmatched };
+}
+
+export function joinMinorErrors(request: PlannedRequest, errors: unknown): MinorErrorJoin {
+  const rejectedPerKind: KindCounts = { attributes: 0, events: 0, purchases: 0 };
+  if (!Array.isArray(errors) || errors.length === 0) return { rejects: [], rejectedPerKind, unmatched: [] };
+  const { reasons, unmatched } = reasonsByItem(request, errors);
+  const rejects: RejectRecord[] = [];
+  for (const [key, messages] of reasons) {
+    const at = key.indexOf(':');
+    const kind = key.slice(0, at) as ArrayName;
+    rejects.push(rejectOf(request.origins[kind][Number(key.slice(at + 1))], kind, messages));
+    rejectedPerKind[kind] += 1;
+  }
+  return { rejects, rejectedPerKind, unmatched };
 }

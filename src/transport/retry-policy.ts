@@ -15,8 +15,12 @@ export type Verdict =
   | { kind: 'unknown'; reason: string }
   /** The server will refuse every request (key, permission, URL): stop the run. */
   | { kind: 'fatal'; status?: number; message: string }
-  /** The server refused this request for what it holds: its items are rejected, not retried. */
-  | { kind: 'reject'; status: number; message: string }
+  /**
+   * The server refused this request for what it holds: its items are rejected, not retried. `errors`
+   * holds the minor error entries of a 400 that refused every item on its own (decisions.md "Wire
+   * format"), to be joined back to each item as a 201's are.
+   */
+  | { kind: 'reject'; status: number; message: string; errors?: unknown[] }
   /** Our own signal ended the attempt. */
   | { kind: 'aborted'; sent: boolean };
 
@@ -44,6 +48,33 @@ function parseSuccess(body: string): SuccessResponse | undefined {
     return undefined;
   }
 }
+
+/** A minor error entry: `{type, input_array, index}` (decisions.md "Wire format"). */
+function isMinorEntry(entry: unknown): boolean {
+  if (typeof entry !== 'object' || entry === null) return false;
+  const { type, input_array, index } = entry as Record<string, unknown>;
+  return typeof type === 'string' && typeof input_array === 'string' && typeof index === 'number';
+}
+
+/** The minor error entries of a refusal's body, when its `errors` are such entries (not the fatal shape). */
+function minorEntries(body: string): unknown[] | undefined {
+  try {
+    const errors = (JSON.parse(body) as { errors?: unknown } | null)?.errors;
+    return Array.isArray(errors) && errors.length > 0 && errors.some(isMinorEntry) ? errors : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Messages that say a request holds more items than the server takes in one: the emulator's ("request
+ * has 75 items; at most 50 are allowed across ...") and the usual ways of saying so.
+ */
+const OVER_BATCH_LIMIT = [
+  /\bat most \d+ are allowed (across|in one array)/i,
+  /\b(too many|more than \d+|exceed\w*(?: the)? (?:maximum|max|limit)\w*(?: of \d+)?)\b.*\b(items|attributes|events|purchases|objects|updates)\b/i,
+  /\b(items|attributes|events|purchases|objects|updates)\b.*\b(per request|in one request|per api call|batch limit)\b/i,
+];
 
 function withMessage(status: number, body: string): string {
   const message = serverMessage(body);
@@ -79,6 +110,21 @@ export function classifyResult(result: PostResult, wallNowMs: number): Verdict {
       reason: withMessage(status, body),
       minDelayMs: parseRetryAfter(headers['retry-after'], serverNow(headers, wallNowMs)),
     };
+  }
+  if (status === 400) {
+    const errors = minorEntries(body);
+    if (errors !== undefined) return { kind: 'reject', status, message: withMessage(status, body), errors };
+    const message = serverMessage(body) ?? '';
+    if (OVER_BATCH_LIMIT.some((pattern) => pattern.test(message))) {
+      // every request of the run is built to the same limits: all of them would be refused
+      return {
+        kind: 'fatal',
+        status,
+        message:
+          `the server refused a request as over its batch limit (${withMessage(status, body)}); ` +
+          'send fewer items a request: --limits mau (50 across the arrays) or legacy (75 in each), or --max-total N / --max-per-array N',
+      };
+    }
   }
   if (status >= 400) return { kind: 'reject', status, message: withMessage(status, body) };
   return { kind: 'retry', reason: `unexpected HTTP ${status}` };

@@ -56,7 +56,8 @@ export interface AttemptStats {
 /** How a request ended. */
 export type Ending =
   | { kind: 'accepted'; response: SuccessResponse | undefined }
-  | { kind: 'rejected'; message: string }
+  /** `errors`: the minor error entries of a refusal of every item, for each item its own reason. */
+  | { kind: 'rejected'; message: string; errors?: unknown[] }
   /** The outcome could not be known and onUnknown is 'reject'. */
   | { kind: 'unknown-rejected'; message: string }
   | { kind: 'fatal'; error: DeliveryError }
@@ -144,7 +145,7 @@ export async function sendRequest(
       case 'accepted':
         return ended(stats, { kind: 'accepted', response: verdict.response });
       case 'reject':
-        return ended(stats, { kind: 'rejected', message: verdict.message });
+        return ended(stats, { kind: 'rejected', message: verdict.message, errors: verdict.errors });
       case 'fatal':
         return ended(stats, { kind: 'fatal', error: new DeliveryError(verdict.message, verdict.status) });
       case 'aborted':

@@ -9,6 +9,8 @@ import type { ArrayName, MinorError, TrackRequest } from '../../src/model/types.
 export type FaultAction = { delayMs?: number; headers?: Record<string, string> } & (
   | { kind: 'ok' }
   | { kind: 'minor'; errors: MinorError[] }
+  /** 400 for a request whose every item was refused: the errors are minor entries (decisions.md "Wire format"). */
+  | { kind: 'refuse-all'; errors: MinorError[] }
   | { kind: 'status'; status: number; message?: string }
   | { kind: 'rate-limit'; retryAfter?: number; remaining?: number; reset?: number }
   /** Reads the body, then destroys the socket. `applied` (default true) says whether it counts as applied. */
@@ -123,6 +125,12 @@ export async function startFaultServer(initial?: Script): Promise<FaultServer> {
         record.applied = true;
         json(res, 201, { message: 'success', ...counts(record.errored), errors: action.errors }, headers);
         return;
+      case 'refuse-all': {
+        const zero = Object.fromEntries(Object.keys(counts(record.errored)).map((key) => [key, 0]));
+        const message = "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.";
+        json(res, 400, { message, ...zero, errors: action.errors }, headers);
+        return;
+      }
       case 'status': {
         const message = action.message ?? `injected ${action.status}`;
         json(res, action.status, { message, errors: [message] }, headers);

@@ -165,6 +165,78 @@ describe('deliver: through failures', () => {
   });
 });
 
+describe('deliver: a 400 that refused every item one by one', () => {
+  it('writes each item to the rejects file with its own reason; the rows count as rejected, the request as settled', async () => {
+    // request 1 holds rows 5..9: attributes rows 6, 8 (indexes 0, 1) and events rows 5, 7, 9 (indexes 0, 1, 2)
+    await setUp((r) =>
+      rowsOfBody(r.body)[0] === 5
+        ? {
+            kind: 'refuse-all',
+            errors: [
+              { type: 'events time: must be an ISO 8601 date-time', input_array: 'events', index: 0 },
+              { type: 'dob: must be a real date', input_array: 'attributes', index: 0 },
+              { type: 'stays[0].name: nested strings are at most 255 characters', input_array: 'attributes', index: 1 },
+              { type: 'name: must be a non-empty string', input_array: 'events', index: 1 },
+              { type: 'properties.time: time is a reserved name', input_array: 'events', index: 2 },
+            ],
+          }
+        : undefined,
+    );
+    const plan = buildPlan({ requests: 3, itemsPer: 5, file: 'in.csv' });
+    const journal = recordingJournal();
+    const { rejects, onReject } = collectRejects();
+    const summary = await deliver(fromArray(plan), { client, onReject, journal, backoff: FAST_BACKOFF });
+    const byLine = Object.fromEntries(rejects.map((r) => [r.line, r.errors]));
+    expect(byLine).toEqual({
+      [lineOf(5)]: ['events time: must be an ISO 8601 date-time'],
+      [lineOf(6)]: ['dob: must be a real date'],
+      [lineOf(7)]: ['name: must be a non-empty string'],
+      [lineOf(8)]: ['stays[0].name: nested strings are at most 255 characters'],
+      [lineOf(9)]: ['properties.time: time is a reserved name'],
+    });
+    expect(server.received).toHaveLength(3); // not retried
+    expect(summary.fatal).toBeUndefined();
+    expect(summary.requestsSettled).toBe(3);
+    expect(summary.requestsAbandoned).toBe(0);
+    expect(summary.items.attributes).toEqual({ sent: 8, accepted: 6, rejected: 2 });
+    expect(summary.items.events).toEqual({ sent: 7, accepted: 4, rejected: 3 });
+    expect(journal.lines).toEqual(range(lineOf(0), lineOf(14)));
+  });
+
+  it('gives an item no entry names the server message, as nothing of the request was applied', async () => {
+    await setUp((r) =>
+      rowsOfBody(r.body)[0] === 0 ? { kind: 'refuse-all', errors: [{ type: 'dob: must be a real date', input_array: 'attributes', index: 0 }] } : undefined,
+    );
+    const plan = buildPlan({ requests: 1, itemsPer: 2, file: 'in.csv' });
+    const { rejects, onReject } = collectRejects();
+    const summary = await deliver(fromArray(plan), { client, onReject });
+    expect(rejects.map((r) => [r.line, r.errors])).toEqual([
+      [lineOf(0), ['dob: must be a real date']],
+      [lineOf(1), [expect.stringMatching(/^HTTP 400: Valid data must be provided/)]],
+    ]);
+    expect(summary.items.attributes.rejected + summary.items.events.rejected).toBe(2);
+  });
+});
+
+describe('deliver: a request over the batch limit of the server', () => {
+  it('stops the run, naming the flags that set the limits, and rejects no row', async () => {
+    await setUp((r) =>
+      r.index === 0
+        ? { kind: 'status', status: 400, message: 'request has 75 items; at most 50 are allowed across attributes, events and purchases' }
+        : undefined,
+    );
+    const plan = buildPlan({ requests: 10, itemsPer: 5 });
+    const { rejects, onReject } = collectRejects();
+    const summary = await deliver(fromArray(plan), { client, concurrency: 1, onReject });
+    expect(summary.fatal).toBeInstanceOf(DeliveryError);
+    expect((summary.fatal as DeliveryError).status).toBe(400);
+    for (const flag of ['--limits', '--max-total', '--max-per-array']) expect(summary.fatal?.message).toContain(flag);
+    expect(rejects).toEqual([]);
+    expect(summary.requestsSettled).toBe(0);
+    expect(server.received.length).toBeLessThanOrEqual(2);
+  });
+});
+
 describe('deliver: stopping on fatal errors', () => {
   it('stops on 401 without sending more, leaving unsettled rows out of the journal', async () => {
     await setUp((r) => (r.index >= 3 ? { kind: 'status', status: 401, message: 'unknown API key' } : undefined));

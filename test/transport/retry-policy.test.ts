@@ -68,6 +68,32 @@ describe('classifyResult', () => {
     }
   });
 
+  it('keeps the minor error entries of a 400 that refused every item, to join them back to each item', () => {
+    const message = "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.";
+    const errors = [{ type: 'dob: must be a real date', input_array: 'attributes', index: 0 }];
+    expect(classifyResult(answer(400, { message, attributes_processed: 0, errors }), NOW)).toEqual({
+      kind: 'reject',
+      status: 400,
+      message: `HTTP 400: ${message}`,
+      errors,
+    });
+  });
+
+  it('stops the run on a 400 for a request over the batch limit, naming the flags that set it', () => {
+    for (const message of [
+      'request has 75 items; at most 50 are allowed across attributes, events and purchases',
+      'events has 80 items; at most 75 are allowed in one array',
+      'Too many attributes in this request',
+      'Exceeded maximum of 75 events per request',
+    ]) {
+      const verdict = classifyResult(answer(400, fatalShape(message)), NOW);
+      expect(verdict, message).toMatchObject({ kind: 'fatal', status: 400, message: expect.stringContaining(message) });
+      for (const flag of ['--limits', '--max-total', '--max-per-array']) expect((verdict as { message: string }).message).toContain(flag);
+    }
+    // other refusals stay rejects of their rows
+    expect(classifyResult(answer(400, fatalShape('attributes: must be an array, got null')), NOW)).toMatchObject({ kind: 'reject' });
+  });
+
   it('tells a request that never left from one that may have been applied', () => {
     expect(classifyResult({ kind: 'failed', sent: false, aborted: false, reason: 'ECONNREFUSED' }, NOW)).toMatchObject({ kind: 'retry' });
     expect(classifyResult({ kind: 'failed', sent: true, aborted: false, reason: 'other side closed' }, NOW)).toMatchObject({
