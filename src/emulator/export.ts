@@ -44,16 +44,18 @@ function pick(user: ExportedUser, fields: readonly string[] | undefined): Export
 /** Stands in for the custom attributes while the rest of a user is made JSON; no stored text can hold it. */
 const CUSTOM_MARK = JSON.stringify(`\u0000${randomUUID()}`);
 
-/** One exported user as JSON text, in pieces: the stored custom attributes are spliced in unparsed. */
-function* userJson(store: Store, profile: Profile, fields: readonly string[] | undefined): Generator<string> {
-  const text = JSON.stringify(pick(exportShape(store, profile, JSON.parse(CUSTOM_MARK)), fields));
+/** One exported user as JSON text, in pieces: the stored custom attributes are spliced in as stored. */
+function* userJson(store: Store, id: number, fields: readonly string[] | undefined): Generator<string | Buffer> {
+  const found = store.profileForExport(id);
+  if (found === undefined) return;
+  const text = JSON.stringify(pick(exportShape(store, found.profile, JSON.parse(CUSTOM_MARK)), fields));
   const at = text.indexOf(CUSTOM_MARK);
   if (at === -1) {
     yield text;
     return;
   }
   yield text.slice(0, at);
-  yield profile.customJson();
+  yield found.customJson;
   yield text.slice(at + CUSTOM_MARK.length);
 }
 
@@ -92,18 +94,17 @@ export function parseExportQuery(body: unknown): { ok: true; query: ExportQuery 
   return { ok: true, query: q as ExportQuery };
 }
 
-/** Each identifier the query names, once, in the order named, with how to find its profiles. */
-function lookups(store: Store, query: ExportQuery): { label: string; find: () => Profile[] }[] {
-  const one = (p: Profile | undefined): Profile[] => (p === undefined ? [] : [p]);
-  const sharing = (field: 'email' | 'phone', value: string) => (): Profile[] =>
-    store.profilesSharing(field, value).map((p) => store.profileById(p.id) as Profile);
-  const out: { label: string; find: () => Profile[] }[] = [];
-  for (const id of new Set(query.external_ids ?? [])) out.push({ label: id, find: () => one(store.profileByExternalId(id)) });
+/** Each identifier the query names, once, in the order named, with how to find its profiles' ids. */
+function lookups(store: Store, query: ExportQuery): { label: string; find: () => number[] }[] {
+  const one = (id: number | undefined): number[] => (id === undefined ? [] : [id]);
+  const sharing = (field: 'email' | 'phone', value: string) => (): number[] => store.profilesSharing(field, value).map((p) => p.id);
+  const out: { label: string; find: () => number[] }[] = [];
+  for (const id of new Set(query.external_ids ?? [])) out.push({ label: id, find: () => one(store.idByExternalId(id)) });
   const aliases = new Map((query.user_aliases ?? []).map((a) => [JSON.stringify([a.alias_label, a.alias_name]), a]));
-  for (const alias of aliases.values()) out.push({ label: alias.alias_name, find: () => one(store.profileByAlias(alias)) });
+  for (const alias of aliases.values()) out.push({ label: alias.alias_name, find: () => one(store.idByAlias(alias)) });
   if (query.service_id !== undefined) {
     const id = query.service_id;
-    out.push({ label: id, find: () => one(store.profileByServiceId(id)) });
+    out.push({ label: id, find: () => one(store.idByServiceId(id)) });
   }
   if (query.email_address !== undefined) out.push({ label: query.email_address, find: sharing('email', normalizeEmail(query.email_address)) });
   if (query.phone !== undefined) out.push({ label: query.phone, find: sharing('phone', normalizePhone(query.phone) ?? query.phone) });
@@ -115,18 +116,18 @@ function lookups(store: Store, query: ExportQuery): { label: string; find: () =>
  * the users a query names (each once, in the order named) and the identifiers that matched no one.
  * Each identifier is looked up when its pieces are asked for, so a caller can let others in between.
  */
-export function* exportChunks(store: Store, query: ExportQuery): Generator<string> {
+export function* exportChunks(store: Store, query: ExportQuery): Generator<string | Buffer> {
   yield '{"message":"success","users":[';
   const seen = new Set<number>();
   const invalid: string[] = [];
   for (const { label, find } of lookups(store, query)) {
-    const profiles = find();
-    if (profiles.length === 0) invalid.push(label);
-    for (const profile of profiles) {
-      if (seen.has(profile.id)) continue;
+    const ids = find();
+    if (ids.length === 0) invalid.push(label);
+    for (const id of ids) {
+      if (seen.has(id)) continue;
       if (seen.size > 0) yield ',';
-      seen.add(profile.id);
-      yield* userJson(store, profile, query.fields_to_export);
+      seen.add(id);
+      yield* userJson(store, id, query.fields_to_export);
     }
   }
   yield `],"invalid_user_ids":${JSON.stringify(invalid)}}`;

@@ -34,7 +34,7 @@ export interface EmulatorResponse {
   headers: Record<string, string>;
   body?: unknown;
   /** The body as JSON text in pieces, written one at a time with other requests let in between. */
-  chunks?: Iterable<string>;
+  chunks?: Iterable<string | Buffer>;
   /** Close the connection without answering; `afterCommit` tells whether the request was applied. */
   drop?: 'before-apply' | 'after-commit';
   /** Wait this long before answering (injected latency). */
@@ -64,7 +64,7 @@ export interface FaultCounts {
   latency: number;
 }
 
-type RouteResult = { status: number; body?: unknown; chunks?: Iterable<string> };
+type RouteResult = { status: number; body?: unknown; chunks?: Iterable<string | Buffer> };
 
 interface Route {
   method: string;

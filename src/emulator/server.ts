@@ -52,7 +52,7 @@ function routePath(url: string): string {
  * Writes a body given in pieces, letting other requests in between (a piece at a time, and while the
  * client has not taken the last one): a large export never holds the server.
  */
-async function sendChunks(res: ServerResponse, response: EmulatorResponse, chunks: Iterable<string>): Promise<void> {
+async function sendChunks(res: ServerResponse, response: EmulatorResponse, chunks: Iterable<string | Buffer>): Promise<void> {
   res.writeHead(response.status, { ...response.headers, 'content-type': 'application/json; charset=utf-8' });
   for (const chunk of chunks) {
     if (res.destroyed) return;

@@ -39,8 +39,6 @@ export interface Profile extends EditableProfile {
   updatedAt: string;
   /** Orders profiles by their last update ("most recently updated", spec 4.4). */
   updatedSeq: number;
-  /** The custom attributes as JSON text, as stored: read back without parsing them. */
-  customJson(): string;
 }
 
 export interface StoredEvent {
@@ -266,6 +264,11 @@ export class Store {
         'SELECT id, external_id FROM profiles WHERE phone = ? ORDER BY updated_seq DESC',
       ),
       byServiceId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE service_id = ?'),
+      // the custom attributes as bytes: no text decoded and encoded again, and no large string on the heap
+      forExport: db.prepare<[number], ProfileDbRow & { custom_bytes: Buffer }>(
+        `SELECT id, service_id, external_id, email, phone, fields, '{}' AS custom, push_import, language_from_api, created_at,
+         updated_at, updated_seq, CAST(custom AS BLOB) AS custom_bytes FROM profiles WHERE id = ?`,
+      ),
       byAlias: db.prepare<[string, string], ProfileDbRow>(
         'SELECT p.* FROM aliases a JOIN profiles p ON p.id = a.profile_id WHERE a.alias_label = ? AND a.alias_name = ?',
       ),
@@ -431,6 +434,12 @@ export class Store {
     if (row === undefined) return undefined;
     this.remember(externalId, row.id);
     return toProfile(row);
+  }
+
+  /** A profile to export, with its custom attributes as stored (UTF-8 JSON) rather than in `custom`. */
+  profileForExport(id: number): { profile: Profile; customJson: Buffer } | undefined {
+    const row = this.stmt.forExport.get(id);
+    return row === undefined ? undefined : { profile: toProfile(row), customJson: row.custom_bytes };
   }
 
   profileByServiceId(serviceId: string): Profile | undefined {

@@ -28,7 +28,7 @@ export function testHandler(options: EmulatorOptions = {}): TestHandler {
       body: Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
     });
     // a body answered in pieces is read whole, as a client would
-    return response.chunks === undefined ? response : { ...response, body: JSON.parse([...response.chunks].join('')) };
+    return response.chunks === undefined ? response : { ...response, body: JSON.parse(Buffer.concat([...response.chunks].map((c) => (typeof c === 'string' ? Buffer.from(c) : c))).toString('utf8')) };
   };
   const track = (body: unknown) => {
     const r = post('/users/track', body);

@@ -1,0 +1,137 @@
+// Export of big profiles beside /health: one POST /users/export/ids of 50 identifiers whose profiles
+// hold 250,000 custom attributes each must not hold other requests (decisions.md "Reading back"). The
+// figure is how much longer GET /health takes while the export is answered than at rest (the floor,
+// measured in the same run); the goal is under 100 ms. Two cases: 50 copies of one profile's id
+// (looked up once), and 50 distinct profiles of that size (about 300 MB of answer).
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { request } from 'undici';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { Store } = await import(join(ROOT, 'dist/emulator/store.js'));
+const dir = mkdtempSync(join(tmpdir(), 'track-export-bench-'));
+const KEY = 'bench';
+const ATTRIBUTES = 250_000;
+const PROFILES = 50;
+
+function seed(db) {
+  const started = performance.now();
+  const custom = {};
+  for (let i = 0; i < ATTRIBUTES; i += 1) custom[`attribute_${i}`] = `value-${i}`;
+  const store = new Store(db);
+  store.transaction(() => {
+    for (let p = 0; p < PROFILES; p += 1) {
+      const profile = store.createProfile({ externalId: `big-${p}` });
+      profile.custom = custom;
+      store.saveProfile(profile);
+    }
+  });
+  const bytes = JSON.stringify(custom).length;
+  store.close();
+  globalThis.gc?.(); // the seed's garbage is not collected inside the figures
+  return { ms: performance.now() - started, bytes };
+}
+
+async function startEmulator(db) {
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--quiet'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (chunk) => {
+      out += chunk;
+      const m = /http:\/\/[^\s)]+/.exec(out);
+      if (m) resolve(m[0]);
+    });
+    proc.once('exit', (code) => reject(new Error(`emulator exited ${code}`)));
+  });
+  return { proc, url };
+}
+
+async function health(url) {
+  const started = performance.now();
+  const res = await request(`${url}/health`);
+  await res.body.text();
+  return performance.now() - started;
+}
+
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** /health latencies, one after another with 5 ms between, until `until` settles. */
+async function pollHealth(url, until) {
+  const times = [];
+  let done = false;
+  void until.finally(() => (done = true));
+  while (!done) {
+    times.push(await health(url));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  return times;
+}
+
+/** The export, read in a worker thread: reading 400 MB must not slow this thread's /health timings. */
+function exportOnce(url, ids) {
+  const code = `
+    const { parentPort, workerData } = require('node:worker_threads');
+    (async () => {
+      const started = performance.now();
+      const res = await fetch(workerData.url + '/users/export/ids', {
+        method: 'POST',
+        headers: { authorization: 'Bearer ${KEY}', 'content-type': 'application/json' },
+        body: JSON.stringify({ external_ids: workerData.ids }),
+      });
+      let bytes = 0;
+      for await (const chunk of res.body) bytes += chunk.length;
+      parentPort.postMessage({ status: res.status, bytes, ms: performance.now() - started });
+    })();
+  `;
+  const worker = new Worker(code, { eval: true, workerData: { url, ids } });
+  return new Promise((resolve, reject) => {
+    worker.once('message', (result) => {
+      void worker.terminate();
+      resolve(result);
+    });
+    worker.once('error', reject);
+  });
+}
+
+const db = join(dir, 'big.sqlite');
+const seeded = seed(db);
+console.log(`seeded ${PROFILES} profiles of ${ATTRIBUTES.toLocaleString('en')} attributes (${(seeded.bytes / 1e6).toFixed(1)} MB of JSON each) in ${(seeded.ms / 1000).toFixed(1)} s`);
+const { proc, url } = await startEmulator(db);
+try {
+  for (let i = 0; i < 20; i += 1) await health(url); // warm
+  const rest = [];
+  for (let i = 0; i < 200; i += 1) {
+    rest.push(await health(url));
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const floor = { p50: percentile(rest, 50), p99: percentile(rest, 99), max: Math.max(...rest) };
+  console.log(`GET /health at rest: p50 ${floor.p50.toFixed(2)} ms, p99 ${floor.p99.toFixed(2)} ms, max ${floor.max.toFixed(2)} ms (the floor)`);
+  const cases = [
+    ['50 copies of one big profile id', Array.from({ length: PROFILES }, () => 'big-0')],
+    [`${PROFILES} distinct big profiles`, Array.from({ length: PROFILES }, (_, p) => `big-${p}`)],
+  ];
+  for (const [label, ids] of cases) {
+    const running = exportOnce(url, ids);
+    const during = await pollHealth(url, running);
+    const result = await running;
+    const max = Math.max(...during);
+    console.log(
+      `${label}: export ${result.status}, ${(result.bytes / 1e6).toFixed(1)} MB in ${(result.ms / 1000).toFixed(2)} s; ` +
+        `GET /health meanwhile (${during.length} requests): p50 ${percentile(during, 50).toFixed(2)} ms, p99 ${percentile(during, 99).toFixed(2)} ms, ` +
+        `max ${max.toFixed(2)} ms; max over the floor's max ${(max - floor.max).toFixed(1)} ms (goal < 100 ms)`,
+    );
+  }
+} finally {
+  proc.kill('SIGTERM');
+  await new Promise((r) => proc.once('exit', r));
+  rmSync(dir, { recursive: true, force: true });
+}
