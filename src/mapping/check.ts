@@ -2,6 +2,7 @@
 // mapping's own), and the warnings for an item that is valid but unwise.
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
+import { countryCode, isTimeZoneName } from '../model/places.js';
 import type { ArrayName } from '../model/types.js';
 import { itemProblems } from '../model/validate.js';
 
@@ -93,13 +94,26 @@ export function itemErrors(kind: ArrayName, item: unknown, mapped?: { errors?: s
   return [...mapped.errors, ...problems.filter((p) => !isOwnProblem(p, failed))];
 }
 
+/** What the server does with a time_zone or country it does not know (decisions.md "Attributes"): no error, so a warning. */
+function placeWarnings(item: Record<string, unknown>, warnings: string[]): void {
+  const { time_zone: zone, country } = item;
+  if (typeof zone === 'string' && zone !== '' && !isTimeZoneName(zone)) {
+    warnings.push(`time_zone: ${JSON.stringify(zone)} is not an IANA time zone name such as America/New_York; the server will not set it`);
+  }
+  if (typeof country === 'string' && country !== '' && countryCode(country) === null) {
+    warnings.push(`country: ${JSON.stringify(country)} is no ISO 3166-1 alpha-2 code or known country name; the server will store null`);
+  }
+}
+
 /** Why a valid item is unwise to send as it is; empty for most. `identity` is identityOf(item).by. */
 export function itemWarnings(kind: ArrayName, item: Record<string, unknown>, identity: Identity['by']): readonly string[] {
   const gateway = typeof item.email === 'string' && isSmsGatewayEmail(item.email);
   const empty = kind === 'attributes' && setsNoField(item, identity);
-  if (!gateway && !empty) return NONE;
+  const places = kind === 'attributes' && (item.time_zone !== undefined || item.country !== undefined);
+  if (!gateway && !empty && !places) return NONE;
   const warnings: string[] = [];
   if (gateway) warnings.push(SMS_GATEWAY_WARNING);
   if (empty) warnings.push(NO_FIELD_WARNING);
-  return warnings;
+  if (places) placeWarnings(item, warnings);
+  return warnings.length === 0 ? NONE : warnings;
 }

@@ -35,4 +35,23 @@ describe('itemWarnings', () => {
     expect(warnings('attributes', { external_id: 'u1', email: 'ada@example.com' })).toEqual([]);
     expect(warnings('attributes', { external_id: 'u1', nickname: null })).toEqual([]);
   });
+
+  it('warns of a time_zone the server will not set and a country it will store as null', () => {
+    expect(warnings('attributes', { external_id: 'u1', time_zone: 'America/New_York', country: 'germany' })).toEqual([]);
+    expect(warnings('attributes', { external_id: 'u1', time_zone: 'GMT+2', country: 'Narnia' })).toEqual([
+      expect.stringMatching(/^time_zone: "GMT\+2" is not an IANA time zone name/),
+      expect.stringMatching(/^country: "Narnia" is no ISO 3166-1 alpha-2 code/),
+    ]);
+  });
+});
+
+describe('itemErrors: the rules decisions.md adds, before anything is sent', () => {
+  it.each([
+    ['attributes', { external_id: 'u1', car: { 'a.b': 1 } }, /^car\["a\.b"\]: /],
+    ['attributes', { external_id: 'u1', pets: { $update: [{ $identifier_key: 'id' }] } }, /^pets\.\$update\[0\]: /],
+    ['attributes', { external_id: 'u1', current_location: { latitude: 100, longitude: 0 } }, /^current_location: /],
+    ['events', { external_id: 'u1', name: 'e', time: '2024-03-07T10:00:00Z', properties: { event_name: 'x' } }, /^properties\.event_name: /],
+  ] as const)('%s item %j', (kind, item, problem) => {
+    expect(itemErrors(kind, item)).toEqual([expect.stringMatching(problem)]);
+  });
 });
