@@ -120,6 +120,8 @@ async function runCli(rssHook, file, dir, url, rate) {
     '--rejects',
     join(dir, 'bench.rejects.ndjson'),
   ];
+  // each run is a new upload of the same file: an earlier run's journal would refuse it
+  rmSync(join(dir, 'bench.journal'), { force: true });
   const start = performance.now();
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
   const collect = (stream) => {
