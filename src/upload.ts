@@ -1,7 +1,7 @@
 // `track upload` and `track validate`: input files -> rows -> checked items -> planned requests,
 // then a dry run (count them, optionally write them out) or a delivery (the sender plugs in as
 // `deliver`). Every row is accounted for: in a request, in the rejects file, or skipped on resume.
-import { access, constants, readFile, stat } from 'node:fs/promises';
+import { access, constants, readFile, stat, truncate } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { openNdjsonWriter, type NdjsonWriter } from './input/ndjson-writer.js';
@@ -123,6 +123,35 @@ async function checkHeaders(options: UploadOptions<unknown>, map: ColumnMap | un
   }
 }
 
+const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item'>): string => `${record.line}\u0000${record.item ?? ''}\u0000${record.file}`;
+
+/**
+ * The rejects file a resumed run adds to: a last line cut short by a kill is cut off (its row was not
+ * settled, so it is rejected again), and the rows it holds already are returned, so that a row
+ * rejected again after a kill is not written twice.
+ */
+async function rejectsSoFar(path: string): Promise<Set<string>> {
+  let text: Buffer;
+  try {
+    text = await readFile(path);
+  } catch {
+    return new Set();
+  }
+  const whole = text.lastIndexOf(0x0a) + 1;
+  if (whole < text.length) await truncate(path, whole);
+  const keys = new Set<string>();
+  for (const line of text.subarray(0, whole).toString('utf8').split('\n')) {
+    if (line === '') continue;
+    try {
+      const record = JSON.parse(line) as Partial<RejectRecord>;
+      if (typeof record.file === 'string' && typeof record.line === 'number') keys.add(rejectKey(record as RejectRecord));
+    } catch {
+      // a line someone edited: it stays as it is, and its row is simply written again when rejected
+    }
+  }
+  return keys;
+}
+
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
 function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { readonly opened: boolean } {
   let writer: Promise<NdjsonWriter> | undefined;
@@ -189,7 +218,9 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
   const ledger = journal === undefined ? undefined : lineLedger(journal);
 
   // 3. the plan: rows an earlier run settled are left out
-  const onReject = (record: RejectRecord): Promise<void> => rejects.write(record);
+  const written = resume ? await rejectsSoFar(rejectsPath) : undefined;
+  const onReject = (record: RejectRecord): Promise<void> =>
+    written !== undefined && written.size > 0 && written.has(rejectKey(record)) ? Promise.resolve() : rejects.write(record);
   const onPlanReject = async (record: RejectRecord): Promise<void> => {
     await onReject(record);
     // a row refused before sending is settled too: a resumed run must not refuse it again
