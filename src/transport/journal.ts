@@ -359,6 +359,35 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     return run;
   };
 
+  /**
+   * The `sent` entries of a request: its rows as runs of consecutive lines per file, in one pass and
+   * with no set (the runs may overlap or come out of order: the reader merges them).
+   */
+  const sentText = (request: SettledItems): string => {
+    const runs = new Map<number, Array<[number, number]>>();
+    let index = -1;
+    let current: [number, number] | undefined;
+    let lastFile: string | undefined;
+    forEachRow(request, (file, line) => {
+      if (file !== lastFile) {
+        lastFile = file;
+        index = fileIndex(file);
+        current = undefined;
+      }
+      if (current !== undefined && (line === current[1] || line === current[1] + 1)) {
+        current[1] = line;
+        return;
+      }
+      current = [line, line];
+      const list = runs.get(index);
+      if (list === undefined) runs.set(index, [current]);
+      else list.push(current);
+    });
+    let text = '';
+    for (const [file, list] of runs) text += sentLine(file, list);
+    return text;
+  };
+
   const addTo = (sets: Map<number, RangeSet>, index: number, line: number): void => {
     let set = sets.get(index);
     if (set === undefined) {
@@ -416,11 +445,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     sending(request) {
       try {
         if (closed) throw new Error('the journal is closed');
-        const sent = new Map<number, RangeSet>();
-        forEachRow(request, (file, line) => addTo(sent, fileIndex(file), line));
-        let text = '';
-        for (const [index, set] of sent) text += sentLine(index, set.ranges());
-        writeNow(text);
+        writeNow(sentText(request));
         return Promise.resolve();
       } catch (error) {
         return Promise.reject(error);
