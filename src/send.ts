@@ -1,12 +1,13 @@
 // `track upload` over the network: the planned requests of upload() delivered by the transport,
 // with the resume journal of the target wrapped around both (rows it settled are skipped on
 // --resume; a run the journal already holds is not sent again by accident).
+import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { STDIN, checkReadable } from './input/source.js';
 import { createTrackClient, deliver, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary } from './transport/index.js';
 import { findJournal, identifyFile, openJournal, rowsInDoubt, type ParsedJournal } from './transport/journal.js';
-import { upload, type UploadOptions, type UploadSummary } from './upload.js';
+import { checkWritable, upload, type UploadOptions, type UploadSummary } from './upload.js';
 
 export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'journal'> {
   url: string;
@@ -61,40 +62,82 @@ export function journalStory(found: ParsedJournal): string {
   return `was interrupted (killed or crashed) with ${of}${inFlight > 0 ? ` and ${count(inFlight)} in flight` : ''}`;
 }
 
+/** The files of a journal of which rows were sent or settled (what running them again would double). */
+function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
+  return found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
+}
+
+/** A journal at `path`, or undefined when there is none or it cannot be read (a scan passes over it). */
+async function readableJournal(path: string): Promise<ParsedJournal | undefined> {
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return undefined;
+  return findJournal(path).catch(() => undefined);
+}
+
 /**
- * Refuses a run the journal already holds (the same inputs, unchanged, to the same target) unless
- * --resume or --restart says what to do with it. Returns a note when it replaces a journal of
- * other inputs.
+ * Refuses a run that would send again rows a journal of this target holds as sent (the same files,
+ * unchanged): the run's own journal, or another one beside the inputs (the files given in another
+ * order or with others), unless --resume or --restart says what to do. Returns a note when it
+ * replaces a journal of other inputs.
  */
 async function checkRerun(journalPath: string, target: string, inputs: readonly string[], options: SendOptions): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
-  let found: ParsedJournal | undefined;
-  try {
-    found = await findJournal(journalPath);
-  } catch (error) {
-    throw new UsageError(`the journal ${journalPath} cannot be read (${(error as Error).message}); give --restart to replace it, or another --journal`);
+  let own: ParsedJournal | undefined;
+  if ((await stat(journalPath).catch(() => undefined)) !== undefined) {
+    try {
+      own = await findJournal(journalPath);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
   }
-  if (found === undefined) return undefined;
-  if (found.target !== undefined && found.target !== target) {
+  if (own?.target !== undefined && own.target !== target && touchedFiles(own).length > 0) {
     throw new UsageError(
-      `the journal ${journalPath} holds an upload to ${found.target}, not to ${target}; give another --journal (or none: each target keeps its own), or --restart to replace it`,
+      `the journal ${journalPath} holds an upload to ${own.target}, not to ${target}; give another --journal (or none: each target keeps its own), or --restart to replace it`,
     );
   }
   const identities = await Promise.all(inputs.map((file) => identifyFile(file)));
-  const byPath = new Map(found.files.map((f) => [f.identity.path, f.identity]));
-  const same =
-    found.files.length === identities.length &&
-    identities.every((now) => {
-      const was = byPath.get(now.path);
-      return was !== undefined && was.size === now.size && was.mtimeMs === now.mtimeMs;
-    });
-  if (!same) return `the journal ${journalPath} of an earlier upload of other inputs (or of these files before they changed) was replaced`;
-  const files = inputs.join(', ');
-  throw new UsageError(
-    `an upload of ${files} to ${target} ${journalStory(found)}; its journal is ${journalPath}.\n` +
-      'Running it again would send those rows again (events and purchases would be stored twice). Give --resume to send\n' +
-      'only the rows not settled yet, or --restart to start over and send every row again.',
-  );
+  const same = (a: { path: string; size: number; mtimeMs: number }, b: typeof a): boolean => a.path === b.path && a.size === b.size && a.mtimeMs === b.mtimeMs;
+  /** The inputs of which this journal holds rows sent or settled to this target. */
+  const overlap = (found: ParsedJournal): string[] =>
+    found.target !== undefined && found.target !== target
+      ? []
+      : inputs.filter((_, i) => touchedFiles(found).some((f) => same(f.identity, identities[i])));
+  const refuse = (path: string, found: ParsedJournal, files: string[]): never => {
+    const resume = path === journalPath ? '--resume' : `--resume --journal ${path}`;
+    throw new UsageError(
+      `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; its journal is ${path}.\n` +
+        `Running it again would send those rows again (events and purchases would be stored twice). Give ${resume} to send\n` +
+        'only the rows not settled yet, or --restart to start over and send every row again.',
+    );
+  };
+  if (own !== undefined) {
+    const files = overlap(own);
+    if (files.length > 0) refuse(journalPath, own, files);
+  }
+  // the same files given in another order, or with others, keep their journal under another name;
+  // a --journal given names the one journal to look at (one that does not exist starts fresh)
+  const folders = new Set(options.journalPath === undefined ? inputs.map((file) => dirname(resolve(file))) : []);
+  const suffix = `.${targetSlug(new URL(target))}.journal`;
+  for (const folder of folders) {
+    const names = await readdir(folder).catch(() => [] as string[]);
+    for (const name of names.filter((n) => n.endsWith(suffix))) {
+      const path = join(folder, name);
+      if (resolve(path) === resolve(journalPath)) continue;
+      const found = await readableJournal(path);
+      const files = found === undefined ? [] : overlap(found);
+      if (found !== undefined && files.length > 0) refuse(path, found, files);
+    }
+  }
+  if (own === undefined) return undefined;
+  return touchedFiles(own).length === 0
+    ? `the journal ${journalPath} of an earlier run that sent nothing was replaced`
+    : `the journal ${journalPath} of an earlier upload of other files (or of these files before they changed) was replaced`;
+}
+
+/** The journal must be a regular file (or none yet) in a folder this run can write. */
+async function checkJournalPath(path: string): Promise<void> {
+  const info = await stat(path).catch(() => undefined);
+  if (info !== undefined && !info.isFile()) throw new UsageError(`--journal ${path} is not a regular file`);
+  await checkWritable('--journal', path);
 }
 
 export async function send(options: SendOptions): Promise<UploadSummary<DeliverySummary>> {
@@ -110,6 +153,7 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
   }
   // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
   for (const file of options.inputs) await checkReadable(file);
+  if (!fromStdin) await checkJournalPath(journalPath);
   // standard input cannot be read again, so a run that reads it keeps no journal
   const note = fromStdin ? undefined : await checkRerun(journalPath, target, options.inputs, options);
   const client = createTrackClient({ url: options.url, apiKey: options.apiKey, connections: options.concurrency });
@@ -136,6 +180,9 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
           journal: io.journal,
           beforeFirstPost: io.beforeFirstPost,
           inDoubtRows: io.inDoubtRows,
+          notApplied: io.notApplied,
+          sentAgain: io.sentAgain,
+          carriedDuplicates: io.carriedDuplicates,
           onReject: io.onReject,
           onProgress: options.onDeliveryProgress,
           onNotice: options.onNotice,

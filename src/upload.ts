@@ -4,7 +4,7 @@
 import { access, constants, readFile, stat, truncate } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
-import { openNdjsonWriter, type NdjsonWriter } from './input/ndjson-writer.js';
+import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from './input/ndjson-writer.js';
 import { checkReadable, formatOf, inputBytes, STDIN } from './input/source.js';
 import { validateColumnMap, type ColumnMap } from './mapping/column-map.js';
 import type { PlannedRequest, RejectRecord } from './model/plan.js';
@@ -27,6 +27,12 @@ export interface DeliverIo {
   journal?: { record(request: PlannedRequest): void; flush(): Promise<void> };
   /** How many rows of a request an earlier run left in doubt (sent, never settled). */
   inDoubtRows?: (request: PlannedRequest) => number;
+  /** A request recorded as sent that certainly was not applied (never left, refused unapplied). */
+  notApplied?: (request: PlannedRequest) => void;
+  /** Rows sent again after an outcome that could not be known: recorded, in case this run is killed before it reports them. */
+  sentAgain?: (rows: number) => void;
+  /** Rows earlier runs sent again and never reported: this run's possibly duplicated starts from them. */
+  carriedDuplicates?: number;
 }
 
 /** Sends planned requests and hands back the items the server refused; the network sender is one. */
@@ -95,7 +101,7 @@ export async function readColumnMap(path: string): Promise<ColumnMap> {
 }
 
 /** A file the run will write: it must be writable now, though it is created only when written to. */
-async function checkWritable(flag: string, path: string): Promise<void> {
+export async function checkWritable(flag: string, path: string): Promise<void> {
   const exists = await stat(path).then((info) => {
     if (info.isDirectory()) throw new UsageError(`${flag} ${path} is a directory`);
     return true;
@@ -131,6 +137,8 @@ const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item'>): string
  * rejected again after a kill is not written twice.
  */
 async function rejectsSoFar(path: string): Promise<Set<string>> {
+  // a device or a pipe named as the rejects file holds no earlier rows, and may never end
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return new Set();
   let text: Buffer;
   try {
     text = await readFile(path);
@@ -179,7 +187,7 @@ function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter &
     async close(closing) {
       if (writer !== undefined) await (await writer).close(closing);
       // nothing written in a run that went through: an earlier run's file would mislead
-      else if (closing?.removeIfEmpty === true) await import('node:fs/promises').then((fs) => fs.unlink(path)).catch(() => undefined);
+      else if (closing?.removeIfEmpty === true) await removeStaleFile(path);
     },
   };
 }
@@ -259,12 +267,20 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
         onReject,
         journal: ledger?.journal,
         inDoubtRows: journal === undefined || journal.inDoubt === 0 ? undefined : (request) => journal.inDoubtRows(request),
+        notApplied: journal === undefined ? undefined : (request) => journal.notApplied(request),
+        sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
+        carriedDuplicates: journal?.unreported,
         beforeFirstPost:
           journal === undefined && out === undefined
             ? undefined
             : async (request) => {
                 await journal?.sending(request);
-                await out?.writeLine(request.json ?? JSON.stringify(request.body));
+                try {
+                  await out?.writeLine(request.json ?? JSON.stringify(request.body));
+                } catch (error) {
+                  journal?.notApplied(request);
+                  throw error;
+                }
               },
       });
     } else {

@@ -25,8 +25,8 @@ const WAIT_REASONS: Record<WaitReason, string> = {
   rate: 'the --rate limit',
 };
 
-/** A notice worth a line on stderr: long waits always; with no spinner, also each 429 pause. */
-function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: number | undefined): string | undefined {
+/** A notice worth a line on stderr: long waits always; with no spinner, also each 429 pause (once per pause). */
+function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: number | undefined, last: { pauseEnds: number }): string | undefined {
   switch (notice.type) {
     case 'waiting': {
       const why = notice.reason === 'hourly' && hourly !== undefined ? `the hourly limit (--hourly ${hourly})` : WAIT_REASONS[notice.reason];
@@ -34,14 +34,21 @@ function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: number | u
     }
     case 'retry':
       return notice.delayMs > LONG_WAIT_MS ? `${notice.reason}: trying again at ${clockTime(Date.now() + notice.delayMs)}` : undefined;
-    case 'rate-limited':
-      return spinner ? undefined : `rate limited: all sending paused for ${duration(notice.waitMs)}`;
+    case 'rate-limited': {
+      // every request in flight may get its 429 for the same pause
+      const ends = Date.now() + notice.waitMs;
+      if (spinner || Math.abs(ends - last.pauseEnds) < 1_000) return undefined;
+      last.pauseEnds = ends;
+      return `rate limited: all sending paused for ${duration(notice.waitMs)}`;
+    }
     default:
       return undefined;
   }
 }
 
 interface Meter {
+  /** Epoch ms until which all sending waits (a long wait told by the deliverer). */
+  waitingUntil?: number;
   rows: number;
   bytes: number;
   totalBytes: number;
@@ -56,7 +63,8 @@ function progressLine(m: Meter): string {
   const elapsed = Date.now() - m.startedAt;
   const rate = d === undefined || elapsed === 0 ? 0 : (d.requestsSent * 1000) / elapsed;
   const parts = [`rows read ${number(m.rows)}`, `sent ${number(sum('sent'))}`, `accepted ${number(sum('accepted'))}`, `rejected ${number(sum('rejected'))}`, `${rate.toFixed(1)} req/s`];
-  if (m.totalBytes > 0 && m.bytes > 0 && m.bytes < m.totalBytes) {
+  if (m.waitingUntil !== undefined && m.waitingUntil > Date.now()) parts.push(`waiting until ${clockTime(m.waitingUntil)}`);
+  else if (m.totalBytes > 0 && m.bytes > 0 && m.bytes < m.totalBytes) {
     parts.push(`ETA ${duration((elapsed * (m.totalBytes - m.bytes)) / m.bytes)}`);
   }
   if (d !== undefined && d.heldForMs > 0) parts.push(`held ${duration(d.heldForMs)} by the rate limit`);
@@ -121,6 +129,7 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
+  const lastPause = { pauseEnds: 0 };
   const spinner = !quiet && tty ? (await import('ora')).default({ stream: process.stderr, text: 'starting', discardStdin: false }).start() : undefined;
   const ticker = quiet ? undefined : setInterval(() => {
     if (spinner !== undefined) spinner.text = progressLine(meter);
@@ -139,7 +148,8 @@ export async function runSendCommand(options: Omit<SendOptions, 'stdin'>, flags:
       // progress is built for every settled request; with --quiet nothing would ever show it
       onDeliveryProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
       onNotice: quiet ? undefined : (notice) => {
-        const line = noticeLine(notice, spinner !== undefined, options.hourly);
+        if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
+        const line = noticeLine(notice, spinner !== undefined, options.hourly, lastPause);
         if (line === undefined) return;
         spinner?.clear();
         process.stderr.write(`${line}\n`);

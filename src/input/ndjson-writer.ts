@@ -2,7 +2,7 @@
 // that fails (a full disk) is an OutputError naming the file, and every later call fails the same way.
 import { once } from 'node:events';
 import { createWriteStream, fdatasync, type WriteStream } from 'node:fs';
-import { unlink } from 'node:fs/promises';
+import { lstat, unlink } from 'node:fs/promises';
 import { OutputError, UsageError } from '../errors.js';
 
 export interface NdjsonWriter {
@@ -71,7 +71,8 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     if (fd === null) throw new OutputError(`cannot write the ${what} file ${path}: it was closed`, path);
     await new Promise<void>((resolve) =>
       fdatasync(fd, (error) => {
-        if (error !== null) failed(error);
+        // EINVAL: a special file (/dev/null, a pipe) that has nothing to sync
+        if (error !== null && error.code !== 'EINVAL') failed(error);
         resolve();
       }),
     );
@@ -89,7 +90,16 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
       if (failure === undefined) await new Promise<void>((resolve) => stream.end(() => resolve()));
       else stream.destroy();
       check();
-      if (options?.removeIfEmpty === true && count === 0) await unlink(path).catch(() => undefined);
+      if (options?.removeIfEmpty === true && count === 0) await removeStaleFile(path);
     },
   };
+}
+
+/**
+ * Deletes an earlier run's output left at `path`, which would mislead: only a regular file, never a
+ * link, a device or a pipe that the person named (`--rejects /dev/null`).
+ */
+export async function removeStaleFile(path: string): Promise<void> {
+  const info = await lstat(path).catch(() => undefined);
+  if (info?.isFile() === true) await unlink(path).catch(() => undefined);
 }

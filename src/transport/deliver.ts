@@ -48,6 +48,12 @@ export interface DeliverOptions {
   beforeFirstPost?: (request: PlannedRequest) => Promise<void>;
   /** Rows of a request that an earlier run may have delivered already: counted as possibly duplicated when it is posted. */
   inDoubtRows?: (request: PlannedRequest) => number;
+  /** A request recorded as sent (beforeFirstPost) that certainly was not applied: it never left, or was refused unapplied. */
+  notApplied?: (request: PlannedRequest) => void;
+  /** Told before a request is posted again after an outcome that could not be known, with the rows that may be doubled. */
+  sentAgain?: (rows: number) => void;
+  /** Rows earlier runs sent again and never reported (killed first): counted in this run's possibly duplicated. */
+  carriedDuplicates?: number;
   /** Receives each rejected item; awaited before its rows are journaled. */
   onReject?: (record: RejectRecord) => void | Promise<void>;
   /** Called after each request settles or is given up. */
@@ -86,6 +92,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
     });
   const startedAt = clock.now();
   const summary = emptySummary();
+  summary.rowsPossiblyDuplicated = options.carriedDuplicates ?? 0;
 
   // stop: no new requests or attempts; abort: also cut off posts on the wire
   const stop = new AbortController();
@@ -146,14 +153,16 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
     for (const record of records) await options.onReject?.(record);
   };
 
-  /** Counts an outcome, hands back its rejects, and journals its rows when it is final. */
-  const settle = async (request: PlannedRequest, outcome: SendOutcome): Promise<void> => {
+  /** Counts an outcome, hands back its rejects, and journals its rows when it is final. `marked`: recorded as sent. */
+  const settle = async (request: PlannedRequest, outcome: SendOutcome, marked: boolean): Promise<void> => {
     summary.attempts += outcome.attempts;
     summary.retries += outcome.retries;
     summary.rateLimited += outcome.rateLimited;
     summary.unknownOutcomes += outcome.unknownOutcomes;
     const counts = itemCounts(request);
-    if (outcome.attempts > 0 && options.inDoubtRows !== undefined) summary.rowsPossiblyDuplicated += options.inDoubtRows(request);
+    // rows an earlier run may have delivered are doubled only if this request may have been applied too
+    const mayApply = outcome.kind === 'accepted' || outcome.possiblyApplied;
+    if (mayApply && options.inDoubtRows !== undefined) summary.rowsPossiblyDuplicated += options.inDoubtRows(request);
     if (outcome.unknownOutcomes > 0) {
       const rows = distinctRows(request);
       summary.rowsInUnknownRequests += rows;
@@ -172,6 +181,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
                 ? 'stopped before it was answered'
                 : 'stopped before it was sent';
       notDelivered(reason);
+      if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
       if (outcome.kind === 'fatal') fail(outcome.error);
       else if (outcome.error !== undefined) fail(outcome.error);
       return;
@@ -227,8 +237,17 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
         inFlight += 1;
         try {
           const before = options.beforeFirstPost;
-          const outcome = await sendRequest(request.json ?? JSON.stringify(request.body), request.seq, ctx, before && (() => before(request)));
-          await settle(request, outcome);
+          let marked = false;
+          const outcome = await sendRequest(request.json ?? JSON.stringify(request.body), request.seq, ctx, {
+            beforeFirstPost:
+              before &&
+              (async () => {
+                await before(request);
+                marked = true;
+              }),
+            beforeRepost: options.sentAgain && (() => options.sentAgain?.(distinctRows(request))),
+          });
+          await settle(request, outcome, marked);
         } finally {
           inFlight -= 1;
         }

@@ -3,7 +3,7 @@
 // and settled, and a last line when a run ends. Reading stops cleanly at a torn last line (the
 // process died mid-write); damage anywhere else is reported, not guessed around.
 import { InputError } from '../errors.js';
-import { createRangeSet, type RangeSet } from './range-set.js';
+import { createRangeSet, difference, type RangeSet } from './range-set.js';
 
 /**
  * Version 3 names the target in the header and adds the rows in flight (`sent`) and the end of a
@@ -47,6 +47,11 @@ export interface JournalEnd {
 export interface ParsedJournal {
   /** The endpoint the rows were sent to; undefined in journals of version 1 and 2. */
   target?: string;
+  /**
+   * Rows sent again although they may have been applied already, by runs after the last end: a run
+   * that was killed never reported them, so the next one does.
+   */
+  unreported: number;
   files: JournalFile[];
   /** The last run's end, when it ended on its own terms (not killed). */
   end?: JournalEnd;
@@ -74,6 +79,16 @@ export function sentLine(index: number, ranges: Array<[number, number]>): string
   return `${JSON.stringify({ file: index, sent: ranges })}\n`;
 }
 
+/** Lines that were recorded as sent but never left, or were refused unapplied: no longer in doubt. */
+export function unsentLine(index: number, ranges: Array<[number, number]>): string {
+  return `${JSON.stringify({ file: index, unsent: ranges })}\n`;
+}
+
+/** Rows sent again although they may have been applied already (counted as possibly duplicated). */
+export function againLine(rows: number): string {
+  return `${JSON.stringify({ again: rows })}\n`;
+}
+
 /** The number of data rows in a file, once it has been read to its end. */
 export function rowsLine(index: number, rows: number): string {
   return `${JSON.stringify({ file: index, rows })}\n`;
@@ -92,6 +107,8 @@ type Entry =
   | { type: 'header'; target?: string }
   | { type: 'end'; end: JournalEnd }
   | { type: 'sent'; index: number; ranges: Array<[number, number]> }
+  | { type: 'unsent'; index: number; ranges: Array<[number, number]> }
+  | { type: 'again'; rows: number }
   | { type: 'rows'; index: number; rows: number }
   | { type: 'newer'; version: unknown }
   | { type: 'file'; index: number; identity: FileIdentity }
@@ -116,9 +133,11 @@ function readEntry(text: string): Entry | undefined {
   }
   if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
   if (typeof v.end === 'string' && typeof v.complete === 'boolean') return { type: 'end', end: { at: v.end, complete: v.complete } };
+  if (isCount(v.again)) return { type: 'again', rows: v.again };
   if (!isCount(v.file)) return undefined;
   if (isCount(v.rows)) return { type: 'rows', index: v.file, rows: v.rows };
   if (Array.isArray(v.sent) && isRanges(v.sent)) return { type: 'sent', index: v.file, ranges: v.sent };
+  if (Array.isArray(v.unsent) && isRanges(v.unsent)) return { type: 'unsent', index: v.file, ranges: v.unsent };
   if (typeof v.path === 'string' && isCount(v.size) && typeof v.mtimeMs === 'number') {
     return { type: 'file', index: v.file, identity: { path: v.path, size: v.size, mtimeMs: v.mtimeMs } };
   }
@@ -138,6 +157,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   const files = new Map<number, JournalFile>();
   let target: string | undefined;
   let end: JournalEnd | undefined;
+  let unreported = 0;
   let offset = 0;
   let lineNo = 0;
   let validBytes = 0;
@@ -157,26 +177,33 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
         tornTail = true;
         break;
       }
-      throw new InputError(`the resume journal is damaged at line ${lineNo}; start without --resume`, where);
+      throw new InputError(`the resume journal is damaged at line ${lineNo}; --restart starts over (sending every row again)`, where);
     }
     if (entry.type === 'newer') {
       throw new InputError(`the resume journal was written by a newer version of track (journal version ${String(entry.version)}); resume with that version`, where);
     }
     if (lineNo === 1 && entry.type !== 'header') {
-      throw new InputError('this is not a track upload journal', where);
+      throw new InputError('this is not a track upload journal; give another --journal', where);
     }
     if (entry.type === 'header') target = entry.target;
     // entries after an end are a resumed run's, which has not ended until it writes its own
     else end = entry.type === 'end' ? entry.end : undefined;
+    if (entry.type === 'end') unreported = 0;
+    else if (entry.type === 'again') unreported += entry.rows;
     if (entry.type === 'file') {
       files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet(), settledItems: new Map(), sent: createRangeSet() });
-    } else if (entry.type === 'ranges' || entry.type === 'items' || entry.type === 'sent' || entry.type === 'rows') {
+    } else if (entry.type === 'ranges' || entry.type === 'items' || entry.type === 'sent' || entry.type === 'unsent' || entry.type === 'rows') {
       const file = files.get(entry.index);
       if (file === undefined) {
-        throw new InputError(`the resume journal is damaged at line ${lineNo} (unknown file ${entry.index})`, where);
+        throw new InputError(`the resume journal is damaged at line ${lineNo} (unknown file ${entry.index}); --restart starts over (sending every row again)`, where);
       }
       if (entry.type === 'ranges') for (const [start, last] of entry.ranges) file.settled.add(start, last);
       else if (entry.type === 'sent') for (const [start, last] of entry.ranges) file.sent.add(start, last);
+      else if (entry.type === 'unsent') {
+        const unsent = createRangeSet();
+        for (const [start, last] of entry.ranges) unsent.add(start, last);
+        file.sent = difference(file.sent, unsent);
+      }
       else if (entry.type === 'rows') file.rows = entry.rows;
       else {
         for (const [line, item] of entry.items) {
@@ -191,5 +218,5 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     // a whole entry cut off just before its newline is kept; the next append starts a new line
     if (newline === -1) missingNewline = true;
   }
-  return { target, files: [...files.values()], end, validBytes, tornTail, missingNewline };
+  return { target, unreported, files: [...files.values()], end, validBytes, tornTail, missingNewline };
 }

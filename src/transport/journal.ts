@@ -11,8 +11,9 @@ import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import type { ArrayName } from '../model/types.js';
 import type { ItemLines, ItemOrigin } from '../model/plan.js';
-import { createRangeSet, type RangeSet } from './range-set.js';
+import { createRangeSet, difference, type RangeSet } from './range-set.js';
 import {
+  againLine,
   endLine,
   fileLine,
   headerLine,
@@ -21,6 +22,7 @@ import {
   rangesLine,
   rowsLine,
   sentLine,
+  unsentLine,
   type FileIdentity,
   type ParsedJournal,
 } from './journal-format.js';
@@ -66,6 +68,12 @@ export interface Journal {
   inDoubtRows(request: SettledItems): number;
   /** Records the request's rows as sent (written to the OS before it resolves), so the request may be posted. */
   sending(request: SettledItems): Promise<void>;
+  /** The request recorded as sent never left, or was refused unapplied: its rows are no longer in doubt. */
+  notApplied(request: SettledItems): void;
+  /** Records rows sent again although they may have been applied (counted as possibly duplicated), for a run that reports them. */
+  sentAgain(rows: number): void;
+  /** Rows earlier runs sent again and never reported (they were killed before their summary): this run reports them. */
+  readonly unreported: number;
   /** Marks every row behind a request's items as settled. */
   record(request: SettledItems): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
@@ -125,29 +133,6 @@ export async function findJournal(path: string): Promise<ParsedJournal | undefin
   }
 }
 
-/** The numbers in `a` and not in `b`. */
-function difference(a: RangeSet, b: RangeSet): RangeSet {
-  const out = createRangeSet();
-  if (b.size === 0) {
-    for (const [start, end] of a.ranges()) out.add(start, end);
-    return out;
-  }
-  const cut = b.ranges();
-  let j = 0;
-  for (const [start, end] of a.ranges()) {
-    let from = start;
-    while (j < cut.length && cut[j][1] < from) j += 1;
-    let k = j;
-    while (from <= end && k < cut.length && cut[k][0] <= end) {
-      if (cut[k][0] > from) out.add(from, cut[k][0] - 1);
-      from = Math.max(from, cut[k][1] + 1);
-      k += 1;
-    }
-    if (from <= end) out.add(from, end);
-  }
-  return out;
-}
-
 /** Rows of a journal's file that were sent and never settled. */
 export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
   return difference(file.sent, file.settled);
@@ -190,7 +175,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
-  let previous: ParsedJournal = { files: [], validBytes: 0, tornTail: false, missingNewline: false };
+  let previous: ParsedJournal = { files: [], unreported: 0, validBytes: 0, tornTail: false, missingNewline: false };
   if (options.resume) {
     const found = await findJournal(journalPath);
     if (found === undefined) {
@@ -360,10 +345,10 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   };
 
   /**
-   * The `sent` entries of a request: its rows as runs of consecutive lines per file, in one pass and
-   * with no set (the runs may overlap or come out of order: the reader merges them).
+   * Entries naming a request's rows (`sent`, `unsent`): runs of consecutive lines per file, found in
+   * one pass with no set (the runs may overlap or come out of order: the reader merges them).
    */
-  const sentText = (request: SettledItems): string => {
+  const runsText = (request: SettledItems, entry: (index: number, ranges: Array<[number, number]>) => string): string => {
     const runs = new Map<number, Array<[number, number]>>();
     let index = -1;
     let current: [number, number] | undefined;
@@ -384,7 +369,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       else list.push(current);
     });
     let text = '';
-    for (const [file, list] of runs) text += sentLine(file, list);
+    for (const [file, list] of runs) text += entry(file, list);
     return text;
   };
 
@@ -416,6 +401,15 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     }
   };
 
+  const inDoubtRows = (request: SettledItems): number => {
+    if (inDoubt === 0) return 0;
+    const rows = new Set<string>();
+    forEachRow(request, (file, line) => {
+      if (doubtEarlier.get(absolute(file))?.has(line) === true) rows.add(`${line}\u0000${file}`);
+    });
+    return rows.size;
+  };
+
   const skipCache = new Map<string, RangeSet | null>();
   const earlierFor = (file: string): RangeSet | null => {
     let set = skipCache.get(file);
@@ -434,22 +428,24 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
     inDoubtRanges: (file) => doubtEarlier.get(absolute(file))?.ranges() ?? [],
     inDoubt,
-    inDoubtRows(request) {
-      if (inDoubt === 0) return 0;
-      const rows = new Set<string>();
-      forEachRow(request, (file, line) => {
-        if (doubtEarlier.get(absolute(file))?.has(line) === true) rows.add(`${line}\u0000${file}`);
-      });
-      return rows.size;
-    },
+    unreported: previous.unreported,
+    inDoubtRows,
     sending(request) {
       try {
         if (closed) throw new Error('the journal is closed');
-        writeNow(sentText(request));
+        // rows an earlier run left in doubt, sent again: if this run is killed, the next reports them
+        const again = inDoubtRows(request);
+        writeNow(runsText(request, sentLine) + (again > 0 ? againLine(again) : ''));
         return Promise.resolve();
       } catch (error) {
         return Promise.reject(error);
       }
+    },
+    notApplied(request) {
+      writeNow(runsText(request, unsentLine));
+    },
+    sentAgain(rows) {
+      if (rows > 0) writeNow(againLine(rows));
     },
     record(request) {
       scheduled();

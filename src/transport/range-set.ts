@@ -72,3 +72,26 @@ export function createRangeSet(): RangeSet {
     },
   };
 }
+
+/** The numbers in `a` and not in `b`. */
+export function difference(a: RangeSet, b: RangeSet): RangeSet {
+  const out = createRangeSet();
+  if (b.size === 0) {
+    for (const [start, end] of a.ranges()) out.add(start, end);
+    return out;
+  }
+  const cut = b.ranges();
+  let j = 0;
+  for (const [start, end] of a.ranges()) {
+    let from = start;
+    while (j < cut.length && cut[j][1] < from) j += 1;
+    let k = j;
+    while (from <= end && k < cut.length && cut[k][0] <= end) {
+      if (cut[k][0] > from) out.add(from, cut[k][0] - 1);
+      from = Math.max(from, cut[k][1] + 1);
+      k += 1;
+    }
+    if (from <= end) out.add(from, end);
+  }
+  return out;
+}

@@ -83,16 +83,18 @@ function ended(stats: AttemptStats, ending: Ending): SendOutcome {
   return Object.assign(counts, ending);
 }
 
-/**
- * `beforeFirstPost` runs once, after the pacer allows the first attempt and before it is posted (the
- * journal records the rows as sent there); if it fails, the request is given up unsent.
- */
-export async function sendRequest(
-  json: string | Uint8Array,
-  seq: number,
-  ctx: SendContext,
-  beforeFirstPost?: () => Promise<void>,
-): Promise<SendOutcome> {
+export interface RequestHooks {
+  /**
+   * Runs once, after the pacer allows the first attempt and before it is posted (the journal records
+   * the rows as sent there); if it fails, the request is given up unsent.
+   */
+  beforeFirstPost?: () => Promise<void>;
+  /** Runs before a post that follows an outcome that could not be known (the request may be applied twice). */
+  beforeRepost?: () => void;
+}
+
+export async function sendRequest(json: string | Uint8Array, seq: number, ctx: SendContext, hooks: RequestHooks = {}): Promise<SendOutcome> {
+  const { beforeFirstPost, beforeRepost } = hooks;
   const stats: AttemptStats = { attempts: 0, answered: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false };
   let failures = 0;
 
@@ -132,6 +134,7 @@ export async function sendRequest(
         return ended(stats, { kind: 'abandoned', error: error instanceof Error ? error : new Error(String(error)) });
       }
     }
+    if (stats.possiblyApplied) beforeRepost?.();
     stats.attempts += 1;
     const result = await ctx.post(json, ctx.abortSignal, () => ctx.pacer.markSent(ticket));
     ctx.pacer.release(ticket);

@@ -1,13 +1,14 @@
 // `track upload` keeps its promise when people and machines misbehave: a re-run without --resume,
 // kill -9 then --resume, a full disk, a bad second input, --out during an upload, an honest summary.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/index.js';
 import { BIN, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
 
+const isRoot = process.getuid?.() === 0;
 let tmp: ReturnType<typeof tempDir>;
 let emus: Emulator[] = [];
 let faults: FaultServer | undefined;
@@ -102,6 +103,36 @@ describe('no accidental second run', () => {
     expect(wrong.status).toBe(2);
     expect(wrong.stderr).toMatch(/holds an upload to http:\/\/127\.0\.0\.1:\d+\/users\/track, not to/);
   });
+  it('refuses the same rows given in another order, or with other files, naming the journal that holds them', async () => {
+    const emu = await emulator();
+    const a = eventsCsv(60, 'a.csv');
+    const b = eventsCsv(60, 'b.csv');
+    expect((await up([a, b, '--url', emu.url, '--quiet'])).status).toBe(0);
+    for (const files of [[b, a], [a], [b], [b, eventsCsv(5, 'c.csv')]]) {
+      const r = await up([...files, '--url', emu.url]);
+      expect(r.status, files.join(' ')).toBe(2);
+      expect(r.stderr).toMatch(/its journal is .*a\.127\.0\.0\.1-\d+\.journal/);
+    }
+    expect(storedNs(emu)).toHaveLength(120);
+    // the journal named goes on from where it was
+    const [journal] = journals();
+    const resumed = JSON.parse((await up([b, a, '--url', emu.url, '--resume', '--journal', join(tmp.dir, journal), '--json'])).stdout);
+    expect(resumed).toMatchObject({ skipped: 120, requests: 0 });
+  });
+
+  it('lets a run that sent nothing be run again, and a resume of it counts nothing as possibly duplicated', async () => {
+    const file = eventsCsv(200);
+    const refused = await up([file, '--url', 'http://127.0.0.1:9', '--retries', '0', '--quiet']);
+    expect(refused.status).toBe(3);
+    const emu = await emulator({ apiKeys: ['k'] });
+    const wrongKey = await runCli(['upload', file, '--url', emu.url, '--api-key', 'wrong', '--quiet'], { cwd: tmp.dir });
+    expect(wrongKey.status).toBe(3);
+    const resumed = await up([file, '--url', emu.url, '--resume', '--json']);
+    expect(resumed.status).toBe(0);
+    expect(JSON.parse(resumed.stdout).rowsPossiblyDuplicated).toBe(0);
+    expect(storedNs(emu)).toEqual(range(200));
+  });
+
 });
 
 describe('exit 2 only when nothing was sent', () => {
@@ -163,6 +194,33 @@ describe('kill -9, then --resume', () => {
     }
   }, 120_000);
 
+  it('counts the rows a killed resume sent again: two kills, then a resume that reports them', async () => {
+    for (const [first, second] of [
+      [400, 1200],
+      [900, 2000],
+    ]) {
+      const emu = await emulator({ latency: '5-40' });
+      const rows = 3000;
+      const file = eventsCsv(rows, `twice-${first}.csv`);
+      for (const [after, resume] of [
+        [first, false],
+        [second, true],
+      ] as const) {
+        const args = [BIN, 'upload', file, '--url', emu.url, '--api-key', 'k', '--concurrency', '8', '--quiet', ...(resume ? ['--resume'] : [])];
+        const child = spawn(process.execPath, args, { cwd: tmp.dir });
+        const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+        while (emu.store.counts().events < after) await new Promise((r) => setTimeout(r, 2));
+        child.kill('SIGKILL');
+        await exited;
+      }
+      const resumed = await up([file, '--url', emu.url, '--resume', '--json']);
+      expect(resumed.status, resumed.stderr).toBe(0);
+      const ns = storedNs(emu);
+      expect(new Set(ns).size).toBe(rows);
+      expect(ns.length - rows, `killed after ${first} and ${second}`).toBeLessThanOrEqual(JSON.parse(resumed.stdout).rowsPossiblyDuplicated);
+    }
+  }, 120_000);
+
   it('with --on-unknown reject, writes the rows that were in flight to the rejects file instead', async () => {
     // the server answers nothing: every request stays in flight until the kill
     faults = await startFaultServer(() => ({ kind: 'hang' }));
@@ -184,6 +242,32 @@ describe('kill -9, then --resume', () => {
     expect(sent).toHaveLength(100);
     expect(new Set([...sent, ...rejects.map((x) => Number(x.row['properties.n']))]).size).toBe(200);
     expect(JSON.parse(r.stdout).rowsPossiblyDuplicated).toBe(0);
+  });
+});
+
+describe('the files a run writes', () => {
+  it('never deletes a link, a pipe or a device named as the rejects file, and refuses a journal that is not a regular file', async () => {
+    const emu = await emulator();
+    const file = eventsCsv(20);
+    writeFileSync(join(tmp.dir, 'target.txt'), 'important\n');
+    symlinkSync(join(tmp.dir, 'target.txt'), join(tmp.dir, 'link'));
+    expect((await up([file, '--url', emu.url, '--rejects', join(tmp.dir, 'link'), '--quiet'])).status).toBe(0);
+    expect(readFileSync(join(tmp.dir, 'link'), 'utf8')).toBe('important\n');
+    expect(spawnSync('mkfifo', [join(tmp.dir, 'fifo')]).status).toBe(0);
+    const validate = await runCli(['validate', file, '--rejects', join(tmp.dir, 'fifo')], { cwd: tmp.dir });
+    expect(validate.status).toBe(0);
+    expect(lstatSync(join(tmp.dir, 'fifo')).isFIFO()).toBe(true);
+    const fifoJournal = await up([file, '--url', emu.url, '--journal', join(tmp.dir, 'fifo'), '--restart']);
+    expect(fifoJournal).toMatchObject({ status: 2, stderr: expect.stringMatching(/--journal .*fifo is not a regular file/) });
+    const nowhere = await up([file, '--url', emu.url, '--journal', join(tmp.dir, 'no', 'such', 'j.journal'), '--restart']);
+    expect(nowhere).toMatchObject({ status: 2, stderr: expect.stringMatching(/cannot write --journal/) });
+    if (isRoot) {
+      expect(spawnSync('mknod', ['-m', '666', join(tmp.dir, 'null'), 'c', '1', '3']).status).toBe(0);
+      const bad = eventsCsv(20, 'bad.csv', () => true);
+      expect((await up([bad, '--url', emu.url, '--rejects', join(tmp.dir, 'null'), '--quiet'])).status).toBe(1);
+      expect((await up([file, '--url', emu.url, '--rejects', join(tmp.dir, 'null'), '--restart', '--quiet'])).status).toBe(0);
+      expect(lstatSync(join(tmp.dir, 'null')).isCharacterDevice()).toBe(true);
+    }
   });
 });
 
@@ -240,7 +324,6 @@ describe('an honest summary', () => {
   });
 });
 
-const isRoot = process.getuid?.() === 0;
 
 /** A tmpfs of `size` at a fresh directory, for as long as fn runs. */
 async function withSmallDisk(size: string, fn: (dir: string) => Promise<void>): Promise<void> {
