@@ -67,7 +67,7 @@ const EMPTY = new Uint8Array(0);
 function encode(request: PlannedRequest): EncodedOrigins {
   const all = ARRAY_NAMES.flatMap((kind) => request.origins[kind]);
   let cellCount = 0;
-  for (const origin of all) if (origin instanceof CsvRowOrigin) cellCount += origin.cells.length;
+  for (const origin of all) if (origin instanceof CsvRowOrigin) cellCount += origin.width;
   const encoded: EncodedOrigins = {
     counts: ARRAY_NAMES.map((kind) => request.origins[kind].length),
     files: new Int32Array(all.length),
@@ -96,11 +96,8 @@ function encode(request: PlannedRequest): EncodedOrigins {
       post({ type: 'csv-plan', id, keys: origin.plan.keys, width: origin.plan.width });
     }
     encoded.plans[i] = id;
-    for (const text of origin.cells) {
-      cells += text;
-      encoded.cellLengths[cell] = text.length;
-      cell += 1;
-    }
+    cells += origin.writeCells(encoded.cellLengths, cell);
+    cell += origin.width;
   });
   if (cells !== '') encoded.cells = utf8.encode(cells);
   return encoded;

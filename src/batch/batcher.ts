@@ -24,6 +24,12 @@ export interface BatcherOptions {
   maxBodyBytes?: number;
   /** Requests kept open for more items before the oldest is given out (default 32). */
   window?: number;
+  /**
+   * Bytes the open requests may hold together before the oldest is given out (default: one full
+   * body). Requests of small items fill by count long before; requests of large items (a CSV row
+   * of thousands of columns) fill by bytes, and 32 of them kept open would hold hundreds of rows.
+   */
+  maxOpenBytes?: number;
 }
 
 export interface Batcher {
@@ -71,7 +77,10 @@ export function createBatcher(options: BatcherOptions): Batcher {
   const limits = options.limits;
   const maxBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const window = Math.max(1, options.window ?? DEFAULT_WINDOW);
+  const maxOpenBytes = options.maxOpenBytes ?? maxBytes;
   const open: OpenRequest[] = [];
+  /** The bytes of the open requests together. */
+  let openBytes = 0;
   /** For each user in an open request: where(newest request holding them, highest rank there). */
   const latest = new Map<number, number>();
   let nextId = 0;
@@ -100,7 +109,9 @@ export function createBatcher(options: BatcherOptions): Batcher {
 
   const place = (request: OpenRequest, entry: BatchEntry, rank: number, known: number | undefined): void => {
     const count = request.counts[entry.kind];
-    request.bytes += framingBytes(count, request.arrays, entry.kind) + entry.bytes;
+    const added = framingBytes(count, request.arrays, entry.kind) + entry.bytes;
+    request.bytes += added;
+    openBytes += added;
     if (count === 0) request.arrays += 1;
     request.items[entry.kind].push(entry.item);
     request.origins[entry.kind].push(entry.origin);
@@ -126,11 +137,16 @@ export function createBatcher(options: BatcherOptions): Batcher {
       userKeys: [],
     };
     open.push(request);
+    openBytes += request.bytes;
     return request;
   };
 
+  /** More requests open, or more bytes in them, than may be. */
+  const overflowing = (): boolean => open.length > window || openBytes > maxOpenBytes;
+
   /** Takes an open request out (the oldest, or all of them) and gives it its place in the sequence. */
   const giveOut = (request: OpenRequest): PlannedRequest => {
+    openBytes -= request.bytes;
     if (open.length === 0) latest.clear();
     else for (const key of request.userKeys) if (idOf(latest.get(key) ?? -1) === request.id) latest.delete(key);
     const body: TrackRequest = {};
@@ -155,9 +171,9 @@ export function createBatcher(options: BatcherOptions): Batcher {
         }
       }
       place(target ?? newRequest(), entry, rank, known);
-      if (open.length <= window && !isFull(open[0])) return NONE;
+      if (!overflowing() && !isFull(open[0])) return NONE;
       const done: PlannedRequest[] = [];
-      while (open.length > window || (open.length > 0 && isFull(open[0]))) done.push(giveOut(open.shift() as OpenRequest));
+      while (open.length > 0 && (overflowing() || isFull(open[0]))) done.push(giveOut(open.shift() as OpenRequest));
       return done;
     },
     finish() {

@@ -6,7 +6,7 @@ import { CellProblem, type CellReader } from './cells.js';
 import type { ColumnMap } from './column-map.js';
 import { parseColumnSpec, readerFor } from './columns.js';
 import { inferKind } from './kind.js';
-import { compileRowMapper, type RowMapper } from './row-mapper.js';
+import { rowMapper, type RowMapper } from './row-mapper.js';
 
 /** Keys a rejected row of the wrong width carries in the rejects file, to be removed once fixed. */
 export const EXTRA_CELLS_KEY = '_extra_cells';
@@ -139,7 +139,7 @@ export function planCsv(header: readonly string[], options: CsvPlanOptions = {})
   // the longest wrapper a value can get ({"$time": ...}); see jsonBytesBound
   let fixedBytes = 2;
   for (const column of columns) fixedBytes += 6 * column.field.length + 8 * column.path.length + 16;
-  const mapRow = compileRowMapper(columns);
+  const mapRow = rowMapper(columns);
   return { ok: true, plan: { kind, width: header.length, columns, keys, fixedBytes, mapRow }, notes };
 }
 
@@ -197,18 +197,58 @@ export function csvRowObject(plan: Pick<CsvPlan, 'keys' | 'width'>, cells: reado
   return row;
 }
 
+/** Rows of more cells than this keep them as one text and a length each: 20,000 small strings cost four times as much. */
+const WIDE_ROW_CELLS = 256;
+
 /**
  * Where a CSV row's item came from. A class with a getter, unlike the rest of this code, so that the
  * row object for the rejects file is built only for the few rows that need one: building it for
  * every row cost more than mapping the row.
  */
 export class CsvRowOrigin implements ItemOrigin {
+  readonly #cells: readonly string[] | undefined;
+  /** A wide row's cells, one after another, and the length of each. */
+  readonly #text: string | undefined;
+  readonly #lengths: Uint32Array | undefined;
+
   constructor(
     readonly file: string,
     readonly line: number,
     readonly plan: CsvPlan,
-    readonly cells: readonly string[],
-  ) {}
+    cells: readonly string[],
+  ) {
+    if (cells.length <= WIDE_ROW_CELLS) this.#cells = cells;
+    else {
+      this.#text = cells.join('');
+      this.#lengths = Uint32Array.from(cells, (cell) => cell.length);
+    }
+  }
+
+  get width(): number {
+    return this.#cells?.length ?? this.#lengths!.length;
+  }
+
+  get cells(): readonly string[] {
+    if (this.#cells !== undefined) return this.#cells;
+    const cells: string[] = [];
+    let at = 0;
+    for (const length of this.#lengths!) cells.push(this.#text!.slice(at, (at += length)));
+    return cells;
+  }
+
+  /** Writes the length of each cell to `lengths` from `at`, and returns the cells as one text. */
+  writeCells(lengths: Uint32Array, at: number): string {
+    if (this.#cells === undefined) {
+      lengths.set(this.#lengths!, at);
+      return this.#text!;
+    }
+    let text = '';
+    for (const cell of this.#cells) {
+      text += cell;
+      lengths[at++] = cell.length;
+    }
+    return text;
+  }
 
   get row(): Record<string, unknown> {
     return csvRowObject(this.plan, this.cells);

@@ -2,7 +2,9 @@
 // source rather than a loop over the columns: with every key a constant and every reader called
 // from a site of its own, V8 keeps one shape for the items and inlines the readers, which maps a
 // row two to three times faster, and the dry run must stay within 1.5 times csv-parse alone. Keys
-// enter the source only as JSON string literals, which cannot end the literal they are in.
+// enter the source only as JSON string literals, which cannot end the literal they are in. A header
+// of more columns than an object keeps fast properties for gets a plain loop instead: its items are
+// dictionaries whatever builds them, and the generated code of 20,000 columns took 20 MB.
 import { CellProblem, readText, type CellReader } from './cells.js';
 
 export interface RowColumn {
@@ -19,6 +21,14 @@ export interface RowMapping {
 }
 
 export type RowMapper = (cells: readonly string[]) => RowMapping;
+
+/** Past this many columns, rows are mapped by loopRowMapper (V8 keeps at most 1,020 fast properties). */
+export const MAX_COMPILED_COLUMNS = 1000;
+
+/** The mapper for these columns: compiled, or a plain loop for a very wide header. */
+export function rowMapper(columns: readonly RowColumn[]): RowMapper {
+  return columns.length > MAX_COMPILED_COLUMNS ? loopRowMapper(columns) : compileRowMapper(columns);
+}
 
 /** Empty cells leave their field out; `null` removes it; anything else goes through the reader. */
 export function compileRowMapper(columns: readonly RowColumn[]): RowMapper {
@@ -47,4 +57,27 @@ export function compileRowMapper(columns: readonly RowColumn[]): RowMapper {
     columns.map((column) => column.read),
     CellProblem,
   );
+}
+
+/** What compileRowMapper's function does, as a loop over the columns. */
+export function loopRowMapper(columns: readonly RowColumn[]): RowMapper {
+  const plain = columns.map((column) => column.read === readText);
+  return (cells) => {
+    const item: Record<string, unknown> = {};
+    let refused: Array<[number, CellProblem]> | undefined;
+    for (let i = 0; i < columns.length; i += 1) {
+      const { index, path, read } = columns[i];
+      const text = cells[index];
+      if (text === undefined || text === '') continue;
+      const value = text === 'null' ? null : plain[i] ? text : read(text);
+      if (value instanceof CellProblem) {
+        (refused ??= []).push([i, value]);
+        continue;
+      }
+      let target = item;
+      for (let depth = 0; depth < path.length - 1; depth += 1) target = (target[path[depth]] ??= {}) as Record<string, unknown>;
+      target[path[path.length - 1]] = value;
+    }
+    return refused === undefined ? { item } : { item, refused };
+  };
 }

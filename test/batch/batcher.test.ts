@@ -86,6 +86,24 @@ describe('createBatcher', () => {
     expect(requests.flatMap((r) => r.origins.attributes.map((o) => o.line))).toEqual(entries.map((e) => e.origin.line));
   });
 
+  it('gives out requests that fill by bytes once the open ones hold more than a body: large items are not held 32 requests deep', () => {
+    const big = 'x'.repeat(1000);
+    const entries = Array.from({ length: 200 }, (_, n) => entry(n, 'attributes', `u${n}`, { a: big, b: big, c: big }));
+    const max = 10_000; // three items a request
+    const batcher = createBatcher({ limits: resolveLimits('mau'), maxBodyBytes: max });
+    let held = 0;
+    let mostHeld = 0;
+    for (const e of entries) {
+      held += 1;
+      for (const request of batcher.add(e)) held -= request.origins.attributes.length;
+      mostHeld = Math.max(mostHeld, held);
+    }
+    // one request's worth open, and the item that did not fit it
+    expect(mostHeld).toBeLessThanOrEqual(4);
+    const all = batcher.finish();
+    expect(held - all.reduce((sum, r) => sum + r.origins.attributes.length, 0)).toBe(0);
+  });
+
   it('soloBodyBytes is the size of a body holding just that item', () => {
     const e = entry(1, 'purchases');
     expect(soloBodyBytes(e)).toBe(Buffer.byteLength(JSON.stringify({ purchases: [e.item] })));

@@ -87,6 +87,22 @@ describe('a plan made in a worker thread', () => {
     ]);
   });
 
+  it('is the same plan for a file of 1,500 columns (rows mapped by the loop, cells kept as one text), rows given back whole', async () => {
+    const header = ['external_id', ...Array.from({ length: 1499 }, (_, i) => `attr_${i}`)];
+    const row = (r: number) => header.map((_, i) => (i === 0 ? `u${r}` : i === 7 && r === 3 ? 'x:inc' : i % 5 === 0 ? '' : `${(r * i) % 97}${i % 2 ? 'é' : ''}`));
+    const text = [header.join(','), ...Array.from({ length: 30 }, (_, r) => row(r).join(','))].join('\n');
+    const csv = file('wide.csv', text.replace(',x:inc,', ',"a,b",'));
+    const here = await run(inThread, { inputs: [csv], maxBodyBytes: 60_000 });
+    const there = await run(inWorker, { inputs: [csv], maxBodyBytes: 60_000 });
+    expect(here.requests.length).toBeGreaterThan(3);
+    expect(there.requests).toEqual(here.requests);
+    expect(there.rejects).toEqual(here.rejects);
+    expect(there.summary).toEqual(here.summary);
+    const origins = there.requests.flatMap((r) => (r.origins as { attributes: Array<{ line: number; row: Record<string, string> }> }).attributes);
+    expect(origins).toHaveLength(30);
+    expect(origins[5].row).toEqual(Object.fromEntries(header.map((key, i) => [key, row(5)[i]])));
+  });
+
   it('gives a row back whole when the first cell of its request begins with U+FEFF', async () => {
     // past the file's start the character is a cell's text: decoding the request's cells must keep it
     const csv = file('bom-cell.csv', 'note,external_id,city\n\uFEFFjoined,u1,Zürich\nplain,u2,São Paulo\n');
