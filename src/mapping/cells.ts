@@ -1,5 +1,6 @@
 // Turning one CSV cell's text into a value: by the column's annotation, or by the safe inference of
 // decisions.md "Reading files (uploader)", which never turns a zip code or a long ID into a number.
+import { inexactNumberIn, numberTextProblem } from '../model/exact-numbers.js';
 import { isIsoTime } from '../model/time.js';
 
 /** What a cell reader returns when the text does not fit the column; the message follows `field: `. */
@@ -77,6 +78,11 @@ export const readNumber: CellReader = (text) => {
   if (INTEGER.test(text) && !Number.isSafeInteger(n)) {
     return new CellProblem(`is a whole number too large to be kept exactly; type the column string, got ${shown(text)}`);
   }
+  // a decimal of more digits than a number holds, or one too small for it (the same rule as NDJSON)
+  if (text.length >= 16 || /[eE]/.test(text)) {
+    const problem = numberTextProblem(text.replace(/^\+/, ''), 'type the column string to keep it as written');
+    if (problem !== undefined) return new CellProblem(problem);
+  }
   return n;
 };
 
@@ -117,11 +123,15 @@ export const readTimeAttribute: CellReader = (text) => {
 };
 
 function jsonOf(text: string): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    value = JSON.parse(text) as unknown;
   } catch (error) {
     return new CellProblem(`is not valid JSON (${(error as Error).message}), got ${shown(text)}`);
   }
+  const inexact = inexactNumberIn(text);
+  if (inexact === undefined) return value;
+  return new CellProblem(inexact.path === '' ? inexact.message : `${inexact.path}: ${inexact.message}`);
 }
 
 export const readJson: CellReader = jsonOf;

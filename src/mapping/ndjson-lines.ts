@@ -1,6 +1,7 @@
 // NDJSON lines -> items. A line is an item (of --kind, or of the kind its fields suggest), a
 // request-shaped object whose items are taken one by one, or a line of a rejects file fed back in,
 // whose row is read again the way its own file was (CSV rows by their headers).
+import { inexactNumberIn } from '../model/exact-numbers.js';
 import { IDENTIFIER_FIELDS } from '../model/fields.js';
 import { CSV_ROW_TEXT, isCsvTextReason } from '../model/plan.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
@@ -81,12 +82,16 @@ export function createLineMapper(options: LineMapperOptions = {}): (value: unkno
         return [{ kind: ownKind ?? 'unknown', row, errors: [CSV_ROW_TEXT] }];
       }
       if (typeof row === 'string') {
-        // a line that was not JSON: read the fixed text again
+        // a line that could not be read: read the fixed text again, as the line was
+        let parsed: unknown;
         try {
-          return itemsOf(JSON.parse(row), ownKind, depth + 1);
+          parsed = JSON.parse(row);
         } catch (error) {
           return [{ kind: ownKind ?? 'unknown', row, errors: [`row: is not valid JSON (${(error as Error).message})`] }];
         }
+        const inexact = inexactNumberIn(row);
+        if (inexact !== undefined) return [{ kind: ownKind ?? 'unknown', row, errors: [`row${inexact.path === '' ? '' : `.${inexact.path}`}: ${inexact.message}`] }];
+        return itemsOf(parsed, ownKind, depth + 1);
       }
       const fromCsv =
         CSV_NAME.test(value.file as string) ||

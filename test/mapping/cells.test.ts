@@ -94,3 +94,16 @@ describe('annotated columns', () => {
     expect(problem(read('add', 'gold'))).toMatch(/^is not valid JSON/);
   });
 });
+
+describe('numbers a cell cannot be read as without changing them', () => {
+  it('are refused by :number and inside :json cells, never rounded', async () => {
+    const { readNumber, readJson, CellProblem } = await import('../../src/mapping/cells.js');
+    expect(readNumber('1e-400')).toBeInstanceOf(CellProblem);
+    expect((readNumber('1e-400') as InstanceType<typeof CellProblem>).message).toMatch(/too small.*type the column string/);
+    expect((readNumber('3.14159265358979323846') as InstanceType<typeof CellProblem>).message).toMatch(/more digits than a number holds/);
+    expect(readNumber('+1.5e3')).toBe(1500);
+    expect(readNumber('0.30000000000000004')).toBe(0.30000000000000004);
+    expect((readJson('{"a":[1,12345678901234567890]}') as InstanceType<typeof CellProblem>).message).toMatch(/^a\[1\]: 12345678901234567890 is a whole number/);
+    expect(readJson('{"a":1e5}')).toEqual({ a: 100000 });
+  });
+});

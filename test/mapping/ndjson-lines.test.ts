@@ -84,3 +84,10 @@ describe('NDJSON lines', () => {
     });
   });
 });
+
+describe('a rejected line fed back as text', () => {
+  it('is read again as the line was: a number that cannot be held is refused, naming its field under row', () => {
+    const items = createLineMapper()({ file: 'a.ndjson', line: 3, kind: 'attributes', row: '{"external_id":"u1","big":12345678901234567890}', errors: [] });
+    expect(items).toEqual([{ kind: 'attributes', row: '{"external_id":"u1","big":12345678901234567890}', errors: [expect.stringMatching(/^row\.big: 12345678901234567890 is a whole number/)] }]);
+  });
+});
