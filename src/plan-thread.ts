@@ -6,6 +6,7 @@
 // sender.
 import { Worker } from 'node:worker_threads';
 import { InputError } from './errors.js';
+import type { InputEncoding } from './input/decode.js';
 import type { InputFormat } from './input/source.js';
 import type { ColumnMap } from './mapping/column-map.js';
 import { csvRowObject, type CsvPlan } from './mapping/csv-rows.js';
@@ -19,6 +20,7 @@ import { countRejected, emptySummary, type PlanSummary } from './plan-summary.js
 export interface WorkerPlanData {
   inputs: string[];
   format?: InputFormat;
+  encoding?: InputEncoding;
   kind?: ArrayName;
   map?: ColumnMap;
   limits?: BatchLimits;
@@ -149,6 +151,7 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
   const data: WorkerPlanData = {
     inputs: [...options.inputs],
     format: options.format,
+    encoding: options.encoding,
     kind: options.kind,
     map: options.map,
     limits: options.limits,

@@ -107,6 +107,7 @@ let bytes = 0;
 const plan = planRequests({
   inputs: data.inputs,
   format: data.format,
+  encoding: data.encoding,
   kind: data.kind,
   map: data.map,
   limits: data.limits,

@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from './batch/batcher.js';
 import { InputError } from './errors.js';
 import { readCsv, type CsvRecord } from './input/csv.js';
+import type { InputEncoding } from './input/decode.js';
 import { readNdjson } from './input/ndjson.js';
 import { formatOf, inputBytes, type InputFormat } from './input/source.js';
 import { itemErrors, itemWarnings } from './mapping/check.js';
@@ -28,6 +29,8 @@ export interface PlanOptions {
   inputs: readonly string[];
   /** Overrides the format the file names suggest (required for `-`). */
   format?: InputFormat;
+  /** --encoding: how every input's bytes are read (default utf-8). */
+  encoding?: InputEncoding;
   /** The kind of every CSV row and NDJSON item line; inferred per file (CSV) or per line (NDJSON) when absent. */
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
@@ -71,6 +74,9 @@ export interface Plan {
 /** Why a CSV file's first record cannot be its header, as the error to stop the run with; undefined when it can. */
 export function csvHeaderProblem(record: CsvRecord, file: string, options: Pick<PlanOptions, 'kind' | 'map'>): InputError | undefined {
   if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
+  if (record.undecodable !== undefined) {
+    return new InputError(`the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}`, file, record.line);
+  }
   const result = planCsv(record.cells, { kind: options.kind, map: options.map });
   if (!result.ok) return new InputError(`the header cannot be used:\n  ${result.problems.join('\n  ')}`, file, record.line);
   return undefined;
@@ -170,7 +176,8 @@ export function planRequests(options: PlanOptions): Plan {
 
   async function* csvFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     let plan: CsvPlan | undefined;
-    for await (const records of readCsv(inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes), file)) {
+    const bytes = inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes);
+    for await (const records of readCsv(bytes, file, { encoding: options.encoding })) {
       for (const record of records) {
         if (plan === undefined) {
           const problem = csvHeaderProblem(record, file, options);
@@ -185,6 +192,11 @@ export function planRequests(options: PlanOptions): Plan {
         if (countRow(fileSummary, record.line)) continue;
         if ('error' in record) {
           reject(file, record.line, plan.kind, record.text ?? null, [record.error]);
+          continue;
+        }
+        if (record.undecodable !== undefined && options.rejectRow?.(file, record.line) !== true) {
+          const { cell, message } = record.undecodable;
+          reject(file, record.line, plan.kind, csvRowObject(plan, record.cells), [`${plan.keys[cell] ?? `column ${cell + 1}`}: ${message}`]);
           continue;
         }
         const wrong = options.rejectRow?.(file, record.line) === true ? IN_DOUBT : widthProblem(plan, record.cells);
@@ -204,7 +216,8 @@ export function planRequests(options: PlanOptions): Plan {
 
   async function* ndjsonFile(file: string, fileSummary: FileSummary): AsyncGenerator<PlannedRequest> {
     const itemsOf = createLineMapper({ kind: options.kind });
-    for await (const records of readNdjson(inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes))) {
+    const bytes = inputBytes(file, options.stdin, options.onBytesRead, options.chunkBytes);
+    for await (const records of readNdjson(bytes, { encoding: options.encoding })) {
       for (const record of records) {
         if (countRow(fileSummary, record.line)) continue;
         if ('error' in record) {

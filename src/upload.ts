@@ -120,7 +120,7 @@ async function checkHeaders(options: UploadOptions<unknown>, map: ColumnMap | un
   const { readCsv } = await import('./input/csv.js');
   const { csvHeaderProblem } = await import('./plan.js');
   for (const file of csvFiles) {
-    for await (const records of readCsv(inputBytes(file), file)) {
+    for await (const records of readCsv(inputBytes(file), file, { encoding: options.encoding })) {
       if (records.length === 0) continue;
       const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map });
       if (problem !== undefined) throw problem;

@@ -1,14 +1,17 @@
 // CSV rows with the physical line each starts on (RFC 4180 quoting, BOM, LF or CRLF, even mixed),
 // read with papaparse's parser over chunks of text, so a 50-million-row file streams through in
-// constant memory.
-import { StringDecoder } from 'node:string_decoder';
+// constant memory. A row holding bytes not valid in the file's encoding says so (see decode.ts).
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
 import { CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../model/plan.js';
+import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 
 export type CsvRecord =
-  /** A row: the first one read is the header. */
-  | { line: number; cells: string[] }
+  /**
+   * A row: the first one read is the header. `undecodable`: a cell held bytes not valid in the
+   * file's encoding (the first such cell, and what is wrong); its cells show U+FFFD in their place.
+   */
+  | { line: number; cells: string[]; undecodable?: { cell: number; message: string } }
   /** Text that is no row at all; `error` starts with `row:`; `text` is the text, when it is kept. */
   | { line: number; error: string; text?: string };
 
@@ -18,6 +21,8 @@ export const MAX_ROW_CHARS = 16 * 1024 * 1024;
 export interface CsvOptions {
   /** Default MAX_ROW_CHARS. */
   maxRowChars?: number;
+  /** The encoding of the bytes (default utf-8). */
+  encoding?: InputEncoding;
 }
 
 /** As much of a rejected row's text as goes to the rejects file. */
@@ -171,8 +176,25 @@ class CsvText {
   }
 }
 
+/** Finds the cells holding bytes that were not valid (marks, see decode.ts) and shows U+FFFD in their place. */
+function markUndecodable(records: CsvRecord[], encoding: InputEncoding | undefined): void {
+  for (const record of records) {
+    if ('error' in record) {
+      if (record.text !== undefined) record.text = withoutMarks(record.text);
+      continue;
+    }
+    const { cells } = record;
+    for (let i = 0; i < cells.length; i += 1) {
+      const found = undecodableIn(cells[i]);
+      if (found === undefined) continue;
+      record.undecodable ??= { cell: i, message: undecodableMessage(found, encoding) };
+      cells[i] = withoutMarks(cells[i]);
+    }
+  }
+}
+
 export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, options: CsvOptions = {}): AsyncGenerator<CsvRecord[]> {
-  const decoder = new StringDecoder('utf8');
+  const decoder = createDecoding(options.encoding);
   const csv = new CsvText(file, options.maxRowChars ?? MAX_ROW_CHARS);
   let first = true;
   const text = (decoded: string): string => {
@@ -183,10 +205,12 @@ export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, optio
   try {
     for await (const chunk of bytes) {
       const records = csv.take(text(decoder.write(chunk)), false);
+      if (decoder.damaged) markUndecodable(records, options.encoding);
       if (records.length > 0) yield records;
     }
     // a line feed ends the last row as it ends every other (a file need not end with one)
     const records = csv.take(`${text(decoder.end())}\n`, true);
+    if (decoder.damaged) markUndecodable(records, options.encoding);
     if (records.length > 0) yield records;
   } catch (error) {
     if (error instanceof InputError) throw error;

@@ -1,36 +1,86 @@
 // NDJSON lines (one JSON value a line; LF or CRLF; blank lines skipped) with their line numbers,
-// parsed in chunks of lines; a line that is not JSON is data for the rejects file, not an error.
-import { StringDecoder } from 'node:string_decoder';
+// parsed in chunks of lines; a line that cannot be read as it was written is data for the rejects
+// file, not an error: not JSON, bytes not valid in the file's encoding, nested too deep, a number
+// JavaScript cannot hold.
+import { inexactNumberIn } from '../model/exact-numbers.js';
+import { MAX_NESTING_DEPTH } from '../model/shape.js';
+import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 
 export type NdjsonRecord =
   /** `chars`: the length of the line's text. */
   | { line: number; value: unknown; chars: number }
-  /** A line that could not be read; `text` is as much of it as is kept, `error` starts with `line:`. */
+  /**
+   * A line that could not be read; `text` is as much of it as is kept; `error` starts with `line:`,
+   * or with the field of a number that cannot be held.
+   */
   | { line: number; text: string; error: string };
 
 /** A line longer than this is rejected unread, and memory stays bounded. */
 export const MAX_LINE_CHARS = 16 * 1024 * 1024;
 
+/**
+ * A line nesting deeper than this is rejected unread. No item nesting deeper than MAX_NESTING_DEPTH
+ * is valid, a line adds a few levels around its items, and a value nested some thousands deep is
+ * beyond what JSON.stringify and postMessage can take (they recurse): the reject must not end the run.
+ */
+export const MAX_LINE_DEPTH = 4 * MAX_NESTING_DEPTH;
+
+/** As much of a line read no further as goes to the rejects file. */
+const KEPT_TEXT_CHARS = 10_000;
+
 export interface NdjsonOptions {
   /** Default MAX_LINE_CHARS. */
   maxLineChars?: number;
+  /** The encoding of the bytes (default utf-8). */
+  encoding?: InputEncoding;
 }
 
 const BLANK = /^\s*$/;
 
+/** Whether JSON text nests arrays and objects deeper than `max`; cheap unless it holds more than `max` brackets. */
+export function nestsDeeperThan(text: string, max: number): boolean {
+  if (text.length <= 2 * max) return false;
+  let brackets = 0;
+  for (const open of ['[', '{']) {
+    for (let at = text.indexOf(open); at !== -1 && brackets <= max; at = text.indexOf(open, at + 1)) brackets += 1;
+  }
+  if (brackets <= max) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // skip the string: to the next quote not escaped by a backslash
+      for (i += 1; i < text.length && text.charCodeAt(i) !== 0x22; i += 1) if (text.charCodeAt(i) === 0x5c) i += 1;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth -= 1;
+  }
+  return false;
+}
+
+const kept = (text: string): string => (text.length > KEPT_TEXT_CHARS ? `${text.slice(0, KEPT_TEXT_CHARS)}...` : text);
+
 function parseLine(line: number, text: string): NdjsonRecord | undefined {
   if (text.length === 0 || (text.length < 64 && BLANK.test(text))) return undefined;
+  if (nestsDeeperThan(text, MAX_LINE_DEPTH)) {
+    const error = `line: nests deeper than ${MAX_LINE_DEPTH} levels (an item's fields may nest ${MAX_NESTING_DEPTH}); it was not read`;
+    return { line, text: kept(text), error };
+  }
+  let value: unknown;
   try {
-    return { line, value: JSON.parse(text), chars: text.length };
+    value = JSON.parse(text);
   } catch (error) {
     if (BLANK.test(text)) return undefined;
     return { line, text, error: `line: is not valid JSON (${(error as Error).message})` };
   }
+  const inexact = inexactNumberIn(text);
+  if (inexact !== undefined) return { line, text, error: `${inexact.path === '' ? 'line' : inexact.path}: ${inexact.message}` };
+  return { line, value, chars: text.length };
 }
 
 export async function* readNdjson(bytes: AsyncIterable<Buffer>, options: NdjsonOptions = {}): AsyncGenerator<NdjsonRecord[]> {
   const maxLineChars = options.maxLineChars ?? MAX_LINE_CHARS;
-  const decoder = new StringDecoder('utf8');
+  const decoder = createDecoding(options.encoding);
   let pending = '';
   let line = 1;
   /** The line being skipped because it grew past MAX_LINE_CHARS, if any. */
@@ -43,7 +93,13 @@ export async function* readNdjson(bytes: AsyncIterable<Buffer>, options: NdjsonO
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
     const end = text.endsWith('\r') ? text.length - 1 : text.length;
-    const record = parseLine(line, end === text.length ? text : text.slice(0, end));
+    if (end !== text.length) text = text.slice(0, end);
+    const undecodable = decoder.damaged ? undecodableIn(text) : undefined;
+    if (undecodable !== undefined) {
+      batch.push({ line, text: withoutMarks(text), error: `line: ${undecodableMessage(undecodable, options.encoding)}` });
+      return;
+    }
+    const record = parseLine(line, text);
     if (record !== undefined) batch.push(record);
   };
 
@@ -83,5 +139,5 @@ export async function* readNdjson(bytes: AsyncIterable<Buffer>, options: NdjsonO
 }
 
 function tooLong(line: number, start: string, max: number): NdjsonRecord {
-  return { line, text: `${start}...`, error: `line: is longer than ${max} characters; it was not read` };
+  return { line, text: `${withoutMarks(start)}...`, error: `line: is longer than ${max} characters; it was not read` };
 }

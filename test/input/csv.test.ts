@@ -194,4 +194,31 @@ describe('readCsv on generated files', () => {
       { numRuns: 1_000 },
     );
   });
+
+  it('marks a row holding bytes that are not valid UTF-8: the first such cell, the byte and its offset in the file; U+FFFD in its cells', async () => {
+    const bytes = Buffer.concat([Buffer.from('external_id,city\nu1,Paris\nu'), Buffer.from([0xff]), Buffer.from('2,Z'), Buffer.from([0xfc]), Buffer.from('rich\nu3,ok\n')]);
+    for (const chunk of [1, 4, Infinity]) {
+      const records = await read(bytes, chunk);
+      expect(records).toEqual([
+        { line: 1, cells: ['external_id', 'city'] },
+        { line: 2, cells: ['u1', 'Paris'] },
+        {
+          line: 3,
+          cells: ['u\uFFFD2', 'Z\uFFFDrich'],
+          undecodable: { cell: 0, message: expect.stringMatching(/^byte 0xFF at byte offset 27 of the file is not valid UTF-8/) },
+        },
+        { line: 4, cells: ['u3', 'ok'] },
+      ]);
+    }
+  });
+
+  it('reads latin1, windows-1252 and utf-16le files as the encoding says', async () => {
+    const text = 'external_id,city\nu1,Zürich\n';
+    const single = Buffer.from([...Buffer.from('external_id,note\nu1,'), 0x80, 0xe9, ...Buffer.from('\n')]);
+    const cells = async (bytes: Buffer, encoding: 'latin1' | 'windows-1252' | 'utf-16le') =>
+      (await collect(readCsv(chunksOf(bytes, 3), 'test.csv', { encoding }))).map((r) => ('cells' in r ? r.cells : r));
+    expect(await cells(single, 'latin1')).toEqual([['external_id', 'note'], ['u1', '\u0080é']]);
+    expect(await cells(single, 'windows-1252')).toEqual([['external_id', 'note'], ['u1', '€é']]);
+    expect(await cells(Buffer.from(`\ufeff${text}`, 'utf16le'), 'utf-16le')).toEqual([['external_id', 'city'], ['u1', 'Zürich']]);
+  });
 });

@@ -4,11 +4,13 @@ import { Option, type Command } from 'commander';
 import { UsageError } from '../../errors.js';
 import { resolveLimits, type LimitProfileName } from '../../model/limits.js';
 import type { ArrayName } from '../../model/types.js';
+import { INPUT_ENCODINGS, type InputEncoding } from '../../input/decode.js';
 import type { InputFormat } from '../../input/source.js';
 import type { UploadOptions } from '../../upload.js';
 
 export interface PlanFlags {
   format?: InputFormat;
+  encoding: InputEncoding;
   kind?: ArrayName;
   map?: string;
   limits: LimitProfileName;
@@ -33,6 +35,11 @@ export function addPlanOptions(command: Command): Command {
   return command
     .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson']))
     .addOption(
+      new Option('--encoding <encoding>', 'the encoding of every input; latin1 is ISO-8859-1 (0x80 is U+0080, not €)')
+        .choices([...INPUT_ENCODINGS])
+        .default('utf-8'),
+    )
+    .addOption(
       new Option('--kind <kind>', 'what the rows are (default: from the columns of each file, or the fields of each line)').choices([
         'attributes',
         'events',
@@ -53,6 +60,7 @@ export function planOptionsFrom(files: string[], flags: PlanFlags, dryRun: boole
   return {
     inputs: files,
     format: flags.format,
+    encoding: flags.encoding,
     kind: flags.kind,
     mapFile: flags.map,
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),
