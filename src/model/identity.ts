@@ -57,6 +57,23 @@ function isAsciiSpace(c: number): boolean {
   return c === 32 || (c >= 9 && c <= 13);
 }
 
+/**
+ * Adds a problem for each identifier holding a NUL character (U+0000). Identifiers are matched as
+ * text, and many systems end text at a NUL: `u1\u0000a` and `u1\u0000b` would be one user there.
+ */
+export function checkNulInIdentifiers(item: Record<string, unknown>, problems: string[]): void {
+  for (const key of ['external_id', 'service_id', 'email', 'phone'] as const) {
+    const value = item[key];
+    if (typeof value === 'string' && value.includes('\u0000')) problems.push(`${key}: must not hold a NUL character (U+0000)`);
+  }
+  const alias = item.user_alias;
+  if (typeof alias !== 'object' || alias === null) return;
+  for (const key of ['alias_name', 'alias_label'] as const) {
+    const value = (alias as Record<string, unknown>)[key];
+    if (typeof value === 'string' && value.includes('\u0000')) problems.push(`user_alias.${key}: must not hold a NUL character (U+0000)`);
+  }
+}
+
 export function primaryIdentifiersIn(item: Record<string, unknown>): PrimaryIdentifier[] {
   return PRIMARY_IDENTIFIERS.filter((key) => item[key] !== undefined && item[key] !== null);
 }

@@ -5,7 +5,7 @@ import { checkEvent, checkPurchase } from './activity-rules.js';
 import { checkAttributes } from './attribute-rules.js';
 import { checkText, describe, isNonEmptyString, isPlainObject, type Obj } from './checks.js';
 import { MAX_EXTERNAL_ID_BYTES } from './fields.js';
-import { isPlausibleEmail, normalizePhone, primaryIdentifiersIn } from './identity.js';
+import { checkNulInIdentifiers, isPlausibleEmail, normalizePhone, primaryIdentifiersIn } from './identity.js';
 import { limitViolation, resolveLimits, type BatchLimits } from './limits.js';
 import { shapeProblem } from './shape.js';
 import { ARRAY_NAMES, BLOCKLISTED_MESSAGE, type ArrayName, type MinorError } from './types.js';
@@ -78,6 +78,7 @@ export function itemProblems(kind: ArrayName, item: unknown): string[] {
   if (shape !== undefined) return [shape];
   const problems: string[] = [];
   checkIdentifiers(kind, item, problems);
+  checkNulInIdentifiers(item, problems);
   if (kind === 'attributes') checkAttributes(item, problems);
   else if (kind === 'events') checkEvent(item, problems);
   else checkPurchase(item, problems);
