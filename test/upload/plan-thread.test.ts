@@ -103,6 +103,52 @@ describe('a plan made in a worker thread', () => {
     expect(origins[5].row).toEqual(Object.fromEntries(header.map((key, i) => [key, row(5)[i]])));
   });
 
+  it('rejects, in both, what would change without a word, and goes on: bad bytes, deep lines, numbers, NUL in identifiers', async () => {
+    const deep = (depth: number) => `{"external_id":"d","x":${'['.repeat(depth)}${']'.repeat(depth)}}`;
+    const ndjsonText = Buffer.concat([
+      Buffer.from(`{"external_id":"u1"}\n${deep(100_000)}\n${deep(60)}\n{"events":[${deep(5_000)}]}\n`),
+      Buffer.from('{"external_id":"u'),
+      Buffer.from([0xff]),
+      Buffer.from('2"}\n{"external_id":"u3","properties":{"big":12345678901234567890}}\n{"external_id":"u4","t":1e-400}\n'),
+      Buffer.from('{"external_id":"u5\\u0000x"}\n{"user_alias":{"alias_name":"a\\u0000","alias_label":"l"}}\n{"external_id":"u6","n":1e400}\n{"external_id":"u7"}\n'),
+    ]);
+    const lines = join(dir, 'altered.ndjson');
+    writeFileSync(lines, ndjsonText);
+    const csv = join(dir, 'altered.csv');
+    writeFileSync(csv, Buffer.concat([Buffer.from('external_id,city\nu1,Paris\nu'), Buffer.from([0xff]), Buffer.from('2,x\nu3,ok\n')]));
+    const here = await run(inThread, { inputs: [lines, csv] });
+    const there = await run(inWorker, { inputs: [lines, csv] });
+    expect(there.rejects).toEqual(here.rejects);
+    expect(there.requests).toEqual(here.requests);
+    expect(there.summary).toEqual(here.summary);
+    expect(here.rejects.map((r) => [r.file === csv ? 'csv' : 'ndjson', r.line, r.errors[0]])).toEqual([
+      ['ndjson', 2, expect.stringMatching(/^line: nests deeper than 128 levels/)],
+      ['ndjson', 3, expect.stringMatching(/^x: nests deeper than 32 levels/)],
+      ['ndjson', 4, expect.stringMatching(/^line: nests deeper than 128 levels/)],
+      ['ndjson', 5, expect.stringMatching(/^line: byte 0xFF at byte offset 210246 of the file is not valid UTF-8/)],
+      ['ndjson', 6, expect.stringMatching(/^properties\.big: 12345678901234567890 is a whole number/)],
+      ['ndjson', 7, expect.stringMatching(/^t: 1e-400 is too small/)],
+      ['ndjson', 8, 'external_id: must not hold a NUL character (U+0000)'],
+      ['ndjson', 9, 'user_alias.alias_name: must not hold a NUL character (U+0000)'],
+      ['ndjson', 10, expect.stringMatching(/^n: 1e400 is too large/)],
+      ['csv', 3, expect.stringMatching(/^external_id: byte 0xFF at byte offset 27 of the file/)],
+    ]);
+    // every reject can be written as a line of the rejects file
+    for (const record of there.rejects) expect(JSON.parse(JSON.stringify(record))).toEqual(record);
+    expect(there.summary.items.attributes).toBe(4); // u1, u7, and u1 and u3 of the CSV file
+  });
+
+  it('reads files in the encoding given, in both', async () => {
+    const latin1 = join(dir, 'latin1.csv');
+    writeFileSync(latin1, Buffer.from([...Buffer.from('external_id,note\nu1,'), 0x80, 0xe9, ...Buffer.from('\n')]));
+    for (const [encoding, note] of [['latin1', '\u0080é'], ['windows-1252', '€é']] as const) {
+      const here = await run(inThread, { inputs: [latin1], encoding });
+      const there = await run(inWorker, { inputs: [latin1], encoding });
+      expect(there.requests).toEqual(here.requests);
+      expect(here.requests[0].body).toEqual({ attributes: [{ external_id: 'u1', note }] });
+    }
+  });
+
   it('gives a row back whole when the first cell of its request begins with U+FEFF', async () => {
     // past the file's start the character is a cell's text: decoding the request's cells must keep it
     const csv = file('bom-cell.csv', 'note,external_id,city\n\uFEFFjoined,u1,Zürich\nplain,u2,São Paulo\n');
