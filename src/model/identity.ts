@@ -62,16 +62,22 @@ function isAsciiSpace(c: number): boolean {
  * text, and many systems end text at a NUL: `u1\u0000a` and `u1\u0000b` would be one user there.
  */
 export function checkNulInIdentifiers(item: Record<string, unknown>, problems: string[]): void {
-  for (const key of ['external_id', 'service_id', 'email', 'phone'] as const) {
-    const value = item[key];
-    if (typeof value === 'string' && value.includes('\u0000')) problems.push(`${key}: must not hold a NUL character (U+0000)`);
-  }
-  const alias = item.user_alias;
-  if (typeof alias !== 'object' || alias === null) return;
-  for (const key of ['alias_name', 'alias_label'] as const) {
-    const value = (alias as Record<string, unknown>)[key];
-    if (typeof value === 'string' && value.includes('\u0000')) problems.push(`user_alias.${key}: must not hold a NUL character (U+0000)`);
-  }
+  // fields read by name, not through a list of keys: this runs for every row of a file
+  const { external_id, service_id, email, phone, user_alias } = item;
+  if (holdsNul(external_id)) problems.push(`external_id: ${NUL_PROBLEM}`);
+  if (holdsNul(service_id)) problems.push(`service_id: ${NUL_PROBLEM}`);
+  if (holdsNul(email)) problems.push(`email: ${NUL_PROBLEM}`);
+  if (holdsNul(phone)) problems.push(`phone: ${NUL_PROBLEM}`);
+  if (typeof user_alias !== 'object' || user_alias === null) return;
+  const alias = user_alias as Record<string, unknown>;
+  if (holdsNul(alias.alias_name)) problems.push(`user_alias.alias_name: ${NUL_PROBLEM}`);
+  if (holdsNul(alias.alias_label)) problems.push(`user_alias.alias_label: ${NUL_PROBLEM}`);
+}
+
+const NUL_PROBLEM = 'must not hold a NUL character (U+0000)';
+
+function holdsNul(value: unknown): boolean {
+  return typeof value === 'string' && value.indexOf('\u0000') !== -1;
 }
 
 export function primaryIdentifiersIn(item: Record<string, unknown>): PrimaryIdentifier[] {
