@@ -96,7 +96,7 @@ function encode(request: PlannedRequest): EncodedOrigins {
       post({ type: 'csv-plan', id, keys: origin.plan.keys, width: origin.plan.width });
     }
     encoded.plans[i] = id;
-    cells += origin.writeCells(encoded.cellLengths, cell);
+    cells = origin.appendCells(cells, encoded.cellLengths, cell);
     cell += origin.width;
   });
   if (cells !== '') encoded.cells = utf8.encode(cells);

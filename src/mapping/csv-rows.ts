@@ -236,13 +236,12 @@ export class CsvRowOrigin implements ItemOrigin {
     return cells;
   }
 
-  /** Writes the length of each cell to `lengths` from `at`, and returns the cells as one text. */
-  writeCells(lengths: Uint32Array, at: number): string {
+  /** Writes the length of each cell to `lengths` from `at`, and returns `text` followed by the cells. */
+  appendCells(text: string, lengths: Uint32Array, at: number): string {
     if (this.#cells === undefined) {
       lengths.set(this.#lengths!, at);
-      return this.#text!;
+      return text + this.#text!;
     }
-    let text = '';
     for (const cell of this.#cells) {
       text += cell;
       lengths[at++] = cell.length;

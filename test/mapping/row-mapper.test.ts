@@ -49,11 +49,11 @@ describe('a wide row origin', () => {
     expect(origin.cells).toEqual(cells);
     expect(origin.row).toEqual(Object.fromEntries(header.map((key, i) => [key, cells[i]])));
     const lengths = new Uint32Array(1002);
-    expect(origin.writeCells(lengths, 2)).toBe(cells.join(''));
+    expect(origin.appendCells('>', lengths, 2)).toBe(`>${cells.join('')}`);
     expect([...lengths.subarray(2)]).toEqual(cells.map((c) => c.length));
     const narrow = new CsvRowOrigin('n.csv', 3, plan(['external_id', 'a']), ['u1', 'x']);
     const few = new Uint32Array(2);
-    expect(narrow.writeCells(few, 0)).toBe('u1x');
+    expect(narrow.appendCells('>', few, 0)).toBe('>u1x');
     expect([...few]).toEqual([2, 1]);
   });
 });
