@@ -161,7 +161,7 @@ async function rejectsSoFar(path: string): Promise<Set<string>> {
 }
 
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
-function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { readonly opened: boolean } {
+function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { readonly opened: boolean; open(): Promise<void> } {
   let writer: Promise<NdjsonWriter> | undefined;
   const get = (): Promise<NdjsonWriter> => (writer ??= openNdjsonWriter(path, what, { append }));
   let count = 0;
@@ -172,6 +172,10 @@ function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter &
     },
     get opened() {
       return writer !== undefined;
+    },
+    /** Opens (creates, or empties) the file with no line written. */
+    async open() {
+      await get();
     },
     async writeLine(json) {
       count += 1;
@@ -303,6 +307,8 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
       fatal ??= asError(error);
     }
   };
+  // --out holds every request of a run that went through, none included: an empty file, not an earlier run's
+  if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
@@ -315,7 +321,7 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
   return {
     ...plan.summary,
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
-    outPath: out !== undefined && out.count > 0 ? options.outPath : undefined,
+    outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,
     interrupted: !readAll && options.stopSignal?.aborted === true,
