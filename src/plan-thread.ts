@@ -65,10 +65,15 @@ export type ToMain =
   | { type: 'line-items'; file: string; line: number; items: number }
   | { type: 'progress'; file: string; bytes: number; summary: PlanSummary }
   | { type: 'done'; summary: PlanSummary }
+  /** The answer to a 'summary' message: the plan's counts as they are now. */
+  | { type: 'summary'; summary: PlanSummary }
   | { type: 'error'; name: string; message: string; file?: string; line?: number; summary: PlanSummary };
 
 /** `taken`: the main thread has taken this many counted messages (requests, rejected rows) and bytes. */
-export type ToWorker = { type: 'taken'; messages: number; bytes: number };
+export type ToWorker =
+  | { type: 'taken'; messages: number; bytes: number }
+  /** The main thread is stopping and asks for the plan's counts as they are. */
+  | { type: 'summary' };
 
 /** Options a threaded plan can take: no standard input, and rows to skip given as ranges. */
 export interface ThreadedPlanOptions extends Omit<PlanOptions, 'stdin' | 'skipRow' | 'rejectRow'> {
@@ -229,9 +234,33 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
       });
       return origins;
     };
+    /**
+     * On a stop, the worker's own count of what it read: the last one it posted may be older than
+     * requests already sent. What it posted meanwhile is let go (its rows are neither sent nor settled).
+     */
+    const lastCount = async (): Promise<void> => {
+      if (exited || failure !== undefined) return;
+      worker.postMessage({ type: 'summary' } satisfies ToWorker);
+      const deadline = Date.now() + 1_000;
+      for (;;) {
+        for (; head < inbox.length; head += 1) {
+          const message = inbox[head];
+          if (message.type === 'summary' || message.type === 'done' || message.type === 'error') {
+            adopt(message.summary);
+            return;
+          }
+        }
+        if (exited || Date.now() >= deadline) return;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, 50).unref();
+        });
+        wake = undefined;
+      }
+    };
     try {
       for (;;) {
-        if (stopped()) return;
+        if (stopped()) return await lastCount();
         if (head === inbox.length) {
           if (failure !== undefined) throw failure;
           if (exited) throw new Error('the planning thread stopped before it was done');
@@ -273,9 +302,11 @@ export function planInWorker(options: ThreadedPlanOptions): Plan {
             yield new ThreadedRequest(message, decode, options.inputs);
             break;
           }
+          case 'summary':
           case 'done':
             adopt(message.summary);
-            return;
+            if (message.type === 'done') return;
+            break;
           case 'error': {
             adopt(message.summary);
             const error = message.name === 'InputError' ? new InputError(message.message) : new Error(message.message);

@@ -19,6 +19,10 @@ const post = (message: ToMain, transfer?: ArrayBuffer[]): void => port.postMessa
 let unacknowledged = { messages: 0, bytes: 0 };
 let wake: (() => void) | undefined;
 port.on('message', (message: ToWorker) => {
+  if (message.type === 'summary') {
+    post({ type: 'summary', summary: plan.summary });
+    return;
+  }
   unacknowledged = { messages: unacknowledged.messages - message.messages, bytes: unacknowledged.bytes - message.bytes };
   wake?.();
 });

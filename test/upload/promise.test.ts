@@ -299,6 +299,22 @@ describe('an honest summary', () => {
     expect(plain.stdout).toMatch(/not sent +\d+ requests got no answer from the server/);
   });
 
+  it('on a stop, counts the rows read as the planning thread read them: never fewer than the rows sent', async () => {
+    const emu = await emulator({ latency: '20' });
+    const file = eventsCsv(20_000);
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emu.url, '--api-key', 'k', '--concurrency', '4', '--json'], { cwd: tmp.dir });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    while (emu.store.counts().events < 1000) await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGINT');
+    expect(await exited).toBe(130);
+    const summary = JSON.parse(stdout);
+    expect(summary.interrupted).toBe(true);
+    expect(summary.rows).toBeGreaterThanOrEqual(summary.delivery.items.events.sent);
+    expect(summary.items.events).toBeGreaterThanOrEqual(summary.delivery.items.events.sent);
+  });
+
   it('a 401 is no request sent: the summary says the key was refused', async () => {
     const emu = await emulator();
     const r = await runCli(['upload', eventsCsv(60), '--url', emu.url, '--api-key', 'wrong', '--json'], { cwd: tmp.dir });

@@ -51,7 +51,7 @@ export function addPlanOptions(command: Command): Command {
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
     .option('--rejects <file>', 'where rejected rows go, as NDJSON (default: <first input>.rejects.ndjson beside it)')
-    .option('--out <file>', 'also write each planned request body to this file, one a line')
+    .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON');
 }
 

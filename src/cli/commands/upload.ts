@@ -54,9 +54,12 @@ export function registerUpload(program: Command): void {
     .addHelpText(
       'after',
       '\nExit status: 0 every row accepted, 1 finished with rows rejected (see the rejects file), 2 usage or\n' +
-        'configuration error (nothing sent), 3 stopped on a fatal error (401, 403, retries exhausted,\n' +
-        'server unreachable, a file that cannot be written), 130 interrupted (run again with --resume). With --dry-run: 0 or 1 for valid\n' +
-        'or rejected rows, 2 for a usage error.',
+        'configuration error (nothing sent), 3 stopped on a fatal error (401, 403, a request over the\n' +
+        "server's batch limit, retries exhausted, server unreachable, a file that cannot be written, or\n" +
+        'any error once something was sent), 130 interrupted (run again with --resume). With --dry-run:\n' +
+        '0 or 1 for valid or rejected rows, 2 for a usage error, 130 interrupted.\n\n' +
+        'An upload the journal already holds (the same files, unchanged, to the same target) is refused\n' +
+        'unless --resume (send only what is left) or --restart (send everything again) is given.',
     )
     .action(async (files: string[], flags: UploadFlags) => {
       const options = planOptionsFrom(files, flags, flags.dryRun === true);

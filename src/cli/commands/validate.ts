@@ -8,7 +8,7 @@ export function registerValidate(program: Command): void {
     .description('check input files as an upload would read them; nothing is sent')
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
   addPlanOptions(command)
-    .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error.')
+    .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
     .action(async (files: string[], flags: PlanFlags) => {
       const options = planOptionsFrom(files, flags, true);
       const { runPlanCommand } = await import('./plan-report.js');
