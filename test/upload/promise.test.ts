@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/index.js';
 import { BIN, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
+import { range, storedNs, writeEventsCsv } from '../helpers/events.js';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
 
 const isRoot = process.getuid?.() === 0;
@@ -27,24 +28,8 @@ async function emulator(options: Parameters<typeof startEmulator>[0] = {}): Prom
   return emu;
 }
 
-function eventsCsv(rows: number, name = 'events.csv', bad: (i: number) => boolean = () => false, users = 40): string {
-  const path = join(tmp.dir, name);
-  const lines = ['external_id,name,time,properties.n'];
-  // a bad row has no event name: refused before sending
-  for (let i = 0; i < rows; i += 1) lines.push(`user-${i % users},${bad(i) ? '' : 'seeded'},2024-03-07T10:00:00Z,${i}`);
-  writeFileSync(path, `${lines.join('\n')}\n`);
-  return path;
-}
-
-/** Every `properties.n` the emulator stored, sorted (duplicates kept). */
-function storedNs(e: Emulator): number[] {
-  return e.store
-    .allProfiles()
-    .flatMap((p) => e.store.eventsOf(p.id).map((ev) => (ev.properties as { n: number }).n))
-    .sort((a, b) => a - b);
-}
-
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+const eventsCsv = (rows: number, name = 'events.csv', bad: (i: number) => boolean = () => false, users = 40): string =>
+  writeEventsCsv(tmp.dir, rows, name, { bad, users });
 const journals = () => readdirSync(tmp.dir).filter((name) => name.endsWith('.journal'));
 const up = (args: string[]) => runCli(['upload', ...args, '--api-key', 'k'], { cwd: tmp.dir });
 

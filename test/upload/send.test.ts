@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startEmulator, type Emulator } from '../../src/index.js';
 import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
+import { range, storedNs, writeEventsCsv } from '../helpers/events.js';
 import { startFaultServer, type FaultAction, type FaultServer } from '../helpers/fault-server.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -18,23 +19,7 @@ afterEach(async () => {
   tmp.cleanup();
 });
 
-function eventsCsv(rows: number, name = 'events.csv'): string {
-  const path = join(tmp.dir, name);
-  const lines = ['external_id,name,time,properties.n'];
-  for (let i = 0; i < rows; i += 1) lines.push(`user-${i % 40},seeded,2024-03-07T10:00:00Z,${i}`);
-  writeFileSync(path, `${lines.join('\n')}\n`);
-  return path;
-}
-
-/** Every `properties.n` the store holds, sorted: each row exactly once means 0..rows-1. */
-function storedNs(e: Emulator): number[] {
-  return e.store
-    .allProfiles()
-    .flatMap((p) => e.store.eventsOf(p.id).map((ev) => (ev.properties as { n: number }).n))
-    .sort((a, b) => a - b);
-}
-
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+const eventsCsv = (rows: number, name = 'events.csv'): string => writeEventsCsv(tmp.dir, rows, name);
 
 /** The journal an upload of `<stem>.csv` (or .ndjson) keeps for its target: `<stem>.<host>-<port>.journal`. */
 function journalOf(stem: string, url: string): string {
