@@ -49,10 +49,13 @@ export interface PtyRun {
  * expressions, Python's syntax), types Ctrl-C. The command is killed after `deadlineMs`.
  */
 export function runInTerminal(argv: string[], options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string> }): Promise<PtyRun> {
+  // a person's terminal: the progress spinner draws only where no CI variable is set
+  const env: NodeJS.ProcessEnv = { ...process.env, TERM: process.env.TERM ?? 'xterm', ...options.env };
+  delete env.CI;
   return new Promise((resolve, reject) => {
     const child = spawn('python3', ['-c', DRIVER, JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000)], {
       cwd: options.cwd,
-      env: { ...process.env, ...options.env },
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
