@@ -19,6 +19,8 @@ export const DEFAULT_RATE = 1_000;
 export const DEFAULT_RETRIES = 5;
 export const DEFAULT_MAX_RATE_LIMIT_WAITS = 30;
 const DEFAULT_RATE_LIMIT_WAIT_MS = 1_000;
+/** Request bodies taken and not settled, at most (beyond one request); small requests never come near it. */
+const MAX_HELD_BYTES = 16 * 1024 * 1024;
 /** An hourly window may ask for up to an hour; more than that is a server to stop for. */
 export const DEFAULT_MAX_WAIT_MS = 61 * 60_000;
 
@@ -274,12 +276,14 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
   );
   // taken but not settled; a few beyond `concurrency` keep slots busy while one user's requests queue
   const maxHeld = concurrency * 2;
+  // and no more than this much of their bodies (rows of thousands of columns make bodies of megabytes)
+  let heldBytes = 0;
 
   const iterator = requests[Symbol.asyncIterator]();
   let finished = false;
   try {
     while (!stop.signal.aborted) {
-      if (tasks.size >= maxHeld) {
+      if (tasks.size >= maxHeld || (tasks.size > 0 && heldBytes >= MAX_HELD_BYTES)) {
         await new Promise<void>((resolve) => {
           roomMade = resolve;
         });
@@ -299,7 +303,10 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
       }
       summary.requestsPulled += 1;
       const request = next.value;
+      const bytes = request.json?.byteLength ?? 0;
+      heldBytes += bytes;
       const task = run(request, order.enter(request.userKeys)).finally(() => {
+        heldBytes -= bytes;
         tasks.delete(task);
         roomMade?.();
       });
