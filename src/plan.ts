@@ -157,12 +157,13 @@ export function planRequests(options: PlanOptions): Plan {
 
   /** After each chunk: the rejects go out (awaited), then the requests it completed. */
   async function* handOn(file: string): AsyncGenerator<PlannedRequest> {
+    // told first: the requests may wait long to be taken (a sender held by a rate limit)
+    options.onProgress?.({ file, rows: summary.rows, requests: summary.requests + ready.length });
     for (const record of rejects.splice(0)) await options.onReject?.(record);
     for (const request of ready.splice(0)) {
       summary.requests += 1;
       yield request;
     }
-    options.onProgress?.({ file, rows: summary.rows, requests: summary.requests });
   }
 
   /** Counts a data row; true when it is to be left out (an earlier run settled it). */

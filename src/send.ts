@@ -7,7 +7,7 @@ import { UsageError } from './errors.js';
 import { STDIN, checkReadable } from './input/source.js';
 import { createTrackClient, deliver, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary } from './transport/index.js';
 import { findJournal, identifyFile, openJournal, rowsInDoubt, type ParsedJournal } from './transport/journal.js';
-import { checkWritable, upload, type UploadOptions, type UploadSummary } from './upload.js';
+import { checkWritable, isOneOf, upload, type UploadOptions, type UploadSummary } from './upload.js';
 
 export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'journal'> {
   url: string;
@@ -148,9 +148,7 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
   const fromStdin = options.inputs.includes(STDIN);
   if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
   const journalPath = options.journalPath ?? defaultJournalPath(options.inputs[0], endpoint);
-  if (!fromStdin && options.inputs.some((file) => resolve(file) === resolve(journalPath))) {
-    throw new UsageError(`--journal ${journalPath} is also an input file`);
-  }
+  if (!fromStdin && (await isOneOf(journalPath, options.inputs))) throw new UsageError(`--journal ${journalPath} is also an input file`);
   // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
   for (const file of options.inputs) await checkReadable(file);
   if (!fromStdin) await checkJournalPath(journalPath);

@@ -100,6 +100,19 @@ export async function readColumnMap(path: string): Promise<ColumnMap> {
   return result.map;
 }
 
+/** True when `path` names one of `files`: the same path, or the same file through a link. */
+export async function isOneOf(path: string, files: readonly string[]): Promise<boolean> {
+  const others = files.filter((file) => file !== STDIN);
+  if (others.some((file) => resolve(file) === resolve(path))) return true;
+  const info = await stat(path).catch(() => undefined);
+  if (info === undefined) return false;
+  for (const file of others) {
+    const other = await stat(file).catch(() => undefined);
+    if (other !== undefined && other.dev === info.dev && other.ino === info.ino) return true;
+  }
+  return false;
+}
+
 /** A file the run will write: it must be writable now, though it is created only when written to. */
 export async function checkWritable(flag: string, path: string): Promise<void> {
   const exists = await stat(path).then((info) => {
@@ -211,11 +224,10 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
   for (const file of options.inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
   const rejectsPath = options.rejectsPath ?? defaultRejectsPath(options.inputs[0]);
-  const inputs = new Set(options.inputs.filter((file) => file !== STDIN).map((file) => resolve(file)));
   for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
-    if (path !== undefined && inputs.has(resolve(path))) throw new UsageError(`${flag} ${path} is also an input file`);
+    if (path !== undefined && (await isOneOf(path, options.inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
   }
-  if (options.outPath !== undefined && resolve(options.outPath) === resolve(rejectsPath)) {
+  if (options.outPath !== undefined && (await isOneOf(options.outPath, [rejectsPath]))) {
     throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
   }
   await checkWritable('--rejects', rejectsPath);

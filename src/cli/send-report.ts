@@ -37,7 +37,8 @@ function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: number | u
     case 'rate-limited': {
       // every request in flight may get its 429 for the same pause
       const ends = Date.now() + notice.waitMs;
-      if (spinner || Math.abs(ends - last.pauseEnds) < 1_000) return undefined;
+      // a long pause is told as a wait, with when it ends
+      if (spinner || notice.waitMs > LONG_WAIT_MS || Math.abs(ends - last.pauseEnds) < 1_000) return undefined;
       last.pauseEnds = ends;
       return `rate limited: all sending paused for ${duration(notice.waitMs)}`;
     }

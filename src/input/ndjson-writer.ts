@@ -2,7 +2,7 @@
 // that fails (a full disk) is an OutputError naming the file, and every later call fails the same way.
 import { once } from 'node:events';
 import { createWriteStream, fdatasync, type WriteStream } from 'node:fs';
-import { lstat, unlink } from 'node:fs/promises';
+import { lstat, stat, truncate, unlink } from 'node:fs/promises';
 import { OutputError, UsageError } from '../errors.js';
 
 export interface NdjsonWriter {
@@ -96,10 +96,12 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
 }
 
 /**
- * Deletes an earlier run's output left at `path`, which would mislead: only a regular file, never a
- * link, a device or a pipe that the person named (`--rejects /dev/null`).
+ * Clears an earlier run's output left at `path`, which would mislead: a regular file is deleted, one
+ * reached through a link is emptied (the link stays); a device or a pipe the person named
+ * (`--rejects /dev/null`) is left alone.
  */
 export async function removeStaleFile(path: string): Promise<void> {
   const info = await lstat(path).catch(() => undefined);
   if (info?.isFile() === true) await unlink(path).catch(() => undefined);
+  else if (info?.isSymbolicLink() === true && (await stat(path).catch(() => undefined))?.isFile() === true) await truncate(path, 0).catch(() => undefined);
 }

@@ -39,6 +39,15 @@ function shown(text: string): string {
 
 const KEEP = 'quote it as a string to send it as written';
 
+/** True when the whole number written is exactly the double n. */
+function sameWhole(text: string, n: number): boolean {
+  try {
+    return BigInt(text.trim()) === BigInt(n);
+  } catch {
+    return false;
+  }
+}
+
 /** Why JavaScript cannot hold the number `text` (a JSON number or a CSV cell) as written, or undefined. */
 export function numberTextProblem(text: string, advice = KEEP): string | undefined {
   const n = Number(text);
@@ -46,7 +55,10 @@ export function numberTextProblem(text: string, advice = KEEP): string | undefin
   const whole = !/[.eE]/.test(text);
   if (whole) {
     if (Number.isSafeInteger(n)) return undefined;
-    return `${shown(text)} is a whole number beyond ±${Number.MAX_SAFE_INTEGER}, which a number cannot hold exactly (it would become ${n}); ${advice}`;
+    // an ID-like number: past 2^53 neighbouring whole numbers share one value, so it is refused even
+    // where the value happens to be the one written
+    const becomes = sameWhole(text, n) ? '' : ` (it would become ${n})`;
+    return `${shown(text)} is a whole number beyond ±${Number.MAX_SAFE_INTEGER}, which a number cannot tell from its neighbours${becomes}; ${advice}`;
   }
   const written = decimal(text);
   const sent = decimal(String(n));

@@ -179,9 +179,11 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
             ? outcome.error.message
             : outcome.reason !== undefined
               ? `stopped while waiting to try again (${outcome.reason})`
-              : outcome.attempts > 0
-                ? 'stopped before it was answered'
-                : 'stopped before it was sent';
+              : outcome.rateLimited > 0
+                ? 'stopped while waiting out a 429 (rate limited)'
+                : outcome.attempts > 0
+                  ? 'stopped before it was answered'
+                  : 'stopped before it was sent';
       notDelivered(reason);
       if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
       if (outcome.kind === 'fatal') fail(outcome.error);

@@ -120,14 +120,14 @@ export function createPacer(options: PacerOptions = {}): Pacer {
     timerAt = Number.NaN;
   }
 
-  let told = { until: Number.NaN, reason: '' };
+  let told = { until: Number.NaN };
   function tellLongWait(at: number, now: number): void {
     if (options.onLongWait === undefined || at - now <= LONG_WAIT_MS) return;
     const reason: WaitReason =
       hour !== undefined && hour.readyAt() === at ? 'hourly' : pausedUntil === at ? 'retry-after' : holdUntil === at ? 'server-window' : 'rate';
-    // the same wait, re-armed by each request that joins it, a few ms later: told once
-    if (reason === told.reason && Math.abs(at - told.until) < 1_000) return;
-    told = { until: at, reason };
+    // the same wait, re-armed by each request that joins it a few ms later, or held for a second reason: told once
+    if (Math.abs(at - told.until) < 1_000) return;
+    told = { until: at };
     options.onLongWait({ untilMs: at, reason });
   }
 

@@ -237,7 +237,13 @@ describe('the files a run writes', () => {
     writeFileSync(join(tmp.dir, 'target.txt'), 'important\n');
     symlinkSync(join(tmp.dir, 'target.txt'), join(tmp.dir, 'link'));
     expect((await up([file, '--url', emu.url, '--rejects', join(tmp.dir, 'link'), '--quiet'])).status).toBe(0);
-    expect(readFileSync(join(tmp.dir, 'link'), 'utf8')).toBe('important\n');
+    // the link stays; what it names is this run's rejects file, which holds nothing
+    expect(lstatSync(join(tmp.dir, 'link')).isSymbolicLink()).toBe(true);
+    expect(readFileSync(join(tmp.dir, 'target.txt'), 'utf8')).toBe('');
+    // a link to an input is the input: never written to
+    symlinkSync(file, join(tmp.dir, 'input-link'));
+    const self = await up([file, '--url', emu.url, '--rejects', join(tmp.dir, 'input-link'), '--restart']);
+    expect(self).toMatchObject({ status: 2, stderr: expect.stringMatching(/--rejects .*input-link is also an input file/) });
     expect(spawnSync('mkfifo', [join(tmp.dir, 'fifo')]).status).toBe(0);
     const validate = await runCli(['validate', file, '--rejects', join(tmp.dir, 'fifo')], { cwd: tmp.dir });
     expect(validate.status).toBe(0);
