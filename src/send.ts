@@ -1,7 +1,7 @@
 // `track upload` over the network: the planned requests of upload() delivered by the transport,
 // with the resume journal of the target wrapped around both (rows it settled are skipped on
 // --resume; a run the journal already holds is not sent again by accident).
-import { readdir, stat } from 'node:fs/promises';
+import { appendFile, readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { STDIN, checkReadable } from './input/source.js';
@@ -119,8 +119,10 @@ async function checkRerun(journalPath: string, target: string, inputs: readonly 
   const suffix = `.${targetSlug(new URL(target))}.journal`;
   for (const folder of folders) {
     const names = await readdir(folder).catch(() => [] as string[]);
-    for (const name of names.filter((n) => n.endsWith(suffix))) {
-      const path = join(folder, name);
+    const beside = names.filter((n) => n.endsWith(suffix)).map((name) => join(folder, name));
+    // journals kept beside an input in another folder, which named this folder's files too
+    const elsewhere = names.includes(JOURNALS_NOTE) ? await journalsNoted(join(folder, JOURNALS_NOTE), target) : [];
+    for (const path of new Set([...beside, ...elsewhere])) {
       if (resolve(path) === resolve(journalPath)) continue;
       const found = await readableJournal(path);
       const files = found === undefined ? [] : overlap(found);
@@ -131,6 +133,39 @@ async function checkRerun(journalPath: string, target: string, inputs: readonly 
   return touchedFiles(own).length === 0
     ? `the journal ${journalPath} of an earlier run that sent nothing was replaced`
     : `the journal ${journalPath} of an earlier upload of other files (or of these files before they changed) was replaced`;
+}
+
+/**
+ * A journal holds rows of files in several folders but lies beside the first only; each other
+ * folder gets a line in this file naming it, so that a later run of those files alone finds it.
+ */
+const JOURNALS_NOTE = '.track-journals';
+
+/** The journals of this target a folder's note names. */
+async function journalsNoted(path: string, target: string): Promise<string[]> {
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return [];
+  const text = await readFile(path, 'utf8').catch(() => '');
+  const paths: string[] = [];
+  for (const line of text.split('\n')) {
+    try {
+      const entry = JSON.parse(line) as { journal?: unknown; target?: unknown };
+      if (typeof entry.journal === 'string' && entry.target === target) paths.push(entry.journal);
+    } catch {
+      // a line cut short or edited: passed over
+    }
+  }
+  return paths;
+}
+
+/** Notes the journal in every folder of the inputs but its own (best effort: a folder may be read-only). */
+async function noteJournal(journalPath: string, target: string, inputs: readonly string[]): Promise<void> {
+  const home = dirname(resolve(journalPath));
+  const folders = new Set(inputs.map((file) => dirname(resolve(file))).filter((folder) => folder !== home));
+  for (const folder of folders) {
+    const note = join(folder, JOURNALS_NOTE);
+    if ((await journalsNoted(note, target)).includes(resolve(journalPath))) continue;
+    await appendFile(note, `${JSON.stringify({ journal: resolve(journalPath), target })}\n`).catch(() => undefined);
+  }
 }
 
 /** The journal must be a regular file (or none yet) in a folder this run can write. */
@@ -164,8 +199,11 @@ export async function send(options: SendOptions): Promise<UploadSummary<Delivery
         ? undefined
         : {
             resume: options.resume === true,
-            open: (beforeSettling) =>
-              openJournal({ path: journalPath, files: options.inputs, target, resume: options.resume === true, beforeSettling }),
+            open: async (beforeSettling) => {
+              const journal = await openJournal({ path: journalPath, files: options.inputs, target, resume: options.resume === true, beforeSettling });
+              await noteJournal(journalPath, target, options.inputs);
+              return journal;
+            },
           },
       deliver: (requests, io) =>
         deliver(requests, {

@@ -105,6 +105,20 @@ describe('no accidental second run', () => {
     expect(resumed).toMatchObject({ skipped: 120, requests: 0 });
   });
 
+  it('refuses the files of another folder given alone, when the journal that holds them lies beside the first input', async () => {
+    const emu = await emulator();
+    mkdirSync(join(tmp.dir, 'attrs'));
+    mkdirSync(join(tmp.dir, 'events'));
+    const users = join(tmp.dir, 'attrs', 'users.csv');
+    writeFileSync(users, 'external_id,plan\nuser-1,gold\n');
+    const events = writeEventsCsv(join(tmp.dir, 'events'), 20);
+    expect((await up([users, events, '--url', emu.url, '--quiet'])).status).toBe(0);
+    const alone = await up([events, '--url', emu.url]);
+    expect(alone.status).toBe(2);
+    expect(alone.stderr).toMatch(/its journal is .*attrs\/users\.127\.0\.0\.1-\d+\.journal/);
+    expect(storedNs(emu)).toEqual(range(20));
+  });
+
   it('lets a run that sent nothing be run again, and a resume of it counts nothing as possibly duplicated', async () => {
     const file = eventsCsv(200);
     const refused = await up([file, '--url', 'http://127.0.0.1:9', '--retries', '0', '--quiet']);
