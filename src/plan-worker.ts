@@ -3,7 +3,7 @@
 // and sending use a core each. Everything it posts is plain data; the bytes of a request are
 // transferred.
 import { parentPort, workerData } from 'node:worker_threads';
-import { createRangeSet, type RangeSet } from './transport/range-set.js';
+import { createRangeSet, type RangeSet } from './transport/resume/range-set.js';
 import { CsvRowOrigin } from './mapping/csv-rows.js';
 import type { PlannedRequest, RejectRecord } from './model/plan.js';
 import { ARRAY_NAMES } from './model/types.js';

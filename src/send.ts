@@ -6,7 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
 import { STDIN, checkReadable } from './input/source.js';
 import { createTrackClient, deliver, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary } from './transport/index.js';
-import { findJournal, identifyFile, openJournal, rowsInDoubt, type ParsedJournal } from './transport/journal.js';
+import { findJournal, identifyFile, openJournal, rowsInDoubt, type ParsedJournal } from './transport/resume/journal.js';
 import { checkWritable, isOneOf, upload, type UploadOptions, type UploadSummary } from './upload.js';
 
 export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'journal'> {

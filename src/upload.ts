@@ -11,9 +11,9 @@ import type { PlannedRequest, RejectRecord } from './model/plan.js';
 import type { Plan, PlanOptions } from './plan.js';
 import type { PlanSummary } from './plan-summary.js';
 import { planInWorker } from './plan-thread.js';
-import type { Journal } from './transport/journal.js';
-import { lineLedger } from './transport/line-ledger.js';
-import { createRangeSet, type RangeSet } from './transport/range-set.js';
+import type { Journal } from './transport/resume/journal.js';
+import { lineLedger } from './transport/resume/line-ledger.js';
+import { createRangeSet, type RangeSet } from './transport/resume/range-set.js';
 
 export type { FileSummary, PlanSummary } from './plan-summary.js';
 export type { Plan, PlanOptions } from './plan.js';

@@ -15,8 +15,8 @@ export { createTrackClient, resolveEndpoint, DEFAULT_TIMEOUT_MS } from './http-c
 export type { TrackClient, TrackClientOptions, PostResult } from './http-client.js';
 export { createPacer, DEFAULT_WINDOW_MARGIN_MS } from './pacer.js';
 export type { Pacer, PacerOptions } from './pacer.js';
-export { openJournal, readJournal, identifyFile } from './journal.js';
-export type { Journal, JournalOptions, FileIdentity, SettledItems } from './journal.js';
+export { openJournal, readJournal, identifyFile } from './resume/journal.js';
+export type { Journal, JournalOptions, FileIdentity, SettledItems } from './resume/journal.js';
 export { backoffDelay, backoffCeiling, DEFAULT_BACKOFF } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { parseRateLimit, parseRetryAfter, parseReset, rateLimitWaitMs } from './rate-limit-headers.js';

@@ -8,9 +8,9 @@
 import { statSync, writeSync } from 'node:fs';
 import { open, readFile, stat, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { InputError, OutputError } from '../errors.js';
-import type { ArrayName } from '../model/types.js';
-import type { ItemLines, ItemOrigin } from '../model/plan.js';
+import { InputError, OutputError } from '../../errors.js';
+import type { ArrayName } from '../../model/types.js';
+import type { ItemLines, ItemOrigin } from '../../model/plan.js';
 import { createRangeSet, difference, type RangeSet } from './range-set.js';
 import {
   againLine,
