@@ -174,7 +174,7 @@ async function rejectsSoFar(path: string): Promise<Set<string>> {
 }
 
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
-function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { readonly opened: boolean; open(): Promise<void> } {
+function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { open(): Promise<void> } {
   let writer: Promise<NdjsonWriter> | undefined;
   const get = (): Promise<NdjsonWriter> => (writer ??= openNdjsonWriter(path, what, { append }));
   let count = 0;
@@ -182,9 +182,6 @@ function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter &
     path,
     get count() {
       return count;
-    },
-    get opened() {
-      return writer !== undefined;
     },
     /** Opens (creates, or empties) the file with no line written. */
     async open() {
