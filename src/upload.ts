@@ -13,7 +13,6 @@ import type { PlanSummary } from './plan-summary.js';
 import { planInWorker } from './plan-thread.js';
 import type { Journal } from './transport/resume/journal.js';
 import { lineLedger } from './transport/resume/line-ledger.js';
-import { createRangeSet, type RangeSet } from './transport/resume/range-set.js';
 
 export type { FileSummary, PlanSummary } from './plan-summary.js';
 export type { Plan, PlanOptions } from './plan.js';
@@ -262,7 +261,7 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
         (await import('./plan.js')).planRequests({
           ...planOptions,
           skipRow: journal === undefined ? undefined : (file, line) => journal.skipRow(file, line),
-          rejectRow: rejectInDoubt ? (file, line) => inDoubtLines(journal, file).has(line) : undefined,
+          rejectRow: rejectInDoubt ? (file, line) => journal.inDoubtRow(file, line) : undefined,
           skipItem: journal === undefined ? undefined : (file, line, item) => journal.settledItems(file).get(line)?.has(item) ?? false,
         });
   let readAll = false;
@@ -336,20 +335,6 @@ export async function upload<D = unknown>(options: UploadOptions<D>): Promise<Up
     interrupted: !readAll && options.stopSignal?.aborted === true,
     fatal,
   };
-}
-
-const doubtCache = new WeakMap<Journal, Map<string, RangeSet>>();
-/** The lines of a file an earlier run left in doubt, as a set (built once per file). */
-function inDoubtLines(journal: Journal, file: string): RangeSet {
-  let files = doubtCache.get(journal);
-  if (files === undefined) doubtCache.set(journal, (files = new Map()));
-  let set = files.get(file);
-  if (set === undefined) {
-    set = createRangeSet();
-    for (const [start, end] of journal.inDoubtRanges(file)) set.add(start, end);
-    files.set(file, set);
-  }
-  return set;
 }
 
 /** A delivery that left requests unsettled (stopped, aborted, failed). */

@@ -73,6 +73,14 @@ export interface DeliverOptions {
   windowMarginMs?: number;
 }
 
+/** Why a request given up got no verdict from the server, for the summary. */
+function notDeliveredReason(outcome: Extract<SendOutcome, { kind: 'fatal' | 'abandoned' }>): string {
+  if (outcome.error !== undefined) return outcome.error.message;
+  if (outcome.kind === 'abandoned' && outcome.reason !== undefined) return `stopped while waiting to try again (${outcome.reason})`;
+  if (outcome.rateLimited > 0) return 'stopped while waiting out a 429 (rate limited)';
+  return outcome.attempts > 0 ? 'stopped before it was answered' : 'stopped before it was sent';
+}
+
 function positiveInteger(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be a whole number of at least 1`);
   return value;
@@ -172,22 +180,9 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
     }
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
       summary.requestsAbandoned += 1;
-      const reason =
-        outcome.kind === 'fatal'
-          ? outcome.error.message
-          : outcome.error !== undefined
-            ? outcome.error.message
-            : outcome.reason !== undefined
-              ? `stopped while waiting to try again (${outcome.reason})`
-              : outcome.rateLimited > 0
-                ? 'stopped while waiting out a 429 (rate limited)'
-                : outcome.attempts > 0
-                  ? 'stopped before it was answered'
-                  : 'stopped before it was sent';
-      notDelivered(reason);
+      notDelivered(notDeliveredReason(outcome));
       if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
-      if (outcome.kind === 'fatal') fail(outcome.error);
-      else if (outcome.error !== undefined) fail(outcome.error);
+      if (outcome.error !== undefined) fail(outcome.error);
       return;
     }
     if (outcome.kind !== 'unknown-rejected') {

@@ -62,6 +62,8 @@ export interface Journal {
   settledItems(file: string): ReadonlyMap<number, ReadonlySet<number>>;
   /** Rows an earlier run sent and never saw settled: they may have reached the server. */
   inDoubtRanges(file: string): Array<[number, number]>;
+  /** True when an earlier run sent this row and never saw it settled. */
+  inDoubtRow(file: string, line: number): boolean;
   /** How many rows earlier runs left in doubt, across the files. */
   readonly inDoubt: number;
   /** How many distinct rows of this request an earlier run left in doubt (sending them again may duplicate them). */
@@ -405,7 +407,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (inDoubt === 0) return 0;
     const rows = new Set<string>();
     forEachRow(request, (file, line) => {
-      if (doubtEarlier.get(absolute(file))?.has(line) === true) rows.add(`${line}\u0000${file}`);
+      if (doubtEarlier.get(absolute(file))?.has(line) ?? false) rows.add(`${line}\u0000${file}`);
     });
     return rows.size;
   };
@@ -427,6 +429,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     settledRanges: (file) => earlierFor(file)?.ranges() ?? [],
     settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
     inDoubtRanges: (file) => doubtEarlier.get(absolute(file))?.ranges() ?? [],
+    inDoubtRow: (file, line) => doubtEarlier.get(absolute(file))?.has(line) ?? false,
     inDoubt,
     unreported: previous.unreported,
     inDoubtRows,
