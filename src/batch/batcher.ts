@@ -5,7 +5,7 @@
 // before one that holds an earlier item of theirs, nor in the same request in an array processed
 // before that earlier item's (decisions.md: attributes, then events, then purchases).
 import { limitViolation, type BatchLimits } from '../model/limits.js';
-import type { ItemOrigin, PlannedRequest } from '../model/plan.js';
+import type { ItemOrigin, PlannedRequest } from '../model/request.js';
 import type { ArrayName, TrackRequest } from '../model/types.js';
 
 export interface BatchEntry {

@@ -3,7 +3,7 @@
 // constant memory. A row holding bytes not valid in the file's encoding says so (see decode.ts).
 import Papa from 'papaparse';
 import { InputError } from '../errors.js';
-import { CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../model/plan.js';
+import { CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../model/csv-reasons.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 
 export type CsvRecord =

@@ -1,6 +1,6 @@
-// CSV rows -> items: the header (after --map) is read once into a plan, then each row's cells are
+// CSV rows -> items: the header (after --map) is read once into a CsvHeader, then each row's cells are
 // read through it. An empty cell leaves its field out; a cell reading `null` removes the field.
-import type { ItemOrigin } from '../model/plan.js';
+import type { ItemOrigin } from '../model/request.js';
 import type { ArrayName } from '../model/types.js';
 import { CellProblem, type CellReader } from './cells.js';
 import type { ColumnMap } from './column-map.js';
@@ -22,7 +22,7 @@ export interface CsvColumn {
   read: CellReader;
 }
 
-export interface CsvPlan {
+export interface CsvHeader {
   kind: ArrayName;
   /** How many cells every row has. */
   width: number;
@@ -34,9 +34,9 @@ export interface CsvPlan {
   mapRow: RowMapper;
 }
 
-export type CsvPlanResult = { ok: true; plan: CsvPlan; notes: string[] } | { ok: false; problems: string[] };
+export type CsvHeaderResult = { ok: true; header: CsvHeader; notes: string[] } | { ok: false; problems: string[] };
 
-export interface CsvPlanOptions {
+export interface CsvHeaderOptions {
   kind?: ArrayName;
   map?: ColumnMap;
 }
@@ -48,7 +48,7 @@ function fixedProblem(message: string): CellReader {
   return () => problem;
 }
 
-export function planCsv(header: readonly string[], options: CsvPlanOptions = {}): CsvPlanResult {
+export function readCsvHeader(header: readonly string[], options: CsvHeaderOptions = {}): CsvHeaderResult {
   const problems: string[] = [];
   const notes: string[] = [];
   const keys: Array<string | undefined> = [];
@@ -140,7 +140,7 @@ export function planCsv(header: readonly string[], options: CsvPlanOptions = {})
   let fixedBytes = 2;
   for (const column of columns) fixedBytes += 6 * column.field.length + 8 * column.path.length + 16;
   const mapRow = rowMapper(columns);
-  return { ok: true, plan: { kind, width: header.length, columns, keys, fixedBytes, mapRow }, notes };
+  return { ok: true, header: { kind, width: header.length, columns, keys, fixedBytes, mapRow }, notes };
 }
 
 export interface MappedRow {
@@ -156,26 +156,26 @@ export interface MappedRow {
  * takes more than 6 bytes of JSON (`\u001f`), and no reader makes a value longer than that (a
  * number such as 1e20 written out grows most, to 21 bytes from 4).
  */
-export function jsonBytesBound(plan: CsvPlan, cells: readonly string[]): number {
+export function jsonBytesBound(header: CsvHeader, cells: readonly string[]): number {
   let chars = 0;
   for (const cell of cells) chars += cell.length;
-  return plan.fixedBytes + 6 * chars;
+  return header.fixedBytes + 6 * chars;
 }
 
 /** The wrong width of a row, as its error, or undefined when it has a cell for every column. */
-export function widthProblem(plan: CsvPlan, cells: readonly string[]): string | undefined {
-  if (cells.length === plan.width) return undefined;
-  return `row: has ${cells.length} ${cells.length === 1 ? 'cell' : 'cells'}; the header has ${plan.width} columns`;
+export function widthProblem(header: CsvHeader, cells: readonly string[]): string | undefined {
+  if (cells.length === header.width) return undefined;
+  return `row: has ${cells.length} ${cells.length === 1 ? 'cell' : 'cells'}; the header has ${header.width} columns`;
 }
 
-export function mapCsvRow(plan: CsvPlan, cells: readonly string[]): MappedRow {
-  const mapping = plan.mapRow(cells);
+export function mapCsvRow(header: CsvHeader, cells: readonly string[]): MappedRow {
+  const mapping = header.mapRow(cells);
   const { item, refused } = mapping;
   if (refused === undefined) return mapping;
   return {
     item,
-    errors: refused.map(([i, problem]) => `${plan.columns[i].label}: ${problem.message}`),
-    failed: refused.map(([i]) => plan.columns[i].field),
+    errors: refused.map(([i, problem]) => `${header.columns[i].label}: ${problem.message}`),
+    failed: refused.map(([i]) => header.columns[i].field),
   };
 }
 
@@ -183,16 +183,16 @@ export function mapCsvRow(plan: CsvPlan, cells: readonly string[]): MappedRow {
  * A row as the rejects file shows it: each cell's text under its header (after --map), so it can be
  * fixed and read again. A row of the wrong width keeps what does not fit under the marker keys.
  */
-export function csvRowObject(plan: Pick<CsvPlan, 'keys' | 'width'>, cells: readonly string[]): Record<string, unknown> {
+export function csvRowObject(header: Pick<CsvHeader, 'keys' | 'width'>, cells: readonly string[]): Record<string, unknown> {
   const row: Record<string, unknown> = {};
-  const shared = Math.min(cells.length, plan.width);
+  const shared = Math.min(cells.length, header.width);
   for (let i = 0; i < shared; i += 1) {
-    const key = plan.keys[i];
+    const key = header.keys[i];
     if (key !== undefined) row[key] = cells[i];
   }
-  if (cells.length > plan.width) row[EXTRA_CELLS_KEY] = cells.slice(plan.width);
-  if (cells.length < plan.width) {
-    row[MISSING_COLUMNS_KEY] = plan.keys.slice(cells.length).filter((key): key is string => key !== undefined);
+  if (cells.length > header.width) row[EXTRA_CELLS_KEY] = cells.slice(header.width);
+  if (cells.length < header.width) {
+    row[MISSING_COLUMNS_KEY] = header.keys.slice(cells.length).filter((key): key is string => key !== undefined);
   }
   return row;
 }
@@ -214,7 +214,7 @@ export class CsvRowOrigin implements ItemOrigin {
   constructor(
     readonly file: string,
     readonly line: number,
-    readonly plan: CsvPlan,
+    readonly header: CsvHeader,
     cells: readonly string[],
   ) {
     if (cells.length <= WIDE_ROW_CELLS) this.#cells = cells;
@@ -250,7 +250,7 @@ export class CsvRowOrigin implements ItemOrigin {
   }
 
   get row(): Record<string, unknown> {
-    return csvRowObject(this.plan, this.cells);
+    return csvRowObject(this.header, this.cells);
   }
 
   toJSON(): ItemOrigin {

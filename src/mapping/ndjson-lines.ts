@@ -3,9 +3,9 @@
 // whose row is read again the way its own file was (CSV rows by their headers).
 import { inexactNumberIn } from '../model/exact-numbers.js';
 import { IDENTIFIER_FIELDS } from '../model/fields.js';
-import { CSV_ROW_TEXT, isCsvTextReason } from '../model/plan.js';
+import { CSV_ROW_TEXT, isCsvTextReason } from '../model/csv-reasons.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
-import { mapCsvRow, planCsv, type CsvPlan } from './csv-rows.js';
+import { mapCsvRow, readCsvHeader, type CsvHeader } from './csv-rows.js';
 import { inferKind, isKind } from './kind.js';
 
 /** An item to check, or a part of a line that is no item at all. */
@@ -53,22 +53,22 @@ export interface LineMapperOptions {
   kind?: ArrayName;
 }
 
-/** Maps parsed NDJSON lines to items; keeps the plans of fed-back CSV rows' headers between calls. */
+/** Maps parsed NDJSON lines to items; keeps what it read of fed-back CSV rows' headers between calls. */
 export function createLineMapper(options: LineMapperOptions = {}): (value: unknown) => LineItem[] {
-  const plans = new Map<string, CsvPlan | string[]>();
+  const headers = new Map<string, CsvHeader | string[]>();
 
   const csvRow = (row: Obj, kind: ArrayName | undefined): LineItem => {
     const header = Object.keys(row);
     const cacheKey = `${kind ?? ''}\u0000${header.join('\u0000')}`;
-    let plan = plans.get(cacheKey);
-    if (plan === undefined) {
-      const result = planCsv(header, { kind });
-      plan = result.ok ? result.plan : result.problems.map((p) => `row: ${p}`);
-      if (plans.size > 1000) plans.clear();
-      plans.set(cacheKey, plan);
+    let parsed = headers.get(cacheKey);
+    if (parsed === undefined) {
+      const result = readCsvHeader(header, { kind });
+      parsed = result.ok ? result.header : result.problems.map((p) => `row: ${p}`);
+      if (headers.size > 1000) headers.clear();
+      headers.set(cacheKey, parsed);
     }
-    if (Array.isArray(plan)) return { kind: kind ?? 'unknown', row, errors: plan };
-    return { kind: plan.kind, row, ...mapCsvRow(plan, header.map((key) => cellText(row[key]))) };
+    if (Array.isArray(parsed)) return { kind: kind ?? 'unknown', row, errors: parsed };
+    return { kind: parsed.kind, row, ...mapCsvRow(parsed, header.map((key) => cellText(row[key]))) };
   };
 
   const itemsOf = (value: unknown, kind: ArrayName | undefined, depth: number): LineItem[] => {

@@ -6,6 +6,7 @@ export * from './fields.js';
 export * from './identity.js';
 export * from './time.js';
 export * from './validate.js';
-export * from './plan.js';
+export * from './request.js';
+export * from './csv-reasons.js';
 export * from './shape.js';
 export * from './places.js';

@@ -2,13 +2,14 @@
 // retried through failures, each final outcome journaled and its rejected items handed back.
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
-import type { PlannedRequest, RejectRecord } from '../model/plan.js';
+import type { RejectRecord } from '../model/request.js';
 import { ARRAY_NAMES } from '../model/types.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
 import { systemClock, type Clock } from './clock.js';
 import type { TrackClient } from './http-client.js';
 import { createPacer, type Pacer } from './pacer.js';
-import { distinctRows, itemCounts, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
+import { distinctRows, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
+import { itemCounts, jsonBytes, requestJson, type RequestToSend } from './request.js';
 import { sendRequest, type DeliveryNotice, type OnUnknown, type SendContext, type SendOutcome } from './send-request.js';
 import { addWarning, emptySummary, progressOf, type DeliveryProgress, type DeliverySummary } from './summary.js';
 import { createUserOrder, type Turn } from './user-order.js';
@@ -43,15 +44,15 @@ export interface DeliverOptions {
   onUnknown?: OnUnknown;
   /** Where settled rows are recorded (see openJournal). */
   journal?: {
-    record(request: PlannedRequest): void;
+    record(request: RequestToSend): void;
     flush(): Promise<void>;
   };
   /** Awaited before a request is first posted (the journal records its rows as sent); a failure stops the run, the request unsent. */
-  beforeFirstPost?: (request: PlannedRequest) => Promise<void>;
+  beforeFirstPost?: (request: RequestToSend) => Promise<void>;
   /** Rows of a request that an earlier run may have delivered already: counted as possibly duplicated when it is posted. */
-  inDoubtRows?: (request: PlannedRequest) => number;
+  inDoubtRows?: (request: RequestToSend) => number;
   /** A request recorded as sent (beforeFirstPost) that certainly was not applied: it never left, or was refused unapplied. */
-  notApplied?: (request: PlannedRequest) => void;
+  notApplied?: (request: RequestToSend) => void;
   /** Told before a request is posted again after an outcome that could not be known, with the rows that may be doubled. */
   sentAgain?: (rows: number) => void;
   /** Rows earlier runs sent again and never reported (killed first): counted in this run's possibly duplicated. */
@@ -86,7 +87,7 @@ function positiveInteger(name: string, value: number): number {
   return value;
 }
 
-export async function deliver(requests: AsyncIterable<PlannedRequest>, options: DeliverOptions): Promise<DeliverySummary> {
+export async function deliver(requests: AsyncIterable<RequestToSend>, options: DeliverOptions): Promise<DeliverySummary> {
   const clock = options.clock ?? systemClock;
   const concurrency = positiveInteger('concurrency', options.concurrency ?? DEFAULT_CONCURRENCY);
   const retries = options.retries ?? DEFAULT_RETRIES;
@@ -164,7 +165,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
   };
 
   /** Counts an outcome, hands back its rejects, and journals its rows when it is final. `marked`: recorded as sent. */
-  const settle = async (request: PlannedRequest, outcome: SendOutcome, marked: boolean): Promise<void> => {
+  const settle = async (request: RequestToSend, outcome: SendOutcome, marked: boolean): Promise<void> => {
     summary.attempts += outcome.attempts;
     summary.retries += outcome.retries;
     summary.rateLimited += outcome.rateLimited;
@@ -199,7 +200,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
   };
 
   const settleFinal = async (
-    request: PlannedRequest,
+    request: RequestToSend,
     outcome: Extract<SendOutcome, { kind: 'accepted' | 'rejected' | 'unknown-rejected' }>,
     counts: ReturnType<typeof itemCounts>,
   ): Promise<void> => {
@@ -224,7 +225,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
     options.journal?.record(request);
   };
 
-  const run = async (request: PlannedRequest, turn: Turn): Promise<void> => {
+  const run = async (request: RequestToSend, turn: Turn): Promise<void> => {
     try {
       await turn.ready;
       await limit(async () => {
@@ -237,7 +238,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
         try {
           const before = options.beforeFirstPost;
           let marked = false;
-          const outcome = await sendRequest(request.json ?? JSON.stringify(request.body), request.seq, ctx, {
+          const outcome = await sendRequest(requestJson(request), request.seq, ctx, {
             beforeFirstPost:
               before &&
               (async () => {
@@ -288,7 +289,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
         continue;
       }
       // not Promise.race with one long-lived promise: that would keep a reaction per request
-      const next = await new Promise<IteratorResult<PlannedRequest> | 'stopped'>((resolve, reject) => {
+      const next = await new Promise<IteratorResult<RequestToSend> | 'stopped'>((resolve, reject) => {
         stopWhileReading = () => resolve('stopped');
         iterator.next().then(resolve, reject);
       });
@@ -300,7 +301,7 @@ export async function deliver(requests: AsyncIterable<PlannedRequest>, options: 
       }
       summary.requestsPulled += 1;
       const request = next.value;
-      const bytes = request.json?.byteLength ?? 0;
+      const bytes = jsonBytes(request);
       heldBytes += bytes;
       const task = run(request, order.enter(request.userKeys)).finally(() => {
         heldBytes -= bytes;

@@ -16,7 +16,9 @@ export type { TrackClient, TrackClientOptions, PostResult } from './http-client.
 export { createPacer, DEFAULT_WINDOW_MARGIN_MS } from './pacer.js';
 export type { Pacer, PacerOptions } from './pacer.js';
 export { openJournal, readJournal, identifyFile } from './resume/journal.js';
-export type { Journal, JournalOptions, FileIdentity, SettledItems } from './resume/journal.js';
+export type { Journal, JournalOptions, FileIdentity } from './resume/journal.js';
+export { requestJson, itemCounts } from './request.js';
+export type { RequestToSend, SettledRequest, ItemLines, KindCounts } from './request.js';
 export { backoffDelay, backoffCeiling, DEFAULT_BACKOFF } from './backoff.js';
 export type { BackoffPolicy } from './backoff.js';
 export { parseRateLimit, parseRetryAfter, parseReset, rateLimitWaitMs } from './rate-limit-headers.js';

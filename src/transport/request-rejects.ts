@@ -1,23 +1,11 @@
 // Turns the server's verdict on items back into rows of the input: minor errors of a 201 are
 // joined through input_array and index to the item's origin (decisions.md "Wire format").
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
-import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from '../model/plan.js';
-
-export type KindCounts = Record<ArrayName, number>;
-
-export function itemCounts(request: PlannedRequest): KindCounts {
-  const counts = request.lines?.counts;
-  if (counts !== undefined) return { attributes: counts[0], events: counts[1], purchases: counts[2] };
-  // the origins run parallel to the items, and unlike the body they are never left as JSON text
-  return {
-    attributes: request.origins.attributes.length,
-    events: request.origins.events.length,
-    purchases: request.origins.purchases.length,
-  };
-}
+import { rejectRecord, type ItemOrigin, type RejectRecord } from '../model/request.js';
+import type { KindCounts, RequestToSend } from './request.js';
 
 /** Distinct (file, line) rows behind a request's items. */
-export function distinctRows(request: PlannedRequest): number {
+export function distinctRows(request: RequestToSend): number {
   const rows = new Set<string>();
   for (const kind of ARRAY_NAMES) for (const o of request.origins[kind] ?? []) rows.add(`${o.file}\u0000${o.line}`);
   return rows.size;
@@ -33,7 +21,7 @@ function rejectOf(origin: ItemOrigin, kind: ArrayName, errors: string[]): Reject
  * item (decisions.md "Wire format"), each item gets its own reasons, as the errors of a 201; an item
  * no entry names (nothing of the request was applied) gets the server's message.
  */
-export function wholeRequestRejects(request: PlannedRequest, message: string, errors?: unknown[]): RejectRecord[] {
+export function wholeRequestRejects(request: RequestToSend, message: string, errors?: unknown[]): RejectRecord[] {
   const named = errors === undefined ? new Map<string, string[]>() : reasonsByItem(request, errors).reasons;
   const rejects: RejectRecord[] = [];
   for (const kind of ARRAY_NAMES) {
@@ -57,7 +45,7 @@ function isArrayName(value: unknown): value is ArrayName {
 }
 
 /** The reasons the entries give each item they name ("array:index", in the order first named), and those naming none. */
-function reasonsByItem(request: PlannedRequest, errors: unknown[]): { reasons: Map<string, string[]>; unmatched: string[] } {
+function reasonsByItem(request: RequestToSend, errors: unknown[]): { reasons: Map<string, string[]>; unmatched: string[] } {
   const reasons = new Map<string, string[]>();
   const unmatched: string[] = [];
   for (const entry of errors) {
@@ -76,7 +64,7 @@ function reasonsByItem(request: PlannedRequest, errors: unknown[]): { reasons: M
   return { reasons, unmatched };
 }
 
-export function joinMinorErrors(request: PlannedRequest, errors: unknown): MinorErrorJoin {
+export function joinMinorErrors(request: RequestToSend, errors: unknown): MinorErrorJoin {
   const rejectedPerKind: KindCounts = { attributes: 0, events: 0, purchases: 0 };
   if (!Array.isArray(errors) || errors.length === 0) return { rejects: [], rejectedPerKind, unmatched: [] };
   const { reasons, unmatched } = reasonsByItem(request, errors);

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createBatcher, soloBodyBytes, type BatchEntry, type BatcherOptions } from '../../src/batch/batcher.js';
 import { textHash } from '../../src/model/identity.js';
 import { limitViolation, resolveLimits } from '../../src/model/limits.js';
-import type { PlannedRequest } from '../../src/model/plan.js';
+import type { PlannedRequest } from '../../src/model/request.js';
 import { ARRAY_NAMES, type ArrayName } from '../../src/model/types.js';
 
 const RANK: Record<ArrayName, number> = { attributes: 0, events: 1, purchases: 2 };

@@ -1,16 +1,16 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { ArrayName } from '../../src/model/types.js';
-import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, planCsv, type CsvPlan } from '../../src/mapping/csv-rows.js';
+import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, readCsvHeader, type CsvHeader } from '../../src/mapping/csv-rows.js';
 
-function plan(header: string[], options: { kind?: ArrayName; map?: Map<string, string | null> } = {}): CsvPlan {
-  const result = planCsv(header, options);
+function plan(header: string[], options: { kind?: ArrayName; map?: Map<string, string | null> } = {}): CsvHeader {
+  const result = readCsvHeader(header, options);
   if (!result.ok) throw new Error(result.problems.join('; '));
-  return result.plan;
+  return result.header;
 }
 
 function problems(header: string[], options: { kind?: ArrayName } = {}): string[] {
-  const result = planCsv(header, options);
+  const result = readCsvHeader(header, options);
   return result.ok ? [] : result.problems;
 }
 

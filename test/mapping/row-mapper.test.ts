@@ -3,13 +3,13 @@
 // back as they were.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CsvRowOrigin, mapCsvRow, planCsv, type CsvPlan } from '../../src/mapping/csv-rows.js';
+import { CsvRowOrigin, mapCsvRow, readCsvHeader, type CsvHeader } from '../../src/mapping/csv-rows.js';
 import { compileRowMapper, loopRowMapper, MAX_COMPILED_COLUMNS } from '../../src/mapping/row-mapper.js';
 
-function plan(header: string[]): CsvPlan {
-  const result = planCsv(header, {});
+function plan(header: string[]): CsvHeader {
+  const result = readCsvHeader(header, {});
   if (!result.ok) throw new Error(result.problems.join('; '));
-  return result.plan;
+  return result.header;
 }
 
 const HEADER = ['external_id', 'first_name', 'visits:inc', 'tags:add', 'prefs:json', 'address.city', 'address.zip:string', 'score', 'seen:time', 'ok:boolean', ''];

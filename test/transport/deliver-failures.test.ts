@@ -1,7 +1,7 @@
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DeliveryError, InputError } from '../../src/errors.js';
-import type { PlannedRequest } from '../../src/model/plan.js';
+import type { PlannedRequest } from '../../src/model/request.js';
 import { deliver } from '../../src/transport/deliver.js';
 import { createTrackClient, type TrackClient } from '../../src/transport/http-client.js';
 import { startFaultServer, type FaultAction, type FaultServer } from '../helpers/fault-server.js';

@@ -1,6 +1,6 @@
 // Shared pieces of the delivery tests: a client on the fault server, a journal that remembers,
 // and counting how often each row reached the server.
-import type { ItemOrigin, PlannedRequest, RejectRecord } from '../../src/model/plan.js';
+import type { ItemOrigin, PlannedRequest, RejectRecord } from '../../src/model/request.js';
 import { createTrackClient, type TrackClient } from '../../src/transport/http-client.js';
 import type { FaultServer } from '../helpers/fault-server.js';
 import { rowOf } from './plan.js';

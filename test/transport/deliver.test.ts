@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { PlannedRequest } from '../../src/model/plan.js';
+import type { PlannedRequest } from '../../src/model/request.js';
 import { deliver } from '../../src/transport/deliver.js';
 import type { TrackClient } from '../../src/transport/http-client.js';
 import { startFaultServer, type FaultAction, type FaultServer } from '../helpers/fault-server.js';

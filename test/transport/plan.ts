@@ -1,6 +1,6 @@
 // Synthetic plans for delivery tests: every item carries its row number, so a test can count how
 // often each row reached the server.
-import type { PlannedRequest, ItemOrigin } from '../../src/model/plan.js';
+import type { PlannedRequest, ItemOrigin } from '../../src/model/request.js';
 import { textHash } from '../../src/model/identity.js';
 import type { AttributesObject, EventObject } from '../../src/model/types.js';
 

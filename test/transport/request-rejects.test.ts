@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { distinctRows, itemCounts, joinMinorErrors, wholeRequestRejects } from '../../src/transport/request-rejects.js';
+import { distinctRows, joinMinorErrors, wholeRequestRejects } from '../../src/transport/request-rejects.js';
+import { itemCounts } from '../../src/transport/request.js';
 import { buildPlan } from './plan.js';
 
 describe('joining minor errors back to rows', () => {
@@ -36,7 +37,7 @@ describe('joining minor errors back to rows', () => {
     expect(joined.unmatched).toHaveLength(3);
   });
 
-  it('names the place in its line of an item from a line of several (a request-shaped NDJSON line)', () => {
+  it('names the place in its line of an item of a RequestLine (a request-shaped NDJSON line)', () => {
     const row = { external_id: 'u9', name: 'e' };
     const origins = { attributes: [], events: [0, 1, 2].map((item) => ({ file: 'r.ndjson', line: 7, row, item })), purchases: [] };
     const fromLine = { ...request, origins };

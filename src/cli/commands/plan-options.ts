@@ -6,7 +6,7 @@ import { resolveLimits, type LimitProfileName } from '../../model/limits.js';
 import type { ArrayName } from '../../model/types.js';
 import { INPUT_ENCODINGS, type InputEncoding } from '../../input/decode.js';
 import type { InputFormat } from '../../input/source.js';
-import type { UploadOptions } from '../../upload.js';
+import type { UploadOptions } from '../../upload/upload.js';
 
 export interface PlanFlags {
   format?: InputFormat;
@@ -55,8 +55,8 @@ export function addPlanOptions(command: Command): Command {
     .option('--json', 'print the summary as JSON');
 }
 
-/** The options of upload() the flags ask for; `stdin` and `deliver` are added by the caller. */
-export function planOptionsFrom(files: string[], flags: PlanFlags, dryRun: boolean): UploadOptions {
+/** The options of upload() the flags ask for; `stdin` and where to send are added by the caller. */
+export function planOptionsFrom(files: string[], flags: PlanFlags): UploadOptions {
   return {
     inputs: files,
     format: flags.format,
@@ -66,6 +66,5 @@ export function planOptionsFrom(files: string[], flags: PlanFlags, dryRun: boole
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),
     rejectsPath: flags.rejects,
     outPath: flags.out,
-    dryRun,
   };
 }

@@ -1,7 +1,12 @@
 // `track upload FILES`: reads, maps, checks and batches the files, then sends the requests; with
 // --dry-run it stops before the network and reports what would be sent.
 import { Option, type Command } from 'commander';
+import { stat } from 'node:fs/promises';
 import { UsageError } from '../../errors.js';
+import type { SendOptions, UploadOptions, UploadSummary } from '../../upload/upload.js';
+import type { Meter } from '../output/progress.js';
+import { EXIT, exitCodeOfRun } from '../run.js';
+import { onStopSignals } from '../signals.js';
 import { addPlanOptions, planOptionsFrom, type PlanFlags } from './plan-options.js';
 
 export interface UploadFlags extends PlanFlags {
@@ -62,10 +67,10 @@ export function registerUpload(program: Command): void {
         'unless --resume (send only what is left) or --restart (send everything again) is given.',
     )
     .action(async (files: string[], flags: UploadFlags) => {
-      const options = planOptionsFrom(files, flags, flags.dryRun === true);
+      const options = planOptionsFrom(files, flags);
       if (flags.dryRun === true) {
-        const { runPlanCommand } = await import('./plan-report.js');
-        await runPlanCommand('upload --dry-run', options, flags);
+        const { runDryRun } = await import('./validate.js');
+        await runDryRun('upload --dry-run', options, flags);
         return;
       }
       // option precedence: flags over the environment
@@ -73,22 +78,93 @@ export function registerUpload(program: Command): void {
       const apiKey = flags.apiKey ?? (process.env.TRACK_API_KEY || undefined);
       if (url === undefined) throw new UsageError('give the service URL with --url or TRACK_URL (or use --dry-run)');
       if (apiKey === undefined) throw new UsageError('give the API key with --api-key or TRACK_API_KEY (or use --dry-run)');
-      const { runSendCommand } = await import('../send-report.js');
-      await runSendCommand(
-        {
-          ...options,
-          url,
-          apiKey,
-          concurrency: flags.concurrency,
-          rate: flags.rate,
-          hourly: flags.hourly,
-          retries: flags.retries,
-          onUnknown: flags.onUnknown,
-          journalPath: flags.journal,
-          resume: flags.resume === true,
-          restart: flags.restart === true,
-        },
-        flags,
-      );
+      const send: SendOptions = {
+        url,
+        apiKey,
+        concurrency: flags.concurrency,
+        rate: flags.rate,
+        hourly: flags.hourly,
+        retries: flags.retries,
+        onUnknown: flags.onUnknown,
+        journalPath: flags.journal,
+        resume: flags.resume === true,
+        restart: flags.restart === true,
+      };
+      await runUpload(options, send, flags);
     });
+}
+
+/** Runs an upload over the network: signals, progress, the summary and the exit status. */
+async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
+  const [{ upload }, { formatSummary, reportFatal, summaryJson }, { noticeLine, progressLine, startSpinner }] = await Promise.all([
+    import('../../upload/upload.js'),
+    import('../output/summary.js'),
+    import('../output/progress.js'),
+  ]);
+  const stop = new AbortController();
+  const abort = new AbortController();
+  const removeSignals = onStopSignals(
+    () => {
+      process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
+      stop.abort();
+    },
+    () => {
+      abort.abort();
+      // the journal is append-only and tolerates a torn last line; give the abort a moment, then go
+      setTimeout(() => process.exit(EXIT.interrupted), 2000).unref();
+    },
+  );
+
+  const quiet = flags.quiet === true;
+  let totalBytes = 0;
+  for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
+  const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
+  const lastPause = { pauseEnds: 0 };
+  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
+  const ticker = quiet
+    ? undefined
+    : setInterval(
+        () => {
+          if (spinner !== undefined) spinner.text = progressLine(meter);
+          else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
+        },
+        spinner !== undefined ? 200 : 5000,
+      );
+
+  let summary: UploadSummary;
+  try {
+    summary = await upload({
+      ...options,
+      stdin: process.stdin,
+      stopSignal: stop.signal,
+      onProgress: ({ rows, bytes }) => {
+        meter.rows = rows;
+        meter.bytes += bytes;
+      },
+      send: {
+        ...send,
+        abortSignal: abort.signal,
+        // progress is built for every settled request; with --quiet nothing would ever show it
+        onProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
+        onNotice: quiet
+          ? undefined
+          : (notice) => {
+              if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
+              const line = noticeLine(notice, spinner !== undefined, send.hourly, lastPause);
+              if (line === undefined) return;
+              spinner?.clear();
+              process.stderr.write(`${line}\n`);
+              spinner?.render();
+            },
+      },
+    });
+  } finally {
+    if (ticker !== undefined) clearInterval(ticker);
+    spinner?.stop();
+    removeSignals();
+  }
+  process.stdout.write(flags.json === true ? summaryJson('upload', summary) : formatSummary('upload', summary, options.limits));
+  const fatal = summary.delivery?.fatal ?? summary.fatal;
+  if (fatal !== undefined) reportFatal(fatal);
+  process.exitCode = exitCodeOfRun(summary);
 }

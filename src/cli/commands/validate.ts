@@ -1,5 +1,10 @@
-// `track validate FILES`: reads, maps, checks and batches the files as an upload would, sends nothing.
+// `track validate FILES`: reads, maps, checks and batches the files as an upload would, sends
+// nothing. `track upload --dry-run` is the same run under another name.
 import type { Command } from 'commander';
+import { setFlagsFromString } from 'node:v8';
+import type { UploadOptions, UploadSummary } from '../../upload/upload.js';
+import { exitCodeOfRun } from '../run.js';
+import { onStopSignals } from '../signals.js';
 import { addPlanOptions, planOptionsFrom, type PlanFlags } from './plan-options.js';
 
 export function registerValidate(program: Command): void {
@@ -10,8 +15,51 @@ export function registerValidate(program: Command): void {
   addPlanOptions(command)
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
     .action(async (files: string[], flags: PlanFlags) => {
-      const options = planOptionsFrom(files, flags, true);
-      const { runPlanCommand } = await import('./plan-report.js');
-      await runPlanCommand('validate', options, flags);
+      await runDryRun('validate', planOptionsFrom(files, flags), flags);
     });
+}
+
+/**
+ * A dry run plans in this thread, where V8 lets the heap grow to several times what it holds before
+ * collecting: with rows of 20,000 cells, peak memory then grows with the file. Growing it by 10% at
+ * a time keeps the peak near what is live (a 20,000-column file: 157 MB at 100 rows, 163 MB at
+ * 1,000, against 218 and 284 MB) for no time measured.
+ */
+const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
+
+/** Runs a dry run: progress on a terminal, then the summary, then the exit status. */
+export async function runDryRun(verb: string, options: UploadOptions, flags: { json?: boolean }): Promise<void> {
+  setFlagsFromString(HEAP_GROWING_PERCENT);
+  const [{ upload }, { formatSummary, reportFatal, summaryJson }, { readingLine, startSpinner }] = await Promise.all([
+    import('../../upload/upload.js'),
+    import('../output/summary.js'),
+    import('../output/progress.js'),
+  ]);
+  // Ctrl-C: stop reading and report what was read; a second one ends the process at once
+  const stop = new AbortController();
+  const removeSignals = onStopSignals(() => stop.abort());
+  const spinner = process.stderr.isTTY === true && flags.json !== true ? await startSpinner('reading') : undefined;
+  let last = 0;
+  let summary: UploadSummary;
+  try {
+    summary = await upload({
+      ...options,
+      stdin: process.stdin,
+      stopSignal: stop.signal,
+      onProgress: spinner
+        ? ({ file, rows, requests }) => {
+            const now = Date.now();
+            if (now - last < 100) return;
+            last = now;
+            spinner.text = readingLine(file, rows, requests);
+          }
+        : undefined,
+    });
+  } finally {
+    spinner?.stop();
+    removeSignals();
+  }
+  process.stdout.write(flags.json === true ? summaryJson(verb, summary) : formatSummary(verb, summary, options.limits));
+  if (summary.fatal !== undefined) reportFatal(summary.fatal);
+  process.exitCode = exitCodeOfRun(summary);
 }

@@ -10,7 +10,7 @@ import { open, readFile, stat, truncate, type FileHandle } from 'node:fs/promise
 import { resolve } from 'node:path';
 import { InputError, OutputError } from '../../errors.js';
 import type { ArrayName } from '../../model/types.js';
-import type { ItemLines, ItemOrigin } from '../../model/plan.js';
+import { forEachRow, type SettledRequest } from '../request.js';
 import { createRangeSet, difference, type RangeSet } from './range-set.js';
 import {
   againLine,
@@ -47,11 +47,20 @@ export interface JournalOptions {
   beforeSettling?: () => Promise<void>;
 }
 
-/** A request's items, by their origins or, when it has them, by their lines alone. */
-export type SettledItems = { origins: Readonly<Record<ArrayName, readonly ItemOrigin[]>>; lines?: ItemLines };
+/** What a resumed run leaves out of its plan, as one cloneable value (it crosses to the planning thread). */
+export interface ResumeSkips {
+  /** Per input file, the rows earlier runs settled, as [first, last] line ranges. */
+  rows: ReadonlyMap<string, Array<[number, number]>>;
+  /** Per input file, the RequestLines earlier runs settled in part: line -> the places of its settled items. */
+  items: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
+  /** Per input file, rows an earlier run sent and never saw settled, to reject unsent (--on-unknown reject). */
+  inDoubt?: ReadonlyMap<string, Array<[number, number]>>;
+}
 
 export interface Journal {
   readonly path: string;
+  /** What the plan of a resumed run leaves out; with `rejectInDoubt`, also the rows to reject unsent. */
+  skips(files: readonly string[], rejectInDoubt: boolean): ResumeSkips;
   /** True when an earlier run already settled this row (resume); the reader skips it. */
   skipRow(file: string, line: number): boolean;
   /** How many rows of this file earlier runs settled. */
@@ -62,25 +71,23 @@ export interface Journal {
   settledItems(file: string): ReadonlyMap<number, ReadonlySet<number>>;
   /** Rows an earlier run sent and never saw settled: they may have reached the server. */
   inDoubtRanges(file: string): Array<[number, number]>;
-  /** True when an earlier run sent this row and never saw it settled. */
-  inDoubtRow(file: string, line: number): boolean;
   /** How many rows earlier runs left in doubt, across the files. */
   readonly inDoubt: number;
   /** How many distinct rows of this request an earlier run left in doubt (sending them again may duplicate them). */
-  inDoubtRows(request: SettledItems): number;
+  inDoubtRows(request: SettledRequest): number;
   /** Records the request's rows as sent (written to the OS before it resolves), so the request may be posted. */
-  sending(request: SettledItems): Promise<void>;
+  sending(request: SettledRequest): Promise<void>;
   /** The request recorded as sent never left, or was refused unapplied: its rows are no longer in doubt. */
-  notApplied(request: SettledItems): void;
+  notApplied(request: SettledRequest): void;
   /** Records rows sent again although they may have been applied (counted as possibly duplicated), for a run that reports them. */
   sentAgain(rows: number): void;
   /** Rows earlier runs sent again and never reported (they were killed before their summary): this run reports them. */
   readonly unreported: number;
   /** Marks every row behind a request's items as settled. */
-  record(request: SettledItems): void;
+  record(request: SettledRequest): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
   recordRows(file: string, lines: Iterable<number>): void;
-  /** Marks one item of a line of several as settled, before the whole line is. */
+  /** Marks one item of a RequestLine as settled, before the whole line is. */
   recordItem(file: string, line: number, item: number): void;
   /** Writes and fsyncs what is buffered. */
   flush(): Promise<void>;
@@ -138,20 +145,6 @@ export async function findJournal(path: string): Promise<ParsedJournal | undefin
 /** Rows of a journal's file that were sent and never settled. */
 export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
   return difference(file.sent, file.settled);
-}
-
-/** Calls fn for every item's (file, line) of a request: by its lines when it has them (no origins built). */
-export function forEachRow(request: SettledItems, fn: (file: string, line: number) => void): void {
-  const lines = request.lines;
-  if (lines !== undefined) {
-    for (let i = 0; i < lines.lines.length; i += 1) fn(lines.files[lines.fileOf[i]], lines.lines[i]);
-    return;
-  }
-  // not destructured: origins may be built on demand, and are not needed when there are lines
-  const origins = request.origins;
-  for (const o of origins.attributes) fn(o.file, o.line);
-  for (const o of origins.events) fn(o.file, o.line);
-  for (const o of origins.purchases) fn(o.file, o.line);
 }
 
 /** Writes all of text: a short write (a disk filling up) is carried on until it fails. */
@@ -350,7 +343,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
    * Entries naming a request's rows (`sent`, `unsent`): runs of consecutive lines per file, found in
    * one pass with no set (the runs may overlap or come out of order: the reader merges them).
    */
-  const runsText = (request: SettledItems, entry: (index: number, ranges: Array<[number, number]>) => string): string => {
+  const runsText = (request: SettledRequest, entry: (index: number, ranges: Array<[number, number]>) => string): string => {
     const runs = new Map<number, Array<[number, number]>>();
     let index = -1;
     let current: [number, number] | undefined;
@@ -403,7 +396,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     }
   };
 
-  const inDoubtRows = (request: SettledItems): number => {
+  const inDoubtRows = (request: SettledRequest): number => {
     if (inDoubt === 0) return 0;
     const rows = new Set<string>();
     forEachRow(request, (file, line) => {
@@ -424,12 +417,17 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 
   return {
     path: journalPath,
+    skips(files, rejectInDoubt) {
+      const rows = new Map(files.map((file) => [file, earlierFor(file)?.ranges() ?? []]));
+      const items = new Map(files.map((file) => [file, itemsEarlier.get(absolute(file)) ?? new Map<number, Set<number>>()]));
+      if (!rejectInDoubt || inDoubt === 0) return { rows, items };
+      return { rows, items, inDoubt: new Map(files.map((file) => [file, doubtEarlier.get(absolute(file))?.ranges() ?? []])) };
+    },
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
     settledRanges: (file) => earlierFor(file)?.ranges() ?? [],
     settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
     inDoubtRanges: (file) => doubtEarlier.get(absolute(file))?.ranges() ?? [],
-    inDoubtRow: (file, line) => doubtEarlier.get(absolute(file))?.has(line) ?? false,
     inDoubt,
     unreported: previous.unreported,
     inDoubtRows,

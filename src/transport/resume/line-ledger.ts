@@ -1,11 +1,12 @@
-// A request-shaped NDJSON line yields several items that may travel in different requests, but the
+// A RequestLine (a request-shaped NDJSON line) yields several items that may travel in different requests, but the
 // journal settles rows. Such a line is recorded only once every one of its items has settled (sent
 // or rejected), so a resume never skips an item that was not delivered; until then each of its
 // items delivered is recorded on its own, so a resume does not send that one again.
-import type { RejectRecord } from '../../model/plan.js';
-import type { Journal, SettledItems } from './journal.js';
+import type { RejectRecord } from '../../model/request.js';
+import type { SettledRequest } from '../request.js';
+import type { Journal } from './journal.js';
 
-type Origins = SettledItems['origins'];
+type Origins = SettledRequest['origins'];
 
 export function lineLedger(journal: Journal) {
   const waiting = new Map<string, number>();
@@ -29,7 +30,7 @@ export function lineLedger(journal: Journal) {
     },
     /** What deliver() journals: the rows behind a settled request. */
     journal: {
-      record(request: SettledItems): void {
+      record(request: SettledRequest): void {
         // no request-shaped line is waiting on items (a CSV, say): every row is settled as it is
         if (waiting.size === 0) return journal.record(request);
         const origins = request.origins;

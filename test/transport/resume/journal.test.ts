@@ -71,7 +71,7 @@ describe('journal', () => {
     ]);
   });
 
-  it('records items of a line of several on their own and gives them back on resume', async () => {
+  it('records items of a RequestLine on their own and gives them back on resume', async () => {
     const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
     first.recordItem(input, 7, 0);
     first.recordItem(input, 7, 3);

@@ -1,39 +1,13 @@
-// `track upload` over the network: the planned requests of upload() delivered by the transport,
-// with the resume journal of the target wrapped around both (rows it settled are skipped on
-// --resume; a run the journal already holds is not sent again by accident).
+// The journal of a run to a target, and the guard on running again an upload a journal holds: the
+// same files, unchanged, to the same target are refused unless --resume or --restart says what to
+// do, wherever that journal lies (beside the inputs, under another name, or noted in their folder).
 import { appendFile, readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
-import { UsageError } from './errors.js';
-import { STDIN, checkReadable } from './input/source.js';
-import { createTrackClient, deliver, resolveEndpoint, type DeliveryNotice, type DeliveryProgress, type DeliverySummary } from './transport/index.js';
-import { findJournal, identifyFile, openJournal, rowsInDoubt, type ParsedJournal } from './transport/resume/journal.js';
-import { checkWritable, isOneOf, upload, type UploadOptions, type UploadSummary } from './upload.js';
-
-export interface SendOptions extends Omit<UploadOptions<DeliverySummary>, 'dryRun' | 'deliver' | 'journal'> {
-  url: string;
-  apiKey: string;
-  /** Requests in flight at once. */
-  concurrency?: number;
-  /** Most requests started in any one-second window; undefined for the transport's default. */
-  rate?: number;
-  /** Most requests started in any hour. */
-  hourly?: number;
-  /** Tries after the first for 5xx, network errors and unknown outcomes. */
-  retries?: number;
-  onUnknown?: 'retry' | 'reject';
-  /** The journal file; default `<first input>.<target>.journal` beside it. */
-  journalPath?: string;
-  /** Skip the rows an earlier run's journal settled, and add to its rejects file. */
-  resume?: boolean;
-  /** Start over even though the journal holds a run of the same inputs to the same target. */
-  restart?: boolean;
-  /** Stop reading, let requests in flight finish, save the journal. */
-  stopSignal?: AbortSignal;
-  /** Cut requests in flight off too. */
-  abortSignal?: AbortSignal;
-  onDeliveryProgress?: (progress: DeliveryProgress) => void;
-  onNotice?: (notice: DeliveryNotice) => void;
-}
+import { UsageError } from '../errors.js';
+import { checkReadable, STDIN } from '../input/source.js';
+import { resolveEndpoint } from '../transport/http-client.js';
+import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../transport/resume/journal.js';
+import { checkWritable, isOneOf } from './check.js';
 
 /** The target as a file-name part: `https://rest.example.com:8443/v2` -> `rest.example.com-8443-v2`. */
 export function targetSlug(endpoint: URL): string {
@@ -79,7 +53,12 @@ async function readableJournal(path: string): Promise<ParsedJournal | undefined>
  * order or with others), unless --resume or --restart says what to do. Returns a note when it
  * replaces a journal of other inputs.
  */
-async function checkRerun(journalPath: string, target: string, inputs: readonly string[], options: SendOptions): Promise<string | undefined> {
+async function checkRerun(
+  journalPath: string,
+  target: string,
+  inputs: readonly string[],
+  options: { resume?: boolean; restart?: boolean; journalPath?: string },
+): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
   let own: ParsedJournal | undefined;
   if ((await stat(journalPath).catch(() => undefined)) !== undefined) {
@@ -158,7 +137,7 @@ async function journalsNoted(path: string, target: string): Promise<string[]> {
 }
 
 /** Notes the journal in every folder of the inputs but its own (best effort: a folder may be read-only). */
-async function noteJournal(journalPath: string, target: string, inputs: readonly string[]): Promise<void> {
+export async function noteJournal(journalPath: string, target: string, inputs: readonly string[]): Promise<void> {
   const home = dirname(resolve(journalPath));
   const folders = new Set(inputs.map((file) => dirname(resolve(file))).filter((folder) => folder !== home));
   for (const folder of folders) {
@@ -175,60 +154,33 @@ async function checkJournalPath(path: string): Promise<void> {
   await checkWritable('--journal', path);
 }
 
-export async function send(options: SendOptions): Promise<UploadSummary<DeliverySummary>> {
+/** Where a delivery goes, and the journal it keeps (none for standard input, which cannot be read again). */
+export interface Target {
+  endpoint: URL;
+  /** The endpoint's origin and path: what a journal names. */
+  target: string;
+  journalPath?: string;
+  /** Said in the summary: an earlier journal this run replaces. */
+  note?: string;
+}
+
+/** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
+export async function checkTarget(
+  inputs: readonly string[],
+  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean },
+): Promise<Target> {
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
-  if (options.inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
+  if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
-  const fromStdin = options.inputs.includes(STDIN);
+  const fromStdin = inputs.includes(STDIN);
   if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
-  const journalPath = options.journalPath ?? defaultJournalPath(options.inputs[0], endpoint);
-  if (!fromStdin && (await isOneOf(journalPath, options.inputs))) throw new UsageError(`--journal ${journalPath} is also an input file`);
+  const journalPath = options.journalPath ?? defaultJournalPath(inputs[0], endpoint);
+  if (!fromStdin && (await isOneOf(journalPath, inputs))) throw new UsageError(`--journal ${journalPath} is also an input file`);
   // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
-  for (const file of options.inputs) await checkReadable(file);
-  if (!fromStdin) await checkJournalPath(journalPath);
-  // standard input cannot be read again, so a run that reads it keeps no journal
-  const note = fromStdin ? undefined : await checkRerun(journalPath, target, options.inputs, options);
-  const client = createTrackClient({ url: options.url, apiKey: options.apiKey, connections: options.concurrency });
-  try {
-    const summary = await upload<DeliverySummary>({
-      ...options,
-      dryRun: false,
-      rejectInDoubt: options.onUnknown === 'reject',
-      journal: fromStdin
-        ? undefined
-        : {
-            resume: options.resume === true,
-            open: async (beforeSettling) => {
-              const journal = await openJournal({ path: journalPath, files: options.inputs, target, resume: options.resume === true, beforeSettling });
-              await noteJournal(journalPath, target, options.inputs);
-              return journal;
-            },
-          },
-      deliver: (requests, io) =>
-        deliver(requests, {
-          client,
-          concurrency: options.concurrency,
-          rate: options.rate,
-          hourly: options.hourly,
-          retries: options.retries,
-          onUnknown: options.onUnknown,
-          journal: io.journal,
-          beforeFirstPost: io.beforeFirstPost,
-          inDoubtRows: io.inDoubtRows,
-          notApplied: io.notApplied,
-          sentAgain: io.sentAgain,
-          carriedDuplicates: io.carriedDuplicates,
-          onReject: io.onReject,
-          onProgress: options.onDeliveryProgress,
-          onNotice: options.onNotice,
-          stopSignal: options.stopSignal,
-          abortSignal: options.abortSignal,
-        }),
-    });
-    if (note !== undefined) summary.notes.push(note);
-    return summary;
-  } finally {
-    await client.close();
-  }
+  for (const file of inputs) await checkReadable(file);
+  if (fromStdin) return { endpoint, target };
+  await checkJournalPath(journalPath);
+  const note = await checkRerun(journalPath, target, inputs, options);
+  return { endpoint, target, journalPath, note };
 }

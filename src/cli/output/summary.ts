@@ -1,0 +1,103 @@
+// The summary of a run as a person reads it (and as JSON for scripts): what was read, rejected and
+// planned, then what the delivery did; and an error that stopped the run.
+import chalk from 'chalk';
+import { DeliveryError, InputError, OutputError, UsageError } from '../../errors.js';
+import type { BatchLimits } from '../../model/limits.js';
+import type { DeliverySummary } from '../../transport/index.js';
+import type { UploadSummary } from '../../upload/upload.js';
+import { duration } from './progress.js';
+
+const number = (n: number): string => Math.round(n).toLocaleString('en-US');
+const counted = (n: number, one: string, many = `${one}s`): string => `${number(n)} ${n === 1 ? one : many}`;
+
+function limitsText(limits: BatchLimits | undefined): string {
+  const parts: string[] = [];
+  if (limits?.maxTotal !== undefined) parts.push(`at most ${number(limits.maxTotal)} items each`);
+  if (limits?.maxPerArray !== undefined) parts.push(`at most ${number(limits.maxPerArray)} per array`);
+  return parts.length === 0 ? 'no item limit' : parts.join(', ');
+}
+
+function reasonLines(reasons: Record<string, number>): string[] {
+  const entries = Object.entries(reasons).sort((a, b) => b[1] - a[1]);
+  const width = Math.max(...entries.map(([, n]) => number(n).length));
+  return entries.map(([reason, n]) => `              ${number(n).padStart(width)}  ${reason}`);
+}
+
+/** What was read and planned; `verb` names the command (`validate`, `upload --dry-run`, `upload`). */
+export function formatSummary(verb: string, summary: UploadSummary, limits: BatchLimits | undefined): string {
+  const lines: string[] = [];
+  const seconds = (summary.elapsedMs / 1000).toFixed(1);
+  const files = counted(summary.files.length, 'file');
+  lines.push(chalk.bold(`${verb}: ${files}, ${counted(summary.rows, 'row')} read in ${seconds} s`));
+  for (const file of summary.files) {
+    const kind = file.kind === undefined ? file.format : `${file.format}, ${file.kind}`;
+    lines.push(`  ${file.file}  ${counted(file.rows, 'row')} (${kind})`);
+  }
+  if (summary.skipped > 0 || summary.skippedItems > 0) {
+    const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
+    lines.push(`skipped     ${counted(summary.skipped, 'row')} already delivered${inPart}`);
+  }
+  const { attributes, events, purchases } = summary.items;
+  lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
+  if (summary.rejected === 0) lines.push(`rejected    ${chalk.green('none')}`);
+  else {
+    lines.push(chalk.red(`rejected    ${counted(summary.rejected, 'row')}, written to ${summary.rejectsPath ?? '(no file)'}`));
+    lines.push(...reasonLines(summary.rejectReasons));
+  }
+  if (summary.warnings > 0) {
+    lines.push(chalk.yellow(`warnings    ${number(summary.warnings)} (sent all the same)`));
+    lines.push(...reasonLines(summary.warningReasons));
+    for (const example of summary.warningExamples) lines.push(`            ${example}`);
+  }
+  const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath}`;
+  const planned = verb === 'upload' ? 'planned' : 'would be sent';
+  lines.push(`requests    ${number(summary.requests)} ${planned} (${limitsText(limits)})${written}`);
+  for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
+  if (summary.interrupted) lines.push(chalk.yellow('interrupted before every row was read (Ctrl-C)'));
+  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs));
+  return `${lines.join('\n')}\n`;
+}
+
+function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
+  const lines: string[] = [];
+  for (const kind of ['attributes', 'events', 'purchases'] as const) {
+    const t = d.items[kind];
+    if (t.sent + t.rejected > 0) lines.push(`${kind.padEnd(11)} sent ${number(t.sent)}, accepted ${number(t.accepted)}, rejected ${number(t.rejected)}`);
+  }
+  const accepted = d.items.attributes.accepted + d.items.events.accepted + d.items.purchases.accepted;
+  lines.push(`requests    ${number(d.requestsSent)} sent, ${number(d.retries)} retries, ${number(d.rateLimited)} rate-limited (429)`);
+  if (d.requestsNotDelivered > 0) {
+    lines.push(chalk.yellow(`not sent    ${number(d.requestsNotDelivered)} requests got no answer from the server:`));
+    for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
+  }
+  if (d.unknownOutcomes > 0) {
+    lines.push(chalk.yellow(`unknown     ${number(d.unknownOutcomes)} requests broke off after sending (${number(d.rowsInUnknownRequests)} rows); ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated`));
+  }
+  if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
+    lines.push(chalk.yellow(`resent      ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated: the run before stopped while they were in flight`));
+  }
+  if (d.requestsAbandoned > 0) lines.push(chalk.yellow(`unsettled   ${number(d.requestsAbandoned)} requests: run again with --resume to send them`));
+  lines.push(`elapsed     ${duration(elapsedMs)}, ${number((accepted * 1000) / Math.max(1, elapsedMs))} rows/s accepted`);
+  for (const warning of d.warnings) lines.push(chalk.yellow(`warning     ${warning}`));
+  if (d.fatal !== undefined) lines.push(chalk.red(`stopped     ${d.fatal.message}`));
+  return lines;
+}
+
+const errorJson = (error: Error | undefined): { name: string; message: string } | undefined =>
+  error === undefined ? undefined : { name: error.name, message: error.message };
+
+/** The summary as JSON: errors as their name and message; an upload's with what its delivery did. */
+export function summaryJson(command: string, summary: UploadSummary): string {
+  const fatal = errorJson(summary.fatal);
+  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, fatal })}\n`;
+  const d = summary.delivery;
+  const delivery = d === undefined ? undefined : { ...d, fatal: errorJson(d.fatal) };
+  return `${JSON.stringify({ command, ...summary, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 })}\n`;
+}
+
+/** Writes an error that stopped the run to stderr, with its stack when TRACK_DEBUG asks and it is not one of ours. */
+export function reportFatal(fatal: Error): void {
+  process.stderr.write(`track: ${fatal.message}\n`);
+  const ours = fatal instanceof UsageError || fatal instanceof InputError || fatal instanceof DeliveryError || fatal instanceof OutputError;
+  if (!ours && process.env.TRACK_DEBUG) process.stderr.write(`${fatal.stack ?? ''}\n`);
+}

@@ -1,0 +1,45 @@
+// What the uploader's stages hand each other: a request body plus, for every item in it, where it
+// came from, so that a server's verdict on an item can be joined back to its file and line.
+// A RequestLine is an NDJSON line shaped like a request body: it may hold several items, which
+// may travel in different requests.
+import type { ArrayName, TrackRequest } from './types.js';
+
+/** Where one item came from: the file, the 1-based physical line its row starts on, the row as read. */
+export interface ItemOrigin {
+  file: string;
+  line: number;
+  /** The source row as read (CSV: header -> cell text; NDJSON: the parsed line), for the rejects file. */
+  row: unknown;
+  /** For an item of a RequestLine: its place among the line's items, from 0. */
+  item?: number;
+}
+
+/** One request ready to send, with the origin of each item at the same array and index. */
+export interface PlannedRequest {
+  /** 0-based sequence number in the run, in the order requests were planned. */
+  seq: number;
+  body: TrackRequest;
+  origins: Record<ArrayName, ItemOrigin[]>;
+  /**
+   * identityHash() of every user the request touches (a push-token import: a number below zero of
+   * its own). The sender never has two requests that share a key in flight at once, so one user's
+   * updates apply in the file's order.
+   */
+  userKeys: number[];
+}
+
+/** A reject record; it names `item` only for an item of a RequestLine, so other records keep their shape. */
+export function rejectRecord(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: string[], item?: number): RejectRecord {
+  return item === undefined ? { file, line, kind, row, errors } : { file, line, item, kind, row, errors };
+}
+
+/** One rejected row, one line of the rejects file (NDJSON); fixable and feedable back as input. */
+export interface RejectRecord {
+  file: string;
+  line: number;
+  /** For an item of a RequestLine: its place among the line's items, from 0. */
+  item?: number;
+  kind: ArrayName | 'unknown';
+  row: unknown;
+  errors: string[];
+}

@@ -1,0 +1,76 @@
+// What is checked before any file is written or anything sent: the inputs can be read, the --map
+// file and every CSV header can be used, and each output is writable and not an input.
+import { access, constants, readFile, stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
+import type { InputEncoding } from '../input/decode.js';
+import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
+import { validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
+import type { ArrayName } from '../model/types.js';
+
+/** `users.csv.gz` -> `users.rejects.ndjson` beside it; standard input -> `stdin.rejects.ndjson` here. */
+export function defaultRejectsPath(firstInput: string): string {
+  if (firstInput === STDIN) return 'stdin.rejects.ndjson';
+  const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
+  return join(dirname(firstInput), `${name}.rejects.ndjson`);
+}
+
+/** Reads and checks a --map file. */
+export async function readColumnMap(path: string): Promise<ColumnMap> {
+  let json: unknown;
+  try {
+    json = JSON.parse(await readFile(path, 'utf8'));
+  } catch (error) {
+    const e = error as NodeJS.ErrnoException;
+    throw new UsageError(`--map ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.code ?? `is not valid JSON (${e.message})`}`);
+  }
+  const result = validateColumnMap(json);
+  if (!result.ok) throw new UsageError(`--map ${path}:\n  ${result.problems.join('\n  ')}`);
+  return result.map;
+}
+
+/** True when `path` names one of `files`: the same path, or the same file through a link. */
+export async function isOneOf(path: string, files: readonly string[]): Promise<boolean> {
+  const others = files.filter((file) => file !== STDIN);
+  if (others.some((file) => resolve(file) === resolve(path))) return true;
+  const info = await stat(path).catch(() => undefined);
+  if (info === undefined) return false;
+  for (const file of others) {
+    const other = await stat(file).catch(() => undefined);
+    if (other !== undefined && other.dev === info.dev && other.ino === info.ino) return true;
+  }
+  return false;
+}
+
+/** A file the run will write: it must be writable now, though it is created only when written to. */
+export async function checkWritable(flag: string, path: string): Promise<void> {
+  const exists = await stat(path).then((info) => {
+    if (info.isDirectory()) throw new UsageError(`${flag} ${path} is a directory`);
+    return true;
+  }, () => false);
+  try {
+    await access(exists ? path : dirname(resolve(path)), constants.W_OK);
+  } catch (error) {
+    throw new UsageError(`cannot write ${flag} ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  }
+}
+
+/** Reads the header of every CSV input that is a file, so a bad one stops the run before anything is sent. */
+export async function checkHeaders(
+  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName },
+  map: ColumnMap | undefined,
+): Promise<void> {
+  const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
+  if (csvFiles.length === 0) return;
+  // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
+  const { readCsv } = await import('../input/csv.js');
+  const { csvHeaderProblem } = await import('./plan-csv.js');
+  for (const file of csvFiles) {
+    for await (const records of readCsv(inputBytes(file), file, { encoding: options.encoding })) {
+      if (records.length === 0) continue;
+      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map });
+      if (problem !== undefined) throw problem;
+      break;
+    }
+  }
+}

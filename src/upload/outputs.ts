@@ -1,0 +1,70 @@
+// The files a run writes besides the journal: the rejects file and --out. Each opens with its first
+// line, so a run that fails its checks leaves an earlier run's file as it was; a resumed run adds to
+// its rejects file without writing a row twice.
+import { readFile, stat, truncate } from 'node:fs/promises';
+import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
+import type { RejectRecord } from '../model/request.js';
+
+export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item'>): string => `${record.line}\u0000${record.item ?? ''}\u0000${record.file}`;
+
+/**
+ * The rejects file a resumed run adds to: a last line cut short by a kill is cut off (its row was not
+ * settled, so it is rejected again), and the rows it holds already are returned, so that a row
+ * rejected again after a kill is not written twice.
+ */
+export async function rejectsSoFar(path: string): Promise<Set<string>> {
+  // a device or a pipe named as the rejects file holds no earlier rows, and may never end
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return new Set();
+  let text: Buffer;
+  try {
+    text = await readFile(path);
+  } catch {
+    return new Set();
+  }
+  const whole = text.lastIndexOf(0x0a) + 1;
+  if (whole < text.length) await truncate(path, whole);
+  const keys = new Set<string>();
+  for (const line of text.subarray(0, whole).toString('utf8').split('\n')) {
+    if (line === '') continue;
+    try {
+      const record = JSON.parse(line) as Partial<RejectRecord>;
+      if (typeof record.file === 'string' && typeof record.line === 'number') keys.add(rejectKey(record as RejectRecord));
+    } catch {
+      // a line someone edited: it stays as it is, and its row is simply written again when rejected
+    }
+  }
+  return keys;
+}
+
+/** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
+export function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { open(): Promise<void> } {
+  let writer: Promise<NdjsonWriter> | undefined;
+  const get = (): Promise<NdjsonWriter> => (writer ??= openNdjsonWriter(path, what, { append }));
+  let count = 0;
+  return {
+    path,
+    get count() {
+      return count;
+    },
+    /** Opens (creates, or empties) the file with no line written. */
+    async open() {
+      await get();
+    },
+    async writeLine(json) {
+      count += 1;
+      await (await get()).writeLine(json);
+    },
+    async write(value) {
+      count += 1;
+      await (await get()).write(value);
+    },
+    async sync() {
+      if (writer !== undefined) await (await writer).sync();
+    },
+    async close(closing) {
+      if (writer !== undefined) await (await writer).close(closing);
+      // nothing written in a run that went through: an earlier run's file would mislead
+      else if (closing?.removeIfEmpty === true) await removeStaleFile(path);
+    },
+  };
+}

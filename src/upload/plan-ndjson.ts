@@ -1,0 +1,44 @@
+// An NDJSON file's lines -> the planner: a line is an item, a RequestLine of several items (of which
+// an earlier run may have settled some), or a line of a rejects file fed back in.
+import { readNdjson } from '../input/ndjson.js';
+import { inputBytes } from '../input/source.js';
+import { createLineMapper } from '../mapping/ndjson-lines.js';
+import type { ItemOrigin } from '../model/request.js';
+import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
+
+/** The events of an NDJSON file, a chunk of lines at a time. */
+export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
+  const itemsOf = createLineMapper({ kind: options.kind });
+  const bytes = inputBytes(file, options.stdin, (n) => planner.bytesRead(n), options.chunkBytes);
+  for await (const records of readNdjson(bytes, { encoding: options.encoding })) {
+    for (const record of records) {
+      const line = record.line;
+      if (planner.row(file, line)) continue;
+      if ('error' in record) {
+        planner.reject(file, line, options.kind ?? 'unknown', record.text, [record.error]);
+        continue;
+      }
+      const entries = itemsOf(record.value);
+      const several = entries.length > 1;
+      // an earlier run that stopped part way through a RequestLine delivered some of its items
+      const settled = several ? planner.settledItems(file, line) : undefined;
+      if (settled !== undefined) {
+        const left = entries.filter((_, place) => !settled.has(place)).length;
+        planner.requestLine(file, line, left, entries.length - left);
+        if (left === 0) continue;
+      } else if (several) planner.requestLine(file, line, entries.length, 0);
+      const inDoubt = planner.inDoubt(file, line);
+      entries.forEach((entry, place) => {
+        if (settled?.has(place) === true) return;
+        const item = several ? place : undefined;
+        if (inDoubt !== undefined) planner.reject(file, line, entry.kind, entry.row, [inDoubt], item);
+        else if (!('item' in entry)) planner.reject(file, line, entry.kind, entry.row, entry.errors, item);
+        else {
+          const origin: ItemOrigin = item === undefined ? { file, line, row: entry.row } : { file, line, row: entry.row, item };
+          planner.take(entry.kind, entry.item, origin, 6 * record.chars, entry);
+        }
+      });
+    }
+    yield planner.chunk(file);
+  }
+}

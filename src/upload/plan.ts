@@ -1,0 +1,199 @@
+// Input files -> one stream of plain values: each file as it begins, the requests to send, the rows
+// rejected on the way, the RequestLines whose items travel apart, and a tally of every chunk of rows
+// read. Every row is accounted for: in a request, rejected, or left out (resume). The same stream
+// comes from a plan made in this thread or in the worker thread (planInWorker).
+import type { Readable } from 'node:stream';
+import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from '../batch/batcher.js';
+import type { InputEncoding } from '../input/decode.js';
+import { formatOf, type InputFormat } from '../input/source.js';
+import { itemErrors, itemWarnings } from '../mapping/check.js';
+import type { ColumnMap } from '../mapping/column-map.js';
+import { identityHash, identityOf } from '../model/identity.js';
+import { resolveLimits, type BatchLimits } from '../model/limits.js';
+import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from '../model/request.js';
+import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
+import { createRangeSet, type RangeSet } from '../transport/resume/range-set.js';
+import type { ResumeSkips } from '../transport/resume/journal.js';
+import { csvChunks } from './plan-csv.js';
+import { ndjsonChunks } from './plan-ndjson.js';
+
+/** Why a row an earlier run left in flight is rejected rather than sent again (--on-unknown reject). */
+export const IN_DOUBT =
+  'outcome unknown: the run before stopped while this row was in flight, so it may have been applied; not sent again (--on-unknown reject)';
+
+export interface PlanOptions {
+  /** Input files in order; `-` is standard input. */
+  inputs: readonly string[];
+  /** Overrides the format the file names suggest (required for `-`). */
+  format?: InputFormat;
+  /** --encoding: how every input's bytes are read (default utf-8). */
+  encoding?: InputEncoding;
+  /** The kind of every CSV row and NDJSON item line; inferred per file (CSV) or per line (NDJSON) when absent. */
+  kind?: ArrayName;
+  /** --map: renames and types CSV columns. */
+  map?: ColumnMap;
+  /** Default: the `mau` profile. */
+  limits?: BatchLimits;
+  /** Largest request body in bytes of JSON (default 4,000,000, under the 4 MiB servers accept). */
+  maxBodyBytes?: number;
+  /** What an earlier run settled (resume), and the rows it left in doubt to reject unsent. */
+  skips?: ResumeSkips;
+  /** Bytes read from a file at a time (default 64 KiB); the rows of a chunk live until it is planned. */
+  chunkBytes?: number;
+  /** Where `-` reads from (a plan in this thread only). */
+  stdin?: Readable;
+  /** Stop reading: the plan ends after the chunk it is on (a plan in this thread only). */
+  stopSignal?: AbortSignal;
+}
+
+/** A warning on an item that is sent all the same, with the line of its row. */
+export interface PlanWarning {
+  line: number;
+  message: string;
+}
+
+/** What a plan yields, in order. `R` is the request's form: plain in this thread, decoded from the worker's bytes there. */
+export type PlanEvent<R = PlannedRequest> =
+  /** An input file begins. */
+  | { type: 'file'; file: string; format: InputFormat }
+  /** A CSV file's header was read: the kind of its rows, and what a person should know of its columns. */
+  | { type: 'header'; file: string; kind: ArrayName; notes: string[] }
+  | { type: 'note'; file: string; note: string }
+  /** The tally of a chunk of rows: rows read and left out, items planned, warnings, and the bytes read for them. */
+  | {
+      type: 'read';
+      file: string;
+      bytes: number;
+      rows: number;
+      skipped: number;
+      skippedItems: number;
+      items: Record<ArrayName, number>;
+      warnings: PlanWarning[];
+    }
+  /** A RequestLine: how many of its items are planned (before any of them is rejected or sent). */
+  | { type: 'line-items'; file: string; line: number; items: number }
+  | { type: 'reject'; record: RejectRecord }
+  | { type: 'request'; request: R };
+
+/** What the readers of CSV and NDJSON files tell the planner of each row, and take its events from. */
+export interface RowPlanner {
+  /** Counts a data row; true when an earlier run settled it (it is left out). */
+  row(file: string, line: number): boolean;
+  /** Why a row is to be rejected unsent: an earlier run sent it and never saw it settled (--on-unknown reject). */
+  inDoubt(file: string, line: number): string | undefined;
+  /** The items of a RequestLine that an earlier run settled, by their place. */
+  settledItems(file: string, line: number): ReadonlySet<number> | undefined;
+  /** A RequestLine of which `planned` items are planned, and `skipped` left out. */
+  requestLine(file: string, line: number, planned: number, skipped: number): void;
+  /** Rejects a row, or one item of a RequestLine (`item`: its place). */
+  reject(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void;
+  /** Checks an item and batches it, or rejects its row. `bytesBound` is at least the bytes of the item's JSON. */
+  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: { errors?: string[]; failed?: string[] }): void;
+  /** Counts bytes read from an input (before gunzip). */
+  bytesRead(bytes: number): void;
+  /** The events of the rows handled since the last call: the tally, then RequestLines, rejects, completed requests. */
+  chunk(file: string): PlanEvent[];
+}
+
+const rangeSets = (ranges: ReadonlyMap<string, Array<[number, number]>> | undefined): Map<string, RangeSet> => {
+  const sets = new Map<string, RangeSet>();
+  for (const [file, list] of ranges ?? []) {
+    const set = createRangeSet();
+    for (const [start, end] of list) set.add(start, end);
+    if (set.size > 0) sets.set(file, set);
+  }
+  return sets;
+};
+
+function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): PlannedRequest[] } {
+  const limits = options.limits ?? resolveLimits();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const batcher = createBatcher({ limits, maxBodyBytes });
+  const settled = rangeSets(options.skips?.rows);
+  const inDoubt = rangeSets(options.skips?.inDoubt);
+  const settledItems = options.skips?.items;
+
+  // An item's exact JSON size is needed only when it could matter: below this bound, even a full
+  // request of such items stays within maxBodyBytes.
+  const maxItems = limits.maxTotal ?? (limits.maxPerArray === undefined ? Infinity : 3 * limits.maxPerArray);
+  const smallItemBytes = maxBodyBytes / maxItems;
+  /** The largest item of each kind that a request holding nothing else can carry. */
+  const largestItem = Object.fromEntries(ARRAY_NAMES.map((kind) => [kind, maxBodyBytes - soloBodyBytes({ kind, bytes: 0 })])) as Record<ArrayName, number>;
+
+  // Rows are handled synchronously, a chunk at a time, so a row costs no promise of its own; what
+  // they give is handed on as the chunk's events.
+  let tally = { bytes: 0, rows: 0, skipped: 0, skippedItems: 0, items: { attributes: 0, events: 0, purchases: 0 }, warnings: [] as PlanWarning[] };
+  let lines: PlanEvent[] = [];
+  let rejects: PlanEvent[] = [];
+  const ready: PlannedRequest[] = [];
+  let anonymous = 0;
+
+  const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
+    rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
+  };
+
+  return {
+    row(file, line) {
+      tally.rows += 1;
+      if (settled.get(file)?.has(line) !== true) return false;
+      tally.skipped += 1;
+      return true;
+    },
+    inDoubt: (file, line) => (inDoubt.get(file)?.has(line) === true ? IN_DOUBT : undefined),
+    settledItems: (file, line) => settledItems?.get(file)?.get(line),
+    requestLine(file, line, planned, skipped) {
+      if (planned === 0) {
+        tally.skipped += 1;
+        return;
+      }
+      tally.skippedItems += skipped;
+      lines.push({ type: 'line-items', file, line, items: planned });
+    },
+    reject,
+    take(kind, item, origin, bytesBound, mapped) {
+      const errors = itemErrors(kind, item, mapped);
+      if (errors.length > 0) return reject(origin.file, origin.line, kind, origin.row, errors, origin.item);
+      const bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
+      if (bytes > largestItem[kind]) {
+        const tooBig = `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`;
+        return reject(origin.file, origin.line, kind, origin.row, [tooBig], origin.item);
+      }
+      const record = item as Record<string, unknown>;
+      const identity = identityOf(record);
+      for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
+      tally.items[kind] += 1;
+      // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
+      const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
+      const done = batcher.add({ kind, item: record, origin, userKey, bytes });
+      if (done.length > 0) ready.push(...done);
+    },
+    bytesRead(bytes) {
+      tally.bytes += bytes;
+    },
+    chunk(file) {
+      const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
+      for (const request of ready.splice(0)) events.push({ type: 'request', request });
+      tally = { bytes: 0, rows: 0, skipped: 0, skippedItems: 0, items: { attributes: 0, events: 0, purchases: 0 }, warnings: [] };
+      lines = [];
+      rejects = [];
+      return events;
+    },
+    finish: () => batcher.finish(),
+  };
+}
+
+/** Plans the requests for the inputs, in this thread. Inputs are opened as the events are consumed. */
+export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEvent> {
+  const planner = createRowPlanner(options);
+  const formats = options.inputs.map((file) => formatOf(file, options.format));
+  const stopped = (): boolean => options.stopSignal?.aborted === true;
+  for (const [i, file] of options.inputs.entries()) {
+    yield { type: 'file', file, format: formats[i] };
+    const chunks = formats[i] === 'csv' ? csvChunks(file, planner, options) : ndjsonChunks(file, planner, options);
+    for await (const events of chunks) {
+      yield* events;
+      if (stopped()) return;
+    }
+  }
+  for (const request of planner.finish()) yield { type: 'request', request };
+}

@@ -1,0 +1,122 @@
+// What a plan tells of the files it read, as a fold over the plan's events: rows, items by kind,
+// rejects and warnings by reason, requests. The same events come from a plan made in this thread or
+// in the worker, so the summary is made one way.
+import type { PlanEvent } from './plan.js';
+import type { InputFormat } from '../input/source.js';
+import type { ArrayName } from '../model/types.js';
+
+export interface FileSummary {
+  file: string;
+  format: InputFormat;
+  /** The kind of a CSV file's rows. */
+  kind?: ArrayName;
+  rows: number;
+}
+
+export interface PlanSummary {
+  files: FileSummary[];
+  /** Data rows read (CSV rows after the header; NDJSON lines that are not blank). */
+  rows: number;
+  /** Rows left out because an earlier run settled them, or settled every item of them. */
+  skipped: number;
+  /** Items left out of RequestLines that still had others to send (lines an earlier run delivered in part). */
+  skippedItems: number;
+  /** Items planned into requests, by kind. */
+  items: Record<ArrayName, number>;
+  /** Rejected rows (lines of the rejects file); a RequestLine counts once per rejected item. */
+  rejected: number;
+  /** Rejected rows by reason (a row with several problems counts under each). */
+  rejectReasons: Record<string, number>;
+  warnings: number;
+  warningReasons: Record<string, number>;
+  /** The first few warnings with their place, `file:line: message`. */
+  warningExamples: string[];
+  requests: number;
+  /** Things a person should know about the files that are not rows (an empty file, an unused --map column). */
+  notes: string[];
+}
+
+const MAX_WARNING_EXAMPLES = 10;
+const MAX_REASONS = 100;
+
+export function emptyPlanSummary(): PlanSummary {
+  return {
+    files: [],
+    rows: 0,
+    skipped: 0,
+    skippedItems: 0,
+    items: { attributes: 0, events: 0, purchases: 0 },
+    rejected: 0,
+    rejectReasons: {},
+    warnings: 0,
+    warningReasons: {},
+    warningExamples: [],
+    requests: 0,
+    notes: [],
+  };
+}
+
+/** A problem without the value that caused it: `email: is not a valid email address`. */
+function reasonOf(problem: string): string {
+  const got = problem.indexOf(', got ');
+  return got === -1 ? problem : problem.slice(0, got);
+}
+
+function count(reasons: Record<string, number>, problem: string): void {
+  const reason = reasonOf(problem);
+  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
+  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+}
+
+/**
+ * One step of the fold: the summary so far with the event added. The summary is the caller's own
+ * accumulator (as in Array#reduce), so a step adds to it in place rather than copy a hundred reasons
+ * per rejected row.
+ */
+export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): PlanSummary {
+  switch (event.type) {
+    case 'file':
+      summary.files.push({ file: event.file, format: event.format, rows: 0 });
+      break;
+    case 'header': {
+      const file = summary.files.findLast((f) => f.file === event.file);
+      if (file !== undefined) file.kind = event.kind;
+      summary.notes.push(...event.notes.map((note) => `${event.file}: ${note}`));
+      break;
+    }
+    case 'note':
+      summary.notes.push(`${event.file}: ${event.note}`);
+      break;
+    case 'read': {
+      const file = summary.files.findLast((f) => f.file === event.file);
+      if (file !== undefined) file.rows += event.rows;
+      summary.rows += event.rows;
+      summary.skipped += event.skipped;
+      summary.skippedItems += event.skippedItems;
+      for (const kind of ['attributes', 'events', 'purchases'] as const) summary.items[kind] += event.items[kind];
+      for (const { line, message } of event.warnings) {
+        summary.warnings += 1;
+        count(summary.warningReasons, message);
+        if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${event.file}:${line}: ${message}`);
+      }
+      break;
+    }
+    case 'reject':
+      summary.rejected += 1;
+      for (const reason of new Set(event.record.errors.map(reasonOf))) count(summary.rejectReasons, reason);
+      break;
+    case 'request':
+      summary.requests += 1;
+      break;
+    case 'line-items':
+      break;
+  }
+  return summary;
+}
+
+/** The summary of a whole plan. */
+export function summarizePlan(events: Iterable<PlanEvent<unknown>>): PlanSummary {
+  let summary = emptyPlanSummary();
+  for (const event of events) summary = addPlanEvent(summary, event);
+  return summary;
+}

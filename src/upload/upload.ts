@@ -1,0 +1,247 @@
+// `track upload` and `track validate`: input files -> rows -> checked items -> planned requests ->
+// delivered to the target, or, in a dry run (no target), counted and written to --out. Every row is
+// accounted for: in a request, in the rejects file, or left out on resume because it was settled.
+import { UsageError } from '../errors.js';
+import { checkReadable, formatOf, STDIN } from '../input/source.js';
+import type { ColumnMap } from '../mapping/column-map.js';
+import type { RejectRecord } from '../model/request.js';
+import { deliver, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type OnUnknown } from '../transport/index.js';
+import { createTrackClient } from '../transport/http-client.js';
+import { requestJson, type RequestToSend } from '../transport/request.js';
+import { openJournal, type Journal } from '../transport/resume/journal.js';
+import { lineLedger } from '../transport/resume/line-ledger.js';
+import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
+import { lazyWriter, rejectKey, rejectsSoFar } from './outputs.js';
+import type { PlanEvent, PlanOptions } from './plan.js';
+import { checkTarget, noteJournal } from './rerun.js';
+import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
+import { planInWorker } from './worker/plan-in-worker.js';
+
+export type { FileSummary, PlanSummary } from './summary.js';
+
+/** Where and how a delivery sends. */
+export interface SendOptions {
+  /** The service base URL. */
+  url: string;
+  apiKey: string;
+  /** Requests in flight at once. */
+  concurrency?: number;
+  /** Most requests started in any one-second window; undefined for the transport's default. */
+  rate?: number;
+  /** Most requests started in any hour. */
+  hourly?: number;
+  /** Tries after the first for 5xx, network errors and unknown outcomes. */
+  retries?: number;
+  onUnknown?: OnUnknown;
+  /** The journal file; default `<first input>.<target>.journal` beside it. */
+  journalPath?: string;
+  /** Skip the rows an earlier run's journal settled, and add to its rejects file. */
+  resume?: boolean;
+  /** Start over even though the journal holds a run of the same inputs to the same target. */
+  restart?: boolean;
+  /** Cut requests in flight off (a second Ctrl-C); `stopSignal` lets them finish. */
+  abortSignal?: AbortSignal;
+  onProgress?: (progress: DeliveryProgress) => void;
+  onNotice?: (notice: DeliveryNotice) => void;
+}
+
+/** How far reading has got, after each chunk of rows. */
+export interface ReadProgress {
+  file: string;
+  rows: number;
+  requests: number;
+  /** Bytes of input read (before gunzip) since the last report. */
+  bytes: number;
+}
+
+export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes'> {
+  /** A --map file (JSON) to read; or give `map` itself. */
+  mapFile?: string;
+  map?: ColumnMap;
+  /** The rejects file (NDJSON); default `<first input>.rejects.ndjson` beside it. Left only when a row was rejected. */
+  rejectsPath?: string;
+  /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent. */
+  outPath?: string;
+  /** Where to deliver the requests; without it the run is a dry run. */
+  send?: SendOptions;
+  /** Plan in a worker thread while this one sends (default, for a delivery from files). */
+  thread?: boolean;
+  /** Stop reading, let requests in flight finish, save the journal (Ctrl-C). */
+  stopSignal?: AbortSignal;
+  onProgress?: (progress: ReadProgress) => void;
+}
+
+export interface UploadSummary extends PlanSummary {
+  /** The rejects file, when anything was written to it. */
+  rejectsPath?: string;
+  outPath?: string;
+  elapsedMs: number;
+  /** What the delivery did; undefined in a dry run. */
+  delivery?: DeliverySummary;
+  /** The run was stopped (stopSignal) before it read every row. */
+  interrupted: boolean;
+  /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
+  fatal?: Error;
+}
+
+const asError = (error: unknown): Error => (error instanceof Error ? error : new Error(String(error)));
+
+/** A delivery that left requests unsettled (stopped, aborted, failed). */
+const isIncomplete = (d: DeliverySummary | undefined): boolean =>
+  d !== undefined && (d.requestsAbandoned > 0 || d.stopped || d.aborted || d.fatal !== undefined);
+
+export async function upload(options: UploadOptions): Promise<UploadSummary> {
+  const started = performance.now();
+  const { inputs, send } = options;
+
+  // 1. check everything a person can get wrong, before any file is written or anything sent
+  const target = send === undefined ? undefined : await checkTarget(inputs, send);
+  if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
+  if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
+  for (const file of inputs) formatOf(file, options.format);
+  for (const file of inputs) await checkReadable(file);
+  const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
+  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(inputs[0]);
+  for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
+    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
+  }
+  if (options.outPath !== undefined && (await isOneOf(options.outPath, [rejectsPath]))) {
+    throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
+  }
+  await checkWritable('--rejects', rejectsPath);
+  if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
+  await checkHeaders(options, map);
+
+  // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
+  const resume = send?.resume === true;
+  const rejects = lazyWriter(rejectsPath, 'rejects', resume);
+  const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
+  let journal: Journal | undefined;
+  if (target?.journalPath !== undefined) {
+    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, beforeSettling: () => rejects.sync() });
+    await noteJournal(target.journalPath, target.target, inputs);
+  }
+  const ledger = journal === undefined ? undefined : lineLedger(journal);
+  // a resumed run adds to its rejects file, and does not write again a row it holds
+  const written = resume ? await rejectsSoFar(rejectsPath) : new Set<string>();
+  const writeReject = async (record: RejectRecord): Promise<void> => {
+    if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
+  };
+
+  // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
+  const { format, encoding, kind, limits, maxBodyBytes, stdin, stopSignal } = options;
+  const skips = journal?.skips(inputs, send?.onUnknown === 'reject');
+  const planOptions = { inputs, format, encoding, kind, map, limits, maxBodyBytes, skips, stopSignal };
+  const events: AsyncIterable<PlanEvent<RequestToSend>> =
+    send !== undefined && options.thread !== false && !inputs.includes(STDIN)
+      ? planInWorker(planOptions)
+      : // loaded here only: a plan in the worker keeps the batcher and the validator out of this thread
+        (await import('./plan.js')).planEvents({ ...planOptions, stdin });
+  let summary = emptyPlanSummary();
+  let readAll = false;
+  async function* requests(): AsyncGenerator<RequestToSend> {
+    for await (const event of events) {
+      summary = addPlanEvent(summary, event);
+      switch (event.type) {
+        case 'read':
+          options.onProgress?.({ file: event.file, rows: summary.rows, requests: summary.requests, bytes: event.bytes });
+          break;
+        case 'line-items':
+          ledger?.expect(event.file, event.line, event.items);
+          break;
+        case 'reject':
+          await writeReject(event.record);
+          // a row refused before sending is settled too: a resumed run must not refuse it again
+          ledger?.rejected(event.record);
+          break;
+        case 'request':
+          yield event.request;
+          break;
+      }
+    }
+    readAll = true;
+  }
+
+  // 4. deliver, or drain the plan (a dry run)
+  let delivery: DeliverySummary | undefined;
+  let fatal: Error | undefined;
+  try {
+    if (send !== undefined) {
+      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency });
+      try {
+        delivery = await deliver(requests(), {
+          client,
+          concurrency: send.concurrency,
+          rate: send.rate,
+          hourly: send.hourly,
+          retries: send.retries,
+          onUnknown: send.onUnknown,
+          journal: ledger?.journal,
+          // the request's rows are recorded as sent, and it is written to --out, before it is first posted
+          beforeFirstPost:
+            journal === undefined && out === undefined
+              ? undefined
+              : async (request) => {
+                  await journal?.sending(request);
+                  try {
+                    await out?.writeLine(requestJson(request));
+                  } catch (error) {
+                    journal?.notApplied(request);
+                    throw error;
+                  }
+                },
+          inDoubtRows: journal === undefined || journal.inDoubt === 0 ? undefined : (request) => journal.inDoubtRows(request),
+          notApplied: journal === undefined ? undefined : (request) => journal.notApplied(request),
+          sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
+          carriedDuplicates: journal?.unreported,
+          onReject: writeReject,
+          onProgress: send.onProgress,
+          onNotice: send.onNotice,
+          stopSignal: options.stopSignal,
+          abortSignal: send.abortSignal,
+        });
+      } finally {
+        await client.close();
+      }
+    } else {
+      for await (const request of requests()) {
+        await out?.writeLine(requestJson(request));
+        if (options.stopSignal?.aborted === true) break;
+      }
+    }
+  } catch (error) {
+    fatal = asError(error);
+  }
+
+  // 5. close: what fails here is the run's fatal error, not a lost summary
+  const went = fatal === undefined && delivery?.fatal === undefined;
+  const closing = async (close: () => Promise<void> | undefined): Promise<void> => {
+    try {
+      await close();
+    } catch (error) {
+      fatal ??= asError(error);
+    }
+  };
+  // --out holds every request of a run that went through, none included: an empty file, not an earlier run's
+  if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
+  await closing(() => out?.close());
+  await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
+  await closing(() => {
+    if (journal === undefined) return undefined;
+    const complete = readAll && went && !isIncomplete(delivery);
+    const rowsRead = readAll ? new Map(summary.files.map((f) => [f.file, f.rows])) : undefined;
+    return journal.close({ complete, rowsRead });
+  });
+
+  // 6. the summary
+  return {
+    ...summary,
+    notes: target?.note === undefined ? summary.notes : [...summary.notes, target.note],
+    rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
+    outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
+    elapsedMs: Math.round(performance.now() - started),
+    delivery,
+    interrupted: !readAll && options.stopSignal?.aborted === true,
+    fatal,
+  };
+}

@@ -1,0 +1,18 @@
+// The planning thread: plans the inputs with planEvents(), as a plan in the main thread would, and
+// posts each event through wire.ts, so that reading and sending use a core each.
+import { planEvents, type PlanOptions } from '../plan.js';
+import { serveInWorker, type Posting } from './in-worker.js';
+import { createEncoder, type WireMessage } from './wire.js';
+
+/** What the planning thread is started with: the plan's options that cross threads. */
+export type WorkerPlanOptions = Omit<PlanOptions, 'stdin' | 'stopSignal'>;
+
+/** Rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB). */
+const CHUNK_BYTES = 16 * 1024;
+
+async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage>> {
+  const encode = createEncoder(options.inputs);
+  for await (const event of planEvents({ ...options, chunkBytes: CHUNK_BYTES })) yield* encode(event);
+}
+
+await serveInWorker(postings);

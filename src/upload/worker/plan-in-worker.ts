@@ -1,0 +1,56 @@
+// A plan made in a worker thread. Reading, mapping, checking and batching take most of an upload's
+// CPU, and sending takes the rest; run in one thread they add up, so `track upload` plans in a
+// worker (entry.ts) and sends from the main thread. The events are those of planEvents().
+import { InputError } from '../../errors.js';
+import type { RequestToSend } from '../../transport/request.js';
+import type { PlanEvent } from '../plan.js';
+import type { WorkerPlanOptions } from './entry.js';
+import { inWorker, type RelayedError } from './in-worker.js';
+import { createDecoder, type WireMessage } from './wire.js';
+
+/**
+ * Events the worker has posted wait in this thread until taken. A shallow window keeps the sender
+ * fed (the worker plans faster than it sends) while few of them live long enough to be promoted:
+ * at 64 requests, peak RSS rose by up to 20 MB; at 8, the sender sometimes waited.
+ */
+const WINDOW = { messages: 16, bytes: 8 * 1024 * 1024 };
+/**
+ * A row's objects die within a chunk of input, read 16 KiB at a time there, so a young generation
+ * capped at 12 MiB (the default grows several times larger) serves as well and keeps two heaps
+ * within 150 MB.
+ */
+const YOUNG_GENERATION_MB = 12;
+/**
+ * V8 lets a heap grow to four times what survived its last full collection when the heap may grow
+ * past 2 GB, and to under twice that below it: rows of 20,000 cells, held until their request is
+ * full, took the worker's heap to 180 MB with no bound and to 60 MB with this one. The worker holds
+ * at most a request or two and the rows of a chunk of input, far below it.
+ */
+const OLD_GENERATION_MB = 1024;
+/**
+ * The worker's module beside this one. A worker thread runs JavaScript only, so when this module
+ * runs from the TypeScript sources (the tests), the built one is loaded (the tests build it first).
+ */
+const ENTRY = import.meta.url.endsWith('.ts') ? new URL('../../../dist/upload/worker/entry.js', import.meta.url) : new URL('./entry.js', import.meta.url);
+
+const revive = (relayed: RelayedError): Error => {
+  const error = relayed.name === 'InputError' ? new InputError(relayed.message) : new Error(relayed.message);
+  return Object.assign(error, { file: relayed.file, line: relayed.line });
+};
+
+/** The events of planEvents(options), planned in a worker thread; `stopSignal` ends it at once. */
+export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: AbortSignal }): AsyncGenerator<PlanEvent<RequestToSend>> {
+  const { stopSignal, ...data } = options;
+  const decode = createDecoder(options.inputs);
+  const messages = inWorker<WireMessage>(ENTRY, {
+    data,
+    window: WINDOW,
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB },
+    stopSignal,
+    revive,
+  });
+  for await (const message of messages) {
+    const event = decode(message);
+    if (event !== undefined) yield event;
+  }
+}

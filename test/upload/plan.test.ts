@@ -1,0 +1,72 @@
+// Every planner case runs against the plan made in this thread and the one made in the worker
+// thread (what `track upload` sends from); then the two are compared on whole files.
+import { describe, expect, it } from 'vitest';
+import { planEvents } from '../../src/upload/plan.js';
+import { planInWorker } from '../../src/upload/worker/plan-in-worker.js';
+import { file, fixture, planCases, run, type Planner } from './plan.case.js';
+
+const inThread: Planner = (options) => planEvents(options);
+const inWorker: Planner = (options) => planInWorker(options);
+
+planCases('in this thread', inThread);
+planCases('in the worker thread', inWorker);
+
+describe('the plan in the worker thread', () => {
+  it('is the plan made in this thread, for every fixture together', async () => {
+    const inputs = [
+      'attributes.csv',
+      'events.csv',
+      'purchases.csv',
+      'bad-rows.csv',
+      'bad-lines.ndjson',
+      'mixed.ndjson',
+      'multiline-crlf.csv',
+      'inference.csv',
+      'annotations.csv',
+      'empty-and-null.csv',
+      'identifiers.csv',
+      'warnings.csv',
+    ].map(fixture);
+    const here = await run(inThread, { inputs });
+    const there = await run(inWorker, { inputs });
+    expect(here.requests.length).toBeGreaterThan(1);
+    expect(here.rejects.length).toBeGreaterThan(5);
+    expect(here.summary.warnings).toBeGreaterThan(0);
+    expect(there).toEqual(here);
+  });
+
+  it('is the same plan for a file of 1,500 columns (rows mapped by the loop, cells kept as one text), rows given back whole', async () => {
+    const header = ['external_id', ...Array.from({ length: 1499 }, (_, i) => `attr_${i}`)];
+    const row = (r: number) => header.map((_, i) => (i === 0 ? `u${r}` : i === 7 && r === 3 ? 'x:inc' : i % 5 === 0 ? '' : `${(r * i) % 97}${i % 2 ? 'é' : ''}`));
+    const text = [header.join(','), ...Array.from({ length: 30 }, (_, r) => row(r).join(','))].join('\n');
+    const csv = file('wide.csv', text.replace(',x:inc,', ',"a,b",'));
+    const here = await run(inThread, { inputs: [csv], maxBodyBytes: 60_000 });
+    const there = await run(inWorker, { inputs: [csv], maxBodyBytes: 60_000 });
+    expect(here.requests.length).toBeGreaterThan(3);
+    expect(there).toEqual(here);
+    const origins = there.requests.flatMap((r) => (r.origins as { attributes: Array<{ line: number; row: Record<string, string> }> }).attributes);
+    expect(origins).toHaveLength(30);
+    expect(origins[5].row).toEqual(Object.fromEntries(header.map((key, i) => [key, row(5)[i]])));
+  });
+
+  it('hands on every rejected row of a file of mostly bad rows, in order', async () => {
+    const rows = Array.from({ length: 30_000 }, (_, i) => (i % 100 === 0 ? `u${i},u${i}@example.com` : `u${i},not-an-email`));
+    const csv = file('mostly-bad.csv', `external_id,email\n${rows.join('\n')}\n`);
+    const here = await run(inThread, { inputs: [csv] });
+    const there = await run(inWorker, { inputs: [csv] });
+    expect(there.rejects).toHaveLength(29_700);
+    expect(there).toEqual(here);
+  });
+
+  it('stops at once when told to: nothing it posted after is handed on', async () => {
+    const rows = Array.from({ length: 50_000 }, (_, i) => `u${i},not-an-email`);
+    const csv = file('all-bad.csv', `external_id,email\n${rows.join('\n')}\n`);
+    const stop = new AbortController();
+    let rejects = 0;
+    for await (const event of planInWorker({ inputs: [csv], stopSignal: stop.signal })) {
+      expect(event.type).not.toBe('request');
+      if (event.type === 'reject' && (rejects += 1) === 500) stop.abort();
+    }
+    expect(rejects).toBe(500);
+  });
+});
