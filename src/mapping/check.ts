@@ -4,7 +4,7 @@ import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
 import { countryCode, isTimeZoneName } from '../model/places.js';
 import type { ArrayName } from '../model/types.js';
-import { itemProblems } from '../model/validate.js';
+import { itemProblems } from '../model/validate-item.js';
 
 const NONE: readonly string[] = Object.freeze([]);
 

@@ -1,8 +1,6 @@
 // Which array a file's rows (or an NDJSON line's item) belong to, when --kind does not say.
 import type { ArrayName } from '../model/types.js';
 
-export const KINDS: readonly ArrayName[] = ['attributes', 'events', 'purchases'];
-
 export function isKind(value: unknown): value is ArrayName {
   return value === 'attributes' || value === 'events' || value === 'purchases';
 }

@@ -11,7 +11,7 @@ import { createPacer, type Pacer } from './pacer.js';
 import { distinctRows, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
 import { itemCounts, jsonBytes, requestJson, type RequestToSend } from './request.js';
 import { sendRequest, type DeliveryNotice, type OnUnknown, type SendContext, type SendOutcome } from './send-request.js';
-import { addWarning, emptySummary, progressOf, type DeliveryProgress, type DeliverySummary } from './summary.js';
+import { addWarning, emptyDeliverySummary, progressOf, type DeliveryProgress, type DeliverySummary } from './summary.js';
 import { createUserOrder, type Turn } from './user-order.js';
 
 export const DEFAULT_CONCURRENCY = 8;
@@ -102,7 +102,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       onLongWait: ({ untilMs, reason }) => options.onNotice?.({ type: 'waiting', reason, untilWallMs: clock.wallNow() + (untilMs - clock.now()) }),
     });
   const startedAt = clock.now();
-  const summary = emptySummary();
+  const summary = emptyDeliverySummary();
   summary.rowsPossiblyDuplicated = options.carriedDuplicates ?? 0;
 
   // stop: no new requests or attempts; abort: also cut off posts on the wire

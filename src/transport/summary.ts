@@ -56,7 +56,7 @@ export interface DeliveryProgress extends Omit<DeliverySummary, 'fatal' | 'warni
 
 export const MAX_WARNINGS = 50;
 
-export function emptySummary(): DeliverySummary {
+export function emptyDeliverySummary(): DeliverySummary {
   return {
     requestsPulled: 0,
     requestsSent: 0,

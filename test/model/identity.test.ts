@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
+  ARRAY_NAMES,
   identityHash,
   identityKey,
   identityOf,
@@ -11,15 +12,13 @@ import {
   normalizePhone,
   primaryIdentifiersIn,
   textHash,
-  type ArrayName,
 } from '../../src/model/index.js';
 import { attrs, bareItem, expectAccepted, expectRejected } from './items.js';
 
-const KINDS: ArrayName[] = ['attributes', 'events', 'purchases'];
 const ALIAS = { alias_name: 'ada@old-crm', alias_label: 'crm' };
 const PUSH_TOKENS = [{ app_id: 'app-1', token: 'tok-1' }];
 
-describe.each(KINDS)('identifier presence in %s', (kind) => {
+describe.each([...ARRAY_NAMES])('identifier presence in %s', (kind) => {
   it.each([
     ['external_id', { external_id: 'user-9' }],
     ['user_alias', { user_alias: ALIAS }],
