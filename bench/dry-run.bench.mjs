@@ -31,8 +31,8 @@ async function timed(fn) {
 }
 
 async function dryRun(path, dir) {
-  const { upload } = await import('../dist/upload.js');
-  const summary = await upload({ inputs: [path], dryRun: true, rejectsPath: join(dir, 'rejects.ndjson') });
+  const { upload } = await import('../dist/upload/upload.js');
+  const summary = await upload({ inputs: [path], rejectsPath: join(dir, 'rejects.ndjson') });
   if (summary.rejected !== 0) throw new Error(`unexpected rejects: ${JSON.stringify(summary.rejectReasons)}`);
   return summary.items.attributes;
 }

@@ -4,30 +4,30 @@
 // microseconds), so after any stop of the process, kill -9 included, a resume knows which rows may
 // have reached the server. Settled rows are appended every 200 ms, each time after the rejects file
 // is synced, and everything written is then fsynced, so a machine that loses power loses at most
-// that much of the journal.
-import { statSync, writeSync } from 'node:fs';
-import { open, readFile, stat, truncate, type FileHandle } from 'node:fs/promises';
+// that much of the journal. Reading an earlier run's journal is in journal-read.ts. At about 390
+// lines this is one object with a lifetime whose methods share its buffers and open file; split
+// further, each part would reach into the others' state.
+import { writeSync } from 'node:fs';
+import { open, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError, OutputError } from '../../errors.js';
-import type { ArrayName } from '../../model/types.js';
 import { forEachRow, type SettledRequest } from '../request.js';
-import { createRangeSet, difference, type RangeSet } from './range-set.js';
+import { createRangeSet, type RangeSet } from './range-set.js';
+import { changedMessage, identifyFile, identifyFileSync, readEarlierRuns, sameIdentity } from './journal-read.js';
 import {
   againLine,
   endLine,
   fileLine,
   headerLine,
   itemsLine,
-  parseJournal,
   rangesLine,
   rowsLine,
   sentLine,
   unsentLine,
-  type FileIdentity,
-  type ParsedJournal,
 } from './journal-format.js';
 
 export type { FileIdentity, ParsedJournal } from './journal-format.js';
+export { findJournal, identifyFile, readJournal, rowsInDoubt } from './journal-read.js';
 
 export interface JournalOptions {
   /** Where the journal lives. */
@@ -97,56 +97,6 @@ export interface Journal {
 
 const DEFAULT_FLUSH_INTERVAL_MS = 200;
 
-export async function identifyFile(file: string): Promise<FileIdentity> {
-  const path = resolve(file);
-  try {
-    const info = await stat(path);
-    return { path, size: info.size, mtimeMs: info.mtimeMs };
-  } catch (error) {
-    throw new InputError(`cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, file);
-  }
-}
-
-function identifyFileSync(file: string): FileIdentity {
-  const path = resolve(file);
-  const info = statSync(path);
-  return { path, size: info.size, mtimeMs: info.mtimeMs };
-}
-
-const sameIdentity = (a: FileIdentity, b: FileIdentity): boolean => a.size === b.size && a.mtimeMs === b.mtimeMs;
-
-function changedMessage(journalPath: string, was: FileIdentity, now: FileIdentity): string {
-  const parts: string[] = [];
-  if (was.size !== now.size) parts.push(`size ${was.size} -> ${now.size} bytes`);
-  if (was.mtimeMs !== now.mtimeMs) {
-    parts.push(`modified ${new Date(was.mtimeMs).toISOString()} -> ${new Date(now.mtimeMs).toISOString()}`);
-  }
-  return (
-    `changed since the journal ${journalPath} was written (${parts.join(', ')}), so its line numbers ` +
-    'may name other rows; restore the file, or upload it again with --restart'
-  );
-}
-
-/** Reads a journal without opening it for writing (to inspect it, or to test it). */
-export async function readJournal(path: string): Promise<ParsedJournal> {
-  return parseJournal(await readFile(path), path);
-}
-
-/** The journal at this path, or undefined when there is none. */
-export async function findJournal(path: string): Promise<ParsedJournal | undefined> {
-  try {
-    return await readJournal(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
-
-/** Rows of a journal's file that were sent and never settled. */
-export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
-  return difference(file.sent, file.settled);
-}
-
 /** Writes all of text: a short write (a disk filling up) is carried on until it fails. */
 function writeAllSync(fd: number, text: string): void {
   const bytes = Buffer.from(text);
@@ -170,54 +120,8 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
-  let previous: ParsedJournal = { files: [], unreported: 0, validBytes: 0, tornTail: false, missingNewline: false };
-  if (options.resume) {
-    const found = await findJournal(journalPath);
-    if (found === undefined) {
-      throw new InputError('there is no journal to resume from here; check --journal, or start without --resume', options.path);
-    }
-    if (found.target !== undefined && found.target !== options.target) {
-      throw new InputError(
-        `records an upload to ${found.target}, not to ${options.target}; resume with that --url, or leave out --journal (each target keeps a journal of its own)`,
-        options.path,
-      );
-    }
-    previous = found;
-  }
-
-  /** Absolute path -> file index in this journal, and the rows earlier runs settled. */
-  const indexes = new Map<string, number>();
-  const settledEarlier = new Map<string, RangeSet>();
-  const itemsEarlier = new Map<string, Map<number, Set<number>>>();
-  const doubtEarlier = new Map<string, RangeSet>();
-  let inDoubt = 0;
-  let nextIndex = 0;
-  const known = new Map<string, FileIdentity>();
-  /** Files whose identity changed but of which no row was sent: they are simply read anew. */
-  const renewed = new Map<number, FileIdentity>();
-  for (const f of previous.files) {
-    nextIndex = Math.max(nextIndex, f.index + 1);
-    indexes.set(f.identity.path, f.index);
-    const now = identities.find((identity) => identity.path === f.identity.path);
-    const touched = f.settled.size > 0 || f.sent.size > 0 || f.settledItems.size > 0;
-    if (now !== undefined && !sameIdentity(f.identity, now) && !touched) {
-      renewed.set(f.index, now);
-      known.set(now.path, now);
-      continue;
-    }
-    known.set(f.identity.path, f.identity);
-    settledEarlier.set(f.identity.path, f.settled);
-    itemsEarlier.set(f.identity.path, f.settledItems);
-    const doubt = rowsInDoubt(f);
-    if (doubt.size > 0) {
-      doubtEarlier.set(f.identity.path, doubt);
-      inDoubt += doubt.size;
-    }
-  }
-  options.files.forEach((file, i) => {
-    const was = known.get(identities[i].path);
-    if (was !== undefined && !sameIdentity(was, identities[i])) throw new InputError(changedMessage(journalPath, was, identities[i]), file);
-  });
+  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, renewed, known, firstNewIndex } = await readEarlierRuns(options, journalPath, identities);
+  let nextIndex = firstNewIndex;
 
   let head = '';
   let handle: FileHandle;

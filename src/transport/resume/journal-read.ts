@@ -1,0 +1,137 @@
+// Reading a journal: an earlier run's, to resume it or to tell what it holds, and the identity of
+// the input files it names (a file changed since its rows were recorded cannot be resumed).
+import { statSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { InputError } from '../../errors.js';
+import { parseJournal, type FileIdentity, type ParsedJournal } from './journal-format.js';
+import type { JournalOptions } from './journal.js';
+import { difference, type RangeSet } from './range-set.js';
+
+export async function identifyFile(file: string): Promise<FileIdentity> {
+  const path = resolve(file);
+  try {
+    const info = await stat(path);
+    return { path, size: info.size, mtimeMs: info.mtimeMs };
+  } catch (error) {
+    throw new InputError(`cannot read it: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, file);
+  }
+}
+
+export function identifyFileSync(file: string): FileIdentity {
+  const path = resolve(file);
+  const info = statSync(path);
+  return { path, size: info.size, mtimeMs: info.mtimeMs };
+}
+
+export const sameIdentity = (a: FileIdentity, b: FileIdentity): boolean => a.size === b.size && a.mtimeMs === b.mtimeMs;
+
+export function changedMessage(journalPath: string, was: FileIdentity, now: FileIdentity): string {
+  const parts: string[] = [];
+  if (was.size !== now.size) parts.push(`size ${was.size} -> ${now.size} bytes`);
+  if (was.mtimeMs !== now.mtimeMs) {
+    parts.push(`modified ${new Date(was.mtimeMs).toISOString()} -> ${new Date(now.mtimeMs).toISOString()}`);
+  }
+  return (
+    `changed since the journal ${journalPath} was written (${parts.join(', ')}), so its line numbers ` +
+    'may name other rows; restore the file, or upload it again with --restart'
+  );
+}
+
+/** Reads a journal without opening it for writing (to inspect it, or to test it). */
+export async function readJournal(path: string): Promise<ParsedJournal> {
+  return parseJournal(await readFile(path), path);
+}
+
+/** The journal at this path, or undefined when there is none. */
+export async function findJournal(path: string): Promise<ParsedJournal | undefined> {
+  try {
+    return await readJournal(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/** Rows of a journal's file that were sent and never settled. */
+export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
+  return difference(file.sent, file.settled);
+}
+
+/** What earlier runs of a journal left, as a resumed run needs it. */
+export interface EarlierRuns {
+  previous: ParsedJournal;
+  /** Absolute path -> file index in the journal. */
+  indexes: Map<string, number>;
+  /** Per absolute path: the rows earlier runs settled, the items of RequestLines they settled, the rows they left in doubt. */
+  settledEarlier: Map<string, RangeSet>;
+  itemsEarlier: Map<string, Map<number, Set<number>>>;
+  doubtEarlier: Map<string, RangeSet>;
+  /** Rows left in doubt, across the files. */
+  inDoubt: number;
+  /** Files whose identity changed but of which no row was sent: they are simply read anew. */
+  renewed: Map<number, FileIdentity>;
+  /** Absolute path -> the file's identity as the journal knows it. */
+  known: Map<string, FileIdentity>;
+  /** The index the next file new to the journal gets. */
+  firstNewIndex: number;
+}
+
+/**
+ * Reads the journal a run resumes (none for a fresh run) and checks it is this run's: the same
+ * target, and input files unchanged since it recorded rows of them.
+ */
+export async function readEarlierRuns(
+  options: Pick<JournalOptions, 'path' | 'files' | 'target' | 'resume'>,
+  journalPath: string,
+  identities: readonly FileIdentity[],
+): Promise<EarlierRuns> {
+  let previous: ParsedJournal = { files: [], unreported: 0, validBytes: 0, tornTail: false, missingNewline: false };
+  if (options.resume) {
+    const found = await findJournal(journalPath);
+    if (found === undefined) {
+      throw new InputError('there is no journal to resume from here; check --journal, or start without --resume', options.path);
+    }
+    if (found.target !== undefined && found.target !== options.target) {
+      throw new InputError(
+        `records an upload to ${found.target}, not to ${options.target}; resume with that --url, or leave out --journal (each target keeps a journal of its own)`,
+        options.path,
+      );
+    }
+    previous = found;
+  }
+
+  const indexes = new Map<string, number>();
+  const settledEarlier = new Map<string, RangeSet>();
+  const itemsEarlier = new Map<string, Map<number, Set<number>>>();
+  const doubtEarlier = new Map<string, RangeSet>();
+  let inDoubt = 0;
+  let nextIndex = 0;
+  const known = new Map<string, FileIdentity>();
+  const renewed = new Map<number, FileIdentity>();
+  for (const f of previous.files) {
+    nextIndex = Math.max(nextIndex, f.index + 1);
+    indexes.set(f.identity.path, f.index);
+    const now = identities.find((identity) => identity.path === f.identity.path);
+    const touched = f.settled.size > 0 || f.sent.size > 0 || f.settledItems.size > 0;
+    if (now !== undefined && !sameIdentity(f.identity, now) && !touched) {
+      renewed.set(f.index, now);
+      known.set(now.path, now);
+      continue;
+    }
+    known.set(f.identity.path, f.identity);
+    settledEarlier.set(f.identity.path, f.settled);
+    itemsEarlier.set(f.identity.path, f.settledItems);
+    const doubt = rowsInDoubt(f);
+    if (doubt.size > 0) {
+      doubtEarlier.set(f.identity.path, doubt);
+      inDoubt += doubt.size;
+    }
+  }
+  options.files.forEach((file, i) => {
+    const was = known.get(identities[i].path);
+    if (was !== undefined && !sameIdentity(was, identities[i])) throw new InputError(changedMessage(journalPath, was, identities[i]), file);
+  });
+
+  return { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, renewed, known, firstNewIndex: nextIndex };
+}
