@@ -17,8 +17,8 @@ import {
   type PushToken,
   type SubscriptionGroupUpdate,
 } from '../model/index.js';
+import { isoString, nowIso, storedTime } from '../model/time.js';
 import { applyCustomAttribute } from './attributes.js';
-import { isoString, nowIso, storedTime } from './iso-time.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
 import type { EditableProfile, NewEvent, NewPurchase, Store } from './store.js';
 

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Worker } from 'node:worker_threads';
 import type { CheckpointerData } from './checkpointer.js';
 import type { UserAlias } from '../model/index.js';
-import { nowIso } from './iso-time.js';
+import { nowIso } from '../model/time.js';
 import {
   ACTIVITY_TABLES,
   INSERT_COLUMNS,
