@@ -6,7 +6,8 @@ import type { FaultConfig } from './faults.js';
 import type { RateLimitConfig } from './rate-limit.js';
 
 export const DEFAULT_PERMISSIONS = ['users.track', 'users.export.ids'] as const;
-export const DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** The largest request body the emulator accepts (the batcher keeps its requests under a smaller size of its own). */
+export const DEFAULT_MAX_ACCEPTED_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface EmulatorOptions {
   /** Port to listen on; 0 (the default) picks a free one. */
@@ -51,7 +52,8 @@ export function parseApiKeys(specs: readonly string[]): Map<string, Set<string>>
   return keys;
 }
 
-export function parseRateLimit(text: string): { requests: number; windowMs: number } {
+/** `3000/3s` as a person writes it (not the rate-limit headers of a response, which the transport reads). */
+export function parseRateLimitSpec(text: string): { requests: number; windowMs: number } {
   const m = /^(\d+)\s*\/\s*(\d+(?:\.\d+)?)?\s*(ms|s|m|h)$/.exec(text.trim());
   if (m === null || Number(m[1]) < 1) {
     throw new UsageError(`--rate-limit: expected requests per window such as 3000/3s or 100/1m, got "${text}"`);
@@ -114,7 +116,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
   for (const [flag, value] of [['--max-total', options.batchLimits?.maxTotal], ['--max-per-array', options.batchLimits?.maxPerArray]] as const) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) throw new UsageError(`${flag}: expected a whole number of at least 1, got ${value}`);
   }
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_ACCEPTED_BODY_BYTES;
   if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new UsageError(`--max-body: expected a number of bytes above 0, got ${maxBodyBytes}`);
   const failRate = fraction('--fail-rate', options.failRate);
   const dropRate = fraction('--drop-rate', options.dropRate);
@@ -128,7 +130,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     blocklist: new Set(options.blocklist ?? []),
     limitProfile: profile,
     limits: resolveLimits(profile, options.batchLimits),
-    rateLimit: { ...parseRateLimit(options.rateLimit ?? '3000/3s'), hourly },
+    rateLimit: { ...parseRateLimitSpec(options.rateLimit ?? '3000/3s'), hourly },
     faults: { failRate, dropRate, latency: parseLatency(options.latency) },
     maxBodyBytes,
     arrayCap: options.arrayCap ?? 25,
