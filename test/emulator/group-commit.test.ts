@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3';
 import { afterEach, expect, it } from 'vitest';
 import { createHandler, type EmulatorRequest } from '../../src/emulator/handler.js';
 import { resolveOptions } from '../../src/emulator/options.js';
-import { groupCommitter } from '../../src/emulator/server.js';
+import { groupCommitter } from '../../src/emulator/group-commit.js';
 import { Store } from '../../src/emulator/store.js';
 
 const store = new Store(':memory:');
