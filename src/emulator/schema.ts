@@ -1,4 +1,4 @@
-// The emulator's SQLite schema, and what a file an earlier build made needs to match it.
+// The emulator's SQLite schema and the queries shaped by it (schema-upgrade.ts: files of earlier builds).
 //
 // Events and purchases are looked up by profile through an index on (id >> 12, profile_id): rows
 // in blocks of 4,096 by id, then by profile. A new row's index entry lands among the few pages of
@@ -15,7 +15,7 @@ export const ACTIVITY_TABLES = ['events', 'purchases'] as const;
 export type ActivityTable = (typeof ACTIVITY_TABLES)[number];
 
 /** Each activity table's columns and their types, in table order. */
-const ACTIVITY_COLUMNS: Record<ActivityTable, readonly (readonly [string, string])[]> = {
+export const ACTIVITY_COLUMNS: Record<ActivityTable, readonly (readonly [string, string])[]> = {
   events: [
     ['id', 'INTEGER PRIMARY KEY'],
     ['profile_id', 'INTEGER NOT NULL'],
@@ -45,7 +45,7 @@ export const INSERT_COLUMNS: Record<ActivityTable, readonly string[]> = {
 
 // Activity rows name their profile without a foreign key: a key would make every deleted profile a
 // search of the whole table, as the index does not start with profile_id. deleteProfiles() removes them.
-const activityTable = (table: ActivityTable, name: string = table): string =>
+export const activityTable = (table: ActivityTable, name: string = table): string =>
   `CREATE TABLE IF NOT EXISTS ${name} (\n${ACTIVITY_COLUMNS[table].map(([column, type]) => `  ${column} ${type}`).join(',\n')}\n);`;
 
 export const SCHEMA = `
@@ -88,39 +88,6 @@ CREATE TABLE IF NOT EXISTS subscriptions (
   PRIMARY KEY (profile_id, group_id)
 );
 `;
-
-/**
- * Whether a table as `CREATE TABLE` text from sqlite_schema is an activity table as an earlier
- * build made it: with a foreign key to profiles (and an index on profile_id alone).
- */
-export function isLegacyActivityTable(sql: string | undefined): boolean {
-  return sql !== undefined && sql.includes('REFERENCES');
-}
-
-/** The index on profile_id alone that earlier builds made, and make again when they open a file. */
-export const legacyIndex = (table: ActivityTable): string => `${table}_profile`;
-
-/**
- * Rebuilds an activity table made by an earlier build in the current shape, keeping every row and
- * its id. Run in one transaction with foreign keys off; SCHEMA then adds the new index.
- */
-export function rebuildActivityTable(table: ActivityTable): string {
-  const columns = ACTIVITY_COLUMNS[table].map(([name]) => name).join(', ');
-  return `${activityTable(table, `${table}_rebuilt`)}
-INSERT INTO ${table}_rebuilt (${columns}) SELECT ${columns} FROM ${table};
-DROP TABLE ${table};
-ALTER TABLE ${table}_rebuilt RENAME TO ${table};`;
-}
-
-/**
- * Undoes what an earlier build leaves in a file already rebuilt when it opens it again: its index on
- * profile_id (kept up on every insert for nothing) and the rows of the profiles it deleted, which it
- * expects the foreign key to remove (a new profile may be given a deleted one's id).
- */
-export function repairActivityTable(table: ActivityTable): string {
-  return `DROP INDEX IF EXISTS ${legacyIndex(table)};
-DELETE FROM ${table} WHERE profile_id NOT IN (SELECT id FROM profiles);`;
-}
 
 /**
  * A query over one profile's rows of an activity table, through its index one block at a time

@@ -6,17 +6,8 @@ import { Worker } from 'node:worker_threads';
 import type { CheckpointerData } from './checkpointer.js';
 import type { UserAlias } from '../model/index.js';
 import { nowIso } from '../model/time.js';
-import {
-  ACTIVITY_TABLES,
-  INSERT_COLUMNS,
-  SCHEMA,
-  activityQuery,
-  isLegacyActivityTable,
-  legacyIndex,
-  rebuildActivityTable,
-  repairActivityTable,
-  type ActivityTable,
-} from './schema.js';
+import { ACTIVITY_TABLES, INSERT_COLUMNS, SCHEMA, activityQuery, type ActivityTable } from './schema.js';
+import { upgradeActivityTables } from './schema-upgrade.js';
 
 /** The part of a profile an attributes item reads and changes, and saveProfile() writes back. */
 export interface EditableProfile {
@@ -242,7 +233,7 @@ export class Store {
     // a larger page cache and memory-mapped reads keep lookups off the read() path
     this.db.pragma('cache_size = -65536');
     this.db.pragma('mmap_size = 268435456');
-    this.upgradeActivityTables();
+    upgradeActivityTables(this.db);
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     const db = this.db;
@@ -625,25 +616,6 @@ export class Store {
     const integrity = String(this.db.pragma('integrity_check', { simple: true }));
     const dangling = (this.db.pragma('foreign_key_check') as unknown[]).length + (this.stmt.orphanActivity.get() as number);
     return dangling === 0 ? integrity : `${integrity}; ${dangling} rows reference missing rows`;
-  }
-
-  /**
-   * Brings the activity tables of a file an earlier build made (or opened since) to the current
-   * shape, keeping every row and its id: a one-off rebuild of about a second per million rows.
-   */
-  private upgradeActivityTables(): void {
-    const schemaSql = this.db.prepare<[string, string], string>('SELECT sql FROM sqlite_schema WHERE type = ? AND name = ?').pluck();
-    const work = (): string[] =>
-      ACTIVITY_TABLES.flatMap((table) => {
-        if (isLegacyActivityTable(schemaSql.get('table', table))) return [rebuildActivityTable(table)];
-        return schemaSql.get('index', legacyIndex(table)) === undefined ? [] : [repairActivityTable(table)];
-      });
-    if (work().length === 0) return;
-    this.db.pragma('foreign_keys = OFF');
-    // looked at again inside the write lock: another process may have done it meanwhile
-    this.db.transaction(() => {
-      for (const sql of work()) this.db.exec(sql);
-    }).immediate();
   }
 
   /**
