@@ -3,23 +3,16 @@
 // it stalls every request waiting there for tens of milliseconds. Here it runs beside the commits: a
 // PASSIVE checkpoint neither blocks nor waits for the writer, and commits stay as durable as before
 // (each is in the log, written before its request is answered; the checkpoint only moves it on).
-import Database from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
-
-export interface CheckpointerData {
-  path: string;
-  intervalMs: number;
-}
+import type { CheckpointerData } from './checkpoint-thread.js';
+import { openCheckpointConnection } from './store.js';
 
 const { path, intervalMs } = workerData as CheckpointerData;
-const db = new Database(path, { fileMustExist: true });
-db.pragma('busy_timeout = 0');
-// the writer keeps its own automatic checkpoints as a bound on the log; this one needs none
-db.pragma('wal_autocheckpoint = 0');
+const connection = openCheckpointConnection(path);
 
 const timer = setInterval(() => {
   try {
-    db.pragma('wal_checkpoint(PASSIVE)');
+    connection.checkpoint();
   } catch {
     // busy or failing: the writer's own checkpoints still bound the log
   }
@@ -28,6 +21,6 @@ const timer = setInterval(() => {
 parentPort?.on('message', (message: unknown) => {
   if (message !== 'stop') return;
   clearInterval(timer);
-  db.close();
+  connection.close();
   parentPort?.close();
 });

@@ -2,8 +2,7 @@
 // prepared statement; callers group writes with transaction() so a request commits as one.
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { Worker } from 'node:worker_threads';
-import type { CheckpointerData } from './checkpointer.js';
+import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.js';
 import type { UserAlias } from '../model/index.js';
 import { nowIso } from '../model/time.js';
 import { ACTIVITY_TABLES, INSERT_COLUMNS, SCHEMA, activityQuery, type ActivityTable } from './schema.js';
@@ -184,22 +183,17 @@ export function newServiceId(): string {
   return idPool.toString('hex', idOffset - 12, idOffset);
 }
 
-/** Run from TypeScript sources (the tests), the worker is taken from the build. */
-const CHECKPOINTER = import.meta.url.endsWith('.ts')
-  ? new URL('../../dist/emulator/checkpointer.js', import.meta.url)
-  : new URL('./checkpointer.js', import.meta.url);
-const CHECKPOINT_INTERVAL_MS = 100;
-/**
- * Log pages after which the writing connection checkpoints itself (SQLite's default is 1000). With the
- * checkpointer thread keeping up, this only restarts a log that never caught up under steady load.
- */
-const WRITER_CHECKPOINT_PAGES = 8000;
-const DEFAULT_CHECKPOINT_PAGES = 1000;
-/** How long stopCheckpointThread() lets a checkpoint in progress finish before ending the thread. */
-const CHECKPOINTER_STOP_MS = 5000;
-
 /** Most external IDs the id cache holds; past this it starts over (a miss only costs a query). */
 const ID_CACHE_LIMIT = 200_000;
+
+/** The checkpointer thread's own connection: PASSIVE checkpoints, which neither wait nor are waited for. */
+export function openCheckpointConnection(path: string): { checkpoint: () => void; close: () => void } {
+  const db = new Database(path, { fileMustExist: true });
+  db.pragma('busy_timeout = 0');
+  // the writer keeps its own automatic checkpoints as a bound on the log; this one needs none
+  db.pragma('wal_autocheckpoint = 0');
+  return { checkpoint: () => void db.pragma('wal_checkpoint(PASSIVE)'), close: () => db.close() };
+}
 
 export class Store {
   private readonly db: Database.Database;
@@ -213,7 +207,7 @@ export class Store {
    * savepoint) empties the cache, as does deleteProfiles().
    */
   private readonly idCache = new Map<string, number>();
-  private checkpointer: Worker | undefined;
+  private readonly checkpointThread: CheckpointThread | undefined;
   /** Multi-row INSERT statements, by table and row count, prepared when first needed. */
   private readonly inserts = new Map<string, Database.Statement>();
 
@@ -335,23 +329,11 @@ export class Store {
     this.seq = this.stmt.maxSeq.get()?.seq ?? 0;
     // one transaction function for every call: inside another transaction it runs in a savepoint
     this.inTransaction = db.transaction((fn: () => unknown) => fn());
-    if (options.checkpointThread === true && !db.memory) this.startCheckpointer();
-  }
-
-  /** Moves checkpoints to a worker thread; should it fail, the writer checkpoints as SQLite does by default. */
-  private startCheckpointer(): void {
-    const data: CheckpointerData = { path: this.db.name, intervalMs: CHECKPOINT_INTERVAL_MS };
-    const worker = new Worker(CHECKPOINTER, { workerData: data });
-    worker.unref();
-    const fallBack = (): void => {
-      if (this.checkpointer !== worker) return;
-      this.checkpointer = undefined;
-      if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
-    };
-    worker.on('error', fallBack);
-    worker.on('exit', fallBack);
-    this.checkpointer = worker;
-    this.db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
+    if (options.checkpointThread === true && !db.memory) {
+      this.checkpointThread = startCheckpointThread(db.name, (pages) => {
+        if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${pages}`);
+      });
+    }
   }
 
   /** Runs fn in one transaction: all of its writes commit together, or none do. */
@@ -623,24 +605,11 @@ export class Store {
    * itself the last connection and, as SQLite does for the last one, checkpoints and removes the log.
    */
   async stopCheckpointThread(): Promise<void> {
-    const worker = this.checkpointer;
-    if (worker === undefined) return;
-    this.checkpointer = undefined;
-    await new Promise<void>((resolve) => {
-      const stuck = setTimeout(() => void worker.terminate(), CHECKPOINTER_STOP_MS);
-      worker.once('exit', () => {
-        clearTimeout(stuck);
-        resolve();
-      });
-      worker.postMessage('stop');
-    });
-    if (this.db.open) this.db.pragma(`wal_autocheckpoint = ${DEFAULT_CHECKPOINT_PAGES}`);
+    await this.checkpointThread?.stop();
   }
 
   close(): void {
-    const worker = this.checkpointer;
-    this.checkpointer = undefined;
-    worker?.postMessage('stop');
+    this.checkpointThread?.end();
     if (this.db.open) this.db.close();
   }
 }
