@@ -20,7 +20,9 @@ import {
 import { isoString, nowIso, storedTime } from '../model/time.js';
 import { applyCustomAttribute } from './attributes.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
-import type { EditableProfile, NewEvent, NewPurchase, Store } from './store.js';
+import type { NewEvent, NewPurchase } from './activity-rows.js';
+import type { EditableProfile } from './profile-rows.js';
+import type { Store } from './store.js';
 
 type Item = Record<string, unknown>;
 

@@ -4,7 +4,8 @@
 // with the identifiers asked for, and no request waits long behind it.
 import { randomUUID } from 'node:crypto';
 import { isPlainObject, normalizeEmail, normalizePhone, type UserAlias } from '../model/index.js';
-import type { Profile, Store } from './store.js';
+import type { Profile } from './profile-rows.js';
+import type { Store } from './store.js';
 
 export type ExportedUser = Record<string, unknown>;
 

@@ -1,6 +1,7 @@
 // Finds (or creates) the profile an item names (spec 2.3, 4; decisions.md "Identifying the user").
 import { identityOf, type Identity } from '../model/index.js';
-import type { EditableProfile, Store } from './store.js';
+import type { EditableProfile } from './profile-rows.js';
+import type { Store } from './store.js';
 
 /**
  * Whether an item may only update an existing profile: `_update_existing_only` when given, else
