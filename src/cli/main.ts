@@ -1,7 +1,9 @@
 // The `track` program: commands are registered here; each loads its implementation only when run.
 import { Command } from 'commander';
 import { runMain } from './run.js';
+import { registerCleanup } from './commands/cleanup.js';
 import { registerEmulate } from './commands/emulate.js';
+import { registerInspect } from './commands/inspect.js';
 import { registerUpload } from './commands/upload.js';
 import { registerValidate } from './commands/validate.js';
 
@@ -12,6 +14,8 @@ const program = new Command()
   .showHelpAfterError();
 
 registerEmulate(program);
+registerInspect(program);
+registerCleanup(program);
 registerUpload(program);
 registerValidate(program);
 

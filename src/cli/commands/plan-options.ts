@@ -21,15 +21,8 @@ export interface PlanFlags {
   json?: boolean;
 }
 
-export function positiveInteger(flag: string): (value: string) => number {
-  return (value) => {
-    const n = Number(value);
-    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) {
-      throw new UsageError(`${flag}: expected a whole number of at least 1, got "${value}"`);
-    }
-    return n;
-  };
-}
+import { positiveInteger } from '../options.js';
+export { positiveInteger };
 
 export function addPlanOptions(command: Command): Command {
   return command
