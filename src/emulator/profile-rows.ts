@@ -139,9 +139,9 @@ export class ProfileRows {
   private readonly stmt;
   /**
    * external_id -> profile id, for profiles this store found or created. An external ID, once on a
-   * profile, stays on it, and only deleteProfiles() removes profiles, so an entry goes stale only when
-   * the write that made it is undone: any transaction that fails (and so rolls back, whole or to its
-   * savepoint) empties the cache, as does deleteProfiles().
+   * profile, stays on it, and only the store's deleteProfiles() removes profiles, so an entry goes stale
+   * only when the write that made it is undone: the store empties the cache (forgetIds) when any
+   * transaction fails (and so rolls back, whole or to its savepoint), and after deleteProfiles().
    */
   private readonly idCache = new Map<string, number>();
 
