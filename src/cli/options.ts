@@ -1,6 +1,13 @@
-// Flag parsers the commands share, and the flags of `track emulate` with their defaults, written once.
+// Every flag the commands take: the parsers they share, the flags of each command as its action
+// receives them, their defaults written once, and how they become the options of a run (defaults <-
+// environment <- flags).
+import { Option, type Command } from 'commander';
 import { UsageError } from '../errors.js';
-import type { LimitProfileName } from '../model/limits.js';
+import { INPUT_ENCODINGS, type InputEncoding } from '../input/decode.js';
+import type { InputFormat } from '../input/source.js';
+import { resolveLimits, type LimitProfileName } from '../model/limits.js';
+import type { ArrayName } from '../model/types.js';
+import type { SendOptions, UploadOptions } from '../upload/upload.js';
 
 /** Gathers the values of a repeatable flag, in the order given. */
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -13,15 +20,18 @@ export function number(name: string): (value: string) => number {
   };
 }
 
-export function positiveInteger(flag: string): (value: string) => number {
+/** A whole number of at least `min`, or a usage error naming the flag. */
+export function wholeNumber(flag: string, min: number): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < 1) {
-      throw new UsageError(`${flag}: expected a whole number of at least 1, got "${value}"`);
+    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
+      throw new UsageError(`${flag}: expected a whole number of at least ${min}, got "${value}"`);
     }
     return n;
   };
 }
+
+export const positiveInteger = (flag: string): ((value: string) => number) => wholeNumber(flag, 1);
 
 /** The flags of `track emulate` as its action receives them. */
 export interface EmulateFlags {
@@ -57,3 +67,102 @@ export const EMULATE_DEFAULTS = {
   // the emulator's DEFAULT_MAX_ACCEPTED_BODY_BYTES, written out so that the help loads no emulator code
   maxBody: 4 * 1024 * 1024,
 } as const satisfies Partial<EmulateFlags>;
+
+/** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
+export interface ReadFlags {
+  format?: InputFormat;
+  encoding: InputEncoding;
+  kind?: ArrayName;
+  map?: string;
+  limits: LimitProfileName;
+  maxTotal?: number;
+  maxPerArray?: number;
+  rejects?: string;
+  out?: string;
+  json?: boolean;
+}
+
+/** The flags of `track upload`. */
+export interface UploadFlags extends ReadFlags {
+  dryRun?: boolean;
+  url?: string;
+  apiKey?: string;
+  concurrency: number;
+  rate: number;
+  hourly?: number;
+  retries: number;
+  onUnknown: 'retry' | 'reject';
+  journal?: string;
+  resume?: boolean;
+  restart?: boolean;
+  quiet?: boolean;
+}
+
+/** The defaults of `track validate` and `track upload`, which commander shows in the help. */
+export const UPLOAD_DEFAULTS = {
+  encoding: 'utf-8',
+  limits: 'mau',
+  // the transport's DEFAULT_CONCURRENCY is 8 for library callers; the CLI's own default is written here
+  concurrency: 8,
+  rate: 1000,
+  retries: 5,
+  onUnknown: 'retry',
+} as const satisfies Partial<UploadFlags>;
+
+export function addReadOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson']))
+    .addOption(
+      new Option('--encoding <encoding>', 'the encoding of every input; latin1 is ISO-8859-1 (0x80 is U+0080, not €)')
+        .choices([...INPUT_ENCODINGS])
+        .default(UPLOAD_DEFAULTS.encoding),
+    )
+    .addOption(
+      new Option('--kind <kind>', 'what the rows are (default: from the columns of each file, or the fields of each line)').choices([
+        'attributes',
+        'events',
+        'purchases',
+      ]),
+    )
+    .option('--map <file>', 'JSON file that renames and types CSV columns: {"Zip": "zip:string", "Notes": null}')
+    .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
+    .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
+    .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
+    .option('--rejects <file>', 'where rejected rows go, as NDJSON (default: <first input>.rejects.ndjson beside it)')
+    .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
+    .option('--json', 'print the summary as JSON');
+}
+
+/** What to read and how, from the flags; where to send is sendOptionsFrom's. */
+export function uploadOptionsFrom(files: string[], flags: ReadFlags): UploadOptions {
+  return {
+    inputs: files,
+    format: flags.format,
+    encoding: flags.encoding,
+    kind: flags.kind,
+    mapFile: flags.map,
+    limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),
+    rejectsPath: flags.rejects,
+    outPath: flags.out,
+  };
+}
+
+/** Where and how to send: the flags over the environment (TRACK_URL, TRACK_API_KEY); both must be given one way. */
+export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): SendOptions {
+  const url = flags.url ?? (env.TRACK_URL || undefined);
+  const apiKey = flags.apiKey ?? (env.TRACK_API_KEY || undefined);
+  if (url === undefined) throw new UsageError('give the service URL with --url or TRACK_URL (or use --dry-run)');
+  if (apiKey === undefined) throw new UsageError('give the API key with --api-key or TRACK_API_KEY (or use --dry-run)');
+  return {
+    url,
+    apiKey,
+    concurrency: flags.concurrency,
+    rate: flags.rate,
+    hourly: flags.hourly,
+    retries: flags.retries,
+    onUnknown: flags.onUnknown,
+    journalPath: flags.journal,
+    resume: flags.resume === true,
+    restart: flags.restart === true,
+  };
+}

@@ -1,7 +1,8 @@
-// The one place that maps errors and run summaries to exit statuses, and errors to messages.
+// The one place that maps errors and run summaries to exit statuses, and errors to messages: the
+// program's top-level catch, and the edges of every upload or dry run (Ctrl-C, its summary).
 import { CommanderError, type Command } from 'commander';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
-import type { UploadSummary } from '../upload/upload.js';
+import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, fatal: 3, interrupted: 130 } as const;
 
@@ -24,6 +25,50 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   if (summary.interrupted || d?.stopped === true || d?.aborted === true) return EXIT.interrupted;
   const rejected = summary.rejected + (d === undefined ? 0 : d.items.attributes.rejected + d.items.events.rejected + d.items.purchases.rejected);
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
+}
+
+/**
+ * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
+ * once). Returns the function that removes the handlers.
+ */
+export function onStopSignals(first: () => void, second: () => void = () => process.exit(EXIT.interrupted)): () => void {
+  let signals = 0;
+  const onSignal = (): void => {
+    signals += 1;
+    if (signals === 1) first();
+    else second();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+}
+
+/**
+ * Runs upload() with standard input and the stop signals in place (`stop` on the first Ctrl-C,
+ * `abort` on the second, default: exit at once), then prints its summary, reports an error that
+ * stopped it, and sets the exit status.
+ */
+export async function runAndReport(
+  verb: string,
+  flags: { json?: boolean },
+  run: { options: UploadOptions; stop: () => void; abort?: () => void; /** Once upload() is over, before the summary: the progress output stops. */ ended: () => void },
+): Promise<void> {
+  const [{ upload }, { formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
+  const removeSignals = onStopSignals(run.stop, run.abort);
+  let summary: UploadSummary;
+  try {
+    summary = await upload({ ...run.options, stdin: process.stdin });
+  } finally {
+    run.ended();
+    removeSignals();
+  }
+  process.stdout.write(flags.json === true ? summaryJson(verb, summary) : formatSummary(verb, summary, run.options.limits));
+  const fatal = summary.delivery?.fatal ?? summary.fatal;
+  if (fatal !== undefined) reportFatal(fatal);
+  process.exitCode = exitCodeOfRun(summary);
 }
 
 function overrideExits(command: Command): void {

@@ -2,37 +2,10 @@
 // --dry-run it stops before the network and reports what would be sent.
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
-import { UsageError } from '../../errors.js';
-import type { SendOptions, UploadOptions, UploadSummary } from '../../upload/upload.js';
+import type { SendOptions, UploadOptions } from '../../upload/upload.js';
+import { addReadOptions, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import type { Meter } from '../output/progress.js';
-import { EXIT, exitCodeOfRun } from '../run.js';
-import { onStopSignals } from '../signals.js';
-import { addPlanOptions, planOptionsFrom, type PlanFlags } from './plan-options.js';
-
-export interface UploadFlags extends PlanFlags {
-  dryRun?: boolean;
-  url?: string;
-  apiKey?: string;
-  concurrency?: number;
-  rate?: number;
-  hourly?: number;
-  retries?: number;
-  onUnknown?: 'retry' | 'reject';
-  journal?: string;
-  resume?: boolean;
-  restart?: boolean;
-  quiet?: boolean;
-}
-
-function wholeNumber(flag: string, min: number): (value: string) => number {
-  return (value) => {
-    const n = Number(value);
-    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
-      throw new UsageError(`${flag}: expected a whole number of at least ${min}, got "${value}"`);
-    }
-    return n;
-  };
-}
+import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
   const command = program
@@ -42,10 +15,10 @@ export function registerUpload(program: Command): void {
     .option('--dry-run', 'do everything but send: check, batch, report (and --out the requests)')
     .option('--url <url>', 'the service base URL, e.g. https://rest.example.com (or TRACK_URL)')
     .option('--api-key <key>', 'API key with the users.track permission (or TRACK_API_KEY; never printed)')
-    .option('--concurrency <n>', 'requests in flight at once', wholeNumber('--concurrency', 1), 8)
-    .option('--rate <n>', 'most requests started in any one second', wholeNumber('--rate', 1), 1000)
+    .option('--concurrency <n>', 'requests in flight at once', wholeNumber('--concurrency', 1), UPLOAD_DEFAULTS.concurrency)
+    .option('--rate <n>', 'most requests started in any one second', wholeNumber('--rate', 1), UPLOAD_DEFAULTS.rate)
     .option('--hourly <n>', 'most requests started in any hour (off by default)', wholeNumber('--hourly', 1))
-    .option('--retries <n>', 'tries after the first for 5xx, network errors and unknown outcomes', wholeNumber('--retries', 0), 5)
+    .option('--retries <n>', 'tries after the first for 5xx, network errors and unknown outcomes', wholeNumber('--retries', 0), UPLOAD_DEFAULTS.retries)
     .addOption(
       new Option('--on-unknown <action>', 'a request that may have been applied (connection broke after sending): send again, or reject its rows')
         .choices(['retry', 'reject'])
@@ -55,7 +28,7 @@ export function registerUpload(program: Command): void {
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
     .option('--quiet', 'no progress output');
-  addPlanOptions(command)
+  addReadOptions(command)
     .addHelpText(
       'after',
       '\nExit status: 0 every row accepted, 1 finished with rows rejected (see the rejects file), 2 usage or\n' +
@@ -67,54 +40,21 @@ export function registerUpload(program: Command): void {
         'unless --resume (send only what is left) or --restart (send everything again) is given.',
     )
     .action(async (files: string[], flags: UploadFlags) => {
-      const options = planOptionsFrom(files, flags);
+      const options = uploadOptionsFrom(files, flags);
       if (flags.dryRun === true) {
         const { runDryRun } = await import('./validate.js');
         await runDryRun('upload --dry-run', options, flags);
         return;
       }
-      // option precedence: flags over the environment
-      const url = flags.url ?? (process.env.TRACK_URL || undefined);
-      const apiKey = flags.apiKey ?? (process.env.TRACK_API_KEY || undefined);
-      if (url === undefined) throw new UsageError('give the service URL with --url or TRACK_URL (or use --dry-run)');
-      if (apiKey === undefined) throw new UsageError('give the API key with --api-key or TRACK_API_KEY (or use --dry-run)');
-      const send: SendOptions = {
-        url,
-        apiKey,
-        concurrency: flags.concurrency,
-        rate: flags.rate,
-        hourly: flags.hourly,
-        retries: flags.retries,
-        onUnknown: flags.onUnknown,
-        journalPath: flags.journal,
-        resume: flags.resume === true,
-        restart: flags.restart === true,
-      };
-      await runUpload(options, send, flags);
+      await runUpload(options, sendOptionsFrom(flags, process.env), flags);
     });
 }
 
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
-  const [{ upload }, { formatSummary, reportFatal, summaryJson }, { noticeLine, progressLine, startSpinner }] = await Promise.all([
-    import('../../upload/upload.js'),
-    import('../output/summary.js'),
-    import('../output/progress.js'),
-  ]);
+  const { noticeLine, progressLine, startSpinner } = await import('../output/progress.js');
   const stop = new AbortController();
   const abort = new AbortController();
-  const removeSignals = onStopSignals(
-    () => {
-      process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
-      stop.abort();
-    },
-    () => {
-      abort.abort();
-      // the journal is append-only and tolerates a torn last line; give the abort a moment, then go
-      setTimeout(() => process.exit(EXIT.interrupted), 2000).unref();
-    },
-  );
-
   const quiet = flags.quiet === true;
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
@@ -130,12 +70,22 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
         },
         spinner !== undefined ? 200 : 5000,
       );
-
-  let summary: UploadSummary;
-  try {
-    summary = await upload({
+  await runAndReport('upload', flags, {
+    ended: () => {
+      if (ticker !== undefined) clearInterval(ticker);
+      spinner?.stop();
+    },
+    stop: () => {
+      process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
+      stop.abort();
+    },
+    abort: () => {
+      abort.abort();
+      // the journal is append-only and tolerates a torn last line; give the abort a moment, then go
+      setTimeout(() => process.exit(EXIT.interrupted), 2000).unref();
+    },
+    options: {
       ...options,
-      stdin: process.stdin,
       stopSignal: stop.signal,
       onProgress: ({ rows, bytes }) => {
         meter.rows = rows;
@@ -157,14 +107,6 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
               spinner?.render();
             },
       },
-    });
-  } finally {
-    if (ticker !== undefined) clearInterval(ticker);
-    spinner?.stop();
-    removeSignals();
-  }
-  process.stdout.write(flags.json === true ? summaryJson('upload', summary) : formatSummary('upload', summary, options.limits));
-  const fatal = summary.delivery?.fatal ?? summary.fatal;
-  if (fatal !== undefined) reportFatal(fatal);
-  process.exitCode = exitCodeOfRun(summary);
+    },
+  });
 }

@@ -2,20 +2,19 @@
 // nothing. `track upload --dry-run` is the same run under another name.
 import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
-import type { UploadOptions, UploadSummary } from '../../upload/upload.js';
-import { exitCodeOfRun } from '../run.js';
-import { onStopSignals } from '../signals.js';
-import { addPlanOptions, planOptionsFrom, type PlanFlags } from './plan-options.js';
+import type { UploadOptions } from '../../upload/upload.js';
+import { runAndReport } from '../run.js';
+import { addReadOptions, uploadOptionsFrom, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .description('check input files as an upload would read them; nothing is sent')
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
-  addPlanOptions(command)
+  addReadOptions(command)
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
-    .action(async (files: string[], flags: PlanFlags) => {
-      await runDryRun('validate', planOptionsFrom(files, flags), flags);
+    .action(async (files: string[], flags: ReadFlags) => {
+      await runDryRun('validate', uploadOptionsFrom(files, flags), flags);
     });
 }
 
@@ -30,36 +29,25 @@ const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 /** Runs a dry run: progress on a terminal, then the summary, then the exit status. */
 export async function runDryRun(verb: string, options: UploadOptions, flags: { json?: boolean }): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
-  const [{ upload }, { formatSummary, reportFatal, summaryJson }, { readingLine, startSpinner }] = await Promise.all([
-    import('../../upload/upload.js'),
-    import('../output/summary.js'),
-    import('../output/progress.js'),
-  ]);
+  const { readingLine, startSpinner } = await import('../output/progress.js');
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
-  const removeSignals = onStopSignals(() => stop.abort());
   const spinner = process.stderr.isTTY === true && flags.json !== true ? await startSpinner('reading') : undefined;
   let last = 0;
-  let summary: UploadSummary;
-  try {
-    summary = await upload({
-      ...options,
-      stdin: process.stdin,
-      stopSignal: stop.signal,
-      onProgress: spinner
-        ? ({ file, rows, requests }) => {
-            const now = Date.now();
-            if (now - last < 100) return;
-            last = now;
-            spinner.text = readingLine(file, rows, requests);
-          }
-        : undefined,
+  await runAndReport(verb, flags, {
+    stop: () => stop.abort(),
+    ended: () => spinner?.stop(),
+    options: {
+        ...options,
+        stopSignal: stop.signal,
+        onProgress: spinner
+          ? ({ file, rows, requests }) => {
+              const now = Date.now();
+              if (now - last < 100) return;
+              last = now;
+              spinner.text = readingLine(file, rows, requests);
+            }
+          : undefined,
+      },
     });
-  } finally {
-    spinner?.stop();
-    removeSignals();
-  }
-  process.stdout.write(flags.json === true ? summaryJson(verb, summary) : formatSummary(verb, summary, options.limits));
-  if (summary.fatal !== undefined) reportFatal(summary.fatal);
-  process.exitCode = exitCodeOfRun(summary);
 }
