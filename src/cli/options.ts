@@ -7,6 +7,8 @@ import { INPUT_ENCODINGS, type InputEncoding } from '../input/decode.js';
 import type { InputFormat } from '../input/source.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
+import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
 
 /** Gathers the values of a repeatable flag, in the order given. */
@@ -58,14 +60,13 @@ export interface EmulateFlags {
  */
 export const EMULATE_DEFAULTS = {
   port: 4000,
-  host: '127.0.0.1',
+  host: DEFAULT_HOST,
   db: './track-emulator.sqlite',
   limits: 'mau',
-  rateLimit: '3000/3s',
+  rateLimit: DEFAULT_RATE_LIMIT,
   failRate: 0,
   dropRate: 0,
-  // the emulator's DEFAULT_MAX_ACCEPTED_BODY_BYTES, written out so that the help loads no emulator code
-  maxBody: 4 * 1024 * 1024,
+  maxBody: DEFAULT_MAX_ACCEPTED_BODY_BYTES,
 } as const satisfies Partial<EmulateFlags>;
 
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
@@ -102,10 +103,9 @@ export interface UploadFlags extends ReadFlags {
 export const UPLOAD_DEFAULTS = {
   encoding: 'utf-8',
   limits: 'mau',
-  // the transport's DEFAULT_CONCURRENCY is 8 for library callers; the CLI's own default is written here
-  concurrency: 8,
-  rate: 1000,
-  retries: 5,
+  concurrency: DEFAULT_CONCURRENCY,
+  rate: DEFAULT_RATE,
+  retries: DEFAULT_RETRIES,
   onUnknown: 'retry',
 } as const satisfies Partial<UploadFlags>;
 

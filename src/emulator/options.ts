@@ -2,12 +2,11 @@
 import { randomBytes } from 'node:crypto';
 import { UsageError } from '../errors.js';
 import { isLimitProfileName, resolveLimits, type BatchLimits, type LimitProfileName } from '../model/index.js';
+import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT } from './defaults.js';
 import type { FaultConfig } from './faults.js';
 import type { RateLimitConfig } from './rate-limit.js';
 
 export const DEFAULT_PERMISSIONS = ['users.track', 'users.export.ids'] as const;
-/** The largest request body the emulator accepts (the batcher keeps its requests under a smaller size of its own). */
-export const DEFAULT_MAX_ACCEPTED_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface EmulatorOptions {
   /** Port to listen on; 0 (the default) picks a free one. */
@@ -123,14 +122,14 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
   if (failRate + dropRate > 1) throw new UsageError('--fail-rate and --drop-rate together exceed 1');
   return {
     port,
-    host: options.host ?? '127.0.0.1',
+    host: options.host ?? DEFAULT_HOST,
     db: options.db ?? ':memory:',
     keys: parseApiKeys(keySpecs),
     generatedKey,
     blocklist: new Set(options.blocklist ?? []),
     limitProfile: profile,
     limits: resolveLimits(profile, options.batchLimits),
-    rateLimit: { ...parseRateLimitSpec(options.rateLimit ?? '3000/3s'), hourly },
+    rateLimit: { ...parseRateLimitSpec(options.rateLimit ?? DEFAULT_RATE_LIMIT), hourly },
     faults: { failRate, dropRate, latency: parseLatency(options.latency) },
     maxBodyBytes,
     arrayCap: options.arrayCap ?? 25,

@@ -13,11 +13,8 @@ import { itemCounts, jsonBytes, requestJson, type RequestToSend } from './reques
 import { sendRequest, type DeliveryNotice, type OnUnknown, type SendContext, type SendOutcome } from './send-request.js';
 import { addWarning, emptyDeliverySummary, progressOf, type DeliveryProgress, type DeliverySummary } from './summary.js';
 import { createUserOrder, type Turn } from './user-order.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_RETRIES } from './defaults.js';
 
-export const DEFAULT_CONCURRENCY = 8;
-/** The emulator's default burst limit is 3,000 requests per 3 s; 1,000 in any 1 s window never exceeds it. */
-export const DEFAULT_RATE = 1_000;
-export const DEFAULT_RETRIES = 5;
 export const DEFAULT_MAX_RATE_LIMIT_WAITS = 30;
 const DEFAULT_RATE_LIMIT_WAIT_MS = 1_000;
 /** Request bodies taken and not settled, at most (beyond one request); small requests never come near it. */

@@ -1,13 +1,7 @@
 // The sending half of `track upload`: pacing, retry policy, the HTTP client, the resume journal
 // and deliver(), which composes them.
-export {
-  deliver,
-  DEFAULT_CONCURRENCY,
-  DEFAULT_RATE,
-  DEFAULT_RETRIES,
-  DEFAULT_MAX_RATE_LIMIT_WAITS,
-  DEFAULT_MAX_WAIT_MS,
-} from './deliver.js';
+export { deliver, DEFAULT_MAX_RATE_LIMIT_WAITS, DEFAULT_MAX_WAIT_MS } from './deliver.js';
+export { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from './defaults.js';
 export type { DeliverOptions } from './deliver.js';
 export type { DeliverySummary, DeliveryProgress, ItemTally } from './summary.js';
 export type { DeliveryNotice, OnUnknown } from './send-request.js';
