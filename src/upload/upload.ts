@@ -5,17 +5,14 @@ import { UsageError } from '../errors.js';
 import { checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
-import { deliver, type DeliveryNotice, type DeliveryProgress, type DeliverySummary, type OnUnknown } from '../transport/index.js';
-import { createTrackClient } from '../transport/http-client.js';
+import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
 import { openJournal, type Journal } from '../transport/resume/journal.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
 import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
 import { lazyWriter, rejectKey, rejectsSoFar } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
-import { checkTarget, noteJournal } from './rerun.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
-import { planInWorker } from './worker/plan-in-worker.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
 
@@ -95,7 +92,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const { inputs, send } = options;
 
   // 1. check everything a person can get wrong, before any file is written or anything sent
-  const target = send === undefined ? undefined : await checkTarget(inputs, send);
+  // the network side (the URL, the journal, the re-run guard) is loaded for a delivery only
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, send);
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
   for (const file of inputs) formatOf(file, options.format);
@@ -119,7 +117,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
     journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, beforeSettling: () => rejects.sync() });
-    await noteJournal(target.journalPath, target.target, inputs);
+    await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds
@@ -132,11 +130,12 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const { format, encoding, kind, limits, maxBodyBytes, stdin, stopSignal } = options;
   const skips = journal?.skips(inputs, send?.onUnknown === 'reject');
   const planOptions = { inputs, format, encoding, kind, map, limits, maxBodyBytes, skips, stopSignal };
+  // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
+  // thread, and a dry run loads no network client
   const events: AsyncIterable<PlanEvent<RequestToSend>> =
     send !== undefined && options.thread !== false && !inputs.includes(STDIN)
-      ? planInWorker(planOptions)
-      : // loaded here only: a plan in the worker keeps the batcher and the validator out of this thread
-        (await import('./plan.js')).planEvents({ ...planOptions, stdin });
+      ? (await import('./worker/plan-in-worker.js')).planInWorker(planOptions)
+      : (await import('./plan.js')).planEvents({ ...planOptions, stdin });
   let summary = emptyPlanSummary();
   let readAll = false;
   async function* requests(): AsyncGenerator<RequestToSend> {
@@ -167,6 +166,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let fatal: Error | undefined;
   try {
     if (send !== undefined) {
+      const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
       const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency });
       try {
         delivery = await deliver(requests(), {
