@@ -140,6 +140,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let readAll = false;
   async function* requests(): AsyncGenerator<RequestToSend> {
     for await (const event of events) {
+      // a rejected row is counted once its line is written: a summary never names a row the file lacks
+      if (event.type === 'reject') await writeReject(event.record);
       summary = addPlanEvent(summary, event);
       switch (event.type) {
         case 'read':
@@ -149,7 +151,6 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           ledger?.expect(event.file, event.line, event.items);
           break;
         case 'reject':
-          await writeReject(event.record);
           // a row refused before sending is settled too: a resumed run must not refuse it again
           ledger?.rejected(event.record);
           break;

@@ -27,6 +27,8 @@ export interface InWorkerOptions {
   resourceLimits?: ResourceLimits;
   /** Stop at once: the worker is ended and nothing more it posted is handed on. */
   stopSignal?: AbortSignal;
+  /** What the thread is called in an error message (default: the worker thread). */
+  name?: string;
   /** The error to throw here for one the worker relayed (default: an Error with its name and message). */
   revive?: (relayed: RelayedError) => Error;
 }
@@ -74,7 +76,7 @@ export async function* inWorker<T>(url: URL, options: InWorkerOptions): AsyncGen
       if (stopped()) return;
       if (head === inbox.length) {
         if (failure !== undefined) throw failure;
-        if (exited) throw new Error('the worker thread stopped before it was done');
+        if (exited) throw new Error(`${options.name ?? 'the worker thread'} stopped before it was done`);
         inbox = [];
         head = 0;
         acknowledge();

@@ -47,6 +47,7 @@ export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: 
     window: WINDOW,
     resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB },
     stopSignal,
+    name: 'the planning thread',
     revive,
   });
   for await (const message of messages) {
