@@ -18,7 +18,7 @@ import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
 /** Why a row an earlier run left in flight is rejected rather than sent again (--on-unknown reject). */
-export const IN_DOUBT =
+const IN_DOUBT =
   'outcome unknown: the run before stopped while this row was in flight, so it may have been applied; not sent again (--on-unknown reject)';
 
 export interface PlanOptions {
@@ -122,7 +122,8 @@ function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): Planne
 
   // Rows are handled synchronously, a chunk at a time, so a row costs no promise of its own; what
   // they give is handed on as the chunk's events.
-  let tally = { bytes: 0, rows: 0, skipped: 0, skippedItems: 0, items: { attributes: 0, events: 0, purchases: 0 }, warnings: [] as PlanWarning[] };
+  const newTally = () => ({ bytes: 0, rows: 0, skipped: 0, skippedItems: 0, items: { attributes: 0, events: 0, purchases: 0 }, warnings: [] as PlanWarning[] });
+  let tally = newTally();
   let lines: PlanEvent[] = [];
   let rejects: PlanEvent[] = [];
   const ready: PlannedRequest[] = [];
@@ -173,7 +174,7 @@ function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): Planne
     chunk(file) {
       const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
       for (const request of ready.splice(0)) events.push({ type: 'request', request });
-      tally = { bytes: 0, rows: 0, skipped: 0, skippedItems: 0, items: { attributes: 0, events: 0, purchases: 0 }, warnings: [] };
+      tally = newTally();
       lines = [];
       rejects = [];
       return events;

@@ -10,7 +10,7 @@ import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../t
 import { checkWritable, isOneOf } from './check.js';
 
 /** The target as a file-name part: `https://rest.example.com:8443/v2` -> `rest.example.com-8443-v2`. */
-export function targetSlug(endpoint: URL): string {
+function targetSlug(endpoint: URL): string {
   const prefix = endpoint.pathname.replace(/\/users\/track$/, '');
   const text = `${endpoint.hostname}${endpoint.port === '' ? '' : `-${endpoint.port}`}${prefix}`;
   return text.replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '');
@@ -26,7 +26,7 @@ const count = (n: number): string => n.toLocaleString('en-US');
 const when = (iso: string): string => iso.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
 
 /** What an earlier run's journal holds, in a sentence. */
-export function journalStory(found: ParsedJournal): string {
+function journalStory(found: ParsedJournal): string {
   const settled = found.files.reduce((n, f) => n + f.settled.size, 0);
   const total = found.files.every((f) => f.rows !== undefined) ? found.files.reduce((n, f) => n + (f.rows ?? 0), 0) : undefined;
   const of = total === undefined ? `${count(settled)} rows settled` : `${count(settled)} of ${count(total)} rows settled`;

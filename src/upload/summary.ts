@@ -3,7 +3,7 @@
 // in the worker, so the summary is made one way.
 import type { PlanEvent } from './plan.js';
 import type { InputFormat } from '../input/source.js';
-import type { ArrayName } from '../model/types.js';
+import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 
 export interface FileSummary {
   file: string;
@@ -93,7 +93,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.rows += event.rows;
       summary.skipped += event.skipped;
       summary.skippedItems += event.skippedItems;
-      for (const kind of ['attributes', 'events', 'purchases'] as const) summary.items[kind] += event.items[kind];
+      for (const kind of ARRAY_NAMES) summary.items[kind] += event.items[kind];
       for (const { line, message } of event.warnings) {
         summary.warnings += 1;
         count(summary.warningReasons, message);

@@ -4,7 +4,8 @@ import type { Ora } from 'ora';
 import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
 import { LONG_WAIT_MS, type WaitReason } from '../../transport/pacer.js';
 
-const number = (n: number): string => Math.round(n).toLocaleString('en-US');
+/** A count as a person reads it: 1,234,567. */
+export const number = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 export function duration(ms: number): string {
   const s = Math.round(ms / 1000);

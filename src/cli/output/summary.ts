@@ -5,9 +5,7 @@ import { DeliveryError, InputError, OutputError, UsageError } from '../../errors
 import type { BatchLimits } from '../../model/limits.js';
 import type { DeliverySummary } from '../../transport/index.js';
 import type { UploadSummary } from '../../upload/upload.js';
-import { duration } from './progress.js';
-
-const number = (n: number): string => Math.round(n).toLocaleString('en-US');
+import { duration, number } from './progress.js';
 const counted = (n: number, one: string, many = `${one}s`): string => `${number(n)} ${n === 1 ? one : many}`;
 
 function limitsText(limits: BatchLimits | undefined): string {

@@ -319,19 +319,23 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     return set;
   };
 
+  const settledRanges = (file: string): Array<[number, number]> => earlierFor(file)?.ranges() ?? [];
+  const settledItems = (file: string): ReadonlyMap<number, ReadonlySet<number>> => itemsEarlier.get(absolute(file)) ?? new Map();
+  const inDoubtRanges = (file: string): Array<[number, number]> => doubtEarlier.get(absolute(file))?.ranges() ?? [];
+  const perFile = <T>(files: readonly string[], of: (file: string) => T): Map<string, T> => new Map(files.map((file) => [file, of(file)]));
+
   return {
     path: journalPath,
     skips(files, rejectInDoubt) {
-      const rows = new Map(files.map((file) => [file, earlierFor(file)?.ranges() ?? []]));
-      const items = new Map(files.map((file) => [file, itemsEarlier.get(absolute(file)) ?? new Map<number, Set<number>>()]));
-      if (!rejectInDoubt || inDoubt === 0) return { rows, items };
-      return { rows, items, inDoubt: new Map(files.map((file) => [file, doubtEarlier.get(absolute(file))?.ranges() ?? []])) };
+      const rows = perFile(files, settledRanges);
+      const items = perFile(files, settledItems);
+      return !rejectInDoubt || inDoubt === 0 ? { rows, items } : { rows, items, inDoubt: perFile(files, inDoubtRanges) };
     },
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
-    settledRanges: (file) => earlierFor(file)?.ranges() ?? [],
-    settledItems: (file) => itemsEarlier.get(absolute(file)) ?? new Map(),
-    inDoubtRanges: (file) => doubtEarlier.get(absolute(file))?.ranges() ?? [],
+    settledRanges,
+    settledItems,
+    inDoubtRanges,
     inDoubt,
     unreported: previous.unreported,
     inDoubtRows,
