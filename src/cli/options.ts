@@ -81,16 +81,21 @@ export interface ReadFlags {
   rejects?: string;
   out?: string;
   json?: boolean;
+  /** Sending only what changed (and, for validate, the target and pace of the estimate). */
+  delta?: boolean;
+  state: string;
+  dedupeEvents?: boolean;
+  full?: boolean;
+  url?: string;
+  rate: number;
+  hourly?: number;
 }
 
 /** The flags of `track upload`. */
 export interface UploadFlags extends ReadFlags {
   dryRun?: boolean;
-  url?: string;
   apiKey?: string;
   concurrency: number;
-  rate: number;
-  hourly?: number;
   retries: number;
   onUnknown: 'retry' | 'reject';
   journal?: string;
@@ -107,6 +112,7 @@ export const UPLOAD_DEFAULTS = {
   rate: DEFAULT_RATE,
   retries: DEFAULT_RETRIES,
   onUnknown: 'retry',
+  state: './track-state.sqlite',
 } as const satisfies Partial<UploadFlags>;
 
 export function addReadOptions(command: Command): Command {
@@ -130,12 +136,36 @@ export function addReadOptions(command: Command): Command {
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
     .option('--rejects <file>', 'where rejected rows go, as NDJSON (default: <first input>.rejects.ndjson beside it)')
     .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
-    .option('--json', 'print the summary as JSON');
+    .option('--json', 'print the summary as JSON')
+    .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
+    .option('--state <file>', 'what each target acknowledged, for --delta and --dedupe-events', UPLOAD_DEFAULTS.state)
+    .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
+    .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)');
 }
 
-/** What to read and how, from the flags; where to send is sendOptionsFrom's. */
-export function uploadOptionsFrom(files: string[], flags: ReadFlags): UploadOptions {
+/** The flags of the target and pace, for the estimate of `track validate` (upload declares them itself). */
+export function addPaceOptions(command: Command): Command {
+  return command
+    .option('--url <url>', 'the target whose --state --delta reads (or TRACK_URL)')
+    .option('--rate <n>', 'most requests started in any one second, for the estimate', wholeNumber('--rate', 1), UPLOAD_DEFAULTS.rate)
+    .option('--hourly <n>', 'most requests started in any hour, for the estimate', wholeNumber('--hourly', 1));
+}
+
+/** What to read and how, from the flags; where to send is sendOptionsFrom's (a dry run's --delta reads the state of --url or TRACK_URL). */
+export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS.ProcessEnv = {}): UploadOptions {
+  if (flags.full === true && flags.delta !== true) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
+  const delta =
+    flags.delta === true || flags.dedupeEvents === true
+      ? {
+          statePath: flags.state,
+          attributes: flags.delta === true,
+          activities: flags.dedupeEvents === true,
+          full: flags.full === true,
+          url: flags.url ?? (env.TRACK_URL || undefined),
+        }
+      : undefined;
   return {
+    delta,
     inputs: files,
     format: flags.format,
     encoding: flags.encoding,

@@ -3,6 +3,7 @@
 import { CommanderError, type Command } from 'commander';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
+import type { Pace } from './output/summary.js';
 
 export const EXIT = { ok: 0, rejected: 1, usage: 2, fatal: 3, interrupted: 130 } as const;
 
@@ -54,7 +55,15 @@ export function onStopSignals(first: () => void, second: () => void = () => proc
 export async function runAndReport(
   verb: string,
   flags: { json?: boolean },
-  run: { options: UploadOptions; stop: () => void; abort?: () => void; /** Once upload() is over, before the summary: the progress output stops. */ ended: () => void },
+  run: {
+    options: UploadOptions;
+    /** A dry run's pace, for the estimate of how long sending would take. */
+    pace?: Pace;
+    stop: () => void;
+    abort?: () => void;
+    /** Once upload() is over, before the summary: the progress output stops. */
+    ended: () => void;
+  },
 ): Promise<void> {
   const [{ upload }, { formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
   const removeSignals = onStopSignals(run.stop, run.abort);
@@ -65,7 +74,7 @@ export async function runAndReport(
     run.ended();
     removeSignals();
   }
-  process.stdout.write(flags.json === true ? summaryJson(verb, summary) : formatSummary(verb, summary, run.options.limits));
+  process.stdout.write(flags.json === true ? summaryJson(verb, summary, run.pace) : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined) reportFatal(fatal);
   process.exitCode = exitCodeOfRun(summary);

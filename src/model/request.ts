@@ -26,6 +26,10 @@ export interface PlannedRequest {
    * updates apply in the file's order.
    */
   userKeys: number[];
+  /** The data points each item costs (model/data-points.ts), in the order attributes, events, purchases. */
+  points?: number[];
+  /** What the delta state learns when the server accepts the items (transport/resume/state-record.ts). */
+  learn?: Uint8Array;
 }
 
 /** A reject record; it names `item` only for an item of a RequestLine, so other records keep their shape. */

@@ -54,6 +54,11 @@ export interface DeliverOptions {
   sentAgain?: (rows: number) => void;
   /** Rows earlier runs sent again and never reported (killed first): counted in this run's possibly duplicated. */
   carriedDuplicates?: number;
+  /**
+   * Told of a request the server accepted, with the items (by place in the body) its minor errors
+   * refused, before its rows are journaled (the delta state learns what was accepted).
+   */
+  onAccepted?: (request: RequestToSend, rejected: ReadonlySet<number>) => void;
   /** Receives each rejected item; awaited before its rows are journaled. */
   onReject?: (record: RejectRecord) => void | Promise<void>;
   /** Called after each request settles or is given up. */
@@ -210,6 +215,9 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
           summary.items[kind].accepted += counts[kind] - joined.rejectedPerKind[kind];
           summary.items[kind].rejected += joined.rejectedPerKind[kind];
         }
+        const points = request.points ?? [];
+        for (let i = 0; i < points.length; i += 1) if (!joined.rejectedItems.has(i)) summary.dataPoints += points[i];
+        options.onAccepted?.(request, joined.rejectedItems);
         break;
       }
       case 'rejected':

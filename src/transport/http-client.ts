@@ -2,7 +2,10 @@
 // apart "no answer, and the request never left" from "no answer after it was sent" (spec 4, 5).
 import { Pool, type Dispatcher } from 'undici';
 import { UsageError } from '../errors.js';
+import { resolveEndpoint } from './endpoint.js';
 import type { HeaderMap } from './rate-limit-headers.js';
+
+export { resolveEndpoint } from './endpoint.js';
 
 export interface TrackClientOptions {
   /** The base URL ({base_url}); a URL that already ends in /users/track is taken as it is. */
@@ -43,26 +46,6 @@ export interface TrackClient {
 
 export const DEFAULT_TIMEOUT_MS = 60_000;
 const MAX_RESPONSE_BYTES = 1 << 20;
-const ENDPOINT_PATH = '/users/track';
-
-/** The /users/track URL for a base URL; a UsageError names what is wrong with it. */
-export function resolveEndpoint(url: string): URL {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new UsageError(`--url is not a URL: ${JSON.stringify(url)}`);
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new UsageError(`--url must start with http:// or https://, not ${parsed.protocol}`);
-  }
-  parsed.username = '';
-  parsed.password = '';
-  parsed.hash = '';
-  const base = parsed.pathname.replace(/\/+$/, '');
-  parsed.pathname = base.endsWith(ENDPOINT_PATH) ? base : `${base}${ENDPOINT_PATH}`;
-  return parsed;
-}
 
 function checkApiKey(apiKey: string): void {
   if (apiKey.length === 0) throw new UsageError('an API key is required (--api-key or TRACK_API_KEY)');

@@ -2,7 +2,7 @@
 // joined through input_array and index to the item's origin (decisions.md "Wire format").
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { rejectRecord, type ItemOrigin, type RejectRecord } from '../model/request.js';
-import type { KindCounts, RequestToSend } from './request.js';
+import { itemCounts, type KindCounts, type RequestToSend } from './request.js';
 
 /** Distinct (file, line) rows behind a request's items. */
 export function distinctRows(request: RequestToSend): number {
@@ -36,6 +36,8 @@ export interface MinorErrorJoin {
   /** One record per rejected item, holding every message the server gave for it. */
   rejects: RejectRecord[];
   rejectedPerKind: KindCounts;
+  /** The rejected items by their place in the body, counting attributes, then events, then purchases. */
+  rejectedItems: Set<number>;
   /** Entries that name no item of the request, described for a warning. */
   unmatched: string[];
 }
@@ -66,14 +68,19 @@ function reasonsByItem(request: RequestToSend, errors: unknown[]): { reasons: Ma
 
 export function joinMinorErrors(request: RequestToSend, errors: unknown): MinorErrorJoin {
   const rejectedPerKind: KindCounts = { attributes: 0, events: 0, purchases: 0 };
-  if (!Array.isArray(errors) || errors.length === 0) return { rejects: [], rejectedPerKind, unmatched: [] };
+  const rejectedItems = new Set<number>();
+  if (!Array.isArray(errors) || errors.length === 0) return { rejects: [], rejectedPerKind, rejectedItems, unmatched: [] };
   const { reasons, unmatched } = reasonsByItem(request, errors);
+  const counts = itemCounts(request);
+  const first: KindCounts = { attributes: 0, events: counts.attributes, purchases: counts.attributes + counts.events };
   const rejects: RejectRecord[] = [];
   for (const [key, messages] of reasons) {
     const at = key.indexOf(':');
     const kind = key.slice(0, at) as ArrayName;
-    rejects.push(rejectOf(request.origins[kind][Number(key.slice(at + 1))], kind, messages));
+    const index = Number(key.slice(at + 1));
+    rejects.push(rejectOf(request.origins[kind][index], kind, messages));
     rejectedPerKind[kind] += 1;
+    rejectedItems.add(first[kind] + index);
   }
-  return { rejects, rejectedPerKind, unmatched };
+  return { rejects, rejectedPerKind, rejectedItems, unmatched };
 }

@@ -27,6 +27,10 @@ export interface RequestToSend {
   readonly userKeys: ArrayLike<number>;
   /** The items' files and lines, when the origins are built only on demand. */
   readonly lines?: ItemLines;
+  /** The data points each item costs, in the order attributes, events, purchases. */
+  readonly points?: ArrayLike<number>;
+  /** What the delta state learns when the server accepts the items. */
+  readonly learn?: Uint8Array;
 }
 
 /** A request's items, as settling them needs: by their origins, or by their lines alone. */

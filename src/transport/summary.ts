@@ -36,6 +36,8 @@ export interface DeliverySummary {
   /** Of those, rows that were (or, on resume, will be) sent again although they may have been applied. */
   rowsPossiblyDuplicated: number;
   items: Record<ArrayName, ItemTally>;
+  /** The data points of the items the server accepted (docs/upload.md "Data points"). */
+  dataPoints: number;
   /** Things a person should know that are not rejects (capped). */
   warnings: string[];
   elapsedMs: number;
@@ -75,6 +77,7 @@ export function emptyDeliverySummary(): DeliverySummary {
       events: { sent: 0, accepted: 0, rejected: 0 },
       purchases: { sent: 0, accepted: 0, rejected: 0 },
     },
+    dataPoints: 0,
     warnings: [],
     elapsedMs: 0,
     stopped: false,

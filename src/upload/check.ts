@@ -74,3 +74,42 @@ export async function checkHeaders(
     }
   }
 }
+
+/** Annotations whose values may add to what a profile holds when sent again (an operation, or JSON that may hold one). */
+const ADDING_ANNOTATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', 'json']);
+
+/**
+ * The kind of the rows of each CSV input that is a file, and whether a column may add to a profile
+ * when sent again (`:inc`, `:add`, `:remove`, `:json`); a file whose header cannot be used is left out.
+ */
+export async function csvKinds(
+  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName },
+  map: ColumnMap | undefined,
+): Promise<Map<string, { kind: ArrayName; adding: boolean }>> {
+  const kinds = new Map<string, { kind: ArrayName; adding: boolean }>();
+  const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
+  if (csvFiles.length === 0) return kinds;
+  const [{ readCsv }, { readCsvHeader }, { parseColumnSpec }] = await Promise.all([
+    import('../input/csv.js'),
+    import('../mapping/csv-rows.js'),
+    import('../mapping/columns.js'),
+  ]);
+  for (const file of csvFiles) {
+    for await (const records of readCsv(inputBytes(file), file, { encoding: options.encoding })) {
+      const first = records[0];
+      if (first === undefined) continue;
+      if (!('error' in first)) {
+        const result = readCsvHeader(first.cells, { kind: options.kind, map });
+        if (result.ok) {
+          const adding = result.header.keys.some((key) => {
+            const spec = key === undefined ? undefined : parseColumnSpec(key.trim());
+            return spec !== undefined && 'annotation' in spec && spec.annotation !== undefined && ADDING_ANNOTATIONS.has(spec.annotation);
+          });
+          kinds.set(file, { kind: result.header.kind, adding });
+        }
+      }
+      break;
+    }
+  }
+  return kinds;
+}

@@ -8,12 +8,14 @@ import type { InputEncoding } from '../input/decode.js';
 import { formatOf, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import type { ColumnMap } from '../mapping/column-map.js';
+import { dataPoints } from '../model/data-points.js';
 import { identityHash, identityOf } from '../model/identity.js';
 import { resolveLimits, type BatchLimits } from '../model/limits.js';
 import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from '../model/request.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { createRangeSet, type RangeSet } from '../transport/resume/range-set.js';
 import type { ResumeSkips } from '../transport/resume/journal.js';
+import type { createDelta, DeltaOptions, Learn } from './delta.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
@@ -44,6 +46,8 @@ export interface PlanOptions {
   stdin?: Readable;
   /** Stop reading: the plan ends after the chunk it is on (a plan in this thread only). */
   stopSignal?: AbortSignal;
+  /** Compare with the delta state and leave out what the target acknowledged (--delta, --dedupe-events). */
+  delta?: DeltaOptions;
 }
 
 /** A warning on an item that is sent all the same, with the line of its row. */
@@ -68,8 +72,14 @@ export type PlanEvent<R = PlannedRequest> =
       skipped: number;
       skippedItems: number;
       items: Record<ArrayName, number>;
+      /** Valid items left out whole because the target acknowledged them (delta); and the data points planned and left out. */
+      unchanged: number;
+      points: number;
+      avoided: number;
       warnings: PlanWarning[];
     }
+  /** An item of a RequestLine left out whole because the target acknowledged it: settled without sending. */
+  | { type: 'unchanged'; file: string; line: number; item: number }
   /** A RequestLine: how many of its items are planned (before any of them is rejected or sent). */
   | { type: 'line-items'; file: string; line: number; items: number }
   | { type: 'reject'; record: RejectRecord }
@@ -105,7 +115,9 @@ const rangeSets = (ranges: ReadonlyMap<string, Array<[number, number]>> | undefi
   return sets;
 };
 
-function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): PlannedRequest[] } {
+type Delta = ReturnType<typeof createDelta>;
+
+function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPlanner & { finish(): PlannedRequest[] } {
   const limits = options.limits ?? resolveLimits();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const batcher = createBatcher({ limits, maxBodyBytes });
@@ -122,12 +134,39 @@ function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): Planne
 
   // Rows are handled synchronously, a chunk at a time, so a row costs no promise of its own; what
   // they give is handed on as the chunk's events.
-  const newTally = () => ({ bytes: 0, rows: 0, skipped: 0, skippedItems: 0, items: { attributes: 0, events: 0, purchases: 0 }, warnings: [] as PlanWarning[] });
+  const newTally = () => ({
+    bytes: 0,
+    rows: 0,
+    skipped: 0,
+    skippedItems: 0,
+    items: { attributes: 0, events: 0, purchases: 0 },
+    unchanged: 0,
+    points: 0,
+    avoided: 0,
+    warnings: [] as PlanWarning[],
+  });
   let tally = newTally();
   let lines: PlanEvent[] = [];
   let rejects: PlanEvent[] = [];
   const ready: PlannedRequest[] = [];
   let anonymous = 0;
+  /** Of each item batched and not yet given out in a request: its data points, and what the state learns of it. */
+  const pending = new Map<object, { points: number; learn: Learn | undefined }>();
+  const learnWriter = delta === undefined ? undefined : delta.recordWriter;
+  /** A request given out by the batcher, with its items' data points and learn record. */
+  const complete = (request: PlannedRequest): PlannedRequest => {
+    const points: number[] = [];
+    const record = learnWriter?.();
+    for (const kind of ARRAY_NAMES) {
+      for (const item of request.body[kind] ?? []) {
+        const entry = pending.get(item);
+        pending.delete(item);
+        points.push(entry?.points ?? 0);
+        if (record !== undefined) record.add(entry?.learn);
+      }
+    }
+    return { ...request, points, learn: record?.finish() };
+  };
 
   const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
     rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
@@ -154,19 +193,36 @@ function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): Planne
     take(kind, item, origin, bytesBound, mapped) {
       const errors = itemErrors(kind, item, mapped);
       if (errors.length > 0) return reject(origin.file, origin.line, kind, origin.row, errors, origin.item);
-      const bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
+      let bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
       if (bytes > largestItem[kind]) {
         const tooBig = `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`;
         return reject(origin.file, origin.line, kind, origin.row, [tooBig], origin.item);
       }
-      const record = item as Record<string, unknown>;
+      let record = item as Record<string, unknown>;
       const identity = identityOf(record);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
+      let learn: Learn | undefined;
+      if (delta !== undefined) {
+        const verdict = delta.item(kind, record, identity);
+        tally.avoided += verdict.avoided;
+        if (verdict.item === undefined) {
+          tally.unchanged += 1;
+          if (origin.item !== undefined) lines.push({ type: 'unchanged', file: origin.file, line: origin.line, item: origin.item });
+          return;
+        }
+        // an item cut down is smaller: measured again where its size could matter
+        if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
+        record = verdict.item;
+        learn = verdict.learn;
+      }
       tally.items[kind] += 1;
+      const points = dataPoints(kind, record, identity.by);
+      tally.points += points;
+      pending.set(record, { points, learn });
       // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
       const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
       const done = batcher.add({ kind, item: record, origin, userKey, bytes });
-      if (done.length > 0) ready.push(...done);
+      for (const request of done) ready.push(complete(request));
     },
     bytesRead(bytes) {
       tally.bytes += bytes;
@@ -179,13 +235,23 @@ function createRowPlanner(options: PlanOptions): RowPlanner & { finish(): Planne
       rejects = [];
       return events;
     },
-    finish: () => batcher.finish(),
+    finish: () => batcher.finish().map(complete),
   };
 }
 
 /** Plans the requests for the inputs, in this thread. Inputs are opened as the events are consumed. */
 export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEvent> {
-  const planner = createRowPlanner(options);
+  // the state is opened only for a delta plan: it loads SQLite
+  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta);
+  try {
+    yield* plan(options, delta);
+  } finally {
+    delta?.close();
+  }
+}
+
+async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGenerator<PlanEvent> {
+  const planner = createRowPlanner(options, delta);
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   for (const [i, file] of options.inputs.entries()) {

@@ -5,7 +5,7 @@ import { appendFile, readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkReadable, STDIN } from '../input/source.js';
-import { resolveEndpoint } from '../transport/http-client.js';
+import { resolveEndpoint } from '../transport/endpoint.js';
 import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../transport/resume/journal.js';
 import { checkWritable, isOneOf } from './check.js';
 
@@ -57,9 +57,12 @@ async function checkRerun(
   journalPath: string,
   target: string,
   inputs: readonly string[],
-  options: { resume?: boolean; restart?: boolean; journalPath?: string },
+  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: () => Promise<boolean> },
 ): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
+  // asked only when a journal would refuse the run
+  let safe: boolean | undefined;
+  const rerunSafe = async (): Promise<boolean> => (safe ??= (await options.rerunSafe?.()) === true);
   let own: ParsedJournal | undefined;
   if ((await stat(journalPath).catch(() => undefined)) !== undefined) {
     try {
@@ -80,7 +83,11 @@ async function checkRerun(
     found.target !== undefined && found.target !== target
       ? []
       : inputs.filter((_, i) => touchedFiles(found).some((f) => same(f.identity, identities[i])));
-  const refuse = (path: string, found: ParsedJournal, files: string[]): never => {
+  const refuse = async (path: string, found: ParsedJournal, files: string[]): Promise<string | undefined> => {
+    if (await rerunSafe()) {
+      const own = path === journalPath ? `the journal ${path}` : `a journal of the same files (${path}) is left as it is, and ${journalPath}`;
+      return `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; this run sends only what the target has not acknowledged, so ${own} was started anew`;
+    }
     const resume = path === journalPath ? '--resume' : `--resume --journal ${path}`;
     throw new UsageError(
       `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; its journal is ${path}.\n` +
@@ -90,7 +97,7 @@ async function checkRerun(
   };
   if (own !== undefined) {
     const files = overlap(own);
-    if (files.length > 0) refuse(journalPath, own, files);
+    if (files.length > 0) return refuse(journalPath, own, files);
   }
   // the same files given in another order, or with others, keep their journal under another name;
   // a --journal given names the one journal to look at (one that does not exist starts fresh)
@@ -105,7 +112,7 @@ async function checkRerun(
       if (resolve(path) === resolve(journalPath)) continue;
       const found = await readableJournal(path);
       const files = found === undefined ? [] : overlap(found);
-      if (found !== undefined && files.length > 0) refuse(path, found, files);
+      if (found !== undefined && files.length > 0) return refuse(path, found, files);
     }
   }
   if (own === undefined) return undefined;
@@ -167,7 +174,7 @@ export interface Target {
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
 export async function checkTarget(
   inputs: readonly string[],
-  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean },
+  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean; rerunSafe?: () => Promise<boolean> },
 ): Promise<Target> {
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;

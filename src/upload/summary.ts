@@ -23,6 +23,10 @@ export interface PlanSummary {
   skippedItems: number;
   /** Items planned into requests, by kind. */
   items: Record<ArrayName, number>;
+  /** Valid items left out whole because the target acknowledged them already (--delta, --dedupe-events). */
+  unchanged: number;
+  /** The data points of the items planned, and of what was left out as unchanged (docs/upload.md "Data points"). */
+  dataPoints: { planned: number; avoided: number };
   /** Rejected rows (lines of the rejects file); a RequestLine counts once per rejected item. */
   rejected: number;
   /** Rejected rows by reason (a row with several problems counts under each). */
@@ -46,6 +50,8 @@ export function emptyPlanSummary(): PlanSummary {
     skipped: 0,
     skippedItems: 0,
     items: { attributes: 0, events: 0, purchases: 0 },
+    unchanged: 0,
+    dataPoints: { planned: 0, avoided: 0 },
     rejected: 0,
     rejectReasons: {},
     warnings: 0,
@@ -94,6 +100,9 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.skipped += event.skipped;
       summary.skippedItems += event.skippedItems;
       for (const kind of ARRAY_NAMES) summary.items[kind] += event.items[kind];
+      summary.unchanged += event.unchanged;
+      summary.dataPoints.planned += event.points;
+      summary.dataPoints.avoided += event.avoided;
       for (const { line, message } of event.warnings) {
         summary.warnings += 1;
         count(summary.warningReasons, message);
@@ -109,6 +118,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.requests += 1;
       break;
     case 'line-items':
+    case 'unchanged':
       break;
   }
   return summary;

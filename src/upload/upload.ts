@@ -9,7 +9,8 @@ import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } fro
 import { requestJson, type RequestToSend } from '../transport/request.js';
 import { openJournal, type Journal } from '../transport/resume/journal.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
-import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
+import { targetOf } from '../transport/endpoint.js';
+import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
 import { lazyWriter, rejectKey, rejectsSoFar } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
@@ -51,7 +52,21 @@ export interface ReadProgress {
   bytes: number;
 }
 
-export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes'> {
+/** Sending only what changed (docs/upload.md "Sending only what changed"). */
+export interface DeltaRun {
+  /** The state file (--state). */
+  statePath: string;
+  /** --delta: leave out attributes whose value the target acknowledged, and learn what it accepts. */
+  attributes: boolean;
+  /** --dedupe-events: leave out events and purchases the target acknowledged, and learn those it accepts. */
+  activities: boolean;
+  /** --full (with --delta): send every attribute, and learn them all. */
+  full: boolean;
+  /** The target whose state a dry run reads (a delivery's is its URL). */
+  url?: string;
+}
+
+export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' | 'delta'> {
   /** A --map file (JSON) to read; or give `map` itself. */
   mapFile?: string;
   map?: ColumnMap;
@@ -61,6 +76,8 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes'>
   outPath?: string;
   /** Where to deliver the requests; without it the run is a dry run. */
   send?: SendOptions;
+  /** Send only what changed, by the delta state. */
+  delta?: DeltaRun;
   /** Plan in a worker thread while this one sends (default, for a delivery from files). */
   thread?: boolean;
   /** Stop reading, let requests in flight finish, save the journal (Ctrl-C). */
@@ -93,7 +110,12 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
 
   // 1. check everything a person can get wrong, before any file is written or anything sent
   // the network side (the URL, the journal, the re-run guard) is loaded for a delivery only
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, send);
+  const { delta } = options;
+  if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
+  // a run that cannot store anything twice goes even though a journal holds the same upload
+  const rerunSafe = delta === undefined ? undefined : () => cannotSendTwice(options, delta);
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe });
+  const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
   for (const file of inputs) formatOf(file, options.format);
@@ -108,6 +130,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
   await checkWritable('--rejects', rejectsPath);
   if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
+  if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
+  if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   await checkHeaders(options, map);
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
@@ -120,6 +144,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
+  // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan)
+  const state =
+    delta !== undefined && deltaTarget !== undefined && send !== undefined
+      ? (await import('../transport/resume/state.js')).openStateWriter(delta.statePath, deltaTarget)
+      : undefined;
   // a resumed run adds to its rejects file, and does not write again a row it holds
   const written = resume ? await rejectsSoFar(rejectsPath) : new Set<string>();
   const writeReject = async (record: RejectRecord): Promise<void> => {
@@ -129,7 +158,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
   const { format, encoding, kind, limits, maxBodyBytes, stdin, stopSignal } = options;
   const skips = journal?.skips(inputs, send?.onUnknown === 'reject');
-  const planOptions = { inputs, format, encoding, kind, map, limits, maxBodyBytes, skips, stopSignal };
+  const planDelta =
+    delta === undefined || deltaTarget === undefined
+      ? undefined
+      : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
+  const planOptions = { inputs, format, encoding, kind, map, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client
   const events: AsyncIterable<PlanEvent<RequestToSend>> =
@@ -152,7 +185,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           break;
         case 'reject':
           // a row refused before sending is settled too: a resumed run must not refuse it again
-          ledger?.rejected(event.record);
+          ledger?.settledUnsent(event.record.file, event.record.line, event.record.item);
+          break;
+        case 'unchanged':
+          // and so is an item of a RequestLine the target holds already
+          ledger?.settledUnsent(event.file, event.line, event.item);
           break;
         case 'request':
           yield event.request;
@@ -180,9 +217,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           journal: ledger?.journal,
           // the request's rows are recorded as sent, and it is written to --out, before it is first posted
           beforeFirstPost:
-            journal === undefined && out === undefined
+            journal === undefined && out === undefined && state === undefined
               ? undefined
               : async (request) => {
+                  // the values a request changes are forgotten before it may reach the server
+                  if (request.learn !== undefined) state?.sending(request.learn);
                   await journal?.sending(request);
                   try {
                     await out?.writeLine(requestJson(request));
@@ -196,6 +235,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
           carriedDuplicates: journal?.unreported,
           onReject: writeReject,
+          onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, (i) => rejected.has(i)),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
@@ -226,6 +266,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // --out holds every request of a run that went through, none included: an empty file, not an earlier run's
   if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
+  await closing(async () => state?.close());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
@@ -245,4 +286,26 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     interrupted: !readAll && options.stopSignal?.aborted === true,
     fatal,
   };
+}
+
+/** The target whose state a dry run reads: its --url, without which there is no state to compare with. */
+function dryRunTarget(delta: DeltaRun): string {
+  if (delta.url === undefined) throw new UsageError('--delta and --dedupe-events compare with what a target acknowledged: give its --url (or TRACK_URL)');
+  return targetOf(delta.url);
+}
+
+/**
+ * Whether running the inputs again can store nothing twice: events and purchases are left out when
+ * acknowledged (--dedupe-events), or the inputs hold only attributes set to values (--delta), which
+ * the state leaves out when acknowledged. Known before reading only for CSV files (their header) or
+ * --kind; an NDJSON file may hold events, or operations that add.
+ */
+async function cannotSendTwice(options: UploadOptions, delta: DeltaRun): Promise<boolean> {
+  if (delta.activities) return true;
+  if (!delta.attributes) return false;
+  const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
+  return options.inputs.every((file) => {
+    const found = kinds.get(file);
+    return found !== undefined && found.kind === 'attributes' && !found.adding;
+  });
 }

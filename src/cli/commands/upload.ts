@@ -40,7 +40,7 @@ export function registerUpload(program: Command): void {
         'unless --resume (send only what is left) or --restart (send everything again) is given.',
     )
     .action(async (files: string[], flags: UploadFlags) => {
-      const options = uploadOptionsFrom(files, flags);
+      const options = uploadOptionsFrom(files, flags, process.env);
       if (flags.dryRun === true) {
         const { runDryRun } = await import('./validate.js');
         await runDryRun('upload --dry-run', options, flags);

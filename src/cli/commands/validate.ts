@@ -4,17 +4,17 @@ import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import type { UploadOptions } from '../../upload/upload.js';
 import { runAndReport } from '../run.js';
-import { addReadOptions, uploadOptionsFrom, type ReadFlags } from '../options.js';
+import { addPaceOptions, addReadOptions, uploadOptionsFrom, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .description('check input files as an upload would read them; nothing is sent')
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
-  addReadOptions(command)
+  addPaceOptions(addReadOptions(command))
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
     .action(async (files: string[], flags: ReadFlags) => {
-      await runDryRun('validate', uploadOptionsFrom(files, flags), flags);
+      await runDryRun('validate', uploadOptionsFrom(files, flags, process.env), flags);
     });
 }
 
@@ -27,7 +27,7 @@ export function registerValidate(program: Command): void {
 const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 
 /** Runs a dry run: progress on a terminal, then the summary, then the exit status. */
-export async function runDryRun(verb: string, options: UploadOptions, flags: { json?: boolean }): Promise<void> {
+export async function runDryRun(verb: string, options: UploadOptions, flags: { json?: boolean; rate: number; hourly?: number }): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
   const { readingLine, startSpinner } = await import('../output/progress.js');
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
@@ -35,6 +35,7 @@ export async function runDryRun(verb: string, options: UploadOptions, flags: { j
   const spinner = process.stderr.isTTY === true && flags.json !== true ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
+    pace: { rate: flags.rate, hourly: flags.hourly },
     stop: () => stop.abort(),
     ended: () => spinner?.stop(),
     options: {

@@ -21,8 +21,50 @@ function reasonLines(reasons: Record<string, number>): string[] {
   return entries.map(([reason, n]) => `              ${number(n).padStart(width)}  ${reason}`);
 }
 
-/** What was read and planned; `verb` names the command (`validate`, `upload --dry-run`, `upload`). */
-export function formatSummary(verb: string, summary: UploadSummary, limits: BatchLimits | undefined): string {
+/** The most requests a dry run's upload would start in a second and in an hour. */
+export interface Pace {
+  rate: number;
+  hourly?: number;
+}
+
+/** The least time `requests` take at the pace: whole hours of `hourly` requests, then the rest at `rate`. */
+export function estimateSeconds(requests: number, pace: Pace): number {
+  const hours = pace.hourly === undefined || requests <= pace.hourly ? 0 : Math.ceil(requests / pace.hourly) - 1;
+  return hours * 3600 + (requests - hours * (pace.hourly ?? 0)) / pace.rate;
+}
+
+/** What a dry run says sending would take. */
+export function estimateOf(summary: UploadSummary, pace: Pace) {
+  return {
+    requests: summary.requests,
+    dataPoints: summary.dataPoints.planned,
+    avoided: summary.dataPoints.avoided,
+    unchanged: summary.unchanged,
+    seconds: Math.round(estimateSeconds(summary.requests, pace) * 10) / 10,
+    rate: pace.rate,
+    hourly: pace.hourly,
+  };
+}
+
+function dataPointLines(summary: UploadSummary, pace: Pace | undefined): string[] {
+  const lines: string[] = [];
+  const { planned, avoided } = summary.dataPoints;
+  const unchanged = summary.unchanged > 0 ? `; ${counted(summary.unchanged, 'item')} unchanged, not sent` : '';
+  const saved = avoided > 0 || summary.unchanged > 0 ? `, ${number(avoided)} avoided${unchanged}` : '';
+  if (summary.delivery !== undefined) lines.push(`data points ${number(summary.delivery.dataPoints)} spent${saved}`);
+  else lines.push(`data points ${number(planned)} would be spent${saved}`);
+  if (pace !== undefined && summary.delivery === undefined) {
+    const hourly = pace.hourly === undefined ? '' : ` and ${number(pace.hourly)} an hour`;
+    const at = `at ${number(pace.rate)} requests/s${hourly}`;
+    const seconds = estimateSeconds(summary.requests, pace);
+    const take = seconds < 1 ? 'under a second' : `at least ${duration(seconds * 1000)}`;
+    lines.push(`estimate    ${counted(summary.requests, 'request')} take ${take} ${at}`);
+  }
+  return lines;
+}
+
+/** What was read and planned; `verb` names the command (`validate`, `upload --dry-run`, `upload`); `pace` a dry run's, for its estimate. */
+export function formatSummary(verb: string, summary: UploadSummary, limits: BatchLimits | undefined, pace?: Pace): string {
   const lines: string[] = [];
   const seconds = (summary.elapsedMs / 1000).toFixed(1);
   const files = counted(summary.files.length, 'file');
@@ -50,6 +92,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath}`;
   const planned = verb === 'upload' ? 'planned' : 'would be sent';
   lines.push(`requests    ${number(summary.requests)} ${planned} (${limitsText(limits)})${written}`);
+  lines.push(...dataPointLines(summary, pace));
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
   if (summary.interrupted) lines.push(chalk.yellow('interrupted before every row was read (Ctrl-C)'));
   if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs));
@@ -85,12 +128,14 @@ const errorJson = (error: Error | undefined): { name: string; message: string } 
   error === undefined ? undefined : { name: error.name, message: error.message };
 
 /** The summary as JSON: errors as their name and message; an upload's with what its delivery did. */
-export function summaryJson(command: string, summary: UploadSummary): string {
+export function summaryJson(command: string, summary: UploadSummary, pace?: Pace): string {
   const fatal = errorJson(summary.fatal);
-  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, fatal })}\n`;
   const d = summary.delivery;
+  // spent: the data points of items the server accepted (none in a dry run)
+  const dataPoints = { sent: d?.dataPoints ?? 0, avoided: summary.dataPoints.avoided, planned: summary.dataPoints.planned };
+  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal })}\n`;
   const delivery = d === undefined ? undefined : { ...d, fatal: errorJson(d.fatal) };
-  return `${JSON.stringify({ command, ...summary, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 })}\n`;
+  return `${JSON.stringify({ command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 })}\n`;
 }
 
 /** Writes an error that stopped the run to stderr, with its stack when TRACK_DEBUG asks and it is not one of ours. */

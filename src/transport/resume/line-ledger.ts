@@ -2,7 +2,6 @@
 // journal settles rows. Such a line is recorded only once every one of its items has settled (sent
 // or rejected), so a resume never skips an item that was not delivered; until then each of its
 // items delivered is recorded on its own, so a resume does not send that one again.
-import type { RejectRecord } from '../../model/request.js';
 import type { SettledRequest } from '../request.js';
 import type { Journal } from './journal.js';
 
@@ -22,11 +21,11 @@ export function lineLedger(journal: Journal) {
     expect(file: string, line: number, items: number): void {
       waiting.set(`${line}\u0000${file}`, items);
     },
-    /** A row rejected before sending. */
-    rejected(record: RejectRecord): void {
-      if (record.line <= 0) return;
-      if (settle(record.file, record.line)) journal.recordRows(record.file, [record.line]);
-      else if (record.item !== undefined) journal.recordItem(record.file, record.line, record.item);
+    /** A row (or an item of a RequestLine) settled without being sent: rejected before sending, or known to the target already. */
+    settledUnsent(file: string, line: number, item?: number): void {
+      if (line <= 0) return;
+      if (settle(file, line)) journal.recordRows(file, [line]);
+      else if (item !== undefined) journal.recordItem(file, line, item);
     },
     /** What deliver() journals: the rows behind a settled request. */
     journal: {

@@ -35,7 +35,7 @@ type CsvHeaderShape = Pick<CsvHeader, 'keys' | 'width'>;
 export type WireMessage =
   | Exclude<PlanEvent, { type: 'request' }>
   | { type: 'csv-header'; id: number; keys: Array<string | undefined>; width: number }
-  | { type: 'request'; seq: number; json: Uint8Array; origins: EncodedOrigins; userKeys: Float64Array };
+  | { type: 'request'; seq: number; json: Uint8Array; origins: EncodedOrigins; userKeys: Float64Array; points: Float64Array; learn?: Uint8Array };
 
 const utf8 = new TextEncoder();
 // a cell may begin with U+FEFF (two files joined, say): it is text here, not a byte-order mark to drop
@@ -105,9 +105,13 @@ export function createEncoder(inputs: readonly string[]): (event: PlanEvent) => 
     const postings: Array<Posting<WireMessage>> = [];
     const origins = encodeOrigins(request, postings);
     const userKeys = Float64Array.from(request.userKeys);
-    const transfer = [json, userKeys, origins.files, origins.lines, origins.headers, origins.cellLengths].map((a) => a.buffer as ArrayBuffer);
+    const points = Float64Array.from(request.points ?? []);
+    const { learn } = request;
+    const transfer = [json, userKeys, points, origins.files, origins.lines, origins.headers, origins.cellLengths].map((a) => a.buffer as ArrayBuffer);
     if (origins.cells !== EMPTY) transfer.push(origins.cells.buffer as ArrayBuffer);
-    postings.push({ value: { type: 'request', seq: request.seq, json, origins, userKeys }, bytes: json.byteLength + origins.cells.byteLength, transfer });
+    if (learn !== undefined) transfer.push(learn.buffer as ArrayBuffer);
+    const value = { type: 'request' as const, seq: request.seq, json, origins, userKeys, points, learn };
+    postings.push({ value, bytes: json.byteLength + origins.cells.byteLength + (learn?.byteLength ?? 0), transfer });
     return postings;
   };
 }
@@ -164,6 +168,8 @@ class DecodedRequest implements RequestToSend {
   readonly body: Uint8Array;
   readonly userKeys: Float64Array;
   readonly lines: ItemLines;
+  readonly points: Float64Array;
+  readonly learn: Uint8Array | undefined;
   #encoded: EncodedOrigins;
   #decode: (encoded: EncodedOrigins) => RequestToSend['origins'];
   #origins: RequestToSend['origins'] | undefined;
@@ -172,6 +178,8 @@ class DecodedRequest implements RequestToSend {
     this.seq = message.seq;
     this.body = message.json;
     this.userKeys = message.userKeys;
+    this.points = message.points;
+    this.learn = message.learn;
     this.lines = { counts: message.origins.counts, files, fileOf: message.origins.files, lines: message.origins.lines };
     this.#encoded = message.origins;
     this.#decode = decode;

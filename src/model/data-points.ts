@@ -1,0 +1,71 @@
+// The data points an item costs, by the rule the service bills them (docs/upload.md "Data points"):
+// each attribute set on a profile is one, whether or not its value changed; an event or a purchase
+// is one, and each of its properties one more. Identifiers, the fields that steer an update, push
+// tokens and subscription states cost nothing.
+import { CONTROL_FIELDS, IDENTIFIER_FIELDS } from './fields.js';
+import type { ArrayName } from './types.js';
+
+/** Attribute fields that cost no data point: subscription states and push tokens. */
+const FREE_FIELDS: ReadonlySet<string> = new Set(['email_subscribe', 'push_subscribe', 'subscription_groups', 'push_tokens']);
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** Every key of an object, at every depth (an array of objects counts the keys of each). */
+function keysWithin(value: unknown): number {
+  if (Array.isArray(value)) {
+    let n = 0;
+    for (const element of value) n += keysWithin(element);
+    return n;
+  }
+  if (!isObject(value)) return 0;
+  let n = 0;
+  for (const key in value) n += 1 + keysWithin(value[key]);
+  return n;
+}
+
+/**
+ * What setting one attribute to `value` costs: one; an array added to or removed from, one a value;
+ * an object, one a key at any depth; an array of objects or an operation on one, one a key of its
+ * objects (at least one).
+ */
+export function attributePoints(value: unknown): number {
+  if (!isObject(value)) {
+    if (Array.isArray(value) && value.some(isObject)) return Math.max(1, keysWithin(value));
+    return 1;
+  }
+  const keys = Object.keys(value);
+  if (keys.length === 1) {
+    const operand = value[keys[0]];
+    switch (keys[0]) {
+      case 'add':
+      case 'remove':
+        return Array.isArray(operand) ? Math.max(1, operand.length) : 1;
+      case '$add':
+      case '$remove':
+      case '$update':
+        return Math.max(1, keysWithin(operand));
+      case 'inc':
+      case '$time':
+        return 1;
+    }
+  }
+  return Math.max(1, keysWithin(value));
+}
+
+/** The data points an item costs; `identifiedBy` is the field that names its user (free, as every identifier is). */
+export function dataPoints(kind: ArrayName, item: Record<string, unknown>, identifiedBy?: string): number {
+  if (kind !== 'attributes') {
+    const properties = item.properties;
+    let n = 1;
+    if (isObject(properties)) for (const _ in properties) n += 1;
+    return n;
+  }
+  let n = 0;
+  for (const key in item) {
+    // email and phone are profile fields too, free only where they name the user
+    if (key === identifiedBy || (IDENTIFIER_FIELDS.has(key) && key !== 'email' && key !== 'phone')) continue;
+    if (CONTROL_FIELDS.has(key) || FREE_FIELDS.has(key)) continue;
+    n += attributePoints(item[key]);
+  }
+  return n;
+}
