@@ -16,6 +16,8 @@ export interface BatchEntry {
   userKey: number;
   /** Bytes of the item as JSON (UTF-8). */
   bytes: number;
+  /** The data points the item costs (model/data-points.ts), carried to PlannedRequest.points. */
+  points?: number;
 }
 
 export interface BatcherOptions {
@@ -59,6 +61,7 @@ interface OpenRequest {
   id: number;
   items: Record<ArrayName, object[]>;
   origins: Record<ArrayName, ItemOrigin[]>;
+  points: Record<ArrayName, number[]>;
   counts: Record<ArrayName, number>;
   total: number;
   /** How many of the three arrays hold an item. */
@@ -115,6 +118,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
     if (count === 0) request.arrays += 1;
     request.items[entry.kind].push(entry.item);
     request.origins[entry.kind].push(entry.origin);
+    request.points[entry.kind].push(entry.points ?? 0);
     request.counts[entry.kind] = count + 1;
     request.total += 1;
     if (known === undefined || idOf(known) !== request.id) {
@@ -130,6 +134,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
       id: nextId++,
       items: { attributes: [], events: [], purchases: [] },
       origins: { attributes: [], events: [], purchases: [] },
+      points: { attributes: [], events: [], purchases: [] },
       counts: { attributes: 0, events: 0, purchases: 0 },
       total: 0,
       arrays: 0,
@@ -153,7 +158,8 @@ export function createBatcher(options: BatcherOptions): Batcher {
     if (request.counts.attributes > 0) body.attributes = request.items.attributes as TrackRequest['attributes'];
     if (request.counts.events > 0) body.events = request.items.events as TrackRequest['events'];
     if (request.counts.purchases > 0) body.purchases = request.items.purchases as TrackRequest['purchases'];
-    return { seq: seq++, body, origins: request.origins, userKeys: request.userKeys };
+    const { points } = request;
+    return { seq: seq++, body, origins: request.origins, userKeys: request.userKeys, points: [...points.attributes, ...points.events, ...points.purchases] };
   };
 
   return {

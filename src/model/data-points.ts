@@ -5,8 +5,19 @@
 import { CONTROL_FIELDS, IDENTIFIER_FIELDS } from './fields.js';
 import type { ArrayName } from './types.js';
 
-/** Attribute fields that cost no data point: subscription states and push tokens. */
-const FREE_FIELDS: ReadonlySet<string> = new Set(['email_subscribe', 'push_subscribe', 'subscription_groups', 'push_tokens']);
+/**
+ * Fields of an attributes item that cost no data point: the identifiers that only name the user,
+ * the control fields, subscription states and push tokens. (email and phone are profile fields
+ * too: free only where they name the user.)
+ */
+const FREE_FIELDS: ReadonlySet<string> = new Set([
+  ...[...IDENTIFIER_FIELDS].filter((key) => key !== 'email' && key !== 'phone'),
+  ...CONTROL_FIELDS,
+  'email_subscribe',
+  'push_subscribe',
+  'subscription_groups',
+  'push_tokens',
+]);
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -25,8 +36,8 @@ function keysWithin(value: unknown): number {
 
 /**
  * What setting one attribute to `value` costs: one; an array added to or removed from, one a value;
- * an object, one a key at any depth; an array of objects or an operation on one, one a key of its
- * objects (at least one).
+ * an object, one a key at any depth; an array of objects, one a key of its objects; an operation on
+ * one, one a key added or updated, or one an object removed (always at least one).
  */
 export function attributePoints(value: unknown): number {
   if (!isObject(value)) {
@@ -41,9 +52,12 @@ export function attributePoints(value: unknown): number {
       case 'remove':
         return Array.isArray(operand) ? Math.max(1, operand.length) : 1;
       case '$add':
-      case '$remove':
-      case '$update':
         return Math.max(1, keysWithin(operand));
+      case '$remove':
+        return Array.isArray(operand) ? Math.max(1, operand.length) : 1;
+      case '$update':
+        // what changes is in each element's $new_object
+        return Array.isArray(operand) ? Math.max(1, operand.reduce((n: number, element) => n + keysWithin(isObject(element) ? element.$new_object : undefined), 0)) : 1;
       case 'inc':
       case '$time':
         return 1;
@@ -62,10 +76,10 @@ export function dataPoints(kind: ArrayName, item: Record<string, unknown>, ident
   }
   let n = 0;
   for (const key in item) {
-    // email and phone are profile fields too, free only where they name the user
-    if (key === identifiedBy || (IDENTIFIER_FIELDS.has(key) && key !== 'email' && key !== 'phone')) continue;
-    if (CONTROL_FIELDS.has(key) || FREE_FIELDS.has(key)) continue;
-    n += attributePoints(item[key]);
+    if (key === identifiedBy || FREE_FIELDS.has(key)) continue;
+    const value = item[key];
+    // most values are text, numbers or booleans: one each, at no call (this runs for every row)
+    n += typeof value === 'object' && value !== null ? attributePoints(value) : 1;
   }
   return n;
 }

@@ -150,22 +150,19 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   let rejects: PlanEvent[] = [];
   const ready: PlannedRequest[] = [];
   let anonymous = 0;
-  /** Of each item batched and not yet given out in a request: its data points, and what the state learns of it. */
-  const pending = new Map<object, { points: number; learn: Learn | undefined }>();
-  const learnWriter = delta === undefined ? undefined : delta.recordWriter;
-  /** A request given out by the batcher, with its items' data points and learn record. */
+  /** What the state learns of each item batched and not yet given out in a request (a delta plan). */
+  const learning = new Map<object, Learn>();
+  /** A request given out by the batcher, with the learn record of its items (a delta plan). */
   const complete = (request: PlannedRequest): PlannedRequest => {
-    const points: number[] = [];
-    const record = learnWriter?.();
+    if (delta === undefined) return request;
+    const record = delta.recordWriter();
     for (const kind of ARRAY_NAMES) {
       for (const item of request.body[kind] ?? []) {
-        const entry = pending.get(item);
-        pending.delete(item);
-        points.push(entry?.points ?? 0);
-        if (record !== undefined) record.add(entry?.learn);
+        record.add(learning.get(item));
+        learning.delete(item);
       }
     }
-    return { ...request, points, learn: record?.finish() };
+    return { ...request, learn: record.finish() };
   };
 
   const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
@@ -201,7 +198,6 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       let record = item as Record<string, unknown>;
       const identity = identityOf(record);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
-      let learn: Learn | undefined;
       if (delta !== undefined) {
         const verdict = delta.item(kind, record, identity);
         tally.avoided += verdict.avoided;
@@ -213,15 +209,14 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
         // an item cut down is smaller: measured again where its size could matter
         if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
         record = verdict.item;
-        learn = verdict.learn;
+        learning.set(record, verdict.learn);
       }
       tally.items[kind] += 1;
       const points = dataPoints(kind, record, identity.by);
       tally.points += points;
-      pending.set(record, { points, learn });
       // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
       const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
-      const done = batcher.add({ kind, item: record, origin, userKey, bytes });
+      const done = batcher.add({ kind, item: record, origin, userKey, bytes, points });
       for (const request of done) ready.push(complete(request));
     },
     bytesRead(bytes) {

@@ -1,0 +1,44 @@
+// The data points an item costs, by the documented rule (docs/upload.md "Data points").
+import { describe, expect, it } from 'vitest';
+import { attributePoints, dataPoints } from '../../src/model/data-points.js';
+
+describe('dataPoints', () => {
+  it('counts each attribute set, and nothing for identifiers, control fields, subscriptions and push tokens', () => {
+    const item = {
+      external_id: 'u1',
+      _update_existing_only: false,
+      first_name: 'Ann',
+      email: 'ann@example.com',
+      country: 'US',
+      plan: null,
+      email_subscribe: 'opted_in',
+      push_subscribe: 'subscribed',
+      subscription_groups: [{ subscription_group_id: 'g', subscription_state: 'subscribed' }],
+      push_tokens: [{ app_id: 'a', token: 't' }],
+    };
+    // first_name, email, country, plan (null clears: still a data point)
+    expect(dataPoints('attributes', item, 'external_id')).toBe(4);
+    // email names the user here: free
+    expect(dataPoints('attributes', { email: 'ann@example.com', first_name: 'Ann' }, 'email')).toBe(1);
+    expect(dataPoints('attributes', { external_id: 'u1' }, 'external_id')).toBe(0);
+  });
+
+  it('counts arrays, operations and objects as the rule says', () => {
+    expect(attributePoints(['a', 'b', 'c'])).toBe(1);
+    expect(attributePoints({ add: ['a', 'b'] })).toBe(2);
+    expect(attributePoints({ remove: ['a'] })).toBe(1);
+    expect(attributePoints({ inc: 5 })).toBe(1);
+    expect(attributePoints({ $time: '2024-01-01T00:00:00Z' })).toBe(1);
+    expect(attributePoints({ make: 'Ford', engine: { size: 2, fuel: 'gas' } })).toBe(4);
+    expect(attributePoints([{ id: 1, name: 'x' }, { id: 2 }])).toBe(3);
+    expect(attributePoints({ $add: [{ id: 1, name: 'x' }] })).toBe(2);
+    expect(attributePoints({ $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: { name: 'y', size: 2 } }] })).toBe(2);
+    expect(attributePoints({ $remove: [{ $identifier_key: 'id', $identifier_value: 1 }] })).toBe(1);
+  });
+
+  it('counts an event or a purchase and each of its properties', () => {
+    expect(dataPoints('events', { external_id: 'u1', name: 'login', time: '2024-01-01T00:00:00Z' })).toBe(1);
+    expect(dataPoints('events', { external_id: 'u1', name: 'login', time: 't', properties: { a: 1, b: { c: 2 } } })).toBe(3);
+    expect(dataPoints('purchases', { external_id: 'u1', product_id: 'p', currency: 'USD', price: 1, time: 't', properties: { size: 'L' } })).toBe(2);
+  });
+});
