@@ -49,3 +49,24 @@ export async function csvParseAlone(path, options = {}) {
   });
   return records - 1;
 }
+
+const FIRST_NAMES = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Frances', 'Dennis', 'Radia', 'Linus', 'Sophie', 'Tim', 'Hedy', 'John'];
+const LAST_NAMES = ['lovelace', 'hopper', 'turing', 'dijkstra', 'liskov', 'knuth', 'hamilton', 'thompson', 'allen', 'ritchie', 'perlman', 'torvalds', 'wilson', 'lee'];
+const PLANS = ['free', 'free', 'free', 'starter', 'pro', 'team', 'enterprise'];
+const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example'];
+
+/**
+ * A file of `rows` users in six columns: external_id, first_name, email, plan, visits, zip (five
+ * digits, leading zeros kept). `edit(i, cells)` may change row i's cells before it is written.
+ */
+export function writeUsersCsv(path, rows, edit) {
+  return writeCsv(path, 'external_id,first_name,email,plan,visits,zip', rows, (i) => {
+    const first = FIRST_NAMES[i % FIRST_NAMES.length];
+    const last = LAST_NAMES[(i * 7) % LAST_NAMES.length];
+    const email = `${first.toLowerCase()}.${last}${i}@${DOMAINS[i % DOMAINS.length]}`;
+    const zip = String((i * 7919) % 100_000).padStart(5, '0');
+    const cells = [`u-${(1_000_000_000 + i * 37).toString(36)}`, first, email, PLANS[i % PLANS.length], String((i * 13) % 500), zip];
+    edit?.(i, cells);
+    return cells.join(',');
+  });
+}

@@ -19,7 +19,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CSV_PARSE_AS_TRACK, csvParseAlone, writeCsv } from './csv-files.mjs';
+import { CSV_PARSE_AS_TRACK, csvParseAlone, writeUsersCsv as generate } from './csv-files.mjs';
 import { stolenMs } from './host.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
@@ -70,22 +70,6 @@ function server() {
     if (message === 'exit') httpServer.close(() => process.exit(0));
   });
   httpServer.listen(0, '127.0.0.1', () => process.send({ port: httpServer.address().port }));
-}
-
-const FIRST_NAMES = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken', 'Frances', 'Dennis', 'Radia', 'Linus', 'Sophie', 'Tim', 'Hedy', 'John'];
-const LAST_NAMES = ['lovelace', 'hopper', 'turing', 'dijkstra', 'liskov', 'knuth', 'hamilton', 'thompson', 'allen', 'ritchie', 'perlman', 'torvalds', 'wilson', 'lee'];
-const PLANS = ['free', 'free', 'free', 'starter', 'pro', 'team', 'enterprise'];
-const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example'];
-
-/** Six columns: external_id, first_name, email, plan, visits, zip (five digits, leading zeros kept). */
-function generate(path, rows) {
-  return writeCsv(path, 'external_id,first_name,email,plan,visits,zip', rows, (i) => {
-    const first = FIRST_NAMES[i % FIRST_NAMES.length];
-    const last = LAST_NAMES[(i * 7) % LAST_NAMES.length];
-    const email = `${first.toLowerCase()}.${last}${i}@${DOMAINS[i % DOMAINS.length]}`;
-    const zip = String((i * 7919) % 100_000).padStart(5, '0');
-    return `u-${(1_000_000_000 + i * 37).toString(36)},${first},${email},${PLANS[i % PLANS.length]},${(i * 13) % 500},${zip}`;
-  });
 }
 
 /** The two floors: csv-parse set up to read what track reads, and csv-parse with its defaults. */

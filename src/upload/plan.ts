@@ -15,7 +15,8 @@ import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord }
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { createRangeSet, type RangeSet } from '../transport/resume/range-set.js';
 import type { ResumeSkips } from '../transport/resume/journal.js';
-import type { createDelta, DeltaOptions, Learn } from './delta.js';
+import type { LearnMark } from '../transport/resume/state-record.js';
+import type { createDelta, DeltaOptions } from './delta.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
@@ -151,14 +152,14 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   const ready: PlannedRequest[] = [];
   let anonymous = 0;
   /** What the state learns of each item batched and not yet given out in a request (a delta plan). */
-  const learning = new Map<object, Learn>();
+  const learning = new Map<object, LearnMark>();
   /** A request given out by the batcher, with the learn record of its items (a delta plan). */
   const complete = (request: PlannedRequest): PlannedRequest => {
     if (delta === undefined) return request;
     const record = delta.recordWriter();
     for (const kind of ARRAY_NAMES) {
-      for (const item of request.body[kind] ?? []) {
-        record.add(learning.get(item));
+      for (const item of (request.body[kind] ?? []) as Array<Record<string, unknown>>) {
+        record.add(learning.get(item) ?? 0, item, identityOf(item));
         learning.delete(item);
       }
     }

@@ -3,6 +3,7 @@
 // learns once the server acknowledges them (made where the request is planned, read where it is
 // settled; bytes, so it crosses between threads without a copy).
 import { createHash } from 'node:crypto';
+import { CONTROL_FIELDS } from '../../model/fields.js';
 import type { Identity } from '../../model/identity.js';
 import { parseTimeValue } from '../../model/time.js';
 
@@ -41,9 +42,10 @@ export function canonicalJson(value: unknown): string {
  * one attribute of one user to collide, about 1 in 2^64), at a tenth of the cost of node:crypto's
  * digests on short texts.
  */
-export function hash64(text: string): [number, number] {
-  let h1 = 0xdeadbeef;
-  let h2 = 0x41c6ce57;
+export function hash64(text: string, tag = 0): [number, number] {
+  // the tag (a value's type) is mixed in first, as though it were the text's first character
+  let h1 = Math.imul(0xdeadbeef ^ tag, 2654435761);
+  let h2 = Math.imul(0x41c6ce57 ^ tag, 1597334677);
   for (let i = 0; i < text.length; i += 1) {
     const c = text.charCodeAt(i);
     h1 = Math.imul(h1 ^ c, 2654435761);
@@ -58,13 +60,13 @@ export function hash64(text: string): [number, number] {
 export function valueHash(value: unknown): [number, number] {
   switch (typeof value) {
     case 'string':
-      return hash64(`s${value}`);
+      return hash64(value, 0x73);
     case 'number':
-      return hash64(`n${value}`);
+      return hash64(String(value), 0x6e);
     case 'boolean':
-      return hash64(value ? 'b1' : 'b0');
+      return hash64(value ? '1' : '0', 0x62);
     default:
-      return hash64(value === null ? 'z' : `j${canonicalJson(value)}`);
+      return value === null ? hash64('', 0x7a) : hash64(canonicalJson(value), 0x6a);
   }
 }
 
@@ -94,22 +96,47 @@ export function activityHash(kind: 'events' | 'purchases', item: Record<string, 
   return createHash('md5').update(text).digest();
 }
 
-/** How an item of a request is learned: not at all (an item of no user, an update for existing users only), its attributes, or its content (an event or a purchase). */
-export const LearnTag = { None: 0, Attributes: 1, Activity: 2 } as const;
-type LearnTags = typeof LearnTag;
+/** How the plan marks an item for its request's learn record: not learned, attributes of a user the state does not know or may know, or an activity's content hash. */
+export type LearnMark = typeof LEARN_NONE | typeof LEARN_NEW_USER | typeof LEARN_KNOWN_USER | Uint8Array;
+export const LEARN_NONE = 0;
+export const LEARN_NEW_USER = 1;
+export const LEARN_KNOWN_USER = 2;
+const ACTIVITY = 3;
+/** Bytes of an attribute in a record: its name's place in the record's names, forget or set, the two halves of the hash. */
+const ENTRY = 13;
 
-/** An attribute's value the state learns (its hash), or forgets (an adding operation: what the profile holds is unknown). */
-export type LearnedValue = { name: string; hash: [number, number] } | { name: string; forget: true };
+/**
+ * Calls fn for each attribute of an attributes item that the state learns or forgets: forget for
+ * an operation that adds (sent again it applies again) or for every value of an update of existing
+ * users only (which may change nothing); the identifier and the control fields are not attributes.
+ */
+export function forEachLearnedValue(
+  item: Record<string, unknown>,
+  identifiedBy: string,
+  fn: (name: string, forget: boolean, h1: number, h2: number) => void,
+): void {
+  const forgetAll = item._update_existing_only === true;
+  for (const key in item) {
+    if (key === identifiedBy || CONTROL_FIELDS.has(key)) continue;
+    const value = item[key];
+    if (forgetAll || isAddingOperation(value)) fn(key, true, 0, 0);
+    else {
+      const [h1, h2] = valueHash(value);
+      fn(key, false, h1, h2);
+    }
+  }
+}
 
 /**
  * The learn record of a request: for each item, in the order attributes, events, purchases, what
- * the state records when the server accepts it. `forgetFirst`: the user is in the state already, so
- * the values about to change are forgotten before the request is posted (a stop between the post
- * and the answer must not leave an old value the server no longer holds).
+ * the state records when the server accepts it. A user the state may know already gets the values
+ * the request changes forgotten before it is posted (a stop between the post and the answer must
+ * not leave an old value the server no longer holds). The names of attributes are written once.
  */
 export function learnRecordWriter() {
-  let bytes = Buffer.allocUnsafe(4096);
+  let bytes = Buffer.allocUnsafe(8192);
   let at = 0;
+  const names = new Map<string, number>();
   const room = (n: number): void => {
     if (at + n <= bytes.length) return;
     const bigger = Buffer.allocUnsafe(Math.max(bytes.length * 2, at + n));
@@ -117,87 +144,122 @@ export function learnRecordWriter() {
     bytes = bigger;
   };
   const text = (value: string): void => {
-    const length = Buffer.byteLength(value);
-    room(4 + length);
+    room(4 + value.length * 3);
+    const length = bytes.write(value, at + 4);
     bytes.writeUInt32LE(length, at);
-    at += 4;
-    at += bytes.write(value, at);
+    at += 4 + length;
+  };
+  const value = (name: string, forget: boolean, h1: number, h2: number): void => {
+    let place = names.get(name);
+    if (place === undefined) names.set(name, (place = names.size));
+    room(ENTRY);
+    bytes.writeUInt32LE(place, at);
+    bytes[at + 4] = forget ? 1 : 0;
+    bytes.writeUInt32LE(h1, at + 5);
+    bytes.writeUInt32LE(h2, at + 9);
+    at += ENTRY;
   };
   return {
-    none(): void {
-      room(1);
-      bytes[at++] = LearnTag.None;
-    },
-    attributes(userKey: string, forgetFirst: boolean, values: readonly LearnedValue[]): void {
-      room(6);
-      bytes[at++] = LearnTag.Attributes;
-      bytes[at++] = forgetFirst ? 1 : 0;
-      bytes.writeUInt32LE(values.length, at);
-      at += 4;
-      text(userKey);
-      for (const value of values) {
-        text(value.name);
-        room(9);
-        if ('forget' in value) bytes[at++] = 1;
-        else {
-          bytes[at++] = 0;
-          bytes.writeUInt32LE(value.hash[0], at);
-          bytes.writeUInt32LE(value.hash[1], at + 4);
-          at += 8;
-        }
+    /** Adds an item: `mark` says how it is learned; an attributes item's values are hashed here. */
+    add(mark: LearnMark, item: Record<string, unknown>, identity: Identity): void {
+      if (mark instanceof Uint8Array) {
+        room(17);
+        bytes[at++] = ACTIVITY;
+        bytes.set(mark, at);
+        at += 16;
+        return;
       }
+      const userKey = mark === LEARN_NONE ? undefined : stateUserKey(identity);
+      room(1);
+      if (userKey === undefined) {
+        bytes[at++] = LEARN_NONE;
+        return;
+      }
+      bytes[at++] = mark;
+      text(userKey);
+      room(4);
+      const countAt = at;
+      at += 4;
+      let count = 0;
+      forEachLearnedValue(item, identity.by, (name, forget, h1, h2) => {
+        value(name, forget, h1, h2);
+        count += 1;
+      });
+      bytes.writeUInt32LE(count, countAt);
     },
-    activity(hash: Uint8Array): void {
-      room(17);
-      bytes[at++] = LearnTag.Activity;
-      bytes.set(hash, at);
-      at += 16;
-    },
-    /** The record, as bytes of its own (they may be handed to another thread). */
+    /** The record, as bytes of its own (they may be handed to another thread): the names, then the items. */
     finish(): Uint8Array {
-      return new Uint8Array(bytes.subarray(0, at));
+      let size = 4;
+      for (const name of names.keys()) size += 4 + Buffer.byteLength(name);
+      const record = Buffer.allocUnsafe(size + at);
+      record.writeUInt32LE(names.size, 0);
+      let offset = 4;
+      for (const name of names.keys()) {
+        const length = record.write(name, offset + 4);
+        record.writeUInt32LE(length, offset);
+        offset += 4 + length;
+      }
+      bytes.copy(record, offset, 0, at);
+      return new Uint8Array(record.buffer, record.byteOffset, record.byteLength);
     },
   };
 }
 
-export type LearnedItem =
-  | { tag: LearnTags['None'] }
-  | { tag: LearnTags['Attributes']; userKey: string; forgetFirst: boolean; values: LearnedValue[] }
-  | { tag: LearnTags['Activity']; hash: Uint8Array };
+/** An attributes item of a learn record, as read: a cursor over its values, reused from item to item. */
+export interface LearnedAttributes {
+  userKey: string;
+  /** The state may know the user (forget before posting, merge when learning). */
+  known: boolean;
+  count: number;
+  /** The value's attribute, as its place in the record's names. */
+  name(i: number): number;
+  forget(i: number): boolean;
+  h1(i: number): number;
+  h2(i: number): number;
+}
 
-/** Reads a learn record back, item by item. */
-export function* learnedItems(record: Uint8Array): Generator<LearnedItem> {
+/** A learn record as read: the names its attributes use, and each item by its place in the body (undefined: nothing to learn). */
+export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(fn: (index: number, item: LearnedAttributes | Uint8Array | undefined) => void): void } {
   const bytes = Buffer.from(record.buffer, record.byteOffset, record.byteLength);
-  let at = 0;
+  let at = 4;
   const text = (): string => {
     const length = bytes.readUInt32LE(at);
-    at += 4;
-    const value = bytes.toString('utf8', at, at + length);
-    at += length;
+    const value = bytes.toString('utf8', at + 4, at + 4 + length);
+    at += 4 + length;
     return value;
   };
-  while (at < bytes.length) {
-    const tag = bytes[at++];
-    if (tag === LearnTag.None) {
-      yield { tag };
-    } else if (tag === LearnTag.Activity) {
-      yield { tag, hash: bytes.subarray(at, at + 16) };
-      at += 16;
-    } else {
-      const forgetFirst = bytes[at++] === 1;
-      const count = bytes.readUInt32LE(at);
-      at += 4;
-      const userKey = text();
-      const values: LearnedValue[] = [];
-      for (let i = 0; i < count; i += 1) {
-        const name = text();
-        if (bytes[at++] === 1) values.push({ name, forget: true });
-        else {
-          values.push({ name, hash: [bytes.readUInt32LE(at), bytes.readUInt32LE(at + 4)] });
-          at += 8;
+  const names: string[] = [];
+  for (let n = bytes.readUInt32LE(0); n > 0; n -= 1) names.push(text());
+  const itemsAt = at;
+  let first = 0;
+  const cursor: LearnedAttributes = {
+    userKey: '',
+    known: false,
+    count: 0,
+    name: (i) => bytes.readUInt32LE(first + i * ENTRY),
+    forget: (i) => bytes[first + i * ENTRY + 4] === 1,
+    h1: (i) => bytes.readUInt32LE(first + i * ENTRY + 5),
+    h2: (i) => bytes.readUInt32LE(first + i * ENTRY + 9),
+  };
+  return {
+    names,
+    forEach(fn) {
+      at = itemsAt;
+      for (let index = 0; at < bytes.length; index += 1) {
+        const tag = bytes[at++];
+        if (tag === LEARN_NONE) fn(index, undefined);
+        else if (tag === ACTIVITY) {
+          fn(index, record.subarray(at, at + 16));
+          at += 16;
+        } else {
+          cursor.known = tag === LEARN_KNOWN_USER;
+          cursor.userKey = text();
+          cursor.count = bytes.readUInt32LE(at);
+          first = at + 4;
+          at = first + cursor.count * ENTRY;
+          fn(index, cursor);
         }
       }
-      yield { tag: LearnTag.Attributes, userKey, forgetFirst, values };
-    }
-  }
+    },
+  };
 }

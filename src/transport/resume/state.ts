@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { learnedItems, LearnTag, type LearnedValue } from './state-record.js';
+import { readLearnRecord, type LearnedAttributes } from './state-record.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 const ENTRY = 12;
@@ -141,19 +141,23 @@ export function openStateReader(path: string, target: string): StateReader {
   };
 }
 
+/** Acknowledged requests waiting to be written: learning late is safe (the state then knows less), so they are written together. */
+const MAX_QUEUED = 64;
+const QUEUE_MS = 100;
+
 /** Opens (creating it when needed) the state file for a delivery to `target`. */
 export function openStateWriter(path: string, target: string): StateWriter {
   const db = open(path, false);
   db.prepare('INSERT OR IGNORE INTO targets (url) VALUES (?)').run(target);
   const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number;
-  const names = new Map<string, number>();
-  for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) names.set(name, nameId);
+  const nameIds = new Map<string, number>();
+  for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) nameIds.set(name, nameId);
   const addName = db.prepare('INSERT INTO names (name) VALUES (?)');
   const nameId = (name: string): number => {
-    let known = names.get(name);
+    let known = nameIds.get(name);
     if (known === undefined) {
       known = Number(addName.run(name).lastInsertRowid);
-      names.set(name, known);
+      nameIds.set(name, known);
     }
     return known;
   };
@@ -163,48 +167,117 @@ export function openStateWriter(path: string, target: string): StateWriter {
   const addActivity = db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)');
   const touched = db.prepare('UPDATE targets SET updated = ? WHERE id = ?');
 
-  /** Sets and forgets values of a user's row; `known`: the row may exist (else it is new, and written at once). */
-  const change = (userKey: string, values: readonly LearnedValue[], known: boolean, forgetOnly: boolean): void => {
-    if (!known) {
-      if (forgetOnly) return;
-      const map = new Map<number, [number, number]>();
-      for (const value of values) if (!('forget' in value)) map.set(nameId(value.name), value.hash);
-      // a user the plan did not know may have been written since (by another run): then merged
-      if (insertRow.run(id, userKey, row(map)).changes === 1) return;
-    }
-    const attrs = readRow.get(id, userKey) as Buffer | undefined;
+  /** Sets and forgets a user's values in the row the state holds (or a new one); `forgetOnly`: forgets the values about to be sent. */
+  const merge = (item: LearnedAttributes, ids: readonly number[], forgetOnly: boolean): void => {
+    const attrs = readRow.get(id, item.userKey) as Buffer | undefined;
     if (attrs === undefined && forgetOnly) return;
     const map = attrs === undefined ? new Map<number, [number, number]>() : entries(attrs);
-    for (const value of values) {
-      if (forgetOnly || 'forget' in value) map.delete(nameId(value.name));
-      else map.set(nameId(value.name), value.hash);
+    for (let i = 0; i < item.count; i += 1) {
+      const nameId = ids[item.name(i)];
+      if (forgetOnly || item.forget(i)) map.delete(nameId);
+      else map.set(nameId, [item.h1(i), item.h2(i)]);
     }
+    writeRow.run(id, item.userKey, row(map));
+  };
+
+  /** Writes a row whole over what a user's row holds, value by value (a user written by another run meanwhile). */
+  const mergeRow = (userKey: string, bytes: Buffer): void => {
+    const attrs = readRow.get(id, userKey) as Buffer | undefined;
+    if (attrs === undefined) return void writeRow.run(id, userKey, bytes);
+    const map = entries(attrs);
+    for (const [nameId, hash] of entries(bytes)) map.set(nameId, hash);
     writeRow.run(id, userKey, row(map));
   };
 
-  const sending = db.transaction((learn: Uint8Array) => {
-    for (const item of learnedItems(learn)) {
-      if (item.tag === LearnTag.Attributes && item.forgetFirst) change(item.userKey, item.values, true, true);
+  // users the plan did not know are inserted ROWS_AT_ONCE to a statement, at no read (a first run's every user)
+  const ROWS_AT_ONCE = 50;
+  const insertMany = db.prepare(`INSERT OR IGNORE INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`);
+  let newRows: Array<[string, Buffer]> = [];
+  const insertNewRows = (): void => {
+    if (newRows.length === ROWS_AT_ONCE) {
+      const args: unknown[] = [];
+      for (const [userKey, bytes] of newRows) args.push(id, userKey, bytes);
+      // one of them written meanwhile: each is merged (a row just inserted merges into itself)
+      if (insertMany.run(args).changes !== ROWS_AT_ONCE) for (const [userKey, bytes] of newRows) mergeRow(userKey, bytes);
+    } else {
+      for (const [userKey, bytes] of newRows) if (insertRow.run(id, userKey, bytes).changes === 0) mergeRow(userKey, bytes);
     }
-  });
-  const accepted = db.transaction((learn: Uint8Array, rejected: (index: number) => boolean) => {
-    let index = 0;
-    for (const item of learnedItems(learn)) {
-      if (!rejected(index)) {
-        if (item.tag === LearnTag.Attributes) change(item.userKey, item.values, item.forgetFirst, false);
-        else if (item.tag === LearnTag.Activity) addActivity.run(id, item.hash);
-      }
-      index += 1;
+    newRows = [];
+  };
+
+  /** A user the plan did not know: its row is made whole from the record. */
+  const insert = (item: LearnedAttributes, ids: readonly number[]): void => {
+    let size = 0;
+    for (let i = 0; i < item.count; i += 1) {
+      // an operation that adds is forgotten: a row that may exist already is merged
+      if (item.forget(i)) return merge(item, ids, false);
+      size += ENTRY;
     }
+    const bytes = Buffer.allocUnsafe(size);
+    for (let i = 0, at = 0; i < item.count; i += 1, at += ENTRY) {
+      bytes.writeUInt32LE(ids[item.name(i)], at);
+      bytes.writeUInt32LE(item.h1(i), at + 4);
+      bytes.writeUInt32LE(item.h2(i), at + 8);
+    }
+    newRows.push([item.userKey, bytes]);
+    if (newRows.length === ROWS_AT_ONCE) insertNewRows();
+  };
+
+  let queue: Array<{ learn: Uint8Array; rejected: (index: number) => boolean }> = [];
+  let timer: NodeJS.Timeout | undefined;
+  const write = db.transaction((records: typeof queue) => {
+    for (const { learn, rejected } of records) {
+      const record = readLearnRecord(learn);
+      const ids = record.names.map(nameId);
+      record.forEach((index, item) => {
+        if (item === undefined || rejected(index)) return;
+        if (item instanceof Uint8Array) addActivity.run(id, item);
+        else if (item.known) merge(item, ids, false);
+        else insert(item, ids);
+      });
+    }
+    insertNewRows();
     touched.run(new Date().toISOString(), id);
   });
+  const flush = (): void => {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    if (queue.length === 0) return;
+    const records = queue;
+    queue = [];
+    write(records);
+  };
+  const forget = db.transaction((learn: Uint8Array) => {
+    const record = readLearnRecord(learn);
+    const ids = record.names.map(nameId);
+    record.forEach((_, item) => {
+      if (item !== undefined && !(item instanceof Uint8Array) && item.known) merge(item, ids, true);
+    });
+  });
   return {
-    sending: (learn) => {
-      // most requests of a first run name no user the state knows: no transaction for them
-      for (const item of learnedItems(learn)) if (item.tag === LearnTag.Attributes && item.forgetFirst) return sending(learn);
+    sending(learn) {
+      let known = false;
+      readLearnRecord(learn).forEach((_, item) => {
+        if (item !== undefined && !(item instanceof Uint8Array) && item.known) known = true;
+      });
+      // most requests of a first run name no user the state knows: nothing to write for them
+      if (!known) return;
+      // what was acknowledged before is written first, then forgotten
+      flush();
+      forget(learn);
     },
-    accepted: (learn, rejected) => accepted(learn, rejected),
-    close: () => db.close(),
+    accepted(learn, rejected) {
+      queue.push({ learn, rejected });
+      if (queue.length >= MAX_QUEUED) flush();
+      else timer ??= setTimeout(flush, QUEUE_MS);
+    },
+    close() {
+      try {
+        flush();
+      } finally {
+        db.close();
+      }
+    },
   };
 }
 

@@ -3,7 +3,18 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { activityHash, canonicalJson, isAddingOperation, learnedItems, learnRecordWriter, stateUserKey, valueHash } from '../../../src/transport/resume/state-record.js';
+import { identityOf } from '../../../src/model/identity.js';
+import {
+  activityHash,
+  canonicalJson,
+  LEARN_KNOWN_USER,
+  LEARN_NEW_USER,
+  LEARN_NONE,
+  learnRecordWriter,
+  readLearnRecord,
+  stateUserKey,
+  valueHash,
+} from '../../../src/transport/resume/state-record.js';
 import { forgetTarget, listState, openStateReader, openStateWriter } from '../../../src/transport/resume/state.js';
 import { tempDir } from '../../helpers/cli.js';
 
@@ -13,14 +24,12 @@ afterEach(() => tmp.cleanup());
 
 const T = 'http://127.0.0.1:4000/users/track';
 
-function record(entries: Array<{ user: string; forgetFirst?: boolean; values: Record<string, unknown> } | 'none'>): Uint8Array {
+/** A learn record of attributes items (`known`: the state may know the user), or items learned not at all. */
+function record(items: Array<{ item: Record<string, unknown>; known?: boolean } | 'none'>): Uint8Array {
   const writer = learnRecordWriter();
-  for (const entry of entries) {
-    if (entry === 'none') writer.none();
-    else {
-      const values = Object.entries(entry.values).map(([name, value]) => (isAddingOperation(value) ? { name, forget: true as const } : { name, hash: valueHash(value) }));
-      writer.attributes(entry.user, entry.forgetFirst === true, values);
-    }
+  for (const entry of items) {
+    if (entry === 'none') writer.add(LEARN_NONE, {}, { by: 'anonymous' });
+    else writer.add(entry.known === true ? LEARN_KNOWN_USER : LEARN_NEW_USER, entry.item, identityOf(entry.item));
   }
   return writer.finish();
 }
@@ -48,12 +57,18 @@ describe('values and records', () => {
     expect(Buffer.from(a).equals(Buffer.from(other))).toBe(false);
   });
 
-  it('reads back a learn record as written', () => {
-    const bytes = record([{ user: 'e:u1', forgetFirst: true, values: { plan: 'pro', visits: { inc: 1 } } }, 'none']);
-    const items = [...learnedItems(bytes)];
-    expect(items).toEqual([
-      { tag: 1, userKey: 'e:u1', forgetFirst: true, values: [{ name: 'plan', hash: valueHash('pro') }, { name: 'visits', forget: true }] },
-      { tag: 0 },
+  it('reads back a learn record as written: the identifier and control fields are not learned, an increment is forgotten', () => {
+    const bytes = record([{ item: { external_id: 'u1', _merge_objects: true, plan: 'pro', visits: { inc: 1 } }, known: true }, 'none']);
+    const read = readLearnRecord(bytes);
+    const seen: unknown[] = [];
+    read.forEach((index, item) => {
+      if (item === undefined || item instanceof Uint8Array) seen.push([index, item]);
+      else seen.push([index, item.userKey, item.known, Array.from({ length: item.count }, (_, i) => [read.names[item.name(i)], item.forget(i), item.h1(i), item.h2(i)])]);
+    });
+    const [h1, h2] = valueHash('pro');
+    expect(seen).toEqual([
+      [0, 'e:u1', true, [['plan', false, h1, h2], ['visits', true, 0, 0]]],
+      [1, undefined],
     ]);
   });
 });
@@ -61,8 +76,10 @@ describe('values and records', () => {
 describe('the state file', () => {
   it('learns only the accepted items, keeps targets apart, and forgets a known value before a new one is posted', () => {
     const path = join(tmp.dir, 'state.sqlite');
-    const writer = openStateWriter(path, T);
-    writer.accepted(record([{ user: 'e:u1', values: { plan: 'pro', score: 1 } }, { user: 'e:u2', values: { plan: 'free' } }]), (i) => i === 1);
+    let writer = openStateWriter(path, T);
+    writer.accepted(record([{ item: { external_id: 'u1', plan: 'pro', score: 1 } }, { item: { external_id: 'u2', plan: 'free' } }]), (i) => i === 1);
+    writer.close();
+    writer = openStateWriter(path, T);
     let reader = openStateReader(path, T);
     expect(reader.user('e:u1')?.holds('plan', valueHash('pro'))).toBe(true);
     expect(reader.user('e:u1')?.holds('plan', valueHash('free'))).toBe(false);
@@ -72,16 +89,16 @@ describe('the state file', () => {
 
     // a request about to change u1's plan: the old plan is forgotten before it is posted, so a stop
     // before the answer leaves the state not knowing the plan rather than holding the old one
-    writer.sending(record([{ user: 'e:u1', forgetFirst: true, values: { plan: 'free' } }]));
+    writer.sending(record([{ item: { external_id: 'u1', plan: 'free' }, known: true }]));
     reader = openStateReader(path, T);
     expect(reader.user('e:u1')?.holds('plan', valueHash('pro'))).toBe(false);
     expect(reader.user('e:u1')?.holds('score', valueHash(1))).toBe(true);
     reader.close();
-    writer.accepted(record([{ user: 'e:u1', forgetFirst: true, values: { plan: 'free', visits: { inc: 1 } } }]), () => false);
+    writer.accepted(record([{ item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true }]), () => false);
+    writer.close();
     reader = openStateReader(path, T);
     expect(reader.user('e:u1')?.holds('plan', valueHash('free'))).toBe(true);
     reader.close();
-    writer.close();
 
     expect(listState(path)).toEqual([expect.objectContaining({ url: T, users: 1, attributes: 2, activities: 0 })]);
     expect(forgetTarget(path, T)).toBe(true);

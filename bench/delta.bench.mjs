@@ -1,0 +1,207 @@
+// `track upload --delta` end to end: the real CLI reading a generated six-column attributes CSV and
+// delivering it, unpaced, to a loopback server (a child process) that answers 201 at once and can
+// record the bodies it gets. Figures beside floors measured in the same run, alternating:
+//   1. the first --delta run (an empty state) against the same upload without --delta
+//      (target: at most 1.3x), and the state's bytes per user (target: at most 150)
+//   2. the unchanged re-upload with --delta against the dry run of the same file (target: at most 2x,
+//      0 requests) and its peak RSS (target: under 200 MB)
+//   3. 1% of the cells changed: exactly those attributes sent, in the fewest requests (50 items each)
+// Build first: npm run build && node bench/run.mjs delta
+// Knobs: BENCH_ROWS (default 1,000,000), BENCH_RUNS (default 2).
+import { fork, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { writeUsersCsv } from './csv-files.mjs';
+import { stolenMs } from './host.mjs';
+
+const HERE = fileURLToPath(import.meta.url);
+const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const RUNS = Number(process.env.BENCH_RUNS ?? 2);
+const COLUMNS = ['external_id', 'first_name', 'email', 'plan', 'visits', 'zip'];
+
+/** The loopback server: counts items by their external_id key; in record mode keeps every body too. */
+function server() {
+  let items = 0;
+  let requests = 0;
+  let bodies = [];
+  let record = false;
+  const KEY = Buffer.from('"external_id":');
+  const httpServer = createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (chunk) => chunks.push(chunk));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      let count = 0;
+      for (let at = body.indexOf(KEY); at !== -1; at = body.indexOf(KEY, at + KEY.length)) count += 1;
+      items += count;
+      requests += 1;
+      if (record) bodies.push(body.toString('utf8'));
+      const answer = `{"message":"success","attributes_processed":${count}}`;
+      res.writeHead(201, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(answer) });
+      res.end(answer);
+    });
+  });
+  httpServer.keepAliveTimeout = 30_000;
+  process.on('message', (message) => {
+    if (message === 'record') record = true;
+    if (message === 'take') {
+      process.send({ taken: { items, requests, bodies } });
+      items = 0;
+      requests = 0;
+      bodies = [];
+      record = false;
+    }
+    if (message === 'exit') httpServer.close(() => process.exit(0));
+  });
+  httpServer.listen(0, '127.0.0.1', () => process.send({ port: httpServer.address().port }));
+}
+
+/** One run of the CLI; a module preloaded with --import writes its peak RSS to fd 3 as it exits. */
+async function runCli(rssHook, args) {
+  const start = performance.now();
+  const child = spawn(process.execPath, ['--import', rssHook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const collect = (stream) => {
+    const chunks = [];
+    stream.on('data', (chunk) => chunks.push(chunk));
+    return () => Buffer.concat(chunks).toString('utf8');
+  };
+  const [stdout, stderr, usage] = [collect(child.stdio[1]), collect(child.stdio[2]), collect(child.stdio[3])];
+  const [code] = await once(child, 'close');
+  const wallMs = performance.now() - start;
+  if (code !== 0) throw new Error(`track ${args[0]} exited with ${code}: ${stderr()}`);
+  return { wallMs, summary: JSON.parse(stdout()), maxRssKb: JSON.parse(usage()).maxRssKb };
+}
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const n = (value) => Math.round(value).toLocaleString('en-US');
+const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
+
+async function main() {
+  const dir = mkdtempSync(join(tmpdir(), 'track-delta-bench-'));
+  const serverChild = fork(HERE, ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  let ok = true;
+  try {
+    const port = await new Promise((resolve, reject) => {
+      serverChild.once('message', (message) => resolve(message.port));
+      serverChild.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
+    });
+    const url = `http://127.0.0.1:${port}`;
+    const take = () =>
+      new Promise((resolve) => {
+        const on = (message) => {
+          if (message.taken === undefined) return;
+          serverChild.off('message', on);
+          resolve(message.taken);
+        };
+        serverChild.on('message', on);
+        serverChild.send('take');
+      });
+    const rssHook = join(dir, 'rss-at-exit.mjs');
+    writeFileSync(
+      rssHook,
+      "import { writeSync } from 'node:fs';\nimport { isMainThread } from 'node:worker_threads';\n" +
+        "if (isMainThread) process.on('exit', () => writeSync(3, JSON.stringify({ maxRssKb: process.resourceUsage().maxRSS })));\n",
+    );
+    const file = join(dir, 'users.csv');
+    const state = join(dir, 'state.sqlite');
+    await writeUsersCsv(file, ROWS);
+    console.log(`${n(ROWS)} rows, six columns, ${(statSync(file).size / 1e6).toFixed(1)} MB; ${RUNS} runs of each, alternating; steal before: ${stolenMs() ?? 'n/a'} ms`);
+    const upload = (...extra) => {
+      // each run is a new upload of the same file: an earlier run's journal would refuse it
+      rmSync(join(dir, 'bench.journal'), { force: true });
+      return runCli(rssHook, ['upload', file, '--url', url, '--api-key', 'bench-key-0000', '--quiet', '--rate', '1000000', '--concurrency', '16', '--journal', join(dir, 'bench.journal'), ...extra]);
+    };
+    const removeState = () => ['', '-wal', '-shm'].forEach((suffix) => rmSync(`${state}${suffix}`, { force: true }));
+
+    // 1. the first --delta run against the same upload without it
+    const plain = [];
+    const first = [];
+    for (let run = 0; run < RUNS; run += 1) {
+      plain.push((await upload()).wallMs);
+      await take();
+      removeState();
+      const r = await upload('--delta', '--state', state);
+      first.push(r.wallMs);
+      const got = await take();
+      if (got.items !== ROWS || r.summary.dataPoints.sent !== ROWS * 5) {
+        ok = false;
+        console.log(`first --delta run: the server got ${n(got.items)} items, ${n(r.summary.dataPoints.sent)} data points spent; expected ${n(ROWS)} and ${n(ROWS * 5)}`);
+      }
+    }
+    const ratio1 = median(first) / median(plain);
+    console.log(`upload without --delta (floor)     ${s(median(plain))}  (${n((ROWS * 1000) / median(plain))} rows/s)`);
+    console.log(`first --delta run, empty state     ${s(median(first))}  ${ratio1.toFixed(2)}x the floor (target: at most 1.3x)`);
+    const perUser = statSync(state).size / ROWS;
+    console.log(`state file                         ${(statSync(state).size / 1e6).toFixed(1)} MB, ${perUser.toFixed(0)} bytes a user (target: at most 150)`);
+    if (ratio1 > 1.3 || perUser > 150) ok = false;
+
+    // 2. the unchanged re-upload against the dry run of the same file
+    const dry = [];
+    const unchanged = [];
+    let rss = 0;
+    for (let run = 0; run < RUNS; run += 1) {
+      dry.push((await runCli(rssHook, ['upload', '--dry-run', file])).wallMs);
+      const r = await upload('--delta', '--state', state);
+      unchanged.push(r.wallMs);
+      rss = Math.max(rss, r.maxRssKb);
+      const got = await take();
+      if (got.requests !== 0 || r.summary.unchanged !== ROWS) {
+        ok = false;
+        console.log(`unchanged re-upload: ${got.requests} requests reached the server, ${n(r.summary.unchanged)} items unchanged; expected 0 and ${n(ROWS)}`);
+      }
+    }
+    const ratio2 = median(unchanged) / median(dry);
+    console.log(`dry run of the file (floor)        ${s(median(dry))}`);
+    console.log(`unchanged re-upload, --delta       ${s(median(unchanged))}  ${ratio2.toFixed(2)}x the floor (target: at most 2x), 0 requests`);
+    console.log(`  its peak RSS                     ${Math.round(rss / 1024)} MB (target: under 200 MB)`);
+    if (ratio2 > 2 || rss / 1024 >= 200) ok = false;
+
+    // 3. 1% of the cells other than the identifier changed, spread over the rows
+    const changed = new Map();
+    const step = 100 / 5; // one cell in a hundred, of five a row
+    for (let cell = 7; cell < ROWS * 5; cell += step) {
+      const row = Math.floor(cell / 5);
+      const column = 1 + (cell % 5);
+      if (!changed.has(row)) changed.set(row, new Set());
+      changed.get(row).add(COLUMNS[column]);
+    }
+    await writeUsersCsv(file, ROWS, (i, cells) => {
+      for (const column of changed.get(i) ?? []) {
+        const at = COLUMNS.indexOf(column);
+        cells[at] = column === 'visits' ? String(Number(cells[at]) + 1) : `${cells[at]}x`;
+      }
+    });
+    serverChild.send('record');
+    const r = await upload('--delta', '--state', state);
+    const got = await take();
+    const cells = [...changed.values()].reduce((sum, set) => sum + set.size, 0);
+    const sent = got.bodies.flatMap((body) => JSON.parse(body).attributes);
+    let exact = sent.length === changed.size;
+    const ids = new Map();
+    for (let i = 0; i < ROWS; i += 1) if (changed.has(i)) ids.set(`u-${(1_000_000_000 + i * 37).toString(36)}`, changed.get(i));
+    for (const item of sent) {
+      const expected = ids.get(item.external_id);
+      const keys = Object.keys(item).filter((key) => key !== 'external_id');
+      if (expected === undefined || keys.length !== expected.size || !keys.every((key) => expected.has(key))) exact = false;
+    }
+    const fewest = Math.ceil(changed.size / 50);
+    console.log(
+      `1% of the cells changed            ${n(cells)} cells of ${n(changed.size)} users: ${n(sent.length)} items in ${n(got.requests)} requests (fewest: ${n(fewest)}), ` +
+        `${exact ? 'exactly the changed attributes' : 'NOT exactly the changed attributes'}; ${s(r.wallMs)}, ${n(r.summary.dataPoints.sent)} data points spent, ${n(r.summary.dataPoints.avoided)} avoided`,
+    );
+    if (!exact || got.requests !== fewest || r.summary.dataPoints.sent !== cells) ok = false;
+    console.log(`steal after: ${stolenMs() ?? 'n/a'} ms`);
+  } finally {
+    serverChild.send('exit');
+    rmSync(dir, { recursive: true, force: true });
+  }
+  if (!ok) process.exitCode = 1;
+}
+
+if (process.argv[2] === '--server') server();
+else await main();
