@@ -7,3 +7,5 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_RATE_LIMIT = '3000/3s';
 /** The largest request body the emulator accepts (the batcher keeps its requests under a smaller size of its own). */
 export const DEFAULT_MAX_ACCEPTED_BODY_BYTES = 4 * 1024 * 1024;
+/** Requests the request log (GET /_track/requests) keeps, newest first. */
+export const DEFAULT_REQUEST_LOG_SIZE = 10_000;

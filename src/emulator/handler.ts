@@ -1,5 +1,6 @@
 // handle(request) -> response: one fixed sequence per request (decisions.md "Order of checks"):
-// route, auth, rate limit, injected faults, content type, size, JSON, validation, apply, respond.
+// route, auth, rate limit, injected faults, content type, size, JSON, validation, apply, respond,
+// then record it in the request log. /health and the emulator's own /_track/* stand apart.
 import { isUtf8 } from 'node:buffer';
 import {
   ALL_REFUSED_MESSAGE,
@@ -12,16 +13,22 @@ import {
   type BatchLimits,
   type LimitProfileName,
 } from '../model/index.js';
+import { InputError } from '../errors.js';
 import { applyRequest } from './apply.js';
 import { exportChunks, parseExportQuery } from './export.js';
 import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
+import { createFixtureRoutes, isFixturePath } from './fixture-routes.js';
+import type { SeedRequest } from './options.js';
 import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limit.js';
+import { RequestLog } from './request-log.js';
 import type { Store } from './store.js';
 
 export interface EmulatorRequest {
   method: string;
   /** Path without the query string. */
   path: string;
+  /** The query string, without its `?`. */
+  query?: string;
   /** Header names in lower case. */
   headers: Record<string, string | undefined>;
   body: Buffer;
@@ -33,6 +40,8 @@ export interface EmulatorResponse {
   status: number;
   headers: Record<string, string>;
   body?: unknown;
+  /** A body that is not JSON (the web view), sent as it is with the content-type in `headers`. */
+  text?: string;
   /** The body as JSON text in pieces, written one at a time with other requests let in between. */
   chunks?: Iterable<string | Buffer>;
   /** Close the connection without answering; `afterCommit` tells whether the request was applied. */
@@ -55,6 +64,12 @@ export interface HandlerConfig {
   arrayCap: number;
   /** One line per notable event (faults, 5xx); never given an API key. */
   log?: (line: string) => void;
+  /** Requests the request log keeps (default 10,000; 0 keeps none). */
+  requestLogSize?: number;
+  /** The emulator listens on a non-loopback address: /_track/* needs a key. */
+  fixtureKeyRequired?: boolean;
+  /** Requests applied at the start and after each reset. */
+  seed?: readonly SeedRequest[];
 }
 
 export interface FaultCounts {
@@ -101,6 +116,11 @@ function isJsonContentType(value: string | undefined): boolean {
 export interface Handler {
   handle(request: EmulatorRequest): EmulatorResponse;
   faults: FaultCounts;
+  requestLog: RequestLog;
+  /** Applies the seed requests; throws an InputError naming the file and line of an item refused. */
+  applySeed(): void;
+  /** Empties profiles, events, purchases and tokens and the request log, then applies the seed again; returns the profiles after it. */
+  reset(): number;
 }
 
 export function createHandler(config: HandlerConfig): Handler {
@@ -170,12 +190,45 @@ export function createHandler(config: HandlerConfig): Handler {
     return fatal(fault.status, `injected fault: ${fault.status}`, limitHeaders);
   }
 
+  const requestLog = new RequestLog(config.requestLogSize);
+
+  /** A seed request is applied as /users/track applies a request, with no key or rate limit; any item refused stops it. */
+  function applySeed(): void {
+    for (const seed of config.seed ?? []) {
+      const result = track(seed.body);
+      const answer = result.body as { message: string; errors?: { type: string; input_array: ArrayName; index: number }[] };
+      // a fatal answer's errors are its message; minor ones name an item
+      const error = typeof answer.errors?.[0] === 'object' ? answer.errors[0] : undefined;
+      if (result.status === 201 && error === undefined) continue;
+      const origin = error === undefined ? ARRAY_NAMES.map((n) => seed.origins[n][0]).find((o) => o !== undefined) : seed.origins[error.input_array][error.index];
+      throw new InputError(`seed refused: ${error?.type ?? answer.message}`, origin?.file, origin?.line);
+    }
+  }
+
+  function reset(): number {
+    return config.store.transaction(() => {
+      config.store.reset();
+      applySeed();
+      requestLog.clear();
+      return config.store.counts().profiles;
+    });
+  }
+
+  const fixture = createFixtureRoutes({ store: config.store, requestLog, keys: config.keys, keyRequired: config.fixtureKeyRequired === true, reset });
+
   function handle(request: EmulatorRequest): EmulatorResponse {
     if (request.path === '/health') {
       return request.method === 'GET' || request.method === 'HEAD'
         ? { status: 200, headers: {}, body: { status: 'ok' } }
         : fatal(404, `no route for ${request.method} ${request.path}`);
     }
+    if (isFixturePath(request.path)) return fixture(request);
+    const response = answer(request);
+    requestLog.record(request, response);
+    return response;
+  }
+
+  function answer(request: EmulatorRequest): EmulatorResponse {
     const key = bearerKey(request.headers.authorization);
     const permissions = key === undefined ? undefined : config.keys.get(key);
     // every /users/* answer describes the caller's limits; an unknown caller sees a fresh window
@@ -231,5 +284,5 @@ export function createHandler(config: HandlerConfig): Handler {
     return respond({ status: result.status, headers: {}, body: result.body, chunks: result.chunks });
   }
 
-  return { handle, faults };
+  return { handle, faults, requestLog, applySeed, reset };
 }

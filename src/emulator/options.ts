@@ -1,12 +1,15 @@
 // Emulator options as a person writes them (CLI flags, library options) and their parsed form.
 import { randomBytes } from 'node:crypto';
 import { UsageError } from '../errors.js';
-import { isLimitProfileName, resolveLimits, type BatchLimits, type LimitProfileName } from '../model/index.js';
-import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT } from './defaults.js';
+import { isLimitProfileName, resolveLimits, type BatchLimits, type LimitProfileName, type PlannedRequest } from '../model/index.js';
+import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
 import type { FaultConfig } from './faults.js';
 import type { RateLimitConfig } from './rate-limit.js';
 
 export const DEFAULT_PERMISSIONS = ['users.track', 'users.export.ids'] as const;
+
+/** A request to load before serving (and again after each reset), with where each item came from. */
+export type SeedRequest = Pick<PlannedRequest, 'body' | 'origins'>;
 
 export interface EmulatorOptions {
   /** Port to listen on; 0 (the default) picks a free one. */
@@ -37,6 +40,10 @@ export interface EmulatorOptions {
   requestTimeoutMs?: number;
   /** Receives one line per notable event (start, faults, errors); API keys never appear. */
   log?: (line: string) => void;
+  /** Requests the request log (GET /_track/requests) keeps: 10,000 by default, 0 for none. */
+  requestLog?: number;
+  /** Requests applied before serving and again on each reset (the `seed` files of the library's startEmulator, planned). */
+  seedRequests?: readonly SeedRequest[];
 }
 
 export function parseApiKeys(specs: readonly string[]): Map<string, Set<string>> {
@@ -95,6 +102,8 @@ export interface ResolvedOptions {
   maxBodyBytes: number;
   arrayCap: number;
   requestTimeoutMs: number;
+  requestLogSize: number;
+  seedRequests?: readonly SeedRequest[];
 }
 
 export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
@@ -117,6 +126,8 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
   }
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_ACCEPTED_BODY_BYTES;
   if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new UsageError(`--max-body: expected a number of bytes above 0, got ${maxBodyBytes}`);
+  const requestLogSize = options.requestLog ?? DEFAULT_REQUEST_LOG_SIZE;
+  if (!(Number.isSafeInteger(requestLogSize) && requestLogSize >= 0)) throw new UsageError(`--request-log: expected a whole number of requests, got ${requestLogSize}`);
   const failRate = fraction('--fail-rate', options.failRate);
   const dropRate = fraction('--drop-rate', options.dropRate);
   if (failRate + dropRate > 1) throw new UsageError('--fail-rate and --drop-rate together exceed 1');
@@ -134,5 +145,7 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     maxBodyBytes,
     arrayCap: options.arrayCap ?? 25,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
+    requestLogSize,
+    seedRequests: options.seedRequests,
   };
 }

@@ -6,8 +6,10 @@ import type { Duplex } from 'node:stream';
 import { fatalBody } from '../model/index.js';
 import { lockDatabase } from './db-lock.js';
 import { groupCommitter } from './group-commit.js';
+import { FIXTURE_PREFIX, isLoopbackHost } from './fixture-routes.js';
 import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
 import { resolveOptions, type EmulatorOptions, type ResolvedOptions } from './options.js';
+import type { LoggedRequest, RequestLogQuery } from './request-log.js';
 import { Store } from './store.js';
 
 const CLOSE_GRACE_MS = 5000;
@@ -21,6 +23,14 @@ export interface Emulator {
   /** Faults injected so far. */
   faults: FaultCounts;
   store: Store;
+  /** The web view: `URL/_track/`. */
+  webUrl: string;
+  /** The emulator listens on a non-loopback address, so /_track/* needs one of its keys. */
+  fixtureKeyRequired: boolean;
+  /** The request log, newest first (GET /_track/requests). */
+  requests(query?: RequestLogQuery): LoggedRequest[];
+  /** Empties profiles, events, purchases, tokens and the request log, and loads the seed again (POST /_track/reset); returns the profiles after it. */
+  reset(): number;
   /** Stops accepting, finishes requests in flight, closes the database. */
   close(): Promise<void>;
 }
@@ -39,6 +49,12 @@ function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; to
     req.on('end', () => resolve({ body: Buffer.concat(chunks), tooLarge }));
     req.on('error', reject);
   });
+}
+
+/** The query string of a request URL, without its `?`. */
+function queryOf(url: string): string | undefined {
+  const at = url.indexOf('?');
+  return at === -1 ? undefined : url.slice(at + 1);
 }
 
 /** The path of a request URL without its query string, repeated slashes and a trailing slash. */
@@ -80,6 +96,11 @@ function send(res: ServerResponse, response: EmulatorResponse): void | Promise<v
     return;
   }
   if (response.chunks !== undefined) return sendChunks(res, response, response.chunks);
+  if (response.text !== undefined) {
+    res.writeHead(response.status, { ...response.headers, 'content-length': Buffer.byteLength(response.text) });
+    res.end(response.text);
+    return;
+  }
   const text = response.body === undefined ? '' : JSON.stringify(response.body);
   res.writeHead(response.status, {
     ...response.headers,
@@ -145,7 +166,12 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     maxBodyBytes: resolved.maxBodyBytes,
     arrayCap: resolved.arrayCap,
     log,
+    requestLogSize: resolved.requestLogSize,
+    fixtureKeyRequired: !isLoopbackHost(resolved.host),
+    seed: resolved.seedRequests,
   });
+  // before the server listens: a seed refused is an error at start, and no request sees half of it
+  store.transaction(() => handler.applySeed());
 
   const submit = groupCommitter(store, handler.handle, log ?? (() => {}));
   let inFlight = 0;
@@ -167,6 +193,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
       const request: EmulatorRequest = {
         method: req.method ?? 'GET',
         path: routePath(req.url ?? '/'),
+        query: queryOf(req.url ?? '/'),
         headers,
         body,
         bodyTooLarge: tooLarge,
@@ -223,5 +250,17 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     return closing;
   };
 
-  return { url: `http://${host}:${port}`, port, apiKey: firstKey, faults: handler.faults, store, close };
+  const url = `http://${host}:${port}`;
+  return {
+    url,
+    port,
+    apiKey: firstKey,
+    faults: handler.faults,
+    store,
+    webUrl: `${url}${FIXTURE_PREFIX}/`,
+    fixtureKeyRequired: !isLoopbackHost(resolved.host),
+    requests: (query) => handler.requestLog.query(query),
+    reset: () => handler.reset(),
+    close,
+  };
 }

@@ -25,6 +25,13 @@ export function openCheckpointConnection(path: string): { checkpoint: () => void
   return { checkpoint: () => void db.pragma('wal_checkpoint(PASSIVE)'), close: () => db.close() };
 }
 
+/** Every table that holds data, children first: what reset() empties. */
+const DATA_TABLES = [...ACTIVITY_TABLES, 'push_tokens', 'subscriptions', 'aliases', 'profiles'];
+
+/** A profile whose external_id, email, phone or one of whose aliases matches @like (a LIKE pattern; `%%` matches all). */
+const PROFILE_MATCH = `(@like = '%%' OR p.external_id LIKE @like ESCAPE '\\' OR p.email LIKE @like ESCAPE '\\' OR p.phone LIKE @like ESCAPE '\\'
+  OR EXISTS (SELECT 1 FROM aliases a WHERE a.profile_id = p.id AND (a.alias_name LIKE @like ESCAPE '\\' OR a.alias_label LIKE @like ESCAPE '\\')))`;
+
 export class Store {
   private readonly db: Database.Database;
   private readonly stmt;
@@ -91,6 +98,8 @@ export class Store {
           `SELECT ${ACTIVITY_TABLES.map((t) => `(SELECT COUNT(*) FROM ${t} WHERE profile_id NOT IN (SELECT id FROM profiles))`).join(' + ')}`,
         )
         .pluck(),
+      findProfileIds: db.prepare<{ like: string; limit: number }, number>(`SELECT id FROM profiles p WHERE ${PROFILE_MATCH} ORDER BY id LIMIT @limit`).pluck(),
+      countProfiles: db.prepare<{ like: string }, number>(`SELECT COUNT(*) FROM profiles p WHERE ${PROFILE_MATCH}`).pluck(),
       counts: db.prepare<[], { profiles: number; events: number; purchases: number }>(
         'SELECT (SELECT COUNT(*) FROM profiles) AS profiles, (SELECT COUNT(*) FROM events) AS events, (SELECT COUNT(*) FROM purchases) AS purchases',
       ),
@@ -261,6 +270,25 @@ export class Store {
 
   counts(): { profiles: number; events: number; purchases: number } {
     return this.stmt.counts.get() as { profiles: number; events: number; purchases: number };
+  }
+
+  /**
+   * Profiles whose external_id, email, phone or an alias contains `text` (any case), in the order
+   * they were created, at most `limit`; and how many match in all. Empty text matches every profile.
+   */
+  findProfiles(text: string, limit: number): { total: number; profiles: Profile[] } {
+    const like = `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+    const ids = this.stmt.findProfileIds.all({ like, limit });
+    const total = text === '' ? this.counts().profiles : (this.stmt.countProfiles.get({ like }) as number);
+    return { total, profiles: ids.map((id) => this.profileById(id)).filter((p) => p !== undefined) };
+  }
+
+  /** Deletes every profile, event, purchase, alias, push token and subscription. */
+  reset(): void {
+    this.transaction(() => {
+      for (const table of DATA_TABLES) this.db.prepare(`DELETE FROM ${table}`).run();
+    });
+    this.profiles.forgetIds();
   }
 
   /** 'ok' when SQLite finds the file sound and every row's references resolve. */

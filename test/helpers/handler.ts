@@ -1,5 +1,5 @@
 // Drives the emulator's handler in-process: no port, no socket.
-import { createHandler, type EmulatorResponse } from '../../src/emulator/handler.js';
+import { createHandler, type EmulatorResponse, type HandlerConfig } from '../../src/emulator/handler.js';
 import { resolveOptions, type EmulatorOptions } from '../../src/emulator/options.js';
 import { Store } from '../../src/emulator/store.js';
 
@@ -8,6 +8,9 @@ export const KEY = 'test-key';
 export interface TestHandler {
   store: Store;
   post(path: string, body: unknown, headers?: Record<string, string>): EmulatorResponse;
+  /** Any method on a URL path with its query string; no key unless headers give one. */
+  call(method: string, url: string, options?: { headers?: Record<string, string>; body?: string }): EmulatorResponse;
+  handler: ReturnType<typeof createHandler>;
   track(body: unknown): { status: number; body: Record<string, any> };
   /** The exported users for a query, asserting the export itself succeeded. */
   users(query: Record<string, unknown>): Record<string, any>[];
@@ -15,10 +18,10 @@ export interface TestHandler {
   close(): void;
 }
 
-export function testHandler(options: EmulatorOptions = {}): TestHandler {
+export function testHandler(options: EmulatorOptions & Pick<HandlerConfig, 'fixtureKeyRequired'> = {}): TestHandler {
   const resolved = resolveOptions({ apiKeys: [KEY], ...options });
   const store = new Store(':memory:');
-  const handler = createHandler({ ...resolved, store, log: options.log });
+  const handler = createHandler({ ...resolved, store, log: options.log, seed: resolved.seedRequests, fixtureKeyRequired: options.fixtureKeyRequired });
   const post = (path: string, body: unknown, headers: Record<string, string> = {}): EmulatorResponse => {
     const response = handler.handle({
       method: 'POST',
@@ -39,9 +42,21 @@ export function testHandler(options: EmulatorOptions = {}): TestHandler {
     if (r.status !== 201) throw new Error(`export answered ${r.status}: ${JSON.stringify(r.body)}`);
     return (r.body as { users: Record<string, any>[] }).users;
   };
+  const call: TestHandler['call'] = (method, url, { headers = {}, body = '' } = {}) => {
+    const at = url.indexOf('?');
+    return handler.handle({
+      method,
+      path: at === -1 ? url : url.slice(0, at),
+      query: at === -1 ? undefined : url.slice(at + 1),
+      headers,
+      body: Buffer.from(body),
+    });
+  };
   return {
     store,
+    handler,
     post,
+    call,
     track,
     users,
     user: (externalId) => users({ external_ids: [externalId] })[0],

@@ -1,0 +1,140 @@
+// The emulator's own endpoints under /_track/: the request log, reset, and the web view, for tests
+// and for the person at the machine. On a loopback address they take no key; on any other address
+// they take one of the emulator's keys (Bearer, or a session the login form opens).
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { fatalBody } from '../model/index.js';
+import type { EmulatorRequest, EmulatorResponse } from './handler.js';
+import type { RequestLog } from './request-log.js';
+import type { Store } from './store.js';
+import { loginPage, notFoundPage, renderPage } from './web-view.js';
+
+export const FIXTURE_PREFIX = '/_track';
+const SESSION_COOKIE = 'track_session';
+/** No script, no frames, nothing from another host; forms post to this emulator only. */
+const PAGE_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'x-content-type-options': 'nosniff',
+  'cache-control': 'no-store',
+};
+
+export interface FixtureConfig {
+  store: Store;
+  requestLog: RequestLog;
+  keys: ReadonlyMap<string, unknown>;
+  /** The emulator listens on a non-loopback address: /_track/* needs a key. */
+  keyRequired: boolean;
+  /** Empties the data and the request log, and applies the seed again; returns the profiles after it. */
+  reset: () => number;
+}
+
+/** 127.0.0.0/8, ::1 and localhost: only this machine can reach them. */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || /^::ffff:127\./.test(h);
+}
+
+export const isFixturePath = (path: string): boolean => path === FIXTURE_PREFIX || path.startsWith(`${FIXTURE_PREFIX}/`);
+
+const jsonAnswer = (status: number, body: unknown, headers: Record<string, string> = {}): EmulatorResponse => ({ status, headers, body });
+const fatal = (status: number, message: string): EmulatorResponse => jsonAnswer(status, fatalBody(message));
+const page = (status: number, html: string, headers: Record<string, string> = {}): EmulatorResponse => ({ status, headers: { ...PAGE_HEADERS, ...headers }, text: html });
+
+function cookie(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const at = part.indexOf('=');
+    if (at !== -1 && part.slice(0, at).trim() === name) return part.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+/** A browser's request sent from a page of another site (a form posting here): refused, so no site can reset the emulator. */
+function crossSite(request: EmulatorRequest): boolean {
+  if (request.headers['sec-fetch-site'] === 'cross-site') return true;
+  const origin = request.headers.origin;
+  if (origin === undefined || origin === 'null') return origin === 'null';
+  try {
+    return new URL(origin).host !== request.headers.host;
+  } catch {
+    return true;
+  }
+}
+
+function positiveInt(text: string | null, fallback: number): number | undefined {
+  if (text === null || text === '') return fallback;
+  return /^[0-9]+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined;
+}
+
+export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRequest) => EmulatorResponse {
+  const { store, requestLog } = config;
+  const sessions = new Set<string>();
+  const keyList = [...config.keys.keys()].map((k) => Buffer.from(k));
+  const isKey = (key: string | undefined): boolean => {
+    if (key === undefined) return false;
+    const given = Buffer.from(key);
+    return keyList.some((k) => k.length === given.length && timingSafeEqual(k, given));
+  };
+  const authorized = (request: EmulatorRequest): boolean => {
+    if (!config.keyRequired) return true;
+    const bearer = /^Bearer +(\S+) *$/i.exec(request.headers.authorization ?? '')?.[1];
+    const session = cookie(request.headers.cookie, SESSION_COOKIE);
+    return isKey(bearer) || (session !== undefined && sessions.has(session));
+  };
+
+  const login = (request: EmulatorRequest): EmulatorResponse => {
+    const key = new URLSearchParams(request.body.toString('utf8')).get('key') ?? undefined;
+    if (!isKey(key)) return page(401, loginPage(true));
+    const session = randomBytes(24).toString('base64url');
+    sessions.add(session);
+    return {
+      status: 303,
+      headers: { location: `${FIXTURE_PREFIX}/`, 'set-cookie': `${SESSION_COOKIE}=${session}; Path=${FIXTURE_PREFIX}; HttpOnly; SameSite=Strict` },
+      text: '',
+    };
+  };
+
+  const requests = (request: EmulatorRequest, params: URLSearchParams): EmulatorResponse => {
+    if (request.method === 'DELETE') return jsonAnswer(200, { message: 'cleared', cleared: requestLog.clear() });
+    const limit = positiveInt(params.get('limit'), 100);
+    if (limit === undefined) return fatal(400, `limit: expected a whole number of at least 1, got "${params.get('limit')}"`);
+    const status = params.get('status') ?? undefined;
+    if (status !== undefined && !/^([1-5][0-9][0-9]|[1-5]xx|dropped)$/i.test(status)) {
+      return fatal(400, `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`);
+    }
+    const found = requestLog.query({ limit, status, path: params.get('path') ?? undefined, externalId: params.get('external_id') ?? undefined });
+    return jsonAnswer(200, { requests: found });
+  };
+
+  const routes: Record<string, Partial<Record<string, (request: EmulatorRequest, params: URLSearchParams) => EmulatorResponse>>> = {
+    [FIXTURE_PREFIX]: {
+      GET: (_request, params) => {
+        const html = renderPage(store, requestLog, params);
+        return html === undefined ? page(404, notFoundPage(`No profile has the service_id ${params.get('profile')}.`)) : page(200, html);
+      },
+    },
+    [`${FIXTURE_PREFIX}/requests`]: { GET: requests, DELETE: requests },
+    [`${FIXTURE_PREFIX}/reset`]: { POST: () => jsonAnswer(200, { message: 'reset', profiles: config.reset() }) },
+  };
+
+  return (request) => {
+    const params = new URLSearchParams(request.query ?? '');
+    // the server drops a trailing slash; a caller in-process may not have
+    const path = request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
+    const isPage = path === FIXTURE_PREFIX;
+    if (request.method !== 'GET' && request.method !== 'HEAD' && crossSite(request)) {
+      return fatal(403, 'a request from a page of another site is refused');
+    }
+    if (path === `${FIXTURE_PREFIX}/login`) {
+      return request.method === 'POST' ? login(request) : page(200, loginPage(false));
+    }
+    const route = routes[path];
+    const run = route?.[request.method === 'HEAD' ? 'GET' : request.method];
+    if (run === undefined) return fatal(404, `no route for ${request.method} ${request.path}`);
+    if (!authorized(request)) {
+      return isPage
+        ? page(401, loginPage(false))
+        : fatal(401, `this emulator listens on a network address: ${FIXTURE_PREFIX}/* needs one of its API keys ("Authorization: Bearer <API key>")`);
+    }
+    return run(request, params);
+  };
+}
