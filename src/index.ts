@@ -1,5 +1,7 @@
 // The library API of track.
-export { startEmulator, type Emulator } from './emulator/server.js';
+export { startEmulator, withEmulator, execWithEmulator, type FixtureOptions, type ExecOptions, type ExecResult } from './fixture.js';
+export type { Emulator } from './emulator/server.js';
+export type { LoggedRequest, RequestLogQuery } from './emulator/request-log.js';
 export { DatabaseInUseError } from './emulator/db-lock.js';
 export type { EmulatorOptions } from './emulator/options.js';
 export { FAULT_HEADER } from './emulator/faults.js';

@@ -8,7 +8,7 @@ import type { InputFormat } from '../input/source.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
-import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT } from '../emulator/defaults.js';
+import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
 
 /** Gathers the values of a repeatable flag, in the order given. */
@@ -52,6 +52,10 @@ export interface EmulateFlags {
   latency?: string;
   maxBody: number;
   quiet?: boolean;
+  /** Run this command through the shell with the emulator, then stop; exit with its status. */
+  exec?: string;
+  seed?: string[];
+  requestLog: number;
 }
 
 /**
@@ -67,6 +71,7 @@ export const EMULATE_DEFAULTS = {
   failRate: 0,
   dropRate: 0,
   maxBody: DEFAULT_MAX_ACCEPTED_BODY_BYTES,
+  requestLog: DEFAULT_REQUEST_LOG_SIZE,
 } as const satisfies Partial<EmulateFlags>;
 
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */

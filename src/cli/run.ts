@@ -5,7 +5,8 @@ import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { Pace } from './output/summary.js';
 
-export const EXIT = { ok: 0, rejected: 1, usage: 2, fatal: 3, interrupted: 130 } as const;
+/** `noProfile`: `track inspect` was given an identifier that matches no profile. */
+export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, interrupted: 130 } as const;
 
 /** A person's mistake (a usage or input error) is 2; anything else that stops a run is 3. */
 export function exitCodeFor(error: unknown): number {

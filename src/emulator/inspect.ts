@@ -6,17 +6,33 @@ import type { Store } from './store.js';
 
 export interface InspectFilter {
   externalId?: string;
+  serviceId?: string;
   email?: string;
   phone?: string;
   alias?: UserAlias;
 }
 
-/** Profiles matching every given filter (all profiles when none is given), with their events and purchases. */
-export function inspectProfiles(store: Store, filter: InspectFilter): Record<string, unknown>[] {
+const named = (filter: InspectFilter): boolean => Object.values(filter).some((v) => v !== undefined);
+
+/** How many profiles match every given filter (all profiles when none is given). */
+export function countProfiles(store: Store, filter: InspectFilter): number {
+  return named(filter) ? matchingProfiles(store, filter).length : store.counts().profiles;
+}
+
+/** Profiles matching every given filter (all when none is given), at most `limit`, in the order they were created. */
+function matchingProfiles(store: Store, filter: InspectFilter, limit = Infinity): Profile[] {
+  // all profiles, a page at a time only when a limit asks for fewer
+  if (!named(filter)) return Number.isFinite(limit) ? store.findProfiles('', limit).profiles : store.allProfiles();
   let profiles: Profile[];
   if (filter.externalId !== undefined) profiles = [store.profileByExternalId(filter.externalId)].filter((p) => p !== undefined);
+  else if (filter.serviceId !== undefined) profiles = [store.profileByServiceId(filter.serviceId)].filter((p) => p !== undefined);
   else if (filter.alias !== undefined) profiles = [store.profileByAlias(filter.alias)].filter((p) => p !== undefined);
   else profiles = store.allProfiles();
+  if (filter.serviceId !== undefined) profiles = profiles.filter((p) => p.serviceId === filter.serviceId);
+  if (filter.alias !== undefined) {
+    const id = store.idByAlias(filter.alias);
+    profiles = profiles.filter((p) => p.id === id);
+  }
   if (filter.email !== undefined) {
     const email = normalizeEmail(filter.email);
     profiles = profiles.filter((p) => p.email === email);
@@ -25,7 +41,12 @@ export function inspectProfiles(store: Store, filter: InspectFilter): Record<str
     const phone = normalizePhone(filter.phone) ?? filter.phone;
     profiles = profiles.filter((p) => p.phone === phone);
   }
-  return profiles.map((p) => ({
+  return profiles.slice(0, limit);
+}
+
+/** Profiles matching every given filter (all profiles when none is given), at most `limit`, with their events and purchases. */
+export function inspectProfiles(store: Store, filter: InspectFilter, limit?: number): Record<string, unknown>[] {
+  return matchingProfiles(store, filter, limit).map((p) => ({
     ...exportUser(store, p),
     push_token_import: p.pushImport || undefined,
     created_at: p.createdAt,

@@ -46,3 +46,36 @@ console.log(JSON.stringify({ url: emu.url, key: emu.apiKey, statuses, users: exp
   expect(out.users).toBe(2);
   expect(out.refused).toBe(true);
 });
+
+it('seeds from files, resets to the seed, reads the request log, and runs a command with withEmulator and execWithEmulator', () => {
+  const app = join(tmp.dir, 'app');
+  mkdirSync(join(app, 'node_modules'), { recursive: true });
+  symlinkSync(ROOT, join(app, 'node_modules', 'track-cli'), 'dir');
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module' }));
+  writeFileSync(
+    join(app, 'fixture.js'),
+    `import { execWithEmulator, withEmulator } from 'track-cli';
+const seed = [${JSON.stringify(join(ROOT, 'fixtures', 'attributes.csv'))}];
+const inside = await withEmulator({ seed }, async (emu) => {
+  const post = (body) => fetch(emu.url + '/users/track', {
+    method: 'POST',
+    headers: { authorization: 'Bearer ' + emu.apiKey, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  await post({ attributes: [{ external_id: 'extra' }], events: [{ external_id: 'extra', name: 'e', time: 'never' }] });
+  const before = emu.store.counts().profiles;
+  const logged = emu.requests({ externalId: 'extra' }).map((r) => [r.status, r.errors.length]);
+  const after = emu.reset();
+  return { before, logged, after, log: emu.requests().length, url: emu.url };
+});
+let closed = false;
+try { await fetch(inside.url + '/health'); } catch { closed = true; }
+const exec = await execWithEmulator('test -n "$TRACK_URL" && test -n "$TRACK_API_KEY" && exit 4', { stdio: 'ignore' });
+console.log(JSON.stringify({ ...inside, closed, exec }));
+`,
+  );
+  const r = spawnSync(process.execPath, ['fixture.js'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+  expect(r.stderr).toBe('');
+  const out = JSON.parse(r.stdout);
+  expect(out).toMatchObject({ before: 4, logged: [[201, 1]], after: 3, log: 0, closed: true, exec: { status: 4, code: 4, signal: null } });
+});

@@ -1,12 +1,16 @@
-// `track emulate`: runs the emulator in the foreground until SIGINT or SIGTERM (decisions.md "Running the emulator").
+// `track emulate`: runs the emulator in the foreground until SIGINT or SIGTERM (decisions.md "Running
+// the emulator"), or, with --exec, around one command whose exit status becomes its own.
 import { Option, type Command } from 'commander';
 import type { EmulatorOptions } from '../../emulator/options.js';
 import type { Emulator } from '../../emulator/server.js';
 import { describeLimits, resolveLimits } from '../../model/limits.js';
-import { EMULATE_DEFAULTS, collect, number, positiveInteger, type EmulateFlags } from '../options.js';
+import { EMULATE_DEFAULTS, collect, number, positiveInteger, wholeNumber, type EmulateFlags } from '../options.js';
+
+/** Signals passed on to the --exec command; a terminal's Ctrl-C reaches its whole foreground group anyway. */
+const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /** The emulator's options the flags ask for; its lines go to `log`. */
-function emulatorOptions(flags: EmulateFlags, log: (line: string) => void): EmulatorOptions {
+function emulatorOptions(flags: EmulateFlags, log: (line: string) => void): EmulatorOptions & { seed?: string[] } {
   return {
     port: flags.port,
     host: flags.host,
@@ -21,15 +25,38 @@ function emulatorOptions(flags: EmulateFlags, log: (line: string) => void): Emul
     dropRate: flags.dropRate,
     latency: flags.latency,
     maxBodyBytes: flags.maxBody,
+    requestLog: flags.requestLog,
+    seed: flags.seed,
     log,
   };
 }
 
-async function runEmulate(flags: EmulateFlags): Promise<void> {
-  const { startEmulator } = await import('../../emulator/server.js');
+/** The start lines: the base URL first (the first URL printed), the web view and its key rule, a generated key. */
+function startLines(emulator: Emulator, flags: EmulateFlags, options: EmulatorOptions): string {
+  // startEmulator() has refused a profile or number that is not one, so these are the active limits
+  const limits = describeLimits(flags.limits, resolveLimits(flags.limits, options.batchLimits));
+  const seeded = flags.seed === undefined ? '' : `; seeded from ${flags.seed.join(', ')}`;
+  const keyRule = emulator.fixtureKeyRequired
+    ? 'needs one of the API keys, as this address can be reached from other machines'
+    : 'no key needed on this loopback address';
+  return (
+    `track emulator listening on ${emulator.url} (database ${options.db}; batch limits ${limits}${seeded})\n` +
+    `web view and request log: ${emulator.webUrl} (${keyRule})\n` +
+    (flags.apiKey === undefined ? `API key: ${emulator.apiKey}\n` : '')
+  );
+}
+
+async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> {
   const log = (line: string): void => {
     if (flags.quiet !== true) process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   };
+  if (flags.exec !== undefined) {
+    // a CI step: any free port and nothing kept, unless asked
+    const given = (name: string): boolean => command.getOptionValueSource(name) !== 'default';
+    const options = emulatorOptions({ ...flags, port: given('port') ? flags.port : 0, db: given('db') ? flags.db : ':memory:' }, log);
+    return runExec(flags, flags.exec, options);
+  }
+  const { startEmulator } = await import('../../fixture.js');
   let stopping = false;
   let emulator: Emulator | undefined;
   const stop = (): void => {
@@ -43,10 +70,36 @@ async function runEmulate(flags: EmulateFlags): Promise<void> {
   process.on('SIGTERM', stop);
   const options = emulatorOptions(flags, log);
   emulator = await startEmulator(options);
-  // startEmulator() has refused a profile or number that is not one, so these are the active limits
-  const limits = describeLimits(flags.limits, resolveLimits(flags.limits, options.batchLimits));
-  process.stdout.write(`track emulator listening on ${emulator.url} (database ${flags.db}; batch limits ${limits})\n`);
-  if (flags.apiKey === undefined) process.stdout.write(`API key: ${emulator.apiKey}\n`);
+  process.stdout.write(startLines(emulator, flags, options));
+}
+
+/**
+ * --exec: the emulator, then the command with TRACK_URL and TRACK_API_KEY, then the emulator closed
+ * and the command's status as ours. The start lines go to stderr, so the command's stdout is its own;
+ * SIGINT, SIGTERM and SIGHUP are passed on to the command, and its end ends both.
+ */
+async function runExec(flags: EmulateFlags, command: string, options: EmulatorOptions): Promise<void> {
+  const { execWithEmulator } = await import('../../fixture.js');
+  let child: { kill(signal: NodeJS.Signals): boolean } | undefined;
+  const pending: NodeJS.Signals[] = [];
+  const forward = (signal: NodeJS.Signals): void => {
+    if (child === undefined) pending.push(signal);
+    else child.kill(signal);
+  };
+  for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+  try {
+    const result = await execWithEmulator(command, {
+      ...options,
+      onStart: (emulator) => process.stderr.write(startLines(emulator, flags, options)),
+      onSpawn: (spawned) => {
+        child = spawned;
+        for (const signal of pending.splice(0)) spawned.kill(signal);
+      },
+    });
+    process.exitCode = result.status;
+  } finally {
+    for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
+  }
 }
 
 export function registerEmulate(program: Command): void {
@@ -72,11 +125,18 @@ export function registerEmulate(program: Command): void {
     .option('--latency <ms|min-max>', 'delay before each answer')
     .option('--max-body <bytes>', 'largest request body accepted', number('--max-body'), EMULATE_DEFAULTS.maxBody)
     .option('--quiet', 'log nothing but the start lines')
+    .option('--seed <file>', 'load this CSV or NDJSON file, read as `track upload` reads it, before serving and again on each reset (repeatable)', collect)
+    .option('--request-log <n>', 'requests the request log keeps (GET /_track/requests); 0 keeps none', wholeNumber('--request-log', 0), EMULATE_DEFAULTS.requestLog)
+    .option('--exec <command>', 'start, run COMMAND through the shell with TRACK_URL and TRACK_API_KEY set, stop, and exit with its status (port 0 and :memory: unless given)')
     .addHelpText(
       'after',
       '\nForce one outcome per request with the header X-Track-Fault: 429, 500, 503 (any 5xx), drop,\n' +
         'drop-after-commit (applied, then closed unanswered) or none.\nGET /health answers 200 once requests are taken.\n' +
-        'One emulator at a time per database file: it holds <db>.lock while it runs, and a second is refused (exit 2).',
+        'One emulator at a time per database file: it holds <db>.lock while it runs, and a second is refused (exit 2).\n\n' +
+        'Its own endpoints: GET /_track/ (a web view of profiles and requests), GET /_track/requests?limit=N\n' +
+        '(filters: status, path, external_id), DELETE /_track/requests, POST /_track/reset (back to the --seed\n' +
+        'files). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
+        'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)',
     )
     .action(runEmulate);
 }

@@ -2,14 +2,19 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../errors.js';
 import type { UserAlias } from '../../model/types.js';
+import { positiveInteger } from '../options.js';
+import { EXIT } from '../run.js';
 import { openEmulatorDb } from './emulator-db.js';
 
 interface InspectFlags {
   db: string;
   externalId?: string;
+  serviceId?: string;
   email?: string;
   phone?: string;
   alias?: string;
+  count?: boolean;
+  limit?: number;
 }
 
 /** `NAME:LABEL` as a user alias: the label is what follows the last colon. */
@@ -21,11 +26,27 @@ function parseAlias(text: string): UserAlias {
 
 async function runInspect(flags: InspectFlags): Promise<void> {
   const alias = flags.alias === undefined ? undefined : parseAlias(flags.alias);
+  const filter = { externalId: flags.externalId, serviceId: flags.serviceId, email: flags.email, phone: flags.phone, alias };
+  const given = Object.entries({ 'external_id': flags.externalId, service_id: flags.serviceId, email: flags.email, phone: flags.phone, alias: flags.alias })
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => `${name} "${value}"`);
   const store = await openEmulatorDb(flags.db);
   try {
-    const { inspectProfiles } = await import('../../emulator/inspect.js');
-    const profiles = inspectProfiles(store, { externalId: flags.externalId, email: flags.email, phone: flags.phone, alias });
-    process.stdout.write(`${JSON.stringify(profiles, null, 2)}\n`);
+    const { countProfiles, inspectProfiles } = await import('../../emulator/inspect.js');
+    let found: number;
+    if (flags.count === true) {
+      found = Math.min(countProfiles(store, filter), flags.limit ?? Infinity);
+      process.stdout.write(`${found}\n`);
+    } else {
+      const profiles = inspectProfiles(store, filter, flags.limit);
+      found = profiles.length;
+      process.stdout.write(`${JSON.stringify(profiles, null, 2)}\n`);
+    }
+    // an identifier that names nobody is an answer a script must not mistake for a profile
+    if (found === 0 && given.length > 0) {
+      process.stderr.write(`track: no profile with ${given.join(' and ')} in ${flags.db}\n`);
+      process.exitCode = EXIT.noProfile;
+    }
   } finally {
     store.close();
   }
@@ -37,8 +58,12 @@ export function registerInspect(program: Command): void {
     .description('print profiles of an emulator database, with their events and purchases, as JSON')
     .requiredOption('--db <path>', 'SQLite database file written by `track emulate`')
     .option('--external-id <id>', 'only the profile with this external_id')
+    .option('--service-id <id>', "only the profile with this service_id (the emulator's own id)")
     .option('--email <email>', 'only profiles with this email')
     .option('--phone <phone>', 'only profiles with this phone number')
     .option('--alias <name:label>', 'only the profile with this user alias')
+    .option('--count', 'print only the number of profiles that match')
+    .option('--limit <n>', 'at most this many profiles', positiveInteger('--limit'))
+    .addHelpText('after', '\nAn identifier that matches no profile prints "no profile" on stderr and exits 1.')
     .action(runInspect);
 }
