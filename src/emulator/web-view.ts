@@ -19,6 +19,7 @@ main{padding:16px 20px;max-width:1200px}
 form.search{display:flex;gap:8px;margin:0 0 12px;flex-wrap:wrap}form.search input{padding:5px 8px;font:inherit}
 table{border-collapse:collapse;width:100%;background:#fff;margin:0 0 16px}
 th,td{border:1px solid #d9dee3;padding:4px 8px;text-align:left;vertical-align:top}th{background:#eef1f4}
+td.body pre{min-width:32em}td.time{white-space:nowrap}
 td.json,pre{font:12px/1.35 ui-monospace,monospace;white-space:pre-wrap;word-break:break-all;margin:0}
 .count{font-size:15px;margin:0 0 10px}.empty{color:#6b7680;font-style:italic}
 .status-2xx{color:#17692d;font-weight:600}.status-4xx,.status-5xx,.status-dropped{color:#a1161b;font-weight:600}
@@ -69,7 +70,7 @@ ${table(['external_id', 'email', 'phone', 'aliases', 'updated'], rows, q === '' 
 }
 
 function keyValueRows(values: Record<string, unknown>): string[] {
-  return Object.entries(values).map(([key, value]) => `<tr><th scope="row">${escapeHtml(key)}</th><td class="json">${json(value)}</td></tr>`);
+  return Object.entries(values).filter(([, value]) => value !== undefined).map(([key, value]) => `<tr><th scope="row">${escapeHtml(key)}</th><td class="json">${json(value)}</td></tr>`);
 }
 
 function profileView(store: Store, serviceId: string): string | undefined {
@@ -107,9 +108,9 @@ function requestRow(r: LoggedRequest): string {
   const status = r.status === null ? `dropped (${escapeHtml(r.dropped)})` : String(r.status);
   const bodyText = r.body_omitted !== undefined ? r.body_omitted : typeof r.body === 'string' ? r.body : JSON.stringify(r.body, null, 2);
   const size = `${r.body_bytes} bytes${r.body_truncated ? ', cut at 64 KB' : ''}`;
-  return `<tr class="request${r.errors.length > 0 ? ' has-minor-errors' : ''}" data-request-id="${r.id}"><td>${escapeHtml(r.time)}</td><td>${escapeHtml(r.method)} ${escapeHtml(r.path)}</td>` +
+  return `<tr class="request${r.errors.length > 0 ? ' has-minor-errors' : ''}" data-request-id="${r.id}"><td class="time">${escapeHtml(r.time)}</td><td>${escapeHtml(r.method)} ${escapeHtml(r.path)}</td>` +
     `<td class="${statusClass(r)}">${status}</td><td>${counts}</td><td>${errors}${fatal}</td>` +
-    `<td><details><summary>body (${size})</summary><pre>${escapeHtml(bodyText)}</pre></details></td></tr>`;
+    `<td class="body"><details><summary>body (${size})</summary><pre>${escapeHtml(bodyText)}</pre></details></td></tr>`;
 }
 
 function requestsView(log: RequestLog, params: URLSearchParams): string {
