@@ -9,11 +9,17 @@ let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
 afterEach(() => tmp.cleanup());
 
-it('starts on a free port with an in-memory database and a generated key, takes requests and closes', () => {
+/** A package of its own that depends on track-cli (this checkout): the library as a user imports it. */
+function appUsingTrack(): string {
   const app = join(tmp.dir, 'app');
   mkdirSync(join(app, 'node_modules'), { recursive: true });
   symlinkSync(ROOT, join(app, 'node_modules', 'track-cli'), 'dir');
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module' }));
+  return app;
+}
+
+it('starts on a free port with an in-memory database and a generated key, takes requests and closes', () => {
+  const app = appUsingTrack();
   writeFileSync(
     join(app, 'seed.js'),
     `import { startEmulator } from 'track-cli';
@@ -48,10 +54,7 @@ console.log(JSON.stringify({ url: emu.url, key: emu.apiKey, statuses, users: exp
 });
 
 it('seeds from files, resets to the seed, reads the request log, and runs a command with withEmulator and execWithEmulator', () => {
-  const app = join(tmp.dir, 'app');
-  mkdirSync(join(app, 'node_modules'), { recursive: true });
-  symlinkSync(ROOT, join(app, 'node_modules', 'track-cli'), 'dir');
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'app', type: 'module' }));
+  const app = appUsingTrack();
   writeFileSync(
     join(app, 'fixture.js'),
     `import { execWithEmulator, withEmulator } from 'track-cli';
