@@ -9,6 +9,9 @@ import type { Emulator } from '../../src/emulator/server.js';
 import { startEmulator } from '../../src/fixture.js';
 import { ROOT, postJson } from '../helpers/cli.js';
 
+/** The browser's globals the page callbacks use (they run in Chromium; this project's types hold no DOM). */
+declare const window: { getComputedStyle(element: unknown): { backgroundColor: string }; document: { body: unknown }; pwned?: number };
+
 const CHROMIUM = process.env.TRACK_CHROMIUM ?? '/usr/bin/chromium';
 const present = existsSync(CHROMIUM);
 if (!present && process.env.CI) {
@@ -97,8 +100,8 @@ describe.skipIf(!present)('the web view in a browser', () => {
     expect(await error.textContent()).toMatch(/^events\[1\]: time/);
     // highlighted: a colour of its own, not the page's
     const [errorColour, pageColour] = await Promise.all([
-      error.evaluate((el) => getComputedStyle(el).backgroundColor),
-      page.evaluate(() => getComputedStyle(document.body).backgroundColor),
+      error.evaluate((el) => window.getComputedStyle(el).backgroundColor),
+      page.evaluate(() => window.getComputedStyle(window.document.body).backgroundColor),
     ]);
     expect(errorColour).not.toBe(pageColour);
     expect(errorColour).not.toBe('rgba(0, 0, 0, 0)');
@@ -115,11 +118,11 @@ describe.skipIf(!present)('the web view in a browser', () => {
     await page.goto(`${emulator.url}/_track/?q=evil`);
     await page.click('a:text-is("evil")');
     await onScreen(page, 'td', EVIL);
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+    expect(await page.evaluate(() => window.pwned)).toBeUndefined();
     await page.goto(`${emulator.url}/_track/?view=requests&external_id=evil`);
     await row(page).locator('summary').click();
     expect(await row(page).locator('pre').textContent()).toContain(EVIL);
-    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
+    expect(await page.evaluate(() => window.pwned)).toBeUndefined();
     await page.close();
   });
 
