@@ -60,6 +60,20 @@ function crossSite(request: EmulatorRequest): boolean {
   }
 }
 
+/**
+ * A keyless emulator answers only to its loopback names: a site that points a name of its own at
+ * 127.0.0.1 (DNS rebinding) cannot read the log through a person's browser.
+ */
+function foreignHost(request: EmulatorRequest): boolean {
+  const host = request.headers.host;
+  if (host === undefined) return false;
+  try {
+    return !isLoopbackHost(new URL(`http://${host}`).hostname);
+  } catch {
+    return true;
+  }
+}
+
 function positiveInt(text: string | null, fallback: number): number | undefined {
   if (text === null || text === '') return fallback;
   return /^[0-9]+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined;
@@ -123,6 +137,9 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     const isPage = path === FIXTURE_PREFIX;
     if (request.method !== 'GET' && request.method !== 'HEAD' && crossSite(request)) {
       return fatal(403, 'a request from a page of another site is refused');
+    }
+    if (!config.keyRequired && foreignHost(request)) {
+      return fatal(403, `this emulator listens on a loopback address and answers ${FIXTURE_PREFIX}/* only to its loopback names, not to "${request.headers.host}"`);
     }
     if (path === `${FIXTURE_PREFIX}/login`) {
       return request.method === 'POST' ? login(request) : page(200, loginPage(false));

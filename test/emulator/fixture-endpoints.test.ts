@@ -151,6 +151,15 @@ describe('the key rule for /_track/*', () => {
     expect(h.call('POST', '/_track/reset', { headers: { host: '127.0.0.1:4000', origin: 'http://127.0.0.1:4000' } }).status).toBe(200);
   });
 
+  it('on a loopback address answers only to loopback names (a rebound DNS name gets no data)', () => {
+    h = testHandler();
+    h.track({ attributes: [{ external_id: 'private' }] });
+    expect(h.call('GET', '/_track/requests', { headers: { host: 'attacker.example:4000' } }).status).toBe(403);
+    for (const host of ['127.0.0.1:4000', 'localhost:4000', '[::1]:4000']) {
+      expect(h.call('GET', '/_track/requests', { headers: { host } }).status).toBe(200);
+    }
+  });
+
   it('knows loopback addresses', () => {
     for (const host of ['127.0.0.1', '127.8.9.10', '::1', '[::1]', 'localhost', 'LOCALHOST']) expect(isLoopbackHost(host)).toBe(true);
     for (const host of ['0.0.0.0', '::', '10.0.0.5', '192.168.1.2', 'example.com', '128.0.0.1']) expect(isLoopbackHost(host)).toBe(false);
