@@ -8,6 +8,7 @@ import type { RejectRecord } from '../model/request.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
 import { openJournal, type Journal } from '../transport/resume/journal.js';
+import type { StateWriter } from '../transport/resume/state.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
@@ -134,6 +135,15 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   await checkHeaders(options, map);
 
+  // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
+  // a state file that cannot be used is a usage error before anything is written
+  let state: StateWriter | undefined;
+  if (delta !== undefined && deltaTarget !== undefined) {
+    const { openStateReader, openStateWriter } = await import('../transport/resume/state.js');
+    if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
+    else openStateReader(delta.statePath, deltaTarget).close();
+  }
+
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
   const resume = send?.resume === true;
   const rejects = lazyWriter(rejectsPath, 'rejects', resume);
@@ -144,11 +154,6 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
-  // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan)
-  const state =
-    delta !== undefined && deltaTarget !== undefined && send !== undefined
-      ? (await import('../transport/resume/state.js')).openStateWriter(delta.statePath, deltaTarget)
-      : undefined;
   // a resumed run adds to its rejects file, and does not write again a row it holds
   const written = resume ? await rejectsSoFar(rejectsPath) : new Set<string>();
   const writeReject = async (record: RejectRecord): Promise<void> => {
