@@ -3,8 +3,11 @@
 // environment <- flags).
 import { Option, type Command } from 'commander';
 import { UsageError } from '../errors.js';
+import { DELIMITERS, type Delimiter } from '../input/csv.js';
 import { INPUT_ENCODINGS, type InputEncoding } from '../input/decode.js';
-import type { InputFormat } from '../input/source.js';
+import { formatOf, STDIN, type InputFormat } from '../input/source.js';
+import type { DateOrder } from '../mapping/times.js';
+import { countryCode, isTimeZoneName } from '../model/places.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
@@ -80,10 +83,17 @@ export interface ReadFlags {
   encoding: InputEncoding;
   kind?: ArrayName;
   map?: string;
+  delimiter?: Delimiter;
+  defaultCountry?: string;
+  arraySeparator?: string;
+  timezone?: string;
+  dateOrder?: DateOrder;
+  dropInvalidFields?: boolean;
   limits: LimitProfileName;
   maxTotal?: number;
   maxPerArray?: number;
   rejects?: string;
+  rejectsFormat: 'ndjson' | 'csv';
   out?: string;
   json?: boolean;
   /** Sending only what changed (and, for validate, the target and pace of the estimate). */
@@ -112,6 +122,8 @@ export interface UploadFlags extends ReadFlags {
 /** The defaults of `track validate` and `track upload`, which commander shows in the help. */
 export const UPLOAD_DEFAULTS = {
   encoding: 'utf-8',
+  rejectsFormat: 'ndjson',
+  timezone: 'UTC',
   limits: 'mau',
   concurrency: DEFAULT_CONCURRENCY,
   rate: DEFAULT_RATE,
@@ -119,6 +131,33 @@ export const UPLOAD_DEFAULTS = {
   onUnknown: 'retry',
   state: './track-state.sqlite',
 } as const satisfies Partial<UploadFlags>;
+
+/** --delimiter: one of the four, a tab also written `\t` or `tab`. */
+function delimiter(value: string): Delimiter {
+  const found = value === '\\t' || value.toLowerCase() === 'tab' ? '\t' : value;
+  if (!(DELIMITERS as readonly string[]).includes(found)) throw new UsageError(`--delimiter: expected one of , ; \\t |, got "${value}"`);
+  return found as Delimiter;
+}
+
+/** --default-country: an ISO 3166 alpha-2 code, in either case. */
+function country(value: string): string {
+  const code = value.toUpperCase();
+  if (!/^[A-Z]{2}$/.test(code) || countryCode(code) !== code) {
+    throw new UsageError(`--default-country: expected an ISO 3166 alpha-2 country code such as US or DE, got "${value}"`);
+  }
+  return code;
+}
+
+function timeZone(value: string): string {
+  if (value !== 'UTC' && !isTimeZoneName(value)) throw new UsageError(`--timezone: expected an IANA time zone such as Europe/Berlin or UTC, got "${value}"`);
+  return value;
+}
+
+function separator(value: string): string {
+  const found = value === '\\t' ? '\t' : value;
+  if (found.length !== 1) throw new UsageError(`--array-separator: expected one character such as ; or |, got "${value}"`);
+  return found;
+}
 
 export function addReadOptions(command: Command): Command {
   return command
@@ -136,10 +175,21 @@ export function addReadOptions(command: Command): Command {
       ]),
     )
     .option('--map <file>', 'JSON file that renames and types CSV columns: {"Zip": "zip:string", "Notes": null}')
+    .option('--delimiter <char>', "between CSV cells: , ; \\t or | (default: the one each file's header line uses)", delimiter)
+    .option('--default-country <code>', 'read phone numbers without a country code in this country (ISO 3166 alpha-2, e.g. US); sent in E.164', country)
+    .option('--array-separator <char>', 'split :array, :add and :remove cells that are not JSON arrays on this character, e.g. ;', separator)
+    .option('--timezone <zone>', 'IANA time zone of times written without an offset', timeZone, UPLOAD_DEFAULTS.timezone)
+    .addOption(new Option('--date-order <order>', 'how slashed dates such as 03/04/2023 are read: month first or day first').choices(['mdy', 'dmy']))
+    .option('--drop-invalid-fields', "send an attributes row without its invalid fields (not its identifier); each goes to the rejects file")
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
-    .option('--rejects <file>', 'where rejected rows go, as NDJSON (default: <first input>.rejects.ndjson beside it)')
+    .option('--rejects <file>', 'where rejected rows go (default: <first input>.rejects.ndjson, or .rejects.csv, beside it)')
+    .addOption(
+      new Option('--rejects-format <format>', 'the rejects file as NDJSON, or as CSV with the header and _file, _line, _errors (CSV inputs)')
+        .choices(['ndjson', 'csv'])
+        .default(UPLOAD_DEFAULTS.rejectsFormat),
+    )
     .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
@@ -176,6 +226,15 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
     encoding: flags.encoding,
     kind: flags.kind,
     mapFile: flags.map,
+    reading: {
+      delimiter: flags.delimiter,
+      defaultCountry: flags.defaultCountry,
+      arraySeparator: flags.arraySeparator,
+      timeZone: flags.timezone === 'UTC' ? undefined : flags.timezone,
+      dateOrder: flags.dateOrder,
+      dropInvalidFields: flags.dropInvalidFields === true ? true : undefined,
+    },
+    rejectsFormat: flags.rejectsFormat,
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),
     rejectsPath: flags.rejects,
     outPath: flags.out,

@@ -18,14 +18,15 @@ export function exitCodeFor(error: unknown): number {
 /**
  * The status of a run that returned its summary: a fatal error is 2 only when it is the person's to
  * fix and nothing reached the server (3 once anything was sent, whatever its cause); then a stop
- * (130), rejected rows (1), or 0.
+ * (130), rejected rows or dropped fields (1), or 0.
  */
 export function exitCodeOfRun(summary: UploadSummary): number {
   const d = summary.delivery;
   const fatal = d?.fatal ?? summary.fatal;
   if (fatal !== undefined) return (d?.attempts ?? 0) > 0 ? EXIT.fatal : exitCodeFor(fatal);
   if (summary.interrupted || d?.stopped === true || d?.aborted === true) return EXIT.interrupted;
-  const rejected = summary.rejected + (d === undefined ? 0 : d.items.attributes.rejected + d.items.events.rejected + d.items.purchases.rejected);
+  // a field left out of its row (--drop-invalid-fields) waits in the rejects file to be fixed, as a row does
+  const rejected = summary.rejected + summary.droppedFields + (d === undefined ? 0 : d.items.attributes.rejected + d.items.events.rejected + d.items.purchases.rejected);
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 

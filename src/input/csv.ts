@@ -18,11 +18,34 @@ export type CsvRecord =
 /** A row longer than this is taken for a quote left open, not for data: reading stops. */
 export const MAX_ROW_CHARS = 16 * 1024 * 1024;
 
+export const DELIMITERS = [',', ';', '\t', '|'] as const;
+export type Delimiter = (typeof DELIMITERS)[number];
+
 export interface CsvOptions {
   /** Default MAX_ROW_CHARS. */
   maxRowChars?: number;
   /** The encoding of the bytes (default utf-8). */
   encoding?: InputEncoding;
+  /** Between cells; when not given, the one the header line uses most (a comma when it uses none). */
+  delimiter?: Delimiter;
+  /** Told the delimiter found in the header line, when it was not given. */
+  detected?: (delimiter: Delimiter) => void;
+}
+
+/**
+ * The delimiter a header line uses: the one of `,` `;` tab `|` it holds most often outside quotes, a
+ * comma on a tie or when it holds none.
+ */
+export function detectDelimiter(headerLine: string): Delimiter {
+  const counts = new Map<string, number>();
+  let quoted = false;
+  for (const char of headerLine) {
+    if (char === '"') quoted = !quoted;
+    else if (!quoted && (DELIMITERS as readonly string[]).includes(char)) counts.set(char, (counts.get(char) ?? 0) + 1);
+  }
+  let best: Delimiter = ',';
+  for (const delimiter of DELIMITERS) if ((counts.get(delimiter) ?? 0) > (counts.get(best) ?? 0)) best = delimiter;
+  return best;
 }
 
 /** As much of a rejected row's text as goes to the rejects file. */
@@ -35,6 +58,7 @@ const KEPT_TEXT_CHARS = 10_000;
  * inside a quoted cell is kept as it is.
  */
 const CONFIG = { delimiter: ',', newline: '\n', quoteChar: '"', escapeChar: '"' } as const;
+type Config = Omit<typeof CONFIG, 'delimiter'> & { delimiter: Delimiter };
 
 interface PapaError {
   code: string;
@@ -53,8 +77,8 @@ interface PapaResult {
 const parse = (parser: Papa.Parser, text: string, final: boolean): PapaResult => parser.parse(text, 0, !final) as PapaResult;
 
 /** Where the row `row` of `text` starts. */
-function rowStart(text: string, row: number): number {
-  return row === 0 ? 0 : parse(new Papa.Parser({ ...CONFIG, preview: row }), text, false).meta.cursor;
+function rowStart(config: Config, text: string, row: number): number {
+  return row === 0 ? 0 : parse(new Papa.Parser({ ...config, preview: row }), text, false).meta.cursor;
 }
 
 /**
@@ -62,7 +86,7 @@ function rowStart(text: string, row: number): number {
  * cell's closing quote, as text up to the next comma or line feed (where a bad quote's row goes on);
  * -1 when the text ends first.
  */
-function endOfRow(text: string, at: number): number {
+function endOfRow(text: string, at: number, delimiter: string): number {
   for (;;) {
     if (text.charCodeAt(at) === 0x22) {
       let quote = text.indexOf('"', at + 1);
@@ -71,7 +95,7 @@ function endOfRow(text: string, at: number): number {
       at = quote + 1;
     }
     const lineFeed = text.indexOf('\n', at);
-    const comma = text.indexOf(',', at);
+    const comma = text.indexOf(delimiter, at);
     if (comma === -1 || (lineFeed !== -1 && lineFeed < comma)) return lineFeed;
     at = comma + 1;
   }
@@ -99,7 +123,7 @@ const WINDOW_AFTER_BAD_ROW = 4096;
  * this reader makes of every case, as papaparse's versions go by.)
  */
 class CsvText {
-  private readonly parser = new Papa.Parser(CONFIG);
+  private readonly parser: Papa.Parser;
   private pending = '';
   private retryAt = 0;
   /** The line the next row starts on. */
@@ -108,7 +132,10 @@ class CsvText {
   constructor(
     private readonly file: string,
     private readonly maxRowChars: number,
-  ) {}
+    private readonly config: Config,
+  ) {
+    this.parser = new Papa.Parser(config);
+  }
 
   /** The rows completed by `text` (all that are left when `final`), in order. */
   take(text: string, final: boolean): CsvRecord[] {
@@ -122,9 +149,9 @@ class CsvText {
       const last = whole && final;
       const result = parse(this.parser, input, last);
       const malformed = result.errors.find((e) => e.code === 'InvalidQuotes');
-      const malformedStart = malformed === undefined ? -1 : rowStart(input, malformed.row);
+      const malformedStart = malformed === undefined ? -1 : rowStart(this.config, input, malformed.row);
       // a row with a bad quote ends at the line feed after its last cell: until that is read, it waits
-      const malformedEnd = malformed === undefined ? -1 : endOfRow(input, malformedStart);
+      const malformedEnd = malformed === undefined ? -1 : endOfRow(input, malformedStart, this.config.delimiter);
       if (malformed !== undefined && (malformedEnd !== -1 || last)) {
         this.rows(result.data, malformed.row, out);
         const rowText = input.slice(malformedStart, malformedEnd === -1 ? input.length : malformedEnd).replace(/\r$/, '');
@@ -139,7 +166,7 @@ class CsvText {
       const rows = malformed?.row ?? unclosed?.row ?? result.data.length;
       this.rows(result.data, rows, out);
       if (unclosed !== undefined) {
-        const rest = input.slice(rowStart(input, unclosed.row)).replace(/[\r\n]+$/, '');
+        const rest = input.slice(rowStart(this.config, input, unclosed.row)).replace(/[\r\n]+$/, '');
         out.push({ line: this.line, error: CSV_UNCLOSED_QUOTE, text: kept(rest) });
       }
       const consumed = malformed !== undefined ? malformedStart : last ? input.length : result.meta.cursor;
@@ -195,21 +222,45 @@ function markUndecodable(records: CsvRecord[], encoding: InputEncoding | undefin
 
 export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, options: CsvOptions = {}): AsyncGenerator<CsvRecord[]> {
   const decoder = createDecoding(options.encoding);
-  const csv = new CsvText(file, options.maxRowChars ?? MAX_ROW_CHARS);
+  const maxRowChars = options.maxRowChars ?? MAX_ROW_CHARS;
+  let csv: CsvText | undefined;
+  // without a delimiter given, text waits here until the header line is whole, to be read from it
+  let head = '';
+  const reader = (text: string, final: boolean): CsvText | undefined => {
+    if (csv !== undefined) return csv;
+    let delimiter = options.delimiter;
+    if (delimiter === undefined) {
+      const end = text.indexOf('\n');
+      if (end === -1 && !final && text.length <= maxRowChars) return undefined;
+      delimiter = detectDelimiter(end === -1 ? text : text.slice(0, end));
+      options.detected?.(delimiter);
+    }
+    csv = new CsvText(file, maxRowChars, { ...CONFIG, delimiter });
+    return csv;
+  };
   let first = true;
   const text = (decoded: string): string => {
     if (!first || decoded.length === 0) return decoded;
     first = false;
     return decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded; // a UTF-8 byte order mark
   };
+  const take = (decoded: string, final: boolean): CsvRecord[] => {
+    if (csv === undefined) {
+      head += decoded;
+      if (reader(head, final) === undefined) return [];
+      decoded = head;
+      head = '';
+    }
+    return csv!.take(decoded, final);
+  };
   try {
     for await (const chunk of bytes) {
-      const records = csv.take(text(decoder.write(chunk)), false);
+      const records = take(text(decoder.write(chunk)), false);
       if (decoder.damaged) markUndecodable(records, options.encoding);
       if (records.length > 0) yield records;
     }
     // a line feed ends the last row as it ends every other (a file need not end with one)
-    const records = csv.take(`${text(decoder.end())}\n`, true);
+    const records = take(`${text(decoder.end())}\n`, true);
     if (decoder.damaged) markUndecodable(records, options.encoding);
     if (records.length > 0) yield records;
   } catch (error) {

@@ -20,7 +20,7 @@ export function isAnnotation(value: string): value is Annotation {
   return (COLUMN_TYPES as readonly string[]).includes(value) || (COLUMN_OPERATIONS as readonly string[]).includes(value);
 }
 
-function shown(text: string): string {
+export function shown(text: string): string {
   return JSON.stringify(text.length > 40 ? `${text.slice(0, 40)}...` : text);
 }
 
@@ -99,16 +99,20 @@ export const readBoolean: CellReader = (text) => {
   switch (text.toLowerCase()) {
     case 'true':
     case '1':
+    case 'yes':
+    case 'y':
       return true;
     case 'false':
     case '0':
+    case 'no':
+    case 'n':
       return false;
     default:
-      return new CellProblem(`must be true or false (the column is typed boolean), got ${shown(text)}`);
+      return new CellProblem(`must be true or false (also yes, no, y, n, 1, 0; the column is typed boolean), got ${shown(text)}`);
   }
 };
 
-function timeOf(text: string): string | CellProblem {
+export function timeOf(text: string): string | CellProblem {
   return isIsoTime(text)
     ? text
     : new CellProblem(`must be an ISO 8601 time such as 2024-03-07T10:00:00Z (the column is typed time), got ${shown(text)}`);
@@ -136,11 +140,13 @@ function jsonOf(text: string): unknown {
 
 export const readJson: CellReader = jsonOf;
 
-function arrayOf(text: string, typed: string): unknown[] | CellProblem {
-  const value = jsonOf(text);
+export function arrayOf(text: string, typed: string): unknown[] | CellProblem {
+  const value = text.trimStart().charCodeAt(0) === 91 /* [ */ ? jsonOf(text) : undefined;
   if (value instanceof CellProblem) return value;
   if (!Array.isArray(value)) {
-    return new CellProblem(`must be a JSON array such as ["a","b"] (the column is typed ${typed}), got ${shown(text)}`);
+    return new CellProblem(
+      `must be a JSON array such as ["a","b"], or a list such as a;b with --array-separator ';' (the column is typed ${typed}), got ${shown(text)}`,
+    );
   }
   return value;
 }

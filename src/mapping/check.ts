@@ -88,10 +88,20 @@ function isOwnProblem(problem: string, fields: readonly string[]): boolean {
  * not read is left out of the item, so what the validator says about that field is set aside.
  */
 export function itemErrors(kind: ArrayName, item: unknown, mapped?: { errors?: string[]; failed?: string[] }): readonly string[] {
-  const problems = itemProblems(kind, item);
+  let problems = itemProblems(kind, item);
+  if (problems.length > 0) problems = problems.map((problem) => (problem.startsWith(INVALID_PHONE) ? phoneAdvice(problem, item) : problem));
   if (mapped?.errors === undefined) return problems;
   const failed = mapped.failed ?? [];
   return [...mapped.errors, ...problems.filter((p) => !isOwnProblem(p, failed))];
+}
+
+const INVALID_PHONE = 'phone: is not a valid phone number';
+
+/** A phone number written without its country code (no `+`) is valid only in a country: say how to name it. */
+function phoneAdvice(problem: string, item: unknown): string {
+  const phone = (item as { phone?: unknown }).phone;
+  if (typeof phone !== 'string' || /^\s*(\+|00)/.test(phone) || !/[0-9]{6}/.test(phone.replace(/[^0-9]/g, ''))) return problem;
+  return `${INVALID_PHONE} without its country code; give --default-country (such as --default-country US) to read national numbers in that country${problem.slice(INVALID_PHONE.length)}`;
 }
 
 /** What the server does with a time_zone or country it does not know (decisions.md "Attributes"): no error, so a warning. */

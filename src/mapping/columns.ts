@@ -1,6 +1,6 @@
 // What a column header says: the field it fills (dotted names nest) and an optional `:annotation`,
 // and which reader its cells get when there is no annotation.
-import { isCustomAttributeName } from '../model/fields.js';
+import { isCustomAttributeName, TIME_FIELDS } from '../model/fields.js';
 import type { ArrayName } from '../model/types.js';
 import {
   ANNOTATION_READERS,
@@ -10,10 +10,10 @@ import {
   readInferred,
   readJson,
   readText,
-  readTimeAttribute,
   type Annotation,
   type CellReader,
 } from './cells.js';
+import { dateOfBirthReader, listReader, phoneReader, timeReader, type CellOptions } from './export-cells.js';
 
 export interface ColumnSpec {
   /** The field as written, dots and all: `properties.plan`. */
@@ -85,10 +85,21 @@ function isTopCustomAttribute(kind: ArrayName, path: string[]): boolean {
   return kind === 'attributes' && path.length === 1 && isCustomAttributeName(path[0]);
 }
 
+/** The time of an event or a purchase, and the standard fields that hold a time. */
+function isTimeField(kind: ArrayName, path: string[]): boolean {
+  if (path.length > 1) return false;
+  return kind === 'attributes' ? TIME_FIELDS.includes(path[0]) : path[0] === 'time';
+}
+
 /** The reader for a column's cells, or a problem with its annotation. */
-export function readerFor(kind: ArrayName, spec: ColumnSpec): CellReader | { problem: string } {
+export function readerFor(kind: ArrayName, spec: ColumnSpec, options: CellOptions = {}): CellReader | { problem: string } {
   const { annotation, path } = spec;
-  if (annotation === undefined) {
+  const top = path.length === 1 ? path[0] : undefined;
+  if (annotation === undefined || annotation === 'string') {
+    if (annotation === undefined && isTimeField(kind, path)) return timeReader(options, false);
+    if (kind === 'attributes' && top === 'dob') return dateOfBirthReader(options);
+    if (kind === 'attributes' && top === 'phone' && options.defaultCountry !== undefined) return phoneReader(options.defaultCountry);
+    if (annotation === 'string') return readText;
     if (alwaysText(kind, path)) return readText;
     if (structured(kind, path)) return readJson;
     return readInferred;
@@ -101,6 +112,10 @@ export function readerFor(kind: ArrayName, spec: ColumnSpec): CellReader | { pro
       return { problem: `:${annotation} applies to custom attributes of attributes rows, not to ${what}` };
     }
   }
-  if (annotation === 'time' && isTopCustomAttribute(kind, path)) return readTimeAttribute;
+  if (annotation === 'time') return timeReader(options, isTopCustomAttribute(kind, path));
+  const separator = options.arraySeparator;
+  if (separator !== undefined && (annotation === 'array' || annotation === 'add' || annotation === 'remove')) {
+    return listReader(separator, annotation, annotation === 'array' ? undefined : annotation);
+  }
   return ANNOTATION_READERS[annotation];
 }

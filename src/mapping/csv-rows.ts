@@ -2,15 +2,19 @@
 // read through it. An empty cell leaves its field out; a cell reading `null` removes the field.
 import type { ItemOrigin } from '../model/request.js';
 import type { ArrayName } from '../model/types.js';
-import { CellProblem, type CellReader } from './cells.js';
+import { CellProblem, readInferred, type CellReader } from './cells.js';
 import type { ColumnMap } from './column-map.js';
 import { parseColumnSpec, readerFor } from './columns.js';
+import type { CellOptions } from './export-cells.js';
+import { identifierNotes, typeCounter, type TypeCounts } from './header-notes.js';
 import { inferKind } from './kind.js';
 import { rowMapper, type RowMapper } from './row-mapper.js';
 
 /** Keys a rejected row of the wrong width carries in the rejects file, to be removed once fixed. */
 export const EXTRA_CELLS_KEY = '_extra_cells';
 export const MISSING_COLUMNS_KEY = '_missing_columns';
+/** Columns a CSV rejects file adds to each row (--rejects-format csv); read back, they are left out. */
+export const REJECT_COLUMNS: readonly string[] = ['_file', '_line', '_errors'];
 
 export interface CsvColumn {
   index: number;
@@ -32,6 +36,8 @@ export interface CsvHeader {
   /** The part of jsonBytesBound() that does not depend on the cells. */
   fixedBytes: number;
   mapRow: RowMapper;
+  /** For each column read by inference, how many of its cells became each type (see header-notes.ts). */
+  typeCounts: TypeCounts[];
 }
 
 export type CsvHeaderResult = { ok: true; header: CsvHeader; notes: string[] } | { ok: false; problems: string[] };
@@ -39,6 +45,8 @@ export type CsvHeaderResult = { ok: true; header: CsvHeader; notes: string[] } |
 export interface CsvHeaderOptions {
   kind?: ArrayName;
   map?: ColumnMap;
+  /** How cells are read beyond their annotation: times, dates, phones, lists. */
+  cells?: CellOptions;
 }
 
 const IDENTIFYING = ['external_id', 'user_alias', 'service_id', 'email', 'phone', 'push_token_import'];
@@ -60,6 +68,10 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
       return;
     }
     const key = mapped ?? source;
+    if (mapped === undefined && REJECT_COLUMNS.includes(key)) {
+      keys.push(undefined); // a rejects file read back: where the row was and why, not a field
+      return;
+    }
     keys.push(key);
     // spaces around a header name are taken for an accident: " email" is the email column
     const name = key.trim();
@@ -97,14 +109,15 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
 
   const tops = new Set([...byField.keys()].map((field) => field.split('.')[0]));
   const kind = options.kind ?? inferKind(tops);
+  const likely = identifierNotes(kind, specs.flatMap(({ source, spec }) => ('problem' in spec ? [] : [{ source, field: spec.field }])), tops);
   if (!IDENTIFYING.some((name) => tops.has(name))) {
-    return {
-      ok: false,
-      problems: ['the header has no column that names the user: external_id, user_alias.alias_name, service_id, email or phone'],
-    };
+    const named = 'the header has no column that names the user: external_id, user_alias.alias_name, service_id, email or phone';
+    return { ok: false, problems: [named, ...likely.fixes] };
   }
+  notes.push(...likely.notes);
 
   const columns: CsvColumn[] = [];
+  const typeCounts: TypeCounts[] = [];
   header.forEach((source, index) => {
     const key = keys[index];
     if (key !== undefined && key.trim() === '') {
@@ -124,12 +137,17 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
     if (spec.field === EXTRA_CELLS_KEY || spec.field === MISSING_COLUMNS_KEY) {
       read = fixedProblem('the row had the wrong number of cells; put each value under its column, then remove this key');
     } else {
-      const reader = readerFor(kind, spec);
+      const reader = readerFor(kind, spec, options.cells);
       if (typeof reader !== 'function') {
         problems.push(`column ${index + 1} "${source}": ${reader.problem}`);
         continue;
       }
-      read = reader;
+      if (reader === readInferred) {
+        // how many cells of the column become each type: a column of mixed types is reported
+        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(3) };
+        typeCounts.push(counts);
+        read = typeCounter(counts.counts);
+      } else read = reader;
     }
     columns.push({ index, label, field: spec.field, path: spec.path, read });
   }
@@ -140,7 +158,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   let fixedBytes = 2;
   for (const column of columns) fixedBytes += 6 * column.field.length + 8 * column.path.length + 16;
   const mapRow = rowMapper(columns);
-  return { ok: true, header: { kind, width: header.length, columns, keys, fixedBytes, mapRow }, notes };
+  return { ok: true, header: { kind, width: header.length, columns, keys, fixedBytes, mapRow, typeCounts }, notes };
 }
 
 export interface MappedRow {

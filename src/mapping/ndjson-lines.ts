@@ -6,6 +6,7 @@ import { IDENTIFIER_FIELDS } from '../model/fields.js';
 import { CSV_ROW_TEXT, isCsvTextReason } from '../model/csv-reasons.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { mapCsvRow, readCsvHeader, type CsvHeader } from './csv-rows.js';
+import type { CellOptions } from './export-cells.js';
 import { inferKind, isKind } from './kind.js';
 
 /** An item to check, or a part of a line that is no item at all. */
@@ -26,9 +27,18 @@ function isRequestShaped(value: Obj): boolean {
   return value.push_token_import === undefined;
 }
 
-/** A line of a rejects file: `{"file", "line", "kind", "row", "errors"}`. */
+const REJECT_KEYS = new Set(['file', 'line', 'item', 'kind', 'row', 'errors', 'column', 'value']);
+
+/**
+ * A line of a rejects file: `{"file", "line", "kind", "row", "errors"}` (and `column`, `value` for a
+ * field dropped from its row). Once fixed, its `errors` may be gone: then it holds no other key.
+ */
 function isRejectRecord(value: Obj): boolean {
-  return typeof value.file === 'string' && typeof value.line === 'number' && 'row' in value && Array.isArray(value.errors);
+  if (typeof value.file !== 'string' || typeof value.line !== 'number' || !('row' in value)) return false;
+  if (Array.isArray(value.errors)) return true;
+  if (value.errors !== undefined) return false;
+  for (const key in value) if (!REJECT_KEYS.has(key)) return false;
+  return true;
 }
 
 const CSV_NAME = /\.csv(\.gz)?$/i;
@@ -38,7 +48,7 @@ const CSV_NAME = /\.csv(\.gz)?$/i;
  * (standard input, --format csv, a rejects file fed back) rejected for a reason only CSV text has.
  */
 function isCsvRowText(reject: Obj): boolean {
-  return CSV_NAME.test(reject.file as string) || (reject.errors as unknown[]).some(isCsvTextReason);
+  return CSV_NAME.test(reject.file as string) || ((reject.errors as unknown[] | undefined) ?? []).some(isCsvTextReason);
 }
 
 function cellText(value: unknown): string {
@@ -51,6 +61,8 @@ function cellText(value: unknown): string {
 export interface LineMapperOptions {
   /** --kind: the kind of item lines (request-shaped lines and rejects carry their own). */
   kind?: ArrayName;
+  /** How the cells of CSV rows fed back are read (times, phones, lists). */
+  cells?: CellOptions;
 }
 
 /** Maps parsed NDJSON lines to items; keeps what it read of fed-back CSV rows' headers between calls. */
@@ -62,7 +74,7 @@ export function createLineMapper(options: LineMapperOptions = {}): (value: unkno
     const cacheKey = `${kind ?? ''}\u0000${header.join('\u0000')}`;
     let parsed = headers.get(cacheKey);
     if (parsed === undefined) {
-      const result = readCsvHeader(header, { kind });
+      const result = readCsvHeader(header, { kind, cells: options.cells });
       parsed = result.ok ? result.header : result.problems.map((p) => `row: ${p}`);
       if (headers.size > 1000) headers.clear();
       headers.set(cacheKey, parsed);

@@ -44,6 +44,9 @@ export interface RejectRecord {
   /** For an item of a RequestLine: its place among the line's items, from 0. */
   item?: number;
   kind: ArrayName | 'unknown';
+  /** For a field left out of a row that was sent without it (--drop-invalid-fields): its column and value; `row` then holds it and the user's identifier. */
+  column?: string;
+  value?: unknown;
   row: unknown;
   errors: string[];
 }

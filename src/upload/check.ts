@@ -7,12 +7,13 @@ import type { InputEncoding } from '../input/decode.js';
 import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
 import { validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
 import type { ArrayName } from '../model/types.js';
+import type { ReadingOptions } from './plan.js';
 
-/** `users.csv.gz` -> `users.rejects.ndjson` beside it; standard input -> `stdin.rejects.ndjson` here. */
-export function defaultRejectsPath(firstInput: string): string {
-  if (firstInput === STDIN) return 'stdin.rejects.ndjson';
+/** `users.csv.gz` -> `users.rejects.ndjson` (or `.rejects.csv`) beside it; standard input -> `stdin.rejects.ndjson` here. */
+export function defaultRejectsPath(firstInput: string, format: 'ndjson' | 'csv' = 'ndjson'): string {
+  if (firstInput === STDIN) return `stdin.rejects.${format}`;
   const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(dirname(firstInput), `${name}.rejects.ndjson`);
+  return join(dirname(firstInput), `${name}.rejects.${format}`);
 }
 
 /** Reads and checks a --map file. */
@@ -57,18 +58,18 @@ export async function checkWritable(flag: string, path: string): Promise<void> {
 
 /** Reads the header of every CSV input that is a file, so a bad one stops the run before anything is sent. */
 export async function checkHeaders(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName },
+  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
   map: ColumnMap | undefined,
 ): Promise<void> {
   const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
   if (csvFiles.length === 0) return;
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
-  const { csvHeaderProblem } = await import('./plan-csv.js');
+  const { csvHeaderProblem, csvOptions } = await import('./plan-csv.js');
   for (const file of csvFiles) {
-    for await (const records of readCsv(inputBytes(file), file, { encoding: options.encoding })) {
+    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
       if (records.length === 0) continue;
-      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map });
+      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map, reading: options.reading });
       if (problem !== undefined) throw problem;
       break;
     }

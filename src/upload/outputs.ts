@@ -4,15 +4,20 @@
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
 import type { RejectRecord } from '../model/request.js';
+import type { UploadOptions } from './upload.js';
 
-export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item'>): string => `${record.line}\u0000${record.item ?? ''}\u0000${record.file}`;
+/** How the rejects file is written: NDJSON records, or CSV rows (csv-rejects.ts). */
+export type RejectsFormat = 'ndjson' | 'csv';
+
+export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item' | 'column'>): string =>
+  `${record.line}\u0000${record.item ?? ''}\u0000${record.column ?? ''}\u0000${record.file}`;
 
 /**
  * The rejects file a resumed run adds to: a last line cut short by a kill is cut off (its row was not
  * settled, so it is rejected again), and the rows it holds already are returned, so that a row
  * rejected again after a kill is not written twice.
  */
-export async function rejectsSoFar(path: string): Promise<Set<string>> {
+export async function rejectsSoFar(path: string, format: RejectsFormat = 'ndjson'): Promise<Set<string>> {
   // a device or a pipe named as the rejects file holds no earlier rows, and may never end
   if ((await stat(path).catch(() => undefined))?.isFile() !== true) return new Set();
   let text: Buffer;
@@ -24,6 +29,11 @@ export async function rejectsSoFar(path: string): Promise<Set<string>> {
   const whole = text.lastIndexOf(0x0a) + 1;
   if (whole < text.length) await truncate(path, whole);
   const keys = new Set<string>();
+  if (format === 'csv') {
+    const { csvRejectKeys } = await import('./csv-rejects.js');
+    for (const record of csvRejectKeys(text.subarray(0, whole).toString('utf8'))) keys.add(rejectKey(record));
+    return keys;
+  }
   for (const line of text.subarray(0, whole).toString('utf8').split('\n')) {
     if (line === '') continue;
     try {
@@ -66,5 +76,31 @@ export function lazyWriter(path: string, what: string, append: boolean): NdjsonW
       // nothing written in a run that went through: an earlier run's file would mislead
       else if (closing?.removeIfEmpty === true) await removeStaleFile(path);
     },
+  };
+}
+
+/** The rejects file's writer: NDJSON records, or with --rejects-format csv, CSV rows (the module loaded only then). */
+export function rejectsWriter(
+  path: string,
+  append: boolean,
+  options: Pick<UploadOptions, 'rejectsFormat' | 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>,
+): NdjsonWriter & { open(): Promise<void> } {
+  const lines = lazyWriter(path, 'rejects', append);
+  if (options.rejectsFormat !== 'csv') return lines;
+  let rows = 0;
+  let writeRow: Promise<(record: RejectRecord) => Promise<void>> | undefined;
+  return {
+    path,
+    get count() {
+      return rows;
+    },
+    open: () => lines.open(),
+    async write(value) {
+      rows += 1;
+      await (await (writeRow ??= import('./csv-rejects.js').then((m) => m.csvRejectLines(lines, append, options))))(value as RejectRecord);
+    },
+    writeLine: (json) => lines.writeLine(json),
+    sync: () => lines.sync(),
+    close: (closing) => lines.close(closing),
   };
 }

@@ -8,7 +8,7 @@ import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
 /** The events of an NDJSON file, a chunk of lines at a time. */
 export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
-  const itemsOf = createLineMapper({ kind: options.kind });
+  const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
   const bytes = inputBytes(file, options.stdin, (n) => planner.bytesRead(n), options.chunkBytes);
   for await (const records of readNdjson(bytes, { encoding: options.encoding })) {
     for (const record of records) {

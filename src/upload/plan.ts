@@ -4,11 +4,14 @@
 // comes from a plan made in this thread or in the worker thread (planInWorker).
 import type { Readable } from 'node:stream';
 import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from '../batch/batcher.js';
+import type { Delimiter } from '../input/csv.js';
 import type { InputEncoding } from '../input/decode.js';
 import { formatOf, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
+import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
 import type { ColumnMap } from '../mapping/column-map.js';
 import { dataPoints } from '../model/data-points.js';
+import type { CellOptions } from '../mapping/export-cells.js';
 import { identityHash, identityOf } from '../model/identity.js';
 import { resolveLimits, type BatchLimits } from '../model/limits.js';
 import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from '../model/request.js';
@@ -24,6 +27,14 @@ import { ndjsonChunks } from './plan-ndjson.js';
 const IN_DOUBT =
   'outcome unknown: the run before stopped while this row was in flight, so it may have been applied; not sent again (--on-unknown reject)';
 
+/** How CSV text is read beyond its annotations, and what is done with an invalid field: plain values, as they cross to the planning thread. */
+export interface ReadingOptions extends CellOptions {
+  /** --delimiter; detected from each CSV file's header line when not given. */
+  delimiter?: Delimiter;
+  /** --drop-invalid-fields: an attributes row is sent without its invalid fields, each written to the rejects file. */
+  dropInvalidFields?: boolean;
+}
+
 export interface PlanOptions {
   /** Input files in order; `-` is standard input. */
   inputs: readonly string[];
@@ -35,6 +46,8 @@ export interface PlanOptions {
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
   map?: ColumnMap;
+  /** Delimiters, times, phones, lists, invalid fields. */
+  reading?: ReadingOptions;
   /** Default: the `mau` profile. */
   limits?: BatchLimits;
   /** Largest request body in bytes of JSON (default 4,000,000, under the 4 MiB servers accept). */
@@ -84,6 +97,8 @@ export type PlanEvent<R = PlannedRequest> =
   /** A RequestLine: how many of its items are planned (before any of them is rejected or sent). */
   | { type: 'line-items'; file: string; line: number; items: number }
   | { type: 'reject'; record: RejectRecord }
+  /** A field left out of a row that is sent without it (--drop-invalid-fields), for the rejects file. */
+  | { type: 'dropped-field'; record: RejectRecord }
   | { type: 'request'; request: R };
 
 /** What the readers of CSV and NDJSON files tell the planner of each row, and take its events from. */
@@ -125,6 +140,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   const settled = rangeSets(options.skips?.rows);
   const inDoubt = rangeSets(options.skips?.inDoubt);
   const settledItems = options.skips?.items;
+  const dropInvalid = options.reading?.dropInvalidFields === true;
 
   // An item's exact JSON size is needed only when it could matter: below this bound, even a full
   // request of such items stays within maxBodyBytes.
@@ -190,7 +206,19 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     reject,
     take(kind, item, origin, bytesBound, mapped) {
       const errors = itemErrors(kind, item, mapped);
-      if (errors.length > 0) return reject(origin.file, origin.line, kind, origin.row, errors, origin.item);
+      if (errors.length > 0) {
+        const kept = dropInvalid && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped?.failed) : undefined;
+        if (kept === undefined) return reject(origin.file, origin.line, kind, origin.row, errors, origin.item);
+        item = kept.item;
+        const row = origin.row;
+        for (const { field, errors: fieldErrors } of kept.dropped) {
+          const part = droppedFieldRow(row, kept.item, field);
+          const record: RejectRecord = { file: origin.file, line: origin.line, ...(origin.item === undefined ? {} : { item: origin.item }), kind, column: part.column, value: part.value, row: part.row, errors: fieldErrors };
+          rejects.push({ type: 'dropped-field', record });
+          tally.warnings.push({ line: origin.line, message: `${field}: left out of the row sent (--drop-invalid-fields; in the rejects file): ${fieldErrors[0].slice(field.length).replace(/^[^:]*: /, '')}` });
+        }
+        // the bound was of the row with every cell; what is left is smaller
+      }
       let bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
       if (bytes > largestItem[kind]) {
         const tooBig = `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`;

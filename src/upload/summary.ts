@@ -32,6 +32,8 @@ export interface PlanSummary {
   /** Rejected rows by reason (a row with several problems counts under each). */
   rejectReasons: Record<string, number>;
   warnings: number;
+  /** Fields left out of rows sent without them (--drop-invalid-fields), each a line of the rejects file. */
+  droppedFields: number;
   warningReasons: Record<string, number>;
   /** The first few warnings with their place, `file:line: message`. */
   warningExamples: string[];
@@ -55,6 +57,7 @@ export function emptyPlanSummary(): PlanSummary {
     rejected: 0,
     rejectReasons: {},
     warnings: 0,
+    droppedFields: 0,
     warningReasons: {},
     warningExamples: [],
     requests: 0,
@@ -113,6 +116,9 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     case 'reject':
       summary.rejected += 1;
       for (const reason of new Set(event.record.errors.map(reasonOf))) count(summary.rejectReasons, reason);
+      break;
+    case 'dropped-field':
+      summary.droppedFields += 1;
       break;
     case 'request':
       summary.requests += 1;

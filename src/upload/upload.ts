@@ -12,7 +12,7 @@ import type { StateWriter } from '../transport/resume/state.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
-import { lazyWriter, rejectKey, rejectsSoFar } from './outputs.js';
+import { lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
 
@@ -71,8 +71,10 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
   /** A --map file (JSON) to read; or give `map` itself. */
   mapFile?: string;
   map?: ColumnMap;
-  /** The rejects file (NDJSON); default `<first input>.rejects.ndjson` beside it. Left only when a row was rejected. */
+  /** The rejects file; default `<first input>.rejects.ndjson` (or `.csv`) beside it. Left only when a row was rejected. */
   rejectsPath?: string;
+  /** NDJSON records (default), or CSV rows under the inputs' header with `_file`, `_line`, `_errors`. */
+  rejectsFormat?: RejectsFormat;
   /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent. */
   outPath?: string;
   /** Where to deliver the requests; without it the run is a dry run. */
@@ -122,7 +124,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   for (const file of inputs) formatOf(file, options.format);
   for (const file of inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
-  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(inputs[0]);
+  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(inputs[0], options.rejectsFormat);
   for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
     if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
   }
@@ -146,7 +148,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
   const resume = send?.resume === true;
-  const rejects = lazyWriter(rejectsPath, 'rejects', resume);
+  const rejects = rejectsWriter(rejectsPath, resume, { ...options, map });
   const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
@@ -155,19 +157,19 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds
-  const written = resume ? await rejectsSoFar(rejectsPath) : new Set<string>();
+  const written = resume ? await rejectsSoFar(rejectsPath, options.rejectsFormat) : new Set<string>();
   const writeReject = async (record: RejectRecord): Promise<void> => {
     if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
   };
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
-  const { format, encoding, kind, limits, maxBodyBytes, stdin, stopSignal } = options;
+  const { format, encoding, kind, reading, limits, maxBodyBytes, stdin, stopSignal } = options;
   const skips = journal?.skips(inputs, send?.onUnknown === 'reject');
   const planDelta =
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
+  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client
   const events: AsyncIterable<PlanEvent<RequestToSend>> =
@@ -179,7 +181,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   async function* requests(): AsyncGenerator<RequestToSend> {
     for await (const event of events) {
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
-      if (event.type === 'reject') await writeReject(event.record);
+      if (event.type === 'reject' || event.type === 'dropped-field') await writeReject(event.record);
       summary = addPlanEvent(summary, event);
       switch (event.type) {
         case 'read':

@@ -66,9 +66,11 @@ describe('annotated columns', () => {
     expect(problem(read('integer', '4.2'))).toMatch(/^must be a whole number/);
   });
 
-  it(':boolean takes true/false in any case, and 1/0', () => {
+  it(':boolean takes true/false and yes/no/y/n in any case, and 1/0', () => {
     expect([read('boolean', 'TRUE'), read('boolean', 'false'), read('boolean', '1'), read('boolean', '0')]).toEqual([true, false, true, false]);
-    expect(problem(read('boolean', 'yes'))).toMatch(/^must be true or false/);
+    expect(['yes', 'No', 'Y', 'n', 'YES'].map((text) => read('boolean', text))).toEqual([true, false, true, false, true]);
+    expect(problem(read('boolean', 'maybe'))).toMatch(/^must be true or false \(also yes, no, y, n, 1, 0/);
+    expect(problem(read('boolean', 'ja'))).toMatch(/^must be true or false/);
   });
 
   it(':time takes ISO 8601 times; on a custom attribute it becomes {"$time": ...}', () => {
@@ -91,7 +93,8 @@ describe('annotated columns', () => {
     expect(read('add', '["gold"]')).toEqual({ add: ['gold'] });
     expect(read('remove', '["bronze", 2]')).toEqual({ remove: ['bronze', 2] });
     expect(problem(read('inc', '1.5'))).toMatch(/^must be a whole number \(the column is typed inc\)/);
-    expect(problem(read('add', 'gold'))).toMatch(/^is not valid JSON/);
+    expect(problem(read('add', 'gold'))).toMatch(/^must be a JSON array such as \["a","b"\], or a list such as a;b with --array-separator/);
+    expect(problem(read('add', '[gold'))).toMatch(/^is not valid JSON/);
   });
 });
 

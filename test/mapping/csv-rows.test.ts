@@ -54,13 +54,13 @@ describe('mapping a row', () => {
     });
   });
 
-  it('keeps identifiers, phone, app_id, product_id, currency, event name and time as text', () => {
+  it('keeps identifiers, phone, app_id, product_id, currency and event name as text; reads an event time (epoch seconds here) into UTC', () => {
     expect(item(['external_id', 'phone', 'plan'], ['12345', '4155552671', '10'])).toEqual({ external_id: '12345', phone: '4155552671', plan: 10 });
     expect(item(['service_id', 'email'], ['007', 'true'])).toEqual({ service_id: '007', email: 'true' });
     expect(item(['external_id', 'name', 'time', 'app_id'], ['1', '404', '1700000000', '12'])).toEqual({
       external_id: '1',
       name: '404',
-      time: '1700000000',
+      time: '2023-11-14T22:13:20.000Z',
       app_id: '12',
     });
     expect(item(['external_id', 'product_id', 'currency', 'price', 'quantity', 'time'], ['1', '0042', 'USD', '9.99', '2', '2024-03-07T10:00:00Z'])).toEqual({

@@ -84,6 +84,9 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     lines.push(chalk.red(`rejected    ${counted(summary.rejected, 'row')}, written to ${summary.rejectsPath ?? '(no file)'}`));
     lines.push(...reasonLines(summary.rejectReasons));
   }
+  if (summary.droppedFields > 0) {
+    lines.push(chalk.yellow(`dropped     ${counted(summary.droppedFields, 'field')} left out of rows sent without them, written to ${summary.rejectsPath ?? '(no file)'}`));
+  }
   if (summary.warnings > 0) {
     lines.push(chalk.yellow(`warnings    ${number(summary.warnings)} (sent all the same)`));
     lines.push(...reasonLines(summary.warningReasons));

@@ -1,0 +1,76 @@
+// Cells as CRMs and spreadsheets write them, read into what the spec accepts: times in several forms
+// (sent as ISO 8601 UTC), dates of birth, national phone numbers (sent in E.164) and lists split on a
+// separator. The options are plain values, so they cross to the planning thread as they are.
+import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
+import { isoString } from '../model/time.js';
+import { isIsoTime } from '../model/time.js';
+import { arrayOf, CellProblem, shown, type CellReader } from './cells.js';
+import { readDateText, readTimeText, type TimeReading } from './times.js';
+
+export interface CellOptions extends TimeReading {
+  /** ISO 3166 alpha-2: phone numbers written without a country code are read in this country. */
+  defaultCountry?: string;
+  /** An array cell that is not a JSON array is split on this. */
+  arraySeparator?: string;
+}
+
+const TIME_FORMS = 'such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07 or epoch seconds';
+
+/** A time cell's value: text with `Z` or an offset as written (an exact instant already); any other form read and sent in UTC. */
+export function timeReader(options: CellOptions, wrap: boolean): CellReader {
+  return (text) => {
+    let time: string;
+    // an ISO time ending in Z or an offset names its instant exactly: sent as written
+    const last = text.charCodeAt(text.length - 1);
+    if ((last === 90 || (last >= 48 && last <= 57)) && text.charCodeAt(10) === 84 /* T */ && hasOffset(text) && isIsoTime(text)) time = text;
+    else {
+      const read = readTimeText(text, options);
+      if (read === undefined) return new CellProblem(`must be a time ${TIME_FORMS} (the column is typed time), got ${shown(text)}`);
+      if ('problem' in read) return new CellProblem(`${read.problem}, got ${shown(text)}`);
+      time = isoString(read.ms);
+    }
+    return wrap ? { $time: time } : time;
+  };
+}
+
+function hasOffset(text: string): boolean {
+  if (text.endsWith('Z') || text.endsWith('z')) return true;
+  const sign = Math.max(text.lastIndexOf('+'), text.lastIndexOf('-'));
+  return sign > 10;
+}
+
+/** A `dob` cell: `YYYY-MM-DD` as written, other date forms rewritten so; anything else left for the validator to refuse. */
+export function dateOfBirthReader(options: CellOptions): CellReader {
+  return (text) => {
+    const read = readDateText(text, options);
+    if (read === undefined) return text;
+    return 'problem' in read ? new CellProblem(`${read.problem}, got ${shown(text)}`) : read.date;
+  };
+}
+
+/** A phone cell read in the default country unless it carries its own code, sent in E.164. */
+export function phoneReader(country: string): CellReader {
+  const code = country as CountryCode;
+  return (text) => {
+    const parsed = parsePhoneNumberFromString(text, code);
+    if (parsed !== undefined && parsed.isValid()) return parsed.number;
+    return new CellProblem(`is not a valid phone number, in ${country} (--default-country) or with its country code, got ${shown(text)}`);
+  };
+}
+
+/** An array cell: a JSON array, or text split on the separator, each part trimmed, empty parts dropped. */
+export function listReader(separator: string, typed: string, wrap?: 'add' | 'remove'): CellReader {
+  return (text) => {
+    let values: unknown[] | CellProblem;
+    if (text.trimStart().charCodeAt(0) === 91 /* [ */) values = arrayOf(text, typed);
+    else {
+      values = [];
+      for (const part of text.split(separator)) {
+        const value = part.trim();
+        if (value !== '') values.push(value);
+      }
+    }
+    if (values instanceof CellProblem || wrap === undefined) return values;
+    return wrap === 'add' ? { add: values } : { remove: values };
+  };
+}

@@ -1,0 +1,96 @@
+// Column names close to an identifier or a standard field (`externalid`, `E-mail`, `Email Address`,
+// `first name`): such a column would become a custom attribute, and its rows may name their users
+// by another column, so the header is told what it likely means and the --map line that says so.
+
+/** The fields a column name is compared with: identifiers first, then standard profile fields. */
+const KNOWN_FIELDS = [
+  'external_id',
+  'email',
+  'phone',
+  'service_id',
+  'first_name',
+  'last_name',
+  'dob',
+  'gender',
+  'country',
+  'home_city',
+  'time_zone',
+  'language',
+  'email_subscribe',
+  'push_subscribe',
+] as const;
+
+/** Names exports give these fields, squeezed as squeeze() does. */
+const OTHER_NAMES: Readonly<Record<string, string>> = {
+  emailaddress: 'email',
+  mail: 'email',
+  emailid: 'email',
+  phonenumber: 'phone',
+  mobile: 'phone',
+  mobilephone: 'phone',
+  mobilenumber: 'phone',
+  cellphone: 'phone',
+  telephone: 'phone',
+  userid: 'external_id',
+  externaluserid: 'external_id',
+  customerid: 'external_id',
+  givenname: 'first_name',
+  forename: 'first_name',
+  surname: 'last_name',
+  familyname: 'last_name',
+  dateofbirth: 'dob',
+  birthdate: 'dob',
+  birthday: 'dob',
+  city: 'home_city',
+  timezone: 'time_zone',
+  lang: 'language',
+};
+
+/** Lower case, letters and digits only: `External_ID` and `externalid` both become `externalid`. */
+const squeeze = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+const SQUEEZED = new Map<string, string>(KNOWN_FIELDS.map((field) => [squeeze(field), field]));
+
+/** The edit distance of two short texts (insertions, deletions, substitutions, swaps of neighbours). */
+export function editDistance(a: string, b: string): number {
+  const rows: number[][] = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array<number>(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j += 1) rows[0][j] = j;
+  for (let i = 1; i <= a.length; i += 1) {
+    for (let j = 1; j <= b.length; j += 1) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let best = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) best = Math.min(best, rows[i - 2][j - 2] + 1);
+      rows[i][j] = best;
+    }
+  }
+  return rows[a.length][b.length];
+}
+
+/**
+ * The identifier or standard field a column name likely means, or undefined. A name that is the
+ * field itself means nothing else; one that differs in case, spaces or punctuation (`External_ID`,
+ * `first name`), a common other name (`Email Address`, `Mobile`), or a slip of a letter or two in a
+ * name of five letters or more (`extrenal_id`, `emial`) is taken for it.
+ */
+export function likelyField(name: string): string | undefined {
+  if ((KNOWN_FIELDS as readonly string[]).includes(name)) return undefined;
+  const squeezed = squeeze(name);
+  if (squeezed === '') return undefined;
+  const found = SQUEEZED.get(squeezed) ?? OTHER_NAMES[squeezed];
+  if (found !== undefined) return found;
+  if (squeezed.length < 5) return undefined;
+  let best: string | undefined;
+  let bestDistance = squeezed.length >= 8 ? 2 : 1;
+  for (const [known, field] of SQUEEZED) {
+    if (known.length < 5 || Math.abs(known.length - squeezed.length) > bestDistance) continue;
+    const distance = editDistance(squeezed, known);
+    if (distance <= bestDistance && (best === undefined || distance < bestDistance)) {
+      best = field;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** The --map entry that reads a column as a field, as it is written in a --map file. */
+export const mapEntry = (column: string, field: string): string => `{${JSON.stringify(column)}: ${JSON.stringify(field)}}`;

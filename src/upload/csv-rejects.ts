@@ -1,0 +1,103 @@
+// --rejects-format csv: the rejects file as a spreadsheet opens it, one row a reject under the inputs'
+// header (after --map) with `_file`, `_line` and `_errors` after it. `track upload` reads it back as
+// any CSV file (the `_` columns left out), so rows fixed in a spreadsheet go in as they are.
+import { readFile, stat } from 'node:fs/promises';
+import Papa from 'papaparse';
+import { readCsv } from '../input/csv.js';
+import { inputBytes, STDIN, formatOf } from '../input/source.js';
+import { EXTRA_CELLS_KEY, MISSING_COLUMNS_KEY, readCsvHeader, REJECT_COLUMNS } from '../mapping/csv-rows.js';
+import type { RejectRecord } from '../model/request.js';
+import type { NdjsonWriter } from '../input/ndjson-writer.js';
+import { csvOptions } from './plan-csv.js';
+import type { UploadOptions } from './upload.js';
+
+/** A cell as CSV writes it: quoted when it holds a quote, a comma, a line break, or spaces at its ends. */
+export function csvCell(text: string): string {
+  return /[",\r\n]|^\s|\s$/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+const cellText = (value: unknown): string =>
+  typeof value === 'string' ? value : value === null ? 'null' : value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
+
+/** The keys of every CSV input's header after --map, in order, each once (standard input's come with its first reject). */
+async function inputKeys(options: Pick<UploadOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>): Promise<string[]> {
+  const keys: string[] = [];
+  for (const file of options.inputs) {
+    if (file === STDIN || formatOf(file, options.format) !== 'csv') continue;
+    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+      const first = records[0];
+      if (first === undefined) continue;
+      if ('cells' in first) {
+        const result = readCsvHeader(first.cells, { kind: options.kind, map: options.map, cells: options.reading });
+        if (result.ok) for (const key of result.header.keys) if (key !== undefined && !keys.includes(key)) keys.push(key);
+      }
+      break;
+    }
+  }
+  return keys;
+}
+
+/** The header an earlier run wrote to the file, when it is resumed. */
+async function headerOf(path: string): Promise<string[] | undefined> {
+  const text = await readFile(path, 'utf8').catch(() => '');
+  if (text === '') return undefined;
+  const parsed = Papa.parse<string[]>(text.slice(0, text.indexOf('\n') + 1 || undefined), { newline: '\n' });
+  const header = parsed.data[0];
+  return header === undefined ? undefined : header.map((cell) => cell.replace(/\r$/, ''));
+}
+
+/** A reject as the cells of a row under `header`: what does not fit a column is told in `_errors`. */
+export function rejectCells(record: RejectRecord, header: readonly string[]): string[] {
+  const errors = [...record.errors];
+  const row = record.row;
+  const cells = new Map<string, string>();
+  if (typeof row === 'object' && row !== null && !Array.isArray(row)) {
+    for (const [key, value] of Object.entries(row)) {
+      if (key === EXTRA_CELLS_KEY) errors.push(`the row had cells beyond the header: ${JSON.stringify(value)}`);
+      else if (key === MISSING_COLUMNS_KEY) continue;
+      else if (header.includes(key)) cells.set(key, cellText(value));
+      else errors.push(`${key} (not a column of this file): ${cellText(value)}`);
+    }
+  } else if (row !== null && row !== undefined) errors.push(`the row as written: ${cellText(row)}`);
+  return header.map((key) => {
+    if (key === '_file') return record.file;
+    if (key === '_line') return String(record.line);
+    if (key === '_errors') return errors.join(' | ');
+    return cells.get(key) ?? '';
+  });
+}
+
+/** Writes rejects as CSV rows to `lines`; the header is made when the first reject comes (or read from an earlier run's file). */
+export function csvRejectLines(
+  lines: NdjsonWriter,
+  append: boolean,
+  options: Pick<UploadOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>,
+): (record: RejectRecord) => Promise<void> {
+  let header: Promise<string[]> | undefined;
+  const makeHeader = async (record: RejectRecord): Promise<string[]> => {
+    const earlier = append && (await stat(lines.path).catch(() => undefined))?.isFile() === true ? await headerOf(lines.path) : undefined;
+    if (earlier !== undefined) return earlier;
+    const keys = await inputKeys(options);
+    if (typeof record.row === 'object' && record.row !== null) {
+      for (const key of Object.keys(record.row)) if (key !== EXTRA_CELLS_KEY && key !== MISSING_COLUMNS_KEY && !keys.includes(key)) keys.push(key);
+    }
+    const full = [...keys.filter((key) => !REJECT_COLUMNS.includes(key)), ...REJECT_COLUMNS];
+    await lines.writeLine(full.map(csvCell).join(','));
+    return full;
+  };
+  return async (record) => {
+    const columns = await (header ??= makeHeader(record));
+    await lines.writeLine(rejectCells(record, columns).map(csvCell).join(','));
+  };
+}
+
+/** The rejects a CSV rejects file holds already (a resumed run adds to it), by file and line. */
+export function csvRejectKeys(text: string): Array<Pick<RejectRecord, 'file' | 'line'>> {
+  const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });
+  const found: Array<Pick<RejectRecord, 'file' | 'line'>> = [];
+  for (const row of parsed.data) {
+    const line = Number(row._line);
+    if (typeof row._file === 'string' && Number.isInteger(line)) found.push({ file: row._file, line });
+  }
+  return found;
+}
