@@ -65,6 +65,8 @@ export async function runAndReport(
     abort?: () => void;
     /** Once upload() is over, before the summary: the progress output stops. */
     ended: () => void;
+    /** More to put in the JSON summary (validate's --preview). */
+    extra?: Record<string, unknown>;
   },
 ): Promise<void> {
   const [{ upload }, { formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
@@ -76,7 +78,7 @@ export async function runAndReport(
     run.ended();
     removeSignals();
   }
-  process.stdout.write(flags.json === true ? summaryJson(verb, summary, run.pace) : formatSummary(verb, summary, run.options.limits, run.pace));
+  process.stdout.write(flags.json === true ? summaryJson(verb, { ...summary, ...run.extra }, run.pace) : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined) reportFatal(fatal);
   process.exitCode = exitCodeOfRun(summary);

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import type { UploadOptions } from '../../upload/upload.js';
 import { runAndReport } from '../run.js';
-import { addPaceOptions, addReadOptions, uploadOptionsFrom, type ReadFlags } from '../options.js';
+import { addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
@@ -12,9 +12,17 @@ export function registerValidate(program: Command): void {
     .description('check input files as an upload would read them; nothing is sent')
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
   addPaceOptions(addReadOptions(command))
+    .option('--preview <n>', 'first print the first N rows of each file as the items they become (with --json, in the summary)', wholeNumber('--preview', 1))
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
-    .action(async (files: string[], flags: ReadFlags) => {
-      await runDryRun('validate', uploadOptionsFrom(files, flags, process.env), flags);
+    .action(async (files: string[], flags: ReadFlags & { preview?: number }) => {
+      const options = uploadOptionsFrom(files, flags, process.env);
+      if (flags.preview === undefined) return runDryRun('validate', options, flags);
+      const [{ previewRows, formatPreview }, { readColumnMap }] = await Promise.all([import('../../upload/preview.js'), import('../../upload/check.js')]);
+      const map = options.mapFile === undefined ? undefined : await readColumnMap(options.mapFile);
+      const preview = await previewRows({ ...options, map }, flags.preview);
+      if (flags.json === true) return runDryRun('validate', options, flags, { preview });
+      process.stdout.write(formatPreview(preview));
+      await runDryRun('validate', options, flags);
     });
 }
 
@@ -27,7 +35,12 @@ export function registerValidate(program: Command): void {
 const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 
 /** Runs a dry run: progress on a terminal, then the summary, then the exit status. */
-export async function runDryRun(verb: string, options: UploadOptions, flags: { json?: boolean; rate: number; hourly?: number }): Promise<void> {
+export async function runDryRun(
+  verb: string,
+  options: UploadOptions,
+  flags: { json?: boolean; rate: number; hourly?: number },
+  extra?: Record<string, unknown>,
+): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
   const { readingLine, startSpinner } = await import('../output/progress.js');
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
@@ -36,6 +49,7 @@ export async function runDryRun(verb: string, options: UploadOptions, flags: { j
   let last = 0;
   await runAndReport(verb, flags, {
     pace: { rate: flags.rate, hourly: flags.hourly },
+    extra,
     stop: () => stop.abort(),
     ended: () => spinner?.stop(),
     options: {

@@ -1,0 +1,109 @@
+// `track validate --preview N`: the first N rows of each file as the items they become, read with
+// the same header, --map and reading options as the run, so a person sees what would be sent
+// before trusting a whole file to it.
+import { readCsv } from '../input/csv.js';
+import { readNdjson } from '../input/ndjson.js';
+import { formatOf, inputBytes, STDIN } from '../input/source.js';
+import { itemErrors } from '../mapping/check.js';
+import { mapCsvRow, readCsvHeader, widthProblem } from '../mapping/csv-rows.js';
+import { withoutInvalidFields } from '../mapping/drop-fields.js';
+import { createLineMapper } from '../mapping/ndjson-lines.js';
+import type { ArrayName } from '../model/types.js';
+import { csvOptions } from './plan-csv.js';
+import type { PlanOptions } from './plan.js';
+
+export interface PreviewRow {
+  file: string;
+  line: number;
+  kind: ArrayName | 'unknown';
+  /** The item as it would be sent (without the fields --drop-invalid-fields leaves out), or as mapped when the row would be rejected. */
+  item?: unknown;
+  /** The row would go to the rejects file. */
+  rejected?: true;
+  /** Why the row would be rejected, or the fields left out of it. */
+  errors?: string[];
+}
+
+type PreviewOptions = Pick<PlanOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>;
+
+function checked(file: string, line: number, kind: ArrayName, item: unknown, mapped: { errors?: string[]; failed?: string[] }, options: PreviewOptions): PreviewRow {
+  const errors = [...itemErrors(kind, item, mapped)];
+  if (errors.length === 0) return { file, line, kind, item };
+  const kept = options.reading?.dropInvalidFields === true && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped.failed) : undefined;
+  return kept === undefined ? { file, line, kind, item, rejected: true, errors } : { file, line, kind, item: kept.item, errors };
+}
+
+async function csvPreview(file: string, rows: number, options: PreviewOptions): Promise<PreviewRow[]> {
+  const out: PreviewRow[] = [];
+  let header: ReturnType<typeof readCsvHeader> | undefined;
+  for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+    for (const record of records) {
+      if (header === undefined) {
+        if ('error' in record) return out;
+        header = readCsvHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
+        if (!header.ok) return out;
+        continue;
+      }
+      if (!header.ok || out.length >= rows) return out;
+      const kind = header.header.kind;
+      if ('error' in record) out.push({ file, line: record.line, kind, rejected: true, errors: [record.error] });
+      else {
+        const wrong = widthProblem(header.header, record.cells);
+        if (wrong !== undefined) out.push({ file, line: record.line, kind, rejected: true, errors: [wrong] });
+        else {
+          const mapped = mapCsvRow(header.header, record.cells);
+          out.push(checked(file, record.line, kind, mapped.item, mapped, options));
+        }
+      }
+    }
+    if (out.length >= rows) return out;
+  }
+  return out;
+}
+
+async function ndjsonPreview(file: string, rows: number, options: PreviewOptions): Promise<PreviewRow[]> {
+  const out: PreviewRow[] = [];
+  const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
+  for await (const records of readNdjson(inputBytes(file), { encoding: options.encoding })) {
+    for (const record of records) {
+      if (out.length >= rows) return out;
+      if ('error' in record) {
+        out.push({ file, line: record.line, kind: options.kind ?? 'unknown', rejected: true, errors: [record.error] });
+        continue;
+      }
+      for (const entry of itemsOf(record.value)) {
+        if ('item' in entry) out.push(checked(file, record.line, entry.kind, entry.item, entry, options));
+        else out.push({ file, line: record.line, kind: entry.kind, rejected: true, errors: entry.errors });
+      }
+    }
+  }
+  return out;
+}
+
+/** The first `rows` rows of each input file (standard input is not read ahead), as items or as the reasons they would be rejected. */
+export async function previewRows(options: PreviewOptions, rows: number): Promise<PreviewRow[]> {
+  const out: PreviewRow[] = [];
+  for (const file of options.inputs) {
+    if (file === STDIN) continue;
+    const format = formatOf(file, options.format);
+    out.push(...(format === 'csv' ? await csvPreview(file, rows, options) : await ndjsonPreview(file, rows, options)));
+  }
+  return out;
+}
+
+/** The preview as a person reads it: each file's rows, an item a line of JSON. */
+export function formatPreview(preview: readonly PreviewRow[]): string {
+  const lines: string[] = [];
+  let file: string | undefined;
+  for (const row of preview) {
+    if (row.file !== file) {
+      file = row.file;
+      lines.push(`preview of ${file}:`);
+    }
+    const what = row.rejected === true ? `${row.kind}, rejected` : row.kind;
+    lines.push(`  line ${row.line} (${what})${row.item === undefined ? '' : ` ${JSON.stringify(row.item)}`}`);
+    const label = row.rejected === true ? '    ' : '    left out: ';
+    for (const error of row.errors ?? []) lines.push(`${label}${error}`);
+  }
+  return lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+}
