@@ -50,6 +50,8 @@ const OTHER_NAMES: Readonly<Record<string, string>> = {
 const squeeze = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]/g, '');
 
 const SQUEEZED = new Map<string, string>(KNOWN_FIELDS.map((field) => [squeeze(field), field]));
+/** Every squeezed name taken for a field: the fields' own and the other names. */
+const ALL_NAMES: ReadonlyArray<[string, string]> = [...SQUEEZED, ...Object.entries(OTHER_NAMES)];
 
 /** The edit distance of two short texts (insertions, deletions, substitutions, swaps of neighbours). */
 export function editDistance(a: string, b: string): number {
@@ -81,7 +83,7 @@ export function likelyField(name: string): string | undefined {
   if (squeezed.length < 5) return undefined;
   let best: string | undefined;
   let bestDistance = squeezed.length >= 8 ? 2 : 1;
-  for (const [known, field] of SQUEEZED) {
+  for (const [known, field] of ALL_NAMES) {
     if (known.length < 5 || Math.abs(known.length - squeezed.length) > bestDistance) continue;
     const distance = editDistance(squeezed, known);
     if (distance <= bestDistance && (best === undefined || distance < bestDistance)) {

@@ -1,0 +1,67 @@
+// Names close to identifiers and standard fields, and columns of mixed guessed types.
+import { describe, expect, it } from 'vitest';
+import { readCsvHeader } from '../../src/mapping/csv-rows.js';
+import { mixedTypeNotes } from '../../src/mapping/header-notes.js';
+import { editDistance, likelyField } from '../../src/mapping/suggest.js';
+
+describe('likelyField', () => {
+  it('takes case, spaces, punctuation, other common names and small slips for the field', () => {
+    expect(['externalid', 'External_ID', 'e-mail', 'Email Address', 'first name', 'Mobile', 'extrenal_id', 'emial_address', 'Date of Birth'].map(likelyField)).toEqual([
+      'external_id',
+      'external_id',
+      'email',
+      'email',
+      'first_name',
+      'phone',
+      'external_id',
+      'email',
+      'dob',
+    ]);
+  });
+
+  it('says nothing of a field itself or of names not close to one', () => {
+    expect(['external_id', 'email', 'plan', 'zip', 'company', 'nickname', 'tags'].map(likelyField)).toEqual(Array(7).fill(undefined));
+    expect(editDistance('extrenal', 'external')).toBe(1);
+  });
+});
+
+describe('header notes', () => {
+  it('names a misspelt identifier beside another one, and the --map line that fixes it', () => {
+    const result = readCsvHeader(['externalid', 'email', 'first name', 'plan']);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.notes).toEqual([
+      'column "externalid" becomes the custom attribute "externalid", and the rows\' users are found by email, but looks like external_id; to read it as external_id, put {"externalid": "external_id"} in a --map file',
+      'column "first name" becomes the custom attribute "first name", but looks like first_name; to read it as first_name, put {"first name": "first_name"} in a --map file',
+    ]);
+  });
+
+  it('a header naming no user says which column likely does, as a --map entry', () => {
+    const result = readCsvHeader(['External_ID', 'plan']);
+    expect(result).toEqual({
+      ok: false,
+      problems: [
+        'the header has no column that names the user: external_id, user_alias.alias_name, service_id, email or phone',
+        'column "External_ID" looks like external_id: put {"External_ID": "external_id"} in a --map file and give --map FILE',
+      ],
+    });
+  });
+
+  it('counts the types guessed for each unannotated column, and names a mixed one with the annotation to add', () => {
+    const result = readCsvHeader(['external_id', 'zip', 'vip', 'plan', 'age:number']);
+    if (!result.ok) throw new Error('header');
+    const { header } = result;
+    for (const cells of [['u1', '02134', 'true', 'pro', '1'], ['u2', '94105', 'yes', 'pro', '2'], ['u3', '10001', 'false', 'pro', '3']]) header.mapRow(cells);
+    expect(mixedTypeNotes(header.typeCounts)).toEqual([
+      'column "zip" was guessed as 2 numbers and 1 text, so profiles will hold mixed types; type it: {"zip": "zip:string"} in a --map file, or the header "zip:string"',
+      'column "vip" was guessed as 2 booleans and 1 text, so profiles will hold mixed types; type it: {"vip": "vip:boolean"} in a --map file, or the header "vip:boolean" (it reads yes/no/y/n/1/0 too), or :string to keep the texts',
+    ]);
+  });
+
+  it('leaves the columns of a CSV rejects file (_file, _line, _errors) out', () => {
+    const result = readCsvHeader(['external_id', 'plan', '_file', '_line', '_errors']);
+    if (!result.ok) throw new Error('header');
+    expect(result.header.mapRow(['u1', 'pro', 'a.csv', '3', 'plan: bad']).item).toEqual({ external_id: 'u1', plan: 'pro' });
+    expect(result.header.keys).toEqual(['external_id', 'plan', undefined, undefined, undefined]);
+  });
+});
