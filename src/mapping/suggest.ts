@@ -1,24 +1,10 @@
 // Column names close to an identifier or a standard field (`externalid`, `E-mail`, `Email Address`,
 // `first name`): such a column would become a custom attribute, and its rows may name their users
 // by another column, so the header is told what it likely means and the --map line that says so.
+import { TEXT_FIELDS } from '../model/fields.js';
 
-/** The fields a column name is compared with: identifiers first, then standard profile fields. */
-const KNOWN_FIELDS = [
-  'external_id',
-  'email',
-  'phone',
-  'service_id',
-  'first_name',
-  'last_name',
-  'dob',
-  'gender',
-  'country',
-  'home_city',
-  'time_zone',
-  'language',
-  'email_subscribe',
-  'push_subscribe',
-] as const;
+/** The fields a column name is compared with: identifiers first, then standard profile fields of text. */
+const KNOWN_FIELDS: readonly string[] = ['external_id', 'email', 'phone', 'service_id', ...TEXT_FIELDS, 'dob', 'language', 'email_subscribe', 'push_subscribe'];
 
 /** Names exports give these fields, squeezed as squeeze() does. */
 const OTHER_NAMES: Readonly<Record<string, string>> = {
@@ -75,7 +61,7 @@ export function editDistance(a: string, b: string): number {
  * name of five letters or more (`extrenal_id`, `emial`) is taken for it.
  */
 export function likelyField(name: string): string | undefined {
-  if ((KNOWN_FIELDS as readonly string[]).includes(name)) return undefined;
+  if (KNOWN_FIELDS.includes(name)) return undefined;
   const squeezed = squeeze(name);
   if (squeezed === '') return undefined;
   const found = SQUEEZED.get(squeezed) ?? OTHER_NAMES[squeezed];
