@@ -153,6 +153,8 @@ const pad = (n: number): string => (n < 10 ? `0${n}` : String(n));
  */
 export function readDateText(text: string, reading: TimeReading): { date: string } | { problem: string } | undefined {
   if (text.length === 10 && isCalendarDate(text)) return { date: text };
+  // the form a date of birth must have: the validator says what is wrong with it
+  if (/^\d{4}-\d{2}-\d{2}$/.test(text)) return undefined;
   const trimmed = text.trim();
   const first = YEAR_FIRST.exec(trimmed);
   const last = first === null ? YEAR_LAST.exec(trimmed) : null;

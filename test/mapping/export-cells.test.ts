@@ -79,7 +79,8 @@ describe('time cells', () => {
     expect(problem(read('31/02/1990'))).toMatch(/^is not a real date read as day\/month\/year/);
     expect(problem(dateOfBirthReader({})('02/05/1990'))).toMatch(/--date-order/);
     expect(read('May 2nd')).toBe('May 2nd'); // the validator says what a dob must be
-    expect(readDateText('1990-13-01', {})).toEqual({ problem: 'is not a real date' });
+    expect(readDateText('1990/13/01', {})).toEqual({ problem: 'is not a real date' });
+    expect(read('1990-02-30')).toBe('1990-02-30'); // refused by the validator, in its words
   });
 
   it('phones: national numbers read in --default-country, every number sent in E.164', () => {
