@@ -3,9 +3,9 @@
 // environment <- flags).
 import { Option, type Command } from 'commander';
 import { UsageError } from '../errors.js';
-import { DELIMITERS, type Delimiter } from '../input/csv.js';
+import { DELIMITERS, type Delimiter } from '../input/delimiters.js';
 import { INPUT_ENCODINGS, type InputEncoding } from '../input/decode.js';
-import { formatOf, STDIN, type InputFormat } from '../input/source.js';
+import type { InputFormat } from '../input/source.js';
 import type { DateOrder } from '../mapping/times.js';
 import { countryCode, isTimeZoneName } from '../model/places.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';

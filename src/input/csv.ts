@@ -18,8 +18,9 @@ export type CsvRecord =
 /** A row longer than this is taken for a quote left open, not for data: reading stops. */
 export const MAX_ROW_CHARS = 16 * 1024 * 1024;
 
-export const DELIMITERS = [',', ';', '\t', '|'] as const;
-export type Delimiter = (typeof DELIMITERS)[number];
+import { DELIMITERS, type Delimiter } from './delimiters.js';
+
+export { DELIMITERS, type Delimiter } from './delimiters.js';
 
 export interface CsvOptions {
   /** Default MAX_ROW_CHARS. */

@@ -58,13 +58,16 @@ const TYPE_NAMES = [
   ['text', 'texts'],
 ] as const;
 
+/** 1427 -> `1,427`, without loading the runtime's number formats (toLocaleString costs megabytes). */
+const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',');
+
 /** A note for each column whose cells became more than one type, with the counts and the annotation to add. */
 export function mixedTypeNotes(typeCounts: readonly TypeCounts[]): string[] {
   const notes: string[] = [];
   for (const { column, field, counts } of typeCounts) {
     const kinds = [0, 1, 2].filter((i) => counts[i] > 0);
     if (kinds.length < 2) continue;
-    const parts = kinds.map((i) => `${counts[i].toLocaleString('en-US')} ${TYPE_NAMES[i][counts[i] === 1 ? 0 : 1]}`);
+    const parts = kinds.map((i) => `${grouped(counts[i])} ${TYPE_NAMES[i][counts[i] === 1 ? 0 : 1]}`);
     const annotation = counts[1] > 0 && counts[0] === 0 ? 'boolean' : 'string';
     const other = annotation === 'boolean' ? ' (it reads yes/no/y/n/1/0 too), or :string to keep the texts' : '';
     notes.push(

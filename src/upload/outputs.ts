@@ -3,6 +3,8 @@
 // its rejects file without writing a row twice.
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
+import { UsageError } from '../errors.js';
+import { formatOf } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
 import type { UploadOptions } from './upload.js';
 
@@ -87,6 +89,8 @@ export function rejectsWriter(
 ): NdjsonWriter & { open(): Promise<void> } {
   const lines = lazyWriter(path, 'rejects', append);
   if (options.rejectsFormat !== 'csv') return lines;
+  const ndjson = options.inputs.find((file) => formatOf(file, options.format) === 'ndjson');
+  if (ndjson !== undefined) throw new UsageError(`--rejects-format csv writes rows of CSV inputs; ${ndjson} is NDJSON (leave its rejects as NDJSON)`);
   let rows = 0;
   let writeRow: Promise<(record: RejectRecord) => Promise<void>> | undefined;
   return {
