@@ -3,7 +3,7 @@
 // (a zip column of numbers and texts leaves profiles holding both).
 import { IDENTIFIER_FIELDS, isCustomAttributeName } from '../model/fields.js';
 import type { ArrayName } from '../model/types.js';
-import { readInferred, type CellReader } from './cells.js';
+import { plainDecimalDot, type CellReader } from './cells.js';
 import { likelyField, mapEntry } from './suggest.js';
 
 const IDENTIFIER_ORDER = ['external_id', 'user_alias', 'service_id', 'email', 'phone'] as const;
@@ -43,12 +43,29 @@ export interface TypeCounts {
   counts: Float64Array;
 }
 
-/** readInferred, counting the type of each value in `counts` ([numbers, booleans, texts]). */
+/**
+ * readInferred, counting the type of each value in `counts` ([numbers, booleans, texts]). Its rule
+ * is written out again here so the count costs no second look at the value: every inferred cell of
+ * a file comes through it.
+ */
 export function typeCounter(counts: Float64Array): CellReader {
   return (text) => {
-    const value = readInferred(text);
-    counts[typeof value === 'number' ? 0 : typeof value === 'boolean' ? 1 : 2] += 1;
-    return value;
+    const c = text.charCodeAt(0);
+    if ((c >= 48 && c <= 57) || c === 45) {
+      const dot = plainDecimalDot(text);
+      if (dot !== -1) {
+        const n = Number(text);
+        if (dot < text.length || Number.isSafeInteger(n)) {
+          counts[0] += 1;
+          return n;
+        }
+      }
+    } else if (text === 'true' || text === 'false') {
+      counts[1] += 1;
+      return text === 'true';
+    }
+    counts[2] += 1;
+    return text;
   };
 }
 

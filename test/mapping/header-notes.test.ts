@@ -1,7 +1,9 @@
 // Names close to identifiers and standard fields, and columns of mixed guessed types.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { readInferred } from '../../src/mapping/cells.js';
 import { readCsvHeader } from '../../src/mapping/csv-rows.js';
-import { mixedTypeNotes } from '../../src/mapping/header-notes.js';
+import { mixedTypeNotes, typeCounter } from '../../src/mapping/header-notes.js';
 import { editDistance, likelyField } from '../../src/mapping/suggest.js';
 
 describe('likelyField', () => {
@@ -63,5 +65,22 @@ describe('header notes', () => {
     if (!result.ok) throw new Error('header');
     expect(result.header.mapRow(['u1', 'pro', 'a.csv', '3', 'plan: bad']).item).toEqual({ external_id: 'u1', plan: 'pro' });
     expect(result.header.keys).toEqual(['external_id', 'plan', undefined, undefined, undefined]);
+  });
+});
+
+describe('typeCounter', () => {
+  it('reads every cell as readInferred does, and counts the type it gave', () => {
+    const counts = new Float64Array(3);
+    const read = typeCounter(counts);
+    const cell = fc.oneof(fc.string(), fc.constantFrom('true', 'false', '0', '-0', '007', '1.5', '-2.', '9007199254740993', '-12', '1e5'), fc.integer().map(String));
+    fc.assert(
+      fc.property(cell, (text) => {
+        const before = Array.from(counts);
+        const value = read(text);
+        expect(value).toEqual(readInferred(text));
+        const slot = typeof value === 'number' ? 0 : typeof value === 'boolean' ? 1 : 2;
+        expect(Array.from(counts).map((n, i) => n - before[i])).toEqual([0, 1, 2].map((i) => (i === slot ? 1 : 0)));
+      }),
+    );
   });
 });
