@@ -8,18 +8,16 @@
 //   3. 1% of the cells changed: exactly those attributes sent, in the fewest requests (50 items each)
 // Build first: npm run build && node bench/run.mjs delta
 // Knobs: BENCH_ROWS (default 1,000,000), BENCH_RUNS (default 2).
-import { fork, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { writeUsersCsv } from './csv-files.mjs';
 import { stolenMs } from './host.mjs';
+import { runTrack, startServerChild, writeUsageHook } from './track-run.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
-const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 2);
 const COLUMNS = ['external_id', 'first_name', 'email', 'plan', 'visits', 'zip'];
@@ -61,52 +59,17 @@ function server() {
   httpServer.listen(0, '127.0.0.1', () => process.send({ port: httpServer.address().port }));
 }
 
-/** One run of the CLI; a module preloaded with --import writes its peak RSS to fd 3 as it exits. */
-async function runCli(rssHook, args) {
-  const start = performance.now();
-  const child = spawn(process.execPath, ['--import', rssHook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
-  const collect = (stream) => {
-    const chunks = [];
-    stream.on('data', (chunk) => chunks.push(chunk));
-    return () => Buffer.concat(chunks).toString('utf8');
-  };
-  const [stdout, stderr, usage] = [collect(child.stdio[1]), collect(child.stdio[2]), collect(child.stdio[3])];
-  const [code] = await once(child, 'close');
-  const wallMs = performance.now() - start;
-  if (code !== 0) throw new Error(`track ${args[0]} exited with ${code}: ${stderr()}`);
-  return { wallMs, summary: JSON.parse(stdout()), maxRssKb: JSON.parse(usage()).maxRssKb };
-}
-
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const n = (value) => Math.round(value).toLocaleString('en-US');
 const s = (ms) => `${(ms / 1000).toFixed(2)} s`;
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'track-delta-bench-'));
-  const serverChild = fork(HERE, ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = await startServerChild(HERE);
   let ok = true;
   try {
-    const port = await new Promise((resolve, reject) => {
-      serverChild.once('message', (message) => resolve(message.port));
-      serverChild.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const take = () =>
-      new Promise((resolve) => {
-        const on = (message) => {
-          if (message.taken === undefined) return;
-          serverChild.off('message', on);
-          resolve(message.taken);
-        };
-        serverChild.on('message', on);
-        serverChild.send('take');
-      });
-    const rssHook = join(dir, 'rss-at-exit.mjs');
-    writeFileSync(
-      rssHook,
-      "import { writeSync } from 'node:fs';\nimport { isMainThread } from 'node:worker_threads';\n" +
-        "if (isMainThread) process.on('exit', () => writeSync(3, JSON.stringify({ maxRssKb: process.resourceUsage().maxRSS })));\n",
-    );
+    const { url, take } = server;
+    const rssHook = writeUsageHook(dir);
     const file = join(dir, 'users.csv');
     const state = join(dir, 'state.sqlite');
     await writeUsersCsv(file, ROWS);
@@ -114,7 +77,7 @@ async function main() {
     const upload = (...extra) => {
       // each run is a new upload of the same file: an earlier run's journal would refuse it
       rmSync(join(dir, 'bench.journal'), { force: true });
-      return runCli(rssHook, ['upload', file, '--url', url, '--api-key', 'bench-key-0000', '--quiet', '--rate', '1000000', '--concurrency', '16', '--journal', join(dir, 'bench.journal'), ...extra]);
+      return runTrack(rssHook, ['upload', file, '--url', url, '--api-key', 'bench-key-0000', '--quiet', '--rate', '1000000', '--concurrency', '16', '--journal', join(dir, 'bench.journal'), ...extra]);
     };
     const removeState = () => ['', '-wal', '-shm'].forEach((suffix) => rmSync(`${state}${suffix}`, { force: true }));
 
@@ -145,7 +108,7 @@ async function main() {
     const unchanged = [];
     let rss = 0;
     for (let run = 0; run < RUNS; run += 1) {
-      dry.push((await runCli(rssHook, ['upload', '--dry-run', file])).wallMs);
+      dry.push((await runTrack(rssHook, ['upload', '--dry-run', file])).wallMs);
       const r = await upload('--delta', '--state', state);
       unchanged.push(r.wallMs);
       rss = Math.max(rss, r.maxRssKb);
@@ -176,7 +139,7 @@ async function main() {
         cells[at] = column === 'visits' ? String(Number(cells[at]) + 1) : `${cells[at]}x`;
       }
     });
-    serverChild.send('record');
+    server.send('record');
     const r = await upload('--delta', '--state', state);
     const got = await take();
     const cells = [...changed.values()].reduce((sum, set) => sum + set.size, 0);
@@ -197,7 +160,7 @@ async function main() {
     if (!exact || got.requests !== fewest || r.summary.dataPoints.sent !== cells) ok = false;
     console.log(`steal after: ${stolenMs() ?? 'n/a'} ms`);
   } finally {
-    serverChild.send('exit');
+    server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
   if (!ok) process.exitCode = 1;

@@ -12,18 +12,16 @@
 //      at BENCH_ROWS it is the largest of the step 1 runs
 // Build first: npm run build && node bench/run.mjs upload
 // Knobs: BENCH_ROWS, BENCH_RUNS, BENCH_CONCURRENCY, BENCH_RATE, BENCH_RATE_SECONDS, BENCH_RSS_ROWS.
-import { fork, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { once } from 'node:events';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CSV_PARSE_AS_TRACK, csvParseAlone, writeUsersCsv as generate } from './csv-files.mjs';
 import { stolenMs } from './host.mjs';
+import { runTrack, startServerChild, writeUsageHook } from './track-run.mjs';
 
 const HERE = fileURLToPath(import.meta.url);
-const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
@@ -78,15 +76,11 @@ const FLOORS = [
   { name: 'csv-parse alone, its defaults', options: {} },
 ];
 
-/**
- * One `track upload` run of the real CLI in a child process. A module preloaded with --import
- * writes the process's peak RSS and CPU time to fd 3 as it exits.
- */
-async function runCli(rssHook, file, dir, url, rate) {
-  const args = [
-    '--import',
-    rssHook,
-    CLI,
+/** One `track upload` run of the real CLI in a child process, with its peak RSS and CPU time. */
+function runCli(hook, file, dir, url, rate) {
+  // each run is a new upload of the same file: an earlier run's journal would refuse it
+  rmSync(join(dir, 'bench.journal'), { force: true });
+  return runTrack(hook, [
     'upload',
     file,
     '--url',
@@ -94,7 +88,6 @@ async function runCli(rssHook, file, dir, url, rate) {
     '--api-key',
     'bench-key-0000',
     '--quiet',
-    '--json',
     '--rate',
     String(rate),
     '--concurrency',
@@ -103,23 +96,7 @@ async function runCli(rssHook, file, dir, url, rate) {
     join(dir, 'bench.journal'),
     '--rejects',
     join(dir, 'bench.rejects.ndjson'),
-  ];
-  // each run is a new upload of the same file: an earlier run's journal would refuse it
-  rmSync(join(dir, 'bench.journal'), { force: true });
-  const start = performance.now();
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
-  const collect = (stream) => {
-    const chunks = [];
-    stream.on('data', (chunk) => chunks.push(chunk));
-    return () => Buffer.concat(chunks).toString('utf8');
-  };
-  const [stdout, stderr, usage] = [collect(child.stdio[1]), collect(child.stdio[2]), collect(child.stdio[3])];
-  const [code] = await once(child, 'close');
-  const wallMs = performance.now() - start;
-  if (code !== 0) throw new Error(`track upload exited with ${code}: ${stderr()}`);
-  const summary = JSON.parse(stdout());
-  const { maxRssKb, cpuMs } = JSON.parse(usage());
-  return { wallMs, summary, maxRssKb, cpuMs };
+  ]);
 }
 
 /** Every row read, none rejected, every item accepted, nothing left unsettled. */
@@ -154,35 +131,10 @@ const mb = (kb) => `${Math.round(kb / 1024)} MB`;
 
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'track-upload-bench-'));
-  const serverChild = fork(HERE, ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const server = await startServerChild(HERE);
   try {
-    const port = await new Promise((resolve, reject) => {
-      serverChild.once('message', (message) => resolve(message.port));
-      serverChild.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
-    });
-    const url = `http://127.0.0.1:${port}`;
-    const take = () =>
-      new Promise((resolve) => {
-        const on = (message) => {
-          if (message.taken !== undefined) {
-            serverChild.off('message', on);
-            resolve(message.taken);
-          }
-        };
-        serverChild.on('message', on);
-        serverChild.send('take');
-      });
-    const rssHook = join(dir, 'rss-at-exit.mjs');
-    writeFileSync(
-      rssHook,
-      // --import runs in every thread of the process (the CLI plans in a worker): report from the main one
-      "import { writeSync } from 'node:fs';\n" +
-        "import { isMainThread } from 'node:worker_threads';\n" +
-        'if (isMainThread) process.on(\'exit\', () => {\n' +
-        '  const u = process.resourceUsage();\n' +
-        '  writeSync(3, JSON.stringify({ maxRssKb: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }));\n' +
-        '});\n',
-    );
+    const { url, take } = server;
+    const rssHook = writeUsageHook(dir);
 
     // 1. no rate limit, alternating with the floor
     const file = join(dir, 'attributes.csv');
@@ -292,7 +244,7 @@ async function main() {
     }
     console.log(`peak RSS, --rate ${RATE} run: ${mb(paced.maxRssKb)}`);
   } finally {
-    serverChild.send('exit');
+    server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

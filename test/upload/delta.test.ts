@@ -5,29 +5,15 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import type { Emulator } from '../../src/index.js';
 import { exportUser } from '../../src/emulator/export.js';
-import { BIN, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
-import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { BIN, runCliAsync as runCli } from '../helpers/cli.js';
+import type { FaultServer } from '../helpers/fault-server.js';
+import { useServers } from '../helpers/servers.js';
 
-let tmp: ReturnType<typeof tempDir>;
-let emus: Emulator[] = [];
-let faults: FaultServer | undefined;
-beforeEach(() => (tmp = tempDir()));
-afterEach(async () => {
-  for (const emu of emus) await emu.close();
-  await faults?.close();
-  emus = [];
-  faults = undefined;
-  tmp.cleanup();
-});
-
-async function emulator(options: Parameters<typeof startEmulator>[0] = {}): Promise<Emulator> {
-  const emu = await startEmulator({ apiKeys: ['k'], ...options });
-  emus.push(emu);
-  return emu;
-}
+const { tmp, emulator, faultServer } = useServers();
+let faults: FaultServer;
 
 const HEADER = 'external_id,first_name,email,plan,score';
 type Row = [string, string, string, string, number | string];
@@ -53,7 +39,7 @@ const custom = (emu: Emulator, id: string) => {
 
 describe('--delta', () => {
   it('sends everything once, then nothing for an unchanged file, then exactly the changed values', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const rows = users(300);
     const file = writeCsv('users.csv', rows);
     const first = await json([file, '--url', faults.url, '--delta']);
@@ -82,7 +68,7 @@ describe('--delta', () => {
   }, 60_000);
 
   it('never learns an item the server refused, nor anything from a dry run, and keeps each target apart', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const file = writeCsv('users.csv', users(4));
     // the server refuses the second item by a minor error: the state must not hold it
     faults.script(() => ({ kind: 'minor', errors: [{ type: 'refused for the test', input_array: 'attributes', index: 1 }] }));
@@ -130,7 +116,7 @@ describe('--delta', () => {
   }, 60_000);
 
   it('--full sends every attribute and refreshes the state; track state shows it and forgets a target', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const file = writeCsv('users.csv', users(10));
     await json([file, '--url', faults.url, '--delta']);
     const full = await json([file, '--url', faults.url, '--delta', '--full']);
@@ -175,7 +161,7 @@ describe('--delta', () => {
   }, 180_000);
 
   it('settles a request-shaped line whose items are partly unchanged, so a resume finds nothing left', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const file = join(tmp.dir, 'lines.ndjson');
     const line = (plan: string) => JSON.stringify({ attributes: [{ external_id: 'u1', plan: 'pro' }, { external_id: 'u2', plan }] });
     writeFileSync(file, `${line('free')}\n`);

@@ -3,30 +3,15 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startEmulator, type Emulator } from '../../src/index.js';
-import { BIN, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { BIN, runCliAsync as runCli } from '../helpers/cli.js';
 import { range, storedNs, writeEventsCsv } from '../helpers/events.js';
-import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import type { FaultServer } from '../helpers/fault-server.js';
+import { useServers } from '../helpers/servers.js';
 
 const isRoot = process.getuid?.() === 0;
-let tmp: ReturnType<typeof tempDir>;
-let emus: Emulator[] = [];
-let faults: FaultServer | undefined;
-beforeEach(() => (tmp = tempDir()));
-afterEach(async () => {
-  for (const emu of emus) await emu.close();
-  await faults?.close();
-  emus = [];
-  faults = undefined;
-  tmp.cleanup();
-});
-
-async function emulator(options: Parameters<typeof startEmulator>[0] = {}): Promise<Emulator> {
-  const emu = await startEmulator({ apiKeys: ['k'], ...options });
-  emus.push(emu);
-  return emu;
-}
+const { tmp, emulator, faultServer } = useServers();
+let faults: FaultServer;
 
 const eventsCsv = (rows: number, name = 'events.csv', bad: (i: number) => boolean = () => false, users = 40): string =>
   writeEventsCsv(tmp.dir, rows, name, { bad, users });
@@ -136,7 +121,7 @@ describe('no accidental second run', () => {
 
 describe('exit 2 only when nothing was sent', () => {
   it('checks every input header before the first request, and leaves an earlier run’s files as they were', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const good = eventsCsv(60, 'good.csv', (i) => i === 0);
     const bad = join(tmp.dir, 'bad.csv');
     writeFileSync(bad, 'name,time\nseeded,2024-03-07T10:00:00Z\n'); // no column names the user
@@ -222,7 +207,7 @@ describe('kill -9, then --resume', () => {
 
   it('with --on-unknown reject, writes the rows that were in flight to the rejects file instead', async () => {
     // the server answers nothing: every request stays in flight until the kill
-    faults = await startFaultServer(() => ({ kind: 'hang' }));
+    faults = await faultServer(() => ({ kind: 'hang' }));
     // a user a row, so that two requests may be in flight at once
     const file = eventsCsv(200, 'events.csv', () => false, 200);
     const child = spawn(process.execPath, [BIN, 'upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '2', '--quiet'], { cwd: tmp.dir });
@@ -278,7 +263,7 @@ describe('the files a run writes', () => {
 
 describe('--out during an upload', () => {
   it('writes each request body as sent, one a line, in send order', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const file = eventsCsv(175);
     const r = await up([file, '--url', faults.url, '--out', join(tmp.dir, 'sent.ndjson'), '--concurrency', '1', '--json']);
     expect(r.status).toBe(0);
@@ -330,7 +315,7 @@ describe('an honest summary', () => {
   });
 
   it('says when sending resumes after a long wait for the hourly limit', async () => {
-    faults = await startFaultServer();
+    faults = await faultServer();
     const file = eventsCsv(120);
     const child = spawn(process.execPath, [BIN, 'upload', file, '--url', faults.url, '--api-key', 'k', '--hourly', '1'], { cwd: tmp.dir });
     let stderr = '';

@@ -1,0 +1,69 @@
+// Runs the real CLI for a bench: a module preloaded with --import writes the process's peak RSS and
+// CPU time to fd 3 as it exits (from the main thread: the CLI plans in a worker, which runs it too).
+import { fork, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
+
+/** Writes the preloaded module into `dir`; returns its path. */
+export function writeUsageHook(dir) {
+  const path = join(dir, 'usage-at-exit.mjs');
+  writeFileSync(
+    path,
+    "import { writeSync } from 'node:fs';\n" +
+      "import { isMainThread } from 'node:worker_threads';\n" +
+      "if (isMainThread) process.on('exit', () => {\n" +
+      '  const u = process.resourceUsage();\n' +
+      '  writeSync(3, JSON.stringify({ maxRssKb: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }));\n' +
+      '});\n',
+  );
+  return path;
+}
+
+/** One run of `track ARGS --json`: its wall time, its summary, peak RSS and CPU time; a failed run throws with its stderr. */
+export async function runTrack(hook, args) {
+  const start = performance.now();
+  const child = spawn(process.execPath, ['--import', hook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const collect = (stream) => {
+    const chunks = [];
+    stream.on('data', (chunk) => chunks.push(chunk));
+    return () => Buffer.concat(chunks).toString('utf8');
+  };
+  const [stdout, stderr, usage] = [collect(child.stdio[1]), collect(child.stdio[2]), collect(child.stdio[3])];
+  const [code] = await once(child, 'close');
+  const wallMs = performance.now() - start;
+  if (code !== 0) throw new Error(`track ${args[0]} exited with ${code}: ${stderr()}`);
+  const { maxRssKb, cpuMs } = JSON.parse(usage());
+  return { wallMs, summary: JSON.parse(stdout()), maxRssKb, cpuMs };
+}
+
+/**
+ * The loopback server of a bench, in a child process running `script --server`: it sends its port
+ * when it listens, answers 'take' with { taken: ... }, and closes on 'exit'.
+ */
+export async function startServerChild(script) {
+  const child = fork(script, ['--server'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise((resolve, reject) => {
+    child.once('message', (message) => resolve(message.port));
+    child.once('exit', (code) => reject(new Error(`the server exited with ${code}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    /** What the server counted since the last take. */
+    take: () =>
+      new Promise((resolve) => {
+        const on = (message) => {
+          if (message.taken === undefined) return;
+          child.off('message', on);
+          resolve(message.taken);
+        };
+        child.on('message', on);
+        child.send('take');
+      }),
+    send: (message) => child.send(message),
+    stop: () => child.send('exit'),
+  };
+}
