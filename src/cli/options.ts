@@ -98,7 +98,7 @@ export interface ReadFlags {
   json?: boolean;
   /** Sending only what changed (and, for validate, the target and pace of the estimate). */
   delta?: boolean;
-  state: string;
+  state?: string;
   dedupeEvents?: boolean;
   full?: boolean;
   url?: string;
@@ -193,7 +193,7 @@ export function addReadOptions(command: Command): Command {
     .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
-    .option('--state <file>', 'what each target acknowledged, for --delta and --dedupe-events', UPLOAD_DEFAULTS.state)
+    .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
     .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)');
 }
@@ -209,10 +209,13 @@ export function addPaceOptions(command: Command): Command {
 /** What to read and how, from the flags; where to send is sendOptionsFrom's (a dry run's --delta reads the state of --url or TRACK_URL). */
 export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS.ProcessEnv = {}): UploadOptions {
   if (flags.full === true && flags.delta !== true) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
+  if (flags.state !== undefined && flags.delta !== true && flags.dedupeEvents !== true) {
+    throw new UsageError('--state is the state of --delta and --dedupe-events: give one of them, or leave --state out');
+  }
   const delta =
     flags.delta === true || flags.dedupeEvents === true
       ? {
-          statePath: flags.state,
+          statePath: flags.state ?? UPLOAD_DEFAULTS.state,
           attributes: flags.delta === true,
           activities: flags.dedupeEvents === true,
           full: flags.full === true,

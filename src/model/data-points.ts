@@ -19,6 +19,8 @@ const FREE_FIELDS: ReadonlySet<string> = new Set([
   'push_tokens',
 ]);
 
+const OPERATIONS: ReadonlySet<string> = new Set(['add', 'remove', '$add', '$remove', '$update', 'inc', '$time']);
+
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** Every key of an object, at every depth (an array of objects counts the keys of each). */
@@ -45,6 +47,8 @@ export function attributePoints(value: unknown): number {
     return 1;
   }
   const keys = Object.keys(value);
+  // several operations at once (`{"add": [...], "remove": [...]}`): each costs its own
+  if (keys.length > 1 && keys.every((key) => OPERATIONS.has(key))) return keys.reduce((n, key) => n + attributePoints({ [key]: value[key] }), 0);
   if (keys.length === 1) {
     const operand = value[keys[0]];
     switch (keys[0]) {
@@ -64,6 +68,11 @@ export function attributePoints(value: unknown): number {
     }
   }
   return Math.max(1, keysWithin(value));
+}
+
+/** Whether setting this field of an attributes item costs data points; `identifiedBy` is the field that names its user. */
+export function isBillableField(key: string, identifiedBy: string | undefined): boolean {
+  return key !== identifiedBy && !FREE_FIELDS.has(key);
 }
 
 /** The data points an item costs; `identifiedBy` is the field that names its user (free, as every identifier is). */

@@ -5,15 +5,15 @@ import { UsageError } from '../errors.js';
 const ENDPOINT_PATH = '/users/track';
 
 /** The /users/track URL for a base URL (one that ends in it already is taken as it is); a UsageError names what is wrong with it. */
-export function resolveEndpoint(url: string): URL {
+export function resolveEndpoint(url: string, flag = '--url'): URL {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
-    throw new UsageError(`--url is not a URL: ${JSON.stringify(url)}`);
+    throw new UsageError(`${flag} is not a URL: ${JSON.stringify(url)}`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-    throw new UsageError(`--url must start with http:// or https://, not ${parsed.protocol}`);
+    throw new UsageError(`${flag} must start with http:// or https://, not ${parsed.protocol}`);
   }
   parsed.username = '';
   parsed.password = '';
@@ -24,7 +24,7 @@ export function resolveEndpoint(url: string): URL {
 }
 
 /** The target of a base URL, as journals and the delta state name it: the endpoint's origin and path. */
-export function targetOf(url: string): string {
-  const endpoint = resolveEndpoint(url);
+export function targetOf(url: string, flag = '--url'): string {
+  const endpoint = resolveEndpoint(url, flag);
   return `${endpoint.origin}${endpoint.pathname}`;
 }

@@ -78,6 +78,8 @@ export async function checkHeaders(
 
 /** Annotations whose values may add to what a profile holds when sent again (an operation, or JSON that may hold one). */
 const ADDING_ANNOTATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', 'json']);
+/** The last part of a dotted column that makes it an operation (`visits.inc`). */
+const ADDING_NAMES: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$add', '$remove', '$update']);
 
 /**
  * The kind of the rows of each CSV input that is a file, and whether a column may add to a profile
@@ -104,7 +106,8 @@ export async function csvKinds(
         if (result.ok) {
           const adding = result.header.keys.some((key) => {
             const spec = key === undefined ? undefined : parseColumnSpec(key.trim());
-            return spec !== undefined && 'annotation' in spec && spec.annotation !== undefined && ADDING_ANNOTATIONS.has(spec.annotation);
+            if (spec === undefined || 'problem' in spec) return false;
+            return (spec.annotation !== undefined && ADDING_ANNOTATIONS.has(spec.annotation)) || ADDING_NAMES.has(spec.path[spec.path.length - 1]);
           });
           kinds.set(file, { kind: result.header.kind, adding });
         }
@@ -113,4 +116,22 @@ export async function csvKinds(
     }
   }
   return kinds;
+}
+
+/** A key of an operation that adds, in JSON text (`"inc":`, `"$add" :`). */
+const ADDING_KEY = /"(?:inc|add|remove|\$add|\$remove|\$update)"\s*:/;
+
+/**
+ * Whether an NDJSON input may hold an operation that adds, read as bytes (a key named like one,
+ * anywhere): a file of another encoding than UTF-8 or Latin-1 is taken to hold one.
+ */
+export async function ndjsonMayAdd(file: string, encoding: InputEncoding | undefined): Promise<boolean> {
+  if (encoding === 'utf-16le') return true;
+  let tail = '';
+  for await (const bytes of inputBytes(file)) {
+    const text = tail + bytes.toString('latin1');
+    if (ADDING_KEY.test(text)) return true;
+    tail = text.slice(-16);
+  }
+  return false;
 }

@@ -1,7 +1,7 @@
 // The planner's delta stage (--delta, --dedupe-events, --full): an item -> what of it is sent, what
 // is left out because the server already acknowledged it (docs/upload.md "Sending only what
 // changed"), and what the state learns once the server accepts what is sent.
-import { dataPoints, attributePoints } from '../model/data-points.js';
+import { attributePoints, dataPoints, isBillableField } from '../model/data-points.js';
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
 import type { ArrayName } from '../model/types.js';
@@ -10,6 +10,7 @@ import {
   hash64,
   isAddingOperation,
   LEARN_KNOWN_USER,
+  mayBeSkipped,
   LEARN_NEW_USER,
   LEARN_NONE,
   learnRecordWriter,
@@ -98,8 +99,8 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
       seen.add(userHash);
       return { item, avoided: 0, learn };
     }
-    // an update for existing users only may change nothing: its values are always sent (and forgotten)
-    const sendAll = item._update_existing_only === true;
+    // an item the service may skip may change nothing: its values are always sent (and forgotten)
+    const sendAll = mayBeSkipped(item, identity.by);
     let sent: Record<string, unknown> | undefined;
     let avoided = 0;
     let changed = 0;
@@ -107,7 +108,7 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
       const value = item[key];
       if (key !== identity.by && !CONTROL_FIELDS.has(key)) {
         if (!sendAll && !isAddingOperation(value) && known.holds(key, valueHash(value))) {
-          avoided += attributePoints(value);
+          if (isBillableField(key, identity.by)) avoided += attributePoints(value);
           // the first value left out: the item is copied from here on without what is known
           sent ??= copyUpTo(item, key);
           continue;
@@ -126,7 +127,8 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
     const hash = activityHash(kind, item, userKey);
     if (state.hasActivity(hash)) return { item: undefined, avoided: dataPoints(kind, item), learn: LEARN_NONE };
-    return { item, avoided: 0, learn: hash };
+    // an event the service may skip (a user that does not exist yet) is not remembered as stored
+    return { item, avoided: 0, learn: mayBeSkipped(item, identity.by) ? LEARN_NONE : hash };
   };
 
   return {

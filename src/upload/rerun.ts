@@ -57,12 +57,9 @@ async function checkRerun(
   journalPath: string,
   target: string,
   inputs: readonly string[],
-  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: () => Promise<boolean> },
+  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe },
 ): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
-  // asked only when a journal would refuse the run
-  let safe: boolean | undefined;
-  const rerunSafe = async (): Promise<boolean> => (safe ??= (await options.rerunSafe?.()) === true);
   let own: ParsedJournal | undefined;
   if ((await stat(journalPath).catch(() => undefined)) !== undefined) {
     try {
@@ -84,7 +81,8 @@ async function checkRerun(
       ? []
       : inputs.filter((_, i) => touchedFiles(found).some((f) => same(f.identity, identities[i])));
   const refuse = async (path: string, found: ParsedJournal, files: string[]): Promise<string | undefined> => {
-    if (await rerunSafe()) {
+    // asked only when a journal would refuse the run
+    if (options.rerunSafe !== undefined && (await options.rerunSafe(found))) {
       const own = path === journalPath ? `the journal ${path}` : `a journal of the same files (${path}) is left as it is, and ${journalPath}`;
       return `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; this run sends only what the target has not acknowledged, so ${own} was started anew`;
     }
@@ -161,6 +159,9 @@ async function checkJournalPath(path: string): Promise<void> {
   await checkWritable('--journal', path);
 }
 
+/** Whether running again what an earlier run's journal holds can store nothing twice (a delta run may then go). */
+export type RerunSafe = (earlier: ParsedJournal) => Promise<boolean>;
+
 /** Where a delivery goes, and the journal it keeps (none for standard input, which cannot be read again). */
 export interface Target {
   endpoint: URL;
@@ -174,7 +175,7 @@ export interface Target {
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
 export async function checkTarget(
   inputs: readonly string[],
-  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean; rerunSafe?: () => Promise<boolean> },
+  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean; rerunSafe?: RerunSafe },
 ): Promise<Target> {
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;

@@ -7,11 +7,11 @@ import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
-import { openJournal, type Journal } from '../transport/resume/journal.js';
+import { openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../transport/resume/journal.js';
 import type { StateWriter } from '../transport/resume/state.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
+import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
 import { lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
@@ -116,7 +116,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const { delta } = options;
   if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   // a run that cannot store anything twice goes even though a journal holds the same upload
-  const rerunSafe = delta === undefined ? undefined : () => cannotSendTwice(options, delta);
+  const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice(options, delta, earlier);
   const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
@@ -152,7 +152,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
-    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, beforeSettling: () => rejects.sync() });
+    // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
+    const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
+    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, remembers, beforeSettling: () => rejects.sync() });
     await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
@@ -302,17 +304,27 @@ function dryRunTarget(delta: DeltaRun): string {
 }
 
 /**
- * Whether running the inputs again can store nothing twice: events and purchases are left out when
- * acknowledged (--dedupe-events), or the inputs hold only attributes set to values (--delta), which
- * the state leaves out when acknowledged. Known before reading only for CSV files (their header) or
- * --kind; an NDJSON file may hold events, or operations that add.
+ * Whether running the inputs again, after the run a journal holds, can store nothing twice: no
+ * input may hold an operation that adds (`inc`, `add`, ...: a CSV column so annotated or named, a
+ * key so named in an NDJSON file); and events and purchases, which an NDJSON file may hold (unless
+ * --kind attributes), are left out only with --dedupe-events, when the earlier run remembered what
+ * it sent of them and left none in doubt (a killed run's requests in flight were never learned).
+ * Attributes set to values are never stored twice.
  */
-async function cannotSendTwice(options: UploadOptions, delta: DeltaRun): Promise<boolean> {
-  if (delta.activities) return true;
-  if (!delta.attributes) return false;
+async function cannotSendTwice(options: UploadOptions, delta: DeltaRun, earlier: ParsedJournal): Promise<boolean> {
   const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
-  return options.inputs.every((file) => {
-    const found = kinds.get(file);
-    return found !== undefined && found.kind === 'attributes' && !found.adding;
-  });
+  let activities = false;
+  for (const file of options.inputs) {
+    if (formatOf(file, options.format) === 'csv') {
+      const found = kinds.get(file);
+      if (found === undefined || found.adding) return false;
+      if (found.kind !== 'attributes') activities = true;
+    } else {
+      if (file === STDIN || (await ndjsonMayAdd(file, options.encoding))) return false;
+      if (options.kind !== 'attributes') activities = true;
+    }
+  }
+  if (!activities) return true;
+  const inDoubt = earlier.files.some((f) => rowsInDoubt(f).size > 0);
+  return delta.activities && earlier.remembers.includes('activities') && !inDoubt;
 }

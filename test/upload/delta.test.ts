@@ -3,7 +3,7 @@
 // kill -9 in the middle of a delta run, the re-run guard, data points, the dry run's estimate, and
 // `track state`.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/index.js';
@@ -174,6 +174,51 @@ describe('--delta', () => {
   }, 60_000);
 });
 
+describe('what the state must not learn', () => {
+  it('keeps the last value of a user named twice in one request, of a merged object, and learns nothing of an alias that may not exist', async () => {
+    const emu = await emulator();
+    const twice = writeCsv('twice.csv', [['tw1', 'b'], ['tw1', 'a']] as unknown as Row[], 'external_id,plan');
+    expect(await json([twice, '--url', emu.url, '--delta'])).toMatchObject({ requests: 1 });
+    const back = writeCsv('back.csv', [['tw1', 'b']] as unknown as Row[], 'external_id,plan');
+    expect(await json([back, '--url', emu.url, '--delta'])).toMatchObject({ requests: 1, unchanged: 0 });
+    expect(custom(emu, 'tw1')?.custom_attributes).toEqual({ plan: 'b' });
+
+    // an object merged into the profile's is forgotten: the profile holds more than was sent
+    const file = join(tmp.dir, 'merge.ndjson');
+    const run = async (item: object) => {
+      writeFileSync(file, `${JSON.stringify(item)}\n`);
+      return json([file, '--url', emu.url, '--delta', '--restart']);
+    };
+    await run({ external_id: 'm1', addr: { city: 'X', zip: '1' } });
+    await run({ external_id: 'm1', addr: { city: 'X' }, _merge_objects: true });
+    expect(await run({ external_id: 'm1', addr: { city: 'X' } })).toMatchObject({ requests: 1, unchanged: 0 });
+    expect(custom(emu, 'm1')?.custom_attributes).toEqual({ addr: { city: 'X' } });
+
+    // a user_alias item only updates a profile that exists: what it sends is not learned
+    const alias = writeCsv('alias.csv', [['n1', 'crm', 'gold']] as unknown as Row[], 'user_alias.alias_name,user_alias.alias_label,plan');
+    await json([alias, '--url', emu.url, '--delta']);
+    expect(await json([alias, '--url', emu.url, '--delta'])).toMatchObject({ requests: 1, unchanged: 0 });
+  }, 60_000);
+
+  it('counts no avoided data point for a field that costs none, and a bad --state changes nothing', async () => {
+    faults = await faultServer();
+    const file = writeCsv('subs.csv', [['u1', 'opted_in', 'pro']] as unknown as Row[], 'external_id,email_subscribe,plan');
+    await json([file, '--url', faults.url, '--delta']);
+    expect(await json([file, '--url', faults.url, '--delta'])).toMatchObject({ unchanged: 1, dataPoints: { sent: 0, avoided: 1 } });
+
+    const events = writeCsv('ev.csv', [['u1', 'login', '2024-03-07T10:00:00Z']] as unknown as Row[], 'external_id,name,time');
+    await json([events, '--url', faults.url]);
+    const journal = join(tmp.dir, readdirSync(tmp.dir).find((name) => name.startsWith('ev.') && name.endsWith('.journal'))!);
+    const before = readFileSync(journal, 'utf8');
+    writeFileSync(join(tmp.dir, 'junk.sqlite'), 'not a database\n'.repeat(200));
+    const bad = await up([events, '--url', faults.url, '--dedupe-events', '--restart', '--state', join(tmp.dir, 'junk.sqlite')]);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--state .*junk\.sqlite is not a state file/);
+    expect(readFileSync(journal, 'utf8')).toBe(before);
+    expect((await up([events, '--url', faults.url, '--state', 'x.sqlite'])).stderr).toMatch(/--state is the state of --delta and --dedupe-events/);
+  }, 60_000);
+});
+
 describe('--dedupe-events', () => {
   it('stores each event once when a seeding script runs twice, and says what it avoided', async () => {
     const emu = await emulator();
@@ -196,13 +241,30 @@ describe('--dedupe-events', () => {
     expect(emu.store.counts()).toMatchObject({ events: 2 });
   }, 60_000);
 
-  it('without it, a delta run of events is still refused a second time, as any upload the journal holds', async () => {
+  it('lets a re-run go only when it can store nothing twice', async () => {
     const emu = await emulator();
+    const refused = async (args: string[]) => {
+      const again = await up(args);
+      expect(again.status, again.stderr).toBe(2);
+      expect(again.stderr).toMatch(/--resume/);
+    };
+    // events without --dedupe-events; or after a run that did not remember them
     const file = writeCsv('events.csv', [['u1', 'login', '2024-03-07T10:00:00Z']] as unknown as Row[], 'external_id,name,time');
     await json([file, '--url', emu.url, '--delta']);
-    const again = await up([file, '--url', emu.url, '--delta']);
-    expect(again.status).toBe(2);
-    expect(again.stderr).toMatch(/--resume/);
+    await refused([file, '--url', emu.url, '--delta']);
+    await refused([file, '--url', emu.url, '--dedupe-events']);
+    // increments, annotated or as a dotted column, even with --dedupe-events
+    for (const header of ['external_id,visits:inc', 'external_id,visits.inc']) {
+      const inc = writeCsv(`inc-${header.length}.csv`, [['u1', 1]] as unknown as Row[], header);
+      await json([inc, '--url', emu.url, '--dedupe-events']);
+      await refused([inc, '--url', emu.url, '--dedupe-events', '--delta']);
+    }
+    // an NDJSON file with an operation that adds, anywhere
+    const nd = join(tmp.dir, 'ops.ndjson');
+    writeFileSync(nd, `${JSON.stringify({ external_id: 'u1', tags: { add: ['x'] } })}\n`);
+    await json([nd, '--url', emu.url, '--dedupe-events', '--kind', 'attributes']);
+    await refused([nd, '--url', emu.url, '--dedupe-events', '--kind', 'attributes']);
+    expect(custom(emu, 'u1')?.custom_attributes).toMatchObject({ visits: 2, tags: ['x'] });
   }, 60_000);
 });
 

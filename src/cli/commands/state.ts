@@ -16,7 +16,7 @@ async function runState(flags: StateFlags): Promise<void> {
     import('../output/progress.js'),
   ]);
   if (flags.forget !== undefined) {
-    const target = targetOf(flags.forget);
+    const target = targetOf(flags.forget, '--forget');
     const forgotten = forgetTarget(flags.state, target);
     if (!forgotten) {
       process.stderr.write(`track: ${flags.state} holds nothing of ${target}\n`);

@@ -47,6 +47,8 @@ export interface JournalEnd {
 export interface ParsedJournal {
   /** The endpoint the rows were sent to; undefined in journals of version 1 and 2. */
   target?: string;
+  /** What the run's delta state remembered of what it sent (`attributes`, `activities`); empty for a plain run. */
+  remembers: string[];
   /**
    * Rows sent again although they may have been applied already, by runs after the last end: a run
    * that was killed never reported them, so the next one does.
@@ -62,8 +64,8 @@ export interface ParsedJournal {
   missingNewline: boolean;
 }
 
-export function headerLine(target: string): string {
-  return `${JSON.stringify({ ...JOURNAL_HEADER, target })}\n`;
+export function headerLine(target: string, remembers: readonly string[] = []): string {
+  return `${JSON.stringify(remembers.length === 0 ? { ...JOURNAL_HEADER, target } : { ...JOURNAL_HEADER, target, remembers })}\n`;
 }
 
 export function fileLine(index: number, identity: FileIdentity): string {
@@ -104,7 +106,7 @@ export function itemsLine(index: number, items: Array<[number, number]>): string
 }
 
 type Entry =
-  | { type: 'header'; target?: string }
+  | { type: 'header'; target?: string; remembers: string[] }
   | { type: 'end'; end: JournalEnd }
   | { type: 'sent'; index: number; ranges: Array<[number, number]> }
   | { type: 'unsent'; index: number; ranges: Array<[number, number]> }
@@ -129,7 +131,8 @@ function readEntry(text: string): Entry | undefined {
   if (typeof value !== 'object' || value === null) return undefined;
   const v = value as Record<string, unknown>;
   if (v.journal === JOURNAL_HEADER.journal && READABLE_VERSIONS.includes(v.version)) {
-    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined };
+    const remembers = Array.isArray(v.remembers) ? v.remembers.filter((r): r is string => typeof r === 'string') : [];
+    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined, remembers };
   }
   if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
   if (typeof v.end === 'string' && typeof v.complete === 'boolean') return { type: 'end', end: { at: v.end, complete: v.complete } };
@@ -156,6 +159,7 @@ const HEAD = `{"journal":"${JOURNAL_HEADER.journal}"`;
 export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   const files = new Map<number, JournalFile>();
   let target: string | undefined;
+  let remembers: string[] = [];
   let end: JournalEnd | undefined;
   let unreported = 0;
   let offset = 0;
@@ -185,7 +189,10 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     if (lineNo === 1 && entry.type !== 'header') {
       throw new InputError('this is not a track upload journal; give another --journal', where);
     }
-    if (entry.type === 'header') target = entry.target;
+    if (entry.type === 'header') {
+      target = entry.target;
+      remembers = entry.remembers;
+    }
     // entries after an end are a resumed run's, which has not ended until it writes its own
     else end = entry.type === 'end' ? entry.end : undefined;
     if (entry.type === 'end') unreported = 0;
@@ -218,5 +225,5 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     // a whole entry cut off just before its newline is kept; the next append starts a new line
     if (newline === -1) missingNewline = true;
   }
-  return { target, unreported, files: [...files.values()], end, validBytes, tornTail, missingNewline };
+  return { target, remembers, unreported, files: [...files.values()], end, validBytes, tornTail, missingNewline };
 }

@@ -36,6 +36,8 @@ export interface JournalOptions {
   files: readonly string[];
   /** Where the rows go (the endpoint URL): a journal holds one target's run. */
   target: string;
+  /** What the run's delta state remembers of what it sends (`attributes`, `activities`), said in the header. */
+  remembers?: readonly string[];
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
   /** How often buffered acknowledgements are written and fsynced; default 200 ms. */
@@ -129,11 +131,11 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (options.resume) {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
-      if (previous.validBytes === 0) head += headerLine(options.target); // killed before its first line was whole
+      if (previous.validBytes === 0) head += headerLine(options.target, options.remembers); // killed before its first line was whole
       else if (previous.missingNewline) head += '\n';
     } else {
       handle = await open(journalPath, 'w');
-      head += headerLine(options.target);
+      head += headerLine(options.target, options.remembers);
     }
     for (const [index, identity] of renewed) head += fileLine(index, identity);
     for (const identity of identities) {

@@ -73,15 +73,28 @@ export function valueHash(value: unknown): [number, number] {
 /** Operations whose effect adds to what the profile holds: sent again, they apply again. */
 const ADDING_OPERATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$add', '$remove', '$update']);
 
-/** Whether setting this value twice differs from setting it once (an increment, an addition to an array). */
+/** Whether setting this value twice differs from setting it once (an increment, an addition to an array, or several of them). */
 export function isAddingOperation(value: unknown): boolean {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  let only: string | undefined;
+  let keys = 0;
   for (const key in value) {
-    if (only !== undefined) return false;
-    only = key;
+    if (!ADDING_OPERATIONS.has(key)) return false;
+    keys += 1;
   }
-  return only !== undefined && ADDING_OPERATIONS.has(only);
+  return keys > 0;
+}
+
+/** A name that makes a nested field an operation that adds (`visits.inc` sets `{"visits": {"inc": n}}`). */
+export const isAddingOperationName = (name: string): boolean => ADDING_OPERATIONS.has(name);
+
+/**
+ * Whether the service may skip the item without a word (spec 2.3, decisions.md): an update of
+ * existing profiles only (`_update_existing_only`, the default for a `user_alias`), or an item named
+ * by `service_id`, which creates no profile. What it sends is never learned: it may not be held.
+ */
+export function mayBeSkipped(item: Record<string, unknown>, identifiedBy: string): boolean {
+  const only = item._update_existing_only;
+  return only === true || identifiedBy === 'service_id' || (identifiedBy === 'user_alias' && only !== false);
 }
 
 /**
@@ -91,6 +104,11 @@ export function isAddingOperation(value: unknown): boolean {
  */
 export function activityHash(kind: 'events' | 'purchases', item: Record<string, unknown>, userKey: string): Uint8Array {
   const { time, external_id: _e, user_alias: _a, service_id: _s, email: _m, phone: _p, ...rest } = item;
+  // a currency is a code in any case, and a purchase without a quantity is of one (decisions.md "Events and purchases")
+  if (kind === 'purchases') {
+    if (typeof rest.currency === 'string') rest.currency = rest.currency.toUpperCase();
+    rest.quantity ??= 1;
+  }
   const instant = typeof time === 'string' ? (parseTimeValue(time) ?? time) : time;
   const text = `${kind}\u0000${userKey}\u0000${String(instant)}\u0000${canonicalJson(rest)}`;
   return createHash('md5').update(text).digest();
@@ -107,19 +125,21 @@ const ENTRY = 13;
 
 /**
  * Calls fn for each attribute of an attributes item that the state learns or forgets: forget for
- * an operation that adds (sent again it applies again) or for every value of an update of existing
- * users only (which may change nothing); the identifier and the control fields are not attributes.
+ * an operation that adds (sent again it applies again), an object merged into what the profile
+ * holds (`_merge_objects`: the profile then holds more than was sent), and every value of an item
+ * the service may skip; the identifier and the control fields are not attributes.
  */
 export function forEachLearnedValue(
   item: Record<string, unknown>,
   identifiedBy: string,
   fn: (name: string, forget: boolean, h1: number, h2: number) => void,
 ): void {
-  const forgetAll = item._update_existing_only === true;
+  const forgetAll = mayBeSkipped(item, identifiedBy);
+  const merging = item._merge_objects === true;
   for (const key in item) {
     if (key === identifiedBy || CONTROL_FIELDS.has(key)) continue;
     const value = item[key];
-    if (forgetAll || isAddingOperation(value)) fn(key, true, 0, 0);
+    if (forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && value !== null && !Array.isArray(value))) fn(key, true, 0, 0);
     else {
       const [h1, h2] = valueHash(value);
       fn(key, false, h1, h2);

@@ -6,7 +6,7 @@
 // with a lifetime, as the emulator's is: the one other module that opens SQLite.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { UsageError } from '../../errors.js';
+import { OutputError, UsageError } from '../../errors.js';
 import { readLearnRecord, type LearnedAttributes } from './state-record.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
@@ -72,6 +72,9 @@ function open(path: string, readonly: boolean): Database.Database {
       if (format !== FORMAT) throw new Error(`it was written by another version of track (format ${format})`);
       return db;
     }
+    // another program's database is not taken over: only a new file or a state file is written
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    if (tables.length > 0 && !tables.includes('meta')) throw new Error('not a state file: it holds tables of another program');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     db.exec(SCHEMA);
@@ -82,8 +85,15 @@ function open(path: string, readonly: boolean): Database.Database {
   } catch (error) {
     db.close();
     const message = (error as Error).message;
-    throw new UsageError(`--state ${path} ${/not a database|malformed/i.test(message) ? 'is not a state file' : `cannot be used: ${message}`}`);
+    throw new UsageError(`--state ${path} ${/not a database|malformed|not a state file/i.test(message) ? 'is not a state file' : `cannot be used: ${message}`}`);
   }
+}
+
+/** An error of the state file while a run uses it, naming the file (another run holding it, a disk full). */
+function stateError(path: string, error: unknown): Error {
+  const message = (error as Error).message;
+  if (/database is locked|busy/i.test(message)) return new OutputError(`--state ${path} is in use by another run (${message}); run one at a time on a state file`, path);
+  return new OutputError(`--state ${path} could not be written: ${message}`, path);
 }
 
 /** The entries of a user's row, by name id. */
@@ -152,11 +162,14 @@ export function openStateWriter(path: string, target: string): StateWriter {
   const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number;
   const nameIds = new Map<string, number>();
   for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) nameIds.set(name, nameId);
-  const addName = db.prepare('INSERT INTO names (name) VALUES (?)');
+  // another run on this file may add the same name meanwhile: each takes the id the file holds
+  const addName = db.prepare('INSERT OR IGNORE INTO names (name) VALUES (?)');
+  const idOfName = db.prepare('SELECT id FROM names WHERE name = ?').pluck();
   const nameId = (name: string): number => {
     let known = nameIds.get(name);
     if (known === undefined) {
-      known = Number(addName.run(name).lastInsertRowid);
+      addName.run(name);
+      known = idOfName.get(name) as number;
       nameIds.set(name, known);
     }
     return known;
@@ -169,6 +182,8 @@ export function openStateWriter(path: string, target: string): StateWriter {
 
   /** Sets and forgets a user's values in the row the state holds (or a new one); `forgetOnly`: forgets the values about to be sent. */
   const merge = (item: LearnedAttributes, ids: readonly number[], forgetOnly: boolean): void => {
+    // the new users waiting to be inserted come first: one of them may be this user, earlier in the request
+    insertNewRows();
     const attrs = readRow.get(id, item.userKey) as Buffer | undefined;
     if (attrs === undefined && forgetOnly) return;
     const map = attrs === undefined ? new Map<number, [number, number]>() : entries(attrs);
@@ -177,7 +192,7 @@ export function openStateWriter(path: string, target: string): StateWriter {
       if (forgetOnly || item.forget(i)) map.delete(nameId);
       else map.set(nameId, [item.h1(i), item.h2(i)]);
     }
-    writeRow.run(id, item.userKey, row(map));
+    if (attrs !== undefined || map.size > 0) writeRow.run(id, item.userKey, row(map));
   };
 
   /** Writes a row whole over what a user's row holds, value by value (a user written by another run meanwhile). */
@@ -239,13 +254,20 @@ export function openStateWriter(path: string, target: string): StateWriter {
     insertNewRows();
     touched.run(new Date().toISOString(), id);
   });
+  /** What a write the timer started failed with: the next call (or close) throws it. */
+  let failure: Error | undefined;
   const flush = (): void => {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
+    if (failure !== undefined) throw failure;
     if (queue.length === 0) return;
     const records = queue;
     queue = [];
-    write(records);
+    try {
+      write.immediate(records);
+    } catch (error) {
+      throw (failure = stateError(path, error));
+    }
   };
   const forget = db.transaction((learn: Uint8Array) => {
     const record = readLearnRecord(learn);
@@ -264,12 +286,24 @@ export function openStateWriter(path: string, target: string): StateWriter {
       if (!known) return;
       // what was acknowledged before is written first, then forgotten
       flush();
-      forget(learn);
+      try {
+        forget.immediate(learn);
+      } catch (error) {
+        throw (failure = stateError(path, error));
+      }
     },
     accepted(learn, rejected) {
+      if (failure !== undefined) throw failure;
       queue.push({ learn, rejected });
       if (queue.length >= MAX_QUEUED) flush();
-      else timer ??= setTimeout(flush, QUEUE_MS);
+      else
+        timer ??= setTimeout(() => {
+          try {
+            flush();
+          } catch {
+            // kept in `failure`: the next request, or the close, stops the run with it
+          }
+        }, QUEUE_MS);
     },
     close() {
       try {
@@ -296,6 +330,8 @@ export function listState(path: string): TargetState[] {
       )
       .all() as Array<{ url: string; updated: string | null; users: number; bytes: number; activities: number }>;
     return rows.map((r) => ({ url: r.url, users: r.users, attributes: r.bytes / ENTRY, activities: r.activities, updated: r.updated ?? undefined }));
+  } catch (error) {
+    throw new UsageError(`--state ${path} cannot be read: ${(error as Error).message}`);
   } finally {
     db.close();
   }
