@@ -132,6 +132,18 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
   };
 
   return {
+    /** Whether items are compared with the state (the plan then looks their users up a chunk at a time). */
+    compares: compare || (options.activities && !state.empty),
+    /** Looks up the users of the attributes items about to be compared, together. */
+    prefetch(identities: readonly Identity[]): void {
+      if (!compare) return;
+      const keys: string[] = [];
+      for (const identity of identities) {
+        const key = stateUserKey(identity);
+        if (key !== undefined) keys.push(key);
+      }
+      state.prefetch(keys);
+    },
     /** A learn record for one request's items. */
     recordWriter: learnRecordWriter,
     /** The verdict on a valid item. */

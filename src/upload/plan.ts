@@ -12,7 +12,7 @@ import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js
 import type { ColumnMap } from '../mapping/column-map.js';
 import { dataPoints } from '../model/data-points.js';
 import type { CellOptions } from '../mapping/export-cells.js';
-import { identityHash, identityOf } from '../model/identity.js';
+import { identityHash, identityOf, type Identity } from '../model/identity.js';
 import { resolveLimits, type BatchLimits } from '../model/limits.js';
 import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord } from '../model/request.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
@@ -182,6 +182,41 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     return { ...request, learn: record.finish() };
   };
 
+  /** An item checked and valid: left out if the target holds it (delta), else batched. */
+  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number): void => {
+    let record = item;
+    let bytes = itemBytes;
+    if (delta !== undefined) {
+      const verdict = delta.item(kind, record, identity);
+      tally.avoided += verdict.avoided;
+      if (verdict.item === undefined) {
+        tally.unchanged += 1;
+        if (origin.item !== undefined) lines.push({ type: 'unchanged', file: origin.file, line: origin.line, item: origin.item });
+        return;
+      }
+      // an item cut down is smaller: measured again where its size could matter
+      if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
+      record = verdict.item;
+      learning.set(record, verdict.learn);
+    }
+    tally.items[kind] += 1;
+    const points = dataPoints(kind, record, identity.by);
+    tally.points += points;
+    // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
+    const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
+    const done = batcher.add({ kind, item: record, origin, userKey, bytes, points });
+    for (const request of done) ready.push(complete(request));
+  };
+  /** Items waiting to be compared with the state, in order: their users are looked up a chunk at a time. */
+  let deferred: Array<{ kind: ArrayName; record: Record<string, unknown>; identity: Identity; origin: ItemOrigin; bytes: number }> = [];
+  const placeDeferred = (): void => {
+    if (deferred.length === 0) return;
+    const items = deferred;
+    deferred = [];
+    delta?.prefetch(items.filter((d) => d.kind === 'attributes').map((d) => d.identity));
+    for (const d of items) place(d.kind, d.record, d.identity, d.origin, d.bytes);
+  };
+
   const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
     rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
   };
@@ -224,34 +259,18 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
         const tooBig = `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`;
         return reject(origin.file, origin.line, kind, origin.row, [tooBig], origin.item);
       }
-      let record = item as Record<string, unknown>;
+      const record = item as Record<string, unknown>;
       const identity = identityOf(record);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
-      if (delta !== undefined) {
-        const verdict = delta.item(kind, record, identity);
-        tally.avoided += verdict.avoided;
-        if (verdict.item === undefined) {
-          tally.unchanged += 1;
-          if (origin.item !== undefined) lines.push({ type: 'unchanged', file: origin.file, line: origin.line, item: origin.item });
-          return;
-        }
-        // an item cut down is smaller: measured again where its size could matter
-        if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
-        record = verdict.item;
-        learning.set(record, verdict.learn);
-      }
-      tally.items[kind] += 1;
-      const points = dataPoints(kind, record, identity.by);
-      tally.points += points;
-      // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
-      const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
-      const done = batcher.add({ kind, item: record, origin, userKey, bytes, points });
-      for (const request of done) ready.push(complete(request));
+      // compared with the state a chunk at a time: its users are looked up together
+      if (delta?.compares === true) deferred.push({ kind, record, identity, origin, bytes });
+      else place(kind, record, identity, origin, bytes);
     },
     bytesRead(bytes) {
       tally.bytes += bytes;
     },
     chunk(file) {
+      placeDeferred();
       const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
       for (const request of ready.splice(0)) events.push({ type: 'request', request });
       tally = newTally();
@@ -259,7 +278,10 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       rejects = [];
       return events;
     },
-    finish: () => batcher.finish().map(complete),
+    finish: () => {
+      placeDeferred();
+      return batcher.finish().map(complete);
+    },
   };
 }
 
