@@ -147,7 +147,7 @@ function updateProfile(store: Store, profile: EditableProfile, item: Item, optio
 function importPushTokens(store: Store, item: Item, options: ApplyOptions): void {
   for (const token of item.push_tokens as PushToken[]) {
     if (store.pushToken(token.app_id, token.token) !== undefined) continue;
-    const profile = store.createProfile({ pushImport: true });
+    const profile = store.newProfile({ pushImport: true });
     updateProfile(store, profile, { ...item, push_tokens: [token] }, options);
   }
 }

@@ -57,7 +57,7 @@ class LoadedProfile implements EditableProfile {
   storedPhone: string | null;
 
   constructor(
-    readonly id: number,
+    public id: number,
     public externalId: string | null,
     public email: string | null,
     public phone: string | null,
@@ -95,6 +95,23 @@ class LoadedProfile implements EditableProfile {
   }
 }
 
+/**
+ * A profile not in the database yet, as an item that creates one starts from: saveProfile() inserts
+ * it whole (one row written, its indexes each given one entry) and gives it its id.
+ */
+class NewProfile extends LoadedProfile {
+  inserted = false;
+
+  constructor(
+    externalId: string | null,
+    email: string | null,
+    phone: string | null,
+    readonly pushImport: boolean,
+  ) {
+    super(0, externalId, email, phone, '{}', '{}', false);
+  }
+}
+
 class StoredProfile extends LoadedProfile implements Profile {
   serviceId: string;
   pushImport: boolean;
@@ -112,22 +129,34 @@ class StoredProfile extends LoadedProfile implements Profile {
   }
 }
 
+/** id, external_id, email, phone, fields, custom, language_from_api: what an update reads. */
+type EditableRow = [number, string | null, string | null, string | null, string, string, number];
+
+function loadedProfile(row: EditableRow): LoadedProfile {
+  return new LoadedProfile(row[0], row[1], row[2], row[3], row[4], row[5], row[6] === 1);
+}
+
 /** A profile from its row. */
 function toProfile(row: ProfileDbRow): Profile {
   return new StoredProfile(row);
 }
 
-let idPool = Buffer.alloc(0);
-let idOffset = 0;
+/** This process's part of every service_id it makes, and the counter after it (both start random). */
+const ID_PROCESS = randomBytes(8);
+let idCounter = ID_PROCESS.readUIntBE(5, 3);
 
-/** A new service_id: 24 hex characters, as the service's own identifiers look. */
+/**
+ * A new service_id: 24 hex characters laid out as the service's own identifiers are (seconds since
+ * 1970, 5 random bytes of this process, a 3-byte counter). Made in rising order, each goes at the end
+ * of the service_id index; random ones would each dirty a page of it, written to the log at commit.
+ */
 export function newServiceId(): string {
-  if (idOffset + 12 > idPool.length) {
-    idPool = randomBytes(12 * 1024);
-    idOffset = 0;
-  }
-  idOffset += 12;
-  return idPool.toString('hex', idOffset - 12, idOffset);
+  const id = Buffer.allocUnsafe(12);
+  id.writeUInt32BE(Math.floor(Date.now() / 1000) >>> 0, 0);
+  ID_PROCESS.copy(id, 4, 0, 5);
+  idCounter = (idCounter + 1) & 0xffffff;
+  id.writeUIntBE(idCounter, 9, 3);
+  return id.toString('hex');
 }
 
 /** Most external IDs the id cache holds; past this it starts over (a miss only costs a query). */
@@ -151,8 +180,11 @@ export class ProfileRows {
       byExternalId: db.prepare<[string], ProfileDbRow>('SELECT * FROM profiles WHERE external_id = ?'),
       idByExternalId: db.prepare<[string], number>('SELECT id FROM profiles WHERE external_id = ?').pluck(),
       editableById: db
-        .prepare<[number], [string | null, string | null, string | null, string, string, number]>(
-          'SELECT external_id, email, phone, fields, custom, language_from_api FROM profiles WHERE id = ?',
+        .prepare<[number], EditableRow>('SELECT id, external_id, email, phone, fields, custom, language_from_api FROM profiles WHERE id = ?')
+        .raw(),
+      editableByExternalId: db
+        .prepare<[string], EditableRow>(
+          'SELECT id, external_id, email, phone, fields, custom, language_from_api FROM profiles WHERE external_id = ?',
         )
         .raw(),
       idByServiceId: db.prepare<[string], number>('SELECT id FROM profiles WHERE service_id = ?').pluck(),
@@ -174,8 +206,8 @@ export class ProfileRows {
       idsByEmail: db.prepare<[string], { id: number }>('SELECT id FROM profiles WHERE email = ?'),
       all: db.prepare<[], ProfileDbRow>('SELECT * FROM profiles ORDER BY id'),
       insert: db.prepare(
-        `INSERT INTO profiles (service_id, external_id, email, phone, fields, custom, push_import, created_at, updated_at, updated_seq)
-         VALUES (?, ?, ?, ?, '{}', '{}', ?, ?, ?, ?)`,
+        `INSERT INTO profiles (service_id, external_id, email, phone, fields, custom, push_import, language_from_api, created_at, updated_at, updated_seq)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       update: db.prepare(
         `UPDATE profiles SET external_id = ?, email = ?, phone = ?, fields = ?, custom = ?,
@@ -218,16 +250,20 @@ export class ProfileRows {
 
   /** The editable part of the profile with this external ID (what an attributes item changes). */
   editableByExternalId(externalId: string): EditableProfile | undefined {
-    const id = this.idByExternalId(externalId);
-    if (id === undefined) return undefined;
-    const row = this.stmt.editableById.get(id);
+    const cached = this.idCache.get(externalId);
+    if (cached === undefined) {
+      const row = this.stmt.editableByExternalId.get(externalId);
+      if (row === undefined) return undefined;
+      this.remember(externalId, row[0]);
+      return loadedProfile(row);
+    }
+    const row = this.stmt.editableById.get(cached);
     if (row === undefined) {
       // gone behind this store's back (another connection deleted it): look it up afresh
       this.idCache.delete(externalId);
-      const current = this.stmt.idByExternalId.get(externalId);
-      return current === undefined || current === id ? undefined : this.editableByExternalId(externalId);
+      return this.editableByExternalId(externalId);
     }
-    return new LoadedProfile(id, row[0], row[1], row[2], row[3], row[4], row[5] === 1);
+    return loadedProfile(row);
   }
 
   idByServiceId(serviceId: string): number | undefined {
@@ -287,14 +323,49 @@ export class ProfileRows {
       updated_at: now,
       updated_seq: this.nextSeq(),
     };
-    const info = this.stmt.insert.run(row.service_id, row.external_id, row.email, row.phone, row.push_import, now, now, row.updated_seq);
+    const info = this.stmt.insert.run(row.service_id, row.external_id, row.email, row.phone, '{}', '{}', row.push_import, 0, now, now, row.updated_seq);
     const id = Number(info.lastInsertRowid);
     if (row.external_id !== null) this.remember(row.external_id, id);
     return toProfile({ id, ...row });
   }
 
-  /** Writes back the editable part of a profile. */
+  /**
+   * A profile to be created, inserted by its first saveProfile() with all an item set on it: its id
+   * is 0 until then, so nothing may be recorded on it before.
+   */
+  newProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): EditableProfile {
+    return new NewProfile(init.externalId ?? null, init.email ?? null, init.phone ?? null, init.pushImport === true);
+  }
+
+  private insertNew(profile: NewProfile): void {
+    const now = nowIso();
+    const info = this.stmt.insert.run(
+      newServiceId(),
+      profile.externalId,
+      profile.email,
+      profile.phone,
+      profile.fieldsJson(),
+      profile.customJson(),
+      profile.pushImport ? 1 : 0,
+      profile.languageFromApi ? 1 : 0,
+      now,
+      now,
+      this.nextSeq(),
+    );
+    profile.id = Number(info.lastInsertRowid);
+    profile.inserted = true;
+    profile.storedExternalId = profile.externalId;
+    profile.storedEmail = profile.email;
+    profile.storedPhone = profile.phone;
+    if (profile.externalId !== null) this.remember(profile.externalId, profile.id);
+  }
+
+  /** Writes back the editable part of a profile (inserts a new one). */
   saveProfile(profile: EditableProfile): void {
+    if (profile instanceof NewProfile && !profile.inserted) {
+      this.insertNew(profile);
+      return;
+    }
     const read = profile instanceof LoadedProfile ? profile : undefined;
     const fields = read === undefined ? JSON.stringify(profile.fields) : read.fieldsJson();
     const custom = read === undefined ? JSON.stringify(profile.custom) : read.customJson();

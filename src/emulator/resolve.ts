@@ -17,11 +17,16 @@ function pickShared(candidates: { id: number; externalId: string | null }[]): nu
   return (candidates.find((p) => p.externalId !== null) ?? candidates[0])?.id;
 }
 
-/** The profile an accepted attributes item applies to (found by its id, cached, when it is named by external_id). */
+/**
+ * The profile an accepted attributes item applies to (found by its id, cached, when it is named by
+ * external_id). A new one named by external_id is not inserted yet: saving it does, with its attributes.
+ */
 export function resolveProfile(store: Store, item: Record<string, unknown>): EditableProfile | undefined {
   if (typeof item.external_id === 'string' && item.push_token_import !== true) {
     const found = store.editableByExternalId(item.external_id);
     if (found !== undefined) return found;
+    // what resolveProfileId() decides for an item named by external_id
+    return item._update_existing_only === true ? undefined : store.newProfile({ externalId: item.external_id });
   }
   const id = resolveProfileId(store, item);
   return id === undefined ? undefined : store.profileById(id);

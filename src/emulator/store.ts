@@ -181,7 +181,12 @@ export class Store {
     return this.profiles.createProfile(init);
   }
 
-  /** Writes back the editable part of a profile. */
+  /** A profile to be created, inserted by its first saveProfile() (its id is 0 until then). */
+  newProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): EditableProfile {
+    return this.profiles.newProfile(init);
+  }
+
+  /** Writes back the editable part of a profile (inserts one from newProfile()). */
   saveProfile(profile: EditableProfile): void {
     this.profiles.saveProfile(profile);
   }
