@@ -7,7 +7,10 @@ const server = createServer((req, res) => {
   req.on('data', (chunk) => chunks.push(chunk));
   req.on('end', () => {
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    const text = JSON.stringify({ message: 'success', events_processed: body.events?.length ?? 0 });
+    // the counts of the arrays sent, as the endpoint answers them (events alone: `events_processed`)
+    const out = { message: 'success' };
+    for (const name of ['attributes', 'events', 'purchases']) if (Array.isArray(body[name])) out[`${name}_processed`] = body[name].length;
+    const text = JSON.stringify(out);
     res.writeHead(201, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
     res.end(text);
   });

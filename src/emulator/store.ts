@@ -56,6 +56,9 @@ export class Store {
     // a larger page cache and memory-mapped reads keep lookups off the read() path
     this.db.pragma('cache_size = -65536');
     this.db.pragma('mmap_size = 268435456');
+    // each request is a savepoint in the group's transaction: its undo pages (the statement journal)
+    // kept in memory, not in a temporary file opened, written and deleted for every request
+    this.db.pragma('temp_store = MEMORY');
     upgradeActivityTables(this.db);
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
