@@ -1,13 +1,17 @@
 // Emulator throughput and latency: 50-item requests from 8 keep-alive connections against the real
 // CLI on a file database, beside the same rows inserted by a bare better-sqlite3 loop (the floor).
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// New users: profiles created a second from attributes items naming users not seen before, beside
+// a bare loop inserting the same profile rows into the emulator's own schema.
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Pool } from 'undici';
+import { newServiceId } from '../dist/emulator/profile-rows.js';
+import { SCHEMA } from '../dist/emulator/schema.js';
 import { startPauseProbe, stolenMs } from './host.mjs';
+import { cpuSecondsOf, startServer } from './track-run.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'track-bench-'));
@@ -27,37 +31,19 @@ function attribute(i) {
   return { external_id: `user-${i % USERS}`, first_name: 'Bench', visits: { inc: 1 }, plan: 'pro', score: i % 1000 };
 }
 
+const FIRST_NAMES = ['Ada', 'Grace', 'Alan', 'Edsger', 'Barbara', 'Donald', 'Margaret', 'Ken'];
+const LAST_NAMES = ['lovelace', 'hopper', 'turing', 'dijkstra', 'liskov', 'knuth', 'hamilton'];
+/** User i named for the first time, as a row of a six-column CSV of new users maps (emails spread over the index as people's are). */
+function newUser(i) {
+  const first = FIRST_NAMES[i % FIRST_NAMES.length];
+  const email = `${first.toLowerCase()}.${LAST_NAMES[(i * 3) % LAST_NAMES.length]}${i}@example.com`;
+  return { external_id: `new-${(1_000_000_000 + i * 37).toString(36)}`, first_name: first, email, home_city: 'Oslo', plan: 'pro', score: i % 1000 };
+}
+
 function startEmulator(db) {
   // BENCH_EMULATOR_NODE_ARGS: extra node flags for the emulator process, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`
   const nodeArgs = (process.env.BENCH_EMULATOR_NODE_ARGS ?? '').split(' ').filter(Boolean);
   return startServer([...nodeArgs, join(ROOT, 'bin/track.js'), 'emulate', '--port', '0', '--db', db, '--api-key', KEY, '--rate-limit', '100000000/1s', '--quiet']);
-}
-
-/** A node process serving HTTP, from the base URL in the first line it prints. */
-async function startServer(args) {
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    proc.stdout.on('data', (d) => {
-      out += d;
-      // the whole line: a chunk may end inside the port
-      const m = /(http:\/\/\S+).*\n/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    proc.on('exit', (code) => reject(new Error(`${args.at(-1)} exited ${code}`)));
-  });
-  return { url, pid: proc.pid, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc; undefined where there is none. */
-function cpuSecondsOf(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
-  } catch {
-    return undefined;
-  }
 }
 
 /** Runs a phase and records the CPU time the server (`name`) and this load generator spent on it. */
@@ -163,6 +149,37 @@ function bareLoop(kind, name = kind) {
   return { run: (r) => batch(Array.from({ length: 50 }, (_, j) => make(r * 50 + j))), close: () => db.close() };
 }
 
+/**
+ * The floor for new users: the rows the emulator stores for newUser(i), in its own schema and with
+ * service_ids made as it makes them, 50 a transaction, each after a lookup of its external_id. The
+ * emulator, committing the requests that arrive together in one transaction, may go past it.
+ */
+function bareProfilesFloor(requests) {
+  const db = new Database(join(dir, 'bare-profiles.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec(SCHEMA);
+  const find = db.prepare('SELECT id FROM profiles WHERE external_id = ?').pluck();
+  const insert = db.prepare(
+    `INSERT INTO profiles (service_id, external_id, email, phone, fields, custom, push_import, language_from_api, created_at, updated_at, updated_seq)
+     VALUES (?, ?, ?, NULL, ?, ?, 0, 0, ?, ?, ?)`,
+  );
+  let seq = 0;
+  const batch = db.transaction((users) => {
+    for (const u of users) {
+      if (find.get(u.external_id) !== undefined) throw new Error(`${u.external_id} is not new`);
+      const now = new Date().toISOString();
+      const fields = JSON.stringify({ email: u.email, first_name: u.first_name, home_city: u.home_city });
+      insert.run(newServiceId(), u.external_id, u.email, fields, JSON.stringify({ plan: u.plan, score: u.score }), now, now, (seq += 1));
+    }
+  });
+  const start = performance.now();
+  for (let r = 0; r < requests; r += 1) batch(Array.from({ length: 50 }, (_, j) => newUser(r * 50 + j)));
+  const seconds = (performance.now() - start) / 1000;
+  db.close();
+  return (requests * 50) / seconds;
+}
+
 function bareFloor(kind, requests) {
   const bare = bareLoop(kind);
   const start = performance.now();
@@ -222,6 +239,8 @@ try {
   const ev = await measured(emu.pid, REQUESTS, () => saturate(pool, eventTexts));
   const attributeTexts = bodies(attribute, 'attributes', 0, REQUESTS);
   const at = await measured(emu.pid, REQUESTS, () => saturate(pool, attributeTexts));
+  const newUserTexts = bodies(newUser, 'attributes', 0, REQUESTS);
+  const nu = await measured(emu.pid, REQUESTS, () => saturate(pool, newUserTexts));
   const pacedTexts = bodies(event, 'events', REQUESTS, PACED_RATE * PACED_SECONDS);
   const probe = startPauseProbe();
   await probe.ready;
@@ -229,7 +248,7 @@ try {
   const paced500 = await measured(emu.pid, pacedTexts.length, () => paced(pool, pacedTexts, PACED_RATE));
   const stolen = stolenBefore === undefined ? undefined : stolenMs() - stolenBefore;
   const pauses = await probe.stop();
-  const [evSeconds, atSeconds, lat] = [ev.result, at.result, paced500.result];
+  const [evSeconds, atSeconds, nuSeconds, lat] = [ev.result, at.result, nu.result, paced500.result];
   await pool.close();
   await emu.stop();
 
@@ -246,10 +265,16 @@ try {
   const atRate = (REQUESTS * 50) / atSeconds;
   const bareEv = bareFloor('events', REQUESTS);
   const bareAt = bareFloor('attributes', REQUESTS);
+  const nuRate = (REQUESTS * 50) / nuSeconds;
+  const bareNu = bareProfilesFloor(REQUESTS);
   const bareLat = bareLatency(REQUESTS, PACED_RATE, PACED_RATE * PACED_SECONDS);
   const f = (n) => Math.round(n).toLocaleString('en-US');
   console.log(`events:     ${f(evRate)} items/s over HTTP (target >= 50,000); bare better-sqlite3 loop ${f(bareEv)} items/s; ratio ${(evRate / bareEv).toFixed(2)}`);
   console.log(`attributes: ${f(atRate)} items/s over HTTP (target >= 30,000); bare better-sqlite3 loop ${f(bareAt)} items/s; ratio ${(atRate / bareAt).toFixed(2)}`);
+  console.log(
+    `new users:  ${f(nuRate)} profiles created/s over HTTP; bare better-sqlite3 loop inserting the same rows (its schema, a lookup each) ` +
+      `${f(bareNu)} profiles/s; ratio ${(nuRate / bareNu).toFixed(2)}`,
+  );
   console.log(`latency at ${PACED_RATE} requests/s over ${PACED_SECONDS} s (achieved ${lat.achieved.toFixed(0)}/s): ${latencyLine(lat)} (target p99 < 20 ms)`);
   console.log(`  bare better-sqlite3 loop, the same 50-event transactions due at ${PACED_RATE}/s: ${latencyLine(bareLat)}; p99 ratio ${(lat.p99 / bareLat.p99).toFixed(1)}`);
   console.log(
@@ -280,7 +305,7 @@ try {
         `(${bursts(paused)} bursts in the paced phase); p99 ${atRest.p99Ms.toFixed(2)} ms`,
     );
   }
-  console.log(`  events ${ev.cpu}; attributes ${at.cpu}; paced ${paced500.cpu}`);
+  console.log(`  events ${ev.cpu}; attributes ${at.cpu}; new users ${nu.cpu}; paced ${paced500.cpu}`);
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

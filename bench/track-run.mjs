@@ -2,7 +2,7 @@
 // CPU time to fd 3 as it exits (from the main thread: the CLI plans in a worker, which runs it too).
 import { fork, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -66,4 +66,31 @@ export async function startServerChild(script) {
     send: (message) => child.send(message),
     stop: () => child.send('exit'),
   };
+}
+
+/** A node process serving HTTP, from the base URL in the first line it prints. */
+export async function startServer(args) {
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (d) => {
+      out += d;
+      // the whole line: a chunk may end inside the port
+      const m = /(http:\/\/\S+).*\n/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    proc.on('exit', (code) => reject(new Error(`${args.at(-1)} exited ${code}`)));
+  });
+  return { url, pid: proc.pid, stop: () => new Promise((r) => { proc.on('exit', r); proc.kill('SIGTERM'); }) };
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc; undefined where there is none. */
+export function cpuSecondsOf(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime, stime in clock ticks (USER_HZ = 100)
+  } catch {
+    return undefined;
+  }
 }
