@@ -10,6 +10,12 @@ export class CellProblem {
 
 export type CellReader = (text: string) => unknown;
 
+/**
+ * Readers that may return undefined for a cell that holds nothing after all (a list of separators
+ * alone): its field is left out, as for an empty cell. The row mapper checks only these readers' values.
+ */
+export const MAY_LEAVE_OUT: WeakSet<CellReader> = new WeakSet();
+
 export const COLUMN_TYPES = ['string', 'number', 'integer', 'boolean', 'time', 'json', 'array'] as const;
 export const COLUMN_OPERATIONS = ['inc', 'add', 'remove'] as const;
 export type ColumnType = (typeof COLUMN_TYPES)[number];
@@ -96,7 +102,7 @@ function integerOf(text: string, typed: string): number | CellProblem {
 export const readInteger: CellReader = (text) => integerOf(text, 'integer');
 
 export const readBoolean: CellReader = (text) => {
-  switch (text.toLowerCase()) {
+  switch (text.trim().toLowerCase()) {
     case 'true':
     case '1':
     case 'yes':

@@ -96,9 +96,10 @@ export function readerFor(kind: ArrayName, spec: ColumnSpec, options: CellOption
   const { annotation, path } = spec;
   const top = path.length === 1 ? path[0] : undefined;
   if (annotation === undefined || annotation === 'string') {
-    if (annotation === undefined && isTimeField(kind, path)) return timeReader(options, false);
+    if (annotation === undefined && isTimeField(kind, path)) return timeReader(options, false, false);
     if (kind === 'attributes' && top === 'dob') return dateOfBirthReader(options);
-    if (kind === 'attributes' && top === 'phone' && options.defaultCountry !== undefined) return phoneReader(options.defaultCountry);
+    // the phone of any row: the profile's, or the identifier of an event or a purchase
+    if (top === 'phone' && options.defaultCountry !== undefined) return phoneReader(options.defaultCountry);
     if (annotation === 'string') return readText;
     if (alwaysText(kind, path)) return readText;
     if (structured(kind, path)) return readJson;
@@ -112,7 +113,7 @@ export function readerFor(kind: ArrayName, spec: ColumnSpec, options: CellOption
       return { problem: `:${annotation} applies to custom attributes of attributes rows, not to ${what}` };
     }
   }
-  if (annotation === 'time') return timeReader(options, isTopCustomAttribute(kind, path));
+  if (annotation === 'time') return timeReader(options, isTopCustomAttribute(kind, path), true);
   const separator = options.arraySeparator;
   if (separator !== undefined && (annotation === 'array' || annotation === 'add' || annotation === 'remove')) {
     return listReader(separator, annotation, annotation === 'array' ? undefined : annotation);

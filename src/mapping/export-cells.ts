@@ -4,7 +4,7 @@
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
 import { isoString } from '../model/time.js';
 import { isIsoTime } from '../model/time.js';
-import { arrayOf, CellProblem, shown, type CellReader } from './cells.js';
+import { arrayOf, CellProblem, MAY_LEAVE_OUT, shown, type CellReader } from './cells.js';
 import { readDateText, readTimeText, type TimeReading } from './times.js';
 
 export interface CellOptions extends TimeReading {
@@ -14,10 +14,14 @@ export interface CellOptions extends TimeReading {
   arraySeparator?: string;
 }
 
-const TIME_FORMS = 'such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07 or epoch seconds';
+const TIME_FORMS = 'such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07, or epoch seconds (10 digits) or milliseconds (13)';
 
-/** A time cell's value: text with `Z` or an offset as written (an exact instant already); any other form read and sent in UTC. */
-export function timeReader(options: CellOptions, wrap: boolean): CellReader {
+/**
+ * A time cell's value: text with `Z` or an offset as written (an exact instant already); any other
+ * form read and sent in UTC. `typed`: the column is annotated `:time` (else it is a field that holds a time).
+ */
+export function timeReader(options: CellOptions, wrap: boolean, typed: boolean): CellReader {
+  const why = typed ? ' (the column is typed time)' : '';
   return (text) => {
     let time: string;
     // an ISO time ending in Z or an offset names its instant exactly: sent as written
@@ -25,7 +29,7 @@ export function timeReader(options: CellOptions, wrap: boolean): CellReader {
     if ((last === 90 || (last >= 48 && last <= 57)) && text.charCodeAt(10) === 84 /* T */ && hasOffset(text) && isIsoTime(text)) time = text;
     else {
       const read = readTimeText(text, options);
-      if (read === undefined) return new CellProblem(`must be a time ${TIME_FORMS} (the column is typed time), got ${shown(text)}`);
+      if (read === undefined) return new CellProblem(`must be a time ${TIME_FORMS}${why}, got ${shown(text)}`);
       if ('problem' in read) return new CellProblem(`${read.problem}, got ${shown(text)}`);
       time = isoString(read.ms);
     }
@@ -58,9 +62,13 @@ export function phoneReader(country: string): CellReader {
   };
 }
 
-/** An array cell: a JSON array, or text split on the separator, each part trimmed, empty parts dropped. */
+/**
+ * An array cell: a JSON array, or text split on the separator, each part trimmed, empty parts
+ * dropped; a cell of separators and spaces alone holds no value and is left out, as an empty cell
+ * is (an empty JSON array `[]` is sent: it says so).
+ */
 export function listReader(separator: string, typed: string, wrap?: 'add' | 'remove'): CellReader {
-  return (text) => {
+  const read: CellReader = (text) => {
     let values: unknown[] | CellProblem;
     if (text.trimStart().charCodeAt(0) === 91 /* [ */) values = arrayOf(text, typed);
     else {
@@ -69,8 +77,11 @@ export function listReader(separator: string, typed: string, wrap?: 'add' | 'rem
         const value = part.trim();
         if (value !== '') values.push(value);
       }
+      if (values.length === 0) return undefined;
     }
     if (values instanceof CellProblem || wrap === undefined) return values;
     return wrap === 'add' ? { add: values } : { remove: values };
   };
+  MAY_LEAVE_OUT.add(read);
+  return read;
 }

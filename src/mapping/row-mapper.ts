@@ -5,7 +5,7 @@
 // enter the source only as JSON string literals, which cannot end the literal they are in. A header
 // of more columns than an object keeps fast properties for gets a plain loop instead: its items are
 // dictionaries whatever builds them, and the generated code of 20,000 columns took 20 MB.
-import { CellProblem, readText, type CellReader } from './cells.js';
+import { CellProblem, MAY_LEAVE_OUT, readText, type CellReader } from './cells.js';
 
 export interface RowColumn {
   /** Position of the cell in the row. */
@@ -39,7 +39,7 @@ export function compileRowMapper(columns: readonly RowColumn[]): RowMapper {
     const read =
       column.read === readText
         ? `${store} = text === 'null' ? null : text;`
-        : `{ value = text === 'null' ? null : read${i}(text); if (value instanceof CellProblem) (refused ??= []).push([${i}, value]); else ${store} = value; }`;
+        : `{ value = text === 'null' ? null : read${i}(text); if (value instanceof CellProblem) (refused ??= []).push([${i}, value]); else ${MAY_LEAVE_OUT.has(column.read) ? 'if (value !== undefined) ' : ''}${store} = value; }`;
     return `  text = cells[${column.index}];\n  if (text !== undefined && text !== '') ${read}`;
   });
   const source = [
@@ -74,6 +74,7 @@ export function loopRowMapper(columns: readonly RowColumn[]): RowMapper {
         (refused ??= []).push([i, value]);
         continue;
       }
+      if (value === undefined) continue;
       let target = item;
       for (let depth = 0; depth < path.length - 1; depth += 1) target = (target[path[depth]] ??= {}) as Record<string, unknown>;
       target[path[path.length - 1]] = value;

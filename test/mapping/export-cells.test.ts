@@ -1,6 +1,7 @@
 // Cells as exports write them: times in several forms and zones, dates of birth, national phones, lists.
 import { describe, expect, it } from 'vitest';
 import { CellProblem } from '../../src/mapping/cells.js';
+import { mapCsvRow, readCsvHeader } from '../../src/mapping/csv-rows.js';
 import { dateOfBirthReader, listReader, phoneReader, timeReader } from '../../src/mapping/export-cells.js';
 import { readDateText, readTimeText, wallToUtc } from '../../src/mapping/times.js';
 
@@ -60,13 +61,23 @@ describe('readTimeText', () => {
 
 describe('time cells', () => {
   it('sends an ISO time with Z or an offset as written and every other form in UTC, as {"$time"} on a custom attribute', () => {
-    const read = timeReader({}, false);
+    const read = timeReader({}, false, true);
     expect(read('2024-03-07T10:00:00Z')).toBe('2024-03-07T10:00:00Z');
     expect(read('2024-03-07T11:30:00+01:00')).toBe('2024-03-07T11:30:00+01:00');
     expect(read('2024-03-07T10:00:00')).toBe('2024-03-07T10:00:00.000Z');
-    expect(timeReader({ timeZone: 'Europe/Berlin' }, true)('2024-03-07 10:00')).toEqual({ $time: '2024-03-07T09:00:00.000Z' });
-    expect(problem(read('soon'))).toMatch(/^must be a time such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07 or epoch seconds/);
+    expect(timeReader({ timeZone: 'Europe/Berlin' }, true, true)('2024-03-07 10:00')).toEqual({ $time: '2024-03-07T09:00:00.000Z' });
+    expect(problem(read('soon'))).toBe(
+      'must be a time such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07, or epoch seconds (10 digits) or milliseconds (13) (the column is typed time), got "soon"',
+    );
     expect(problem(read('01/02/2024'))).toMatch(/--date-order/);
+  });
+
+  it('the time of an event, not annotated, is not said to be typed', () => {
+    const result = readCsvHeader(['external_id', 'name', 'time']);
+    if (!result.ok) throw new Error('header');
+    expect(result.header.kind).toBe('events');
+    const { errors } = mapCsvRow(result.header, ['u1', 'login', '167900000']);
+    expect(errors).toEqual(['time: must be a time such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07, or epoch seconds (10 digits) or milliseconds (13), got "167900000"']);
   });
 
   it('dob: YYYY-MM-DD as written, YYYY/MM/DD and slashed dates (with --date-order) rewritten', () => {
@@ -99,5 +110,32 @@ describe('time cells', () => {
     expect(listReader(';', 'add', 'add')('gold')).toEqual({ add: ['gold'] });
     expect(listReader(';', 'remove', 'remove')('a;b')).toEqual({ remove: ['a', 'b'] });
     expect(problem(listReader(';', 'array')('[broken'))).toMatch(/^is not valid JSON/);
+  });
+});
+
+describe('export cells in every kind of row', () => {
+  it('--default-country reads the phone of events and purchases too, naming the user in E.164', () => {
+    for (const header of [['phone', 'name', 'time'], ['phone', 'product_id', 'currency', 'price', 'time']]) {
+      const result = readCsvHeader(header, { cells: { defaultCountry: 'US' } });
+      if (!result.ok) throw new Error('header');
+      const cells = header.map((column) => ({ phone: '(415) 555-2671', name: 'login', time: '2023-01-01T00:00:00Z', product_id: 'p', currency: 'USD', price: '1' })[column]!);
+      expect(mapCsvRow(result.header, cells).item.phone).toBe('+14155552671');
+      const bad = mapCsvRow(result.header, cells.map((cell, i) => (header[i] === 'phone' ? '123' : cell)));
+      expect(bad.errors?.[0]).toMatch(/^phone: is not a valid phone number, in US \(--default-country\) or with its country code/);
+    }
+  });
+
+  it('a list cell of separators alone is left out, as an empty cell is; a JSON [] is sent', () => {
+    const result = readCsvHeader(['external_id', 'tags:array', 'more:add', 'less:remove'], { cells: { arraySeparator: ';' } });
+    if (!result.ok) throw new Error('header');
+    expect(result.header.mapRow(['u1', ';;', ' ; ', ';']).item).toEqual({ external_id: 'u1' });
+    expect(result.header.mapRow(['u1', '[]', 'a;;b', ';']).item).toEqual({ external_id: 'u1', tags: [], more: { add: ['a', 'b'] } });
+  });
+
+  it(':boolean trims its cell, as other cells are', () => {
+    const result = readCsvHeader(['external_id', 'vip:boolean']);
+    if (!result.ok) throw new Error('header');
+    expect(result.header.mapRow(['u1', ' yes ']).item).toEqual({ external_id: 'u1', vip: true });
+    expect(result.header.mapRow(['u1', 'No\t']).item).toEqual({ external_id: 'u1', vip: false });
   });
 });
