@@ -5,6 +5,7 @@ import { IDENTIFIER_FIELDS, isCustomAttributeName } from '../model/fields.js';
 import type { ArrayName } from '../model/types.js';
 import { plainDecimalDot, type CellReader } from './cells.js';
 import { likelyField, mapEntry } from './suggest.js';
+import { readTimeText } from './times.js';
 
 const IDENTIFIER_ORDER = ['external_id', 'user_alias', 'service_id', 'email', 'phone'] as const;
 
@@ -20,6 +21,8 @@ export function identifierNotes(kind: ArrayName, columns: ReadonlyArray<{ source
   const notes: string[] = [];
   const fixes: string[] = [];
   const namedBy = IDENTIFIER_ORDER.find((name) => tops.has(name));
+  /** The first column taken for each field: one column can fill a field, so a second is told to map one of them. */
+  const firstLike = new Map<string, string>();
   for (const { source, field } of columns) {
     if (field.includes('.') || !isCustomAttributeName(field)) continue;
     const likely = likelyField(field);
@@ -27,10 +30,23 @@ export function identifierNotes(kind: ArrayName, columns: ReadonlyArray<{ source
     const identifier = IDENTIFIER_FIELDS.has(likely);
     if (kind !== 'attributes' && !identifier) continue;
     const entry = mapEntry(source, likely);
-    if (identifier) fixes.push(`column "${source}" looks like ${likely}: put ${entry} in a --map file and give --map FILE`);
+    const first = firstLike.get(likely);
+    if (first === undefined) firstLike.set(likely, source);
     const becomes = kind === 'attributes' ? `becomes the custom attribute "${field}"` : `is not a field of ${kind}`;
     const users = identifier && namedBy !== undefined ? `, and the rows' users are found by ${namedBy}` : '';
+    if (first !== undefined) {
+      // --map cannot send two columns to one field
+      notes.push(`column "${source}" ${becomes}${users}, but looks like ${likely} as column "${first}" does; map only one of them to ${likely}`);
+      continue;
+    }
+    if (identifier) fixes.push(`column "${source}" looks like ${likely}: put ${entry} in a --map file and give --map FILE`);
     notes.push(`column "${source}" ${becomes}${users}, but looks like ${likely}; to read it as ${likely}, put ${entry} in a --map file`);
+  }
+  // a header that names no user: one column per field, the others named beside it
+  for (const [likely, first] of firstLike) {
+    const others = columns.filter(({ source, field }) => source !== first && !field.includes('.') && isCustomAttributeName(field) && likelyField(field) === likely);
+    const at = fixes.findIndex((fix) => fix.startsWith(`column "${first}" looks like ${likely}:`));
+    if (others.length > 0 && at !== -1) fixes[at] += ` (or map ${others.map(({ source }) => `"${source}"`).join(' or ')} instead: one column only)`;
   }
   return { notes, fixes };
 }
@@ -39,8 +55,30 @@ export function identifierNotes(kind: ArrayName, columns: ReadonlyArray<{ source
 export interface TypeCounts {
   column: string;
   field: string;
-  /** [numbers, booleans, texts] */
+  /** [numbers, booleans, texts, what the cells rule out (RULED_OUT_BOOLEAN, RULED_OUT_TIME)] */
   counts: Float64Array;
+}
+
+/** Set in counts[3] once a cell is no boolean word (yes, no, 1, 0, ...); once one reads as no time. */
+const RULED_OUT_BOOLEAN = 1;
+const RULED_OUT_TIME = 2;
+const RULED_OUT_BOTH = 3;
+const BOOLEAN_WORDS: ReadonlySet<string> = new Set(['true', 'false', 'yes', 'no', 'y', 'n', '1', '0']);
+
+/** ruleOut for a cell read as a number: 0 and 1 are booleans, and whole numbers of 10 or 13 digits epoch times. */
+function ruleOutNumber(counts: Float64Array, text: string): void {
+  let out = counts[3];
+  if (text !== '0' && text !== '1') out |= RULED_OUT_BOOLEAN;
+  if ((text.length !== 10 && text.length !== 13) || text.charCodeAt(0) === 45 || text.includes('.')) out |= RULED_OUT_TIME;
+  counts[3] = out;
+}
+
+/** Notes in counts[3] whether the cell could be read by :boolean and by :time; a column stops looking once it is neither. */
+function ruleOut(counts: Float64Array, text: string): void {
+  let out = counts[3];
+  if ((out & RULED_OUT_BOOLEAN) === 0 && !BOOLEAN_WORDS.has(text.trim().toLowerCase())) out |= RULED_OUT_BOOLEAN;
+  if ((out & RULED_OUT_TIME) === 0 && readTimeText(text, {}) === undefined) out |= RULED_OUT_TIME;
+  counts[3] = out;
 }
 
 /**
@@ -57,14 +95,17 @@ export function typeCounter(counts: Float64Array): CellReader {
         const n = Number(text);
         if (dot < text.length || Number.isSafeInteger(n)) {
           counts[0] += 1;
+          if (counts[3] !== RULED_OUT_BOTH) ruleOutNumber(counts, text);
           return n;
         }
       }
     } else if (text === 'true' || text === 'false') {
       counts[1] += 1;
+      counts[3] |= RULED_OUT_TIME;
       return text === 'true';
     }
     counts[2] += 1;
+    if (counts[3] !== RULED_OUT_BOTH) ruleOut(counts, text);
     return text;
   };
 }
@@ -78,17 +119,37 @@ const TYPE_NAMES = [
 /** 1427 -> `1,427`, without loading the runtime's number formats (toLocaleString costs megabytes). */
 const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',');
 
-/** A note for each column whose cells became more than one type, with the counts and the annotation to add. */
-export function mixedTypeNotes(typeCounts: readonly TypeCounts[]): string[] {
+/** What a column of mixed types would hold, by the kind of its rows. */
+const HOLDERS: Readonly<Record<ArrayName, string>> = {
+  attributes: 'profiles will hold mixed types',
+  events: 'its events will carry the property in mixed types',
+  purchases: 'its purchases will carry the property in mixed types',
+};
+
+/**
+ * A note for each column whose cells became more than one type, with the counts and the annotation
+ * to add: :boolean when every cell is a yes/no word, :time when every cell reads as a time, else
+ * :string (or :boolean beside it, for true/false among texts).
+ */
+export function mixedTypeNotes(typeCounts: readonly TypeCounts[], kind: ArrayName = 'attributes'): string[] {
   const notes: string[] = [];
   for (const { column, field, counts } of typeCounts) {
     const kinds = [0, 1, 2].filter((i) => counts[i] > 0);
     if (kinds.length < 2) continue;
     const parts = kinds.map((i) => `${grouped(counts[i])} ${TYPE_NAMES[i][counts[i] === 1 ? 0 : 1]}`);
-    const annotation = counts[1] > 0 && counts[0] === 0 ? 'boolean' : 'string';
-    const other = annotation === 'boolean' ? ' (it reads yes/no/y/n/1/0 too), or :string to keep the texts' : '';
+    const out = counts[3] ?? RULED_OUT_BOTH;
+    const booleans = (out & RULED_OUT_BOOLEAN) === 0;
+    const times = (out & RULED_OUT_TIME) === 0;
+    const annotation = booleans ? 'boolean' : times ? 'time' : counts[1] > 0 && counts[0] === 0 ? 'boolean' : 'string';
+    const other = booleans
+      ? ' (it reads yes/no/y/n/1/0 as well as true/false)'
+      : times
+        ? ' (it reads dates, times and epoch seconds or milliseconds; --timezone and --date-order say how)'
+        : annotation === 'boolean'
+          ? ' (it reads yes/no/y/n/1/0 too), or :string to keep the texts'
+          : '';
     notes.push(
-      `column "${column}" was guessed as ${parts.join(' and ')}, so profiles will hold mixed types; ` +
+      `column "${column}" was guessed as ${parts.join(' and ')}, so ${HOLDERS[kind]}; ` +
         `type it: ${mapEntry(column, `${field}:${annotation}`)} in a --map file, or the header "${field}:${annotation}"${other}`,
     );
   }

@@ -56,15 +56,48 @@ describe('header notes', () => {
     for (const cells of [['u1', '02134', 'true', 'pro', '1'], ['u2', '94105', 'yes', 'pro', '2'], ['u3', '10001', 'false', 'pro', '3']]) header.mapRow(cells);
     expect(mixedTypeNotes(header.typeCounts)).toEqual([
       'column "zip" was guessed as 2 numbers and 1 text, so profiles will hold mixed types; type it: {"zip": "zip:string"} in a --map file, or the header "zip:string"',
-      'column "vip" was guessed as 2 booleans and 1 text, so profiles will hold mixed types; type it: {"vip": "vip:boolean"} in a --map file, or the header "vip:boolean" (it reads yes/no/y/n/1/0 too), or :string to keep the texts',
+      'column "vip" was guessed as 2 booleans and 1 text, so profiles will hold mixed types; type it: {"vip": "vip:boolean"} in a --map file, or the header "vip:boolean" (it reads yes/no/y/n/1/0 as well as true/false)',
     ]);
   });
 
-  it('leaves the columns of a CSV rejects file (_file, _line, _errors) out', () => {
-    const result = readCsvHeader(['external_id', 'plan', '_file', '_line', '_errors']);
+  it('advises :boolean for yes/no/1/0, :time for dates beside epochs, :boolean or :string for true/false among other texts', () => {
+    const result = readCsvHeader(['external_id', 'opted', 'seen', 'vip', 'zip']);
     if (!result.ok) throw new Error('header');
-    expect(result.header.mapRow(['u1', 'pro', 'a.csv', '3', 'plan: bad']).item).toEqual({ external_id: 'u1', plan: 'pro' });
-    expect(result.header.keys).toEqual(['external_id', 'plan', undefined, undefined, undefined]);
+    const { header } = result;
+    for (const cells of [['u1', 'yes', '2023-02-02', 'true', '02134'], ['u2', '0', '1679000000', 'maybe', '94105'], ['u3', 'N', '1679000000123', 'false', '10001']]) header.mapRow(cells);
+    const notes = mixedTypeNotes(header.typeCounts);
+    expect(notes[0]).toMatch(/^column "opted" was guessed as 1 number and 2 texts, .* type it: \{"opted": "opted:boolean"\} .*\(it reads yes\/no\/y\/n\/1\/0 as well as true\/false\)$/);
+    expect(notes[1]).toMatch(/^column "seen" was guessed as 2 numbers and 1 text, .* type it: \{"seen": "seen:time"\} .*\(it reads dates, times and epoch seconds or milliseconds; --timezone and --date-order say how\)$/);
+    expect(notes[2]).toMatch(/"vip:boolean" \(it reads yes\/no\/y\/n\/1\/0 too\), or :string to keep the texts$/);
+    expect(notes[3]).toMatch(/"zip:string"$/);
+  });
+
+  it('says of an events file that its events, not profiles, carry the mixed types', () => {
+    const result = readCsvHeader(['external_id', 'name', 'time', 'properties.zip']);
+    if (!result.ok) throw new Error('header');
+    for (const zip of ['02134', '94105']) result.header.mapRow(['u1', 'login', '2023-01-01T00:00:00Z', zip]);
+    expect(mixedTypeNotes(result.header.typeCounts, result.header.kind)).toEqual([
+      'column "properties.zip" was guessed as 1 number and 1 text, so its events will carry the property in mixed types; type it: {"properties.zip": "properties.zip:string"} in a --map file, or the header "properties.zip:string"',
+    ]);
+  });
+
+  it('two columns that look like one identifier: the error suggests mapping one of them', () => {
+    const result = readCsvHeader(['E-mail', 'Email Address', 'plan']);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.problems.slice(1)).toEqual([
+      'column "E-mail" looks like email: put {"E-mail": "email"} in a --map file and give --map FILE (or map "Email Address" instead: one column only)',
+    ]);
+    const usable = readCsvHeader(['external_id', 'E-mail', 'Email Address']);
+    if (!usable.ok) throw new Error('header');
+    expect(usable.notes[1]).toBe('column "Email Address" becomes the custom attribute "Email Address", and the rows\' users are found by external_id, but looks like email as column "E-mail" does; map only one of them to email');
+  });
+
+  it('leaves the columns of a CSV rejects file (_file, _line, _kind, _column, _errors) out', () => {
+    const result = readCsvHeader(['external_id', 'plan', '_file', '_line', '_kind', '_column', '_errors']);
+    if (!result.ok) throw new Error('header');
+    expect(result.header.mapRow(['u1', 'pro', 'a.csv', '3', 'attributes', 'plan', 'plan: bad']).item).toEqual({ external_id: 'u1', plan: 'pro' });
+    expect(result.header.keys).toEqual(['external_id', 'plan', undefined, undefined, undefined, undefined, undefined]);
   });
 });
 
