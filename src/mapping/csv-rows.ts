@@ -13,8 +13,11 @@ import { rowMapper, type RowMapper } from './row-mapper.js';
 /** Keys a rejected row of the wrong width carries in the rejects file, to be removed once fixed. */
 export const EXTRA_CELLS_KEY = '_extra_cells';
 export const MISSING_COLUMNS_KEY = '_missing_columns';
-/** Columns a CSV rejects file adds to each row (--rejects-format csv); read back, they are left out. */
-export const REJECT_COLUMNS: readonly string[] = ['_file', '_line', '_errors'];
+/**
+ * Columns a CSV rejects file adds to each row (--rejects-format csv); read back, they are no fields
+ * (`_kind` says the row's kind: kind-column.ts).
+ */
+export const REJECT_COLUMNS: readonly string[] = ['_file', '_line', '_kind', '_column', '_errors'];
 
 export interface CsvColumn {
   index: number;
@@ -144,7 +147,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
       }
       if (reader === readInferred) {
         // how many cells of the column become each type: a column of mixed types is reported
-        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(3) };
+        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(4) };
         typeCounts.push(counts);
         read = typeCounter(counts.counts);
       } else read = reader;

@@ -1,11 +1,13 @@
 // --rejects-format csv: the rejects file as a spreadsheet opens it, one row a reject under the inputs'
-// header (after --map) with `_file`, `_line` and `_errors` after it. `track upload` reads it back as
-// any CSV file (the `_` columns left out), so rows fixed in a spreadsheet go in as they are.
+// header (after --map) with `_file`, `_line`, `_kind`, `_column` and `_errors` after it. `track upload`
+// reads it back as any CSV file (the `_` columns are no fields), each row as its `_kind` says, so rows
+// fixed in a spreadsheet go in as they are, attributes and events alike.
 import { readFile, stat } from 'node:fs/promises';
 import Papa from 'papaparse';
 import { readCsv } from '../input/csv.js';
 import { inputBytes, STDIN, formatOf } from '../input/source.js';
-import { EXTRA_CELLS_KEY, MISSING_COLUMNS_KEY, readCsvHeader, REJECT_COLUMNS } from '../mapping/csv-rows.js';
+import { EXTRA_CELLS_KEY, MISSING_COLUMNS_KEY, REJECT_COLUMNS } from '../mapping/csv-rows.js';
+import { readRowsHeader } from '../mapping/kind-column.js';
 import type { RejectRecord } from '../model/request.js';
 import type { NdjsonWriter } from '../input/ndjson-writer.js';
 import { csvOptions } from './plan-csv.js';
@@ -28,7 +30,7 @@ async function inputKeys(options: Pick<UploadOptions, 'inputs' | 'format' | 'enc
       const first = records[0];
       if (first === undefined) continue;
       if ('cells' in first) {
-        const result = readCsvHeader(first.cells, { kind: options.kind, map: options.map, cells: options.reading });
+        const result = readRowsHeader(first.cells, { kind: options.kind, map: options.map, cells: options.reading });
         if (result.ok) for (const key of result.header.keys) if (key !== undefined && !keys.includes(key)) keys.push(key);
       }
       break;
@@ -62,6 +64,8 @@ export function rejectCells(record: RejectRecord, header: readonly string[]): st
   return header.map((key) => {
     if (key === '_file') return record.file;
     if (key === '_line') return String(record.line);
+    if (key === '_kind') return record.kind === 'unknown' ? '' : record.kind;
+    if (key === '_column') return record.column ?? '';
     if (key === '_errors') return errors.join(' | ');
     return cells.get(key) ?? '';
   });
@@ -91,13 +95,14 @@ export function csvRejectLines(
   };
 }
 
-/** The rejects a CSV rejects file holds already (a resumed run adds to it), by file and line. */
-export function csvRejectKeys(text: string): Array<Pick<RejectRecord, 'file' | 'line'>> {
+/** The rejects a CSV rejects file holds already (a resumed run adds to it), by file, line and the column of a dropped field. */
+export function csvRejectKeys(text: string): Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> {
   const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });
-  const found: Array<Pick<RejectRecord, 'file' | 'line'>> = [];
+  const found: Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> = [];
   for (const row of parsed.data) {
     const line = Number(row._line);
-    if (typeof row._file === 'string' && Number.isInteger(line)) found.push({ file: row._file, line });
+    if (typeof row._file !== 'string' || !Number.isInteger(line)) continue;
+    found.push(typeof row._column === 'string' && row._column !== '' ? { file: row._file, line, column: row._column } : { file: row._file, line });
   }
   return found;
 }

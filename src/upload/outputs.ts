@@ -48,6 +48,17 @@ export async function rejectsSoFar(path: string, format: RejectsFormat = 'ndjson
   return keys;
 }
 
+/**
+ * What a resumed run says of the rejects it counted that the rejects file held already (rows the run
+ * before rejected, or fields it dropped, and left unsettled when it stopped): counted again, since
+ * this run rejected or dropped them again, but not written twice.
+ */
+export function heldNote(held: number, path: string): string[] {
+  if (held === 0) return [];
+  const what = held === 1 ? '1 of the rejected rows and dropped fields counted here was' : `${held} of the rejected rows and dropped fields counted here were`;
+  return [`${what} in ${path} already, from the run this one resumes: not written again`];
+}
+
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
 export function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { open(): Promise<void> } {
   let writer: Promise<NdjsonWriter> | undefined;

@@ -3,28 +3,44 @@
 import { InputError } from '../errors.js';
 import { DELIMITERS, readCsv, type CsvOptions, type CsvRecord, type Delimiter } from '../input/csv.js';
 import { inputBytes } from '../input/source.js';
-import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, readCsvHeader, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
+import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
 import { mixedTypeNotes } from '../mapping/header-notes.js';
+import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
 import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
-/** Why a CSV file's first record cannot be its header, as the error to stop the run with; undefined when it can. */
-export function csvHeaderProblem(record: CsvRecord, file: string, options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>): InputError | undefined {
+/**
+ * Why a CSV file's first record cannot be its header, as the error to stop the run with; undefined
+ * when it can. `detected`: the delimiter found in the header line, when none was given.
+ */
+export function csvHeaderProblem(
+  record: CsvRecord,
+  file: string,
+  options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>,
+  detected?: Delimiter,
+): InputError | undefined {
   if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
   if (record.undecodable !== undefined) {
     return new InputError(`the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}`, file, record.line);
   }
-  const result = readCsvHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
+  const result = readRowsHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
   if (result.ok) return undefined;
   const problems = [...result.problems];
-  // a file of another delimiter, read with the one given: one column whose name holds the others
-  const other = record.cells.length === 1 ? DELIMITERS.find((d) => record.cells[0].includes(d)) : undefined;
-  if (other !== undefined) problems.push(`the header is one column holding ${JSON.stringify(other)}: is that the delimiter? give --delimiter ${JSON.stringify(other)}`);
+  const used = detected ?? options.reading?.delimiter ?? ',';
+  // a file of another delimiter, read with the one given or found: its names hold the others
+  const other = DELIMITERS.find((d) => d !== used && record.cells.some((cell) => cell.includes(d)));
+  if (record.cells.length === 1 && other !== undefined) {
+    problems.push(`the header is one column holding ${JSON.stringify(other)}: is that the delimiter? give --delimiter ${JSON.stringify(other)}`);
+  } else if (other !== undefined) {
+    problems.push(`the header was read with ${shownDelimiter(used)} between cells and its names hold ${shownDelimiter(other)}: if that is the delimiter, give --delimiter ${JSON.stringify(other)}`);
+  } else if (detected !== undefined && detected !== ',') problems.push(delimiterNote(detected));
   return new InputError(`the header cannot be used:\n  ${problems.join('\n  ')}`, file, record.line);
 }
 
+const shownDelimiter = (delimiter: Delimiter): string => (delimiter === '\t' ? 'tab' : `"${delimiter}"`);
+
 /** Says which delimiter a file was read with when it was detected and is not a comma. */
 export const delimiterNote = (delimiter: Delimiter): string =>
-  `read with ${delimiter === '\t' ? 'tab' : `"${delimiter}"`} between cells, as its header line uses (give --delimiter to choose)`;
+  `read with ${shownDelimiter(delimiter)} between cells, as its header line uses (give --delimiter to choose)`;
 
 /** How every CSV file's text is read: the delimiter, given or detected (and then noted). */
 export function csvOptions(options: Pick<PlanOptions, 'encoding' | 'reading'>, detected?: (delimiter: Delimiter) => void): CsvOptions {
@@ -34,17 +50,22 @@ export function csvOptions(options: Pick<PlanOptions, 'encoding' | 'reading'>, d
 /** The events of a CSV file, a chunk of rows at a time. */
 export async function* csvChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
   let header: CsvHeader | undefined;
+  /** A CSV rejects file's rows each say their kind (`_kind`); other files' rows are all read through `header`. */
+  let byKind: ReturnType<typeof rowHeaders>;
   const bytes = inputBytes(file, options.stdin, (n) => planner.bytesRead(n), options.chunkBytes);
   let detected: Delimiter | undefined;
   for await (const records of readCsv(bytes, file, csvOptions(options, (d) => (detected = d)))) {
     const before: PlanEvent[] = [];
     for (const record of records) {
       if (header === undefined) {
-        const problem = csvHeaderProblem(record, file, options);
+        const problem = csvHeaderProblem(record, file, options, detected);
         if (problem !== undefined) throw problem;
-        const result = readCsvHeader((record as { cells: string[] }).cells, { kind: options.kind, map: options.map, cells: options.reading });
+        const cells = (record as { cells: string[] }).cells;
+        const headerOptions = { kind: options.kind, map: options.map, cells: options.reading };
+        const result = readRowsHeader(cells, headerOptions);
         if (!result.ok) throw new Error('unreachable: the header was checked');
         header = result.header;
+        byKind = rowHeaders(cells, headerOptions, header);
         const notes = detected !== undefined && detected !== ',' ? [delimiterNote(detected), ...result.notes] : result.notes;
         before.push({ type: 'header', file, kind: header.kind, notes });
         continue;
@@ -56,24 +77,33 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
         continue;
       }
       const inDoubt = planner.inDoubt(file, line);
+      let rowHeader = header;
+      if (byKind !== undefined && inDoubt === undefined) {
+        const picked = byKind.pick(record.cells);
+        if ('errors' in picked) {
+          planner.reject(file, line, picked.kind, csvRowObject(header, record.cells), picked.errors);
+          continue;
+        }
+        rowHeader = picked;
+      }
       if (record.undecodable !== undefined && inDoubt === undefined) {
         const { cell, message } = record.undecodable;
-        planner.reject(file, line, header.kind, csvRowObject(header, record.cells), [`${header.keys[cell] ?? `column ${cell + 1}`}: ${message}`]);
+        planner.reject(file, line, rowHeader.kind, csvRowObject(rowHeader, record.cells), [`${rowHeader.keys[cell] ?? `column ${cell + 1}`}: ${message}`]);
         continue;
       }
-      const wrong = inDoubt ?? widthProblem(header, record.cells);
+      const wrong = inDoubt ?? widthProblem(rowHeader, record.cells);
       if (wrong !== undefined) {
-        planner.reject(file, line, header.kind, csvRowObject(header, record.cells), [wrong]);
+        planner.reject(file, line, rowHeader.kind, csvRowObject(rowHeader, record.cells), [wrong]);
         continue;
       }
-      const mapped = mapCsvRow(header, record.cells);
-      planner.take(header.kind, mapped.item, new CsvRowOrigin(file, line, header, record.cells), jsonBytesBound(header, record.cells), mapped);
+      const mapped = mapCsvRow(rowHeader, record.cells);
+      planner.take(rowHeader.kind, mapped.item, new CsvRowOrigin(file, line, rowHeader, record.cells), jsonBytesBound(rowHeader, record.cells), mapped);
     }
     yield [...before, ...planner.chunk(file)];
   }
   if (header === undefined) yield [{ type: 'note', file, note: 'is empty (no header row)' }];
   else {
-    const notes = mixedTypeNotes(header.typeCounts);
+    const notes = [header, ...(byKind?.others() ?? [])].flatMap((read) => mixedTypeNotes(read.typeCounts, read.kind));
     if (notes.length > 0) yield notes.map((note): PlanEvent => ({ type: 'note', file, note }));
   }
 }

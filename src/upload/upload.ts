@@ -12,7 +12,7 @@ import type { StateWriter } from '../transport/resume/state.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
-import { lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import { heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
 
@@ -160,8 +160,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const ledger = journal === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds
   const written = resume ? await rejectsSoFar(rejectsPath, options.rejectsFormat) : new Set<string>();
+  let held = 0;
   const writeReject = async (record: RejectRecord): Promise<void> => {
     if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
+    else held += 1;
   };
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
@@ -287,7 +289,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: target?.note === undefined ? summary.notes : [...summary.notes, target.note],
+    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),

@@ -1,0 +1,36 @@
+// --rejects-format csv written and read again by a resumed run: a dropped field's row is known by
+// its column as well as its file and line, so it is not written twice.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RejectRecord } from '../../src/model/request.js';
+import { heldNote, rejectKey, rejectsSoFar, rejectsWriter } from '../../src/upload/outputs.js';
+import { tempDir } from '../helpers/cli.js';
+
+let tmp: { dir: string; cleanup: () => void };
+beforeAll(() => {
+  tmp = tempDir();
+});
+afterAll(() => tmp.cleanup());
+
+describe('CSV rejects on resume', () => {
+  it('knows the rows and dropped fields it holds by file, line and column', async () => {
+    const input = join(tmp.dir, 'in.csv');
+    writeFileSync(input, 'external_id,phone,dob\nu1,123,1990-13-01\nu2,x,\n');
+    const path = join(tmp.dir, 'in.rejects.csv');
+    const records: RejectRecord[] = [
+      { file: 'in.csv', line: 2, kind: 'attributes', column: 'phone', value: '123', row: { external_id: 'u1', phone: '123' }, errors: ['phone: bad'] },
+      { file: 'in.csv', line: 2, kind: 'attributes', column: 'dob', value: '1990-13-01', row: { external_id: 'u1', dob: '1990-13-01' }, errors: ['dob: bad'] },
+      { file: 'in.csv', line: 3, kind: 'attributes', row: { external_id: 'u2', phone: 'x', dob: '' }, errors: ['phone: bad'] },
+    ];
+    const writer = rejectsWriter(path, false, { rejectsFormat: 'csv', inputs: [input] });
+    for (const record of records) await writer.write(record);
+    await writer.close();
+    const held = await rejectsSoFar(path, 'csv');
+    expect(records.map((record) => held.has(rejectKey(record)))).toEqual([true, true, true]);
+    expect(held.size).toBe(3);
+    expect(heldNote(2, 'in.rejects.csv')).toEqual([
+      '2 of the rejected rows and dropped fields counted here were in in.rejects.csv already, from the run this one resumes: not written again',
+    ]);
+  });
+});
