@@ -33,9 +33,13 @@ export interface CsvOptions {
   detected?: (delimiter: Delimiter) => void;
 }
 
+/** Header names that name the user (after spaces, case and an annotation): a delimiter that splits one out is likely the file's. */
+const IDENTIFIER_NAME = /^(external_id|email|phone|service_id|user_alias\.alias_name)(:string)?$/;
+
 /**
- * The delimiter a header line uses: the one of `,` `;` tab `|` it holds most often outside quotes, a
- * comma on a tie or when it holds none.
+ * The delimiter a header line uses: of `,` `;` tab `|`, one whose cells include a column naming the
+ * user (`external_id;Company, Inc, Ltd` is `;`), and of those (or of all, when none does) the one it
+ * holds most often outside quotes; a comma on a tie or when it holds none.
  */
 export function detectDelimiter(headerLine: string): Delimiter {
   const counts = new Map<string, number>();
@@ -44,9 +48,26 @@ export function detectDelimiter(headerLine: string): Delimiter {
     if (char === '"') quoted = !quoted;
     else if (!quoted && (DELIMITERS as readonly string[]).includes(char)) counts.set(char, (counts.get(char) ?? 0) + 1);
   }
-  let best: Delimiter = ',';
-  for (const delimiter of DELIMITERS) if ((counts.get(delimiter) ?? 0) > (counts.get(best) ?? 0)) best = delimiter;
+  const used = DELIMITERS.filter((delimiter) => delimiter === ',' || (counts.get(delimiter) ?? 0) > 0);
+  const naming = used.length > 1 ? used.filter((delimiter) => splitsOutIdentifier(headerLine, delimiter)) : [];
+  const candidates = naming.length > 0 ? naming : used;
+  let best: Delimiter = candidates[0];
+  for (const delimiter of candidates) if ((counts.get(delimiter) ?? 0) > (counts.get(best) ?? 0)) best = delimiter;
   return best;
+}
+
+/** Whether splitting the header line on `delimiter` (outside quotes) gives a cell that names the user. */
+function splitsOutIdentifier(headerLine: string, delimiter: Delimiter): boolean {
+  let quoted = false;
+  let cell = '';
+  for (const char of `${headerLine}${delimiter}`) {
+    if (char === '"') quoted = !quoted;
+    else if (char === delimiter && !quoted) {
+      if (IDENTIFIER_NAME.test(cell.trim().toLowerCase())) return true;
+      cell = '';
+    } else cell += char;
+  }
+  return false;
 }
 
 /** As much of a rejected row's text as goes to the rejects file. */

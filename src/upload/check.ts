@@ -4,6 +4,7 @@ import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputEncoding } from '../input/decode.js';
+import type { Delimiter } from '../input/delimiters.js';
 import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
 import { validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
 import type { ArrayName } from '../model/types.js';
@@ -67,9 +68,10 @@ export async function checkHeaders(
   const { readCsv } = await import('../input/csv.js');
   const { csvHeaderProblem, csvOptions } = await import('./plan-csv.js');
   for (const file of csvFiles) {
-    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+    let detected: Delimiter | undefined;
+    for await (const records of readCsv(inputBytes(file), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
-      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map, reading: options.reading });
+      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map, reading: options.reading }, detected);
       if (problem !== undefined) throw problem;
       break;
     }

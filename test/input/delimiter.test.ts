@@ -14,6 +14,13 @@ describe('delimiters', () => {
     expect(detectDelimiter('a,b;c')).toBe(',');
   });
 
+  it('prefers a delimiter that splits out a column naming the user over one used more often', () => {
+    expect(detectDelimiter('external_id;Company, Inc, Ltd')).toBe(';');
+    expect(detectDelimiter('Email;Notes, more, still more')).toBe(';');
+    expect(detectDelimiter('external_id,a;b;c')).toBe(',');
+    expect(detectDelimiter('id;Company, Inc, Ltd')).toBe(',');
+  });
+
   it('reads a file with the detected delimiter, the header split across chunks, and says which it used', async () => {
     let found: Delimiter | undefined;
     const text = 'external_id;tags;note\nu1;"a;b";x,y\nu2;c;"q ""r"" s"\n';
