@@ -73,15 +73,30 @@ export async function runAndReport(
   const removeSignals = onStopSignals(run.stop, run.abort);
   let summary: UploadSummary;
   try {
-    summary = await upload({ ...run.options, stdin: process.stdin });
+    summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } finally {
     run.ended();
     removeSignals();
   }
+  quietOnClosedStdout();
   process.stdout.write(flags.json === true ? summaryJson(verb, { ...summary, ...run.extra }, run.pace) : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined) reportFatal(fatal);
   process.exitCode = exitCodeOfRun(summary);
+}
+
+let quiet = false;
+
+/**
+ * Output to a pipe its reader closed early (`| head -1`) is left unwritten, quietly: the run still
+ * ends as it would have (its rejects file written) and with its own exit status, not a stack trace.
+ */
+export function quietOnClosedStdout(): void {
+  if (quiet) return;
+  quiet = true;
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+  });
 }
 
 function overrideExits(command: Command): void {

@@ -109,3 +109,36 @@ function requireStdin(stdin: Readable | undefined): Readable {
 function toBuffer(chunk: Buffer | string): Buffer {
   return typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
 }
+
+/**
+ * Standard input read twice: `ahead` gives its first bytes to a reader that stops early (validate
+ * --preview), and `again()` then gives every byte from the start, those included, to the run. Both
+ * take from one iterator of `stdin`, so a chunk read for `ahead` is never lost; what `ahead` read
+ * is kept until `again()` hands it on.
+ */
+export function readAhead(stdin: Readable): { ahead: Readable; again(): Readable } {
+  const chunks = stdin[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>;
+  const seen: Array<Buffer | string> = [];
+  let pending: Promise<boolean> | undefined;
+  /** Reads the next chunk into `seen`; false at the end. */
+  const pull = (): Promise<boolean> =>
+    (pending ??= chunks.next().then((next) => {
+      pending = undefined;
+      if (next.done === true) return false;
+      seen.push(next.value);
+      return true;
+    }));
+  const ahead = async function* (): AsyncGenerator<Buffer | string> {
+    for (let i = 0; ; ) {
+      if (i < seen.length) yield seen[i++];
+      else if (!(await pull())) return;
+    }
+  };
+  const again = async function* (): AsyncGenerator<Buffer | string> {
+    for (;;) {
+      if (seen.length > 0) yield seen.shift()!;
+      else if (!(await pull())) return;
+    }
+  };
+  return { ahead: Readable.from(ahead(), { objectMode: false }), again: () => Readable.from(again(), { objectMode: false }) };
+}

@@ -1,11 +1,13 @@
 // `track validate --preview N`: the first N rows of each file as the items they become, read with
 // the same header, --map and reading options as the run, so a person sees what would be sent
 // before trusting a whole file to it.
+import type { Readable } from 'node:stream';
 import { readCsv } from '../input/csv.js';
 import { readNdjson } from '../input/ndjson.js';
 import { formatOf, inputBytes, STDIN } from '../input/source.js';
 import { itemErrors } from '../mapping/check.js';
-import { mapCsvRow, readCsvHeader, widthProblem } from '../mapping/csv-rows.js';
+import { mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
+import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
 import { withoutInvalidFields } from '../mapping/drop-fields.js';
 import { createLineMapper } from '../mapping/ndjson-lines.js';
 import type { ArrayName } from '../model/types.js';
@@ -33,27 +35,36 @@ function checked(file: string, line: number, kind: ArrayName, item: unknown, map
   return kept === undefined ? { file, line, kind, item, rejected: true, errors } : { file, line, kind, item: kept.item, errors };
 }
 
-async function csvPreview(file: string, rows: number, options: PreviewOptions): Promise<PreviewRow[]> {
+async function csvPreview(file: string, rows: number, options: PreviewOptions, stdin?: Readable): Promise<PreviewRow[]> {
   const out: PreviewRow[] = [];
-  let header: ReturnType<typeof readCsvHeader> | undefined;
-  for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+  let header: CsvHeader | undefined;
+  let byKind: ReturnType<typeof rowHeaders>;
+  for await (const records of readCsv(inputBytes(file, stdin), file, csvOptions(options))) {
     for (const record of records) {
       if (header === undefined) {
         if ('error' in record) return out;
-        header = readCsvHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
-        if (!header.ok) return out;
+        const headerOptions = { kind: options.kind, map: options.map, cells: options.reading };
+        const result = readRowsHeader(record.cells, headerOptions);
+        if (!result.ok) return out;
+        header = result.header;
+        byKind = rowHeaders(record.cells, headerOptions, header);
         continue;
       }
-      if (!header.ok || out.length >= rows) return out;
-      const kind = header.header.kind;
-      if ('error' in record) out.push({ file, line: record.line, kind, rejected: true, errors: [record.error] });
+      if (out.length >= rows) return out;
+      if ('error' in record) {
+        out.push({ file, line: record.line, kind: header.kind, rejected: true, errors: [record.error] });
+        continue;
+      }
+      const picked = byKind === undefined ? header : byKind.pick(record.cells);
+      if ('errors' in picked) {
+        out.push({ file, line: record.line, kind: picked.kind, rejected: true, errors: picked.errors });
+        continue;
+      }
+      const wrong = widthProblem(picked, record.cells);
+      if (wrong !== undefined) out.push({ file, line: record.line, kind: picked.kind, rejected: true, errors: [wrong] });
       else {
-        const wrong = widthProblem(header.header, record.cells);
-        if (wrong !== undefined) out.push({ file, line: record.line, kind, rejected: true, errors: [wrong] });
-        else {
-          const mapped = mapCsvRow(header.header, record.cells);
-          out.push(checked(file, record.line, kind, mapped.item, mapped, options));
-        }
+        const mapped = mapCsvRow(picked, record.cells);
+        out.push(checked(file, record.line, picked.kind, mapped.item, mapped, options));
       }
     }
     if (out.length >= rows) return out;
@@ -61,10 +72,10 @@ async function csvPreview(file: string, rows: number, options: PreviewOptions): 
   return out;
 }
 
-async function ndjsonPreview(file: string, rows: number, options: PreviewOptions): Promise<PreviewRow[]> {
+async function ndjsonPreview(file: string, rows: number, options: PreviewOptions, stdin?: Readable): Promise<PreviewRow[]> {
   const out: PreviewRow[] = [];
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
-  for await (const records of readNdjson(inputBytes(file), { encoding: options.encoding })) {
+  for await (const records of readNdjson(inputBytes(file, stdin), { encoding: options.encoding })) {
     for (const record of records) {
       if (out.length >= rows) return out;
       if ('error' in record) {
@@ -80,13 +91,16 @@ async function ndjsonPreview(file: string, rows: number, options: PreviewOptions
   return out;
 }
 
-/** The first `rows` rows of each input file (standard input is not read ahead), as items or as the reasons they would be rejected. */
-export async function previewRows(options: PreviewOptions, rows: number): Promise<PreviewRow[]> {
+/**
+ * The first `rows` rows of each input, as items or as the reasons they would be rejected. Standard
+ * input is read from `stdin` (readAhead's `ahead`, so the run reads it again whole), or left out.
+ */
+export async function previewRows(options: PreviewOptions, rows: number, stdin?: Readable): Promise<PreviewRow[]> {
   const out: PreviewRow[] = [];
   for (const file of options.inputs) {
-    if (file === STDIN) continue;
+    if (file === STDIN && stdin === undefined) continue;
     const format = formatOf(file, options.format);
-    out.push(...(format === 'csv' ? await csvPreview(file, rows, options) : await ndjsonPreview(file, rows, options)));
+    out.push(...(format === 'csv' ? await csvPreview(file, rows, options, stdin) : await ndjsonPreview(file, rows, options, stdin)));
   }
   return out;
 }

@@ -3,7 +3,7 @@
 import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import type { UploadOptions } from '../../upload/upload.js';
-import { runAndReport } from '../run.js';
+import { quietOnClosedStdout, runAndReport } from '../run.js';
 import { addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
@@ -17,12 +17,20 @@ export function registerValidate(program: Command): void {
     .action(async (files: string[], flags: ReadFlags & { preview?: number }) => {
       const options = uploadOptionsFrom(files, flags, process.env);
       if (flags.preview === undefined) return runDryRun('validate', options, flags);
-      const [{ previewRows, formatPreview }, { readColumnMap }] = await Promise.all([import('../../upload/preview.js'), import('../../upload/check.js')]);
+      const [{ previewRows, formatPreview }, { readColumnMap }, { readAhead, STDIN }] = await Promise.all([
+        import('../../upload/preview.js'),
+        import('../../upload/check.js'),
+        import('../../input/source.js'),
+      ]);
       const map = options.mapFile === undefined ? undefined : await readColumnMap(options.mapFile);
-      const preview = await previewRows({ ...options, map }, flags.preview);
-      if (flags.json === true) return runDryRun('validate', options, flags, { preview });
+      // standard input's first rows are read for the preview and kept, and the run reads it from the start
+      const stdin = files.includes(STDIN) ? readAhead(process.stdin) : undefined;
+      const preview = await previewRows({ ...options, map }, flags.preview, stdin?.ahead);
+      const run = stdin === undefined ? options : { ...options, stdin: stdin.again() };
+      if (flags.json === true) return runDryRun('validate', run, flags, { preview });
+      quietOnClosedStdout();
       process.stdout.write(formatPreview(preview));
-      await runDryRun('validate', options, flags);
+      await runDryRun('validate', run, flags);
     });
 }
 

@@ -58,7 +58,7 @@ function dataPointLines(summary: UploadSummary, pace: Pace | undefined): string[
     const at = `at ${number(pace.rate)} requests/s${hourly}`;
     const seconds = estimateSeconds(summary.requests, pace);
     const take = seconds < 1 ? 'under a second' : `at least ${duration(seconds * 1000)}`;
-    lines.push(`estimate    ${counted(summary.requests, 'request')} take ${take} ${at}`);
+    lines.push(`estimate    ${counted(summary.requests, 'request')} ${summary.requests === 1 ? 'takes' : 'take'} ${take} ${at}`);
   }
   return lines;
 }
