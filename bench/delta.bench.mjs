@@ -126,8 +126,8 @@ async function main() {
 
     // 3. 1% of the cells other than the identifier changed, spread over the rows
     const changed = new Map();
-    const step = 100 / 5; // one cell in a hundred, of five a row
-    for (let cell = 7; cell < ROWS * 5; cell += step) {
+    // one cell in a hundred of the five a row holds besides the identifier
+    for (let cell = 7; cell < ROWS * 5; cell += 100) {
       const row = Math.floor(cell / 5);
       const column = 1 + (cell % 5);
       if (!changed.has(row)) changed.set(row, new Set());

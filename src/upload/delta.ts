@@ -7,6 +7,8 @@ import type { Identity } from '../model/identity.js';
 import type { ArrayName } from '../model/types.js';
 import {
   activityHash,
+  addDigest,
+  digestPart,
   hash64,
   isAddingOperation,
   LEARN_KNOWN_USER,
@@ -18,7 +20,7 @@ import {
   valueHash,
   type LearnMark,
 } from '../transport/resume/state-record.js';
-import { openStateReader, type StateReader } from '../transport/resume/state.js';
+import { openStateReader, type StateReader, type UserState } from '../transport/resume/state.js';
 
 /** What a plan compares with the state, and what it asks the state to learn. */
 export interface DeltaOptions {
@@ -86,6 +88,23 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
   const seen = createSeenUsers();
   const compare = options.attributes && !options.full && !state.empty;
 
+  /**
+   * Whether the item sets exactly the attributes the state holds of the user, to the same values:
+   * its digest is the row's (one comparison for the usual unchanged row; see digestPart).
+   */
+  const sameAsState = (item: Record<string, unknown>, identity: Identity, known: UserState): boolean => {
+    let digest = 0;
+    for (const key in item) {
+      if (key === identity.by || CONTROL_FIELDS.has(key)) continue;
+      const value = item[key];
+      const nameId = state.nameId(key);
+      if (nameId === undefined || isAddingOperation(value)) return false;
+      const [h1, h2] = valueHash(value);
+      digest = addDigest(digest, digestPart(nameId, h1, h2));
+    }
+    return digest === known.digest;
+  };
+
   /** The attributes item as sent: without the values the state holds (the identifier and the control fields stay). */
   const attributes = (item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
     const userKey = stateUserKey(identity);
@@ -101,6 +120,11 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     }
     // an item the service may skip may change nothing: its values are always sent (and forgotten)
     const sendAll = mayBeSkipped(item, identity.by);
+    if (!sendAll && sameAsState(item, identity, known)) {
+      let avoided = 0;
+      for (const key in item) if (key !== identity.by && !CONTROL_FIELDS.has(key) && isBillableField(key, identity.by)) avoided += attributePoints(item[key]);
+      return { item: undefined, avoided, learn: LEARN_NONE };
+    }
     let sent: Record<string, unknown> | undefined;
     let avoided = 0;
     let changed = 0;

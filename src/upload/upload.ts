@@ -140,10 +140,14 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
   let state: StateWriter | undefined;
+  /** The state knows the target already: a --delta run then mostly leaves rows out. */
+  let stateKnown = false;
   if (delta !== undefined && deltaTarget !== undefined) {
     const { openStateReader, openStateWriter } = await import('../transport/resume/state.js');
+    const reader = openStateReader(delta.statePath, deltaTarget);
+    stateKnown = !reader.empty;
+    reader.close();
     if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
-    else openStateReader(delta.statePath, deltaTarget).close();
   }
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
@@ -175,9 +179,13 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
   const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
-  // thread, and a dry run loads no network client
+  // thread, and a dry run loads no network client. A --delta run against a state that knows the
+  // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
+  // one thread than handed across two (the unchanged re-upload of 1,000,000 rows: 3.0-3.2 s here
+  // against 4.1-4.8 s in the worker; a run that changes most rows is slower here: --full plans apart)
+  const planHere = delta?.attributes === true && !delta.full && stateKnown;
   const events: AsyncIterable<PlanEvent<RequestToSend>> =
-    send !== undefined && options.thread !== false && !inputs.includes(STDIN)
+    send !== undefined && options.thread !== false && !planHere && !inputs.includes(STDIN)
       ? (await import('./worker/plan-in-worker.js')).planInWorker(planOptions)
       : (await import('./plan.js')).planEvents({ ...planOptions, stdin });
   let summary = emptyPlanSummary();

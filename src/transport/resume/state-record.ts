@@ -283,3 +283,17 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
     },
   };
 }
+
+const TWO_52 = 2 ** 52;
+
+/**
+ * One attribute's part of a row digest: 52 bits of its name's id and its value's hash. A row's
+ * digest is the sum of its attributes' parts (mod 2^52), so it does not depend on their order.
+ */
+export function digestPart(nameId: number, h1: number, h2: number): number {
+  const a = Math.imul(h1 ^ Math.imul(nameId + 1, 0x9e3779b1), 0x85ebca6b) >>> 0;
+  const b = Math.imul(h2 ^ Math.imul(nameId + 1, 0x27d4eb2f), 0xc2b2ae35) >>> 0;
+  return (a & 0xfffff) * 2 ** 32 + b;
+}
+
+export const addDigest = (digest: number, part: number): number => (digest + part) % TWO_52;

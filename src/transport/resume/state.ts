@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { OutputError, UsageError } from '../../errors.js';
-import { readLearnRecord, type LearnedAttributes } from './state-record.js';
+import { addDigest, digestPart, readLearnRecord, type LearnedAttributes } from './state-record.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 const ENTRY = 12;
@@ -16,10 +16,10 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS targets (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, updated TEXT);
 CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS users (target INTEGER NOT NULL, user TEXT NOT NULL, attrs BLOB NOT NULL, PRIMARY KEY (target, user)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS users (target INTEGER NOT NULL, user TEXT NOT NULL, digest INTEGER NOT NULL, attrs BLOB NOT NULL, PRIMARY KEY (target, user)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS activities (target INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (target, hash)) WITHOUT ROWID;
 `;
-const FORMAT = '1';
+const FORMAT = '2';
 
 /** What the state holds of one target. */
 export interface TargetState {
@@ -40,6 +40,8 @@ export interface StateReader {
   user(userKey: string): UserState | undefined;
   /** Looks these users up together, for the user() calls that follow (until the next prefetch). */
   prefetch(userKeys: readonly string[]): void;
+  /** The id the state gives an attribute's name, or undefined for a name it holds no value of. */
+  nameId(name: string): number | undefined;
   /** True when the server acknowledged an event or purchase of this content. */
   hasActivity(hash: Uint8Array): boolean;
   close(): void;
@@ -47,6 +49,8 @@ export interface StateReader {
 
 /** One user's acknowledged attributes. */
 export interface UserState {
+  /** The digest of every attribute the state holds of the user (see digestPart): equal to an item's, the item changes nothing. */
+  readonly digest: number;
   /** True when the attribute's last acknowledged value has this hash. */
   holds(name: string, hash: readonly [number, number]): boolean;
 }
@@ -106,16 +110,19 @@ function entries(attrs: Uint8Array): Map<number, [number, number]> {
   return map;
 }
 
-function row(map: Map<number, readonly [number, number]>): Buffer {
+/** A user's row: its attributes as bytes, and their digest. */
+function row(map: Map<number, readonly [number, number]>): [number, Buffer] {
   const bytes = Buffer.allocUnsafe(map.size * ENTRY);
   let at = 0;
+  let digest = 0;
   for (const [id, [h1, h2]] of map) {
     bytes.writeUInt32LE(id, at);
     bytes.writeUInt32LE(h1, at + 4);
     bytes.writeUInt32LE(h2, at + 8);
+    digest = addDigest(digest, digestPart(id, h1, h2));
     at += ENTRY;
   }
-  return bytes;
+  return [digest, bytes];
 }
 
 /**
@@ -123,40 +130,72 @@ function row(map: Map<number, readonly [number, number]>): Buffer {
  * run creates nothing).
  */
 export function openStateReader(path: string, target: string): StateReader {
-  if (!existsSync(path)) return { empty: true, user: () => undefined, prefetch: () => undefined, hasActivity: () => false, close: () => undefined };
+  if (!existsSync(path)) return { empty: true, user: () => undefined, prefetch: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
   const db = open(path, true);
   const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
   const names = new Map<string, number>();
   for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) names.set(name, nameId);
   const userRow = db.prepare('SELECT attrs FROM users WHERE target = ? AND user = ?').pluck();
+  const userDigest = db.prepare('SELECT digest FROM users WHERE target = ? AND user = ?').pluck();
   const activity = db.prepare('SELECT 1 FROM activities WHERE target = ? AND hash = ?').pluck();
   // users looked up PREFETCHED at a time: one statement for many rows costs half as much a row
   const PREFETCHED = 100;
-  const userRows = db.prepare(`SELECT user, attrs FROM users WHERE target = ? AND user IN (${Array(PREFETCHED).fill('?').join(', ')})`).raw();
-  let fetched = new Map<string, Buffer | null>();
+  // digests only: a row's attributes are read when its digest differs from the item's
+  const userRows = db.prepare(`SELECT user, digest FROM users WHERE target = ? AND user IN (${Array(PREFETCHED).fill('?').join(', ')})`).raw();
+  // a file in the order of its users' keys (many exports are) has a chunk's users side by side in
+  // the state: one range read them all; a range that holds more is given up for a while
+  const userRange = db.prepare('SELECT user, digest FROM users WHERE target = ? AND user BETWEEN ? AND ? LIMIT ?').raw();
+  let rangesMissed = 0;
+  let fetched = new Map<string, number | null>();
+  const fetchRange = (userKeys: readonly string[]): boolean => {
+    let low = userKeys[0];
+    let high = userKeys[0];
+    for (const key of userKeys) {
+      if (key < low) low = key;
+      else if (key > high) high = key;
+    }
+    const limit = userKeys.length * 2 + 16;
+    const rows = userRange.all(id, low, high, limit) as Array<[string, number]>;
+    if (rows.length === limit) return false;
+    for (const key of userKeys) fetched.set(key, null);
+    for (const [key, digest] of rows) if (fetched.has(key)) fetched.set(key, digest);
+    return true;
+  };
   const empty = id === undefined || (db.prepare('SELECT 1 FROM users WHERE target = ? UNION ALL SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(id, id) === undefined);
   return {
     empty,
     prefetch(userKeys) {
       fetched = new Map();
-      if (empty) return;
+      if (empty || userKeys.length === 0) return;
+      // after a range missed, ranges are tried again only now and then
+      if (rangesMissed % 32 === 0) {
+        if (fetchRange(userKeys)) {
+          rangesMissed = 0;
+          return;
+        }
+        fetched = new Map();
+      }
+      rangesMissed += 1;
       for (let at = 0; at < userKeys.length; at += PREFETCHED) {
         const keys = userKeys.slice(at, at + PREFETCHED);
         for (const key of keys) fetched.set(key, null);
         // a short last group repeats its last key, which IN takes as one
         while (keys.length < PREFETCHED) keys.push(keys[keys.length - 1]);
-        for (const [key, attrs] of userRows.all(id, ...keys) as Array<[string, Buffer]>) fetched.set(key, attrs);
+        for (const [key, digest] of userRows.all(id, ...keys) as Array<[string, number]>) fetched.set(key, digest);
       }
     },
     user(userKey) {
       if (empty) return undefined;
       const known = fetched.get(userKey);
-      const attrs = known === undefined ? (userRow.get(id, userKey) as Buffer | undefined) : (known ?? undefined);
-      if (attrs === undefined) return undefined;
+      const digest = known === undefined ? (userDigest.get(id, userKey) as number | undefined) : (known ?? undefined);
+      if (digest === undefined) return undefined;
+      let attrs: Buffer | undefined;
       return {
+        digest,
         holds(name, [h1, h2]) {
           const nameId = names.get(name);
           if (nameId === undefined) return false;
+          attrs ??= (userRow.get(id, userKey) as Buffer | undefined) ?? Buffer.alloc(0);
           for (let at = 0; at + ENTRY <= attrs.length; at += ENTRY) {
             if (attrs.readUInt32LE(at) === nameId) return attrs.readUInt32LE(at + 4) === h1 && attrs.readUInt32LE(at + 8) === h2;
           }
@@ -164,6 +203,7 @@ export function openStateReader(path: string, target: string): StateReader {
         },
       };
     },
+    nameId: (name) => names.get(name),
     hasActivity: (hash) => !empty && activity.get(id, hash) !== undefined,
     close: () => db.close(),
   };
@@ -193,8 +233,10 @@ export function openStateWriter(path: string, target: string): StateWriter {
     return known;
   };
   const readRow = db.prepare('SELECT attrs FROM users WHERE target = ? AND user = ?').pluck();
-  const writeRow = db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?) ON CONFLICT (target, user) DO UPDATE SET attrs = excluded.attrs');
-  const insertRow = db.prepare('INSERT OR IGNORE INTO users (target, user, attrs) VALUES (?, ?, ?)');
+  const writeRow = db.prepare(
+    'INSERT INTO users (target, user, digest, attrs) VALUES (?, ?, ?, ?) ON CONFLICT (target, user) DO UPDATE SET digest = excluded.digest, attrs = excluded.attrs',
+  );
+  const insertRow = db.prepare('INSERT OR IGNORE INTO users (target, user, digest, attrs) VALUES (?, ?, ?, ?)');
   const addActivity = db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)');
   const touched = db.prepare('UPDATE targets SET updated = ? WHERE id = ?');
 
@@ -210,30 +252,30 @@ export function openStateWriter(path: string, target: string): StateWriter {
       if (forgetOnly || item.forget(i)) map.delete(nameId);
       else map.set(nameId, [item.h1(i), item.h2(i)]);
     }
-    if (attrs !== undefined || map.size > 0) writeRow.run(id, item.userKey, row(map));
+    if (attrs !== undefined || map.size > 0) writeRow.run(id, item.userKey, ...row(map));
   };
 
   /** Writes a row whole over what a user's row holds, value by value (a user written by another run meanwhile). */
-  const mergeRow = (userKey: string, bytes: Buffer): void => {
+  const mergeRow = (userKey: string, digest: number, bytes: Buffer): void => {
     const attrs = readRow.get(id, userKey) as Buffer | undefined;
-    if (attrs === undefined) return void writeRow.run(id, userKey, bytes);
+    if (attrs === undefined) return void writeRow.run(id, userKey, digest, bytes);
     const map = entries(attrs);
     for (const [nameId, hash] of entries(bytes)) map.set(nameId, hash);
-    writeRow.run(id, userKey, row(map));
+    writeRow.run(id, userKey, ...row(map));
   };
 
   // users the plan did not know are inserted ROWS_AT_ONCE to a statement, at no read (a first run's every user)
   const ROWS_AT_ONCE = 50;
-  const insertMany = db.prepare(`INSERT OR IGNORE INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`);
-  let newRows: Array<[string, Buffer]> = [];
+  const insertMany = db.prepare(`INSERT OR IGNORE INTO users (target, user, digest, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?, ?)').join(', ')}`);
+  let newRows: Array<[string, number, Buffer]> = [];
   const insertNewRows = (): void => {
     if (newRows.length === ROWS_AT_ONCE) {
       const args: unknown[] = [];
-      for (const [userKey, bytes] of newRows) args.push(id, userKey, bytes);
+      for (const [userKey, digest, bytes] of newRows) args.push(id, userKey, digest, bytes);
       // one of them written meanwhile: each is merged (a row just inserted merges into itself)
-      if (insertMany.run(args).changes !== ROWS_AT_ONCE) for (const [userKey, bytes] of newRows) mergeRow(userKey, bytes);
+      if (insertMany.run(args).changes !== ROWS_AT_ONCE) for (const [userKey, digest, bytes] of newRows) mergeRow(userKey, digest, bytes);
     } else {
-      for (const [userKey, bytes] of newRows) if (insertRow.run(id, userKey, bytes).changes === 0) mergeRow(userKey, bytes);
+      for (const [userKey, digest, bytes] of newRows) if (insertRow.run(id, userKey, digest, bytes).changes === 0) mergeRow(userKey, digest, bytes);
     }
     newRows = [];
   };
@@ -247,12 +289,15 @@ export function openStateWriter(path: string, target: string): StateWriter {
       size += ENTRY;
     }
     const bytes = Buffer.allocUnsafe(size);
+    let digest = 0;
     for (let i = 0, at = 0; i < item.count; i += 1, at += ENTRY) {
-      bytes.writeUInt32LE(ids[item.name(i)], at);
+      const nameId = ids[item.name(i)];
+      bytes.writeUInt32LE(nameId, at);
       bytes.writeUInt32LE(item.h1(i), at + 4);
       bytes.writeUInt32LE(item.h2(i), at + 8);
+      digest = addDigest(digest, digestPart(nameId, item.h1(i), item.h2(i)));
     }
-    newRows.push([item.userKey, bytes]);
+    newRows.push([item.userKey, digest, bytes]);
     if (newRows.length === ROWS_AT_ONCE) insertNewRows();
   };
 
