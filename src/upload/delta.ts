@@ -11,7 +11,6 @@ import {
   digestPart,
   hash64,
   isAddingOperation,
-  LEARN_KNOWN_USER,
   mayBeSkipped,
   LEARN_NEW_USER,
   LEARN_NONE,
@@ -85,6 +84,8 @@ function createSeenUsers(blocks = 2 ** 18, probes = 7) {
 }
 
 export function createDelta(options: DeltaOptions, state: StateReader) {
+  /** Of the chunk's items, whether each sets what the state holds (found while the chunk was read ahead). */
+  let unchangedInChunk = new Map<object, boolean>();
   const seen = createSeenUsers();
   const compare = options.attributes && !options.full && !state.empty;
 
@@ -113,14 +114,14 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     const repeat = seen.has(userHash);
     const known = compare && !repeat ? state.user(userKey) : undefined;
     // a user the state may know gets the values a request changes forgotten before it is posted (see state.ts)
-    const learn = repeat || known !== undefined || (!compare && !state.empty) ? LEARN_KNOWN_USER : LEARN_NEW_USER;
+    const learn: LearnMark = repeat || known !== undefined || (!compare && !state.empty) ? { item } : LEARN_NEW_USER;
     if (known === undefined) {
       seen.add(userHash);
       return { item, avoided: 0, learn };
     }
     // an item the service may skip may change nothing: its values are always sent (and forgotten)
     const sendAll = mayBeSkipped(item, identity.by);
-    if (!sendAll && sameAsState(item, identity, known)) {
+    if (!sendAll && (unchangedInChunk.get(item) ?? sameAsState(item, identity, known))) {
       let avoided = 0;
       for (const key in item) if (key !== identity.by && !CONTROL_FIELDS.has(key) && isBillableField(key, identity.by)) avoided += attributePoints(item[key]);
       return { item: undefined, avoided, learn: LEARN_NONE };
@@ -158,15 +159,30 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
   return {
     /** Whether items are compared with the state (the plan then looks their users up a chunk at a time). */
     compares: compare || (options.activities && !state.empty),
-    /** Looks up the users of the attributes items about to be compared, together. */
-    prefetch(identities: readonly Identity[]): void {
+    /**
+     * Reads what the state holds of the users of a chunk's attributes items, together: their
+     * digests, then the rows of those whose digest differs from their item's (those are compared
+     * value by value).
+     */
+    prefetch(items: ReadonlyArray<{ kind: ArrayName; record: Record<string, unknown>; identity: Identity }>): void {
+      unchangedInChunk = new Map();
       if (!compare) return;
       const keys: string[] = [];
-      for (const identity of identities) {
-        const key = stateUserKey(identity);
+      for (const { kind, identity } of items) {
+        const key = kind === 'attributes' ? stateUserKey(identity) : undefined;
         if (key !== undefined) keys.push(key);
       }
       state.prefetch(keys);
+      const differing: string[] = [];
+      for (const { kind, record, identity } of items) {
+        const key = kind === 'attributes' ? stateUserKey(identity) : undefined;
+        const known = key === undefined ? undefined : state.user(key);
+        if (known === undefined || key === undefined) continue;
+        const same = sameAsState(record, identity, known);
+        unchangedInChunk.set(record, same);
+        if (!same) differing.push(key);
+      }
+      state.prefetchRows(differing);
     },
     /** A learn record for one request's items. */
     recordWriter: learnRecordWriter,

@@ -213,7 +213,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     if (deferred.length === 0) return;
     const items = deferred;
     deferred = [];
-    delta?.prefetch(items.filter((d) => d.kind === 'attributes').map((d) => d.identity));
+    delta?.prefetch(items);
     for (const d of items) place(d.kind, d.record, d.identity, d.origin, d.bytes);
   };
 

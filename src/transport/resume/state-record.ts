@@ -115,7 +115,11 @@ export function activityHash(kind: 'events' | 'purchases', item: Record<string, 
 }
 
 /** How the plan marks an item for its request's learn record: not learned, attributes of a user the state does not know or may know, or an activity's content hash. */
-export type LearnMark = typeof LEARN_NONE | typeof LEARN_NEW_USER | typeof LEARN_KNOWN_USER | Uint8Array;
+export type LearnMark = typeof LEARN_NONE | typeof LEARN_NEW_USER | KnownUser | Uint8Array;
+/** A user the state may know: the row is replaced by what `item` sets (the whole item, before what was unchanged was left out). */
+export interface KnownUser {
+  item: Record<string, unknown>;
+}
 export const LEARN_NONE = 0;
 export const LEARN_NEW_USER = 1;
 export const LEARN_KNOWN_USER = 2;
@@ -149,9 +153,10 @@ export function forEachLearnedValue(
 
 /**
  * The learn record of a request: for each item, in the order attributes, events, purchases, what
- * the state records when the server accepts it. A user the state may know already gets the values
- * the request changes forgotten before it is posted (a stop between the post and the answer must
- * not leave an old value the server no longer holds). The names of attributes are written once.
+ * the state records when the server accepts it. A user the state may know already is forgotten
+ * before the request is posted (a stop between the post and the answer must not leave an old value
+ * the server no longer holds), and written again from the whole item once it is accepted: what was
+ * left out as unchanged is known again. The names of attributes are written once.
  */
 export function learnRecordWriter() {
   let bytes = Buffer.allocUnsafe(8192);
@@ -181,7 +186,7 @@ export function learnRecordWriter() {
   };
   return {
     /** Adds an item: `mark` says how it is learned; an attributes item's values are hashed here. */
-    add(mark: LearnMark, item: Record<string, unknown>, identity: Identity): void {
+    add(mark: LearnMark, sent: Record<string, unknown>, identity: Identity): void {
       if (mark instanceof Uint8Array) {
         room(17);
         bytes[at++] = ACTIVITY;
@@ -195,13 +200,13 @@ export function learnRecordWriter() {
         bytes[at++] = LEARN_NONE;
         return;
       }
-      bytes[at++] = mark;
+      bytes[at++] = typeof mark === 'object' ? LEARN_KNOWN_USER : mark;
       text(userKey);
       room(4);
       const countAt = at;
       at += 4;
       let count = 0;
-      forEachLearnedValue(item, identity.by, (name, forget, h1, h2) => {
+      forEachLearnedValue(typeof mark === 'object' ? mark.item : sent, identity.by, (name, forget, h1, h2) => {
         value(name, forget, h1, h2);
         count += 1;
       });

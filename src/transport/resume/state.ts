@@ -40,6 +40,8 @@ export interface StateReader {
   user(userKey: string): UserState | undefined;
   /** Looks these users up together, for the user() calls that follow (until the next prefetch). */
   prefetch(userKeys: readonly string[]): void;
+  /** Reads these users' rows together, for the holds() calls that follow (until the next prefetch). */
+  prefetchRows(userKeys: readonly string[]): void;
   /** The id the state gives an attribute's name, or undefined for a name it holds no value of. */
   nameId(name: string): number | undefined;
   /** True when the server acknowledged an event or purchase of this content. */
@@ -130,7 +132,9 @@ function row(map: Map<number, readonly [number, number]>): [number, Buffer] {
  * run creates nothing).
  */
 export function openStateReader(path: string, target: string): StateReader {
-  if (!existsSync(path)) return { empty: true, user: () => undefined, prefetch: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+  if (!existsSync(path)) {
+    return { empty: true, user: () => undefined, prefetch: () => undefined, prefetchRows: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+  }
   const db = open(path, true);
   const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
   const names = new Map<string, number>();
@@ -145,8 +149,18 @@ export function openStateReader(path: string, target: string): StateReader {
   // a file in the order of its users' keys (many exports are) has a chunk's users side by side in
   // the state: one range read them all; a range that holds more is given up for a while
   const userRange = db.prepare('SELECT user, digest FROM users WHERE target = ? AND user BETWEEN ? AND ? LIMIT ?').raw();
+  const rowsOfUsers = db.prepare(`SELECT user, attrs FROM users WHERE target = ? AND user IN (${Array(PREFETCHED).fill('?').join(', ')})`).raw();
   let rangesMissed = 0;
   let fetched = new Map<string, number | null>();
+  let fetchedRows = new Map<string, Buffer>();
+  /** Runs `statement` over the keys PREFETCHED at a time (a short last group repeats its last key, which IN takes as one). */
+  const inGroups = (userKeys: readonly string[], statement: Database.Statement, fn: (row: [string, never]) => void): void => {
+    for (let at = 0; at < userKeys.length; at += PREFETCHED) {
+      const keys = userKeys.slice(at, at + PREFETCHED);
+      while (keys.length < PREFETCHED) keys.push(keys[keys.length - 1]);
+      for (const row of statement.all(id, ...keys) as Array<[string, never]>) fn(row);
+    }
+  };
   const fetchRange = (userKeys: readonly string[]): boolean => {
     let low = userKeys[0];
     let high = userKeys[0];
@@ -176,13 +190,13 @@ export function openStateReader(path: string, target: string): StateReader {
         fetched = new Map();
       }
       rangesMissed += 1;
-      for (let at = 0; at < userKeys.length; at += PREFETCHED) {
-        const keys = userKeys.slice(at, at + PREFETCHED);
-        for (const key of keys) fetched.set(key, null);
-        // a short last group repeats its last key, which IN takes as one
-        while (keys.length < PREFETCHED) keys.push(keys[keys.length - 1]);
-        for (const [key, digest] of userRows.all(id, ...keys) as Array<[string, number]>) fetched.set(key, digest);
-      }
+      for (const key of userKeys) fetched.set(key, null);
+      inGroups(userKeys, userRows, ([key, digest]) => fetched.set(key, digest as number));
+    },
+    prefetchRows(userKeys) {
+      fetchedRows = new Map();
+      if (empty || userKeys.length === 0) return;
+      inGroups(userKeys, rowsOfUsers, ([key, attrs]) => fetchedRows.set(key, attrs as Buffer));
     },
     user(userKey) {
       if (empty) return undefined;
@@ -195,7 +209,7 @@ export function openStateReader(path: string, target: string): StateReader {
         holds(name, [h1, h2]) {
           const nameId = names.get(name);
           if (nameId === undefined) return false;
-          attrs ??= (userRow.get(id, userKey) as Buffer | undefined) ?? Buffer.alloc(0);
+          attrs ??= fetchedRows.get(userKey) ?? (userRow.get(id, userKey) as Buffer | undefined) ?? Buffer.alloc(0);
           for (let at = 0; at + ENTRY <= attrs.length; at += ENTRY) {
             if (attrs.readUInt32LE(at) === nameId) return attrs.readUInt32LE(at + 4) === h1 && attrs.readUInt32LE(at + 8) === h2;
           }
@@ -233,6 +247,7 @@ export function openStateWriter(path: string, target: string): StateWriter {
     return known;
   };
   const readRow = db.prepare('SELECT attrs FROM users WHERE target = ? AND user = ?').pluck();
+  const deleteRow = db.prepare('DELETE FROM users WHERE target = ? AND user = ?');
   const writeRow = db.prepare(
     'INSERT INTO users (target, user, digest, attrs) VALUES (?, ?, ?, ?) ON CONFLICT (target, user) DO UPDATE SET digest = excluded.digest, attrs = excluded.attrs',
   );
@@ -280,6 +295,16 @@ export function openStateWriter(path: string, target: string): StateWriter {
     newRows = [];
   };
 
+  /** A user the state may know, forgotten before the request was posted: the row is what the whole item set. */
+  const replace = (item: LearnedAttributes, ids: readonly number[]): void => {
+    // the new users waiting to be inserted come first: one of them may be this user, earlier in the request
+    insertNewRows();
+    const map = new Map<number, [number, number]>();
+    for (let i = 0; i < item.count; i += 1) if (!item.forget(i)) map.set(ids[item.name(i)], [item.h1(i), item.h2(i)]);
+    if (map.size > 0) writeRow.run(id, item.userKey, ...row(map));
+    else deleteRow.run(id, item.userKey);
+  };
+
   /** A user the plan did not know: its row is made whole from the record. */
   const insert = (item: LearnedAttributes, ids: readonly number[]): void => {
     let size = 0;
@@ -310,7 +335,7 @@ export function openStateWriter(path: string, target: string): StateWriter {
       record.forEach((index, item) => {
         if (item === undefined || rejected(index)) return;
         if (item instanceof Uint8Array) addActivity.run(id, item);
-        else if (item.known) merge(item, ids, false);
+        else if (item.known) replace(item, ids);
         else insert(item, ids);
       });
     }
@@ -333,10 +358,8 @@ export function openStateWriter(path: string, target: string): StateWriter {
     }
   };
   const forget = db.transaction((learn: Uint8Array) => {
-    const record = readLearnRecord(learn);
-    const ids = record.names.map(nameId);
-    record.forEach((_, item) => {
-      if (item !== undefined && !(item instanceof Uint8Array) && item.known) merge(item, ids, true);
+    readLearnRecord(learn).forEach((_, item) => {
+      if (item !== undefined && !(item instanceof Uint8Array) && item.known) deleteRow.run(id, item.userKey);
     });
   });
   return {

@@ -7,7 +7,6 @@ import { identityOf } from '../../../src/model/identity.js';
 import {
   activityHash,
   canonicalJson,
-  LEARN_KNOWN_USER,
   LEARN_NEW_USER,
   LEARN_NONE,
   learnRecordWriter,
@@ -29,7 +28,7 @@ function record(items: Array<{ item: Record<string, unknown>; known?: boolean } 
   const writer = learnRecordWriter();
   for (const entry of items) {
     if (entry === 'none') writer.add(LEARN_NONE, {}, { by: 'anonymous' });
-    else writer.add(entry.known === true ? LEARN_KNOWN_USER : LEARN_NEW_USER, entry.item, identityOf(entry.item));
+    else writer.add(entry.known === true ? { item: entry.item } : LEARN_NEW_USER, entry.item, identityOf(entry.item));
   }
   return writer.finish();
 }
@@ -87,20 +86,23 @@ describe('the state file', () => {
     expect(openStateReader(path, 'http://other/users/track').empty).toBe(true);
     reader.close();
 
-    // a request about to change u1's plan: the old plan is forgotten before it is posted, so a stop
+    // a request about to change u1's plan: the user is forgotten before it is posted, so a stop
     // before the answer leaves the state not knowing the plan rather than holding the old one
-    writer.sending(record([{ item: { external_id: 'u1', plan: 'free' }, known: true }]));
+    writer.sending(record([{ item: { external_id: 'u1', plan: 'free', score: 1 }, known: true }]));
     reader = openStateReader(path, T);
-    expect(reader.user('e:u1')?.holds('plan', valueHash('pro'))).toBe(false);
-    expect(reader.user('e:u1')?.holds('score', valueHash(1))).toBe(true);
+    expect(reader.user('e:u1')).toBeUndefined();
     reader.close();
-    writer.accepted(record([{ item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true }]), () => false);
+    // accepted, the row is what the whole item set (an increment is not held)
+    writer.accepted(record([{ item: { external_id: 'u1', plan: 'free', score: 1, visits: { inc: 1 } }, known: true }]), () => false);
     writer.close();
     reader = openStateReader(path, T);
     expect(reader.user('e:u1')?.holds('plan', valueHash('free'))).toBe(true);
+    expect(reader.user('e:u1')?.holds('score', valueHash(1))).toBe(true);
+    expect(reader.user('e:u1')?.holds('visits', valueHash({ inc: 1 }))).toBe(false);
     reader.close();
 
     expect(listState(path)).toEqual([expect.objectContaining({ url: T, users: 1, attributes: 2, activities: 0 })]);
+    expect(openStateReader(path, T).user('e:u1')?.digest).toBeGreaterThan(0);
     expect(forgetTarget(path, T)).toBe(true);
     expect(listState(path)).toEqual([]);
   });
