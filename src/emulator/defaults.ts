@@ -9,3 +9,5 @@ export const DEFAULT_RATE_LIMIT = '3000/3s';
 export const DEFAULT_MAX_ACCEPTED_BODY_BYTES = 4 * 1024 * 1024;
 /** Requests the request log (GET /_track/requests) keeps, newest first. */
 export const DEFAULT_REQUEST_LOG_SIZE = 10_000;
+/** The most requests the request log may be asked to keep (its slots are allocated at start). */
+export const MAX_REQUEST_LOG_SIZE = 1_000_000;

@@ -4,7 +4,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { fatalBody } from '../model/index.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
-import type { RequestLog } from './request-log.js';
+import { userFilters, type RequestLog } from './request-log.js';
 import type { Store } from './store.js';
 import { loginPage, notFoundPage, renderPage } from './web-view.js';
 
@@ -115,7 +115,9 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     if (status !== undefined && !/^([1-5][0-9][0-9]|[1-5]xx|dropped)$/i.test(status)) {
       return fatal(400, `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`);
     }
-    const found = requestLog.query({ limit, status, path: params.get('path') ?? undefined, externalId: params.get('external_id') ?? undefined });
+    const users = userFilters(params);
+    if (typeof users === 'string') return fatal(400, users);
+    const found = requestLog.query({ limit, status, path: params.get('path') ?? undefined, ...users });
     return jsonAnswer(200, { requests: found });
   };
 

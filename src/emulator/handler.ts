@@ -18,7 +18,7 @@ import { applyRequest } from './apply.js';
 import { exportChunks, parseExportQuery } from './export.js';
 import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
 import { createFixtureRoutes, isFixturePath } from './fixture-routes.js';
-import type { SeedRequest } from './options.js';
+import type { StoredSeed } from './options.js';
 import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limit.js';
 import { RequestLog } from './request-log.js';
 import type { Store } from './store.js';
@@ -32,6 +32,8 @@ export interface EmulatorRequest {
   /** Header names in lower case. */
   headers: Record<string, string | undefined>;
   body: Buffer;
+  /** The body's size as received, when not `body.length` (a body over the limit is not kept). */
+  bodyBytes?: number;
   /** The body was longer than the limit and was not read whole. */
   bodyTooLarge?: boolean;
 }
@@ -69,7 +71,7 @@ export interface HandlerConfig {
   /** The emulator listens on a non-loopback address: /_track/* needs a key. */
   fixtureKeyRequired?: boolean;
   /** Requests applied at the start and after each reset. */
-  seed?: readonly SeedRequest[];
+  seed?: readonly StoredSeed[];
 }
 
 export interface FaultCounts {
@@ -121,6 +123,23 @@ export interface Handler {
   applySeed(): void;
   /** Empties profiles, events, purchases and tokens and the request log, then applies the seed again; returns the profiles after it. */
   reset(): number;
+}
+
+/** The rows of a seed request, as `file lines 2-51` (each file once, runs of lines joined). */
+function describeRows(seed: StoredSeed): string {
+  const byFile = new Map<string, number[]>();
+  for (const name of ARRAY_NAMES) for (const { file, line } of seed.origins[name]) byFile.set(file, [...(byFile.get(file) ?? []), line]);
+  return [...byFile].map(([file, lines]) => {
+    const sorted = [...new Set(lines)].sort((a, b) => a - b);
+    const runs: string[] = [];
+    for (let i = 0; i < sorted.length; i += 1) {
+      let j = i;
+      while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j += 1;
+      runs.push(i === j ? `${sorted[i]}` : `${sorted[i]}-${sorted[j]}`);
+      i = j;
+    }
+    return `${file} line${sorted.length === 1 ? '' : 's'} ${runs.join(', ')}`;
+  }).join('; ');
 }
 
 export function createHandler(config: HandlerConfig): Handler {
@@ -195,14 +214,30 @@ export function createHandler(config: HandlerConfig): Handler {
   /** A seed request is applied as /users/track applies a request, with no key or rate limit; any item refused stops it. */
   function applySeed(): void {
     for (const seed of config.seed ?? []) {
-      const result = track(seed.body);
+      // kept as JSON bytes for the emulator's life, parsed only while it is applied
+      const body = JSON.parse(seed.json.toString('utf8')) as Partial<Record<ArrayName, unknown[]>>;
+      const result = track(body);
       const answer = result.body as { message: string; errors?: { type: string; input_array: ArrayName; index: number }[] };
       // a fatal answer's errors are its message; minor ones name an item
       const error = typeof answer.errors?.[0] === 'object' ? answer.errors[0] : undefined;
       if (result.status === 201 && error === undefined) continue;
-      const origin = error === undefined ? ARRAY_NAMES.map((n) => seed.origins[n][0]).find((o) => o !== undefined) : seed.origins[error.input_array][error.index];
-      throw new InputError(`seed refused: ${error?.type ?? answer.message}`, origin?.file, origin?.line);
+      const origin = error !== undefined ? seed.origins[error.input_array][error.index] : blockedItemOrigin(body, seed);
+      if (origin !== undefined) throw new InputError(`seed refused: ${error?.type ?? answer.message}`, origin.file, origin.line);
+      // a fatal answer about the request as a whole: name all of its rows
+      throw new InputError(`seed refused: ${answer.message} (a request of the seed rows ${describeRows(seed)})`);
     }
+  }
+
+  /** The row of the first item naming a blocklisted external_id, if that is what the answer was about. */
+  function blockedItemOrigin(body: Partial<Record<ArrayName, unknown[]>>, seed: StoredSeed): { file: string; line: number } | undefined {
+    for (const name of ARRAY_NAMES) {
+      const at = (body[name] ?? []).findIndex((item) => {
+        const id = (item as { external_id?: unknown } | null)?.external_id;
+        return typeof id === 'string' && config.blocklist.has(id);
+      });
+      if (at !== -1) return seed.origins[name][at];
+    }
+    return undefined;
   }
 
   function reset(): number {
@@ -223,12 +258,15 @@ export function createHandler(config: HandlerConfig): Handler {
         : fatal(404, `no route for ${request.method} ${request.path}`);
     }
     if (isFixturePath(request.path)) return fixture(request);
-    const response = answer(request);
-    requestLog.record(request, response);
+    const parsed: { body?: unknown } = {};
+    const response = answer(request, parsed);
+    // the log keeps whom the request names from the whole parsed body, before it cuts the text
+    requestLog.record(request, response, parsed.body);
     return response;
   }
 
-  function answer(request: EmulatorRequest): EmulatorResponse {
+  /** The answer to one request; `parsed.body` is set once its body has been parsed as JSON. */
+  function answer(request: EmulatorRequest, parsed: { body?: unknown }): EmulatorResponse {
     const key = bearerKey(request.headers.authorization);
     const permissions = key === undefined ? undefined : config.keys.get(key);
     // every /users/* answer describes the caller's limits; an unknown caller sees a fresh window
@@ -266,6 +304,7 @@ export function createHandler(config: HandlerConfig): Handler {
     let body: unknown;
     try {
       body = JSON.parse(request.body.toString('utf8'));
+      parsed.body = body;
     } catch (error) {
       return respond(fatal(400, `request body is not valid JSON: ${(error as Error).message}`));
     }

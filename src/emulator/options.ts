@@ -1,8 +1,8 @@
 // Emulator options as a person writes them (CLI flags, library options) and their parsed form.
 import { randomBytes } from 'node:crypto';
 import { UsageError } from '../errors.js';
-import { isLimitProfileName, resolveLimits, type BatchLimits, type LimitProfileName, type PlannedRequest } from '../model/index.js';
-import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
+import { isLimitProfileName, resolveLimits, type BatchLimits, type ArrayName, type ItemOrigin, type LimitProfileName, type PlannedRequest } from '../model/index.js';
+import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE, MAX_REQUEST_LOG_SIZE } from './defaults.js';
 import type { FaultConfig } from './faults.js';
 import type { RateLimitConfig } from './rate-limit.js';
 
@@ -10,6 +10,24 @@ export const DEFAULT_PERMISSIONS = ['users.track', 'users.export.ids'] as const;
 
 /** A request to load before serving (and again after each reset), with where each item came from. */
 export type SeedRequest = Pick<PlannedRequest, 'body' | 'origins'>;
+
+/**
+ * A seed request as the emulator keeps it for its life: the body as JSON bytes and each item's file
+ * and line, not the parsed body and source rows (a 20 MB CSV seed held as objects took ~390 MB).
+ */
+export interface StoredSeed {
+  json: Buffer;
+  origins: Record<ArrayName, ReadonlyArray<{ file: string; line: number }>>;
+}
+
+export function storeSeed(seed: SeedRequest | StoredSeed): StoredSeed {
+  if ('json' in seed) return seed;
+  const where = (list: readonly ItemOrigin[]): { file: string; line: number }[] => list.map(({ file, line }) => ({ file, line }));
+  return {
+    json: Buffer.from(JSON.stringify(seed.body)),
+    origins: { attributes: where(seed.origins.attributes), events: where(seed.origins.events), purchases: where(seed.origins.purchases) },
+  };
+}
 
 export interface EmulatorOptions {
   /** Port to listen on; 0 (the default) picks a free one. */
@@ -43,7 +61,7 @@ export interface EmulatorOptions {
   /** Requests the request log (GET /_track/requests) keeps: 10,000 by default, 0 for none. */
   requestLog?: number;
   /** Requests applied before serving and again on each reset (the `seed` files of the library's startEmulator, planned). */
-  seedRequests?: readonly SeedRequest[];
+  seedRequests?: readonly (SeedRequest | StoredSeed)[];
 }
 
 export function parseApiKeys(specs: readonly string[]): Map<string, Set<string>> {
@@ -103,7 +121,7 @@ export interface ResolvedOptions {
   arrayCap: number;
   requestTimeoutMs: number;
   requestLogSize: number;
-  seedRequests?: readonly SeedRequest[];
+  seedRequests?: readonly StoredSeed[];
 }
 
 export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
@@ -127,7 +145,9 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_ACCEPTED_BODY_BYTES;
   if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 0)) throw new UsageError(`--max-body: expected a number of bytes above 0, got ${maxBodyBytes}`);
   const requestLogSize = options.requestLog ?? DEFAULT_REQUEST_LOG_SIZE;
-  if (!(Number.isSafeInteger(requestLogSize) && requestLogSize >= 0)) throw new UsageError(`--request-log: expected a whole number of requests, got ${requestLogSize}`);
+  if (!(Number.isSafeInteger(requestLogSize) && requestLogSize >= 0 && requestLogSize <= MAX_REQUEST_LOG_SIZE)) {
+    throw new UsageError(`--request-log: expected a whole number of requests from 0 to ${MAX_REQUEST_LOG_SIZE.toLocaleString('en-US')}, got ${requestLogSize}`);
+  }
   const failRate = fraction('--fail-rate', options.failRate);
   const dropRate = fraction('--drop-rate', options.dropRate);
   if (failRate + dropRate > 1) throw new UsageError('--fail-rate and --drop-rate together exceed 1');
@@ -146,6 +166,6 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
     arrayCap: options.arrayCap ?? 25,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
     requestLogSize,
-    seedRequests: options.seedRequests,
+    seedRequests: options.seedRequests?.map(storeSeed),
   };
 }

@@ -3,6 +3,7 @@
 import { ARRAY_NAMES, type ArrayName, type MinorError } from '../model/index.js';
 import { DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
+import { routePath } from './route-path.js';
 /** A body longer than this is kept cut, as text, with its size. */
 export const LOGGED_BODY_BYTES = 64 * 1024;
 /** The bodies of all entries together: past this, the oldest entries lose their bodies. */
@@ -22,8 +23,9 @@ export interface LoggedRequest {
   processed: Partial<Record<ArrayName, number>>;
   /** The items refused while the rest were applied (a 201), or each for its own reason (a 400 naming items). */
   errors: MinorError[];
-  /** The body as JSON when it parses and was kept whole, else its text (cut at 64 KB). */
+  /** The body as JSON when it parses and was kept whole, else its text (cut at 64 KB); an `api_key` field reads "[redacted]". */
   body: unknown;
+  /** The body's size as received (over --max-body: the bytes read before it was refused). */
   body_bytes: number;
   body_truncated?: true;
   /** Why the body is not here (never read: too large; or dropped to bound the log's memory). */
@@ -41,16 +43,24 @@ interface Entry {
   bodyBytes: number;
   truncated: boolean;
   omitted?: string;
-  /** The external_ids the body names, worked out when first filtered on. */
-  externalIds?: ReadonlySet<string>;
+  /** Whom the request's items name (see namedUsers), from the whole parsed body when it was logged. */
+  names: ReadonlySet<string>;
 }
 
 export interface RequestLogQuery {
   limit?: number;
-  /** `201`, or a class such as `4xx`. */
+  /** `201`, a class such as `4xx`, or `dropped` (any case). */
   status?: string;
+  /** A route, as the server routes it (`/users/track/` is `/users/track`). */
   path?: string;
+  /** The requests with an item (of attributes, events or purchases) naming this user by its external_id, */
   externalId?: string;
+  /** ... its email (any case), */
+  email?: string;
+  /** ... its phone, */
+  phone?: string;
+  /** ... or its user alias. */
+  alias?: { alias_name: string; alias_label: string };
 }
 
 function parseBody(entry: Entry): unknown {
@@ -64,24 +74,85 @@ function parseBody(entry: Entry): unknown {
   }
 }
 
-/** The external_ids an item of the body names, at the top level of each item. */
-function namedExternalIds(body: unknown): Set<string> {
-  const ids = new Set<string>();
-  if (typeof body !== 'object' || body === null) return ids;
+const userName = {
+  externalId: (id: string): string => `e\u0000${id}`,
+  email: (email: string): string => `m\u0000${email.toLowerCase()}`,
+  phone: (phone: string): string => `p\u0000${phone}`,
+  alias: (name: string, label: string): string => `a\u0000${name}\u0000${label}`,
+};
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/** Whom the items of a body name, at the top level of each item: external_id, email, phone, user_alias. */
+function namedUsers(body: unknown): ReadonlySet<string> {
+  if (typeof body !== 'object' || body === null) return NO_NAMES;
+  const names = new Set<string>();
   for (const name of ARRAY_NAMES) {
     const items = (body as Record<string, unknown>)[name];
     if (!Array.isArray(items)) continue;
     for (const item of items) {
-      const id = (item as { external_id?: unknown } | null)?.external_id;
-      if (typeof id === 'string') ids.add(id);
+      if (typeof item !== 'object' || item === null) continue;
+      const { external_id: id, email, phone, user_alias: alias } = item as Record<string, unknown>;
+      if (typeof id === 'string') names.add(userName.externalId(id));
+      if (typeof email === 'string') names.add(userName.email(email));
+      if (typeof phone === 'string') names.add(userName.phone(phone));
+      const { alias_name: aliasName, alias_label: aliasLabel } = (alias ?? {}) as Record<string, unknown>;
+      if (typeof aliasName === 'string' && typeof aliasLabel === 'string') names.add(userName.alias(aliasName, aliasLabel));
     }
   }
-  return ids;
+  return names.size === 0 ? NO_NAMES : names;
+}
+
+/** The user names a query asks for; every one must be named by the request. */
+function wantedNames(query: RequestLogQuery): string[] {
+  const wanted: string[] = [];
+  if (query.externalId !== undefined) wanted.push(userName.externalId(query.externalId));
+  if (query.email !== undefined) wanted.push(userName.email(query.email));
+  if (query.phone !== undefined) wanted.push(userName.phone(query.phone));
+  if (query.alias !== undefined) wanted.push(userName.alias(query.alias.alias_name, query.alias.alias_label));
+  return wanted;
+}
+
+const REDACTED = '[redacted]';
+const API_KEY_TEXT = Buffer.from('"api_key"');
+
+/**
+ * The body as the log keeps it: an `api_key` field (the legacy way of passing the key) redacted, and
+ * the whole cut to LOGGED_BODY_BYTES at a character boundary.
+ */
+function loggedBody(raw: Buffer, parsed: unknown): Buffer {
+  let body = raw;
+  if (typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) && Object.hasOwn(parsed, 'api_key')) {
+    body = Buffer.from(JSON.stringify({ ...parsed, api_key: REDACTED }));
+  } else if (raw.includes(API_KEY_TEXT)) {
+    // not JSON, or the field is not at the top: redact it in the text (a cut value's end is dropped too)
+    const text = raw.subarray(0, LOGGED_BODY_BYTES + 4).toString('utf8').replace(/("api_key"\s*:\s*)"(?:[^"\\]|\\.)*("|$)/g, `$1"${REDACTED}"`);
+    body = Buffer.from(text);
+  }
+  if (body.length <= LOGGED_BODY_BYTES) return body === raw ? raw : body;
+  let end = LOGGED_BODY_BYTES;
+  // a byte 10xxxxxx continues a UTF-8 character: cut before the character it belongs to
+  while (end > LOGGED_BODY_BYTES - 4 && (body[end] & 0xc0) === 0x80) end -= 1;
+  // a copy, so the log does not keep the whole buffer alive
+  return Buffer.from(body.subarray(0, end));
+}
+
+/** The user filters of a query string (external_id, email, phone, alias=NAME:LABEL); a message for a bad one. */
+export function userFilters(params: URLSearchParams): Pick<RequestLogQuery, 'externalId' | 'email' | 'phone' | 'alias'> | string {
+  const given = (name: string): string | undefined => params.get(name) || undefined;
+  const alias = given('alias');
+  const at = alias === undefined ? -1 : alias.lastIndexOf(':');
+  if (alias !== undefined && at <= 0) return `alias: expected NAME:LABEL, got "${alias}"`;
+  return {
+    externalId: given('external_id'),
+    email: given('email'),
+    phone: given('phone'),
+    alias: alias === undefined ? undefined : { alias_name: alias.slice(0, at), alias_label: alias.slice(at + 1) },
+  };
 }
 
 function statusMatches(status: number | null, wanted: string): boolean {
   const text = status === null ? 'dropped' : String(status);
-  return /^[1-5]xx$/i.test(wanted) ? text[0] === wanted[0] && text.length === 3 : text === wanted;
+  return /^[1-5]xx$/i.test(wanted) ? text[0] === wanted[0] && text.length === 3 : text === wanted.toLowerCase();
 }
 
 /** What the answer said, as the log keeps it: its message, counts and minor errors. */
@@ -121,21 +192,22 @@ export class RequestLog {
     return this.count;
   }
 
-  record(request: EmulatorRequest, response: EmulatorResponse): void {
+  /** Records a request and its answer; `parsed` is its body as the handler parsed it (undefined when it did not). */
+  record(request: EmulatorRequest, response: EmulatorResponse, parsed?: unknown): void {
     if (this.size === 0) return;
-    const whole = request.body.length <= LOGGED_BODY_BYTES;
-    // a body cut from a larger buffer is copied, so the log does not keep the whole one alive
-    const body = whole ? request.body : Buffer.from(request.body.subarray(0, LOGGED_BODY_BYTES));
+    const body = request.bodyTooLarge ? undefined : loggedBody(request.body, parsed);
     const entry: Entry = {
       id: (this.lastId += 1),
+      // when the answer was decided: an injected --latency delay comes after it
       time: new Date().toISOString(),
       method: request.method,
       path: request.path,
       response,
-      body: request.bodyTooLarge ? undefined : body,
-      bodyBytes: request.bodyTooLarge ? Number(request.headers['content-length'] ?? request.body.length) : request.body.length,
-      truncated: !whole,
+      body,
+      bodyBytes: request.bodyBytes ?? request.body.length,
+      truncated: body !== undefined && request.body.length > LOGGED_BODY_BYTES,
       omitted: request.bodyTooLarge ? 'over the size limit, not read' : undefined,
+      names: namedUsers(parsed),
     };
     const old = this.entries[this.next];
     if (old?.body !== undefined) this.bodyBytes -= old.body.length;
@@ -184,16 +256,15 @@ export class RequestLog {
   /** The matching requests, newest first. */
   query(query: RequestLogQuery = {}): LoggedRequest[] {
     const limit = query.limit ?? 100;
+    const path = query.path === undefined ? undefined : routePath(query.path);
+    const wanted = wantedNames(query);
     const out: LoggedRequest[] = [];
     for (const entry of this.newestFirst()) {
       if (out.length >= limit) break;
-      if (query.path !== undefined && entry.path !== query.path) continue;
+      if (path !== undefined && entry.path !== path) continue;
       const status = entry.response.drop === undefined ? entry.response.status : null;
       if (query.status !== undefined && !statusMatches(status, query.status)) continue;
-      if (query.externalId !== undefined) {
-        entry.externalIds ??= namedExternalIds(parseBody(entry));
-        if (!entry.externalIds.has(query.externalId)) continue;
-      }
+      if (!wanted.every((name) => entry.names.has(name))) continue;
       out.push(this.view(entry, status));
     }
     return out;

@@ -3,6 +3,7 @@
 import { createServer, maxHeaderSize, STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
+import { UsageError } from '../errors.js';
 import { fatalBody } from '../model/index.js';
 import { lockDatabase } from './db-lock.js';
 import { groupCommitter } from './group-commit.js';
@@ -10,6 +11,7 @@ import { FIXTURE_PREFIX, isLoopbackHost } from './fixture-routes.js';
 import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
 import { resolveOptions, type EmulatorOptions, type ResolvedOptions } from './options.js';
 import type { LoggedRequest, RequestLogQuery } from './request-log.js';
+import { routePath } from './route-path.js';
 import { Store } from './store.js';
 
 const CLOSE_GRACE_MS = 5000;
@@ -35,7 +37,8 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
-function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; tooLarge: boolean }> {
+/** The body, unless it is over `max` (then empty, `tooLarge`, and read to its end only to count its `size`). */
+function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; size: number; tooLarge: boolean }> {
   return new Promise((resolve, reject) => {
     const declared = Number(req.headers['content-length'] ?? 0);
     const chunks: Buffer[] = [];
@@ -46,7 +49,7 @@ function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; to
       if (size > max) tooLarge = true;
       if (!tooLarge) chunks.push(chunk);
     });
-    req.on('end', () => resolve({ body: Buffer.concat(chunks), tooLarge }));
+    req.on('end', () => resolve({ body: Buffer.concat(chunks), size, tooLarge }));
     req.on('error', reject);
   });
 }
@@ -55,14 +58,6 @@ function readBody(req: IncomingMessage, max: number): Promise<{ body: Buffer; to
 function queryOf(url: string): string | undefined {
   const at = url.indexOf('?');
   return at === -1 ? undefined : url.slice(at + 1);
-}
-
-/** The path of a request URL without its query string, repeated slashes and a trailing slash. */
-function routePath(url: string): string {
-  // nearly every URL is a plain path already
-  if (url.length > 1 && url.charCodeAt(url.length - 1) !== 47 /* / */ && !url.includes('?') && !url.includes('//')) return url;
-  // a base URL given with a trailing slash yields `//users/track`: treat it as the same route
-  return url.split('?')[0].replace(/\/{2,}/g, '/').replace(/(.)\/$/, '$1');
 }
 
 /**
@@ -136,6 +131,15 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex): void {
   );
 }
 
+/** A port in use or not ours to take is the person's to fix (exit 2), as a database in use is. */
+function listenError(error: NodeJS.ErrnoException, resolved: ResolvedOptions): Error {
+  const where = `${resolved.host}:${resolved.port}`;
+  if (error.code === 'EADDRINUSE') return new UsageError(`--port ${resolved.port}: ${where} is in use (EADDRINUSE); give another port, or --port 0 for a free one`);
+  if (error.code === 'EACCES') return new UsageError(`--port ${resolved.port}: not allowed to listen on ${where}`);
+  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND') return new UsageError(`--host ${resolved.host}: no such address on this machine`);
+  return error;
+}
+
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
   const resolved = resolveOptions(options);
   // before the file is opened: a second emulator must not even upgrade its tables
@@ -183,7 +187,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
       if (inFlight === 0) idle?.();
     });
     void (async () => {
-      const { body, tooLarge } = await readBody(req, resolved.maxBodyBytes);
+      const { body, size, tooLarge } = await readBody(req, resolved.maxBodyBytes);
       const headers: Record<string, string | undefined> = {};
       const given = req.headers;
       for (const name in given) {
@@ -196,6 +200,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
         query: queryOf(req.url ?? '/'),
         headers,
         body,
+        bodyBytes: size,
         bodyTooLarge: tooLarge,
       };
       const response = await submit(request);
@@ -219,9 +224,10 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
   server.on('clientError', answerClientError);
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const onError = (error: NodeJS.ErrnoException): void => reject(listenError(error, resolved));
+    server.once('error', onError);
     server.listen(resolved.port, resolved.host, () => {
-      server.off('error', reject);
+      server.off('error', onError);
       resolve();
     });
   });

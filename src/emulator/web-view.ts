@@ -3,7 +3,7 @@
 // request log (?view=requests). Everything that comes from the data is escaped: attribute values
 // and request bodies are whatever a client sent.
 import { exportUser } from './export.js';
-import type { RequestLog, LoggedRequest } from './request-log.js';
+import { userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
 import type { Store } from './store.js';
 
 const PROFILES_SHOWN = 100;
@@ -115,12 +115,13 @@ function requestRow(r: LoggedRequest): string {
 
 function requestsView(log: RequestLog, params: URLSearchParams): string {
   const filter = (name: string): string | undefined => (params.get(name) || undefined);
-  const requests = log.query({ limit: REQUESTS_SHOWN, status: filter('status'), path: filter('path'), externalId: filter('external_id') });
+  const users = userFilters(params);
+  const requests = typeof users === 'string' ? [] : log.query({ limit: REQUESTS_SHOWN, status: filter('status'), path: filter('path'), ...users });
   const input = (name: string, label: string, size: number): string =>
     `<label for="${name}">${label}</label><input id="${name}" name="${name}" value="${escapeHtml(params.get(name) ?? '')}" size="${size}">`;
   return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">
-${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}<button type="submit">Filter</button></form>
-<p class="count" id="request-count">${requests.length} ${requests.length === 1 ? 'request' : 'requests'} shown, newest first (${log.length} in the log, which keeps the last ${log.size})</p>
+${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}${input('email', 'email', 16)}${input('phone', 'phone', 12)}${input('alias', 'alias', 16)}<button type="submit">Filter</button></form>
+${typeof users === 'string' ? `<p class="fatal" role="alert">${escapeHtml(users)}</p>` : ''}<p class="count" id="request-count">${requests.length} ${requests.length === 1 ? 'request' : 'requests'} shown, newest first (${log.length} in the log, which keeps the last ${log.size})</p>
 ${table(['time', 'request', 'status', 'processed', 'errors', 'body'], requests.map(requestRow), 'No requests logged.')}`;
 }
 

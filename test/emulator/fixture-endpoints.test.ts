@@ -1,5 +1,7 @@
 // The emulator's own endpoints, in-process: the request log, reset with a seed, the key rule, the page.
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator } from '../../src/emulator/server.js';
 import { isLoopbackHost } from '../../src/emulator/fixture-routes.js';
 import type { SeedRequest } from '../../src/emulator/options.js';
 import { KEY, testHandler, type TestHandler } from '../helpers/handler.js';
@@ -70,6 +72,67 @@ describe('GET /_track/requests', () => {
     expect(logged()).toEqual([]);
   });
 
+  it('finds a request by whom it names however large its body, and cuts a body at a character boundary', () => {
+    h = testHandler();
+    // the user is named after the first 64 KB of the text: the log keeps whom it names, not only the cut text
+    const filler = 'é'.repeat(40_000);
+    h.track({ attributes: [{ notes: filler, external_id: 'late', email: 'Late@Example.com', phone: '+14155550100', user_alias: { alias_name: 'crm:eu', alias_label: '9' } }] });
+    h.track({ attributes: [{ external_id: 'other' }] });
+    const [cut] = logged('?external_id=late');
+    expect(cut?.body_truncated).toBe(true);
+    expect(logged('?email=late@example.com')).toHaveLength(1);
+    expect(logged('?phone=%2B14155550100')).toHaveLength(1);
+    expect(logged('?alias=crm:eu:9')).toHaveLength(1);
+    expect(logged('?external_id=late&email=other@example.com')).toEqual([]);
+    expect(h.call('GET', '/_track/requests?alias=nolabel').status).toBe(400);
+    // 'é' is two bytes: the cut never ends inside one (no U+FFFD)
+    expect(cut.body).not.toContain('\uFFFD');
+    expect(Buffer.byteLength(cut.body)).toBeGreaterThan(64 * 1024 - 4);
+    // the page filters the same way
+    const page = h.call('GET', '/_track/?view=requests&external_id=late').text ?? '';
+    expect(page).toContain('1 request shown');
+  });
+
+  it('takes a status in any case and a path as the server routes it', () => {
+    h = testHandler();
+    h.track({ attributes: [{ external_id: 'a' }] });
+    h.post('/users/track', {}, { 'x-track-fault': 'drop' });
+    expect(logged('?status=DROPPED')).toHaveLength(1);
+    expect(logged('?path=/users/track/')).toHaveLength(2);
+    expect(logged('?path=//users/track')).toHaveLength(2);
+  });
+
+  it('redacts an api_key field of a body in the log and on the page', () => {
+    h = testHandler();
+    h.track({ api_key: 'legacy-secret-1', attributes: [{ external_id: 'a' }] });
+    h.post('/users/track', '{"api_key": "legacy-secret-2", not json');
+    const [text, parsed] = logged();
+    expect(parsed.body).toEqual({ api_key: '[redacted]', attributes: [{ external_id: 'a' }] });
+    expect(text.body).toBe('{"api_key": "[redacted]", not json');
+    const page = h.call('GET', '/_track/?view=requests').text ?? '';
+    for (const shown of [JSON.stringify(logged()), page]) expect(shown).not.toMatch(/legacy-secret/);
+  });
+
+  it('gives the size of a chunked body over --max-body as the bytes read', async () => {
+    const emulator = await startEmulator({ apiKeys: [KEY], maxBodyBytes: 100 });
+    try {
+      const status = await new Promise<number | undefined>((resolve, reject) => {
+        const req = request(`${emulator.url}/users/track`, { method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode);
+        });
+        req.on('error', reject);
+        // no content-length: sent in chunks
+        for (let i = 0; i < 10; i += 1) req.write('x'.repeat(100));
+        req.end();
+      });
+      expect(status).toBe(413);
+      expect(emulator.requests()[0]).toMatchObject({ status: 413, body: null, body_bytes: 1000 });
+    } finally {
+      await emulator.close();
+    }
+  });
+
   it('does not log /health or its own endpoints, and logs nothing with --request-log 0', () => {
     h = testHandler({ requestLog: 0 });
     h.call('GET', '/health');
@@ -109,6 +172,12 @@ describe('POST /_track/reset', () => {
   it('refuses a seed whose item the endpoint refuses, naming the file and line', () => {
     h = testHandler({ blocklist: ['blocked'], seedRequests: [{ body: { attributes: [{ external_id: 'blocked' }] }, origins: { attributes: [{ file: 'seed.ndjson', line: 7, row: {} }], events: [], purchases: [] } }] });
     expect(() => h.handler.applySeed()).toThrow(/^seed\.ndjson:7: seed refused: .*blocklisted/);
+  });
+
+  it('names the blocklisted row of a seed request, not its first', () => {
+    const origins = { attributes: [2, 3, 4].map((line) => ({ file: 'users.csv', line, row: {} })), events: [], purchases: [] };
+    h = testHandler({ blocklist: ['b'], seedRequests: [{ body: { attributes: [{ external_id: 'a' }, { external_id: 'b' }, { external_id: 'c' }] }, origins }] });
+    expect(() => h.handler.applySeed()).toThrow(/^users\.csv:3: seed refused: .*blocklisted/);
   });
 });
 
