@@ -25,12 +25,13 @@ export function number(name: string): (value: string) => number {
   };
 }
 
-/** A whole number of at least `min`, or a usage error naming the flag. */
-export function wholeNumber(flag: string, min: number): (value: string) => number {
+/** A whole number of at least `min` (and at most `max`), or a usage error naming the flag. */
+export function wholeNumber(flag: string, min: number, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
   return (value) => {
     const n = Number(value);
-    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min) {
-      throw new UsageError(`${flag}: expected a whole number of at least ${min}, got "${value}"`);
+    if (!/^[0-9]+$/.test(value.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+      const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+      throw new UsageError(`${flag}: expected a whole number ${range}, got "${value}"`);
     }
     return n;
   };

@@ -1,6 +1,8 @@
 // `track emulate --exec` and `--seed`, and `track inspect`'s counting and limits, through the real CLI binary.
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BIN, ROOT, postJson, runCli, runCliAsync, spawnEmulator, tempDir } from '../helpers/cli.js';
@@ -81,6 +83,85 @@ describe('track emulate --exec', () => {
   });
 });
 
+describe('track emulate --exec and the command\'s process group', () => {
+  /** Waits until `check` holds, polling every 20 ms, for at most `ms`. */
+  const until = async (check: () => boolean, ms = 5000): Promise<boolean> => {
+    for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (check()) return true;
+    return check();
+  };
+  const pidIn = (file: string): number | undefined => {
+    const text = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
+    return text === '' ? undefined : Number(text);
+  };
+
+  it('passes SIGTERM, SIGHUP and SIGINT to everything the command started, and ends what it leaves behind', async () => {
+    const runs = (['SIGTERM', 'SIGHUP', 'SIGINT', undefined] as const).map(async (signal, i) => {
+      const file = join(tmp.dir, `grandchild-${i}`);
+      // a grandchild in the background (which ignores SIGINT, as a shell's `&` job does); the last run leaves it behind
+      const command = signal === undefined ? `sleep 300 & echo $! > ${file}` : `sh -c 'sleep 300 & echo $! > ${file}; wait'`;
+      const child = spawn(process.execPath, [BIN, 'emulate', '--quiet', '--exec', command], { cwd: ROOT, stdio: 'ignore' });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      expect(await until(() => pidIn(file) !== undefined)).toBe(true);
+      const grandchild = pidIn(file)!;
+      if (signal !== undefined) child.kill(signal);
+      const code = await exited;
+      const gone = await until(() => !isRunning(grandchild), 2000);
+      if (!gone) process.kill(grandchild, 'SIGKILL');
+      return { signal, code, gone };
+    });
+    expect(await Promise.all(runs)).toEqual([
+      { signal: 'SIGTERM', code: 143, gone: true },
+      { signal: 'SIGHUP', code: 129, gone: true },
+      { signal: 'SIGINT', code: 130, gone: true },
+      { signal: undefined, code: 0, gone: true },
+    ]);
+  });
+
+  it.skipIf(!existsSync('/proc/self/fd'))('stops without running the command when a signal comes while the seed loads', async () => {
+    const seed = join(tmp.dir, 'large.csv');
+    writeFileSync(seed, `external_id,plan\n${Array.from({ length: 60_000 }, (_, i) => `user-${i},pro\n`).join('')}`);
+    const ran = join(tmp.dir, 'ran');
+    const child = spawn(process.execPath, [BIN, 'emulate', '--seed', seed, '--exec', `touch ${ran}`], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // the seed is open: the signal handlers are in place and the seed is being read
+    const reading = (): boolean => {
+      try {
+        return readdirSync(`/proc/${child.pid}/fd`).some((fd) => readlinkSync(`/proc/${child.pid}/fd/${fd}`) === seed);
+      } catch {
+        return false;
+      }
+    };
+    expect(await until(reading, 10_000)).toBe(true);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    expect(existsSync(ran)).toBe(false);
+    expect(stderr).not.toContain('listening');
+    expect(stderr).toContain('not run');
+  });
+
+  it('refuses an empty command, a request log too large and a port in use before anything starts (exit 2)', async () => {
+    const server = createServer().listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const port = String((server.address() as AddressInfo).port);
+      const cases = [
+        [['--exec', ''], /--exec: expected a command/],
+        [['--request-log', '99999999999', '--exec', 'true'], /--request-log: expected a whole number from 0 to 1000000/],
+        [['--port', port, '--exec', 'true'], /--port \d+: 127\.0\.0\.1:\d+ is in use/],
+      ] as const;
+      for (const [args, message] of cases) {
+        const r = await runCliAsync(['emulate', '--quiet', ...args]);
+        expect({ status: r.status, message: message.test(r.stderr) }).toEqual({ status: 2, message: true });
+        expect(r.stderr).not.toMatch(/listening|Invalid array length/);
+      }
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe('track emulate --seed', () => {
   it('loads the files as upload reads them before the start line, and a reset returns to them', async () => {
     const emu = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--seed', join(FIXTURES, 'attributes.csv'), '--seed', join(FIXTURES, 'events.csv')]);
@@ -107,6 +188,18 @@ describe('track emulate --seed', () => {
     expect(r.status).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/bad-rows\.csv:3: seed row rejected \(email: is not a valid email address/);
+  });
+
+  it('names the blocklisted row of a seed, and asks for a file name it can read the format from', () => {
+    const blocked = runCli(['emulate', '--port', '0', '--db', ':memory:', '--blocklist', 'user-002', '--seed', join(FIXTURES, 'attributes.csv')]);
+    expect(blocked.status).toBe(2);
+    expect(blocked.stderr).toMatch(/attributes\.csv:3: seed refused: .*blocklisted/);
+    const unnamed = join(tmp.dir, 'users.txt');
+    writeFileSync(unnamed, 'external_id\nu1\n');
+    const r = runCli(['emulate', '--port', '0', '--db', ':memory:', '--seed', unnamed]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('name it .csv, .ndjson or .jsonl');
+    expect(r.stderr).not.toContain('--format');
   });
 });
 

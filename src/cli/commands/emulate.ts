@@ -3,10 +3,15 @@
 import { Option, type Command } from 'commander';
 import type { EmulatorOptions } from '../../emulator/options.js';
 import type { Emulator } from '../../emulator/server.js';
+import { UsageError } from '../../errors.js';
 import { describeLimits, resolveLimits } from '../../model/limits.js';
+import { MAX_REQUEST_LOG_SIZE } from '../../emulator/defaults.js';
 import { EMULATE_DEFAULTS, collect, number, positiveInteger, wholeNumber, type EmulateFlags } from '../options.js';
 
-/** Signals passed on to the --exec command; a terminal's Ctrl-C reaches its whole foreground group anyway. */
+/**
+ * Signals passed on to the --exec command's process group. The command has a group of its own, so a
+ * terminal's Ctrl-C reaches only this process, which passes it on.
+ */
 const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /** The emulator's options the flags ask for; its lines go to `log`. */
@@ -51,6 +56,7 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
     if (flags.quiet !== true) process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   };
   if (flags.exec !== undefined) {
+    if (flags.exec.trim() === '') throw new UsageError('--exec: expected a command to run, got an empty one');
     // a CI step: any free port and nothing kept, unless asked
     const given = (name: string): boolean => command.getOptionValueSource(name) !== 'default';
     const options = emulatorOptions({ ...flags, port: given('port') ? flags.port : 0, db: given('db') ? flags.db : ':memory:' }, log);
@@ -80,22 +86,24 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
  */
 async function runExec(flags: EmulateFlags, command: string, options: EmulatorOptions): Promise<void> {
   const { execWithEmulator } = await import('../../fixture.js');
-  let child: { kill(signal: NodeJS.Signals): boolean } | undefined;
-  const pending: NodeJS.Signals[] = [];
+  let signalGroup: ((signal: NodeJS.Signals) => void) | undefined;
+  // a signal before the command starts (while the seed loads) stops everything: the command never runs
+  const beforeStart = new AbortController();
   const forward = (signal: NodeJS.Signals): void => {
-    if (child === undefined) pending.push(signal);
-    else child.kill(signal);
+    if (signalGroup === undefined) beforeStart.abort(signal);
+    else signalGroup(signal);
   };
   for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
   try {
     const result = await execWithEmulator(command, {
       ...options,
+      signal: beforeStart.signal,
       onStart: (emulator) => process.stderr.write(startLines(emulator, flags, options)),
-      onSpawn: (spawned) => {
-        child = spawned;
-        for (const signal of pending.splice(0)) spawned.kill(signal);
-      },
+      onSpawn: (_child, toGroup) => (signalGroup = toGroup),
     });
+    if (result.code === null && beforeStart.signal.aborted && signalGroup === undefined) {
+      process.stderr.write(`track: stopped by ${result.signal} before the command started; it was not run\n`);
+    }
     process.exitCode = result.status;
   } finally {
     for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
@@ -126,7 +134,7 @@ export function registerEmulate(program: Command): void {
     .option('--max-body <bytes>', 'largest request body accepted', number('--max-body'), EMULATE_DEFAULTS.maxBody)
     .option('--quiet', 'log nothing but the start lines')
     .option('--seed <file>', 'load this CSV or NDJSON file, read as `track upload` reads it, before serving and again on each reset (repeatable)', collect)
-    .option('--request-log <n>', 'requests the request log keeps (GET /_track/requests); 0 keeps none', wholeNumber('--request-log', 0), EMULATE_DEFAULTS.requestLog)
+    .option('--request-log <n>', `requests the request log keeps (GET /_track/requests); 0 keeps none, at most ${MAX_REQUEST_LOG_SIZE.toLocaleString('en-US')}`, wholeNumber('--request-log', 0, MAX_REQUEST_LOG_SIZE), EMULATE_DEFAULTS.requestLog)
     .option('--exec <command>', 'start, run COMMAND through the shell with TRACK_URL and TRACK_API_KEY set, stop, and exit with its status (port 0 and :memory: unless given)')
     .addHelpText(
       'after',
@@ -134,9 +142,12 @@ export function registerEmulate(program: Command): void {
         'drop-after-commit (applied, then closed unanswered) or none.\nGET /health answers 200 once requests are taken.\n' +
         'One emulator at a time per database file: it holds <db>.lock while it runs, and a second is refused (exit 2).\n\n' +
         'Its own endpoints: GET /_track/ (a web view of profiles and requests), GET /_track/requests?limit=N\n' +
-        '(filters: status, path, external_id), DELETE /_track/requests, POST /_track/reset (back to the --seed\n' +
+        '(filters: status, path, and external_id, email, phone or alias: the requests with an item naming that user), DELETE /_track/requests, POST /_track/reset (back to the --seed\n' +
         'files). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
-        'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)',
+        'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)\n' +
+        'The command runs in a process group of its own: SIGINT, SIGTERM and SIGHUP sent to track reach all of it,\n' +
+        'and whatever it leaves running is ended with it. If the emulator cannot start (a seed row, the port or the\n' +
+        'database in use), the command is not run and the status is 2.',
     )
     .action(runEmulate);
 }

@@ -62,7 +62,7 @@ export function registerInspect(program: Command): void {
     .option('--email <email>', 'only profiles with this email')
     .option('--phone <phone>', 'only profiles with this phone number')
     .option('--alias <name:label>', 'only the profile with this user alias')
-    .option('--count', 'print only the number of profiles that match')
+    .option('--count', 'print only the number of profiles that match (at most --limit, when given)')
     .option('--limit <n>', 'at most this many profiles', positiveInteger('--limit'))
     .addHelpText('after', '\nAn identifier that matches no profile prints "no profile" on stderr and exits 1.')
     .action(runInspect);
