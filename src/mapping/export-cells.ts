@@ -2,8 +2,7 @@
 // (sent as ISO 8601 UTC), dates of birth, national phone numbers (sent in E.164) and lists split on a
 // separator. The options are plain values, so they cross to the planning thread as they are.
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { isoString } from '../model/time.js';
-import { isIsoTime } from '../model/time.js';
+import { isIsoTime, isoString, parseIsoTime } from '../model/time.js';
 import { arrayOf, CellProblem, MAY_LEAVE_OUT, shown, type CellReader } from './cells.js';
 import { readDateText, readTimeText, type TimeReading } from './times.js';
 
@@ -17,17 +16,18 @@ export interface CellOptions extends TimeReading {
 const TIME_FORMS = 'such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07, or epoch seconds (10 digits) or milliseconds (13)';
 
 /**
- * A time cell's value: text with `Z` or an offset as written (an exact instant already); any other
- * form read and sent in UTC. `typed`: the column is annotated `:time` (else it is a field that holds a time).
+ * A time cell's value, always sent in UTC: text in UTC already (ending in `Z`) as written; a time with
+ * another offset as its instant in UTC; any other form read (in --timezone) and sent in UTC. `typed`: the column is annotated `:time` (else it is a field that holds a time).
  */
 export function timeReader(options: CellOptions, wrap: boolean, typed: boolean): CellReader {
   const why = typed ? ' (the column is typed time)' : '';
   return (text) => {
     let time: string;
-    // an ISO time ending in Z or an offset names its instant exactly: sent as written
+    // an ISO time in UTC is sent as written; one with another offset names its instant exactly
     const last = text.charCodeAt(text.length - 1);
-    if ((last === 90 || (last >= 48 && last <= 57)) && text.charCodeAt(10) === 84 /* T */ && hasOffset(text) && isIsoTime(text)) time = text;
-    else {
+    if ((last === 90 || (last >= 48 && last <= 57)) && text.charCodeAt(10) === 84 /* T */ && hasOffset(text) && isIsoTime(text)) {
+      time = last === 90 ? text : isoString(parseIsoTime(text) as number);
+    } else {
       const read = readTimeText(text, options);
       if (read === undefined) return new CellProblem(`must be a time ${TIME_FORMS}${why}, got ${shown(text)}`);
       if ('problem' in read) return new CellProblem(`${read.problem}, got ${shown(text)}`);

@@ -96,7 +96,7 @@ describe('track validate and track upload --dry-run', () => {
     expect(items(events, 'events')[1]).toEqual({
       external_id: 'user-002',
       name: 'trial_started',
-      time: '2024-03-07T11:30:00+01:00',
+      time: '2024-03-07T10:30:00.000Z',
       app_id: 'app-ios-1',
       properties: { plan: 'team', seats: 12, coupon: 'SPRING24' },
     });

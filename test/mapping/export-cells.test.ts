@@ -60,10 +60,11 @@ describe('readTimeText', () => {
 });
 
 describe('time cells', () => {
-  it('sends an ISO time with Z or an offset as written and every other form in UTC, as {"$time"} on a custom attribute', () => {
+  it('sends every time in UTC: a time in Z as written, one with another offset as its instant, as {"$time"} on a custom attribute', () => {
     const read = timeReader({}, false, true);
     expect(read('2024-03-07T10:00:00Z')).toBe('2024-03-07T10:00:00Z');
-    expect(read('2024-03-07T11:30:00+01:00')).toBe('2024-03-07T11:30:00+01:00');
+    expect(read('2024-03-07T11:30:00+01:00')).toBe('2024-03-07T10:30:00.000Z');
+    expect(read('2024-03-07T11:30:00-05:30')).toBe('2024-03-07T17:00:00.000Z');
     expect(read('2024-03-07T10:00:00')).toBe('2024-03-07T10:00:00.000Z');
     expect(timeReader({ timeZone: 'Europe/Berlin' }, true, true)('2024-03-07 10:00')).toEqual({ $time: '2024-03-07T09:00:00.000Z' });
     expect(problem(read('soon'))).toBe(
