@@ -200,6 +200,13 @@ describe('what the state must not learn', () => {
     expect(await json([alias, '--url', emu.url, '--delta'])).toMatchObject({ requests: 1, unchanged: 0 });
   }, 60_000);
 
+  it('finds known users whose identifiers SQLite and JavaScript order differently (U+FF21 beside an emoji)', async () => {
+    faults = await faultServer();
+    const file = writeCsv('wide.csv', [['u\u{1F600}', 1], ['u\uFF21', 1], ['u1', 1]] as unknown as Row[], 'external_id,a');
+    await json([file, '--url', faults.url, '--delta']);
+    expect(await json([file, '--url', faults.url, '--delta'])).toMatchObject({ requests: 0, unchanged: 3 });
+  }, 60_000);
+
   it('counts no avoided data point for a field that costs none, and a bad --state changes nothing', async () => {
     faults = await faultServer();
     const file = writeCsv('subs.csv', [['u1', 'opted_in', 'pro']] as unknown as Row[], 'external_id,email_subscribe,plan');

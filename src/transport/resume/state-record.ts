@@ -124,8 +124,12 @@ export const LEARN_NONE = 0;
 export const LEARN_NEW_USER = 1;
 export const LEARN_KNOWN_USER = 2;
 const ACTIVITY = 3;
-/** Bytes of an attribute in a record: its name's place in the record's names, forget or set, the two halves of the hash. */
+/** Bytes of an attribute in a record: its name's place in the record's names, its mode, the two halves of the hash. */
 const ENTRY = 13;
+const SENT = 0;
+const FORGET = 1;
+/** A value the state held and the request left out as unchanged: written back only where the row was not written meanwhile. */
+const UNCHANGED = 2;
 
 /**
  * Calls fn for each attribute of an attributes item that the state learns or forgets: forget for
@@ -174,12 +178,13 @@ export function learnRecordWriter() {
     bytes.writeUInt32LE(length, at);
     at += 4 + length;
   };
-  const value = (name: string, forget: boolean, h1: number, h2: number): void => {
+  /** mode: SENT, FORGET, or UNCHANGED (a known value left out of the request). */
+  const value = (name: string, mode: number, h1: number, h2: number): void => {
     let place = names.get(name);
     if (place === undefined) names.set(name, (place = names.size));
     room(ENTRY);
     bytes.writeUInt32LE(place, at);
-    bytes[at + 4] = forget ? 1 : 0;
+    bytes[at + 4] = mode;
     bytes.writeUInt32LE(h1, at + 5);
     bytes.writeUInt32LE(h2, at + 9);
     at += ENTRY;
@@ -207,7 +212,7 @@ export function learnRecordWriter() {
       at += 4;
       let count = 0;
       forEachLearnedValue(typeof mark === 'object' ? mark.item : sent, identity.by, (name, forget, h1, h2) => {
-        value(name, forget, h1, h2);
+        value(name, forget ? FORGET : name in sent ? SENT : UNCHANGED, h1, h2);
         count += 1;
       });
       bytes.writeUInt32LE(count, countAt);
@@ -239,6 +244,8 @@ export interface LearnedAttributes {
   /** The value's attribute, as its place in the record's names. */
   name(i: number): number;
   forget(i: number): boolean;
+  /** A value the state held and the request left out (unchanged). */
+  unchanged(i: number): boolean;
   h1(i: number): number;
   h2(i: number): number;
 }
@@ -262,7 +269,8 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
     known: false,
     count: 0,
     name: (i) => bytes.readUInt32LE(first + i * ENTRY),
-    forget: (i) => bytes[first + i * ENTRY + 4] === 1,
+    forget: (i) => bytes[first + i * ENTRY + 4] === FORGET,
+    unchanged: (i) => bytes[first + i * ENTRY + 4] === UNCHANGED,
     h1: (i) => bytes.readUInt32LE(first + i * ENTRY + 5),
     h2: (i) => bytes.readUInt32LE(first + i * ENTRY + 9),
   };

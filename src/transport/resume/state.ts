@@ -162,11 +162,14 @@ export function openStateReader(path: string, target: string): StateReader {
     }
   };
   const fetchRange = (userKeys: readonly string[]): boolean => {
+    // SQLite orders text by its UTF-8 bytes; JavaScript by UTF-16 units, which differ only where a
+    // character beyond U+FFFF meets one from U+E000: such keys are compared as bytes
+    const before = userKeys.some((key) => SURROGATE.test(key)) ? (a: string, b: string) => Buffer.compare(Buffer.from(a), Buffer.from(b)) < 0 : (a: string, b: string) => a < b;
     let low = userKeys[0];
     let high = userKeys[0];
     for (const key of userKeys) {
-      if (key < low) low = key;
-      else if (key > high) high = key;
+      if (before(key, low)) low = key;
+      else if (before(high, key)) high = key;
     }
     const limit = userKeys.length * 2 + 16;
     const rows = userRange.all(id, low, high, limit) as Array<[string, number]>;
@@ -222,6 +225,9 @@ export function openStateReader(path: string, target: string): StateReader {
     close: () => db.close(),
   };
 }
+
+/** A character beyond U+FFFF, written as two UTF-16 units. */
+const SURROGATE = /[\uD800-\uDFFF]/;
 
 /** Acknowledged requests waiting to be written: learning late is safe (the state then knows less), so they are written together. */
 const MAX_QUEUED = 64;
@@ -295,14 +301,27 @@ export function openStateWriter(path: string, target: string): StateWriter {
     newRows = [];
   };
 
-  /** A user the state may know, forgotten before the request was posted: the row is what the whole item set. */
+  /**
+   * A user the state may know, forgotten before the request was posted: the row is what the whole
+   * item set, what was sent and what was left out as unchanged. A row there again was written
+   * meanwhile by another run: only what this request sent is merged into it.
+   */
   const replace = (item: LearnedAttributes, ids: readonly number[]): void => {
     // the new users waiting to be inserted come first: one of them may be this user, earlier in the request
     insertNewRows();
     const map = new Map<number, [number, number]>();
     for (let i = 0; i < item.count; i += 1) if (!item.forget(i)) map.set(ids[item.name(i)], [item.h1(i), item.h2(i)]);
-    if (map.size > 0) writeRow.run(id, item.userKey, ...row(map));
-    else deleteRow.run(id, item.userKey);
+    if (map.size > 0 && insertRow.run(id, item.userKey, ...row(map)).changes === 1) return;
+    const attrs = readRow.get(id, item.userKey) as Buffer | undefined;
+    if (attrs === undefined) return;
+    const merged = entries(attrs);
+    for (let i = 0; i < item.count; i += 1) {
+      if (item.unchanged(i)) continue;
+      const nameId = ids[item.name(i)];
+      if (item.forget(i)) merged.delete(nameId);
+      else merged.set(nameId, [item.h1(i), item.h2(i)]);
+    }
+    writeRow.run(id, item.userKey, ...row(merged));
   };
 
   /** A user the plan did not know: its row is made whole from the record. */

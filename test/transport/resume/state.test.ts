@@ -24,11 +24,11 @@ afterEach(() => tmp.cleanup());
 const T = 'http://127.0.0.1:4000/users/track';
 
 /** A learn record of attributes items (`known`: the state may know the user), or items learned not at all. */
-function record(items: Array<{ item: Record<string, unknown>; known?: boolean } | 'none'>): Uint8Array {
+function record(items: Array<{ item: Record<string, unknown>; known?: boolean; sent?: Record<string, unknown> } | 'none'>): Uint8Array {
   const writer = learnRecordWriter();
   for (const entry of items) {
     if (entry === 'none') writer.add(LEARN_NONE, {}, { by: 'anonymous' });
-    else writer.add(entry.known === true ? { item: entry.item } : LEARN_NEW_USER, entry.item, identityOf(entry.item));
+    else writer.add(entry.known === true ? { item: entry.item } : LEARN_NEW_USER, entry.sent ?? entry.item, identityOf(entry.item));
   }
   return writer.finish();
 }
@@ -105,6 +105,27 @@ describe('the state file', () => {
     expect(openStateReader(path, T).user('e:u1')?.digest).toBeGreaterThan(0);
     expect(forgetTarget(path, T)).toBe(true);
     expect(listState(path)).toEqual([]);
+  });
+
+  it('merges only what a request sent into a row another run wrote while it was in flight', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const ours = openStateWriter(path, T);
+    ours.accepted(record([{ item: { external_id: 'w', a: 1, b: 1 } }]), () => false);
+    ours.close();
+    const mine = openStateWriter(path, T);
+    const other = openStateWriter(path, T);
+    // this run sends a=2 (b unchanged, left out); the other sends b=2 and is answered first
+    const request = record([{ item: { external_id: 'w', a: 2, b: 1 }, sent: { external_id: 'w', a: 2 }, known: true }]);
+    mine.sending(request);
+    other.sending(record([{ item: { external_id: 'w', b: 2 }, known: true }]));
+    other.accepted(record([{ item: { external_id: 'w', b: 2 }, known: true }]), () => false);
+    other.close();
+    mine.accepted(request, () => false);
+    mine.close();
+    const reader = openStateReader(path, T);
+    expect(reader.user('e:w')?.holds('a', valueHash(2))).toBe(true);
+    expect(reader.user('e:w')?.holds('b', valueHash(2))).toBe(true);
+    reader.close();
   });
 
   it('refuses a file that is not a state file, naming it', () => {
