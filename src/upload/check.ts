@@ -80,38 +80,42 @@ export async function checkHeaders(
 
 /** Annotations whose values may add to what a profile holds when sent again (an operation, or JSON that may hold one). */
 const ADDING_ANNOTATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', 'json']);
-/** The last part of a dotted column that makes it an operation (`visits.inc`). */
-const ADDING_NAMES: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$add', '$remove', '$update']);
 
 /**
- * The kind of the rows of each CSV input that is a file, and whether a column may add to a profile
- * when sent again (`:inc`, `:add`, `:remove`, `:json`); a file whose header cannot be used is left out.
+ * The kind of the rows of each CSV input that is a file, read as the plan reads its header (the
+ * delimiter given or found), and whether a column may add to a profile when sent again (`:inc`,
+ * `:add`, `:remove`, `:json`, or a dotted name such as `visits.inc`). A file whose rows name their
+ * own kind (`_kind`, a CSV rejects file) counts as events; one whose header cannot be used is left out.
  */
 export async function csvKinds(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName },
+  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
   map: ColumnMap | undefined,
 ): Promise<Map<string, { kind: ArrayName; adding: boolean }>> {
   const kinds = new Map<string, { kind: ArrayName; adding: boolean }>();
   const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
   if (csvFiles.length === 0) return kinds;
-  const [{ readCsv }, { readCsvHeader }, { parseColumnSpec }] = await Promise.all([
+  const [{ readCsv }, { csvOptions }, { kindColumnOf, readRowsHeader }, { parseColumnSpec }, { isAddingOperationName }] = await Promise.all([
     import('../input/csv.js'),
-    import('../mapping/csv-rows.js'),
+    import('./plan-csv.js'),
+    import('../mapping/kind-column.js'),
     import('../mapping/columns.js'),
+    import('../transport/resume/state-record.js'),
   ]);
   for (const file of csvFiles) {
-    for await (const records of readCsv(inputBytes(file), file, { encoding: options.encoding })) {
+    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
       const first = records[0];
       if (first === undefined) continue;
       if (!('error' in first)) {
-        const result = readCsvHeader(first.cells, { kind: options.kind, map });
+        const headerOptions = { kind: options.kind, map, cells: options.reading };
+        const result = readRowsHeader(first.cells, headerOptions);
         if (result.ok) {
           const adding = result.header.keys.some((key) => {
             const spec = key === undefined ? undefined : parseColumnSpec(key.trim());
             if (spec === undefined || 'problem' in spec) return false;
-            return (spec.annotation !== undefined && ADDING_ANNOTATIONS.has(spec.annotation)) || ADDING_NAMES.has(spec.path[spec.path.length - 1]);
+            return (spec.annotation !== undefined && ADDING_ANNOTATIONS.has(spec.annotation)) || isAddingOperationName(spec.path[spec.path.length - 1]);
           });
-          kinds.set(file, { kind: result.header.kind, adding });
+          const mixed = kindColumnOf(first.cells, headerOptions) !== -1;
+          kinds.set(file, { kind: mixed ? 'events' : result.header.kind, adding });
         }
       }
       break;

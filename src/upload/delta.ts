@@ -122,9 +122,7 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     // an item the service may skip may change nothing: its values are always sent (and forgotten)
     const sendAll = mayBeSkipped(item, identity.by);
     if (!sendAll && (unchangedInChunk.get(item) ?? sameAsState(item, identity, known))) {
-      let avoided = 0;
-      for (const key in item) if (key !== identity.by && !CONTROL_FIELDS.has(key) && isBillableField(key, identity.by)) avoided += attributePoints(item[key]);
-      return { item: undefined, avoided, learn: LEARN_NONE };
+      return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
     }
     let sent: Record<string, unknown> | undefined;
     let avoided = 0;
@@ -157,8 +155,8 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
   };
 
   return {
-    /** Whether items are compared with the state (the plan then looks their users up a chunk at a time). */
-    compares: compare || (options.activities && !state.empty),
+    /** Whether attributes items are compared with the state (the plan then looks their users up a chunk at a time). */
+    compares: compare,
     /**
      * Reads what the state holds of the users of a chunk's attributes items, together: their
      * digests, then the rows of those whose digest differs from their item's (those are compared
@@ -167,17 +165,16 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     prefetch(items: ReadonlyArray<{ kind: ArrayName; record: Record<string, unknown>; identity: Identity }>): void {
       unchangedInChunk = new Map();
       if (!compare) return;
-      const keys: string[] = [];
-      for (const { kind, identity } of items) {
-        const key = kind === 'attributes' ? stateUserKey(identity) : undefined;
-        if (key !== undefined) keys.push(key);
-      }
-      state.prefetch(keys);
-      const differing: string[] = [];
+      const users: Array<{ key: string; record: Record<string, unknown>; identity: Identity }> = [];
       for (const { kind, record, identity } of items) {
         const key = kind === 'attributes' ? stateUserKey(identity) : undefined;
-        const known = key === undefined ? undefined : state.user(key);
-        if (known === undefined || key === undefined) continue;
+        if (key !== undefined) users.push({ key, record, identity });
+      }
+      state.prefetch(users.map((user) => user.key));
+      const differing: string[] = [];
+      for (const { key, record, identity } of users) {
+        const known = state.user(key);
+        if (known === undefined) continue;
         const same = sameAsState(record, identity, known);
         unchangedInChunk.set(record, same);
         if (!same) differing.push(key);

@@ -261,16 +261,19 @@ export function openStateWriter(path: string, target: string): StateWriter {
   const addActivity = db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)');
   const touched = db.prepare('UPDATE targets SET updated = ? WHERE id = ?');
 
-  /** Sets and forgets a user's values in the row the state holds (or a new one); `forgetOnly`: forgets the values about to be sent. */
-  const merge = (item: LearnedAttributes, ids: readonly number[], forgetOnly: boolean): void => {
+  /**
+   * Sets and forgets in the row the state holds of a user (or a new one) what a request sent: the
+   * values it left out as unchanged are not written (the row may have been written meanwhile).
+   */
+  const mergeSent = (item: LearnedAttributes, ids: readonly number[]): void => {
     // the new users waiting to be inserted come first: one of them may be this user, earlier in the request
     insertNewRows();
     const attrs = readRow.get(id, item.userKey) as Buffer | undefined;
-    if (attrs === undefined && forgetOnly) return;
     const map = attrs === undefined ? new Map<number, [number, number]>() : entries(attrs);
     for (let i = 0; i < item.count; i += 1) {
+      if (item.unchanged(i)) continue;
       const nameId = ids[item.name(i)];
-      if (forgetOnly || item.forget(i)) map.delete(nameId);
+      if (item.forget(i)) map.delete(nameId);
       else map.set(nameId, [item.h1(i), item.h2(i)]);
     }
     if (attrs !== undefined || map.size > 0) writeRow.run(id, item.userKey, ...row(map));
@@ -312,16 +315,7 @@ export function openStateWriter(path: string, target: string): StateWriter {
     const map = new Map<number, [number, number]>();
     for (let i = 0; i < item.count; i += 1) if (!item.forget(i)) map.set(ids[item.name(i)], [item.h1(i), item.h2(i)]);
     if (map.size > 0 && insertRow.run(id, item.userKey, ...row(map)).changes === 1) return;
-    const attrs = readRow.get(id, item.userKey) as Buffer | undefined;
-    if (attrs === undefined) return;
-    const merged = entries(attrs);
-    for (let i = 0; i < item.count; i += 1) {
-      if (item.unchanged(i)) continue;
-      const nameId = ids[item.name(i)];
-      if (item.forget(i)) merged.delete(nameId);
-      else merged.set(nameId, [item.h1(i), item.h2(i)]);
-    }
-    writeRow.run(id, item.userKey, ...row(merged));
+    mergeSent(item, ids);
   };
 
   /** A user the plan did not know: its row is made whole from the record. */
@@ -329,7 +323,7 @@ export function openStateWriter(path: string, target: string): StateWriter {
     let size = 0;
     for (let i = 0; i < item.count; i += 1) {
       // an operation that adds is forgotten: a row that may exist already is merged
-      if (item.forget(i)) return merge(item, ids, false);
+      if (item.forget(i)) return mergeSent(item, ids);
       size += ENTRY;
     }
     const bytes = Buffer.allocUnsafe(size);
@@ -376,23 +370,21 @@ export function openStateWriter(path: string, target: string): StateWriter {
       throw (failure = stateError(path, error));
     }
   };
-  const forget = db.transaction((learn: Uint8Array) => {
-    readLearnRecord(learn).forEach((_, item) => {
-      if (item !== undefined && !(item instanceof Uint8Array) && item.known) deleteRow.run(id, item.userKey);
-    });
+  const forget = db.transaction((userKeys: readonly string[]) => {
+    for (const userKey of userKeys) deleteRow.run(id, userKey);
   });
   return {
     sending(learn) {
-      let known = false;
+      const known: string[] = [];
       readLearnRecord(learn).forEach((_, item) => {
-        if (item !== undefined && !(item instanceof Uint8Array) && item.known) known = true;
+        if (item !== undefined && !(item instanceof Uint8Array) && item.known) known.push(item.userKey);
       });
       // most requests of a first run name no user the state knows: nothing to write for them
-      if (!known) return;
+      if (known.length === 0) return;
       // what was acknowledged before is written first, then forgotten
       flush();
       try {
-        forget.immediate(learn);
+        forget.immediate(known);
       } catch (error) {
         throw (failure = stateError(path, error));
       }
