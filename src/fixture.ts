@@ -34,7 +34,9 @@ export async function planSeed(files: readonly string[], limits: BatchLimits, si
       // a seed's format comes from its name only: there is no --format to give
       throw new UsageError(`--seed ${file}: cannot tell the format from the name; name it .csv, .ndjson or .jsonl (each optionally .gz)`);
     }
-    await checkReadable(file);
+    await checkReadable(file).catch((error: Error) => {
+      throw new UsageError(`--seed ${error.message}`);
+    });
   }
   await checkHeaders({ inputs: files }, undefined);
   const requests: StoredSeed[] = [];
@@ -123,7 +125,7 @@ function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
  */
 export async function execWithEmulator(command: string, options: ExecOptions = {}): Promise<ExecResult> {
   const { env, stdio, onStart, onSpawn, signal: abort, ...emulatorOptions } = options;
-  if (command.trim() === '') throw new UsageError('--exec: the command is empty');
+  if (command.trim() === '') throw new UsageError('--exec: expected a command to run, got an empty one');
   if (abort?.aborted) return stoppedBy(abort.reason);
   let emulator: Emulator;
   try {

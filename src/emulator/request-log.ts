@@ -1,6 +1,6 @@
 // The request log: the last N requests an app sent and what each was answered, kept in memory so a
 // test can ask the emulator what came (GET /_track/requests) and a person can look (the web view).
-import { ARRAY_NAMES, type ArrayName, type MinorError } from '../model/index.js';
+import { ARRAY_NAMES, normalizeEmail, type ArrayName, type MinorError } from '../model/index.js';
 import { DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { routePath } from './route-path.js';
@@ -76,7 +76,7 @@ function parseBody(entry: Entry): unknown {
 
 const userName = {
   externalId: (id: string): string => `e\u0000${id}`,
-  email: (email: string): string => `m\u0000${email.toLowerCase()}`,
+  email: (email: string): string => `m\u0000${normalizeEmail(email)}`,
   phone: (phone: string): string => `p\u0000${phone}`,
   alias: (name: string, label: string): string => `a\u0000${name}\u0000${label}`,
 };

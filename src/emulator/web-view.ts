@@ -3,7 +3,7 @@
 // request log (?view=requests). Everything that comes from the data is escaped: attribute values
 // and request bodies are whatever a client sent.
 import { exportUser } from './export.js';
-import { userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
+import { LOGGED_BODY_BYTES, userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
 import type { Store } from './store.js';
 
 const PROFILES_SHOWN = 100;
@@ -107,7 +107,7 @@ function requestRow(r: LoggedRequest): string {
   const fatal = r.errors.length === 0 && r.status !== null && r.status >= 400 ? `<span class="fatal">${escapeHtml(r.message ?? '')}</span>` : '';
   const status = r.status === null ? `dropped (${escapeHtml(r.dropped)})` : String(r.status);
   const bodyText = r.body_omitted !== undefined ? r.body_omitted : typeof r.body === 'string' ? r.body : JSON.stringify(r.body, null, 2);
-  const size = `${r.body_bytes} bytes${r.body_truncated ? ', cut at 64 KB' : ''}`;
+  const size = `${r.body_bytes} bytes${r.body_truncated ? `, cut at ${LOGGED_BODY_BYTES / 1024} KB` : ''}`;
   return `<tr class="request${r.errors.length > 0 ? ' has-minor-errors' : ''}" data-request-id="${r.id}"><td class="time">${escapeHtml(r.time)}</td><td>${escapeHtml(r.method)} ${escapeHtml(r.path)}</td>` +
     `<td class="${statusClass(r)}">${status}</td><td>${counts}</td><td>${errors}${fatal}</td>` +
     `<td class="body"><details><summary>body (${size})</summary><pre>${escapeHtml(bodyText)}</pre></details></td></tr>`;

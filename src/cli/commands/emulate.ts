@@ -56,7 +56,6 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
     if (flags.quiet !== true) process.stderr.write(`${new Date().toISOString()} ${line}\n`);
   };
   if (flags.exec !== undefined) {
-    if (flags.exec.trim() === '') throw new UsageError('--exec: expected a command to run, got an empty one');
     // a CI step: any free port and nothing kept, unless asked
     const given = (name: string): boolean => command.getOptionValueSource(name) !== 'default';
     const options = emulatorOptions({ ...flags, port: given('port') ? flags.port : 0, db: given('db') ? flags.db : ':memory:' }, log);
