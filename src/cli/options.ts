@@ -187,7 +187,7 @@ export function addReadOptions(command: Command): Command {
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
     .option('--rejects <file>', 'where rejected rows go (default: <first input>.rejects.ndjson, or .rejects.csv, beside it)')
     .addOption(
-      new Option('--rejects-format <format>', 'the rejects file as NDJSON, or as CSV with the header and _file, _line, _errors (CSV inputs)')
+      new Option('--rejects-format <format>', 'the rejects file as NDJSON, or as CSV with the header and _file, _line, _kind, _column, _errors (CSV inputs)')
         .choices(['ndjson', 'csv'])
         .default(UPLOAD_DEFAULTS.rejectsFormat),
     )

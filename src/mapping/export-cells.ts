@@ -2,7 +2,7 @@
 // (sent as ISO 8601 UTC), dates of birth, national phone numbers (sent in E.164) and lists split on a
 // separator. The options are plain values, so they cross to the planning thread as they are.
 import { parsePhoneNumberFromString, type CountryCode } from 'libphonenumber-js/max';
-import { isIsoTime, isoString, parseIsoTime } from '../model/time.js';
+import { isoString, parseIsoTime } from '../model/time.js';
 import { arrayOf, CellProblem, MAY_LEAVE_OUT, shown, type CellReader } from './cells.js';
 import { readDateText, readTimeText, type TimeReading } from './times.js';
 
@@ -25,9 +25,9 @@ export function timeReader(options: CellOptions, wrap: boolean, typed: boolean):
     let time: string;
     // an ISO time in UTC is sent as written; one with another offset names its instant exactly
     const last = text.charCodeAt(text.length - 1);
-    if ((last === 90 || (last >= 48 && last <= 57)) && text.charCodeAt(10) === 84 /* T */ && hasOffset(text) && isIsoTime(text)) {
-      time = last === 90 ? text : isoString(parseIsoTime(text) as number);
-    } else {
+    const exact = (last === 90 || (last >= 48 && last <= 57)) && text.charCodeAt(10) === 84 /* T */ && hasOffset(text) ? parseIsoTime(text) : undefined;
+    if (exact !== undefined) time = last === 90 ? text : isoString(exact);
+    else {
       const read = readTimeText(text, options);
       if (read === undefined) return new CellProblem(`must be a time ${TIME_FORMS}${why}, got ${shown(text)}`);
       if ('problem' in read) return new CellProblem(`${read.problem}, got ${shown(text)}`);

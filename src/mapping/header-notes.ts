@@ -7,7 +7,6 @@ import { plainDecimalDot, type CellReader } from './cells.js';
 import { likelyField, mapEntry } from './suggest.js';
 import { readTimeText } from './times.js';
 
-const IDENTIFIER_ORDER = ['external_id', 'user_alias', 'service_id', 'email', 'phone'] as const;
 
 export interface HeaderAdvice {
   /** For a header that can be used: each column that likely means another field. */
@@ -20,7 +19,7 @@ export interface HeaderAdvice {
 export function identifierNotes(kind: ArrayName, columns: ReadonlyArray<{ source: string; field: string }>, tops: ReadonlySet<string>): HeaderAdvice {
   const notes: string[] = [];
   const fixes: string[] = [];
-  const namedBy = IDENTIFIER_ORDER.find((name) => tops.has(name));
+  const namedBy = [...IDENTIFIER_FIELDS].find((name) => tops.has(name));
   /** The first column taken for each field: one column can fill a field, so a second is told to map one of them. */
   const firstLike = new Map<string, string>();
   for (const { source, field } of columns) {

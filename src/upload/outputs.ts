@@ -92,6 +92,13 @@ export function lazyWriter(path: string, what: string, append: boolean): NdjsonW
   };
 }
 
+/** CSV rejects hold rows of CSV inputs only: checked with the other inputs, before anything is opened. */
+export function checkRejectsFormat(options: Pick<UploadOptions, 'rejectsFormat' | 'inputs' | 'format'>): void {
+  if (options.rejectsFormat !== 'csv') return;
+  const ndjson = options.inputs.find((file) => formatOf(file, options.format) === 'ndjson');
+  if (ndjson !== undefined) throw new UsageError(`--rejects-format csv writes rows of CSV inputs; ${ndjson} is NDJSON (leave its rejects as NDJSON)`);
+}
+
 /** The rejects file's writer: NDJSON records, or with --rejects-format csv, CSV rows (the module loaded only then). */
 export function rejectsWriter(
   path: string,
@@ -100,8 +107,6 @@ export function rejectsWriter(
 ): NdjsonWriter & { open(): Promise<void> } {
   const lines = lazyWriter(path, 'rejects', append);
   if (options.rejectsFormat !== 'csv') return lines;
-  const ndjson = options.inputs.find((file) => formatOf(file, options.format) === 'ndjson');
-  if (ndjson !== undefined) throw new UsageError(`--rejects-format csv writes rows of CSV inputs; ${ndjson} is NDJSON (leave its rejects as NDJSON)`);
   let rows = 0;
   let writeRow: Promise<(record: RejectRecord) => Promise<void>> | undefined;
   return {

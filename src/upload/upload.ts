@@ -12,7 +12,7 @@ import type { StateWriter } from '../transport/resume/state.js';
 import { lineLedger } from '../transport/resume/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
-import { heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
 
@@ -122,6 +122,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
   for (const file of inputs) formatOf(file, options.format);
+  checkRejectsFormat(options);
   for (const file of inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
   const rejectsPath = options.rejectsPath ?? defaultRejectsPath(inputs[0], options.rejectsFormat);
