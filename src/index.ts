@@ -1,5 +1,6 @@
 // The library API of track.
-export { startEmulator, withEmulator, execWithEmulator, type FixtureOptions, type ExecOptions, type ExecResult } from './fixture.js';
+export { startEmulator, withEmulator, type FixtureOptions } from './library/fixture.js';
+export { execWithEmulator, type ExecOptions, type ExecResult } from './library/exec.js';
 export type { Emulator } from './emulator/server.js';
 export type { LoggedRequest, RequestLogQuery } from './emulator/request-log.js';
 export { DatabaseInUseError } from './emulator/db-lock.js';

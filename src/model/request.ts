@@ -28,7 +28,7 @@ export interface PlannedRequest {
   userKeys: number[];
   /** The data points each item costs (model/data-points.ts), in the order attributes, events, purchases. */
   points?: number[];
-  /** What the delta state learns when the server accepts the items (transport/resume/state-record.ts). */
+  /** What the delta state learns when the server accepts the items (records/state-record.ts). */
   learn?: Uint8Array;
 }
 

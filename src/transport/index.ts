@@ -1,4 +1,4 @@
-// The sending half of `track upload`: pacing, retry policy, the HTTP client, the resume journal
+// The sending half of `track upload`: pacing, retry policy, the HTTP client
 // and deliver(), which composes them.
 export { deliver, DEFAULT_MAX_RATE_LIMIT_WAITS, DEFAULT_MAX_WAIT_MS } from './deliver.js';
 export { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from './defaults.js';
@@ -9,8 +9,6 @@ export { createTrackClient, resolveEndpoint, DEFAULT_TIMEOUT_MS } from './http-c
 export type { TrackClient, TrackClientOptions, PostResult } from './http-client.js';
 export { createPacer, DEFAULT_WINDOW_MARGIN_MS } from './pacer.js';
 export type { Pacer, PacerOptions } from './pacer.js';
-export { openJournal, readJournal, identifyFile } from './resume/journal.js';
-export type { Journal, JournalOptions, FileIdentity } from './resume/journal.js';
 export { requestJson, itemCounts } from './request.js';
 export type { RequestToSend, SettledRequest, ItemLines, KindCounts } from './request.js';
 export { backoffDelay, backoffCeiling, DEFAULT_BACKOFF } from './backoff.js';

@@ -99,7 +99,7 @@ export async function csvKinds(
     import('./plan-csv.js'),
     import('../mapping/kind-column.js'),
     import('../mapping/columns.js'),
-    import('../transport/resume/state-record.js'),
+    import('../records/state-record.js'),
   ]);
   for (const file of csvFiles) {
     for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {

@@ -18,8 +18,8 @@ import {
   stateUserKey,
   valueHash,
   type LearnMark,
-} from '../transport/resume/state-record.js';
-import { openStateReader, type StateReader, type UserState } from '../transport/resume/state.js';
+} from '../records/state-record.js';
+import { openStateReader, type StateReader, type UserState } from '../records/state.js';
 
 /** What a plan compares with the state, and what it asks the state to learn. */
 export interface DeltaOptions {

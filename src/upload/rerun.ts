@@ -6,7 +6,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
-import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../transport/resume/journal.js';
+import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../records/journal.js';
 import { checkWritable, isOneOf } from './check.js';
 
 /** The target as a file-name part: `https://rest.example.com:8443/v2` -> `rest.example.com-8443-v2`. */

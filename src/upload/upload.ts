@@ -7,9 +7,9 @@ import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
-import { openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../transport/resume/journal.js';
-import type { StateWriter } from '../transport/resume/state.js';
-import { lineLedger } from '../transport/resume/line-ledger.js';
+import { openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../records/journal.js';
+import type { StateWriter } from '../records/state.js';
+import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
 import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
@@ -144,7 +144,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
   if (delta !== undefined && deltaTarget !== undefined) {
-    const { openStateReader, openStateWriter } = await import('../transport/resume/state.js');
+    const { openStateReader, openStateWriter } = await import('../records/state.js');
     const reader = openStateReader(delta.statePath, deltaTarget);
     stateKnown = !reader.empty;
     reader.close();

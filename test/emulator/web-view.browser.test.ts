@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/emulator/server.js';
-import { startEmulator } from '../../src/fixture.js';
+import { startEmulator } from '../../src/library/fixture.js';
 import { ROOT, postJson } from '../helpers/cli.js';
 
 /** The browser's globals the page callbacks use (they run in Chromium; this project's types hold no DOM). */

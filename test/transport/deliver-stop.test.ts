@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliver } from '../../src/transport/deliver.js';
 import type { TrackClient } from '../../src/transport/http-client.js';
-import { openJournal } from '../../src/transport/resume/journal.js';
+import { openJournal } from '../../src/records/journal.js';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
 import { buildPlan, fromArray, lineOf } from './plan.js';
 import { appliedCounts, clientFor, range, recordingJournal, wait } from './deliver-setup.js';

@@ -8,7 +8,7 @@ import { InputError } from '../../src/errors.js';
 import { textHash } from '../../src/model/identity.js';
 import type { RejectRecord } from '../../src/model/request.js';
 import type { RequestToSend } from '../../src/transport/request.js';
-import type { ResumeSkips } from '../../src/transport/resume/journal.js';
+import type { ResumeSkips } from '../../src/records/journal.js';
 import type { PlanEvent, PlanOptions } from '../../src/upload/plan.js';
 import { summarizePlan, type PlanSummary } from '../../src/upload/summary.js';
 

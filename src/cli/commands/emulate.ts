@@ -61,7 +61,7 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
     const options = emulatorOptions({ ...flags, port: given('port') ? flags.port : 0, db: given('db') ? flags.db : ':memory:' }, log);
     return runExec(flags, flags.exec, options);
   }
-  const { startEmulator } = await import('../../fixture.js');
+  const { startEmulator } = await import('../../library/fixture.js');
   let stopping = false;
   let emulator: Emulator | undefined;
   const stop = (): void => {
@@ -84,7 +84,7 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
  * SIGINT, SIGTERM and SIGHUP are passed on to the command, and its end ends both.
  */
 async function runExec(flags: EmulateFlags, command: string, options: EmulatorOptions): Promise<void> {
-  const { execWithEmulator } = await import('../../fixture.js');
+  const { execWithEmulator } = await import('../../library/exec.js');
   let signalGroup: ((signal: NodeJS.Signals) => void) | undefined;
   // a signal before the command starts (while the seed loads) stops everything: the command never runs
   const beforeStart = new AbortController();

@@ -11,7 +11,7 @@ interface StateFlags {
 
 async function runState(flags: StateFlags): Promise<void> {
   const [{ forgetTarget, listState }, { targetOf }, { number }] = await Promise.all([
-    import('../../transport/resume/state.js'),
+    import('../../records/state.js'),
     import('../../transport/endpoint.js'),
     import('../output/progress.js'),
   ]);

@@ -3,9 +3,9 @@
 // learns once the server acknowledges them (made where the request is planned, read where it is
 // settled; bytes, so it crosses between threads without a copy).
 import { createHash } from 'node:crypto';
-import { CONTROL_FIELDS } from '../../model/fields.js';
-import type { Identity } from '../../model/identity.js';
-import { parseTimeValue } from '../../model/time.js';
+import { CONTROL_FIELDS } from '../model/fields.js';
+import type { Identity } from '../model/identity.js';
+import { parseTimeValue } from '../model/time.js';
 
 /** The state's name for a user: the identifier the item uses, with its kind (an email in lower case). */
 export function stateUserKey(identity: Identity): string | undefined {

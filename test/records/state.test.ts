@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { identityOf } from '../../../src/model/identity.js';
+import { identityOf } from '../../src/model/identity.js';
 import {
   activityHash,
   canonicalJson,
@@ -13,9 +13,9 @@ import {
   readLearnRecord,
   stateUserKey,
   valueHash,
-} from '../../../src/transport/resume/state-record.js';
-import { forgetTarget, listState, openStateReader, openStateWriter } from '../../../src/transport/resume/state.js';
-import { tempDir } from '../../helpers/cli.js';
+} from '../../src/records/state-record.js';
+import { forgetTarget, listState, openStateReader, openStateWriter } from '../../src/records/state.js';
+import { tempDir } from '../helpers/cli.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));

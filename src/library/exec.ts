@@ -1,76 +1,9 @@
-// The emulator as a test fixture: seeded with files read as `track upload` reads them, and run around
-// a callback or a shell command. Here the library composes the emulator with the uploader's planner;
-// the emulator itself never imports the uploader.
+// `track emulate --exec`: the emulator around a shell command in a process group of its own.
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { constants } from 'node:os';
-import { startEmulator as startBareEmulator, type Emulator } from './emulator/server.js';
-import { resolveOptions, storeSeed, type EmulatorOptions, type StoredSeed } from './emulator/options.js';
-import { InputError, UsageError } from './errors.js';
-import type { BatchLimits } from './model/limits.js';
-
-export interface FixtureOptions extends EmulatorOptions {
-  /**
-   * CSV or NDJSON files loaded before the emulator serves, and again after each reset, read as
-   * `track upload` reads them. A row the upload would reject stops the start (InputError, naming the file and line).
-   */
-  seed?: readonly string[];
-  /** Stops reading the seed: startEmulator rejects with the signal's reason and nothing is started. */
-  signal?: AbortSignal;
-}
-
-/** The requests `track upload` would send for these files; a rejected row is an error naming its file and line. */
-export async function planSeed(files: readonly string[], limits: BatchLimits, signal?: AbortSignal): Promise<StoredSeed[]> {
-  // loaded only for a seed: the emulator alone needs none of the reading code
-  const [{ checkReadable, formatOf, STDIN }, { checkHeaders }, { planEvents }] = await Promise.all([
-    import('./input/source.js'),
-    import('./upload/check.js'),
-    import('./upload/plan.js'),
-  ]);
-  for (const file of files) {
-    if (file === STDIN) throw new UsageError('--seed: standard input (-) cannot be a seed; give a file');
-    try {
-      formatOf(file);
-    } catch {
-      // a seed's format comes from its name only: there is no --format to give
-      throw new UsageError(`--seed ${file}: cannot tell the format from the name; name it .csv, .ndjson or .jsonl (each optionally .gz)`);
-    }
-    await checkReadable(file).catch((error: Error) => {
-      throw new UsageError(`--seed ${error.message}`);
-    });
-  }
-  await checkHeaders({ inputs: files }, undefined);
-  const requests: StoredSeed[] = [];
-  for await (const event of planEvents({ inputs: files, limits })) {
-    signal?.throwIfAborted();
-    if (event.type === 'reject') {
-      const { file, line, errors } = event.record;
-      throw new InputError(`seed row rejected (${errors.join('; ')}); fix it or leave it out, the emulator loads a seed whole or not at all`, file, line);
-    }
-    if (event.type === 'request') requests.push(storeSeed(event.request));
-  }
-  return requests;
-}
-
-/** Starts the emulator (see EmulatorOptions), after planning the seed files it is given. */
-export async function startEmulator(options: FixtureOptions = {}): Promise<Emulator> {
-  const { seed, signal, ...rest } = options;
-  signal?.throwIfAborted();
-  if (seed === undefined || seed.length === 0) return startBareEmulator(rest);
-  // the options are checked before any file is read; the seed is batched within the emulator's limits
-  const planned = await planSeed(seed, resolveOptions(rest).limits, signal);
-  signal?.throwIfAborted();
-  return startBareEmulator({ ...rest, seedRequests: [...(rest.seedRequests ?? []), ...planned] });
-}
-
-/** Runs fn with a started emulator, and closes the emulator when fn settles, whatever it did. */
-export async function withEmulator<T>(options: FixtureOptions, fn: (emulator: Emulator) => Promise<T> | T): Promise<T> {
-  const emulator = await startEmulator(options);
-  try {
-    return await fn(emulator);
-  } finally {
-    await emulator.close();
-  }
-}
+import type { Emulator } from '../emulator/server.js';
+import { UsageError } from '../errors.js';
+import { startEmulator, type FixtureOptions } from './fixture.js';
 
 export interface ExecOptions extends FixtureOptions {
   /** The command's environment, to which TRACK_URL and TRACK_API_KEY are added (default: this process's). */

@@ -6,7 +6,7 @@
 // with a lifetime, as the emulator's is: the one other module that opens SQLite.
 import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
-import { OutputError, UsageError } from '../../errors.js';
+import { OutputError, UsageError } from '../errors.js';
 import { addDigest, digestPart, readLearnRecord, type LearnedAttributes } from './state-record.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */

@@ -3,7 +3,7 @@
 import { statSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { InputError } from '../../errors.js';
+import { InputError } from '../errors.js';
 import { parseJournal, type FileIdentity, type ParsedJournal } from './journal-format.js';
 import type { JournalOptions } from './journal.js';
 import { difference, type RangeSet } from './range-set.js';

@@ -2,9 +2,9 @@ import { appendFile, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InputError } from '../../../src/errors.js';
-import { openJournal, readJournal } from '../../../src/transport/resume/journal.js';
-import { buildPlan } from '../plan.js';
+import { InputError } from '../../src/errors.js';
+import { openJournal, readJournal } from '../../src/records/journal.js';
+import { buildPlan } from '../transport/plan.js';
 
 const TARGET = 'http://127.0.0.1:1/users/track';
 let dir: string;

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createRangeSet } from '../../../src/transport/resume/range-set.js';
+import { createRangeSet } from '../../src/records/range-set.js';
 
 describe('range set', () => {
   it('merges overlapping and touching ranges', () => {

@@ -1,6 +1,6 @@
 // A set of whole numbers held as sorted, disjoint, non-adjacent ranges: acknowledged line numbers
 // of one file arrive out of order but mostly in runs, so millions of lines take a few ranges.
-import { firstAtLeast } from '../sorted.js';
+import { firstAtLeast } from '../transport/sorted.js';
 
 export interface RangeSet {
   /** Adds every number from start to end, inclusive. */

@@ -2,7 +2,7 @@
 // a line naming each input file (path, size, mtime), lines of line-number ranges sent (in flight)
 // and settled, and a last line when a run ends. Reading stops cleanly at a torn last line (the
 // process died mid-write); damage anywhere else is reported, not guessed around.
-import { InputError } from '../../errors.js';
+import { InputError } from '../errors.js';
 import { createRangeSet, difference, type RangeSet } from './range-set.js';
 
 /**

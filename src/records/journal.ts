@@ -10,8 +10,8 @@
 import { writeSync } from 'node:fs';
 import { open, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { InputError, OutputError } from '../../errors.js';
-import { forEachRow, type SettledRequest } from '../request.js';
+import { InputError, OutputError } from '../errors.js';
+import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
 import { changedMessage, identifyFile, identifyFileSync, readEarlierRuns, sameIdentity } from './journal-read.js';
 import {

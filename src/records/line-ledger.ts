@@ -2,7 +2,7 @@
 // journal settles rows. Such a line is recorded only once every one of its items has settled (sent
 // or rejected), so a resume never skips an item that was not delivered; until then each of its
 // items delivered is recorded on its own, so a resume does not send that one again.
-import type { SettledRequest } from '../request.js';
+import type { SettledRequest } from '../transport/request.js';
 import type { Journal } from './journal.js';
 
 type Origins = SettledRequest['origins'];
