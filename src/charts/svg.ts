@@ -109,8 +109,8 @@ export interface BarChart {
   id: string;
   title: string;
   bars: Bar[];
-  /** Written after each value (`requests`, `s`). */
-  unit?: string;
+  /** Written after each value: for 1, and for any other number (`['request', 'requests']`). */
+  unit?: readonly [string, string];
   /** Shown in place of bars when there are none. */
   empty: string;
   width?: number;
@@ -131,7 +131,8 @@ export function barChart(chart: BarChart): string {
     const y = 6 + i * rowH;
     const w = bar.value === 0 ? 0 : Math.max(2, (bar.value / max) * plotW);
     const label = bar.label.length > 44 ? `${bar.label.slice(0, 43)}…` : bar.label;
-    const value = `${grouped(bar.value)}${chart.unit === undefined ? '' : ` ${chart.unit}`}${bar.note === undefined ? '' : `, ${bar.note}`}`;
+    const unit = chart.unit === undefined ? '' : ` ${chart.unit[bar.value === 1 ? 0 : 1]}`;
+    const value = `${grouped(bar.value)}${unit}${bar.note === undefined ? '' : `, ${bar.note}`}`;
     parts.push(
       `<g class="bar" data-label="${escapeXml(bar.label)}" data-value="${bar.value}"><title>${escapeXml(`${bar.label}: ${value}`)}</title>` +
         `<text x="${labelW - 8}" y="${y + 16}" text-anchor="end" fill="#1d232a">${escapeXml(label)}</text>` +

@@ -75,21 +75,21 @@ export function runPage(store: Store, run: RunTally, rateLimit: RateLimitConfig)
     id: 'statuses',
     title: 'Requests by status',
     bars: statuses.map(([status, value]) => ({ label: status, value, colour: statusColour(status) })),
-    unit: 'requests',
+    unit: ['request', 'requests'],
     empty: 'No requests yet.',
   });
   const byKind = barChart({
     id: 'items',
     title: 'Items processed by kind',
     bars: ARRAY_NAMES.map((kind) => ({ label: kind, value: run.items[kind], colour: KIND_COLOURS[kind] })),
-    unit: 'items',
+    unit: ['item', 'items'],
     empty: 'No items yet.',
   });
-  const byType = barChart({ id: 'minor-errors', title: 'Minor errors by type', bars: errorBars(run), unit: 'items', empty: 'No minor errors.' });
+  const byType = barChart({ id: 'minor-errors', title: 'Minor errors by type', bars: errorBars(run), unit: ['item', 'items'], empty: 'No minor errors.' });
   const figures =
     `<p class="count" id="run-figures"><strong>${grouped(run.total)}</strong> ${run.total === 1 ? 'request' : 'requests'}, ` +
-    `<strong>${grouped(rateLimited)}</strong> answered 429, <strong>${grouped(items)}</strong> items processed, ` +
-    `<strong>${grouped(errors)}</strong> minor errors, since the emulator started or was last reset</p>`;
+    `<strong>${grouped(rateLimited)}</strong> answered 429, <strong>${grouped(items)}</strong> ${items === 1 ? 'item' : 'items'} processed, ` +
+    `<strong>${grouped(errors)}</strong> minor ${errors === 1 ? 'error' : 'errors'}, since the emulator started or was last reset</p>`;
   const figure = (heading: string, chart: string): string => `<figure><h2>${escapeHtml(heading)}</h2>${chart}</figure>`;
   const main = `${figures}<div class="charts">${figure('Requests per second', rps)}${figure('Statuses', byStatus)}${figure('Items by kind', byKind)}${figure('Minor errors by type', byType)}</div>`;
   return layout('Run', 'run', totalsOf(store), main);

@@ -97,11 +97,11 @@ function charts(r: Recorded, summary: SummaryFields): string {
   const figure = (heading: string, chart: string): string => `<figure><h2>${escape(heading)}</h2>${chart}</figure>`;
   return `<div class="charts">
 ${figure('Throughput', throughput)}
-${figure('Answers by status', barChart({ id: 'answers', title: 'Answers by status', bars: answers.map(([label, value]) => ({ label, value, colour: statusColour(label) })), unit: 'posts', empty: 'No request was posted.' }))}
-${figure('Rejects by reason', barChart({ id: 'rejects', title: 'Rejects by reason', bars: rejects, unit: 'rows', empty: 'No row was rejected.' }))}
+${figure('Answers by status', barChart({ id: 'answers', title: 'Answers by status', bars: answers.map(([label, value]) => ({ label, value, colour: statusColour(label) })), unit: ['post', 'posts'], empty: 'No request was posted.' }))}
+${figure('Rejects by reason', barChart({ id: 'rejects', title: 'Rejects by reason', bars: rejects, unit: ['row', 'rows'], empty: 'No row was rejected.' }))}
 ${figure('Data points', barChart({ id: 'data-points', title: 'Data points spent and avoided', bars: points, empty: '' }))}
-${figure('Waits', barChart({ id: 'waits', title: 'Seconds each wait asked for, added up by reason (how many waits)', bars: waits, unit: 's', empty: 'No wait.' }))}
-${figure('Retries', barChart({ id: 'retries', title: 'Retries by reason', bars: retries, unit: 'retries', empty: 'No retry.' }))}
+${figure('Waits', barChart({ id: 'waits', title: 'Seconds each wait asked for, added up by reason (how many waits)', bars: waits, unit: ['s', 's'], empty: 'No wait.' }))}
+${figure('Retries', barChart({ id: 'retries', title: 'Retries by reason', bars: retries, unit: ['retry', 'retries'], empty: 'No retry.' }))}
 </div>`;
 }
 
