@@ -101,6 +101,7 @@ function objectArrayOperationProblem(attribute: string, operation: string, opera
       return `${at}[${i}]: needs $identifier_key (a non-empty string) and $identifier_value (a string, number or boolean)`;
     }
     if (operation === '$update') {
+      if (!Object.hasOwn(entry, '$new_object')) return `${at}[${i}]: needs $new_object (an object: what the matched elements become)`;
       if (!isPlainObject(entry.$new_object)) return `${at}[${i}].$new_object: must be an object, got ${describe(entry.$new_object)}`;
       const problem = nestedProblem(`${at}[${i}].$new_object`, entry.$new_object);
       if (problem !== undefined) return problem;

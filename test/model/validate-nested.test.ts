@@ -63,6 +63,7 @@ describe('operations on arrays of objects', () => {
     ['$remove without $identifier_value', { pets: { $remove: [{ $identifier_key: 'id' }] } }, /^pets\.\$remove\[0\]: needs \$identifier_key/],
     ['$update without $identifier_key', { pets: { $update: [{ $identifier_value: 1, $new_object: {} }] } }, /^pets\.\$update\[0\]: needs/],
     ['$update whose $new_object is no object', { pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: 5 }] } }, /^pets\.\$update\[0\]\.\$new_object: must be an object/],
+    ['$update without $new_object', { pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1 }] } }, /^pets\.\$update\[0\]: needs \$new_object \(an object: what the matched elements become\)$/],
   ])('refuses %s', (_, extra, message) => {
     expectRejected('attributes', attrs(extra), message);
   });
