@@ -18,7 +18,8 @@ export interface HeaderAdvice {
 /** The columns (by their name in the file and the field they fill) whose name likely means another field. */
 export function identifierNotes(kind: ArrayName, columns: ReadonlyArray<{ source: string; field: string }>, tops: ReadonlySet<string>): HeaderAdvice {
   const notes: string[] = [];
-  const fixes: string[] = [];
+  /** For each identifier a column likely means, the --map entry that makes it name the user. */
+  const fixes = new Map<string, string>();
   const namedBy = [...IDENTIFIER_FIELDS].find((name) => tops.has(name));
   /** The first column taken for each field: one column can fill a field, so a second is told to map one of them. */
   const firstLike = new Map<string, string>();
@@ -38,16 +39,17 @@ export function identifierNotes(kind: ArrayName, columns: ReadonlyArray<{ source
       notes.push(`column "${source}" ${becomes}${users}, but looks like ${likely} as column "${first}" does; map only one of them to ${likely}`);
       continue;
     }
-    if (identifier) fixes.push(`column "${source}" looks like ${likely}: put ${entry} in a --map file and give --map FILE`);
+    if (identifier) fixes.set(likely, `column "${source}" looks like ${likely}: put ${entry} in a --map file and give --map FILE`);
     notes.push(`column "${source}" ${becomes}${users}, but looks like ${likely}; to read it as ${likely}, put ${entry} in a --map file`);
   }
   // a header that names no user: one column per field, the others named beside it
   for (const [likely, first] of firstLike) {
     const others = columns.filter(({ source, field }) => source !== first && !field.includes('.') && isCustomAttributeName(field) && likelyField(field) === likely);
-    const at = fixes.findIndex((fix) => fix.startsWith(`column "${first}" looks like ${likely}:`));
-    if (others.length > 0 && at !== -1) fixes[at] += ` (or map ${others.map(({ source }) => `"${source}"`).join(' or ')} instead: one column only)`;
+    const fix = fixes.get(likely);
+    if (others.length > 0 && fix !== undefined) fixes.set(likely, `${fix} (or map ${others.map(({ source }) => `"${source}"`).join(' or ')} instead: one column only)`);
   }
-  return { notes, fixes };
+  // the identifier that names a user best first: an id before an email, an email before a phone
+  return { notes, fixes: [...IDENTIFIER_FIELDS].flatMap((name) => fixes.get(name) ?? []) };
 }
 
 /** How many cells of one column read by inference became numbers, booleans and texts. */

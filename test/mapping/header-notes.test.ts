@@ -21,6 +21,11 @@ describe('likelyField', () => {
     ]);
   });
 
+  it("takes a column named like the user's id for external_id, and not an order's, a product's or an account's", () => {
+    expect(['Contact ID', 'Customer ID', 'user_id', 'id', 'ID', 'ContactId', 'Client ID', 'member-id', 'UID'].map(likelyField)).toEqual(Array(9).fill('external_id'));
+    expect(['Order ID', 'Product ID', 'Account ID', 'Session ID', 'Event ID', 'Ticket ID'].map(likelyField)).toEqual(Array(6).fill(undefined));
+  });
+
   it('says nothing of a field itself or of names not close to one', () => {
     expect(['external_id', 'email', 'plan', 'zip', 'company', 'nickname', 'tags'].map(likelyField)).toEqual(Array(7).fill(undefined));
     expect(editDistance('extrenal', 'external')).toBe(1);
@@ -47,6 +52,21 @@ describe('header notes', () => {
         'column "External_ID" looks like external_id: put {"External_ID": "external_id"} in a --map file and give --map FILE',
       ],
     });
+  });
+
+  it('a header naming no user suggests an id column as external_id first, then email, then phone, each with its --map line', () => {
+    const result = readCsvHeader(['Mobile Phone', 'E-mail Address', 'First Name', 'Contact ID']);
+    if (result.ok) throw new Error('the header names no user');
+    expect(result.problems.slice(1)).toEqual([
+      'column "Contact ID" looks like external_id: put {"Contact ID": "external_id"} in a --map file and give --map FILE',
+      'column "E-mail Address" looks like email: put {"E-mail Address": "email"} in a --map file and give --map FILE',
+      'column "Mobile Phone" looks like phone: put {"Mobile Phone": "phone"} in a --map file and give --map FILE',
+    ]);
+    const usable = readCsvHeader(['email', 'id', 'plan']);
+    if (!usable.ok) throw new Error('header');
+    expect(usable.notes).toEqual([
+      'column "id" becomes the custom attribute "id", and the rows\' users are found by email, but looks like external_id; to read it as external_id, put {"id": "external_id"} in a --map file',
+    ]);
   });
 
   it('counts the types guessed for each unannotated column, and names a mixed one with the annotation to add', () => {
