@@ -6,7 +6,7 @@ import { CellProblem, readInferred, type CellReader } from './cells.js';
 import type { ColumnMap } from './column-map.js';
 import { parseColumnSpec, readerFor } from './columns.js';
 import type { CellOptions } from './export-cells.js';
-import { identifierNotes, typeCounter, type TypeCounts } from './header-notes.js';
+import { identifierNotes, TYPE_COUNT_SLOTS, typeCounter, type TypeCounts } from './header-notes.js';
 import { inferKind } from './kind.js';
 import { rowMapper, type RowMapper } from './row-mapper.js';
 
@@ -147,9 +147,10 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
       }
       if (reader === readInferred) {
         // how many cells of the column become each type: a column of mixed types is reported
-        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(4) };
+        const separator = options.cells?.arraySeparator;
+        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(TYPE_COUNT_SLOTS), separator };
         typeCounts.push(counts);
-        read = typeCounter(counts.counts);
+        read = typeCounter(counts.counts, separator);
       } else read = reader;
     }
     columns.push({ index, label, field: spec.field, path: spec.path, read });

@@ -4,7 +4,7 @@ import { InputError } from '../errors.js';
 import { DELIMITERS, readCsv, type CsvOptions, type CsvRecord, type Delimiter } from '../input/csv.js';
 import { inputBytes } from '../input/source.js';
 import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
-import { mixedTypeNotes } from '../mapping/header-notes.js';
+import { typeNotes } from '../mapping/header-notes.js';
 import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
 import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
@@ -103,7 +103,7 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
   }
   if (header === undefined) yield [{ type: 'note', file, note: 'is empty (no header row)' }];
   else {
-    const notes = [header, ...(byKind?.others() ?? [])].flatMap((read) => mixedTypeNotes(read.typeCounts, read.kind));
+    const notes = [header, ...(byKind?.others() ?? [])].flatMap((read) => typeNotes(read.typeCounts, read.kind));
     if (notes.length > 0) yield notes.map((note): PlanEvent => ({ type: 'note', file, note }));
   }
 }
