@@ -81,9 +81,6 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
     if (name === '') return; // an unnamed column: its cells must stay empty (below)
     specs.push({ index, key, source, spec: parseColumnSpec(name) });
   });
-  for (const column of options.map?.keys() ?? []) {
-    if (!header.includes(column)) notes.push(`--map names a column "${column}" that the header does not have`);
-  }
 
   const byField = new Map<string, number>();
   for (const { index, source, spec } of specs) {

@@ -87,3 +87,28 @@ export function likelyField(name: string): string | undefined {
 
 /** The --map entry that reads a column as a field, as it is written in a --map file. */
 export const mapEntry = (column: string, field: string): string => `{${JSON.stringify(column)}: ${JSON.stringify(field)}}`;
+
+/**
+ * The name among `names` a mistyped one likely means: the same letters and digits in another case
+ * or spacing (`E-mail Address` for `email address`), one holding the other (`Email` in `E-mail
+ * Address`), or a slip of about one letter in four (`Email Adress`; none in a name of three);
+ * undefined when none is close.
+ */
+export function closestName(name: string, names: Iterable<string>): string | undefined {
+  const wanted = squeeze(name);
+  // a slip in a name of three letters makes another name (zip, vip), not a misspelling
+  const allowed = wanted.length < 4 ? 0 : Math.max(1, Math.floor(wanted.length / 4));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of names) {
+    const other = squeeze(candidate);
+    if (other === '' || wanted === '') continue;
+    const inside = Math.min(wanted.length, other.length) >= 4 && (other.includes(wanted) || wanted.includes(other));
+    const distance = other === wanted ? 0 : inside ? 1 : editDistance(wanted, other);
+    if (distance <= allowed && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}

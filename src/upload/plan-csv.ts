@@ -1,8 +1,9 @@
 // A CSV file's rows -> the planner: the header is read once (after --map) into a CsvHeader, then
 // each row's cells are checked for width, mapped through it and taken, or rejected with their row.
-import { InputError } from '../errors.js';
+import { InputError, UsageError } from '../errors.js';
 import { DELIMITERS, readCsv, type CsvOptions, type CsvRecord, type Delimiter } from '../input/csv.js';
-import { inputBytes } from '../input/source.js';
+import { inputBytes, STDIN } from '../input/source.js';
+import { unmatchedColumnProblems } from '../mapping/column-map.js';
 import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
 import { typeNotes } from '../mapping/header-notes.js';
 import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
@@ -58,6 +59,11 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
     const before: PlanEvent[] = [];
     for (const record of records) {
       if (header === undefined) {
+        // the map's columns no file had are standard input's (checked first, as for files: the header's problems may follow)
+        if (file === STDIN && options.mapColumnsOfStdin !== undefined && 'cells' in record) {
+          const unmatched = unmatchedColumnProblems(options.mapColumnsOfStdin, [{ file: 'standard input', columns: record.cells }]);
+          if (unmatched.length > 0) throw new UsageError(`--map:\n  ${unmatched.join('\n  ')}`);
+        }
         const problem = csvHeaderProblem(record, file, options, detected);
         if (problem !== undefined) throw problem;
         const cells = (record as { cells: string[] }).cells;

@@ -46,6 +46,8 @@ export interface PlanOptions {
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
   map?: ColumnMap;
+  /** Columns the map names that no file input has: standard input's header must have them (or the run stops). */
+  mapColumnsOfStdin?: readonly string[];
   /** Delimiters, times, phones, lists, invalid fields. */
   reading?: ReadingOptions;
   /** Default: the `mau` profile. */
