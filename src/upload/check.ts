@@ -89,7 +89,7 @@ export async function checkHeaders(
   const unmatched = map === undefined ? [] : unmatchedColumnProblems(map.keys(), read);
   if (unmatched.length > 0 && !csv.includes(STDIN)) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
   for (const { file, record, detected } of headers) {
-    const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading }, detected);
+    const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
     if (problem !== undefined) throw problem;
   }
   const known = new Set(read.flatMap(({ columns }) => columns));

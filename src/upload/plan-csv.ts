@@ -7,6 +7,7 @@ import { unmatchedColumnProblems } from '../mapping/column-map.js';
 import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
 import { typeNotes } from '../mapping/header-notes.js';
 import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
+import { encodingHint } from './encoding-note.js';
 import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
 /**
@@ -16,12 +17,14 @@ import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 export function csvHeaderProblem(
   record: CsvRecord,
   file: string,
-  options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>,
+  options: Pick<PlanOptions, 'kind' | 'map' | 'reading' | 'encoding'>,
   detected?: Delimiter,
 ): InputError | undefined {
   if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
   if (record.undecodable !== undefined) {
-    return new InputError(`the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}`, file, record.line);
+    const hint = encodingHint(record.undecodable.message, options.encoding);
+    const message = `the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}${hint === undefined ? '' : `\n  ${hint}`}`;
+    return new InputError(message, file, record.line);
   }
   const result = readRowsHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
   if (result.ok) return undefined;

@@ -20,6 +20,7 @@ import { createRangeSet, type RangeSet } from '../records/range-set.js';
 import type { ResumeSkips } from '../records/journal.js';
 import type { LearnMark } from '../records/state-record.js';
 import type { createDelta, DeltaOptions } from './delta.js';
+import { createEncodingTally } from './encoding-note.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
@@ -302,13 +303,21 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const planner = createRowPlanner(options, delta);
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
+  const encoding = createEncodingTally(options.encoding);
   for (const [i, file] of options.inputs.entries()) {
     yield { type: 'file', file, format: formats[i] };
     const chunks = formats[i] === 'csv' ? csvChunks(file, planner, options) : ndjsonChunks(file, planner, options);
+    let rows = 0;
     for await (const events of chunks) {
+      for (const event of events) {
+        if (event.type === 'read') rows += event.rows;
+        else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
+      }
       yield* events;
       if (stopped()) return;
     }
+    const note = encoding.note(file, rows);
+    if (note !== undefined) yield { type: 'note', file, note };
   }
   for (const request of planner.finish()) yield { type: 'request', request };
 }
