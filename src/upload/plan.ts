@@ -104,6 +104,19 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'dropped-field'; record: RejectRecord }
   | { type: 'request'; request: R };
 
+/** What mapping a row's cells found beside its item. */
+export interface MappedCells {
+  /** Cells that could not be read, each `field: reason`. */
+  errors?: string[];
+  /** The fields of those cells. */
+  failed?: string[];
+  /**
+   * The attributes the item sets to null because their cells were empty (--empty-as-null), not
+   * because a cell said null: the delta plan can send those only where the state holds a value.
+   */
+  emptied?: readonly string[];
+}
+
 /** What the readers of CSV and NDJSON files tell the planner of each row, and take its events from. */
 export interface RowPlanner {
   /** Counts a data row; true when an earlier run settled it (it is left out). */
@@ -117,7 +130,7 @@ export interface RowPlanner {
   /** Rejects a row, or one item of a RequestLine (`item`: its place). */
   reject(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void;
   /** Checks an item and batches it, or rejects its row. `bytesBound` is at least the bytes of the item's JSON. */
-  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: { errors?: string[]; failed?: string[] }): void;
+  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: MappedCells): void;
   /** Counts bytes read from an input (before gunzip). */
   bytesRead(bytes: number): void;
   /** The events of the rows handled since the last call: the tally, then RequestLines, rejects, completed requests. */
