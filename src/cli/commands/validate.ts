@@ -13,8 +13,9 @@ export function registerValidate(program: Command): void {
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
   addPaceOptions(addReadOptions(command))
     .option('--preview <n>', 'first print the first N rows of each file as the items they become (with --json, in the summary)', wholeNumber('--preview', 1))
+    .option('--quiet', 'no progress output')
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
-    .action(async (files: string[], flags: ReadFlags & { preview?: number }) => {
+    .action(async (files: string[], flags: ReadFlags & { preview?: number; quiet?: boolean }) => {
       const options = uploadOptionsFrom(files, flags, process.env);
       if (flags.preview === undefined) return runDryRun('validate', options, flags);
       const [{ previewRows, formatPreview }, { checkHeaders, readColumnMap }, { readAhead, STDIN }] = await Promise.all([
@@ -44,18 +45,18 @@ export function registerValidate(program: Command): void {
  */
 const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 
-/** Runs a dry run: progress on a terminal, then the summary, then the exit status. */
+/** Runs a dry run: progress on a terminal (unless --quiet or --json), then the summary, then the exit status. */
 export async function runDryRun(
   verb: string,
   options: UploadOptions,
-  flags: { json?: boolean; rate: number; hourly?: number },
+  flags: { json?: boolean; quiet?: boolean; rate: number; hourly?: number },
   extra?: Record<string, unknown>,
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
   const { readingLine, startSpinner } = await import('../output/progress.js');
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
-  const spinner = process.stderr.isTTY === true && flags.json !== true ? await startSpinner('reading') : undefined;
+  const spinner = process.stderr.isTTY === true && flags.json !== true && flags.quiet !== true ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
     pace: { rate: flags.rate, hourly: flags.hourly },
