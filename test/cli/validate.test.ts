@@ -229,3 +229,15 @@ describe('usage errors (exit 2)', () => {
     expect(result.status).toBe(2);
   });
 });
+
+describe('a mistake in the flags', () => {
+  it.each([
+    [['upload', '--dryrun', 'attributes.csv'], "error: unknown option '--dryrun'\n(Did you mean --dry-run?)\n(track upload --help lists every option)\n"],
+    [['validate', 'attributes.csv', '--qiet'], "error: unknown option '--qiet'\n(Did you mean --quiet?)\n(track validate --help lists every option)\n"],
+    [['validat', 'attributes.csv'], "error: unknown command 'validat'\n(Did you mean validate?)\n(track --help lists every command)\n"],
+  ])('track %j gives the one-line error, a "did you mean" and the help command, not the whole help', (args, stderr) => {
+    const result = track(args, { cwd: dir });
+    expect(result.stderr).toBe(stderr);
+    expect(result.status).toBe(2);
+  });
+});
