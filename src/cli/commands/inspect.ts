@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../errors.js';
 import type { UserAlias } from '../../model/types.js';
-import { positiveInteger } from '../options.js';
+import { EMULATE_DEFAULTS, positiveInteger } from '../options.js';
 import { EXIT } from '../run.js';
 import { openEmulatorDb } from './emulator-db.js';
 
@@ -24,9 +24,24 @@ function parseAlias(text: string): UserAlias {
   return { alias_name: text.slice(0, at), alias_label: text.slice(at + 1) };
 }
 
+/**
+ * A phone as the emulator stores it, in E.164: with its country code, or a valid 10-digit U.S.
+ * number written without one (decisions.md "Identifying the user"), so `(332) 555-7787` finds
+ * +13325557787; anything else as given.
+ */
+async function storedPhone(text: string): Promise<string> {
+  const [{ normalizePhone }, { parsePhoneNumberFromString }] = await Promise.all([import('../../model/identity.js'), import('libphonenumber-js/max')]);
+  const international = normalizePhone(text);
+  if (international !== undefined) return international;
+  if (text.trim().startsWith('+') || text.replace(/\D/g, '').length !== 10) return text;
+  const us = parsePhoneNumberFromString(text, 'US');
+  return us !== undefined && us.isValid() ? us.number : text;
+}
+
 async function runInspect(flags: InspectFlags): Promise<void> {
   const alias = flags.alias === undefined ? undefined : parseAlias(flags.alias);
-  const filter = { externalId: flags.externalId, serviceId: flags.serviceId, email: flags.email, phone: flags.phone, alias };
+  const phone = flags.phone === undefined ? undefined : await storedPhone(flags.phone);
+  const filter = { externalId: flags.externalId, serviceId: flags.serviceId, email: flags.email, phone, alias };
   const given = Object.entries({ 'external_id': flags.externalId, service_id: flags.serviceId, email: flags.email, phone: flags.phone, alias: flags.alias })
     .filter(([, value]) => value !== undefined)
     .map(([name, value]) => `${name} "${value}"`);
@@ -56,11 +71,11 @@ export function registerInspect(program: Command): void {
   program
     .command('inspect')
     .description('print profiles of an emulator database, with their events and purchases, as JSON')
-    .requiredOption('--db <path>', 'SQLite database file written by `track emulate`')
+    .option('--db <path>', 'SQLite database file written by `track emulate`', EMULATE_DEFAULTS.db)
     .option('--external-id <id>', 'only the profile with this external_id')
     .option('--service-id <id>', "only the profile with this service_id (the emulator's own id)")
     .option('--email <email>', 'only profiles with this email')
-    .option('--phone <phone>', 'only profiles with this phone number')
+    .option('--phone <phone>', 'only profiles with this phone number (E.164, or a 10-digit U.S. number as the emulator reads it)')
     .option('--alias <name:label>', 'only the profile with this user alias')
     .option('--count', 'print only the number of profiles that match (at most --limit, when given)')
     .option('--limit <n>', 'at most this many profiles', positiveInteger('--limit'))
