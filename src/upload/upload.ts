@@ -144,11 +144,14 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let state: StateWriter | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
+  /** Said when the state knows nothing of the target, but knows its host under another name. */
+  let stateNote: string | undefined;
   if (delta !== undefined && deltaTarget !== undefined) {
     const { openStateReader, openStateWriter } = await import('../records/state.js');
     const reader = openStateReader(delta.statePath, deltaTarget);
     stateKnown = !reader.empty;
     reader.close();
+    if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
     if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
   }
 
@@ -299,7 +302,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
+    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...(stateNote === undefined ? [] : [stateNote]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
