@@ -152,7 +152,7 @@ const TYPE_NAMES = [
 ] as const;
 
 /** 1427 -> `1,427`, without loading the runtime's number formats (toLocaleString costs megabytes). */
-const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',');
+export const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',');
 
 /** What a column of mixed types would hold, by the kind of its rows. */
 const HOLDERS: Readonly<Record<ArrayName, string>> = {

@@ -2,7 +2,8 @@
 // valid in the one it was read with: one note naming the encoding and the flag that reads it, rather
 // than a reason per byte. Only UTF-8 (the default) is guessed against: the single-byte encodings
 // read any byte, and a UTF-16LE file read as anything else stops at its header.
-import { createDecoding, readUndecodableProblem, type InputEncoding } from '../input/decode.js';
+import { createDecoding, readUndecodableProblem, type InputEncoding, type UndecodableProblem } from '../input/decode.js';
+import { grouped } from '../mapping/header-notes.js';
 
 /** Rows of a file that hold such bytes, and how often each byte was the first of its row. */
 interface FileTally {
@@ -16,9 +17,10 @@ interface FileTally {
 const SHARE = 0.01;
 const MANY = 100;
 
-/** 1427 -> `1,427`. */
-const grouped = (n: number): string => String(n).replace(/\B(?=(\d{3})+$)/g, ',');
 const hex = (n: number): string => `0x${n.toString(16).toUpperCase().padStart(2, '0')}`;
+
+/** A UTF-16LE byte order mark (FF FE) where the file starts. */
+const isUtf16Mark = (found: UndecodableProblem): boolean => found.offset <= 1 && (found.value === 0xff || found.value === 0xfe);
 
 /** The character a byte is in Windows-1252 (as --encoding windows-1252 reads it). */
 function windows1252(byte: number): string {
@@ -29,7 +31,7 @@ function windows1252(byte: number): string {
 export function encodingHint(problem: string, encoding: InputEncoding = 'utf-8'): string | undefined {
   const found = readUndecodableProblem(problem);
   if (found === undefined || encoding !== 'utf-8') return undefined;
-  if (found.offset <= 1 && (found.value === 0xff || found.value === 0xfe)) {
+  if (isUtf16Mark(found)) {
     return 'the file starts with FF FE, the mark of UTF-16LE (a spreadsheet\'s "Unicode text"): give --encoding utf-16le';
   }
   const char = windows1252(found.value);
@@ -50,7 +52,7 @@ export function createEncodingTally(encoding: InputEncoding = 'utf-8') {
       if (tally === undefined) files.set(file, (tally = { rows: 0, bytes: new Map(), utf16: false }));
       tally.rows += 1;
       tally.bytes.set(found.value, (tally.bytes.get(found.value) ?? 0) + 1);
-      if (found.offset <= 1 && (found.value === 0xff || found.value === 0xfe)) tally.utf16 = true;
+      if (isUtf16Mark(found)) tally.utf16 = true;
     },
     /** The note for a file of `rows` rows once it has been read, or undefined when few or none of its rows held such bytes. */
     note(file: string, rows: number): string | undefined {
