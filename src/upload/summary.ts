@@ -90,6 +90,11 @@ function count(reasons: Record<string, number>, problem: string): void {
   else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
 }
 
+/** Counts a rejected row under each of its reasons (once each). */
+export function countReasons(reasons: Record<string, number>, errors: readonly string[]): void {
+  for (const reason of new Set(errors.map(reasonOf))) count(reasons, reason);
+}
+
 /**
  * One step of the fold: the summary so far with the event added. The summary is the caller's own
  * accumulator (as in Array#reduce), so a step adds to it in place rather than copy a hundred reasons
@@ -128,7 +133,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     }
     case 'reject':
       summary.rejected += 1;
-      for (const reason of new Set(event.record.errors.map(reasonOf))) count(summary.rejectReasons, reason);
+      countReasons(summary.rejectReasons, event.record.errors);
       break;
     case 'dropped-field':
       summary.droppedFields += 1;
