@@ -176,20 +176,19 @@ const typeIt = (column: string, typed: string): string => `type it: ${mapEntry(c
  * than one type (with the counts and the annotation to add: :boolean when every cell is a yes/no
  * word, :time when every cell reads as a time, else :string, or :boolean beside it for true/false
  * among texts); a column of texts that are all yes/no words (:boolean); and a column of texts that
- * are lists (:array, and the --array-separator that splits them). A purchase's properties hold
- * neither booleans nor arrays, so a purchases file gets the first kind alone.
+ * are lists (:array, and the --array-separator that splits them).
  */
 export function typeNotes(typeCounts: readonly TypeCounts[], kind: ArrayName = 'attributes'): string[] {
   const notes: string[] = [];
   for (const { column, field, counts, separator } of typeCounts) {
     const out = counts[3] ?? RULED_OUT_ALL;
     const list = listNote(counts, separator);
-    if (list !== undefined && kind !== 'purchases') {
+    if (list !== undefined) {
       notes.push(`column "${column}" holds lists (${list.holding}), so ${TEXT_HOLDERS[kind]}; ${typeIt(column, `${field}:array`)}${list.flag}`);
       continue;
     }
     const kinds = [0, 1, 2].filter((i) => counts[i] > 0);
-    if (kinds.length === 1 && kinds[0] === 2 && (out & RULED_OUT_BOOLEAN) === 0 && kind !== 'purchases') {
+    if (kinds.length === 1 && kinds[0] === 2 && (out & RULED_OUT_BOOLEAN) === 0) {
       const cells = counts[2] === 1 ? 'its one cell is a yes/no word' : `its ${grouped(counts[2])} cells are all yes/no words`;
       notes.push(`column "${column}" was guessed as text, but ${cells} (true/false, yes/no, y/n), so ${TEXT_HOLDERS[kind]}; ${typeIt(column, `${field}:boolean`)}`);
       continue;

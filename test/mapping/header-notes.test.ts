@@ -166,14 +166,17 @@ describe('notes that name the annotation', () => {
     expect(notes).toEqual([]);
   });
 
-  it('names the property of an events file, and leaves purchases (whose properties hold neither booleans nor arrays) alone', () => {
+  it('names the property of an events or a purchases file, which can hold booleans and arrays', () => {
     const rows = [['u1', 'login', '2024-01-01T00:00:00Z', 'TRUE', 'a;b']];
     expect(notesAfter(['external_id', 'name', 'time', 'properties.first', 'properties.tags'], rows)).toEqual([
       expect.stringMatching(/^column "properties.first" was guessed as text, but its one cell is a yes\/no word .*, so its events will carry the property as text; type it: \{"properties.first": "properties.first:boolean"\}/),
       expect.stringMatching(/^column "properties.tags" holds lists \(a cell holds ";"\), so its events will carry the property as text; type it: \{"properties.tags": "properties.tags:array"\}/),
     ]);
     const purchase = [['u1', 'sku-1', 'USD', '9.99', '2024-01-01T00:00:00Z', 'TRUE', 'a;b']];
-    expect(notesAfter(['external_id', 'product_id', 'currency', 'price', 'time', 'properties.gift', 'properties.tags'], purchase)).toEqual([]);
+    expect(notesAfter(['external_id', 'product_id', 'currency', 'price', 'time', 'properties.gift', 'properties.tags'], purchase)).toEqual([
+      expect.stringMatching(/^column "properties.gift" .* so its purchases will carry the property as text; type it: \{"properties.gift": "properties.gift:boolean"\}/),
+      expect.stringMatching(/^column "properties.tags" holds lists .* so its purchases will carry the property as text; type it: \{"properties.tags": "properties.tags:array"\}/),
+    ]);
   });
 });
 

@@ -24,24 +24,10 @@ function parseAlias(text: string): UserAlias {
   return { alias_name: text.slice(0, at), alias_label: text.slice(at + 1) };
 }
 
-/**
- * A phone as the emulator stores it, in E.164: with its country code, or a valid 10-digit U.S.
- * number written without one (decisions.md "Identifying the user"), so `(332) 555-7787` finds
- * +13325557787; anything else as given.
- */
-async function storedPhone(text: string): Promise<string> {
-  const [{ normalizePhone }, { parsePhoneNumberFromString }] = await Promise.all([import('../../model/identity.js'), import('libphonenumber-js/max')]);
-  const international = normalizePhone(text);
-  if (international !== undefined) return international;
-  if (text.trim().startsWith('+') || text.replace(/\D/g, '').length !== 10) return text;
-  const us = parsePhoneNumberFromString(text, 'US');
-  return us !== undefined && us.isValid() ? us.number : text;
-}
-
 async function runInspect(flags: InspectFlags): Promise<void> {
   const alias = flags.alias === undefined ? undefined : parseAlias(flags.alias);
-  const phone = flags.phone === undefined ? undefined : await storedPhone(flags.phone);
-  const filter = { externalId: flags.externalId, serviceId: flags.serviceId, email: flags.email, phone, alias };
+  // a phone is matched as the emulator stores it (emulator/inspect.ts): in E.164, a valid 10-digit U.S. number read as U.S.
+  const filter = { externalId: flags.externalId, serviceId: flags.serviceId, email: flags.email, phone: flags.phone, alias };
   const given = Object.entries({ 'external_id': flags.externalId, service_id: flags.serviceId, email: flags.email, phone: flags.phone, alias: flags.alias })
     .filter(([, value]) => value !== undefined)
     .map(([name, value]) => `${name} "${value}"`);
