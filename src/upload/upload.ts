@@ -144,18 +144,22 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
-  await checkHeaders(options, map);
+  // the columns a map names that no file has: standard input's header must have them
+  const mapColumnsOfStdin = await checkHeaders(options, map);
 
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
   let state: StateWriter | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
+  /** Said when the state knows nothing of the target, but knows its host under another name. */
+  let stateNote: string | undefined;
   if (delta !== undefined && deltaTarget !== undefined) {
     const { openStateReader, openStateWriter } = await import('../records/state.js');
     const reader = openStateReader(delta.statePath, deltaTarget);
     stateKnown = !reader.empty;
     reader.close();
+    if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
     if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
   }
 
@@ -192,7 +196,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
+  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
@@ -315,7 +319,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
+    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...(stateNote === undefined ? [] : [stateNote]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
