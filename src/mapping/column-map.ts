@@ -1,7 +1,7 @@
 // The --map file: renames and types columns without editing the input. A JSON object from a column
 // as the file's header names it to the header to read it as (`"Zip": "zip:string"`), or to null to
 // leave the column out.
-import { closestName } from './suggest.js';
+import { nameFinder } from './suggest.js';
 
 export type ColumnMap = ReadonlyMap<string, string | null>;
 
@@ -27,10 +27,12 @@ export function validateColumnMap(json: unknown): ColumnMapResult {
 export function unmatchedColumnProblems(named: Iterable<string>, headers: ReadonlyArray<{ file: string; columns: readonly string[] }>): string[] {
   const all = new Set(headers.flatMap(({ columns }) => columns));
   const problems: string[] = [];
+  let closest: ((name: string) => string | undefined) | undefined;
   for (const column of named) {
     if (all.has(column)) continue;
+    closest ??= nameFinder(all);
     const where = headers.length === 1 ? `of ${headers[0].file}` : `of any input (${headers.map(({ file }) => file).join(', ')})`;
-    const likely = closestName(column, all);
+    const likely = closest(column);
     const shown = [...all].slice(0, 20).map((name) => JSON.stringify(name));
     const has = headers.length === 1 ? 'the header has' : 'the headers have';
     const hint = likely !== undefined ? `did you mean ${JSON.stringify(likely)}?` : `${has} ${shown.join(', ')}${all.size > shown.length ? ', ...' : ''}`;
