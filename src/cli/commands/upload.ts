@@ -53,7 +53,7 @@ export function registerUpload(program: Command): void {
 
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
-  const { noticeLine, progressLine, startSpinner } = await import('../output/progress.js');
+  const { noticeLine, progressLine, spinnerFits, startSpinner } = await import('../output/progress.js');
   const { both, openRunOutputs, originOf } = await import('../output/run-outputs.js');
   const stop = new AbortController();
   const abort = new AbortController();
@@ -71,7 +71,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
   const lastPause = { pauseEnds: 0 };
-  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
+  const spinner = !quiet && spinnerFits() ? await startSpinner('starting') : undefined;
   const ticker = quiet
     ? undefined
     : setInterval(

@@ -54,13 +54,13 @@ export async function runDryRun(
   extra?: Record<string, unknown>,
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
-  const { readingLine, startSpinner } = await import('../output/progress.js');
+  const { readingLine, spinnerFits, startSpinner } = await import('../output/progress.js');
   const { both, openRunOutputs } = await import('../output/run-outputs.js');
   const { maxTotal, maxPerArray } = options.limits ?? {};
   const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
-  const spinner = process.stderr.isTTY === true && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
+  const spinner = spinnerFits() && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
     pace: { rate: flags.rate, hourly: flags.hourly },

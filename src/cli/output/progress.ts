@@ -14,6 +14,13 @@ export function duration(ms: number): string {
 
 const clockTime = (epochMs: number): string => `${new Date(epochMs).toISOString().slice(11, 19)} UTC`;
 
+/**
+ * Whether stderr is a terminal a spinner can be drawn on: one that reports no width (a pseudo-terminal
+ * whose size was never set, as `script` or a CI wrapper gives a command) would have the spinner clear
+ * lines without end, so it gets the plain lines instead.
+ */
+export const spinnerFits = (stream: NodeJS.WriteStream = process.stderr): boolean => stream.isTTY === true && (stream.columns ?? 0) > 0;
+
 /** A spinner on stderr that leaves the terminal's input alone, so that Ctrl-C stays a signal. */
 export async function startSpinner(text: string): Promise<Ora> {
   return (await import('ora')).default({ stream: process.stderr, text, discardStdin: false }).start();
