@@ -9,8 +9,8 @@ import { grouped } from '../mapping/header-notes.js';
 interface FileTally {
   rows: number;
   bytes: Map<number, number>;
-  /** The file starts with a UTF-16LE byte order mark (FF FE). */
-  utf16: boolean;
+  /** The byte order mark the file starts with, when it is UTF-16's. */
+  utf16: Utf16Mark | undefined;
 }
 
 /** A note is given once this share of a file's rows, or this many, hold bytes that are not valid. */
@@ -19,8 +19,20 @@ const MANY = 100;
 
 const hex = (n: number): string => `0x${n.toString(16).toUpperCase().padStart(2, '0')}`;
 
-/** A UTF-16LE byte order mark (FF FE) where the file starts. */
-const isUtf16Mark = (found: UndecodableProblem): boolean => found.offset <= 1 && (found.value === 0xff || found.value === 0xfe);
+type Utf16Mark = 'le' | 'be';
+
+/**
+ * The UTF-16 byte order mark where the file starts, from its first byte, which is not UTF-8: FF (FF FE)
+ * is UTF-16LE's, which --encoding utf-16le reads; FE (FE FF) is UTF-16BE's, which no --encoding reads.
+ */
+const utf16Mark = (found: UndecodableProblem): Utf16Mark | undefined =>
+  found.offset !== 0 ? undefined : found.value === 0xff ? 'le' : found.value === 0xfe ? 'be' : undefined;
+
+/** What the mark says, and what to do. */
+const UTF16_ADVICE: Readonly<Record<Utf16Mark, string>> = {
+  le: 'the file starts with FF FE, the mark of UTF-16LE (a spreadsheet\'s "Unicode text"): give --encoding utf-16le',
+  be: 'the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save the file as UTF-8 (or UTF-16LE, a spreadsheet\'s "Unicode text")',
+};
 
 /** The character a byte is in Windows-1252 (as --encoding windows-1252 reads it). */
 function windows1252(byte: number): string {
@@ -31,9 +43,8 @@ function windows1252(byte: number): string {
 export function encodingHint(problem: string, encoding: InputEncoding = 'utf-8'): string | undefined {
   const found = readUndecodableProblem(problem);
   if (found === undefined || encoding !== 'utf-8') return undefined;
-  if (isUtf16Mark(found)) {
-    return 'the file starts with FF FE, the mark of UTF-16LE (a spreadsheet\'s "Unicode text"): give --encoding utf-16le';
-  }
+  const mark = utf16Mark(found);
+  if (mark !== undefined) return UTF16_ADVICE[mark];
   const char = windows1252(found.value);
   if (found.value < 0x80 || char.charCodeAt(0) < 0xa0) return undefined;
   return `${hex(found.value)} is "${char}" in Windows-1252, as spreadsheets and CRMs on Windows write it: if that is the file's encoding, give --encoding windows-1252`;
@@ -49,10 +60,10 @@ export function createEncodingTally(encoding: InputEncoding = 'utf-8') {
       const found = readUndecodableProblem(errors[0]);
       if (found === undefined) return;
       let tally = files.get(file);
-      if (tally === undefined) files.set(file, (tally = { rows: 0, bytes: new Map(), utf16: false }));
+      if (tally === undefined) files.set(file, (tally = { rows: 0, bytes: new Map(), utf16: undefined }));
       tally.rows += 1;
       tally.bytes.set(found.value, (tally.bytes.get(found.value) ?? 0) + 1);
-      if (isUtf16Mark(found)) tally.utf16 = true;
+      tally.utf16 ??= utf16Mark(found);
     },
     /** The note for a file of `rows` rows once it has been read, or undefined when few or none of its rows held such bytes. */
     note(file: string, rows: number): string | undefined {
@@ -60,7 +71,8 @@ export function createEncodingTally(encoding: InputEncoding = 'utf-8') {
       if (tally === undefined) return undefined;
       files.delete(file);
       const held = `${grouped(tally.rows)} of ${grouped(rows)} ${rows === 1 ? 'row holds' : 'rows hold'} bytes that are not valid UTF-8`;
-      if (tally.utf16) return `${held}, and the file starts with FF FE, the mark of UTF-16LE: read it with --encoding utf-16le`;
+      if (tally.utf16 === 'le') return `${held}, and the file starts with FF FE, the mark of UTF-16LE: read it with --encoding utf-16le`;
+      if (tally.utf16 === 'be') return `${held}, and the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8`;
       if (tally.rows < MANY && tally.rows < rows * SHARE) return undefined;
       const seen = [...tally.bytes].filter(([byte]) => byte >= 0x80 && windows1252(byte).charCodeAt(0) >= 0xa0);
       if (seen.length === 0) return undefined;

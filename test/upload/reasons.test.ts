@@ -63,11 +63,18 @@ describe('the encoding note', () => {
     expect(latin.note('x.csv', 1)).toBeUndefined();
   });
 
-  it('names UTF-16LE for a file that starts with its byte order mark', () => {
+  it('names UTF-16LE for a file that starts with its byte order mark, and UTF-16BE for its own', () => {
     const tally = createEncodingTally('utf-8');
     tally.rejected('wide.ndjson', [`line: ${undecodableMessage({ index: 0, value: 0xff, offset: 0 })}`]);
     expect(tally.note('wide.ndjson', 40)).toMatch(/^1 of 40 rows hold bytes that are not valid UTF-8, and the file starts with FF FE, the mark of UTF-16LE: read it with --encoding utf-16le$/);
     expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0xff, offset: 0 })}`)).toMatch(/UTF-16LE.*--encoding utf-16le/);
+    // FE FF is UTF-16BE's mark, which --encoding utf-16le would read as nonsense
+    const big = createEncodingTally('utf-8');
+    big.rejected('mac.csv', [`line: ${undecodableMessage({ index: 0, value: 0xfe, offset: 0 })}`]);
+    expect(big.note('mac.csv', 40)).toBe('1 of 40 rows hold bytes that are not valid UTF-8, and the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8');
+    expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0xfe, offset: 0 })}`)).toBe(
+      'the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save the file as UTF-8 (or UTF-16LE, a spreadsheet\'s "Unicode text")',
+    );
     expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0x92, offset: 12 })}`)).toBe(
       '0x92 is "’" in Windows-1252, as spreadsheets and CRMs on Windows write it: if that is the file\'s encoding, give --encoding windows-1252',
     );
