@@ -31,6 +31,8 @@ export interface CsvOptions {
   delimiter?: Delimiter;
   /** Told the delimiter found in the header line, when it was not given. */
   detected?: (delimiter: Delimiter) => void;
+  /** Told once every byte is read: whether some text beyond ASCII was valid UTF-8 (TextDecoding.beyondAscii). */
+  textRead?: (beyondAscii: boolean) => void;
 }
 
 /** Header names that name the user (after spaces, case and an annotation): a delimiter that splits one out is likely the file's. */
@@ -285,6 +287,7 @@ export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, optio
     const records = take(`${text(decoder.end())}\n`, true);
     if (decoder.damaged) markUndecodable(records, options.encoding);
     if (records.length > 0) yield records;
+    options.textRead?.(decoder.beyondAscii);
   } catch (error) {
     if (error instanceof InputError) throw error;
     throw new InputError(`cannot read it as CSV (${(error as Error).message})`, file);

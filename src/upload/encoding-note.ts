@@ -53,7 +53,13 @@ export function encodingHint(problem: string, encoding: InputEncoding = 'utf-8')
 /** Counts the rows of each file rejected for bytes that are not valid in its encoding, and makes their note. */
 export function createEncodingTally(encoding: InputEncoding = 'utf-8') {
   const files = new Map<string, FileTally>();
+  /** Files some of whose text beyond ASCII was valid UTF-8: they are UTF-8, and their other bytes are the odd ones. */
+  const utf8Files = new Set<string>();
   return {
+    /** Told once a file's bytes are all read: whether some of its text beyond ASCII was valid UTF-8. */
+    textRead(file: string, beyondAscii: boolean): void {
+      if (beyondAscii) utf8Files.add(file);
+    },
     /** A rejected row's reasons: the first names such a byte when it is why the row was rejected. */
     rejected(file: string, errors: readonly string[]): void {
       if (encoding !== 'utf-8' || errors.length === 0) return;
@@ -68,22 +74,29 @@ export function createEncodingTally(encoding: InputEncoding = 'utf-8') {
     /** The note for a file of `rows` rows once it has been read, or undefined when few or none of its rows held such bytes. */
     note(file: string, rows: number): string | undefined {
       const tally = files.get(file);
+      const utf8 = utf8Files.delete(file);
       if (tally === undefined) return undefined;
       files.delete(file);
       const held = `${grouped(tally.rows)} of ${grouped(rows)} ${rows === 1 ? 'row holds' : 'rows hold'} bytes that are not valid UTF-8`;
       if (tally.utf16 === 'le') return `${held}, and the file starts with FF FE, the mark of UTF-16LE: read it with --encoding utf-16le`;
       if (tally.utf16 === 'be') return `${held}, and the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8`;
       if (tally.rows < MANY && tally.rows < rows * SHARE) return undefined;
+      // in a file of UTF-8 text, one such row is a stray byte
+      if (utf8 && tally.rows === 1) return undefined;
       const seen = [...tally.bytes].filter(([byte]) => byte >= 0x80 && windows1252(byte).charCodeAt(0) >= 0xa0);
       if (seen.length === 0) return undefined;
       const examples = seen
         .sort((a, b) => b[1] - a[1])
         .slice(0, 3)
         .map(([byte]) => `"${windows1252(byte)}" (${hex(byte)})`);
-      return (
-        `${held}; they look like Windows-1252, as spreadsheets and CRMs on Windows write ${examples.join(', ')}: ` +
-        'read the file with --encoding windows-1252 (if some of its text reads right as UTF-8, it mixes encodings: fix those rows instead)'
-      );
+      if (utf8) {
+        // --encoding windows-1252 would read the file's UTF-8 text as other characters ("é" as "Ã©")
+        return (
+          `${held}, though the rest of its text is UTF-8: those rows were written in another encoding (their bytes look like ` +
+          `Windows-1252: ${examples.join(', ')}); fix them in the file, as --encoding windows-1252 would misread the rest`
+        );
+      }
+      return `${held}; they look like Windows-1252, as spreadsheets and CRMs on Windows write ${examples.join(', ')}: read the file with --encoding windows-1252`;
     },
   };
 }

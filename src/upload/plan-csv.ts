@@ -47,8 +47,8 @@ export const delimiterNote = (delimiter: Delimiter): string =>
   `read with ${shownDelimiter(delimiter)} between cells, as its header line uses (give --delimiter to choose)`;
 
 /** How every CSV file's text is read: the delimiter, given or detected (and then noted). */
-export function csvOptions(options: Pick<PlanOptions, 'encoding' | 'reading'>, detected?: (delimiter: Delimiter) => void): CsvOptions {
-  return { encoding: options.encoding, delimiter: options.reading?.delimiter, detected };
+export function csvOptions(options: Pick<PlanOptions, 'encoding' | 'reading' | 'textRead'>, detected?: (delimiter: Delimiter) => void): CsvOptions {
+  return { encoding: options.encoding, delimiter: options.reading?.delimiter, detected, textRead: options.textRead };
 }
 
 /** The events of a CSV file, a chunk of rows at a time. */

@@ -10,7 +10,7 @@ import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
   const bytes = inputBytes(file, options.stdin, (n) => planner.bytesRead(n), options.chunkBytes);
-  for await (const records of readNdjson(bytes, { encoding: options.encoding })) {
+  for await (const records of readNdjson(bytes, { encoding: options.encoding, textRead: options.textRead })) {
     for (const record of records) {
       const line = record.line;
       if (planner.row(file, line)) continue;

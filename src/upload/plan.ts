@@ -47,6 +47,8 @@ export interface PlanOptions {
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
   map?: ColumnMap;
+  /** Told once a file's bytes are all read: whether some text beyond ASCII was valid UTF-8 (for the encoding note). */
+  textRead?: (beyondAscii: boolean) => void;
   /** Columns the map names that no file input has: standard input's header must have them (or the run stops). */
   mapColumnsOfStdin?: readonly string[];
   /** Delimiters, times, phones, lists, invalid fields. */
@@ -319,7 +321,8 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const encoding = createEncodingTally(options.encoding);
   for (const [i, file] of options.inputs.entries()) {
     yield { type: 'file', file, format: formats[i] };
-    const chunks = formats[i] === 'csv' ? csvChunks(file, planner, options) : ndjsonChunks(file, planner, options);
+    const read = { ...options, textRead: (beyondAscii: boolean) => encoding.textRead(file, beyondAscii) };
+    const chunks = formats[i] === 'csv' ? csvChunks(file, planner, read) : ndjsonChunks(file, planner, read);
     let rows = 0;
     for await (const events of chunks) {
       for (const event of events) {

@@ -49,7 +49,7 @@ describe('the encoding note', () => {
     tally.rejected('crm.csv', ['email: is not a valid email address']);
     expect(tally.note('crm.csv', 60)).toBe(
       '30 of 60 rows hold bytes that are not valid UTF-8; they look like Windows-1252, as spreadsheets and CRMs on Windows write "é" (0xE9), "ü" (0xFC): ' +
-        'read the file with --encoding windows-1252 (if some of its text reads right as UTF-8, it mixes encodings: fix those rows instead)',
+        'read the file with --encoding windows-1252',
     );
     expect(tally.note('crm.csv', 60)).toBeUndefined();
   });
@@ -78,6 +78,45 @@ describe('the encoding note', () => {
     expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0x92, offset: 12 })}`)).toBe(
       '0x92 is "’" in Windows-1252, as spreadsheets and CRMs on Windows write it: if that is the file\'s encoding, give --encoding windows-1252',
     );
+  });
+
+  it('tells a file of UTF-8 text to fix its odd rows, not to be read as Windows-1252, and says nothing of one stray byte there', () => {
+    const tally = createEncodingTally('utf-8');
+    for (let i = 0; i < 30; i += 1) tally.rejected('mixed.csv', [undecodable(0xe9, 40 * i)]);
+    tally.textRead('mixed.csv', true);
+    expect(tally.note('mixed.csv', 60)).toBe(
+      '30 of 60 rows hold bytes that are not valid UTF-8, though the rest of its text is UTF-8: those rows were written in another encoding ' +
+        '(their bytes look like Windows-1252: "é" (0xE9)); fix them in the file, as --encoding windows-1252 would misread the rest',
+    );
+    tally.rejected('small.csv', [undecodable(0xe9, 40)]);
+    tally.textRead('small.csv', true);
+    expect(tally.note('small.csv', 20)).toBeUndefined();
+  });
+
+  it('reads whether a file held UTF-8 text beyond ASCII from its bytes, CSV and NDJSON alike', async () => {
+    const tmp = tempDir();
+    try {
+      const notesOf = async (name: string, text: string, odd: (i: number) => boolean): Promise<string[]> => {
+        const file = join(tmp.dir, name);
+        const lines = Array.from({ length: 20 }, (_, i) => text.replace('#', String(i)));
+        // the odd rows hold "José" as Windows-1252 writes it (0xE9), the others as UTF-8 (C3 A9)
+        const bytes = lines.map((line, i) => Buffer.from(`${line}\n`, odd(i) ? 'latin1' : 'utf8'));
+        const header = name.endsWith('.csv') ? 'external_id,first_name\n' : '';
+        writeFileSync(file, Buffer.concat([Buffer.from(header), ...bytes]));
+        const events = [];
+        for await (const event of planEvents({ inputs: [file] })) events.push(event);
+        return events.flatMap((event) => (event.type === 'note' ? [event.note] : []));
+      };
+      const csv = 'u#,José';
+      const ndjson = '{"external_id":"u#","first_name":"José"}';
+      expect(await notesOf('stray.csv', csv, (i) => i === 7)).toEqual([]);
+      expect(await notesOf('stray.ndjson', ndjson, (i) => i === 7)).toEqual([]);
+      expect(await notesOf('mixed.csv', csv, (i) => i % 2 === 0)).toEqual([expect.stringMatching(/^10 of 20 rows .* the rest of its text is UTF-8: .*fix them in the file/)]);
+      expect(await notesOf('mixed.ndjson', ndjson, (i) => i % 2 === 0)).toEqual([expect.stringMatching(/^10 of 20 rows .* the rest of its text is UTF-8: .*fix them in the file/)]);
+      expect(await notesOf('cp1252.ndjson', ndjson, () => true)).toEqual([expect.stringMatching(/^20 of 20 rows .*: read the file with --encoding windows-1252$/)]);
+    } finally {
+      tmp.cleanup();
+    }
   });
 
   it('comes once from the plan, after the rows of its file', async () => {
