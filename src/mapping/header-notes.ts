@@ -104,6 +104,8 @@ function ruleOut(counts: Float64Array, text: string, separator: string | undefin
     if (first) counts[4] += 1;
     if (pipe) counts[5] += 1;
     if (text.length > MAX_LIST_ITEM && ((!first && !pipe) || !shortItems(text, separator))) out |= RULED_OUT_LIST;
+    // no tag or category holds a line break: a cell that does is a note or an address
+    else if (text.includes('\n') || text.includes('\r')) out |= RULED_OUT_LIST;
     // a column of names or codes is no list: it stops being looked at, as every cell of a file comes here
     else if (counts[2] >= LIST_SAMPLE && counts[4] + counts[5] === 0) out |= RULED_OUT_LIST;
   }

@@ -166,6 +166,14 @@ describe('notes that name the annotation', () => {
     expect(notes).toEqual([]);
   });
 
+  it('says nothing of notes holding a semicolon when some cell holds a line break, nor of a column whose first 1,000 texts hold no separator', () => {
+    const notes = [['u1', 'Called twice.\nWants a demo; "ASAP"'], ['u2', 'plain note'], ['u3', 'met at the fair; follow up'], ['u4', 'line one\r\nline two']];
+    expect(notesAfter(['external_id', 'Description'], notes)).toEqual([]);
+    const codes = [...Array.from({ length: 1_000 }, (_, i) => [`u${i}`, `code-${i}`]), ['u1000', 'a;b']];
+    expect(notesAfter(['external_id', 'Code'], codes)).toEqual([]);
+    expect(notesAfter(['external_id', 'Code'], codes.slice(1))).toEqual([expect.stringMatching(/^column "Code" holds lists \(a cell holds ";"\)/)]);
+  });
+
   it('names the property of an events or a purchases file, which can hold booleans and arrays', () => {
     const rows = [['u1', 'login', '2024-01-01T00:00:00Z', 'TRUE', 'a;b']];
     expect(notesAfter(['external_id', 'name', 'time', 'properties.first', 'properties.tags'], rows)).toEqual([
