@@ -84,12 +84,19 @@ export async function checkHeaders(
       break;
     }
   }
-  // a map key that names no column is told first: the header's own problems may follow from it
-  const read = headers.flatMap(({ file, record }) => ('cells' in record && record.undecodable === undefined ? [{ file, columns: record.cells }] : []));
+  const problemOf = ({ file, record, detected }: (typeof headers)[number]) =>
+    csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+  // a header that cannot be read (its bytes are not in the encoding, a UTF-16 file) is told first:
+  // the map's keys cannot be matched with columns no one knows
+  for (const header of headers) {
+    if ('error' in header.record || header.record.undecodable !== undefined) throw problemOf(header)!;
+  }
+  // a map key that names no column is told next: the header's own problems may follow from it
+  const read = headers.flatMap(({ file, record }) => ('cells' in record ? [{ file, columns: record.cells }] : []));
   const unmatched = map === undefined ? [] : unmatchedColumnProblems(map.keys(), read);
   if (unmatched.length > 0 && !csv.includes(STDIN)) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
-  for (const { file, record, detected } of headers) {
-    const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+  for (const header of headers) {
+    const problem = problemOf(header);
     if (problem !== undefined) throw problem;
   }
   const known = new Set(read.flatMap(({ columns }) => columns));

@@ -62,8 +62,9 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
     const before: PlanEvent[] = [];
     for (const record of records) {
       if (header === undefined) {
-        // the map's columns no file had are standard input's (checked first, as for files: the header's problems may follow)
-        if (file === STDIN && options.mapColumnsOfStdin !== undefined && 'cells' in record) {
+        // the map's columns no file had are standard input's (checked first, as for files: the header's problems may
+        // follow), once its header can be read
+        if (file === STDIN && options.mapColumnsOfStdin !== undefined && 'cells' in record && record.undecodable === undefined) {
           const unmatched = unmatchedColumnProblems(options.mapColumnsOfStdin, [{ file: 'standard input', columns: record.cells }]);
           if (unmatched.length > 0) throw new UsageError(`--map:\n  ${unmatched.join('\n  ')}`);
         }
