@@ -174,6 +174,21 @@ describe('notes that name the annotation', () => {
     expect(notesAfter(['external_id', 'Code'], codes.slice(1))).toEqual([expect.stringMatching(/^column "Code" holds lists \(a cell holds ";"\)/)]);
   });
 
+  it('takes a cell for a list when every part between separators is 64 characters at most, spaces around it aside', () => {
+    // an item of 60 to 70 letters, with up to 8 spaces around it
+    const spaces = fc.integer({ min: 0, max: 8 }).map((n) => ' '.repeat(n));
+    const part = fc.tuple(spaces, fc.integer({ min: 60, max: 70 }), spaces).map(([before, n, after]) => `${before}${'a'.repeat(n)}${after}`);
+    const cell = fc.array(part, { minLength: 2, maxLength: 4 }).chain((parts) => fc.constantFrom(parts.join(';'), parts.join('|'), parts.join(' | ')));
+    fc.assert(
+      fc.property(cell, (text) => {
+        fc.pre(text.trim() !== '' && text.length > 0);
+        const list = text.length <= 64 || text.split(/[;|]/).every((item) => item.trim().length <= 64);
+        expect(notesAfter(['external_id', 'Tags'], [['u1', text]])).toEqual(list ? [expect.stringMatching(/^column "Tags" holds lists/)] : []);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('names the property of an events or a purchases file, which can hold booleans and arrays', () => {
     const rows = [['u1', 'login', '2024-01-01T00:00:00Z', 'TRUE', 'a;b']];
     expect(notesAfter(['external_id', 'name', 'time', 'properties.first', 'properties.tags'], rows)).toEqual([
