@@ -1,18 +1,25 @@
 // What is checked before any file is written or anything sent: the inputs can be read, the --map
-// file and every CSV header can be used, and each output is writable and not an input.
+// file and every CSV header and Parquet file's columns can be used, and each output is writable and
+// not an input.
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
+import { isRemote, localName } from '../input/location.js';
+import type { RemoteInputs } from '../input/remote.js';
 import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
 import { validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
 import type { ArrayName } from '../model/types.js';
 import type { ReadingOptions } from './plan.js';
 
-/** `users.csv.gz` -> `users.rejects.ndjson` (or `.rejects.csv`) beside it; standard input -> `stdin.rejects.ndjson` here. */
+/**
+ * `users.csv.gz` -> `users.rejects.ndjson` (or `.rejects.csv`) beside it; standard input ->
+ * `stdin.rejects.ndjson` here; `s3://bucket/exports/users/` -> `users.rejects.ndjson` here.
+ */
 export function defaultRejectsPath(firstInput: string, format: 'ndjson' | 'csv' = 'ndjson'): string {
   if (firstInput === STDIN) return `stdin.rejects.${format}`;
+  if (isRemote(firstInput)) return `${localName(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '')}.rejects.${format}`;
   const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
   return join(dirname(firstInput), `${name}.rejects.${format}`);
 }
@@ -57,19 +64,36 @@ export async function checkWritable(flag: string, path: string): Promise<void> {
   }
 }
 
-/** Reads the header of every CSV input that is a file, so a bad one stops the run before anything is sent. */
-export async function checkHeaders(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
-  map: ColumnMap | undefined,
-): Promise<void> {
-  const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
-  if (csvFiles.length === 0) return;
+/** What the checks of the inputs read them with. */
+type InputReading = { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions; remote?: RemoteInputs };
+
+/**
+ * Reads the header of every CSV input and the columns of every Parquet input that is a file or an
+ * object (but those in `settled`, which a resumed run does not read), so a bad one stops the run
+ * before anything is sent.
+ */
+export async function checkHeaders(options: InputReading, map: ColumnMap | undefined, settled?: ReadonlySet<string>): Promise<void> {
+  const read = (format: InputFormat) => options.inputs.filter((file) => file !== STDIN && settled?.has(file) !== true && formatOf(file, options.format) === format);
+  const [csvFiles, parquetFiles] = [read('csv'), read('parquet')];
+  try {
+    if (csvFiles.length > 0) await checkCsvHeaders(csvFiles, options, map);
+    if (parquetFiles.length > 0) {
+      // loaded only for Parquet files: the decoder is large
+      const [{ openParquet }, { parquetHeader }] = await Promise.all([import('../input/parquet.js'), import('./plan-parquet.js')]);
+      for (const file of parquetFiles) parquetHeader((await openParquet(file, options.remote)).columns, file, { kind: options.kind, map, reading: options.reading });
+    }
+  } finally {
+    if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();
+  }
+}
+
+async function checkCsvHeaders(files: readonly string[], options: InputReading, map: ColumnMap | undefined): Promise<void> {
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
   const { csvHeaderProblem, csvOptions } = await import('./plan-csv.js');
-  for (const file of csvFiles) {
+  for (const file of files) {
     let detected: Delimiter | undefined;
-    for await (const records of readCsv(inputBytes(file), file, csvOptions(options, (d) => (detected = d)))) {
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
       const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map, reading: options.reading }, detected);
       if (problem !== undefined) throw problem;
@@ -88,7 +112,7 @@ const ADDING_ANNOTATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove',
  * own kind (`_kind`, a CSV rejects file) counts as events; one whose header cannot be used is left out.
  */
 export async function csvKinds(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
+  options: InputReading,
   map: ColumnMap | undefined,
 ): Promise<Map<string, { kind: ArrayName; adding: boolean }>> {
   const kinds = new Map<string, { kind: ArrayName; adding: boolean }>();
@@ -102,7 +126,7 @@ export async function csvKinds(
     import('../records/state-record.js'),
   ]);
   for (const file of csvFiles) {
-    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options))) {
       const first = records[0];
       if (first === undefined) continue;
       if (!('error' in first)) {
@@ -131,10 +155,10 @@ const ADDING_KEY = /"(?:inc|add|remove|\$add|\$remove|\$update)"\s*:/;
  * Whether an NDJSON input may hold an operation that adds, read as bytes (a key named like one,
  * anywhere): a file of another encoding than UTF-8 or Latin-1 is taken to hold one.
  */
-export async function ndjsonMayAdd(file: string, encoding: InputEncoding | undefined): Promise<boolean> {
+export async function ndjsonMayAdd(file: string, encoding: InputEncoding | undefined, remote?: RemoteInputs): Promise<boolean> {
   if (encoding === 'utf-16le') return true;
   let tail = '';
-  for await (const bytes of inputBytes(file)) {
+  for await (const bytes of inputBytes(file, { remote })) {
     const text = tail + bytes.toString('latin1');
     if (ADDING_KEY.test(text)) return true;
     tail = text.slice(-16);

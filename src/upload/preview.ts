@@ -26,7 +26,7 @@ export interface PreviewRow {
   errors?: string[];
 }
 
-type PreviewOptions = Pick<PlanOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>;
+type PreviewOptions = Pick<PlanOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading' | 'remote'>;
 
 function checked(file: string, line: number, kind: ArrayName, item: unknown, mapped: { errors?: string[]; failed?: string[] }, options: PreviewOptions): PreviewRow {
   const errors = [...itemErrors(kind, item, mapped)];
@@ -39,7 +39,7 @@ async function csvPreview(file: string, rows: number, options: PreviewOptions, s
   const out: PreviewRow[] = [];
   let header: CsvHeader | undefined;
   let byKind: ReturnType<typeof rowHeaders>;
-  for await (const records of readCsv(inputBytes(file, stdin), file, csvOptions(options))) {
+  for await (const records of readCsv(inputBytes(file, { stdin, remote: options.remote }), file, csvOptions(options))) {
     for (const record of records) {
       if (header === undefined) {
         if ('error' in record) return out;
@@ -75,7 +75,7 @@ async function csvPreview(file: string, rows: number, options: PreviewOptions, s
 async function ndjsonPreview(file: string, rows: number, options: PreviewOptions, stdin?: Readable): Promise<PreviewRow[]> {
   const out: PreviewRow[] = [];
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
-  for await (const records of readNdjson(inputBytes(file, stdin), { encoding: options.encoding })) {
+  for await (const records of readNdjson(inputBytes(file, { stdin, remote: options.remote }), { encoding: options.encoding })) {
     for (const record of records) {
       if (out.length >= rows) return out;
       if ('error' in record) {

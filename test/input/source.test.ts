@@ -44,9 +44,9 @@ describe('inputBytes', () => {
   it('reads standard input, gzipped or not, even in one-byte chunks', async () => {
     const packed = gzipSync('id\n4\n');
     const oneByte = Readable.from((function* () { for (const b of packed) yield Buffer.from([b]); })());
-    expect(await text(inputBytes('-', oneByte))).toBe('id\n4\n');
-    expect(await text(inputBytes('-', Readable.from([Buffer.from('x')])))).toBe('x');
-    expect(await text(inputBytes('-', Readable.from([])))).toBe('');
+    expect(await text(inputBytes('-', { stdin: oneByte }))).toBe('id\n4\n');
+    expect(await text(inputBytes('-', { stdin: Readable.from([Buffer.from('x')]) }))).toBe('x');
+    expect(await text(inputBytes('-', { stdin: Readable.from([]) }))).toBe('');
   });
 
   it('names the file when it is missing, not gzip after all, or not a file', async () => {

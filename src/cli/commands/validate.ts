@@ -4,13 +4,13 @@ import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import type { UploadOptions } from '../../upload/upload.js';
 import { quietOnClosedStdout, runAndReport } from '../run.js';
-import { addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
+import { addPaceOptions, addReadOptions, INPUTS_HELP, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .description('check input files as an upload would read them; nothing is sent')
-    .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
+    .argument('<files...>', INPUTS_HELP);
   addPaceOptions(addReadOptions(command))
     .option('--preview <n>', 'first print the first N rows of each file as the items they become (with --json, in the summary)', wholeNumber('--preview', 1))
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
