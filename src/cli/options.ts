@@ -59,6 +59,7 @@ export interface EmulateFlags {
   /** Run this command through the shell with the emulator, then stop; exit with its status. */
   exec?: string;
   seed?: string[];
+  s3Endpoint?: string;
   requestLog: number;
 }
 
@@ -156,7 +157,7 @@ function timeZone(value: string): string {
 }
 
 /** --s3-endpoint: an http(s) URL. */
-function s3Endpoint(value: string): string {
+export function s3Endpoint(value: string): string {
   if (!/^https?:\/\/[^/\s]+/i.test(value)) throw new UsageError(`--s3-endpoint: expected the store's URL, such as http://127.0.0.1:9000, got "${value}"`);
   return value;
 }

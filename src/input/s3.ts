@@ -43,7 +43,7 @@ function problem(error: unknown, url: string, bucket: string): unknown {
     return new InputError(`no AWS credentials were found to read it; looked for ${CREDENTIAL_SOURCES}`, url);
   }
   if (status === 403 || ['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'AllAccessDisabled', 'ExpiredToken', 'InvalidToken'].includes(name)) {
-    const why = name === 'Forbidden' || name === '' ? '' : ` ${name}`;
+    const why = ['Forbidden', 'Unknown', ''].includes(name) ? '' : ` ${name}`;
     return new InputError(`access denied (403${why}): the credentials found cannot read it (they need s3:ListBucket on the bucket and s3:GetObject on its objects)`, url);
   }
   if (name === 'NoSuchBucket') return new InputError(`the bucket ${quoted(bucket)} does not exist`, url);
@@ -105,7 +105,7 @@ export async function s3Store(settings: RemoteSettings): Promise<ObjectStore> {
     // S3 lists in the byte order of UTF-8 keys; so does this, whatever a compatible store does
     objects.sort((a, b) => Buffer.compare(Buffer.from(a.key), Buffer.from(b.key)));
     if (objects.length === 0) {
-      throw new InputError(prefix === '' && matches('') ? `the bucket ${quoted(bucket)} holds no objects` : 'no object matches it', url);
+      throw new InputError(matches(prefix) ? `no object is under this prefix` : 'no object matches this glob', url);
     }
     return objects.map(({ url, size, etag }) => ({ url, size, etag }));
   };

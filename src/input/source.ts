@@ -44,7 +44,8 @@ export function formatOf(file: string, explicit?: InputFormat): InputFormat {
   if (found === undefined) {
     const workbook = /\.(xlsx|xlsm|xls|ods|numbers)$/i.test(nameOf(file));
     if (workbook) throw new UsageError(`${file}: is a spreadsheet workbook, which track does not read; save it as CSV (UTF-8) and give that file`);
-    throw new UsageError(`${file}: cannot tell the format from the name (${NAMES}); give --format`);
+    const glob = isRemote(file) ? ', or leave it out with a glob such as s3://bucket/prefix/*.csv.gz' : '';
+    throw new UsageError(`${file}: cannot tell the format from the name (${NAMES}); give --format${glob}`);
   }
   return found;
 }
