@@ -23,10 +23,13 @@ export function writeUsageHook(dir) {
   return path;
 }
 
-/** One run of `track ARGS --json`: its wall time, its summary, peak RSS and CPU time; a failed run throws with its stderr. */
-export async function runTrack(hook, args) {
+/**
+ * One run of `track ARGS --json` (with `env` over this process's): its wall time, its summary, peak
+ * RSS and CPU time; a failed run throws with its stderr.
+ */
+export async function runTrack(hook, args, env = {}) {
   const start = performance.now();
-  const child = spawn(process.execPath, ['--import', hook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', hook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const collect = (stream) => {
     const chunks = [];
     stream.on('data', (chunk) => chunks.push(chunk));

@@ -9,10 +9,10 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import { Type, makeVector, type Data, type DataType } from 'apache-arrow';
 import { isoString } from '../model/time.js';
-import { Decimal, LocalTime, NotText, Unsupported } from '../model/typed-values.js';
+import { Decimal, LocalTime, NotText, Unsupported, type ValueAt } from '../model/typed-values.js';
 
-/** A column's value at a row of its batch: undefined or null for none. */
-export type ValueAt = (row: number) => unknown;
+export type { ValueAt } from '../model/typed-values.js';
+
 
 const valid = (data: Data, row: number): boolean => {
   const bitmap = data.nullBitmap;
@@ -49,6 +49,10 @@ function strings(data: Data): ValueAt {
   if (isAscii(buffer)) {
     // one text for the buffer: each value a cut of it, as cheap as a CSV cell
     const text = buffer.toString('latin1');
+    if (!big) {
+      const small = offsets as Int32Array;
+      return nullable(data, (row) => text.slice(small[row], small[row + 1]));
+    }
     return nullable(data, (row) => text.slice(start(row), start(row + 1)));
   }
   return nullable(data, (row) => {
@@ -150,6 +154,34 @@ function dictionaries(data: Data): ValueAt {
     }
     return null;
   });
+}
+
+/**
+ * At least the bytes of JSON any one value of a column takes, whatever reads it (a text value six
+ * times its bytes, any other single value at most 32), without reading the values: Infinity for a
+ * nested or dictionary column, whose values are measured one by one.
+ */
+export function valueBytesBound(data: Data): number {
+  switch (data.type.typeId) {
+    case Type.Utf8:
+    case Type.Binary: {
+      const offsets = data.valueOffsets as Int32Array;
+      let longest = 0;
+      for (let row = 0; row < data.length; row += 1) longest = Math.max(longest, offsets[row + 1] - offsets[row]);
+      return 6 * longest + 2;
+    }
+    case Type.Null:
+    case Type.Bool:
+    case Type.Int:
+    case Type.Float:
+    case Type.Date:
+    case Type.Timestamp:
+      return 32;
+    case Type.Decimal:
+      return 6 * 80;
+    default:
+      return Infinity;
+  }
 }
 
 /** The values of one column (or a nested part of one), by its Arrow type. */

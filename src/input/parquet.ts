@@ -1,19 +1,16 @@
-// A Parquet file's rows, read a row group at a time (in batches of at most BATCH_ROWS rows) by
+// A Parquet file's rows, read a row group at a time (in batches of at most 65,536 rows) by
 // parquet-wasm, which decodes every codec a Parquet writer uses by default (snappy, gzip, zstd,
-// brotli, LZ4_RAW) into Arrow data; parquet-values.ts reads that into plain values. A local file is
-// read through a Blob of it, an object in storage through ranges of it (a Parquet file is read from
-// its end, where its footer is), so neither is ever held whole. Loaded only for Parquet inputs: the
-// decoder is 5 MB of WebAssembly.
-import { openAsBlob } from 'node:fs';
+// brotli, LZ4, LZ4_RAW) into Arrow data; parquet-values.ts reads that into plain values. The
+// decoding runs in a thread of its own (parquet-decoder.ts), a batch ahead, through ranges of the
+// file or the object in storage (a Parquet file is read from its end, where its footer is), so no
+// file is ever held whole. Loaded only for Parquet inputs: the decoder is 5 MB of WebAssembly.
+import { Worker } from 'node:worker_threads';
 import { tableFromIPC } from 'apache-arrow';
-import { ParquetFile, type RecordBatch } from 'parquet-wasm';
 import { InputError, SourceError, UsageError } from '../errors.js';
-import { isRemote } from './location.js';
-import { remoteRange, type RemoteInputs } from './remote.js';
-import { valuesOf, type ValueAt } from './parquet-values.js';
-
-/** Rows decoded at a time: a few MB of Arrow data for most tables, however large the row groups. */
-const BATCH_ROWS = 65_536;
+import type { ValueAt } from '../model/typed-values.js';
+import type { DecoderData, DecoderMessage } from './parquet-decoder.js';
+import { valueBytesBound, valuesOf } from './parquet-values.js';
+import type { RemoteInputs } from './remote.js';
 
 /** A batch of rows: the first's number in the file (from 1), how many, and each column's values. */
 export interface ParquetBatch {
@@ -21,6 +18,8 @@ export interface ParquetBatch {
   rows: number;
   /** In the order of `columns` of the file. */
   values: ValueAt[];
+  /** At least the bytes of JSON the values of any one row take together (Infinity: measure each row). */
+  rowValueBytes: number;
 }
 
 export interface ParquetFileRows {
@@ -30,82 +29,91 @@ export interface ParquetFileRows {
   rows: number;
   /** The file's size. */
   bytes: number;
+  /** The rows, as they are decoded; the decoding thread ends with them (or when the iteration is left). */
   batches(): AsyncGenerator<ParquetBatch>;
+  /** Ends the decoding thread when the rows are not read. */
+  close(): Promise<void>;
 }
 
 /**
- * Ranges of an object in storage, as parquet-wasm asks a Blob for them (`size`, `slice`,
- * `arrayBuffer`): each is one ranged read, tried again as any read of an object is.
+ * The decoder's module beside this one. A worker thread runs JavaScript only, so when this module
+ * runs from the TypeScript sources (the tests), the built one is loaded (the tests build it first).
  */
-class RangeBlob {
-  constructor(
-    readonly size: number,
-    private readonly read: (start: number, end: number) => Promise<Uint8Array>,
-    private readonly start = 0,
-  ) {}
+const DECODER = import.meta.url.endsWith('.ts') ? new URL('../../dist/input/parquet-decoder.js', import.meta.url) : new URL('./parquet-decoder.js', import.meta.url);
 
-  slice(start = 0, end = this.size): RangeBlob {
-    const from = Math.min(Math.max(start, 0), this.size);
-    return new RangeBlob(Math.max(Math.min(end, this.size) - from, 0), this.read, this.start + from);
-  }
-
-  async arrayBuffer(): Promise<ArrayBuffer> {
-    const bytes = await this.read(this.start, this.start + this.size);
-    return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? (bytes.buffer as ArrayBuffer) : (bytes.slice().buffer as ArrayBuffer);
-  }
+/** An error the decoding thread relayed, as the class a person's exit status depends on. */
+function revive(message: Extract<DecoderMessage, { type: 'error' }>): Error {
+  if (message.name === 'InputError') return new InputError(message.message);
+  if (message.name === 'UsageError') return new UsageError(message.message);
+  return Object.assign(new Error(message.message), { name: message.name === 'SourceError' ? 'SourceError' : message.name });
 }
 
-async function blobOf(file: string, remote: RemoteInputs | undefined): Promise<Blob> {
-  if (file === '-') throw new UsageError('Parquet cannot be read from standard input (-): it is read from its end; give the file');
-  if (!isRemote(file)) return openAsBlob(file);
-  const object = remote?.objects[file];
-  if (object === undefined) throw new Error(`unreachable: ${file} was not listed before it was read`);
-  return new RangeBlob(object.size, (start, end) => remoteRange(file, remote, start, end)) as unknown as Blob;
+/** The decoding thread's messages, one at a time; its error or its unexpected end is thrown. */
+function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask(): void; close(): Promise<void> } {
+  const worker = new Worker(DECODER, { workerData: data });
+  const inbox: DecoderMessage[] = [];
+  let failure: Error | undefined;
+  let wake: (() => void) | undefined;
+  worker.on('message', (message: DecoderMessage) => {
+    inbox.push(message);
+    wake?.();
+  });
+  worker.on('error', (error) => {
+    failure ??= error;
+    wake?.();
+  });
+  worker.on('exit', () => {
+    failure ??= new Error(`the thread decoding ${data.file} stopped before it was done`);
+    wake?.();
+  });
+  return {
+    async next() {
+      while (inbox.length === 0) {
+        if (failure !== undefined) throw failure;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+      const message = inbox.shift()!;
+      if (message.type === 'error') throw revive(message);
+      return message;
+    },
+    ask: () => worker.postMessage('next'),
+    close: async () => {
+      await worker.terminate();
+    },
+  };
 }
 
-/** What parquet-wasm says of a file it cannot read, for the person reading it. */
-function readProblem(error: unknown, file: string): Error {
-  if (error instanceof InputError || error instanceof SourceError || error instanceof UsageError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return new InputError(`cannot be read as Parquet (${message})`, file);
-}
-
-/** Opens a Parquet file (a path or a listed object's URL); its rows are read as `batches()` is iterated. */
+/** Opens a Parquet file (a path or a listed object's URL); its rows are decoded as `batches()` is iterated. */
 export async function openParquet(file: string, remote?: RemoteInputs): Promise<ParquetFileRows> {
-  let parquet: ParquetFile;
-  let bytes: number;
+  const decoder = decoderOf({ file, remote });
+  let opened: DecoderMessage;
   try {
-    const blob = await blobOf(file, remote);
-    bytes = blob.size;
-    parquet = await ParquetFile.fromFile(blob);
+    opened = await decoder.next();
   } catch (error) {
-    throw readProblem(error, file);
+    await decoder.close();
+    throw error instanceof InputError || error instanceof UsageError || error instanceof SourceError ? error : new InputError(`cannot be read as Parquet (${(error as Error).message})`, file);
   }
-  const metadata = parquet.metadata();
-  const groups = metadata.numRowGroups();
-  const rows = metadata.fileMetadata().numRows();
-  metadata.free();
-  const columns = tableFromIPC(parquet.schema().intoIPCStream()).schema.fields.map((field) => field.name);
+  if (opened.type !== 'opened') throw new Error(`unreachable: the decoder began with ${opened.type}`);
+  const columns = tableFromIPC(opened.schema).schema.fields.map((field) => field.name);
 
   async function* batches(): AsyncGenerator<ParquetBatch> {
     let firstRow = 1;
     try {
-      for (let g = 0; g < groups; g += 1) {
-        const stream = (await parquet.stream({ rowGroups: [g], batchSize: BATCH_ROWS })) as ReadableStream<RecordBatch>;
-        for await (const batch of stream as unknown as AsyncIterable<RecordBatch>) {
-          const table = tableFromIPC(batch.intoIPCStream());
-          for (const part of table.batches) {
-            const values = part.data.children.map((column) => valuesOf(column));
-            yield { firstRow, rows: part.numRows, values };
-            firstRow += part.numRows;
-          }
+      for (;;) {
+        decoder.ask();
+        const message = await decoder.next();
+        if (message.type !== 'batch') return;
+        for (const part of tableFromIPC(message.ipc).batches) {
+          const values = part.data.children.map((column) => valuesOf(column));
+          const rowValueBytes = part.data.children.reduce((sum, column) => sum + valueBytesBound(column), 0);
+          yield { firstRow, rows: part.numRows, values, rowValueBytes };
+          firstRow += part.numRows;
         }
       }
-    } catch (error) {
-      throw readProblem(error, file);
     } finally {
-      parquet.free();
+      await decoder.close();
     }
   }
-  return { columns, rows, bytes, batches };
+  return { columns, rows: opened.rows, bytes: opened.bytes, batches, close: decoder.close };
 }

@@ -8,9 +8,10 @@
 import { numberTextProblem } from '../model/exact-numbers.js';
 import type { ItemOrigin } from '../model/request.js';
 import { isoString } from '../model/time.js';
-import { Decimal, LocalTime, NotText, Unsupported } from '../model/typed-values.js';
-import { CellProblem, readArray, readJson, type CellReader } from './cells.js';
+import { Decimal, LocalTime, NotText, Unsupported, type ValueAt } from '../model/typed-values.js';
+import { CellProblem, readArray, readJson, readText, type CellReader } from './cells.js';
 import { readCsvHeader, type CsvHeader, type CsvHeaderOptions, type MappedRow } from './csv-rows.js';
+import { MAX_COMPILED_COLUMNS } from './row-mapper.js';
 import { wallToUtc } from './times.js';
 
 /** How a value becomes a field: the field's value, a problem (the row is rejected), or undefined (left out). */
@@ -20,6 +21,8 @@ export interface ParquetHeader {
   csv: CsvHeader;
   /** For each of csv.columns, in order. */
   converts: Convert[];
+  /** A row's item from its columns' values (compiled for the header, as CSV rows' mappers are). */
+  mapRow: RowMapper;
 }
 
 export type ParquetHeaderResult = { ok: true; header: ParquetHeader; notes: string[] } | { ok: false; problems: string[] };
@@ -99,32 +102,82 @@ export function readParquetHeader(names: readonly string[], options: CsvHeaderOp
   // the columns CSV would guess a type for: here the value's type is known
   const plain = new Set(header.typeCounts.map((counts) => counts.field));
   const zone = options.cells?.timeZone ?? 'UTC';
-  const converts = header.columns.map((column) => converter(column.read, plain.has(column.field), zone));
-  return { ok: true, header: { csv: header, converts }, notes: result.notes };
+  const kinds = header.columns.map((column): ColumnKind => (plain.has(column.field) ? 'plain' : column.read === readText ? 'text' : 'read'));
+  const converts = header.columns.map((column, i) => converter(column.read, kinds[i] === 'plain', zone));
+  const refusedRow = (item: Record<string, unknown>, refused: Array<[number, CellProblem]>): MappedRow => ({
+    item,
+    errors: refused.map(([i, problem]) => `${header.columns[i].label}: ${problem.message}`),
+    failed: refused.map(([i]) => header.columns[i].field),
+  });
+  const mapRow =
+    header.columns.length > MAX_COMPILED_COLUMNS ? loopMapper(header.columns, converts, refusedRow) : compiledMapper(header.columns, kinds, converts, refusedRow);
+  return { ok: true, header: { csv: header, converts, mapRow }, notes: result.notes };
 }
 
-/** A row's item, from the values of its columns (in the file's order). */
-export function mapParquetRow(header: ParquetHeader, values: readonly unknown[]): MappedRow {
-  const item: Record<string, unknown> = {};
-  let errors: string[] | undefined;
-  let failed: string[] | undefined;
-  const { columns } = header.csv;
-  for (let i = 0; i < columns.length; i += 1) {
-    const value = values[columns[i].index];
-    if (value === null || value === undefined) continue;
-    const read = header.converts[i](value);
-    if (read === undefined) continue;
-    const { path, label, field } = columns[i];
-    if (read instanceof CellProblem) {
-      (errors ??= []).push(`${label}: ${read.message}`);
-      (failed ??= []).push(field);
-      continue;
+/** How a column's values are read: as their type says, kept when text (an identifier), or by its reader. */
+type ColumnKind = 'plain' | 'text' | 'read';
+type RefusedRow = (item: Record<string, unknown>, refused: Array<[number, CellProblem]>) => MappedRow;
+/** The item of the row `at` of a batch, from its columns' values (in the file's order). */
+type RowMapper = (values: readonly ValueAt[], at: number) => MappedRow;
+
+/**
+ * The row mapper for a header, generated as CSV's is (row-mapper.ts): every key a constant, a text
+ * or a finite number taken without a call where the column takes it as it is.
+ */
+function compiledMapper(columns: CsvHeader['columns'], kinds: ColumnKind[], converts: Convert[], refusedRow: RefusedRow): RowMapper {
+  const body = columns.map((column, i) => {
+    let target = 'item';
+    for (const key of column.path.slice(0, -1)) target = `(${target}[${JSON.stringify(key)}] ??= {})`;
+    const store = `${target}[${JSON.stringify(column.path[column.path.length - 1])}]`;
+    const asIs =
+      kinds[i] === 'plain'
+        ? `typeof value === 'string' || typeof value === 'boolean' || (typeof value === 'number' && value - value === 0)`
+        : kinds[i] === 'text'
+          ? `typeof value === 'string'`
+          : 'false';
+    return (
+      `  value = values[${column.index}](at);\n` +
+      `  if (value !== null && value !== undefined) { read = ${asIs} ? value : convert${i}(value); ` +
+      `if (read instanceof CellProblem) (refused ??= []).push([${i}, read]); else if (read !== undefined) ${store} = read; }`
+    );
+  });
+  const source = [
+    `'use strict';`,
+    `const [${columns.map((_, i) => `convert${i}`).join(', ')}] = converts;`,
+    `return function mapRow(values, at) {`,
+    `  const item = {};`,
+    `  let value, read, refused;`,
+    ...body,
+    `  return refused === undefined ? { item } : refusedRow(item, refused);`,
+    `};`,
+  ].join('\n');
+  return new Function('converts', 'CellProblem', 'refusedRow', source)(converts, CellProblem, refusedRow) as RowMapper;
+}
+
+/** What compiledMapper's function does, as a loop: for a header too wide to compile. */
+function loopMapper(columns: CsvHeader['columns'], converts: Convert[], refusedRow: RefusedRow): RowMapper {
+  return (values, at) => {
+    const item: Record<string, unknown> = {};
+    let refused: Array<[number, CellProblem]> | undefined;
+    for (let i = 0; i < columns.length; i += 1) {
+      const value = values[columns[i].index](at);
+      if (value === null || value === undefined) continue;
+      const read = converts[i](value);
+      if (read instanceof CellProblem) (refused ??= []).push([i, read]);
+      else if (read !== undefined) {
+        const { path } = columns[i];
+        let target = item;
+        for (let depth = 0; depth < path.length - 1; depth += 1) target = (target[path[depth]] ??= {}) as Record<string, unknown>;
+        target[path[path.length - 1]] = read;
+      }
     }
-    let target = item;
-    for (let depth = 0; depth < path.length - 1; depth += 1) target = (target[path[depth]] ??= {}) as Record<string, unknown>;
-    target[path[path.length - 1]] = read;
-  }
-  return errors === undefined ? { item } : { item, errors, failed };
+    return refused === undefined ? { item } : refusedRow(item, refused);
+  };
+}
+
+/** The item of the row `at` of a batch, from its columns' values (in the file's order). */
+export function mapParquetRow(header: ParquetHeader, values: readonly ValueAt[], at: number): MappedRow {
+  return header.mapRow(values, at);
 }
 
 /** A value as the rejects file shows it: JSON as near the value as can be (a number too long for one, as its text). */
@@ -140,10 +193,11 @@ function shownValue(value: unknown): unknown {
 }
 
 /** A row as the rejects file shows it: each column's value under its header (after --map); nulls left out. */
-export function parquetRowObject(header: ParquetHeader, values: readonly unknown[]): Record<string, unknown> {
+export function parquetRowObject(header: ParquetHeader, values: readonly ValueAt[], at: number): Record<string, unknown> {
   const row: Record<string, unknown> = {};
   header.csv.keys.forEach((key, i) => {
-    if (key !== undefined && values[i] !== null && values[i] !== undefined) row[key] = shownValue(values[i]);
+    const value = key === undefined ? undefined : values[i](at);
+    if (key !== undefined && value !== null && value !== undefined) row[key] = shownValue(value);
   });
   return row;
 }
@@ -153,9 +207,10 @@ export function parquetRowObject(header: ParquetHeader, values: readonly unknown
  * value grows at most six times, any other single value to at most 32 bytes; a nested one is
  * measured (Infinity).
  */
-export function parquetBytesBound(header: ParquetHeader, values: readonly unknown[]): number {
+export function parquetBytesBound(header: ParquetHeader, values: readonly ValueAt[], at: number): number {
   let bytes = header.csv.fixedBytes;
-  for (const value of values) {
+  for (const valueAt of values) {
+    const value = valueAt(at);
     if (typeof value === 'string') bytes += 6 * value.length;
     else if (value instanceof Decimal) bytes += 6 * value.text.length;
     else if (typeof value === 'object' && value !== null && !(value instanceof LocalTime)) return Infinity;
@@ -164,17 +219,21 @@ export function parquetBytesBound(header: ParquetHeader, values: readonly unknow
   return bytes;
 }
 
-/** Where a Parquet row's item came from; its row for the rejects file is built only when asked for. */
+/**
+ * Where a Parquet row's item came from; its row for the rejects file is read from its batch again
+ * only when asked for (the batch lives as long as its rows' origins).
+ */
 export class ParquetRowOrigin implements ItemOrigin {
   constructor(
     readonly file: string,
     readonly line: number,
     readonly header: ParquetHeader,
-    readonly values: readonly unknown[],
+    readonly values: readonly ValueAt[],
+    readonly at: number,
   ) {}
 
   get row(): Record<string, unknown> {
-    return parquetRowObject(this.header, this.values);
+    return parquetRowObject(this.header, this.values, this.at);
   }
 
   toJSON(): ItemOrigin {

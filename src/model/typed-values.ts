@@ -21,3 +21,6 @@ export class NotText {
 export class Unsupported {
   constructor(readonly type: string) {}
 }
+
+/** A column's value at a row of its batch (undefined or null for none): how a typed input gives its rows. */
+export type ValueAt = (row: number) => unknown;

@@ -80,7 +80,14 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
     if (parquetFiles.length > 0) {
       // loaded only for Parquet files: the decoder is large
       const [{ openParquet }, { parquetHeader }] = await Promise.all([import('../input/parquet.js'), import('./plan-parquet.js')]);
-      for (const file of parquetFiles) parquetHeader((await openParquet(file, options.remote)).columns, file, { kind: options.kind, map, reading: options.reading });
+      for (const file of parquetFiles) {
+        const parquet = await openParquet(file, options.remote);
+        try {
+          parquetHeader(parquet.columns, file, { kind: options.kind, map, reading: options.reading });
+        } finally {
+          await parquet.close();
+        }
+      }
     }
   } finally {
     if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();

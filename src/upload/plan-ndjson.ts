@@ -1,7 +1,6 @@
 // An NDJSON file's lines (or a JSON array's elements, each a row read as a line is) -> the planner:
 // a line is an item, a RequestLine of several items (of which an earlier run may have settled some),
 // or a line of a rejects file fed back in.
-import { readJson } from '../input/json-array.js';
 import { readNdjson } from '../input/ndjson.js';
 import { inputBytes } from '../input/source.js';
 import { createLineMapper } from '../mapping/ndjson-lines.js';
@@ -12,7 +11,8 @@ import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions, json = false): AsyncGenerator<PlanEvent[]> {
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
   const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, remote: options.remote });
-  const lines = json ? readJson(bytes, file, { encoding: options.encoding }) : readNdjson(bytes, { encoding: options.encoding });
+  // the JSON parser is loaded for .json inputs only
+  const lines = json ? (await import('../input/json-array.js')).readJson(bytes, file, { encoding: options.encoding }) : readNdjson(bytes, { encoding: options.encoding });
   for await (const records of lines) {
     for (const record of records) {
       const line = record.line;

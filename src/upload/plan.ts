@@ -23,7 +23,6 @@ import type { LearnMark } from '../records/state-record.js';
 import type { createDelta, DeltaOptions } from './delta.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
-import { parquetChunks } from './plan-parquet.js';
 
 /** Why a row an earlier run left in flight is rejected rather than sent again (--on-unknown reject). */
 const IN_DOUBT =
@@ -329,6 +328,11 @@ function fileChunks(file: string, format: InputFormat, planner: ReturnType<typeo
   if (format === 'csv') return csvChunks(file, planner, options);
   if (format === 'parquet') return parquetChunks(file, planner, options);
   return ndjsonChunks(file, planner, options, format === 'json');
+}
+
+/** A Parquet file's events; its mapping is loaded for Parquet inputs only. */
+async function* parquetChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
+  yield* (await import('./plan-parquet.js')).parquetChunks(file, planner, options);
 }
 
 /** A file whose every row an earlier run settled: counted as skipped, unread. */

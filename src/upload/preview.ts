@@ -100,14 +100,18 @@ async function parquetPreview(file: string, rows: number, options: PreviewOption
   const out: PreviewRow[] = [];
   const [{ openParquet }, { parquetHeader }] = await Promise.all([import('../input/parquet.js'), import('./plan-parquet.js')]);
   const parquet = await openParquet(file, options.remote);
-  const { header } = parquetHeader(parquet.columns, file, options);
-  const kind = header.csv.kind;
-  for await (const batch of parquet.batches()) {
-    for (let at = 0; at < batch.rows && out.length < rows; at += 1) {
-      const mapped = mapParquetRow(header, batch.values.map((values) => values(at)));
-      out.push(checked(file, batch.firstRow + at, kind, mapped.item, mapped, options));
+  try {
+    const { header } = parquetHeader(parquet.columns, file, options);
+    const kind = header.csv.kind;
+    for await (const batch of parquet.batches()) {
+      for (let at = 0; at < batch.rows && out.length < rows; at += 1) {
+        const mapped = mapParquetRow(header, batch.values, at);
+        out.push(checked(file, batch.firstRow + at, kind, mapped.item, mapped, options));
+      }
+      if (out.length >= rows) break;
     }
-    if (out.length >= rows) break;
+  } finally {
+    await parquet.close();
   }
   return out;
 }

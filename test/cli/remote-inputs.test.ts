@@ -178,6 +178,17 @@ describe('inputs in S3', () => {
     expect(emulator.store.findProfiles('same', 1).profiles[0].custom).toMatchObject({ plan: 'third' });
   });
 
+  it('seeds the emulator from the objects a glob names', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, S3_ENV);
+    try {
+      const emulator = await servers.emulator({ seed: ['s3://exports/parts/*.ndjson.gz'], storage: { s3Endpoint: s3.endpoint } });
+      expect(emulator.store.counts().profiles).toBe(120);
+    } finally {
+      for (const key of Object.keys(S3_ENV)) if (!(key in saved)) delete process.env[key];
+    }
+  });
+
   it('reads a presigned URL of a CSV and of a Parquet object', async () => {
     const signed = async (key: string) => getSignedUrl(s3.client, new GetObjectCommand({ Bucket: 'exports', Key: key }), { expiresIn: 600 });
     const run = await track(['validate', await signed('users.csv'), await signed('tables/users.parquet'), '--json', '--rejects', 'r.ndjson']);

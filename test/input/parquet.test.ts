@@ -24,6 +24,10 @@ async function rowsOf(path: string): Promise<{ columns: string[]; numbers: numbe
   return { columns: file.columns, numbers, rows };
 }
 
+/** A row's values as a batch of one row gives them. */
+const asBatch = (row: unknown[]) => row.map((value) => () => value);
+const mapRow = (read: ParquetHeader, row: unknown[]) => mapParquetRow(read, asBatch(row), 0);
+
 function header(columns: string[], options: Parameters<typeof readParquetHeader>[1] = {}): ParquetHeader {
   const result = readParquetHeader(columns, options);
   if (!result.ok) throw new Error(result.problems.join('; '));
@@ -86,7 +90,7 @@ describe('Parquet files', () => {
     const { columns, rows } = await rowsOf(path);
     const read = header(columns, { cells: { timeZone: 'Europe/Paris' } });
     expect(read.csv.kind).toBe('attributes');
-    expect(mapParquetRow(read, rows[0])).toEqual({
+    expect(mapRow(read, rows[0])).toEqual({
       item: {
         external_id: '123',
         score: 1.5,
@@ -102,12 +106,12 @@ describe('Parquet files', () => {
       },
     });
     // an identifier beyond 2^53 stays text, exactly; a count beyond it rejects the row, naming the column
-    const second = mapParquetRow(read, rows[1]);
+    const second = mapRow(read, rows[1]);
     expect(second.item).toEqual({ external_id: '9007199254740993', price: -0.05, tags: [], address: { zip: '1' }, vip: false });
     expect(second.errors).toEqual([expect.stringMatching(/^visits: 12345678901234567 is a whole number beyond ±9007199254740991.*:string/)]);
-    const third = mapParquetRow(read, rows[2]);
+    const third = mapRow(read, rows[2]);
     expect(third.errors).toEqual([expect.stringMatching(/^price: 1234567890123456\.78 has more digits than a number holds/)]);
-    expect(parquetRowObject(read, rows[2])).toEqual({ external_id: 7, price: '1234567890123456.78' });
+    expect(parquetRowObject(read, asBatch(rows[2]), 0)).toEqual({ external_id: 7, price: '1234567890123456.78' });
   });
 
   it('reads a column as its annotation or --map says, as a CSV cell of the same text', async () => {
@@ -123,10 +127,10 @@ describe('Parquet files', () => {
       ['score', null],
     ]);
     const read = header(columns, { map });
-    const { item } = mapParquetRow(read, rows[0]);
+    const { item } = mapRow(read, rows[0]);
     expect(item).toMatchObject({ visits: { inc: 3 }, vip: 'true', seen_utc: { $time: '2024-03-07T10:00:00.123Z' }, price: '123.45', tags: { add: ['a', 'b'] } });
     expect(item).not.toHaveProperty('score');
-    expect(mapParquetRow(read, rows[2]).item).toMatchObject({ price: '1234567890123456.78' });
+    expect(mapRow(read, rows[2]).item).toMatchObject({ price: '1234567890123456.78' });
   });
 
   it('takes the kind from the columns, or --kind, and reads an event time as the time field it is', async () => {
@@ -144,7 +148,7 @@ describe('Parquet files', () => {
     const { columns, rows } = await rowsOf(path);
     const read = header(columns, { cells: { timeZone: 'America/New_York' } });
     expect(read.csv.kind).toBe('events');
-    expect(mapParquetRow(read, rows[0]).item).toEqual({ external_id: 'u1', name: 'login', time: '2024-03-07T15:00:00.000Z' });
+    expect(mapRow(read, rows[0]).item).toEqual({ external_id: 'u1', name: 'login', time: '2024-03-07T15:00:00.000Z' });
   });
 
   it('refuses a header that names no user, as a CSV header is refused', () => {
