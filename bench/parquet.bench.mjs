@@ -87,7 +87,7 @@ try {
   const cpuRatios = ours.map((b, i) => floor[i].cpuMs / b.cpuMs);
   const mainRatios = ours[0].mainCpuMs === undefined ? undefined : ours.map((b, i) => floor[i].mainCpuMs / b.mainCpuMs);
   console.log(
-    `ratio             ${median(ratios).toFixed(2)}x the CSV's rows/s (median of pairs); by CPU time ${median(cpuRatios).toFixed(2)}x` +
+    `ratio             ${median(ratios).toFixed(3)}x the CSV's rows/s (median of pairs); by CPU time ${median(cpuRatios).toFixed(2)}x` +
       (mainRatios === undefined ? '' : `, by the main thread's CPU time ${median(mainRatios).toFixed(2)}x (Parquet decodes in a thread of its own)`),
   );
   console.log(`                  (target: at least 1.00x the CSV's rows/s; peak RSS under 400 MB)`);

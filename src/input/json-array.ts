@@ -68,8 +68,8 @@ function elementRecord(row: number, value: unknown, chars: number, unheld: boole
   return { line: row, value, chars };
 }
 
-/** The elements of a top-level JSON array, a chunk of input at a time; `first` is the text that begins it. */
-async function* arrayElements(chunks: AsyncIterator<string>, first: string, file: string, options: JsonArrayOptions, damaged: () => boolean): AsyncGenerator<NdjsonRecord[]> {
+/** The elements of a top-level JSON array, a chunk of input text at a time. */
+async function* arrayElements(chunks: AsyncIterator<string>, file: string, options: JsonArrayOptions, damaged: () => boolean): AsyncGenerator<NdjsonRecord[]> {
   const tokenizer = new ExactTokenizer();
   const parser = new TokenParser({ paths: ['$.*'], keepStack: false });
   let batch: NdjsonRecord[] = [];
@@ -98,7 +98,6 @@ async function* arrayElements(chunks: AsyncIterator<string>, first: string, file
     throw new InputError(`is not a valid JSON array: ${(error as Error).message}${row > 0 ? ` (after row ${row}, which was read)` : ''}`, file);
   };
   try {
-    tokenizer.write(first);
     for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
       if (next.value !== '') tokenizer.write(next.value);
       if (batch.length > 0) yield batch;
@@ -154,5 +153,5 @@ export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, opti
     }
     yield decoding.end();
   })();
-  yield* arrayElements(texts, '', file, options, () => decoding.damaged);
+  yield* arrayElements(texts, file, options, () => decoding.damaged);
 }

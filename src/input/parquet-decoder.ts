@@ -10,6 +10,8 @@ import { remoteRange, type RemoteInputs } from './remote.js';
 
 /** Rows decoded at a time: a few MB of Arrow data for most tables, however large the row groups. */
 const BATCH_ROWS = 65_536;
+/** Batches decoded ahead of the reader. */
+const AHEAD = 2;
 
 /** What the reading thread says: the file's shape first, then each batch as asked for. */
 export type DecoderMessage =
@@ -100,12 +102,13 @@ async function serve(port: NonNullable<typeof parentPort>, data: DecoderData): P
     metadata.free();
     post({ type: 'opened', rows, bytes: source.blob.size, schema: parquet.schema().intoIPCStream() });
     const batches = decoded(parquet, groups);
-    // one batch decoded ahead of the one asked for
-    let ahead = batches.next();
+    // batches decoded ahead of the one asked for, so a pause of this thread seldom holds the reader up
+    const ahead = [batches.next()];
     for await (const _ask of asks(port)) {
-      const next = await ahead;
+      const next = await ahead.shift()!;
       if (next.done === true) break;
-      ahead = batches.next();
+      // an async generator takes the calls in turn: each decodes the batch after the last
+      while (ahead.length < AHEAD) ahead.push(batches.next());
       post({ type: 'batch', ipc: next.value }, [next.value.buffer as ArrayBuffer]);
     }
     post({ type: 'done' });
