@@ -118,6 +118,24 @@ describe('an upload in GitHub Actions', () => {
     expect(annotations.some((a) => /blocklist/i.test(a.message))).toBe(true);
   });
 
+  it('writes the step outputs although the step summary and $RUNNER_TEMP cannot be written, and names each file it could not write', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 20, 'events.csv', { bad: (i) => i === 3 });
+    const output = join(servers.tmp.dir, 'github-output');
+    writeFileSync(output, '');
+    const missing = join(servers.tmp.dir, 'no', 'such', 'dir');
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: join(missing, 'summary.md'), RUNNER_TEMP: missing };
+    const r = await runCli(['validate', file, '--json'], { env });
+    // the run's own outcome stands
+    expect(r.status).toBe(1);
+    const summary = JSON.parse(r.stdout);
+    const outputs = readOutputs(readFileSync(output, 'utf8'));
+    expect(outputs).toMatchObject({ rows: String(summary.rows), rejected: '1', requests: String(summary.requests), 'exit-status': '1', 'rejects-file': summary.rejectsPath });
+    // no summary file was written, so none is named
+    expect(outputs).not.toHaveProperty('summary-file');
+    expect(r.stderr).toMatch(/warning: GitHub Actions: cannot write \$GITHUB_STEP_SUMMARY .*summary\.md \(ENOENT\)/);
+    expect(r.stderr).toMatch(/warning: GitHub Actions: cannot write \$RUNNER_TEMP .*\.json \(ENOENT\)/);
+  });
+
   it('does nothing of it with --no-ci-output; without --json annotates on stdout', async () => {
     const emulator = await servers.emulator();
     const file = writeEventsCsv(servers.tmp.dir, 20, 'events.csv', { bad: (i) => i === 3 });

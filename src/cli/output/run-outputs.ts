@@ -60,7 +60,7 @@ export async function openRunOutputs(
       githubActions(
         start.command,
         { summaryPath: env.GITHUB_STEP_SUMMARY || undefined, outputPath: env.GITHUB_OUTPUT || undefined, workspace: env.GITHUB_WORKSPACE || undefined, runnerTemp: env.RUNNER_TEMP || undefined },
-        annotate,
+        { annotate, warn },
       ),
     );
   }
