@@ -99,6 +99,10 @@ function summaryMarkdown(command: string, figures: RunFigures, summary: SummaryF
   return `${lines.join('\n')}\n\n`;
 }
 
+/** Told when stdout and stderr both carry JSON, and no annotation can be printed without breaking one of them. */
+export const UNANNOTATED =
+  'GitHub Actions: the rejected rows are not annotated, as stdout holds the --json summary and stderr the --progress ndjson events (the step summary lists them; --events FILE in place of --progress ndjson keeps the annotations, on stderr)';
+
 /** Where each line goes: annotations (absent: none are printed), and warnings about a file that cannot be written. */
 export interface GithubSinks {
   annotate?: (line: string) => void;
@@ -130,6 +134,18 @@ export function githubActions(command: string, env: GithubEnvironment, sinks: Gi
     }
   };
 
+  const annotateRows = (rows: RejectRecord[]): void => {
+    const { annotate } = sinks;
+    if (annotate === undefined) {
+      if (rows.length > 0) sinks.warn(UNANNOTATED);
+      return;
+    }
+    for (const row of rows) {
+      const reason = reasonOf(row.errors[0] ?? 'rejected');
+      annotate(errorAnnotation({ file: where(row.file), line: row.line, title: `track: rejected ${row.kind} row (${reason})` }, `${row.errors.join('; ')}`));
+    }
+  };
+
   const outputs = async (values: Record<string, string | number | undefined>): Promise<void> => {
     const lines = Object.entries(values).filter(([, v]) => v !== undefined).map(([name, v]) => outputLine(name, v as string | number));
     await write('$GITHUB_OUTPUT', env.outputPath, lines.join(''), true);
@@ -138,10 +154,7 @@ export function githubActions(command: string, env: GithubEnvironment, sinks: Gi
   const end = (json: Record<string, unknown>, exitStatus: number) => async (): Promise<void> => {
     const summary = asSummary(json);
     const figures = runFigures(summary);
-    for (const row of annotatedRows(byReason)) {
-      const reason = reasonOf(row.errors[0] ?? 'rejected');
-      sinks.annotate?.(errorAnnotation({ file: where(row.file), line: row.line, title: `track: rejected ${row.kind} row (${reason})` }, `${row.errors.join('; ')}`));
-    }
+    annotateRows(annotatedRows(byReason));
     const summaryFile = join(env.runnerTemp ?? tmpdir(), `track-${command.replace(/\W+/g, '-')}-summary-${process.pid}-${Date.now()}.json`);
     const written = await write('$RUNNER_TEMP', summaryFile, `${JSON.stringify(json)}\n`, false);
     await write('$GITHUB_STEP_SUMMARY', env.summaryPath, summaryMarkdown(command, figures, summary, exitStatus, first, stop), true);

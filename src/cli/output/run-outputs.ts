@@ -53,8 +53,10 @@ export async function openRunOutputs(
   }
   if (flags.metricsPush !== undefined) consumers.push((await import('./metrics-push.js')).metricsPush(flags.metricsPush, every, warn));
   if (github) {
-    // annotations are read from stdout; with --json it holds the summary alone, and they go to stderr
-    const annotate = (line: string): boolean => (flags.json === true ? process.stderr : process.stdout).write(`${line}\n`);
+    // the runner reads annotations on stdout and stderr: on the one that carries no JSON (--json: the
+    // summary alone on stdout; --progress ndjson: only events on stderr), none when both do
+    const stream = flags.json !== true ? process.stdout : ndjson ? undefined : process.stderr;
+    const annotate = stream === undefined ? undefined : (line: string): void => void stream.write(`${line}\n`);
     const { githubActions } = await import('./github-actions.js');
     consumers.push(
       githubActions(
