@@ -10,21 +10,33 @@ import type { ProgressEvent, RunConsumer, RunEvent } from './run-events.js';
 export const PUSH_JOB = 'track_upload';
 const PUSH_TIMEOUT_MS = 10_000;
 
+/** Where the metrics are put, as it may be printed (no credentials), and the Basic credentials the URL held. */
+export interface PushTarget {
+  url: string;
+  authorization?: string;
+}
+
 /**
  * Where the metrics are put: the URL as given when it names a group (`.../metrics/job/NAME/...`),
- * else `URL/metrics/job/track_upload/instance/HOST`.
+ * else `URL/metrics/job/track_upload/instance/HOST`. A user and password in the URL
+ * (`http://user:pass@gateway:9091`, a gateway behind Basic authentication) are sent as an
+ * Authorization header, never as part of the URL, and never printed.
  */
-export function pushTarget(url: string, host = hostname()): string {
+export function pushTarget(url: string, host = hostname()): PushTarget {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     throw new UsageError(`--metrics-push: expected the Pushgateway's URL, such as http://127.0.0.1:9091, got "${url}"`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--metrics-push: expected an http:// or https:// URL, got "${url}"`);
-  if (/\/metrics\/job\/[^/]+/.test(parsed.pathname)) return parsed.href;
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--metrics-push: expected an http:// or https:// URL, got "${parsed.protocol}//${parsed.host}"`);
+  const credentials = parsed.username === '' && parsed.password === '' ? undefined : `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  const authorization = credentials === undefined ? undefined : `Basic ${Buffer.from(credentials).toString('base64')}`;
+  if (/\/metrics\/job\/[^/]+/.test(parsed.pathname)) return { url: parsed.href, authorization };
   const base = parsed.href.replace(/\/+$/, '');
-  return `${base}/metrics/job/${PUSH_JOB}/instance/${encodeURIComponent(host)}`;
+  return { url: `${base}/metrics/job/${PUSH_JOB}/instance/${encodeURIComponent(host)}`, authorization };
 }
 
 /** The counters as the Pushgateway receives them. */
@@ -131,16 +143,16 @@ export function metricsPush(url: string, progressEvery: number, warn: (message: 
     const { registry, set } = await metrics;
     set(figures);
     try {
-      const response = await fetch(target, {
+      const response = await fetch(target.url, {
         method: 'PUT',
-        headers: { 'content-type': registry.contentType },
+        headers: { 'content-type': registry.contentType, ...(target.authorization === undefined ? {} : { authorization: target.authorization }) },
         body: await registry.metrics(),
         signal: AbortSignal.timeout(PUSH_TIMEOUT_MS),
       });
       if (!response.ok) throw new Error(`${response.status} ${(await response.text()).trim().slice(0, 200)}`);
     } catch (error) {
       // a gateway that cannot be reached never stops the upload; it is told once
-      if (!warned) warn(`--metrics-push: could not push to ${target}: ${(error as Error).message}`);
+      if (!warned) warn(`--metrics-push: could not push to ${target.url}: ${(error as Error).message}`);
       warned = true;
     }
   };
