@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pushTarget } from '../../src/cli/output/metrics-push.js';
 import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
 import { writeEventsCsv } from '../helpers/events.js';
+import { checkedLines } from '../helpers/progress-events.js';
 import { useServers } from '../helpers/servers.js';
 
 const PUSHGATEWAY = process.env.TRACK_PUSHGATEWAY ?? '/usr/bin/prometheus-pushgateway';
@@ -69,6 +70,8 @@ async function startGateway(dir: string, args: string[] = []): Promise<{ url: st
 
 async function stopGateway(gateway: ChildProcess | undefined): Promise<void> {
   if (gateway === undefined || gateway.exitCode !== null) return;
+  // (one a test has stopped with SIGSTOP takes SIGTERM once it runs again)
+  gateway.kill('SIGCONT');
   gateway.kill('SIGTERM');
   await new Promise((resolve) => gateway.once('exit', resolve));
 }
@@ -147,6 +150,34 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
       await stopGateway(secured.process);
     }
   });
+
+  it('holds the end of an upload only for its last push when the gateway hangs, not behind a push of older figures', async () => {
+    // a gateway that takes connections and answers none: stopped with SIGSTOP
+    const hung = await startGateway(storage.dir);
+    hung.process.kill('SIGSTOP');
+    try {
+      // 10 requests of 250 ms one at a time: a run of about 3 s, its first progress push stuck from the first second
+      const emulator = await servers.emulator({ latency: '250' });
+      const file = writeEventsCsv(servers.tmp.dir, 500);
+      const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emulator.url, '--api-key', 'k', '--concurrency', '1', '--metrics-push', hung.url, '--progress', 'ndjson', '--progress-interval', '1'], { cwd: ROOT });
+      let stderr = '';
+      let endedAt: number | undefined;
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (endedAt === undefined && stderr.includes('"type":"end"')) endedAt = Date.now();
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      expect(await exited).toBe(0);
+      const heldMs = Date.now() - endedAt!;
+      // the last push's 5 s, not the stuck push's 10 s and then the last push's
+      expect(heldMs).toBeLessThan(9_000);
+      expect(emulator.store.counts().events).toBe(500);
+      const warnings = checkedLines(stderr).filter((e) => e.type === 'warning');
+      expect(warnings).toEqual([expect.objectContaining({ message: expect.stringMatching(/could not push to .*timeout/) })]);
+    } finally {
+      await stopGateway(hung.process);
+    }
+  }, 40_000);
 
   it('tells a gateway it cannot reach once, as a warning, and uploads all the same', async () => {
     const emulator = await servers.emulator();
