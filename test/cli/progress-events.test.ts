@@ -116,6 +116,25 @@ describe('--events FILE', () => {
     expect(emulator.requests()).toHaveLength(0);
   });
 
+  it('refuses an input file, or the --report file, as the events file, leaving the input as it was', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 5);
+    const before = readFileSync(file, 'utf8');
+    const onInput = await runCli(['validate', file, '--events', file]);
+    expect(onInput.status).toBe(2);
+    expect(onInput.stderr).toMatch(/--events .*events\.csv is also an input file/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    const emulator = await servers.emulator();
+    const report = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--report', file]);
+    expect(report.status).toBe(2);
+    expect(report.stderr).toMatch(/--report .*events\.csv is also an input file/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    const same = join(servers.tmp.dir, 'run.out');
+    const both = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--events', same, '--report', same]);
+    expect(both.status).toBe(2);
+    expect(both.stderr).toMatch(/--events and --report name the same file/);
+    expect(emulator.requests()).toHaveLength(0);
+  });
+
   it('leaves, after kill -9, a file whose every complete line parses', async () => {
     const emulator = await servers.emulator({ latency: '20' });
     const file = writeEventsCsv(servers.tmp.dir, 20_000);

@@ -2,6 +2,7 @@
 // file, GitHub Actions' summary and annotations, the HTML report, the metrics push. Each is loaded
 // only when asked for; a run that asks for none loads none of them.
 import { stat } from 'node:fs/promises';
+import { UsageError } from '../../errors.js';
 import { STDIN } from '../../input/source.js';
 import { createRunEvents, type RunConsumer, type RunEvents, type StartEvent } from './run-events.js';
 
@@ -31,6 +32,18 @@ export interface OutputFlags {
 /** Human progress lines are off: NDJSON takes stderr. */
 export const ndjsonProgress = (flags: OutputFlags): boolean => flags.progress === 'ndjson';
 
+/** --events and --report name files the run writes: never one of its inputs (it would be emptied), nor each other. */
+async function checkOutputPaths(flags: OutputFlags, inputs: readonly string[]): Promise<void> {
+  if (flags.events === undefined && flags.report === undefined) return;
+  const { isOneOf } = await import('../../upload/check.js');
+  for (const [flag, path] of [['--events', flags.events], ['--report', flags.report]] as const) {
+    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
+  }
+  if (flags.events !== undefined && flags.report !== undefined && (await isOneOf(flags.events, [flags.report]))) {
+    throw new UsageError(`--events and --report name the same file ${flags.report}`);
+  }
+}
+
 /** The outputs the flags and the environment ask for, and the run's events that feed them; undefined when none is asked for. */
 export async function openRunOutputs(
   flags: OutputFlags,
@@ -40,6 +53,7 @@ export async function openRunOutputs(
   const ndjson = ndjsonProgress(flags);
   const github = env.GITHUB_ACTIONS === 'true' && flags.ciOutput !== false;
   if (!ndjson && flags.events === undefined && !github && flags.report === undefined && flags.metricsPush === undefined) return undefined;
+  await checkOutputPaths(flags, start.inputs);
   const every = flags.progressInterval;
   const consumers: RunConsumer[] = [];
   let events: RunEvents | undefined;
