@@ -79,6 +79,16 @@ describe('--progress ndjson', () => {
     expect(events[1]).toMatchObject({ exitStatus: 2, error: { name: 'UsageError', message: expect.stringMatching(/--rejects .* is also an input file/) } });
   });
 
+  it('tells a usage error in the flags, found before the run starts, as an error event alone', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 10);
+    const noUrl = await runCli(['upload', file, '--api-key', 'k', '--progress', 'ndjson'], { env: { TRACK_URL: '' } });
+    expect(noUrl.status).toBe(2);
+    expect(checkedLines(noUrl.stderr)).toEqual([expect.objectContaining({ type: 'error', exitStatus: 2, error: { name: 'UsageError', message: expect.stringMatching(/give the service URL/) } })]);
+    const onInput = await runCli(['validate', file, '--events', file, '--progress', 'ndjson']);
+    expect(onInput.status).toBe(2);
+    expect(checkedLines(onInput.stderr)).toEqual([expect.objectContaining({ type: 'error', error: expect.objectContaining({ message: expect.stringMatching(/--events .* is also an input file/) }) })]);
+  });
+
   it('reports a dry run (validate) the same way', async () => {
     const file = writeEventsCsv(servers.tmp.dir, 120, 'events.csv', { bad: badEvery7 });
     const r = await runCli(['validate', file, '--progress', 'ndjson', '--json']);

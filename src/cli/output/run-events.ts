@@ -138,6 +138,14 @@ export interface RunEvents extends RunEnding {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+
+/** The event of an error that ended the run before its summary. */
+export const errorEvent = (error: Error, exitStatus: number, at: number = Date.now()): ErrorEvent => ({
+  type: 'error',
+  time: iso(at),
+  exitStatus,
+  error: { name: error.name, message: error.message },
+});
 const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
 /** Runs both hooks (either may be absent); undefined when neither is given. */
@@ -286,7 +294,7 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
     },
     progress,
     end: (summary, exitStatus) => finish({ type: 'end', time: time(), exitStatus, summary }),
-    failed: (error, exitStatus) => finish({ type: 'error', time: time(), exitStatus, error: { name: error.name, message: error.message } }),
+    failed: (error, exitStatus) => finish(errorEvent(error, exitStatus, now())),
   };
   return events;
 }
