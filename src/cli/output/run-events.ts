@@ -252,10 +252,17 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
     errorsAsEvents: options.errorsAsEvents === true,
     start(start) {
       emit({ type: 'start', time: iso(startedAt), ...start });
+      // consumers of one interval are given the same progress event (--progress ndjson and --events write the same lines)
+      const byInterval = new Map<number, RunConsumer[]>();
       for (const consumer of consumers) {
         const every = consumer.progressEvery;
-        if (every === undefined) continue;
-        const timer = setInterval(() => consumer.event(progress()), every * 1000);
+        if (every !== undefined) byInterval.set(every, [...(byInterval.get(every) ?? []), consumer]);
+      }
+      for (const [every, group] of byInterval) {
+        const timer = setInterval(() => {
+          const event = progress();
+          for (const consumer of group) consumer.event(event);
+        }, every * 1000);
         timer.unref();
         timers.push(timer);
       }
