@@ -3,7 +3,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { htmlReport } from '../../src/cli/output/report.js';
+import type { ProgressEvent } from '../../src/cli/output/run-events.js';
+import { htmlReport, perSecond } from '../../src/cli/output/report.js';
 import { tempDir } from '../helpers/cli.js';
 
 const dirs: ReturnType<typeof tempDir>[] = [];
@@ -60,5 +61,14 @@ describe('the report of a run of many reasons', () => {
     // kept apart: the first 100 reasons, 1 retry each; the rest together
     expect(retries[0]).toEqual(['(other reasons)', 4_900]);
     expect(statSync(path).size).toBeLessThan(40_000);
+  });
+});
+
+describe('the throughput of the report', () => {
+  it('is the requests answered per second between successive samples, from 0 at the start', () => {
+    const sample = (elapsedSeconds: number, sent: number): ProgressEvent => ({ elapsedSeconds, requests: { sent } }) as ProgressEvent;
+    // 10 in the first half second, 20 in the 2 s after, none in the 2 s after that; a sample at the same time adds no point
+    const samples = [sample(0.5, 10), sample(2.5, 30), sample(2.5, 30), sample(4.5, 30)];
+    expect(perSecond(samples, (p) => p.requests.sent)).toEqual([[0.5, 20], [2.5, 10], [4.5, 0]]);
   });
 });

@@ -47,7 +47,7 @@ const WAIT_NAMES: Record<string, string> = {
 };
 
 /** Points per second between successive samples of a count. */
-function perSecond(samples: ProgressEvent[], count: (p: ProgressEvent) => number): [number, number][] {
+export function perSecond(samples: ProgressEvent[], count: (p: ProgressEvent) => number): [number, number][] {
   const points: [number, number][] = [];
   // from the start, when every count was 0
   let before = { at: 0, n: 0 };
