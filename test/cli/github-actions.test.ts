@@ -125,7 +125,8 @@ describe('an upload in GitHub Actions', () => {
     writeFileSync(output, '');
     const missing = join(servers.tmp.dir, 'no', 'such', 'dir');
     const env = { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: join(missing, 'summary.md'), RUNNER_TEMP: missing };
-    const r = await runCli(['validate', file, '--json'], { env });
+    const eventsPath = join(servers.tmp.dir, 'run.events');
+    const r = await runCli(['validate', file, '--json', '--events', eventsPath], { env });
     // the run's own outcome stands
     expect(r.status).toBe(1);
     const summary = JSON.parse(r.stdout);
@@ -135,6 +136,9 @@ describe('an upload in GitHub Actions', () => {
     expect(outputs).not.toHaveProperty('summary-file');
     expect(r.stderr).toMatch(/warning: GitHub Actions: cannot write \$GITHUB_STEP_SUMMARY .*summary\.md \(ENOENT\)/);
     expect(r.stderr).toMatch(/warning: GitHub Actions: cannot write \$RUNNER_TEMP .*\.json \(ENOENT\)/);
+    // the events file, closed last, holds the warnings too
+    const warnings = checkedLines(readFileSync(eventsPath, 'utf8')).filter((e) => e.type === 'warning');
+    expect(warnings.map((e) => e.message)).toEqual([expect.stringMatching(/\$RUNNER_TEMP/), expect.stringMatching(/\$GITHUB_STEP_SUMMARY/)]);
   });
 
   it('keeps stderr to events with --progress ndjson: annotations on stdout, or none with --json too (told as a warning event)', async () => {

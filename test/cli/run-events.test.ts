@@ -73,6 +73,17 @@ describe('the run events', () => {
     expect(seen.file).toEqual(seen.stderr);
   });
 
+  it('closes the outputs last listed first, so the first still hear the warnings of the others closing', async () => {
+    const lines: string[] = [];
+    let open = true;
+    const eventsFile = { event: (e: RunEvent) => open && lines.push(e.type), close: async () => void (open = false) };
+    const failing = { event: () => undefined, close: async () => Promise.reject(new Error('cannot write $GITHUB_STEP_SUMMARY')) };
+    const events = createRunEvents([eventsFile, failing], { totalBytes: 0, now: () => 0 });
+    events.start({ command: 'validate', inputs: [], limits: { rate: 1 } });
+    await events.end({ command: 'validate', rows: 0, rejected: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
+    expect(lines).toEqual(['start', 'end', 'warning']);
+  });
+
   it('tells an error that came before a summary without a progress event', async () => {
     const { seen, events } = recorder({ ms: 0 });
     events.start({ command: 'validate', inputs: [], limits: { rate: 1 } });

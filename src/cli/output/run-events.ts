@@ -180,7 +180,7 @@ export interface RunEventsOptions {
   now?: () => number;
 }
 
-/** The events of a run, given to each consumer in the order they are listed. */
+/** The events of a run, given to each consumer in the order they are listed, and closed in the reverse order. */
 export function createRunEvents(consumers: RunConsumer[], options: RunEventsOptions): RunEvents {
   const { totalBytes } = options;
   const now = options.now ?? Date.now;
@@ -238,7 +238,8 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
       for (const consumer of consumers) if (consumer.progressEvery !== undefined) consumer.event(final);
     }
     emit(last);
-    for (const consumer of consumers) {
+    // the last listed first: the event lines (listed first) are still open for the warnings of the others' closing
+    for (const consumer of [...consumers].reverse()) {
       try {
         await consumer.close?.();
       } catch (error) {
