@@ -3,13 +3,13 @@
 // equal its --json summary.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pushTarget } from '../../src/cli/output/metrics-push.js';
 import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
 import { writeEventsCsv } from '../helpers/events.js';
+import { freePort } from '../helpers/free-port.js';
 import { checkedLines } from '../helpers/progress-events.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -19,14 +19,6 @@ if (!present && process.env.CI) throw new Error(`${PUSHGATEWAY} is missing; CI i
 if (!present) console.warn(`metrics push tests skipped: no Pushgateway at ${PUSHGATEWAY} (apt-get install prometheus-pushgateway, or set TRACK_PUSHGATEWAY)`);
 
 const servers = useServers();
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The samples of one job and instance in the gateway's /metrics, by metric name and labels (without job and instance). */
 async function pushed(gateway: string): Promise<Map<string, number>> {
