@@ -126,6 +126,18 @@ describe('--events FILE', () => {
     expect(emulator.requests()).toHaveLength(0);
   });
 
+  it('leaves an earlier events file as it was when another output flag is a usage error', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 5);
+    const eventsPath = join(servers.tmp.dir, 'earlier.events');
+    writeFileSync(eventsPath, '{"type":"start"}\n');
+    const emulator = await servers.emulator();
+    for (const bad of [['--report', join(servers.tmp.dir, 'no', 'dir', 'run.html')], ['--metrics-push', 'ftp://127.0.0.1:1']]) {
+      const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--events', eventsPath, ...bad]);
+      expect(r.status, bad[0]).toBe(2);
+      expect(readFileSync(eventsPath, 'utf8'), bad[0]).toBe('{"type":"start"}\n');
+    }
+  });
+
   it('refuses an input file, or the --report file, as the events file, leaving the input as it was', async () => {
     const file = writeEventsCsv(servers.tmp.dir, 5);
     const before = readFileSync(file, 'utf8');
