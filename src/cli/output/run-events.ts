@@ -138,6 +138,7 @@ export interface RunEvents extends RunEnding {
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
+const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
 /** The event of an error that ended the run before its summary. */
 export const errorEvent = (error: Error, exitStatus: number, at: number = Date.now()): ErrorEvent => ({
@@ -146,7 +147,6 @@ export const errorEvent = (error: Error, exitStatus: number, at: number = Date.n
   exitStatus,
   error: { name: error.name, message: error.message },
 });
-const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
 /** Runs both hooks (either may be absent); undefined when neither is given. */
 export function both<T>(a: ((value: T) => void) | undefined, b: ((value: T) => void) | undefined): ((value: T) => void) | undefined {
