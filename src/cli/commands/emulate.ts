@@ -146,7 +146,8 @@ export function registerEmulate(program: Command): void {
         'One emulator at a time per database file: it holds <db>.lock while it runs, and a second is refused (exit 2).\n\n' +
         'Its own endpoints: GET /_track/ (a web view of profiles and requests), GET /_track/requests?limit=N\n' +
         '(filters: status, path, and external_id, email, phone or alias: the requests with an item naming that user), DELETE /_track/requests, POST /_track/reset (back to the --seed\n' +
-        'files). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
+        'files), GET /_track/run (charts of the run: requests per second against the rate limit, statuses, items, minor\n' +
+        'errors) and GET /metrics (Prometheus text format). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
         'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)\n' +
         'The command runs in a process group of its own: SIGINT, SIGTERM and SIGHUP sent to track reach all of it,\n' +
         'and whatever it leaves running is ended with it. If the emulator cannot start (a seed row, the port or the\n' +
