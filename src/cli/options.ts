@@ -10,7 +10,7 @@ import type { DateOrder } from '../mapping/times.js';
 import { countryCode, isTimeZoneName } from '../model/places.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
-import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
 
@@ -38,6 +38,15 @@ export function wholeNumber(flag: string, min: number, max = Number.MAX_SAFE_INT
 }
 
 export const positiveInteger = (flag: string): ((value: string) => number) => wholeNumber(flag, 1);
+
+/** Seconds above 0 (fractions allowed, at most a day), or a usage error naming the flag. */
+export function seconds(flag: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag}: expected seconds above 0 (at most 86400), got "${value}"`);
+    return n;
+  };
+}
 
 /** The flags of `track emulate` as its action receives them. */
 export interface EmulateFlags {
@@ -113,6 +122,7 @@ export interface UploadFlags extends ReadFlags {
   apiKey?: string;
   concurrency: number;
   retries: number;
+  requestTimeout: number;
   onUnknown: 'retry' | 'reject';
   journal?: string;
   resume?: boolean;
@@ -129,6 +139,7 @@ export const UPLOAD_DEFAULTS = {
   concurrency: DEFAULT_CONCURRENCY,
   rate: DEFAULT_RATE,
   retries: DEFAULT_RETRIES,
+  requestTimeout: DEFAULT_REQUEST_TIMEOUT_S,
   onUnknown: 'retry',
   state: './track-state.sqlite',
 } as const satisfies Partial<UploadFlags>;
@@ -258,6 +269,7 @@ export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): Sen
     rate: flags.rate,
     hourly: flags.hourly,
     retries: flags.retries,
+    requestTimeoutMs: flags.requestTimeout * 1000,
     onUnknown: flags.onUnknown,
     journalPath: flags.journal,
     resume: flags.resume === true,

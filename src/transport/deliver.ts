@@ -69,6 +69,12 @@ export interface DeliverOptions {
   stopSignal?: AbortSignal;
   /** Hard stop: cut off posts on the wire too. */
   abortSignal?: AbortSignal;
+  /**
+   * Told once when the delivery takes no more requests before the end of `requests` (a stop, an
+   * abort, a fatal error): their producer should end, as a pull may be under way, and an async
+   * generator's return() waits for it.
+   */
+  onStop?: () => void;
   clock?: Clock;
   random?: () => number;
   /** Replaces the pacer built from rate and hourly. */
@@ -79,6 +85,7 @@ export interface DeliverOptions {
 /** Why a request given up got no verdict from the server, for the summary. */
 function notDeliveredReason(outcome: Extract<SendOutcome, { kind: 'fatal' | 'abandoned' }>): string {
   if (outcome.error !== undefined) return outcome.error.message;
+  if (outcome.kind === 'abandoned' && outcome.cutOff === true) return 'cut off after it was sent (a second Ctrl-C or signal)';
   if (outcome.kind === 'abandoned' && outcome.reason !== undefined) return `stopped while waiting to try again (${outcome.reason})`;
   if (outcome.rateLimited > 0) return 'stopped while waiting out a 429 (rate limited)';
   return outcome.attempts > 0 ? 'stopped before it was answered' : 'stopped before it was sent';
@@ -112,9 +119,13 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
   const abort = new AbortController();
   // every request in flight listens to both
   setMaxListeners(0, stop.signal, abort.signal);
+  /** Requests posted and not answered yet: what a stop waits for. */
+  let posting = 0;
   const onStop = (): void => {
     summary.stopped = true;
     stop.abort(new Error('stopped'));
+    // told at once, so that a person sees the stop was taken and what it waits for
+    options.onNotice?.({ type: 'stopping', inFlight: posting });
   };
   const onAbort = (): void => {
     summary.aborted = true;
@@ -131,13 +142,26 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
   };
 
+  /** A request taken and left without a final outcome: a resume sends its rows. */
+  const abandoned = (request: RequestToSend): void => {
+    summary.requestsAbandoned += 1;
+    summary.rowsAbandoned += distinctRows(request);
+  };
+
   const fail = (error: unknown): void => {
     summary.fatal ??= error instanceof Error ? error : new Error(String(error));
     stop.abort(summary.fatal);
   };
 
   const ctx: SendContext = {
-    post: (json, signal, onSent) => options.client.post(json, signal, onSent),
+    post: async (json, signal, onSent) => {
+      posting += 1;
+      try {
+        return await options.client.post(json, signal, onSent);
+      } finally {
+        posting -= 1;
+      }
+    },
     endpoint: options.client.endpoint,
     pacer,
     clock,
@@ -182,7 +206,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       if (outcome.possiblyApplied) summary.rowsPossiblyDuplicated += rows;
     }
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
-      summary.requestsAbandoned += 1;
+      abandoned(request);
       notDelivered(notDeliveredReason(outcome));
       if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
       if (outcome.error !== undefined) fail(outcome.error);
@@ -195,7 +219,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     try {
       await settleFinal(request, outcome, counts);
     } catch (error) {
-      summary.requestsAbandoned += 1;
+      abandoned(request);
       throw error;
     }
     summary.requestsSettled += 1;
@@ -235,7 +259,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       await turn.ready;
       await limit(async () => {
         if (stop.signal.aborted) {
-          summary.requestsAbandoned += 1;
+          abandoned(request);
           notDelivered('stopped before it was sent');
           return;
         }
@@ -272,6 +296,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
   stop.signal.addEventListener(
     'abort',
     () => {
+      options.onStop?.();
       roomMade?.();
       stopWhileReading?.();
     },

@@ -31,6 +31,8 @@ export interface SendOptions {
   hourly?: number;
   /** Tries after the first for 5xx, network errors and unknown outcomes. */
   retries?: number;
+  /** Longest a request may take; past it, its outcome is unknown (default 60 s). */
+  requestTimeoutMs?: number;
   onUnknown?: OnUnknown;
   /** The journal file; default `<first input>.<target>.journal` beside it. */
   journalPath?: string;
@@ -95,8 +97,10 @@ export interface UploadSummary extends PlanSummary {
   elapsedMs: number;
   /** What the delivery did; undefined in a dry run. */
   delivery?: DeliverySummary;
-  /** The run was stopped (stopSignal) before it read every row. */
+  /** The run was stopped by its stopSignal (Ctrl-C, SIGTERM): rows may be unread or unsettled. */
   interrupted: boolean;
+  /** Every row of every input was read (not so when a stop or an error ended the plan first). */
+  readToEnd: boolean;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
   fatal?: Error;
 }
@@ -178,7 +182,14 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
+  // the plan ends on a stop, and as soon as the delivery takes no more of it (a fatal error): a plan
+  // left running holds the process open (its thread waits to post more) and would write rejects
+  // after the rejects file is closed
+  const planStop = new AbortController();
+  const stopPlan = (): void => planStop.abort();
+  if (stopSignal?.aborted === true) stopPlan();
+  else stopSignal?.addEventListener('abort', stopPlan, { once: true });
+  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal: planStop.signal, delta: planDelta };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
@@ -216,7 +227,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           break;
       }
     }
-    readAll = true;
+    // a plan told to stop ends early as if done: only one that ended by itself read every row
+    readAll = !planStop.signal.aborted;
   }
 
   // 4. deliver, or drain the plan (a dry run)
@@ -225,9 +237,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   try {
     if (send !== undefined) {
       const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
-      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency });
+      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs });
+      const plan = requests();
       try {
-        delivery = await deliver(requests(), {
+        delivery = await deliver(plan, {
           client,
           concurrency: send.concurrency,
           rate: send.rate,
@@ -260,8 +273,13 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
           abortSignal: send.abortSignal,
+          onStop: stopPlan,
         });
       } finally {
+        // the plan may be on a row when the delivery stops: it is let finish that row, then the
+        // outputs can close. An error the stopped plan meets then changes nothing the run reports.
+        stopPlan();
+        await plan.return(undefined).catch(() => undefined);
         await client.close();
       }
     } else {
@@ -275,6 +293,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
 
   // 5. close: what fails here is the run's fatal error, not a lost summary
+  stopSignal?.removeEventListener('abort', stopPlan);
   const went = fatal === undefined && delivery?.fatal === undefined;
   const closing = async (close: () => Promise<void> | undefined): Promise<void> => {
     try {
@@ -303,7 +322,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,
-    interrupted: !readAll && options.stopSignal?.aborted === true,
+    interrupted: options.stopSignal?.aborted === true,
+    readToEnd: readAll,
     fatal,
   };
 }

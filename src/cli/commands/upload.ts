@@ -3,8 +3,7 @@
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
 import type { SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addReadOptions, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
-import type { Meter } from '../output/progress.js';
+import { addReadOptions, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
@@ -19,6 +18,7 @@ export function registerUpload(program: Command): void {
     .option('--rate <n>', 'most requests started in any one second', wholeNumber('--rate', 1), UPLOAD_DEFAULTS.rate)
     .option('--hourly <n>', 'most requests started in any hour (off by default)', wholeNumber('--hourly', 1))
     .option('--retries <n>', 'tries after the first for 5xx, network errors and unknown outcomes', wholeNumber('--retries', 0), UPLOAD_DEFAULTS.retries)
+    .option('--request-timeout <seconds>', "longest a request may take; past it its outcome is unknown (see --on-unknown)", seconds('--request-timeout'), UPLOAD_DEFAULTS.requestTimeout)
     .addOption(
       new Option('--on-unknown <action>', 'a request that may have been applied (connection broke after sending): send again, or reject its rows')
         .choices(['retry', 'reject'])
@@ -52,32 +52,18 @@ export function registerUpload(program: Command): void {
 
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
-  const { noticeLine, progressLine, startSpinner } = await import('../output/progress.js');
+  const { startUploadProgress } = await import('../output/progress.js');
   const stop = new AbortController();
   const abort = new AbortController();
-  const quiet = flags.quiet === true;
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
-  const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
-  const lastPause = { pauseEnds: 0 };
-  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
-  const ticker = quiet
-    ? undefined
-    : setInterval(
-        () => {
-          if (spinner !== undefined) spinner.text = progressLine(meter);
-          else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
-        },
-        spinner !== undefined ? 200 : 5000,
-      );
+  const progress = await startUploadProgress({ quiet: flags.quiet === true, totalBytes, hourly: send.hourly, timeoutSeconds: flags.requestTimeout });
   await runAndReport('upload', flags, {
-    ended: () => {
-      if (ticker !== undefined) clearInterval(ticker);
-      spinner?.stop();
-    },
+    ended: () => progress.end(),
     stop: () => {
-      process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
+      // the delivery, when it has begun, tells at once what it waits for (a 'stopping' notice)
       stop.abort();
+      progress.stopping();
     },
     abort: () => {
       abort.abort();
@@ -87,26 +73,8 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     options: {
       ...options,
       stopSignal: stop.signal,
-      onProgress: ({ rows, bytes }) => {
-        meter.rows = rows;
-        meter.bytes += bytes;
-      },
-      send: {
-        ...send,
-        abortSignal: abort.signal,
-        // progress is built for every settled request; with --quiet nothing would ever show it
-        onProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
-        onNotice: quiet
-          ? undefined
-          : (notice) => {
-              if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
-              const line = noticeLine(notice, spinner !== undefined, send.hourly, lastPause);
-              if (line === undefined) return;
-              spinner?.clear();
-              process.stderr.write(`${line}\n`);
-              spinner?.render();
-            },
-      },
+      onProgress: progress.onRead,
+      send: { ...send, abortSignal: abort.signal, onProgress: progress.onDelivery, onNotice: progress.onNotice },
     },
   });
 }

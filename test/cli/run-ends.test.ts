@@ -1,0 +1,130 @@
+// Every run ends: whatever stops `track upload` or `track validate` (a refused key, a server that
+// cannot be reached, a request over the server's batch limit, a file that cannot be written, a
+// signal), the process exits soon after its summary, on a file whose rows are rejected and whose
+// fields are dropped (the planning thread then has much to say when the delivery stops). Each case
+// runs ten times: a run that does not end is killed at its deadline and fails the test.
+import { createServer } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { writeCrmCsv, runTimed, type TimedRun } from '../helpers/crm.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp, emulator, faultServer } = useServers();
+const TRIES = 10;
+/** Far beyond a run of 2,000 rows: only a run that does not end reaches it. */
+const DEADLINE_MS = 25_000;
+/** From the summary to the exit; a run that ends takes a few milliseconds, a busy machine more. */
+const AFTER_SUMMARY_MS = 3_000;
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Runs `args(i)` TRIES times, `together` at a time; each must end within its deadline, soon after
+ * its summary, and pass `check`.
+ */
+async function everyTry(
+  args: (i: number) => string[],
+  check: (run: TimedRun) => void,
+  options: { together?: number; signalWhen?: () => boolean; before?: () => void } = {},
+): Promise<void> {
+  const together = options.together ?? 2;
+  for (let first = 1; first <= TRIES; first += together) {
+    options.before?.();
+    const tries = Array.from({ length: Math.min(together, TRIES - first + 1) }, (_, k) => first + k);
+    const runs = await Promise.all(tries.map((i) => runTimed(args(i), { cwd: tmp.dir, deadlineMs: DEADLINE_MS, signalWhen: options.signalWhen })));
+    runs.forEach((run, k) => {
+      const i = tries[k];
+      expect(run.hung, `try ${i} did not end: ${run.stderr}`).toBe(false);
+      expect(run.afterSummaryMs, `try ${i}: no summary`).toBeDefined();
+      expect(run.afterSummaryMs!, `try ${i}: exit after the summary`).toBeLessThan(AFTER_SUMMARY_MS);
+      check(run);
+    });
+  }
+}
+
+const crm = (): string => writeCrmCsv(tmp.dir, 2000);
+/** Each try keeps its own journal and rejects file, as tries run side by side. */
+const upload = (file: string, i: number): string[] => ['upload', file, '--drop-invalid-fields', '--json', '--journal', `j${i}.journal`, '--rejects', `r${i}.ndjson`];
+
+describe('a run stopped by a fatal error ends after its summary', () => {
+  it('a refused API key (401)', async () => {
+    const emu = await emulator();
+    const file = crm();
+    await everyTry(
+      (i) => [...upload(file, i), '--url', emu.url, '--api-key', 'wrong'],
+      (run) => {
+        expect(run.status).toBe(3);
+        expect(JSON.parse(run.stdout).delivery.fatal.message).toMatch(/refused the API key/);
+      },
+    );
+  }, 120_000);
+
+  it('a server that cannot be reached, with --retries 0', async () => {
+    const port = await closedPort();
+    const file = crm();
+    await everyTry(
+      (i) => [...upload(file, i), '--url', `http://127.0.0.1:${port}`, '--api-key', 'k', '--retries', '0'],
+      (run) => {
+        expect(run.status).toBe(3);
+        expect(JSON.parse(run.stdout).delivery.fatal.message).toMatch(/ECONNREFUSED/);
+      },
+    );
+  }, 120_000);
+
+  it('a request over the server’s batch limit (--max-total 100 against 50)', async () => {
+    const emu = await emulator();
+    const file = crm();
+    await everyTry(
+      (i) => [...upload(file, i), '--url', emu.url, '--api-key', 'k', '--max-total', '100'],
+      (run) => {
+        expect(run.status).toBe(3);
+        expect(JSON.parse(run.stdout).delivery.fatal.message).toMatch(/over its batch limit/);
+      },
+    );
+  }, 120_000);
+
+  it('a rejects file that cannot be written (/dev/full)', async () => {
+    const emu = await emulator();
+    const file = crm();
+    await everyTry(
+      (i) => [...upload(file, i), '--url', emu.url, '--api-key', 'k', '--rejects', '/dev/full'],
+      (run) => {
+        expect(run.status).toBe(3);
+        expect(run.stderr).toMatch(/cannot write the rejects file \/dev\/full: ENOSPC/);
+      },
+    );
+  }, 120_000);
+
+  it('validate with an --out that cannot be written', async () => {
+    const file = crm();
+    await everyTry(
+      () => ['validate', file, '--drop-invalid-fields', '--out', '/dev/full', '--json'],
+      (run) => {
+        expect(run.status).toBe(3);
+        expect(run.stderr).toMatch(/cannot write the requests file \/dev\/full: ENOSPC/);
+      },
+    );
+  }, 120_000);
+});
+
+describe('a run stopped by a signal ends after its summary', () => {
+  it('SIGTERM while requests are in flight: interrupted, exit 130', async () => {
+    // each request is answered after 100 ms, one at a time: the run is still sending when the signal comes
+    const server = await faultServer(() => ({ kind: 'ok', delayMs: 100 }));
+    const file = crm();
+    await everyTry(
+      (i) => [...upload(file, i), '--url', server.url, '--api-key', 'k', '--concurrency', '1'],
+      (run) => {
+        expect(run.status).toBe(130);
+        expect(JSON.parse(run.stdout).interrupted).toBe(true);
+      },
+      { together: 1, before: () => server.forget(), signalWhen: () => server.received.length >= 2 },
+    );
+  }, 120_000);
+});
