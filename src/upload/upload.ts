@@ -13,7 +13,7 @@ import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
 import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
-import type { PlanEvent, PlanOptions } from './plan.js';
+import type { PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
@@ -93,6 +93,8 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
 export interface UploadSummary extends PlanSummary {
   /** The rejects file, when anything was written to it. */
   rejectsPath?: string;
+  /** The journal a --resume of this run reads (none for standard input). */
+  journalPath?: string;
   outPath?: string;
   elapsedMs: number;
   /** What the delivery did; undefined in a dry run. */
@@ -182,28 +184,19 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  // the plan ends on a stop, and as soon as the delivery takes no more of it (a fatal error): a plan
-  // left running holds the process open (its thread waits to post more) and would write rejects
-  // after the rejects file is closed
-  const planStop = new AbortController();
-  const stopPlan = (): void => planStop.abort();
-  if (stopSignal?.aborted === true) stopPlan();
-  else stopSignal?.addEventListener('abort', stopPlan, { once: true });
-  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal: planStop.signal, delta: planDelta };
+  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, delta: planDelta };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
   // one thread than handed across two (the unchanged re-upload of 1,000,000 rows: 3.0-3.2 s here
   // against 4.1-4.8 s in the worker; a run that changes most rows is slower here: --full plans apart)
   const planHere = delta?.attributes === true && !delta.full && stateKnown;
-  const events: AsyncIterable<PlanEvent<RequestToSend>> =
-    send !== undefined && options.thread !== false && !planHere && !inputs.includes(STDIN)
-      ? (await import('./worker/plan-in-worker.js')).planInWorker(planOptions)
-      : (await import('./plan.js')).planEvents({ ...planOptions, stdin });
+  const inWorker = send !== undefined && options.thread !== false && !planHere && !inputs.includes(STDIN);
+  const plan = await (await import('./start-plan.js')).startPlan(planOptions, { inWorker, stdin, stopSignal });
   let summary = emptyPlanSummary();
   let readAll = false;
   async function* requests(): AsyncGenerator<RequestToSend> {
-    for await (const event of events) {
+    for await (const event of plan.events) {
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
       if (event.type === 'reject' || event.type === 'dropped-field') await writeReject(event.record);
       summary = addPlanEvent(summary, event);
@@ -228,7 +221,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       }
     }
     // a plan told to stop ends early as if done: only one that ended by itself read every row
-    readAll = !planStop.signal.aborted;
+    readAll = !plan.stopped;
   }
 
   // 4. deliver, or drain the plan (a dry run)
@@ -238,9 +231,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     if (send !== undefined) {
       const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
       const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs });
-      const plan = requests();
+      const sending = requests();
       try {
-        delivery = await deliver(plan, {
+        delivery = await deliver(sending, {
           client,
           concurrency: send.concurrency,
           rate: send.rate,
@@ -273,13 +266,13 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
           abortSignal: send.abortSignal,
-          onStop: stopPlan,
+          onStop: plan.stop,
         });
       } finally {
-        // the plan may be on a row when the delivery stops: it is let finish that row, then the
-        // outputs can close. An error the stopped plan meets then changes nothing the run reports.
-        stopPlan();
-        await plan.return(undefined).catch(() => undefined);
+        // the plan may be on a row when the delivery stops: it is let finish that row before the
+        // outputs close. An error the stopped plan meets then changes nothing the run reports.
+        plan.stop();
+        await sending.return(undefined).catch(() => undefined);
         await client.close();
       }
     } else {
@@ -293,7 +286,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
 
   // 5. close: what fails here is the run's fatal error, not a lost summary
-  stopSignal?.removeEventListener('abort', stopPlan);
+  plan.release();
   const went = fatal === undefined && delivery?.fatal === undefined;
   const closing = async (close: () => Promise<void> | undefined): Promise<void> => {
     try {
@@ -319,6 +312,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     ...summary,
     notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
+    journalPath: journal?.path,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,

@@ -3,8 +3,10 @@
 // signal), the process exits soon after its summary, on a file whose rows are rejected and whose
 // fields are dropped (the planning thread then has much to say when the delivery stops). Each case
 // runs ten times: a run that does not end is killed at its deadline and fails the test.
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { BIN } from '../helpers/cli.js';
 import { writeCrmCsv, runTimed, type TimedRun } from '../helpers/crm.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -127,4 +129,27 @@ describe('a run stopped by a signal ends after its summary', () => {
       { together: 1, before: () => server.forget(), signalWhen: () => server.received.length >= 2 },
     );
   }, 120_000);
+});
+
+describe('a signal while standard input is idle', () => {
+  for (const command of ['validate', 'upload']) {
+    it(`${command}: the read is given up, the summary printed, exit 130`, async () => {
+      const emu = await emulator();
+      // standard input stays open and sends nothing
+      const target = command === 'upload' ? ['--url', emu.url, '--api-key', 'k'] : [];
+      const child = spawn(process.execPath, [BIN, command, '-', '--format', 'csv', ...target], { cwd: tmp.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      await new Promise((r) => setTimeout(r, 1_000));
+      child.kill('SIGINT');
+      const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
+      const status = await exited;
+      clearTimeout(timer);
+      child.stdin.destroy();
+      expect(status, 'the run did not end').toBe(130);
+      expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM\) after 0 rows of the input were read/);
+      expect(stdout).not.toContain('--resume');
+    }, 60_000);
+  }
 });

@@ -97,7 +97,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   lines.push(`requests    ${number(summary.requests)} ${planned} (${limitsText(limits)})${written}`);
   lines.push(...dataPointLines(summary, pace));
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
-  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs));
+  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs, summary.journalPath !== undefined));
   if (summary.interrupted) lines.push(chalk.yellow(`interrupted ${interruptedText(summary)}`));
   return `${lines.join('\n')}\n`;
 }
@@ -108,11 +108,12 @@ function interruptedText(summary: UploadSummary): string {
   const d = summary.delivery;
   if (d === undefined) return `by a signal (Ctrl-C, SIGTERM) ${read}`;
   const unread = summary.readToEnd ? '' : ', and the rest of the input is not read yet';
-  const resume = d.rowsAbandoned > 0 || !summary.readToEnd ? '; run again with --resume to send the rest' : '';
+  // a run without a journal (standard input) cannot be resumed
+  const resume = summary.journalPath !== undefined && (d.rowsAbandoned > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
   return `by a signal (Ctrl-C, SIGTERM) ${read}: ${number(d.rowsAbandoned)} rows unsettled${unread}${resume}`;
 }
 
-function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
+function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean): string[] {
   const lines: string[] = [];
   for (const kind of ['attributes', 'events', 'purchases'] as const) {
     const t = d.items[kind];
@@ -131,7 +132,8 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
     lines.push(chalk.yellow(`resent      ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated: the run before stopped while they were in flight`));
   }
   if (d.requestsAbandoned > 0) {
-    lines.push(chalk.yellow(`unsettled   ${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')}): run again with --resume to send them`));
+    const resume = resumable ? ': run again with --resume to send them' : '';
+    lines.push(chalk.yellow(`unsettled   ${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')})${resume}`));
   }
   lines.push(`elapsed     ${duration(elapsedMs)}, ${number((accepted * 1000) / Math.max(1, elapsedMs))} rows/s accepted`);
   for (const warning of d.warnings) lines.push(chalk.yellow(`warning     ${warning}`));
