@@ -157,6 +157,15 @@ const HEAD = `{"journal":"${JOURNAL_HEADER.journal}"`;
 
 /** Reads a journal's bytes; `where` names it in messages. */
 export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
+  // nothing is sent before the header and the input files are written, in one write: a journal
+  // without its whole first line cannot tell which rows an earlier run sent, so it is not read as
+  // one that sent none
+  const unreadable = (what: string): InputError =>
+    new InputError(
+      `the resume journal is ${what}, so it cannot tell which rows were sent; restore it from a copy, or give --restart to send every row again (rows the earlier run delivered are then sent twice)`,
+      where,
+    );
+  if (bytes.toString('utf8').trim() === '') throw unreadable('empty');
   const files = new Map<number, JournalFile>();
   let target: string | undefined;
   let remembers: string[] = [];
@@ -176,8 +185,9 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     const entry = text.trim() === '' ? undefined : readEntry(text);
     const isLast = next >= bytes.length;
     if (entry === undefined) {
+      if (lineNo === 1 && isLast && (HEAD.startsWith(text) || text.startsWith(HEAD))) throw unreadable('cut short inside its first line');
       // only the last line can have been cut short by a kill; it is dropped, never half-read
-      if (isLast && (lineNo > 1 || HEAD.startsWith(text) || text.startsWith(HEAD))) {
+      if (isLast && lineNo > 1) {
         tornTail = true;
         break;
       }
@@ -225,5 +235,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     // a whole entry cut off just before its newline is kept; the next append starts a new line
     if (newline === -1) missingNewline = true;
   }
+  // the input files are written with the header: a journal naming none was cut short as well
+  if (files.size === 0) throw unreadable('cut short before it names the input files');
   return { target, remembers, unreported, files: [...files.values()], end, validBytes, tornTail, missingNewline };
 }

@@ -1,10 +1,10 @@
 // Reading a journal: an earlier run's, to resume it or to tell what it holds, and the identity of
 // the input files it names (a file changed since its rows were recorded cannot be resumed).
 import { statSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError } from '../errors.js';
-import { parseJournal, type FileIdentity, type ParsedJournal } from './journal-format.js';
+import { parseJournal, type FileIdentity, type JournalFile, type ParsedJournal } from './journal-format.js';
 import type { JournalOptions } from './journal.js';
 import { difference, type RangeSet } from './range-set.js';
 
@@ -56,6 +56,40 @@ export async function findJournal(path: string): Promise<ParsedJournal | undefin
 /** Rows of a journal's file that were sent and never settled. */
 export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
   return difference(file.sent, file.settled);
+}
+
+/** Deflate packs at most about 1,032 bytes into one. */
+const MOST_GZIP_RATIO = 1032;
+
+/** The last line a file of this identity can have: a line takes a byte at least, once unpacked. */
+async function lastPossibleLine(identity: FileIdentity): Promise<number> {
+  const head = Buffer.alloc(2);
+  const handle = await open(identity.path, 'r').catch(() => undefined);
+  if (handle === undefined) return Number.MAX_SAFE_INTEGER;
+  try {
+    await handle.read(head, 0, 2, 0);
+  } finally {
+    await handle.close();
+  }
+  const gzipped = head[0] === 0x1f && head[1] === 0x8b;
+  return (gzipped ? identity.size * MOST_GZIP_RATIO : identity.size) + 1;
+}
+
+/**
+ * Refuses a journal that names lines the file cannot have (`[[2, 9007199254740991]]`): a resume
+ * would skip rows that were never sent.
+ */
+async function checkLines(file: JournalFile, journalPath: string): Promise<void> {
+  const last = (set: RangeSet): number => set.ranges().at(-1)?.[1] ?? 0;
+  let named = Math.max(last(file.settled), last(file.sent), file.rows ?? 0);
+  for (const line of file.settledItems.keys()) named = Math.max(named, line);
+  const possible = await lastPossibleLine(file.identity);
+  if (named <= possible) return;
+  throw new InputError(
+    `the resume journal is damaged: it names line ${named} of ${file.identity.path}, which holds ${file.identity.size} bytes; ` +
+      'restore the journal from a copy, or give --restart to send every row again (rows the earlier run delivered are then sent twice)',
+    journalPath,
+  );
 }
 
 /** What earlier runs of a journal left, as a resumed run needs it. */
@@ -120,6 +154,7 @@ export async function readEarlierRuns(
       continue;
     }
     known.set(f.identity.path, f.identity);
+    if (now !== undefined) await checkLines(f, journalPath);
     settledEarlier.set(f.identity.path, f.settled);
     itemsEarlier.set(f.identity.path, f.settledItems);
     const doubt = rowsInDoubt(f);

@@ -131,8 +131,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (options.resume) {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
-      if (previous.validBytes === 0) head += headerLine(options.target, options.remembers); // killed before its first line was whole
-      else if (previous.missingNewline) head += '\n';
+      if (previous.missingNewline) head += '\n';
     } else {
       handle = await open(journalPath, 'w');
       head += headerLine(options.target, options.remembers);

@@ -143,6 +143,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   await checkHeaders(options, map);
+  if (send?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, map });
 
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
