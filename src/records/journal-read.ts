@@ -120,7 +120,7 @@ export async function readEarlierRuns(
   journalPath: string,
   identities: readonly FileIdentity[],
 ): Promise<EarlierRuns> {
-  let previous: ParsedJournal = { files: [], remembers: [], unreported: 0, validBytes: 0, tornTail: false, missingNewline: false };
+  let previous: ParsedJournal = { files: [], remembers: [], unreported: 0, owed: [], validBytes: 0, tornTail: false, missingNewline: false };
   if (options.resume) {
     const found = await findJournal(journalPath);
     if (found === undefined) {

@@ -59,7 +59,11 @@ export interface DeliverOptions {
    * refused, before its rows are journaled (the delta state learns what was accepted).
    */
   onAccepted?: (request: RequestToSend, rejected: ReadonlySet<number>) => void;
-  /** Receives each rejected item; awaited before its rows are journaled. */
+  /**
+   * Receives each rejected item; awaited before its rows are journaled. One that throws (a full
+   * rejects file) stops the run once the request's rejects were all offered, and the request is
+   * journaled all the same: the journal's beforeSettling must then carry what was not written.
+   */
   onReject?: (record: RejectRecord) => void | Promise<void>;
   /** Called after each request settles or is given up. */
   onProgress?: (progress: DeliveryProgress) => void;
@@ -186,8 +190,17 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     options.onProgress?.(progressOf({ ...summary, elapsedMs: now - startedAt }, inFlight, Math.max(0, pacer.heldUntil - now)));
   };
 
-  const reject = async (records: RejectRecord[]): Promise<void> => {
-    for (const record of records) await options.onReject?.(record);
+  /** Hands each reject over; what one that cannot be taken threw is returned, once every one was offered. */
+  const reject = async (records: RejectRecord[]): Promise<unknown> => {
+    let failure: unknown;
+    for (const record of records) {
+      try {
+        await options.onReject?.(record);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    return failure;
   };
 
   /** Counts an outcome, hands back its rejects, and journals its rows when it is final. `marked`: recorded as sent. */
@@ -230,11 +243,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     outcome: Extract<SendOutcome, { kind: 'accepted' | 'rejected' | 'unknown-rejected' }>,
     counts: ReturnType<typeof itemCounts>,
   ): Promise<void> => {
+    let failure: unknown;
     switch (outcome.kind) {
       case 'accepted': {
         const joined = joinMinorErrors(request, outcome.response?.errors);
         for (const warning of joined.unmatched) addWarning(summary, warning);
-        await reject(joined.rejects);
+        failure = await reject(joined.rejects);
         for (const kind of ARRAY_NAMES) {
           summary.items[kind].accepted += counts[kind] - joined.rejectedPerKind[kind];
           summary.items[kind].rejected += joined.rejectedPerKind[kind];
@@ -246,12 +260,15 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       }
       case 'rejected':
       case 'unknown-rejected':
-        await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
+        failure = await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
         for (const kind of ARRAY_NAMES) summary.items[kind].rejected += counts[kind];
         break;
     }
-    // after the rejects are handed over: a crash in between sends the rows again rather than lose them
+    // after the rejects are handed over: a crash in between sends the rows again rather than lose them.
+    // Rejects that could not be taken stop the run, but the outcome is known: the rows settle (the
+    // journal carries what the rejects file could not take) and the server is not asked again
     options.journal?.record(request);
+    if (failure !== undefined) fail(failure);
   };
 
   const run = async (request: RequestToSend, turn: Turn): Promise<void> => {

@@ -59,6 +59,76 @@ export function heldNote(held: number, path: string): string[] {
   return [`${what} in ${path} already, from the run this one resumes: not written again`];
 }
 
+/** The rejects of a run as the journal settles them (see rejectsLedger). */
+export interface RejectsLedger {
+  /** Writes a reject, unless the file holds it already (a resumed run's); throws when the file cannot take it. */
+  write(record: RejectRecord): Promise<void>;
+  /**
+   * The journal's `beforeSettling`: syncs the file, and returns the rejects written since the last
+   * sync when it cannot (a full disk), for the journal to carry instead.
+   */
+  settle(): Promise<RejectRecord[] | undefined>;
+  /** Writes the rejects an earlier run's journal carried that the file does not hold yet; how many. */
+  writeOwed(records: readonly unknown[]): Promise<number>;
+  /** Rejects counted by this run and not written, as the file held them already. */
+  readonly held: number;
+}
+
+/**
+ * The rejects file as the journal sees it. A row that needs a reject line settles once the line is on
+ * disk; a rejects file that cannot be written (a full disk) must not hold back the settling of rows
+ * whose outcome is known, nor make a resume send again rows the server accepted. So until the file is
+ * synced its rejects are kept here too, and when it cannot be, the journal carries them (`owed`) and
+ * settles the rows; a resumed run writes them first. `written`: the rejects the file holds already.
+ */
+export function rejectsLedger(writer: NdjsonWriter, written: Set<string>, journaled: boolean): RejectsLedger {
+  let held = 0;
+  let unsynced: RejectRecord[] = [];
+  return {
+    async write(record) {
+      if (written.size > 0 && written.has(rejectKey(record))) {
+        held += 1;
+        return;
+      }
+      // kept before it is written: a write that fails leaves it owed
+      if (journaled) unsynced.push(record);
+      await writer.write(record);
+    },
+    async settle() {
+      const taken = unsynced;
+      unsynced = [];
+      try {
+        await writer.sync();
+        return undefined;
+      } catch {
+        // the run stops on the file's error where it was written; here the rows settle all the same
+        return taken;
+      }
+    },
+    async writeOwed(records) {
+      let count = 0;
+      for (const record of records as RejectRecord[]) {
+        const key = rejectKey(record);
+        if (written.has(key)) continue;
+        await writer.write(record);
+        // the rows of some are planned again (rejected before sending, they were not settled): not written twice
+        written.add(key);
+        count += 1;
+      }
+      return count;
+    },
+    get held() {
+      return held;
+    },
+  };
+}
+
+/** What a resumed run says of the rejects the run before could not write, written now. */
+export function owedNote(count: number, path: string): string[] {
+  if (count === 0) return [];
+  return [`${count === 1 ? '1 reject' : `${count.toLocaleString('en-US')} rejects`} the run before could not write (its rejects file was full) ${count === 1 ? 'was' : 'were'} written to ${path} now, from its journal`];
+}
+
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
 export function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { open(): Promise<void> } {
   let writer: Promise<NdjsonWriter> | undefined;

@@ -12,7 +12,7 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
-import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import { checkRejectsFormat, heldNote, lazyWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
 
@@ -166,17 +166,16 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
-    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, remembers, beforeSettling: () => rejects.sync() });
+    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, remembers, beforeSettling: () => rejected.settle() });
     await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
-  // a resumed run adds to its rejects file, and does not write again a row it holds
+  // a resumed run adds to its rejects file, and does not write again a row it holds; it first writes
+  // the rejects the run before could not (its journal carried them)
   const written = resume ? await rejectsSoFar(rejectsPath, options.rejectsFormat) : new Set<string>();
-  let held = 0;
-  const writeReject = async (record: RejectRecord): Promise<void> => {
-    if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
-    else held += 1;
-  };
+  const rejected = rejectsLedger(rejects, written, journal !== undefined);
+  const owed = journal === undefined || journal.owed.length === 0 ? 0 : await rejected.writeOwed(journal.owed);
+  const writeReject = (record: RejectRecord): Promise<void> => rejected.write(record);
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
   const { format, encoding, kind, reading, limits, maxBodyBytes, stdin, stopSignal } = options;
@@ -300,6 +299,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
   await closing(async () => state?.close());
+  // rows the plan settled on its way out need their reject lines synced, before the file closes
+  await closing(() => journal?.flush());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
@@ -311,7 +312,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
+    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(rejected.held, rejectsPath), ...owedNote(owed, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     journalPath: journal?.path,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,

@@ -34,7 +34,7 @@ describe('journal', () => {
 
     const text = await readFile(journalPath, 'utf8');
     const entries = lines(text);
-    expect(entries[0]).toEqual({ journal: 'track-upload', version: 3, target: TARGET });
+    expect(entries[0]).toEqual({ journal: 'track-upload', version: 4, target: TARGET });
     const info = await stat(input);
     expect(entries[1]).toEqual({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
     expect(entries.slice(2)).toEqual([
@@ -100,7 +100,7 @@ describe('journal', () => {
     const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.settledRanges(input)).toEqual([[2, 5]]);
     await resumed.close();
-    await writeFile(journalPath, `{"journal":"track-upload","version":4}\n${file}\n`);
+    await writeFile(journalPath, `{"journal":"track-upload","version":5}\n${file}\n`);
     await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true })).rejects.toThrow(/newer version of track/);
   });
 
@@ -332,6 +332,29 @@ describe('journal', () => {
     const parsed = await readJournal(journalPath);
     expect(parsed.files[0].settled.ranges()).toEqual([[2, 6]]);
     expect(parsed.files[0].sent.ranges()).toEqual([[2, 6]]);
+  });
+
+  it('carries what beforeSettling could not make durable, before the rows it settles, and gives it back on resume', async () => {
+    const owed = [{ file: 'users.csv', line: 12, kind: 'attributes', row: { external_id: 'u10' }, errors: ['email: bad'] }];
+    let full = false;
+    const journal = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false, beforeSettling: async () => (full ? owed : undefined) });
+    journal.recordRows(input, [2]);
+    await journal.flush();
+    full = true;
+    journal.recordRows(input, [12, 13]);
+    await journal.flush();
+    await journal.close();
+    const entries = lines(await readFile(journalPath, 'utf8'));
+    const at = entries.findIndex((e) => 'owed' in e);
+    expect(entries[at]).toEqual({ owed: owed[0] });
+    expect(entries[at + 1]).toEqual({ file: 0, lines: [[12, 13]] });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    expect(resumed.owed).toEqual(owed);
+    expect(resumed.settledRanges(input)).toEqual([
+      [2, 2],
+      [12, 13],
+    ]);
+    await resumed.close();
   });
 
   it('names its target, and refuses to resume a run made to another one', async () => {
