@@ -124,7 +124,8 @@ export interface UploadFlags extends ReadFlags {
   retries: number;
   requestTimeout: number;
   onUnknown: 'retry' | 'reject';
-  journal?: string;
+  /** A path, or false for --no-journal. */
+  journal?: string | false;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -256,6 +257,26 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   };
 }
 
+/** Loopback names: an emulator started by `track emulate --exec` listens on one of them. */
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Whether `url` is the emulator `track emulate --exec` started for the command this process runs in:
+ * it sets TRACK_EMULATOR_URL in the command's environment (and only there), and the emulator
+ * listens on a loopback address and a port of its own. A run to it keeps no journal by default: the
+ * emulator forgets everything when the command ends, and its next port would leave another journal.
+ */
+export function isExecEmulator(url: string, emulatorUrl: string | undefined): boolean {
+  if (emulatorUrl === undefined || emulatorUrl === '') return false;
+  try {
+    const target = new URL(url);
+    const emulator = new URL(emulatorUrl);
+    return target.origin === emulator.origin && LOOPBACK.has(target.hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** Where and how to send: the flags over the environment (TRACK_URL, TRACK_API_KEY); both must be given one way. */
 export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): SendOptions {
   const url = flags.url ?? (env.TRACK_URL || undefined);
@@ -271,7 +292,8 @@ export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): Sen
     retries: flags.retries,
     requestTimeoutMs: flags.requestTimeout * 1000,
     onUnknown: flags.onUnknown,
-    journalPath: flags.journal,
+    journalPath: typeof flags.journal === 'string' ? flags.journal : undefined,
+    noJournal: flags.journal === false || (flags.journal === undefined && isExecEmulator(url, env.TRACK_EMULATOR_URL)),
     resume: flags.resume === true,
     restart: flags.restart === true,
   };

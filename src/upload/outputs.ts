@@ -3,7 +3,8 @@
 // its rejects file without writing a row twice.
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
-import { UsageError } from '../errors.js';
+import { OutputError, UsageError } from '../errors.js';
+import { checkWritable, isOneOf } from './check.js';
 import { formatOf } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
 import type { UploadOptions } from './upload.js';
@@ -158,6 +159,73 @@ export function lazyWriter(path: string, what: string, append: boolean): NdjsonW
       if (writer !== undefined) await (await writer).close(closing);
       // nothing written in a run that went through: an earlier run's file would mislead
       else if (closing?.removeIfEmpty === true) await removeStaleFile(path);
+    },
+  };
+}
+
+/** `--out -`: the request bodies go to standard output (and the summary to standard error). */
+export const STDOUT = '-';
+
+/** The rejects file and --out must be files of their own, in folders this run can write. */
+export async function checkOutputs(inputs: readonly string[], rejectsPath: string, outPath: string | undefined): Promise<void> {
+  const out = outPath === STDOUT ? undefined : outPath;
+  for (const [flag, path] of [['--rejects', rejectsPath], ['--out', out]] as const) {
+    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
+  }
+  if (out !== undefined && (await isOneOf(out, [rejectsPath]))) throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
+  await checkWritable('--rejects', rejectsPath);
+  if (out !== undefined) await checkWritable('--out', out);
+}
+
+/** The --out writer: a file opened with its first line, or standard output. */
+export function outWriter(path: string): NdjsonWriter & { open(): Promise<void> } {
+  return path === STDOUT ? stdoutWriter() : lazyWriter(path, 'requests', false);
+}
+
+/**
+ * Request bodies on standard output, with backpressure. A reader that goes away (`| head`) fails the
+ * next write with a message, not a stack trace; standard output itself is left open.
+ */
+function stdoutWriter(): NdjsonWriter & { open(): Promise<void> } {
+  const stream = process.stdout;
+  let count = 0;
+  let failure: OutputError | undefined;
+  const failed = (error: NodeJS.ErrnoException): void => {
+    const why = error.code === 'EPIPE' ? 'EPIPE (its reader closed it)' : (error.code ?? error.message);
+    failure ??= new OutputError(`cannot write the requests to standard output: ${why}`, STDOUT);
+  };
+  stream.on('error', failed);
+  const writeLine = async (json: string | Uint8Array): Promise<void> => {
+    if (failure !== undefined) throw failure;
+    count += 1;
+    const line = typeof json === 'string' ? `${json}\n` : Buffer.concat([json, Buffer.from('\n')]);
+    const more = stream.write(line, (error) => error && failed(error));
+    if (!more) await new Promise<void>((resolve) => {
+      const done = (): void => {
+        stream.off('drain', done);
+        stream.off('error', done);
+        resolve();
+      };
+      stream.on('drain', done);
+      stream.on('error', done);
+    });
+    if (failure !== undefined) throw failure;
+  };
+  return {
+    path: STDOUT,
+    get count() {
+      return count;
+    },
+    open: async () => undefined,
+    writeLine,
+    write: (value) => writeLine(JSON.stringify(value)),
+    // a pipe or a terminal: nothing to sync
+    sync: async () => {
+      if (failure !== undefined) throw failure;
+    },
+    close: async () => {
+      stream.off('error', failed);
+      if (failure !== undefined) throw failure;
     },
   };
 }

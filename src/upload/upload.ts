@@ -12,7 +12,7 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
-import { checkRejectsFormat, heldNote, lazyWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
 
@@ -36,6 +36,8 @@ export interface SendOptions {
   onUnknown?: OnUnknown;
   /** The journal file; default `<first input>.<target>.journal` beside it. */
   journalPath?: string;
+  /** Keep no journal (a throwaway target): no --resume, and no guard against sending the same rows twice. */
+  noJournal?: boolean;
   /** Skip the rows an earlier run's journal settled, and add to its rejects file. */
   resume?: boolean;
   /** Start over even though the journal holds a run of the same inputs to the same target. */
@@ -77,7 +79,7 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
   rejectsPath?: string;
   /** NDJSON records (default), or CSV rows under the inputs' header with `_file`, `_line`, `_errors`. */
   rejectsFormat?: RejectsFormat;
-  /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent. */
+  /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent; `-` is standard output. */
   outPath?: string;
   /** Where to deliver the requests; without it the run is a dry run. */
   send?: SendOptions;
@@ -132,14 +134,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   for (const file of inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
   const rejectsPath = options.rejectsPath ?? defaultRejectsPath(inputs[0], options.rejectsFormat);
-  for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
-    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
-  }
-  if (options.outPath !== undefined && (await isOneOf(options.outPath, [rejectsPath]))) {
-    throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
-  }
-  await checkWritable('--rejects', rejectsPath);
-  if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
+  await checkOutputs(inputs, rejectsPath, options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   await checkHeaders(options, map);
@@ -161,7 +156,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
   const resume = send?.resume === true;
   const rejects = rejectsWriter(rejectsPath, resume, { ...options, map });
-  const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
+  const out = options.outPath === undefined ? undefined : outWriter(options.outPath);
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)

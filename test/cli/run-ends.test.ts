@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
 import { writeCrmCsv, runTimed, type TimedRun } from '../helpers/crm.js';
 import { useServers } from '../helpers/servers.js';
+import { whenReadingStdin } from '../helpers/signals.js';
 
 const { tmp, emulator, faultServer } = useServers();
 const TRIES = 10;
@@ -141,7 +142,7 @@ describe('a signal while standard input is idle', () => {
       let stdout = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await whenReadingStdin(child.pid!)).toBe(true);
       child.kill('SIGINT');
       const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
       const status = await exited;

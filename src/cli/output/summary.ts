@@ -92,7 +92,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     lines.push(...reasonLines(summary.warningReasons));
     for (const example of summary.warningExamples) lines.push(`            ${example}`);
   }
-  const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath}`;
+  const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath === '-' ? 'standard output' : summary.outPath}`;
   const planned = verb === 'upload' ? 'planned' : 'would be sent';
   lines.push(`requests    ${number(summary.requests)} ${planned} (${limitsText(limits)})${written}`);
   lines.push(...dataPointLines(summary, pace));
