@@ -203,7 +203,7 @@ export function addReadOptions(command: Command): Command {
         .choices(['ndjson', 'csv'])
         .default(UPLOAD_DEFAULTS.rejectsFormat),
     )
-    .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
+    .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
