@@ -1,6 +1,7 @@
 // The files a run writes besides the journal: the rejects file and --out. Each opens with its first
 // line, so a run that fails its checks leaves an earlier run's file as it was; a resumed run adds to
 // its rejects file without writing a row twice.
+import { once } from 'node:events';
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
 import { OutputError, UsageError } from '../errors.js';
@@ -199,16 +200,8 @@ function stdoutWriter(): NdjsonWriter & { open(): Promise<void> } {
     if (failure !== undefined) throw failure;
     count += 1;
     const line = typeof json === 'string' ? `${json}\n` : Buffer.concat([json, Buffer.from('\n')]);
-    const more = stream.write(line, (error) => error && failed(error));
-    if (!more) await new Promise<void>((resolve) => {
-      const done = (): void => {
-        stream.off('drain', done);
-        stream.off('error', done);
-        resolve();
-      };
-      stream.on('drain', done);
-      stream.on('error', done);
-    });
+    // once() also settles on 'error', and leaves no listener behind either way
+    if (!stream.write(line, (error) => error && failed(error))) await once(stream, 'drain').catch(() => undefined);
     if (failure !== undefined) throw failure;
   };
   return {

@@ -4,9 +4,8 @@
 // fields are dropped (the planning thread then has much to say when the delivery stops). Each case
 // runs ten times: a run that does not end is killed at its deadline and fails the test.
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { BIN } from '../helpers/cli.js';
+import { BIN, closedPort } from '../helpers/cli.js';
 import { writeCrmCsv, runTimed, type TimedRun } from '../helpers/crm.js';
 import { useServers } from '../helpers/servers.js';
 import { whenReadingStdin } from '../helpers/signals.js';
@@ -17,15 +16,6 @@ const TRIES = 10;
 const DEADLINE_MS = 25_000;
 /** From the summary to the exit; a run that ends takes a few milliseconds, a busy machine more. */
 const AFTER_SUMMARY_MS = 3_000;
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /**
  * Runs `args(i)` TRIES times, `together` at a time; each must end within its deadline, soon after
@@ -55,54 +45,33 @@ const crm = (): string => writeCrmCsv(tmp.dir, 2000);
 /** Each try keeps its own journal and rejects file, as tries run side by side. */
 const upload = (file: string, i: number): string[] => ['upload', file, '--drop-invalid-fields', '--json', '--journal', `j${i}.journal`, '--rejects', `r${i}.ndjson`];
 
+/** What stops a run, the flags that bring it about (given the emulator's URL), and how the run says so. */
+const FATAL_STOPS: Array<{ name: string; args: (url: string) => Promise<string[]> | string[]; says: RegExp }> = [
+  { name: 'a refused API key (401)', args: (url) => ['--url', url, '--api-key', 'wrong'], says: /refused the API key/ },
+  {
+    name: 'a server that cannot be reached, with --retries 0',
+    args: async () => ['--url', `http://127.0.0.1:${await closedPort()}`, '--api-key', 'k', '--retries', '0'],
+    says: /ECONNREFUSED/,
+  },
+  { name: 'a request over the server’s batch limit (--max-total 100 against 50)', args: (url) => ['--url', url, '--api-key', 'k', '--max-total', '100'], says: /over its batch limit/ },
+  { name: 'a rejects file that cannot be written (/dev/full)', args: (url) => ['--url', url, '--api-key', 'k', '--rejects', '/dev/full'], says: /cannot write the rejects file \/dev\/full: ENOSPC/ },
+];
+
 describe('a run stopped by a fatal error ends after its summary', () => {
-  it('a refused API key (401)', async () => {
-    const emu = await emulator();
-    const file = crm();
-    await everyTry(
-      (i) => [...upload(file, i), '--url', emu.url, '--api-key', 'wrong'],
-      (run) => {
-        expect(run.status).toBe(3);
-        expect(JSON.parse(run.stdout).delivery.fatal.message).toMatch(/refused the API key/);
-      },
-    );
-  }, 120_000);
-
-  it('a server that cannot be reached, with --retries 0', async () => {
-    const port = await closedPort();
-    const file = crm();
-    await everyTry(
-      (i) => [...upload(file, i), '--url', `http://127.0.0.1:${port}`, '--api-key', 'k', '--retries', '0'],
-      (run) => {
-        expect(run.status).toBe(3);
-        expect(JSON.parse(run.stdout).delivery.fatal.message).toMatch(/ECONNREFUSED/);
-      },
-    );
-  }, 120_000);
-
-  it('a request over the server’s batch limit (--max-total 100 against 50)', async () => {
-    const emu = await emulator();
-    const file = crm();
-    await everyTry(
-      (i) => [...upload(file, i), '--url', emu.url, '--api-key', 'k', '--max-total', '100'],
-      (run) => {
-        expect(run.status).toBe(3);
-        expect(JSON.parse(run.stdout).delivery.fatal.message).toMatch(/over its batch limit/);
-      },
-    );
-  }, 120_000);
-
-  it('a rejects file that cannot be written (/dev/full)', async () => {
-    const emu = await emulator();
-    const file = crm();
-    await everyTry(
-      (i) => [...upload(file, i), '--url', emu.url, '--api-key', 'k', '--rejects', '/dev/full'],
-      (run) => {
-        expect(run.status).toBe(3);
-        expect(run.stderr).toMatch(/cannot write the rejects file \/dev\/full: ENOSPC/);
-      },
-    );
-  }, 120_000);
+  for (const stop of FATAL_STOPS) {
+    it(stop.name, async () => {
+      const emu = await emulator();
+      const file = crm();
+      const flags = await stop.args(emu.url);
+      await everyTry(
+        (i) => [...upload(file, i), ...flags],
+        (run) => {
+          expect(run.status).toBe(3);
+          expect(run.stderr).toMatch(stop.says);
+        },
+      );
+    }, 120_000);
+  }
 
   it('validate with an --out that cannot be written', async () => {
     const file = crm();

@@ -1,9 +1,9 @@
 import { createServer as createHttpServer } from 'node:http';
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { createTrackClient, resolveEndpoint, type TrackClient } from '../../src/transport/http-client.js';
 import { classifyResult } from '../../src/transport/retry-policy.js';
+import { closedPort } from '../helpers/cli.js';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
 
 const KEY = 'sk-test-0123456789abcdef';
@@ -16,15 +16,6 @@ afterEach(async () => {
   client = undefined;
   server = undefined;
 });
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as { port: number };
-  await new Promise((r) => probe.close(r));
-  return port;
-}
 
 describe('resolveEndpoint', () => {
   it('appends /users/track to a base URL, keeps a full one, drops credentials', () => {
