@@ -10,7 +10,7 @@ import type { DateOrder } from '../mapping/times.js';
 import { countryCode, isTimeZoneName } from '../model/places.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
-import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
 import type { OutputFlags } from './output/run-outputs.js';
@@ -40,6 +40,15 @@ export function wholeNumber(flag: string, min: number, max = Number.MAX_SAFE_INT
 
 export const positiveInteger = (flag: string): ((value: string) => number) => wholeNumber(flag, 1);
 
+/** Seconds above 0 (fractions allowed, at most a day), or a usage error naming the flag. */
+export function seconds(flag: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag}: expected seconds above 0 (at most 86400), got "${value}"`);
+    return n;
+  };
+}
+
 /** The flags of `track emulate` as its action receives them. */
 export interface EmulateFlags {
   port: number;
@@ -60,6 +69,7 @@ export interface EmulateFlags {
   /** Run this command through the shell with the emulator, then stop; exit with its status. */
   exec?: string;
   seed?: string[];
+  s3Endpoint?: string;
   requestLog: number;
 }
 
@@ -82,6 +92,7 @@ export const EMULATE_DEFAULTS = {
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
 export interface ReadFlags extends OutputFlags {
   format?: InputFormat;
+  s3Endpoint?: string;
   encoding: InputEncoding;
   kind?: ArrayName;
   map?: string;
@@ -115,8 +126,10 @@ export interface UploadFlags extends ReadFlags {
   apiKey?: string;
   concurrency: number;
   retries: number;
+  requestTimeout: number;
   onUnknown: 'retry' | 'reject';
-  journal?: string;
+  /** A path, or false for --no-journal. */
+  journal?: string | false;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -131,6 +144,7 @@ export const UPLOAD_DEFAULTS = {
   concurrency: DEFAULT_CONCURRENCY,
   rate: DEFAULT_RATE,
   retries: DEFAULT_RETRIES,
+  requestTimeout: DEFAULT_REQUEST_TIMEOUT_S,
   onUnknown: 'retry',
   state: './track-state.sqlite',
   progressInterval: 5,
@@ -157,15 +171,39 @@ function timeZone(value: string): string {
   return value;
 }
 
+/** --s3-endpoint: an http(s) URL. */
+export function s3Endpoint(value: string): string {
+  if (!/^https?:\/\/[^/\s]+/i.test(value)) throw new UsageError(`--s3-endpoint: expected the store's URL, such as http://127.0.0.1:9000, got "${value}"`);
+  return value;
+}
+
+/**
+ * How s3:// inputs reach their store: --s3-endpoint over AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL
+ * (S3 itself when none is given). Credentials and the region the client reads from the standard
+ * chain itself, and the client's notice about Node versions to come is none of the person's business.
+ */
+export function storageFrom(flags: { s3Endpoint?: string }, env: NodeJS.ProcessEnv): { s3Endpoint?: string } {
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const fromEnv = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const endpoint = flags.s3Endpoint ?? (fromEnv === undefined ? undefined : s3Endpoint(fromEnv));
+  return endpoint === undefined ? {} : { s3Endpoint: endpoint };
+}
+
 function separator(value: string): string {
   const found = value === '\\t' ? '\t' : value;
   if (found.length !== 1) throw new UsageError(`--array-separator: expected one character such as ; or |, got "${value}"`);
   return found;
 }
 
+/** What the inputs of `track upload` and `track validate` may be. */
+export const INPUTS_HELP =
+  'CSV, NDJSON or JSON files (.csv, .ndjson, .jsonl, .json, each optionally .gz) or Parquet files (.parquet); ' +
+  's3://bucket/key, s3://bucket/prefix/ or s3://bucket/prefix/*.parquet (every object it names, in key order); https:// URLs of objects; - reads standard input';
+
 export function addReadOptions(command: Command): Command {
   return command
-    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson']))
+    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson', 'json', 'parquet']))
+    .option('--s3-endpoint <url>', 'an S3-compatible store for s3:// inputs (MinIO, R2, GCS), addressed path-style (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)', s3Endpoint)
     .addOption(
       new Option('--encoding <encoding>', 'the encoding of every input; latin1 is ISO-8859-1 (0x80 is U+0080, not €)')
         .choices([...INPUT_ENCODINGS])
@@ -178,7 +216,7 @@ export function addReadOptions(command: Command): Command {
         'purchases',
       ]),
     )
-    .option('--map <file>', 'JSON file that renames and types CSV columns: {"Zip": "zip:string", "Notes": null}')
+    .option('--map <file>', 'JSON file that renames and types CSV and Parquet columns: {"Zip": "zip:string", "Notes": null}')
     .option('--delimiter <char>', "between CSV cells: , ; \\t or | (default: the one each file's header line uses)", delimiter)
     .option('--default-country <code>', 'read phone numbers without a country code in this country (ISO 3166 alpha-2, e.g. US); sent in E.164', country)
     .option('--array-separator <char>', 'split :array, :add and :remove cells that are not JSON arrays on this character, e.g. ;', separator)
@@ -195,7 +233,7 @@ export function addReadOptions(command: Command): Command {
         .choices(['ndjson', 'csv'])
         .default(UPLOAD_DEFAULTS.rejectsFormat),
     )
-    .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
+    .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
@@ -243,6 +281,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   return {
     delta,
     inputs: files,
+    storage: storageFrom(flags, env),
     format: flags.format,
     encoding: flags.encoding,
     kind: flags.kind,
@@ -263,6 +302,26 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   };
 }
 
+/** Loopback names: an emulator started by `track emulate --exec` listens on one of them. */
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Whether `url` is the emulator `track emulate --exec` started for the command this process runs in:
+ * it sets TRACK_EMULATOR_URL in the command's environment (and only there), and the emulator
+ * listens on a loopback address and a port of its own. A run to it keeps no journal by default: the
+ * emulator forgets everything when the command ends, and its next port would leave another journal.
+ */
+export function isExecEmulator(url: string, emulatorUrl: string | undefined): boolean {
+  if (emulatorUrl === undefined || emulatorUrl === '') return false;
+  try {
+    const target = new URL(url);
+    const emulator = new URL(emulatorUrl);
+    return target.origin === emulator.origin && LOOPBACK.has(target.hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** Where and how to send: the flags over the environment (TRACK_URL, TRACK_API_KEY); both must be given one way. */
 export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): SendOptions {
   const url = flags.url ?? (env.TRACK_URL || undefined);
@@ -276,8 +335,10 @@ export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): Sen
     rate: flags.rate,
     hourly: flags.hourly,
     retries: flags.retries,
+    requestTimeoutMs: flags.requestTimeout * 1000,
     onUnknown: flags.onUnknown,
-    journalPath: flags.journal,
+    journalPath: typeof flags.journal === 'string' ? flags.journal : undefined,
+    noJournal: flags.journal === false || (flags.journal === undefined && isExecEmulator(url, env.TRACK_EMULATOR_URL)),
     resume: flags.resume === true,
     restart: flags.restart === true,
   };
