@@ -42,6 +42,38 @@ describe('reasonOf', () => {
   });
 });
 
+describe('the reasons of a plan', () => {
+  it('count rows refused for a number that cannot be held, or an element of an array, as one reason whatever the number or its place', async () => {
+    const tmp = tempDir();
+    try {
+      const ndjson = join(tmp.dir, 'ids.ndjson');
+      const lines = Array.from({ length: 60 }, (_, i) =>
+        i % 2 === 0
+          ? `{"external_id":"u${i}","account_id":${12345678901234567890n + BigInt(i)}}`
+          : JSON.stringify({ external_id: `p${i}`, pets: { $add: [...Array.from({ length: i % 3 }, () => ({ id: 1 })), 7] } }),
+      );
+      writeFileSync(ndjson, `${lines.join('\n')}\n`);
+      const csv = join(tmp.dir, 'scores.csv');
+      const rows = Array.from({ length: 30 }, (_, i) => `u${i},[${i + 1}.00000000000000000001]`);
+      writeFileSync(csv, `external_id,scores:array\n${rows.join('\n')}\n`);
+      const summary = emptyPlanSummary();
+      for await (const event of planEvents({ inputs: [ndjson, csv] })) addPlanEvent(summary, event);
+      expect(summary.rejected).toBe(90);
+      expect(summary.rejectReasons).toEqual({
+        'account_id: is a whole number beyond ±9007199254740991, which a number cannot tell from its neighbours; quote it as a string to send it as written': 30,
+        'pets.$add[*]: must be an object': 30,
+        'scores: [*]: has more digits than a number holds; quote it as a string to send it as written': 30,
+      });
+      // what a number becomes is kept where every such number becomes it
+      expect(reasonOf('n: 1e400 is too large for a number (it would become null); quote it as a string to send it as written')).toBe(
+        'n: is too large for a number (it would become null); quote it as a string to send it as written',
+      );
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('the encoding note', () => {
   it('names Windows-1252 and the flag for a file whose many rows hold its bytes, with the characters they are', () => {
     const tally = createEncodingTally('utf-8');
