@@ -4,7 +4,7 @@
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import type { InputEncoding } from '../input/decode.js';
+import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
 import type { RemoteInputs } from '../input/remote.js';
@@ -25,12 +25,33 @@ export function defaultRejectsPath(firstInput: string, format: 'ndjson' | 'csv' 
   return join(dirname(firstInput), `${name}.rejects.${format}`);
 }
 
+/**
+ * The text of a --map file as Windows editors save it too: UTF-8 with or without its mark (Notepad),
+ * or UTF-16 after its mark (PowerShell's `>`). Other bytes that are not UTF-8 are told, not matched as
+ * U+FFFD.
+ */
+function mapText(path: string, bytes: Buffer): string {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+  const utf16 = (bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff);
+  // UTF-16BE is UTF-16LE with each unit's bytes swapped
+  if (utf16 && bytes[0] === 0xfe) bytes = Buffer.from(bytes.subarray(0, bytes.length & ~1)).swap16();
+  const decoding = createDecoding(utf16 ? 'utf-16le' : 'utf-8');
+  const text = decoding.write(utf16 ? bytes.subarray(2) : bytes) + decoding.end();
+  const found = undecodableIn(text);
+  if (found !== undefined) {
+    const what = `${utf16 ? 'unit' : 'byte'} 0x${found.value.toString(16).toUpperCase().padStart(2, '0')} at byte offset ${found.offset}`;
+    throw new UsageError(`--map ${path}: is not ${utf16 ? 'UTF-16' : 'UTF-8'} (${what}); save it as UTF-8`);
+  }
+  return text;
+}
+
 /** Reads and checks a --map file. */
 export async function readColumnMap(path: string): Promise<ColumnMap> {
   let json: unknown;
   try {
-    json = JSON.parse(await readFile(path, 'utf8'));
+    json = JSON.parse(mapText(path, await readFile(path)));
   } catch (error) {
+    if (error instanceof UsageError) throw error;
     const e = error as NodeJS.ErrnoException;
     throw new UsageError(`--map ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.code ?? `is not valid JSON (${e.message})`}`);
   }

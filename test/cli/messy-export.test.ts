@@ -81,6 +81,25 @@ describe('a --map naming a column no input has', () => {
     expect(piped.stderr).not.toContain('is not a column');
   });
 
+  it('is read as Windows editors save it, with the UTF-8 mark or in UTF-16 (as PowerShell writes with >); a map in another encoding is told', async () => {
+    const text = JSON.stringify(CRM_MAP, null, 2).replace(/\n/g, '\r\n');
+    writeFileSync(join(tmp.dir, 'bom.json'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    writeFileSync(join(tmp.dir, 'wide.json'), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]));
+    writeFileSync(join(tmp.dir, 'plain.json'), text);
+    const plain = await cli(['validate', 'night1.csv', '--map', 'plain.json', ...CRM_FLAGS, '--json']);
+    expect(plain.status).toBe(1);
+    for (const map of ['bom.json', 'wide.json']) {
+      const result = await cli(['validate', 'night1.csv', '--map', map, ...CRM_FLAGS, '--json']);
+      expect(result.stderr).toBe('');
+      expect({ ...JSON.parse(result.stdout), elapsedMs: 0 }).toEqual({ ...JSON.parse(plain.stdout), elapsedMs: 0 });
+    }
+    // "Téléphone" as Windows-1252 writes it: the key would be U+FFFD and match nothing
+    writeFileSync(join(tmp.dir, 'ansi.json'), Buffer.from('{"Contact ID": "external_id", "T\xe9l\xe9phone": "phone"}', 'latin1'));
+    const ansi = await cli(['validate', 'night1.csv', '--map', 'ansi.json', ...CRM_FLAGS]);
+    expect(ansi.status).toBe(2);
+    expect(ansi.stderr).toBe('track: --map ansi.json: is not UTF-8 (byte 0xE9 at byte offset 32); save it as UTF-8\n');
+  });
+
   it('may name a column that only some of the inputs have', async () => {
     writeFileSync(join(tmp.dir, 'plans.csv'), 'Contact ID,Plan\r\nC-00001,pro\r\n');
     writeFileSync(join(tmp.dir, 'both.json'), JSON.stringify({ ...CRM_MAP, Plan: 'plan' }));
