@@ -3,7 +3,7 @@
 import type { ItemOrigin } from '../model/request.js';
 import type { ArrayName } from '../model/types.js';
 import { CellProblem, readInferred, type Annotation, type CellReader } from './cells.js';
-import type { ColumnMap } from './column-map.js';
+import { mapEntryOf, type ColumnMap } from './column-map.js';
 import { parseColumnSpec, readerFor } from './columns.js';
 import type { CellOptions } from './export-cells.js';
 import { identifierNotes, TYPE_COUNT_SLOTS, typeCounter, type TypeCounts } from './header-notes.js';
@@ -69,7 +69,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   const specs: Array<{ index: number; key: string; source: string; spec: ReturnType<typeof parseColumnSpec> }> = [];
   let fedBack = false;
   header.forEach((source, index) => {
-    const mapped = options.map?.get(source);
+    const mapped = mapEntryOf(options.map, source);
     if (mapped === null) {
       keys.push(undefined);
       return;

@@ -136,7 +136,7 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
       const { parquetHeader } = await import('./plan-parquet.js');
       for (const { file, columns: names } of parquets) parquetHeader(names, file, { kind: options.kind, map, reading: options.reading });
     }
-    const known = new Set(columns.flatMap((c) => c.columns));
+    const known = new Set(columns.flatMap((c) => c.columns.flatMap((name) => [name, name.trim()])));
     return map === undefined ? [] : [...map.keys()].filter((column) => !known.has(column));
   } finally {
     if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();

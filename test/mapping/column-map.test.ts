@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { unmatchedColumnProblems, validateColumnMap } from '../../src/mapping/column-map.js';
+import { readCsvHeader } from '../../src/mapping/csv-rows.js';
 import { editDistance, editDistanceWithin } from '../../src/mapping/suggest.js';
 
 describe('validateColumnMap', () => {
@@ -15,6 +16,21 @@ describe('validateColumnMap', () => {
       ok: false,
       problems: ['"Zip": must be a field name such as "zip:string", or null, got 3', '"Plan": must be a field name such as "zip:string", or null, got ""'],
     });
+  });
+});
+
+describe('a map key', () => {
+  it('names a column whose header writes spaces around its name, as the header is read without them', () => {
+    const map = new Map<string, string | null>([['Contact ID', 'external_id'], ['Email', 'email'], ['Notes', null]]);
+    const header = [' Contact ID ', 'Email  ', 'Notes ', 'Zip '];
+    expect(unmatchedColumnProblems(map.keys(), [{ file: 'export.csv', columns: header }])).toEqual([]);
+    const result = readCsvHeader(header, { map });
+    if (!result.ok) throw new Error(result.problems.join('; '));
+    expect(result.header.columns.map(({ field }) => field)).toEqual(['external_id', 'email', 'Zip']);
+    expect(result.header.mapRow([' 1', 'a@x.com', 'x', '02134']).item).toEqual({ external_id: ' 1', email: 'a@x.com', Zip: '02134' });
+    // a column written exactly as the key is taken first
+    const exact = readCsvHeader(['Email', 'external_id'], { map: new Map([['Email', 'email']]) });
+    expect(exact.ok && exact.header.columns.map(({ field }) => field)).toEqual(['email', 'external_id']);
   });
 });
 
