@@ -115,13 +115,14 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
   try {
     const headers = csvFiles.length === 0 ? [] : await readCsvHeaders(csvFiles, options);
     const parquets = parquetFiles.length === 0 ? [] : await readParquetColumns(parquetFiles, options);
-    const { csvHeaderProblem } = await import('./plan-csv.js');
+    const { csvHeaderProblem, headerReadProblem } = await import('./plan-csv.js');
     const problemOf = ({ file, record, detected }: (typeof headers)[number]) =>
       csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
     // a header that cannot be read (its bytes are not in the encoding, a UTF-16 file) is told first:
     // the map's keys cannot be matched with columns no one knows
-    for (const header of headers) {
-      if ('error' in header.record || header.record.undecodable !== undefined) throw problemOf(header)!;
+    for (const { file, record } of headers) {
+      const unread = headerReadProblem(record, file, options.encoding);
+      if (unread !== undefined) throw unread;
     }
     // a map key that names no column is told next: the header's own problems may follow from it
     const columns = [...headers.flatMap(({ file, record }) => ('cells' in record ? [{ file, columns: record.cells }] : [])), ...parquets];
