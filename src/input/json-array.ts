@@ -5,7 +5,7 @@
 // deep rejects the element, not the file. JSON that is broken stops the reading there, naming the
 // byte: past it, where the next element begins cannot be known.
 import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
-import { InputError } from '../errors.js';
+import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 import { MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
@@ -107,7 +107,7 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
   } catch (error) {
     if (batch.length > 0) yield batch;
     batch = [];
-    if (error instanceof InputError) throw error;
+    if (error instanceof InputError || error instanceof SourceError) throw error;
     fail(error);
   }
   if (!parser.isEnded) fail(new Error('the file ends before the array is closed with ]'));

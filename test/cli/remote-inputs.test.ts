@@ -219,10 +219,23 @@ describe('reading objects over a failing network', () => {
     expect(readFileSync(join(servers.tmp.dir, 'cut.ndjson'), 'utf8')).toBe(readFileSync(join(servers.tmp.dir, 'whole.ndjson'), 'utf8'));
   });
 
+  it('stops a CSV or JSON array object the network keeps breaking as a failure (exit 3) naming the cause, as NDJSON', async () => {
+    await s3.put('exports', 'broken/users.json', `[\n${USERS.map((u) => JSON.stringify({ external_id: u.external_id, visits: u.visits })).join(',\n')}\n]\n`);
+    for (const key of ['users.csv', 'broken/users.json']) {
+      // the first read gives 300 bytes (the header, the array's first rows), every try after it none
+      proxy.cut((request) => request.method === 'GET' && request.url?.startsWith(`/exports/${key}`) === true, (request) => (request.headers.range === undefined ? 300 : 0), Infinity);
+      const run = await viaProxy(['validate', `s3://exports/${key}`]);
+      expect(run.stderr).toMatch(new RegExp(`^track: s3://exports/${key}: reading stopped at byte 300 of \\d+; 5 tries failed`, 'm'));
+      expect(run.stderr).not.toMatch(/as CSV|not a valid JSON array/);
+      expect(run.status).toBe(3);
+    }
+    proxy.cut(() => false, 0, 0);
+  }, 60_000);
+
   it('stops with exit 3 and its summary when the retries run out, and resumes without reading settled parts again; a changed part is refused', async () => {
     const emulator = await servers.emulator();
     const upload = ['upload', 's3://exports/parts/*.ndjson.gz', '--url', emulator.url, '--api-key', 'k', '--max-total', '10', '--json'];
-    proxy.cut((request) => request.method === 'GET' && request.url?.startsWith(`/exports/${PARTS[2]}`) === true, 100, Infinity);
+    proxy.cut((request) => request.method === 'GET' && request.url?.startsWith(`/exports/${PARTS[2]}`) === true, (request) => (request.headers.range === undefined ? 100 : 0), Infinity);
     const failed = await viaProxy(upload);
     expect(failed.status).toBe(3);
     expect(failed.stderr).toMatch(/s3:\/\/exports\/parts\/part-002\.ndjson\.gz: reading stopped at byte \d+ of \d+; 5 tries failed/);
