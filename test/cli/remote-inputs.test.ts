@@ -232,6 +232,19 @@ describe('reading objects over a failing network', () => {
     proxy.cut(() => false, 0, 0);
   }, 60_000);
 
+  it('names the range and the cause when the network keeps breaking the reads of a Parquet object (exit 3)', async () => {
+    for (const passed of [0, 1]) {
+      // the first `passed` reads of the object go through (its last 8 bytes), every one after them is cut
+      let seen = 0;
+      proxy.cut((request) => request.method === 'GET' && request.url?.startsWith('/exports/tables/users.parquet') === true && ++seen > passed, 0, Infinity);
+      const run = await viaProxy(['validate', 's3://exports/tables/users.parquet']);
+      expect(run.stderr).toMatch(/^track: s3:\/\/exports\/tables\/users\.parquet: reading bytes \d+-\d+: 5 tries failed, the last with /m);
+      expect(run.stderr).not.toMatch(/unreachable|as Parquet/);
+      expect(run.status).toBe(3);
+    }
+    proxy.cut(() => false, 0, 0);
+  }, 60_000);
+
   it('stops with exit 3 and its summary when the retries run out, and resumes without reading settled parts again; a changed part is refused', async () => {
     const emulator = await servers.emulator();
     const upload = ['upload', 's3://exports/parts/*.ndjson.gz', '--url', emulator.url, '--api-key', 'k', '--max-total', '10', '--json'];
