@@ -3,13 +3,13 @@
 // first byte, not a HEAD; later reads ask for a range, and If-Match its ETag.
 import { request, type Dispatcher } from 'undici';
 import { InputError } from '../errors.js';
-import type { ObjectStore, RemoteObject } from './remote.js';
+import { changedAnswer, totalSize, type ObjectStore, type RemoteObject } from './remote.js';
 
 /** A status the person must act on, as an InputError; any other is the network's, tried again. */
 function statusProblem(status: number, url: string): InputError | Error {
   if (status === 401 || status === 403) return new InputError(`access denied (${status}): the URL is not allowed to read it (a presigned URL may have expired)`, url);
   if (status === 404 || status === 410) return new InputError(`no such object (${status})`, url);
-  if (status === 412) return new InputError('changed while this run read it (its ETag is no longer the one first seen); run again to read it anew', url);
+  if (status === 412 || status === 416) return new InputError('changed while this run read it (its ETag or size is no longer the one first seen); run again to read it anew', url);
   if (status >= 400 && status < 500 && status !== 408 && status !== 429) return new InputError(`the server refused to give it (${status})`, url);
   return new Error(`the server answered ${status}`);
 }
@@ -21,8 +21,8 @@ const header = (headers: Dispatcher.ResponseData['headers'], name: string): stri
 
 /** Its size from a 206's Content-Range (`bytes 0-0/1234`), or a 200's Content-Length. */
 function sizeOf(status: number, headers: Dispatcher.ResponseData['headers']): number | undefined {
-  const total = status === 206 ? /\/(\d+)$/.exec(header(headers, 'content-range') ?? '')?.[1] : header(headers, 'content-length');
-  return total === undefined ? undefined : Number(total);
+  const length = header(headers, 'content-length');
+  return totalSize(status === 206 ? header(headers, 'content-range') : undefined, length === undefined ? undefined : Number(length), status === 206);
 }
 
 export function httpStore(): ObjectStore {
@@ -46,10 +46,16 @@ export function httpStore(): ObjectStore {
       if (isEtag) headers['if-match'] = object.etag;
       const answer = await request(object.url, { method: 'GET', headers });
       const expected = headers.range === undefined ? 200 : 206;
-      const changed = !isEtag && object.etag !== '' && object.etag !== (header(answer.headers, 'last-modified') ?? '');
-      if (answer.statusCode !== expected || changed) {
+      if (answer.statusCode !== expected) {
         await answer.body.dump();
-        throw changed ? statusProblem(412, object.url) : statusProblem(answer.statusCode, object.url);
+        throw statusProblem(answer.statusCode, object.url);
+      }
+      // a server that does not keep to If-Match sends the object as it is now
+      const tag = isEtag ? header(answer.headers, 'etag') : header(answer.headers, 'last-modified');
+      const changed = changedAnswer(object, tag, sizeOf(answer.statusCode, answer.headers));
+      if (changed !== undefined) {
+        await answer.body.dump();
+        throw changed;
       }
       return answer.body;
     },

@@ -38,6 +38,29 @@ export interface ObjectStore {
   close(): void;
 }
 
+/**
+ * The error for an answer that is not of the object as listed, or undefined: a store that does not
+ * keep to If-Match sends the object as it is now, and its ETag or size tells it apart. `size` is the
+ * whole object's (a 206's Content-Range total, a 200's Content-Length).
+ */
+export function changedAnswer(object: RemoteObject, etag: string | undefined, size: number | undefined): InputError | undefined {
+  // quoted or not, as stores differ between their listings and their answers
+  const bare = (tag: string): string => tag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+  const otherEtag = object.etag !== '' && etag !== undefined && bare(etag) !== bare(object.etag);
+  const otherSize = size !== undefined && size !== object.size;
+  if (!otherEtag && !otherSize) return undefined;
+  return new InputError('changed while this run read it (its ETag or size is no longer the one listed); run again to read it anew', object.url);
+}
+
+/** The object's size in an answer: the total of a 206's Content-Range (`bytes 0-9/1234`), else a 200's length. */
+export function totalSize(contentRange: string | undefined, contentLength: number | undefined, ranged: boolean): number | undefined {
+  if (contentRange !== undefined) {
+    const total = /\/(\d+)$/.exec(contentRange)?.[1];
+    return total === undefined ? undefined : Number(total);
+  }
+  return ranged ? undefined : contentLength;
+}
+
 const DEFAULT_RETRIES = 4;
 const DEFAULT_RETRY_BASE_MS = 500;
 

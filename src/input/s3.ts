@@ -2,11 +2,11 @@
 // through --s3-endpoint, read with the official client. Credentials and region come from the
 // standard AWS chain; a prefix lists every object under it and a glob those its pattern matches,
 // in key order. Loaded only when an s3:// input is given: the client takes a while to load.
-import type { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { GetObjectCommandOutput, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import picomatch from 'picomatch';
 import { InputError } from '../errors.js';
 import { locate, s3Pattern } from './location.js';
-import type { ObjectStore, RemoteObject, RemoteSettings } from './remote.js';
+import { changedAnswer, totalSize, type ObjectStore, type RemoteObject, type RemoteSettings } from './remote.js';
 
 /** Where the standard chain looks for credentials, for the message when it finds none. */
 const CREDENTIAL_SOURCES =
@@ -48,8 +48,9 @@ function problem(error: unknown, url: string, bucket: string): unknown {
   }
   if (name === 'NoSuchBucket') return new InputError(`the bucket ${quoted(bucket)} does not exist`, url);
   if (name === 'PermanentRedirect' || status === 301) return new InputError(`the bucket ${quoted(bucket)} is in another region than the one set (AWS_REGION, the profile's region)`, url);
-  if (name === 'PreconditionFailed' || status === 412) {
-    return new InputError('changed while this run read it (its ETag is no longer the one listed); run again to read it anew', url);
+  // a range past the end: the object is shorter than listed
+  if (name === 'PreconditionFailed' || status === 412 || name === 'InvalidRange' || status === 416) {
+    return new InputError('changed while this run read it (its ETag or size is no longer the one listed); run again to read it anew', url);
   }
   if (name === 'InvalidBucketName') return new InputError(`${quoted(bucket)} is not a valid bucket name`, url);
   if (name === 'NoSuchKey' || (status === 404 && name !== 'NotFound')) return new InputError('no such object', url);
@@ -125,14 +126,20 @@ export async function s3Store(settings: RemoteSettings): Promise<ObjectStore> {
     async open(object, start, end) {
       const where = locate(object.url) as { bucket: string; key: string };
       const range = start === 0 && end === undefined ? undefined : `bytes=${start}-${end === undefined ? '' : end - 1}`;
+      let got: GetObjectCommandOutput;
       try {
-        const got = await s3.send(
+        got = await s3.send(
           new GetObjectCommand({ Bucket: where.bucket, Key: where.key, Range: range, IfMatch: object.etag === '' ? undefined : object.etag }),
         );
-        return got.Body as AsyncIterable<Uint8Array>;
       } catch (error) {
         throw problem(error, object.url, where.bucket);
       }
+      const changed = changedAnswer(object, got.ETag, totalSize(got.ContentRange, got.ContentLength, range !== undefined));
+      if (changed !== undefined) {
+        (got.Body as { destroy?: () => void } | undefined)?.destroy?.();
+        throw changed;
+      }
+      return got.Body as AsyncIterable<Uint8Array>;
     },
     close() {
       s3.destroy();
