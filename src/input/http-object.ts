@@ -3,6 +3,7 @@
 // first byte, not a HEAD; later reads ask for a range, and If-Match its ETag.
 import { request, type Dispatcher } from 'undici';
 import { InputError } from '../errors.js';
+import { withoutSignature } from './location.js';
 import { changedAnswer, totalSize, type ObjectStore, type RemoteObject } from './remote.js';
 
 /** A status the person must act on, as an InputError; any other is the network's, tried again. */
@@ -27,16 +28,18 @@ function sizeOf(status: number, headers: Dispatcher.ResponseData['headers']): nu
 
 export function httpStore(): ObjectStore {
   return {
-    async list(url) {
-      const answer = await request(url, { method: 'GET', headers: { range: 'bytes=0-0' } });
+    async list(href) {
+      const url = withoutSignature(href);
+      const named = url === href ? {} : { href };
+      const answer = await request(href, { method: 'GET', headers: { range: 'bytes=0-0' } });
       await answer.body.dump();
       // an empty object cannot give a first byte
-      if (answer.statusCode === 416) return [{ url, size: 0, etag: header(answer.headers, 'etag') ?? '' }];
+      if (answer.statusCode === 416) return [{ url, ...named, size: 0, etag: header(answer.headers, 'etag') ?? '' }];
       if (answer.statusCode !== 200 && answer.statusCode !== 206) throw statusProblem(answer.statusCode, url);
       const size = sizeOf(answer.statusCode, answer.headers);
       if (size === undefined) throw new InputError('the server does not say how large it is (no Content-Length or Content-Range)', url);
       const etag = header(answer.headers, 'etag') ?? header(answer.headers, 'last-modified') ?? '';
-      return [{ url, size, etag }];
+      return [{ url, ...named, size, etag }];
     },
     async open(object: RemoteObject, start: number, end?: number) {
       const headers: Record<string, string> = {};
@@ -44,7 +47,7 @@ export function httpStore(): ObjectStore {
       // an ETag is compared by the server; a Last-Modified taken for one is compared here
       const isEtag = object.etag.startsWith('"') || object.etag.startsWith('W/');
       if (isEtag) headers['if-match'] = object.etag;
-      const answer = await request(object.url, { method: 'GET', headers });
+      const answer = await request(object.href ?? object.url, { method: 'GET', headers });
       const expected = headers.range === undefined ? 200 : 206;
       if (answer.statusCode !== expected) {
         await answer.body.dump();

@@ -5,7 +5,7 @@
 // The clients (s3.ts, http-object.ts) are loaded only when an input needs them.
 import { InputError, SourceError } from '../errors.js';
 import { backoffDelay } from '../transport/backoff.js';
-import { locate } from './location.js';
+import { locate, withoutSignature } from './location.js';
 
 /** How objects in storage are reached; plain values, as they cross to the planning thread. */
 export interface RemoteSettings {
@@ -18,7 +18,10 @@ export interface RemoteSettings {
 
 /** One object as a run knows it: what its rows are recorded under, and what tells a changed one. */
 export interface RemoteObject {
+  /** What the run names it by (an http(s):// URL without the parameters that sign it). */
   url: string;
+  /** The URL it is read from, when that is not `url` (a presigned URL). */
+  href?: string;
   size: number;
   /** The ETag (or, from a web server that sends none, its Last-Modified); empty when it sends neither. */
   etag: string;
@@ -92,7 +95,7 @@ export async function closeRemoteStores(): Promise<void> {
  */
 export async function listRemote(input: string, settings: RemoteSettings): Promise<RemoteObject[]> {
   const store = await storeFor(input, settings);
-  return retrying(input, settings, 'listing it', () => store.list(input));
+  return retrying(withoutSignature(input), settings, 'listing it', () => store.list(input));
 }
 
 function objectOf(url: string, remote: RemoteInputs | undefined): { object: RemoteObject; settings: RemoteSettings } {
