@@ -1,16 +1,20 @@
 // One object at an http(s):// URL (a presigned URL of S3, GCS or Azure included), read with undici.
 // A presigned URL is signed for GET alone, so the object's size and identity come from a GET of its
-// first byte, not a HEAD; later reads ask for a range, and If-Match its ETag.
-import { request, type Dispatcher } from 'undici';
+// first byte, not a HEAD; later reads ask for a range, and If-Match its ETag. Redirects are followed.
+import { getGlobalDispatcher, interceptors, request, type Dispatcher } from 'undici';
 import { InputError } from '../errors.js';
 import { withoutSignature } from './location.js';
 import { changedAnswer, totalSize, type ObjectStore, type RemoteObject } from './remote.js';
+
+/** Redirects followed for one read (a web server's, a CDN's, a sharing link's). */
+const REDIRECTS = 5;
 
 /** A status the person must act on, as an InputError; any other is the network's, tried again. */
 function statusProblem(status: number, url: string): InputError | Error {
   if (status === 401 || status === 403) return new InputError(`access denied (${status}): the URL is not allowed to read it (a presigned URL may have expired)`, url);
   if (status === 404 || status === 410) return new InputError(`no such object (${status})`, url);
   if (status === 412 || status === 416) return new InputError('changed while this run read it (its ETag or size is no longer the one first seen); run again to read it anew', url);
+  if (status >= 300 && status < 400) return new InputError(`the server answered ${status}, a redirect that was not followed (more than ${REDIRECTS} in a row, or no Location)`, url);
   if (status >= 400 && status < 500 && status !== 408 && status !== 429) return new InputError(`the server refused to give it (${status})`, url);
   return new Error(`the server answered ${status}`);
 }
@@ -27,11 +31,12 @@ function sizeOf(status: number, headers: Dispatcher.ResponseData['headers']): nu
 }
 
 export function httpStore(): ObjectStore {
+  const dispatcher = getGlobalDispatcher().compose(interceptors.redirect({ maxRedirections: REDIRECTS }));
   return {
     async list(href) {
       const url = withoutSignature(href);
       const named = url === href ? {} : { href };
-      const answer = await request(href, { method: 'GET', headers: { range: 'bytes=0-0' } });
+      const answer = await request(href, { method: 'GET', headers: { range: 'bytes=0-0' }, dispatcher });
       await answer.body.dump();
       // an empty object cannot give a first byte
       if (answer.statusCode === 416) return [{ url, ...named, size: 0, etag: header(answer.headers, 'etag') ?? '' }];
@@ -47,7 +52,7 @@ export function httpStore(): ObjectStore {
       // an ETag is compared by the server; a Last-Modified taken for one is compared here
       const isEtag = object.etag.startsWith('"') || object.etag.startsWith('W/');
       if (isEtag) headers['if-match'] = object.etag;
-      const answer = await request(object.href ?? object.url, { method: 'GET', headers });
+      const answer = await request(object.href ?? object.url, { method: 'GET', headers, dispatcher });
       const expected = headers.range === undefined ? 200 : 206;
       if (answer.statusCode !== expected) {
         await answer.body.dump();

@@ -4,6 +4,8 @@
 // the network or a kill stopped resumed without reading again the parts it settled.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
@@ -194,6 +196,24 @@ describe('inputs in S3', () => {
     const run = await track(['validate', await signed('users.csv'), await signed('tables/users.parquet'), '--json', '--rejects', 'r.ndjson']);
     expect(run.stderr).toBe('');
     expect(JSON.parse(run.stdout)).toMatchObject({ rows: 240, rejected: 0, items: { attributes: 240 } });
+  });
+
+  it('follows a redirect to the object (a sharing link, a CDN), for a streamed CSV and a Parquet file read by ranges', async () => {
+    const signed = async (key: string) => getSignedUrl(s3.client, new GetObjectCommand({ Bucket: 'exports', Key: key }), { expiresIn: 600 });
+    const targets: Record<string, [number, string]> = { '/users.csv': [302, await signed('users.csv')], '/users.parquet': [301, await signed('tables/users.parquet')] };
+    const redirector = createServer((request, answer) => {
+      const [status, location] = targets[request.url ?? ''] ?? [404, ''];
+      answer.writeHead(status, status === 404 ? {} : { location }).end();
+    });
+    await new Promise<void>((resolve) => redirector.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`;
+      const run = await track(['validate', `${base}/users.csv`, `${base}/users.parquet`, '--json']);
+      expect(run.stderr).toBe('');
+      expect(JSON.parse(run.stdout)).toMatchObject({ rows: 240, rejected: 0, files: [{ file: `${base}/users.csv` }, { file: `${base}/users.parquet` }] });
+    } finally {
+      await new Promise((resolve) => redirector.close(resolve));
+    }
   });
 
   it('resumes an upload from a presigned URL with the same object signed anew, and never writes or shows a signature', async () => {
