@@ -46,13 +46,13 @@ export function httpStore(): ObjectStore {
       const etag = header(answer.headers, 'etag') ?? header(answer.headers, 'last-modified') ?? '';
       return [{ url, ...named, size, etag }];
     },
-    async open(object: RemoteObject, start: number, end?: number) {
+    async open(object: RemoteObject, start: number, end?: number, stop?: AbortSignal) {
       const headers: Record<string, string> = {};
       if (start > 0 || end !== undefined) headers.range = `bytes=${start}-${end === undefined ? '' : end - 1}`;
       // an ETag is compared by the server; a Last-Modified taken for one is compared here
       const isEtag = object.etag.startsWith('"') || object.etag.startsWith('W/');
       if (isEtag) headers['if-match'] = object.etag;
-      const answer = await request(object.href ?? object.url, { method: 'GET', headers, dispatcher });
+      const answer = await request(object.href ?? object.url, { method: 'GET', headers, dispatcher, signal: stop });
       const expected = headers.range === undefined ? 200 : 206;
       if (answer.statusCode !== expected) {
         await answer.body.dump();

@@ -36,8 +36,8 @@ export interface RemoteInputs {
 /** What a store does for a reader: list what an input names, and open an object's bytes from an offset. */
 export interface ObjectStore {
   list(input: string): Promise<RemoteObject[]>;
-  /** The bytes from `start` up to `end` (exclusive; the object's end when undefined), of the object as identified. */
-  open(object: RemoteObject, start: number, end?: number): Promise<AsyncIterable<Uint8Array>>;
+  /** The bytes from `start` up to `end` (exclusive; the object's end when undefined), of the object as identified; `stop` cuts the read off. */
+  open(object: RemoteObject, start: number, end?: number, stop?: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
   close(): void;
 }
 
@@ -133,28 +133,35 @@ export function causeOf(error: unknown): string {
   return code !== undefined && !message.includes(code) ? `${code} (${message})` : message;
 }
 
-/** The bytes of a listed object from its start, taken up again where the network broke them off. */
-export async function* remoteBytes(url: string, remote: RemoteInputs | undefined): AsyncGenerator<Buffer> {
+/**
+ * The bytes of a listed object from its start, taken up again where the network broke them off.
+ * `stop` is the reader's end: a read it cuts off is not tried again.
+ */
+export async function* remoteBytes(url: string, remote: RemoteInputs | undefined, stop?: AbortSignal): AsyncGenerator<Buffer> {
   const { object, settings } = objectOf(url, remote);
   const store = await storeFor(url, settings);
+  /** The reader is gone: a read it cut off is not tried again (a function: the signal changes under the awaits). */
+  const stopped = (): boolean => stop?.aborted === true;
   let offset = 0;
   /** Failures since bytes last came. */
   let failures = 0;
   while (offset < object.size) {
     try {
-      for await (const chunk of await store.open(object, offset)) {
+      for await (const chunk of await store.open(object, offset, undefined, stop)) {
         offset += chunk.length;
         failures = 0;
         yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
       }
       if (offset < object.size) throw new Error(`the connection ended at byte ${offset} of ${object.size}`);
     } catch (error) {
+      if (stopped()) return;
       if (error instanceof InputError || error instanceof SourceError) throw error;
       failures += 1;
       if (failures > (settings.retries ?? DEFAULT_RETRIES)) {
         throw new SourceError(`reading stopped at byte ${offset} of ${object.size}; ${failures} tries failed, the last with ${causeOf(error)}`, url);
       }
       await pause(retryDelay(failures, settings));
+      if (stopped()) return;
     }
   }
 }

@@ -123,13 +123,14 @@ export async function s3Store(settings: RemoteSettings): Promise<ObjectStore> {
       const isMatch = picomatch(key, { dot: true });
       return listed(input, bucket, pattern.prefix, isMatch);
     },
-    async open(object, start, end) {
+    async open(object, start, end, stop) {
       const where = locate(object.url) as { bucket: string; key: string };
       const range = start === 0 && end === undefined ? undefined : `bytes=${start}-${end === undefined ? '' : end - 1}`;
       let got: GetObjectCommandOutput;
       try {
         got = await s3.send(
           new GetObjectCommand({ Bucket: where.bucket, Key: where.key, Range: range, IfMatch: object.etag === '' ? undefined : object.etag }),
+          { abortSignal: stop },
         );
       } catch (error) {
         throw problem(error, object.url, where.bucket);

@@ -275,6 +275,16 @@ describe('reading objects over a failing network', () => {
     proxy.cut(() => false, 0, 0);
   }, 60_000);
 
+  it('reads an object once for its header and once for its rows: a read the header check left is not taken up again', async () => {
+    const rows = Array.from({ length: 100_000 }, (_, i) => `w-${i},Name ${i},${i}`);
+    await s3.put('exports', 'wide/users.csv', `external_id,first_name,visits\n${rows.join('\n')}\n`);
+    proxy.requests.length = 0;
+    const run = await viaProxy(['validate', 's3://exports/wide/users.csv', '--json']);
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ rows: 100_000 });
+    expect(gets('wide/users.csv')).toBe(2);
+  });
+
   it('names the range and the cause when the network keeps breaking the reads of a Parquet object (exit 3)', async () => {
     for (const passed of [0, 1]) {
       // the first `passed` reads of the object go through (its last 8 bytes), every one after them is cut
