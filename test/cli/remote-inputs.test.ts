@@ -140,6 +140,14 @@ describe('inputs in S3', () => {
     expect(prefix.stderr).toMatch(/s3:\/\/exports\/parts\/_SUCCESS: cannot tell the format .* leave it out with a glob/);
   });
 
+  it('previews the first rows of CSV and Parquet objects (validate --preview)', async () => {
+    const run = await track(['validate', 's3://exports/users.csv', 's3://exports/tables/users.parquet', '--preview', '1']);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('preview of s3://exports/users.csv:\n  line 2 (attributes) {"external_id":"user-000"');
+    expect(run.stdout).toContain('preview of s3://exports/tables/users.parquet:\n  line 1 (attributes) {"external_id":"user-000"');
+  });
+
   it('reads every object under a prefix, with --s3-endpoint', async () => {
     await s3.put('exports', 'only/a.csv', 'external_id,plan\nu1,pro\n');
     await s3.put('exports', 'only/b/c.csv', 'external_id,plan\nu2,team\n');
