@@ -33,10 +33,10 @@ function sizeOf(status: number, headers: Dispatcher.ResponseData['headers']): nu
 export function httpStore(): ObjectStore {
   const dispatcher = getGlobalDispatcher().compose(interceptors.redirect({ maxRedirections: REDIRECTS }));
   return {
-    async list(href) {
+    async list(href, watch) {
       const url = withoutSignature(href);
       const named = url === href ? {} : { href };
-      const answer = await request(href, { method: 'GET', headers: { range: 'bytes=0-0' }, dispatcher });
+      const answer = await request(href, { method: 'GET', headers: { range: 'bytes=0-0' }, dispatcher, signal: watch.signal });
       await answer.body.dump();
       // an empty object cannot give a first byte
       if (answer.statusCode === 416) return [{ url, ...named, size: 0, etag: header(answer.headers, 'etag') ?? '' }];

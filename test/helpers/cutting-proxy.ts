@@ -8,15 +8,18 @@ export interface CuttingProxy {
   url: string;
   /** Requests passed on so far, as `GET /bucket/key` (the query left out). */
   requests: string[];
-  /** Cuts the next `times` answers to requests `matching` after `bytes` bytes of body (Infinity: every one); `bytes` may depend on the request. */
-  cut(matching: (request: IncomingMessage) => boolean, bytes: number | ((request: IncomingMessage) => number), times: number): void;
+  /**
+   * Cuts the next `times` answers to requests `matching` after `bytes` bytes of body (Infinity: every
+   * one); `bytes` may depend on the request. `stall`: the connection is kept open, silent, instead.
+   */
+  cut(matching: (request: IncomingMessage) => boolean, bytes: number | ((request: IncomingMessage) => number), times: number, stall?: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   const to = new URL(target);
   const requests: string[] = [];
-  let rule: { matching: (request: IncomingMessage) => boolean; bytes: number | ((request: IncomingMessage) => number); times: number } | undefined;
+  let rule: { matching: (request: IncomingMessage) => boolean; bytes: number | ((request: IncomingMessage) => number); times: number; stall?: boolean } | undefined;
   const server: Server = createServer((incoming, outgoing) => {
     requests.push(`${incoming.method} ${(incoming.url ?? '').split('?')[0]}`);
     const matched = rule !== undefined && rule.times > 0 && rule.matching(incoming) ? rule : undefined;
@@ -34,7 +37,7 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
         // the connection is cut once the bytes let through have left (a destroy at once would drop them)
         const cut = (): void => {
           answer.destroy();
-          outgoing.socket?.destroy();
+          if (matched?.stall !== true) outgoing.socket?.destroy();
         };
         answer.on('data', (chunk: Buffer) => {
           const room = cutting.bytes - sent;
@@ -54,8 +57,8 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    cut(matching, bytes, times) {
-      rule = { matching, bytes, times };
+    cut(matching, bytes, times, stall) {
+      rule = { matching, bytes, times, stall };
     },
     close: () =>
       new Promise<void>((resolve) => {

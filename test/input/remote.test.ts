@@ -1,11 +1,13 @@
 // Objects in storage read through the stores (s3.ts, http-object.ts) against a real S3-compatible
 // server on loopback (s3rver, which does not keep to If-Match): an object replaced after it was
-// listed is refused when it is read, never read as the object listed.
+// listed is refused when it is read, never read as the object listed; a server that falls silent
+// without closing the connection is given up on, not waited for.
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InputError } from '../../src/errors.js';
-import { closeRemoteStores, listRemote, remoteBytes, type RemoteInputs, type RemoteSettings } from '../../src/input/remote.js';
+import { InputError, SourceError } from '../../src/errors.js';
+import { closeRemoteStores, listRemote, remoteBytes, remoteRange, type RemoteInputs, type RemoteSettings } from '../../src/input/remote.js';
+import { startCuttingProxy } from '../helpers/cutting-proxy.js';
 import { S3_ENV, startS3, type S3Server } from '../helpers/s3.js';
 
 let s3: S3Server;
@@ -59,4 +61,27 @@ describe('an object replaced after it was listed', () => {
       }
     });
   }
+});
+
+describe('a server that falls silent, its connection open', () => {
+  it('fails a listing, a read and a range read once its tries run out, naming the silence', async () => {
+    await s3.put('objects', 'silent.csv', `external_id\n${'u1\n'.repeat(20_000)}`);
+    const proxy = await startCuttingProxy(s3.endpoint);
+    const quick: RemoteSettings = { s3Endpoint: proxy.url, retries: 1, retryBaseMs: 10, idleMs: 300 };
+    try {
+      const url = 's3://objects/silent.csv';
+      const [object] = await listRemote(url, quick);
+      const remote: RemoteInputs = { settings: quick, objects: { [url]: object } };
+      // a first answer stops after its first 100 bytes, any other after its headers, and says nothing more
+      proxy.cut(() => true, (request) => (request.headers.range === undefined ? 100 : 0), Infinity, true);
+      const started = Date.now();
+      await expect(read(url, remote)).rejects.toThrow(/silent\.csv: reading stopped at byte 100 of \d+; 2 tries failed, the last with ETIMEDOUT \(no byte came for 0\.3 s\)/);
+      await expect(remoteRange(url, remote, 0, 1000)).rejects.toThrow(/reading bytes 0-999: 2 tries failed, the last with ETIMEDOUT \(no answer for 0\.3 s\)/);
+      await expect(listRemote('s3://objects/', quick)).rejects.toThrow(SourceError);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await closeRemoteStores();
+      await proxy.close();
+    }
+  }, 20_000);
 });
