@@ -1,7 +1,11 @@
-// One object at an http(s):// URL (a presigned URL of S3, GCS or Azure included), read with undici.
-// A presigned URL is signed for GET alone, so the object's size and identity come from a GET of its
-// first byte, not a HEAD; later reads ask for a range, and If-Match its ETag. Redirects are followed.
-import { getGlobalDispatcher, interceptors, request, type Dispatcher } from 'undici';
+// One object at an http(s):// URL (a presigned URL of S3, GCS or Azure included), read with Node's
+// own HTTP client: undici 7 ends the process with an assertion when a server closes the connection
+// (Connection: close, HTTP/1.0) while a slow reader holds the body back, which a streamed object
+// does. A presigned URL is signed for GET alone, so the object's size and identity come from a GET
+// of its first byte, not a HEAD; later reads ask for a range, and If-Match its ETag. Redirects are
+// followed.
+import { get as httpGet, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { InputError } from '../errors.js';
 import { withoutSignature } from './location.js';
 import { changedAnswer, totalSize, type ObjectStore, type RemoteObject } from './remote.js';
@@ -19,29 +23,53 @@ function statusProblem(status: number, url: string): InputError | Error {
   return new Error(`the server answered ${status}`);
 }
 
-const header = (headers: Dispatcher.ResponseData['headers'], name: string): string | undefined => {
+const header = (headers: IncomingHttpHeaders, name: string): string | undefined => {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
 };
 
 /** Its size from a 206's Content-Range (`bytes 0-0/1234`), or a 200's Content-Length. */
-function sizeOf(status: number, headers: Dispatcher.ResponseData['headers']): number | undefined {
+function sizeOf(status: number, headers: IncomingHttpHeaders): number | undefined {
   const length = header(headers, 'content-length');
   return totalSize(status === 206 ? header(headers, 'content-range') : undefined, length === undefined ? undefined : Number(length), status === 206);
 }
 
+/** One GET, as its answer's head comes; the body is left to the caller (read it, or `drop` it). */
+function getOnce(href: string, headers: Record<string, string>, signal?: AbortSignal): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const get = href.toLowerCase().startsWith('https:') ? httpsGet : httpGet;
+    get(href, { headers, signal }, resolve).on('error', reject);
+  });
+}
+
+/** A GET that follows redirects (REDIRECTS at most; after that, the redirect is the answer). */
+async function getFollowing(href: string, headers: Record<string, string>, signal?: AbortSignal): Promise<IncomingMessage> {
+  let at = href;
+  for (let hop = 0; ; hop += 1) {
+    const answer = await getOnce(at, headers, signal);
+    const location = answer.headers.location;
+    const status = answer.statusCode ?? 0;
+    if (![301, 302, 303, 307, 308].includes(status) || location === undefined || hop === REDIRECTS) return answer;
+    drop(answer);
+    at = new URL(location, at).toString();
+  }
+}
+
+/** An answer whose body is not wanted: its connection is closed, not read to its end. */
+const drop = (answer: IncomingMessage): void => void answer.destroy();
+
 export function httpStore(): ObjectStore {
-  const dispatcher = getGlobalDispatcher().compose(interceptors.redirect({ maxRedirections: REDIRECTS }));
   return {
     async list(href, watch) {
       const url = withoutSignature(href);
       const named = url === href ? {} : { href };
-      const answer = await request(href, { method: 'GET', headers: { range: 'bytes=0-0' }, dispatcher, signal: watch.signal });
-      await answer.body.dump();
+      const answer = await getFollowing(href, { range: 'bytes=0-0' }, watch.signal);
+      drop(answer);
       // an empty object cannot give a first byte
-      if (answer.statusCode === 416) return [{ url, ...named, size: 0, etag: header(answer.headers, 'etag') ?? '' }];
-      if (answer.statusCode !== 200 && answer.statusCode !== 206) throw statusProblem(answer.statusCode, url);
-      const size = sizeOf(answer.statusCode, answer.headers);
+      const status = answer.statusCode ?? 0;
+      if (status === 416) return [{ url, ...named, size: 0, etag: header(answer.headers, 'etag') ?? '' }];
+      if (status !== 200 && status !== 206) throw statusProblem(status, url);
+      const size = sizeOf(status, answer.headers);
       if (size === undefined) throw new InputError('the server does not say how large it is (no Content-Length or Content-Range)', url);
       const etag = header(answer.headers, 'etag') ?? header(answer.headers, 'last-modified') ?? '';
       return [{ url, ...named, size, etag }];
@@ -52,23 +80,24 @@ export function httpStore(): ObjectStore {
       // an ETag is compared by the server; a Last-Modified taken for one is compared here
       const isEtag = object.etag.startsWith('"') || object.etag.startsWith('W/');
       if (isEtag) headers['if-match'] = object.etag;
-      const answer = await request(object.href ?? object.url, { method: 'GET', headers, dispatcher, signal: stop });
+      const answer = await getFollowing(object.href ?? object.url, headers, stop);
+      const status = answer.statusCode ?? 0;
       const expected = headers.range === undefined ? 200 : 206;
-      if (answer.statusCode !== expected) {
-        await answer.body.dump();
-        throw statusProblem(answer.statusCode, object.url);
+      if (status !== expected) {
+        drop(answer);
+        throw statusProblem(status, object.url);
       }
       // a server that does not keep to If-Match sends the object as it is now
       const tag = isEtag ? header(answer.headers, 'etag') : header(answer.headers, 'last-modified');
-      const changed = changedAnswer(object, tag, sizeOf(answer.statusCode, answer.headers));
+      const changed = changedAnswer(object, tag, sizeOf(status, answer.headers));
       if (changed !== undefined) {
-        await answer.body.dump();
+        drop(answer);
         throw changed;
       }
-      return answer.body;
+      return answer;
     },
     close() {
-      // undici's global pool closes idle connections by itself
+      // Node's global agent closes idle connections by itself
     },
   };
 }
