@@ -55,6 +55,19 @@ async function getFollowing(href: string, headers: Record<string, string>, signa
   }
 }
 
+/** The bytes of a body from its `start`th: a read the network broke, taken up again from a server that sends the whole object. */
+async function* from(body: AsyncIterable<Buffer>, start: number): AsyncGenerator<Buffer> {
+  let skip = start;
+  for await (const chunk of body) {
+    if (skip >= chunk.length) {
+      skip -= chunk.length;
+      continue;
+    }
+    yield skip === 0 ? chunk : chunk.subarray(skip);
+    skip = 0;
+  }
+}
+
 /** An answer whose body is not wanted: its connection is closed, not read to its end. */
 const drop = (answer: IncomingMessage): void => void answer.destroy();
 
@@ -82,8 +95,13 @@ export function httpStore(): ObjectStore {
       if (isEtag) headers['if-match'] = object.etag;
       const answer = await getFollowing(object.href ?? object.url, headers, stop);
       const status = answer.statusCode ?? 0;
-      const expected = headers.range === undefined ? 200 : 206;
-      if (status !== expected) {
+      // a server that serves no ranges (Python's http.server) sends the whole object
+      const whole = status === 200 && headers.range !== undefined;
+      if (whole && end !== undefined) {
+        drop(answer);
+        throw new InputError('the server sends only the whole object, not the parts of it a Parquet file is read by (it answered a Range request with 200); download it and give the file', object.url);
+      }
+      if (status !== (headers.range === undefined || whole ? 200 : 206)) {
         drop(answer);
         throw statusProblem(status, object.url);
       }
@@ -94,7 +112,7 @@ export function httpStore(): ObjectStore {
         drop(answer);
         throw changed;
       }
-      return answer;
+      return whole ? from(answer, start) : answer;
     },
     close() {
       // Node's global agent closes idle connections by itself
