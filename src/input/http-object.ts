@@ -90,9 +90,10 @@ export function httpStore(): ObjectStore {
     async open(object: RemoteObject, start: number, end?: number, stop?: AbortSignal) {
       const headers: Record<string, string> = {};
       if (start > 0 || end !== undefined) headers.range = `bytes=${start}-${end === undefined ? '' : end - 1}`;
-      // an ETag is compared by the server; a Last-Modified taken for one is compared here
+      // a strong ETag is compared by the server; a weak one (which If-Match never matches, its
+      // comparison being strong) and a Last-Modified taken for one are compared here
       const isEtag = object.etag.startsWith('"') || object.etag.startsWith('W/');
-      if (isEtag) headers['if-match'] = object.etag;
+      if (object.etag.startsWith('"')) headers['if-match'] = object.etag;
       const answer = await getFollowing(object.href ?? object.url, headers, stop);
       const status = answer.statusCode ?? 0;
       // a server that serves no ranges (Python's http.server) sends the whole object

@@ -1,7 +1,8 @@
 // Objects at http(s):// URLs from the servers people have, read by the real CLI: one that closes the
 // connection after each answer (Connection: close, as HTTP/1.0 servers and Python's http.server do),
 // read slower than the server sends (gzipped NDJSON: each byte read is ten to parse); one that
-// serves no ranges (Python's http.server), whose connection breaks once mid-object.
+// serves no ranges (Python's http.server), whose connection breaks once mid-object; one that gives
+// weak ETags and compares If-Match strongly (Django).
 import { readFileSync } from 'node:fs';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,17 +35,24 @@ function noRanges(path: string, range: string, answer: ServerResponse): void {
 const server = createServer((request, answer) => {
   if (request.url?.startsWith('/plain/') === true) return noRanges(request.url, request.headers.range ?? '', answer);
   const range = /^bytes=(\d+)-(\d*)$/.exec(request.headers.range ?? '');
-  const headers = { connection: 'close', etag: '"v1"' };
+  // a weak ETag (Django's, Rails'), which If-Match never matches: its comparison is strong
+  const weak = request.url?.startsWith('/weak/') === true;
+  const headers = { connection: 'close', etag: weak ? 'W/"v1"' : '"v1"' };
+  if (weak && request.headers['if-match'] !== undefined) {
+    answer.writeHead(412, headers).end();
+    return;
+  }
+  const bytes = request.url?.endsWith('.parquet') === true ? parquet : body;
   if (range === null) {
     // the rest, with the close, comes while the reader still works through the start
-    answer.writeHead(200, { ...headers, 'content-length': body.length }).write(body.subarray(0, 256 * 1024));
-    setTimeout(() => answer.end(body.subarray(256 * 1024)), 300);
+    answer.writeHead(200, { ...headers, 'content-length': bytes.length }).write(bytes.subarray(0, 256 * 1024));
+    setTimeout(() => answer.end(bytes.subarray(256 * 1024)), 300);
     return;
   }
   const start = Number(range[1]);
-  const end = range[2] === '' ? body.length - 1 : Math.min(Number(range[2]), body.length - 1);
-  answer.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${body.length}` });
-  answer.end(body.subarray(start, end + 1));
+  const end = range[2] === '' ? bytes.length - 1 : Math.min(Number(range[2]), bytes.length - 1);
+  answer.writeHead(206, { ...headers, 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${bytes.length}` });
+  answer.end(bytes.subarray(start, end + 1));
 });
 const folder = tempDir();
 
@@ -80,5 +88,11 @@ describe('an object at a URL', () => {
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain(`${base}/plain/users.parquet: the server sends only the whole object, not the parts of it a Parquet file is read by`);
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('is read from a server that gives a weak ETag, which If-Match cannot name: the ETag is compared here', async () => {
+    const run = await runCliAsync(['validate', `${base}/weak/a.ndjson.gz`, `${base}/weak/users.parquet`, '--json', '--rejects', 'r.ndjson'], { cwd: folder.dir });
+    expect(run.stderr).toBe('');
+    expect(JSON.parse(run.stdout)).toMatchObject({ rows: ROWS + 2, rejected: 0 });
   });
 });
