@@ -48,6 +48,11 @@ describe('CSV rejects on resume', () => {
     // a first line cut short by a kill is cut off when the file is resumed
     writeFileSync(path, 'external_id,pho');
     await expect(check()).resolves.toBeUndefined();
+    // a line without its end that is not the beginning of that header is another file: it was cut off unread
+    for (const other of ['email,plan', 'garbage-no-newline', 'external_id,email']) {
+      writeFileSync(path, other);
+      await expect(check(), other).rejects.toThrow(`the rejects file ${path} does not begin with the header of these inputs (its one line, without an end, is not the beginning of it)`);
+    }
     writeFileSync(path, 'email,plan\nx,y\n');
     await expect(check()).rejects.toThrow(`the rejects file ${path} does not begin with the header of these inputs (it lacks "external_id", "phone", "_file", "_line", "_kind", and 2 more)`);
     writeFileSync(path, 'external_id,phone\n');
