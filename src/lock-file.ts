@@ -1,7 +1,7 @@
 // One process at a time on a file: a lock file beside it, `<file>.lock`, naming the process that
 // holds it (pid, host, start time). A lock whose process is gone (kill -9, a crash) is taken over.
 // The emulator locks its database with it (emulator/db-lock.ts), and a delivery with --delta or
-// --dedupe-events its state file (records/state-lock.ts); each names the file and what to do.
+// --dedupe-events its state file (records/state-file.ts); each names the file and what to do.
 import { randomBytes } from 'node:crypto';
 import { closeSync, linkSync, openSync, readFileSync, realpathSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';

@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { changedMessage, identifyFile, identifyFileSync, readEarlierRuns, sameIdentity } from './journal-read.js';
+import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, readEarlierRuns, sameIdentity } from './journal-read.js';
 import {
   againLine,
   endLine,
@@ -40,6 +40,8 @@ export interface JournalOptions {
   remembers?: readonly string[];
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
+  /** A new journal replaces one of the same upload (--restart): the rows it left in doubt stay in doubt, and are counted when sent again. */
+  restart?: boolean;
   /** How often buffered acknowledgements are written and fsynced; default 200 ms. */
   flushIntervalMs?: number;
   /**
@@ -89,6 +91,8 @@ export interface Journal {
   record(request: SettledRequest): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
   recordRows(file: string, lines: Iterable<number>): void;
+  /** Marks rows of whole lines as settled, as [first, last] line ranges (rows the target held already). */
+  recordRanges(file: string, ranges: ReadonlyArray<readonly [number, number]>): void;
   /** Marks one item of a RequestLine as settled, before the whole line is. */
   recordItem(file: string, line: number, item: number): void;
   /** Writes and fsyncs what is buffered. */
@@ -122,8 +126,12 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
-  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, renewed, known, firstNewIndex } = await readEarlierRuns(options, journalPath, identities);
+  const earlier = await readEarlierRuns(options, journalPath, identities);
+  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, renewed, known, firstNewIndex } = earlier;
+  let inDoubt = earlier.inDoubt;
   let nextIndex = firstNewIndex;
+  let unreported = previous.unreported;
+  const carried = options.restart === true && !options.resume ? await doubtToCarry(journalPath, options.target, identities) : undefined;
 
   let head = '';
   let handle: FileHandle;
@@ -143,6 +151,16 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       indexes.set(identity.path, nextIndex);
       head += fileLine(nextIndex, identity);
       nextIndex += 1;
+    }
+    // a restart keeps in doubt what the run it replaces left so, and reports what it never did
+    for (const [path, rows] of carried?.doubt ?? []) {
+      doubtEarlier.set(path, rows);
+      inDoubt += rows.size;
+      head += sentLine(indexes.get(path)!, rows.ranges());
+    }
+    if (carried !== undefined && carried.unreported > 0) {
+      unreported = carried.unreported;
+      head += againLine(unreported);
     }
     writeAllSync(handle.fd, head);
     await handle.datasync();
@@ -274,13 +292,13 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     return text;
   };
 
-  const addTo = (sets: Map<number, RangeSet>, index: number, line: number): void => {
+  const addTo = (sets: Map<number, RangeSet>, index: number, line: number, last = line): void => {
     let set = sets.get(index);
     if (set === undefined) {
       set = createRangeSet();
       sets.set(index, set);
     }
-    set.add(line);
+    set.add(line, last);
   };
 
   const mark = (file: string, line: number): void => {
@@ -338,8 +356,10 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     settledRanges,
     settledItems,
     inDoubtRanges,
-    inDoubt,
-    unreported: previous.unreported,
+    get inDoubt() {
+      return inDoubt;
+    },
+    unreported,
     inDoubtRows,
     sending(request) {
       try {
@@ -365,6 +385,11 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     recordRows(file, lines) {
       scheduled();
       for (const line of lines) mark(file, line);
+    },
+    recordRanges(file, ranges) {
+      scheduled();
+      const index = fileIndex(file);
+      for (const [first, last] of ranges) addTo(pending, index, first, last);
     },
     recordItem(file, line, item) {
       scheduled();

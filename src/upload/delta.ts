@@ -9,17 +9,19 @@ import {
   activityHash,
   addDigest,
   digestPart,
-  hash64,
+  forEachLearnedValue,
+  HASH,
   isAddingOperation,
+  KEY_HASH,
+  keyHashInto,
   mayBeSkipped,
-  LEARN_NEW_USER,
-  LEARN_NONE,
-  learnRecordWriter,
   stateUserKey,
-  valueHash,
-  type LearnMark,
+  userPart,
+  valueHashInto,
 } from '../records/state-record.js';
+import { LEARN_NONE, learnRecordWriter, userMark, type HeldValues, type LearnMark } from '../records/learn-record.js';
 import { openStateReader, type StateReader, type UserState } from '../records/state.js';
+import { createSentInRun, NOT_SENT } from './sent-in-run.js';
 
 /** What a plan compares with the state, and what it asks the state to learn. */
 export interface DeltaOptions {
@@ -47,9 +49,10 @@ export interface DeltaVerdict {
 /**
  * Users whose attributes this run has planned to send, as a Bloom filter of fixed size (16 MiB)
  * whose probes for one user fall in one 64-byte block, so a row costs one cache miss, not seven: a
- * later row of one of them is sent whole, since the state does not hold yet what the earlier one
- * sent. A false match sends a row whole that could have been cut (none in 2,000,000 tries with a
- * million users planned in one run; 1 in 400 at ten million); it never leaves out a value.
+ * later row of one of them is compared with what the run sends of them (sent-in-run.ts), not with
+ * the state, which does not hold that yet. A false match costs a look there that finds nothing, and
+ * the row is sent whole (none in 2,000,000 tries with a million users planned in one run; 1 in 400
+ * at ten million); it never leaves out a value.
  */
 function createSeenUsers(blocks = 2 ** 18, probes = 7) {
   const words = new Uint32Array(blocks * 16);
@@ -61,9 +64,7 @@ function createSeenUsers(blocks = 2 ** 18, probes = 7) {
     return (x ^ (x >>> 16)) & 511;
   };
   return {
-    /** The user's hash, which has and add take (computed once a row). */
-    hash: (key: string): [number, number] => hash64(key),
-    has([h1, h2]: [number, number]): boolean {
+    has(h1: number, h2: number): boolean {
       if (empty) return false;
       const block = (h1 & (blocks - 1)) * 16;
       for (let i = 0; i < probes; i += 1) {
@@ -72,7 +73,7 @@ function createSeenUsers(blocks = 2 ** 18, probes = 7) {
       }
       return true;
     },
-    add([h1, h2]: [number, number]): void {
+    add(h1: number, h2: number): void {
       empty = false;
       const block = (h1 & (blocks - 1)) * 16;
       for (let i = 0; i < probes; i += 1) {
@@ -84,53 +85,55 @@ function createSeenUsers(blocks = 2 ** 18, probes = 7) {
 }
 
 export function createDelta(options: DeltaOptions, state: StateReader) {
-  /** Of the chunk's items, whether each sets what the state holds (found while the chunk was read ahead). */
-  let unchangedInChunk = new Map<object, boolean>();
-  const seen = createSeenUsers();
+  // made only for --delta: --dedupe-events alone compares no user's attributes
+  const seen = options.attributes ? createSeenUsers() : undefined!;
+  const sentInRun = options.attributes ? createSentInRun() : undefined!;
   const compare = options.attributes && !options.full && !state.empty;
 
   /**
-   * Whether the item sets exactly the attributes the state holds of the user, to the same values:
-   * its digest is the row's (one comparison for the usual unchanged row; see digestPart).
+   * The digest the user's row in the state has when it holds exactly this item's attributes, to the
+   * same values (see rowDigest); undefined when it cannot (a name the state never held, an
+   * operation that adds).
    */
-  const sameAsState = (item: Record<string, unknown>, identity: Identity, known: UserState): boolean => {
-    let digest = 0;
+  const itemDigest = (item: Record<string, unknown>, identity: Identity, ofUser: number): number | undefined => {
+    let digest = ofUser;
     for (const key in item) {
       if (key === identity.by || CONTROL_FIELDS.has(key)) continue;
       const value = item[key];
       const nameId = state.nameId(key);
-      if (nameId === undefined || isAddingOperation(value)) return false;
-      const [h1, h2] = valueHash(value);
-      digest = addDigest(digest, digestPart(nameId, h1, h2));
+      if (nameId === undefined || isAddingOperation(value)) return undefined;
+      valueHashInto(value);
+      digest = addDigest(digest, digestPart(nameId, HASH[0], HASH[1]));
     }
-    return digest === known.digest;
+    return digest;
   };
 
-  /** The attributes item as sent: without the values the state holds (the identifier and the control fields stay). */
-  const attributes = (item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
-    const userKey = stateUserKey(identity);
-    if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
-    const userHash = seen.hash(userKey);
-    const repeat = seen.has(userHash);
-    const known = compare && !repeat ? state.user(userKey) : undefined;
-    // a user the state may know gets the values a request changes forgotten before it is posted (see state.ts)
-    const learn: LearnMark = repeat || known !== undefined || (!compare && !state.empty) ? { item } : LEARN_NEW_USER;
-    if (known === undefined) {
-      seen.add(userHash);
-      return { item, avoided: 0, learn };
-    }
-    // an item the service may skip may change nothing: its values are always sent (and forgotten)
+  /**
+   * Notes what an item sends of the user whose key's hash KEY_HASH holds (their first row of the
+   * run, or a later one), for their later rows; returns the item's learn mark, which finds its
+   * values hashed there.
+   */
+  const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean): LearnMark => {
+    seen.add(KEY_HASH[0], KEY_HASH[1]);
+    const at = sentInRun.begin(whole);
+    forEachLearnedValue(sent, identity.by, sentInRun.add);
+    return userMark(known, sentInRun.end() ? at : -1);
+  };
+
+  /**
+   * The item without the values `same` finds unchanged (the identifier and the control fields
+   * stay); undefined when nothing is left to send. An item the service may skip changes nothing it
+   * can be sure of: all of it is sent.
+   */
+  const cut = (item: Record<string, unknown>, identity: Identity, same: (key: string, h1: number, h2: number) => boolean): { sent: Record<string, unknown> | undefined; avoided: number } => {
     const sendAll = mayBeSkipped(item, identity.by);
-    if (!sendAll && (unchangedInChunk.get(item) ?? sameAsState(item, identity, known))) {
-      return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
-    }
     let sent: Record<string, unknown> | undefined;
     let avoided = 0;
     let changed = 0;
     for (const key in item) {
       const value = item[key];
       if (key !== identity.by && !CONTROL_FIELDS.has(key)) {
-        if (!sendAll && !isAddingOperation(value) && known.holds(key, valueHash(value))) {
+        if (!sendAll && !isAddingOperation(value) && (valueHashInto(value), same(key, HASH[0], HASH[1]))) {
           if (isBillableField(key, identity.by)) avoided += attributePoints(value);
           // the first value left out: the item is copied from here on without what is known
           sent ??= copyUpTo(item, key);
@@ -140,9 +143,44 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
       }
       if (sent !== undefined) sent[key] = value;
     }
-    if (changed === 0) return { item: undefined, avoided, learn: LEARN_NONE };
-    seen.add(userHash);
-    return { item: sent ?? item, avoided, learn };
+    return { sent: changed === 0 ? undefined : (sent ?? item), avoided };
+  };
+
+  /** A later row of a user this run sends (KEY_HASH: their key's hash): compared with what the run sends of them, and what the state held of the rest. */
+  const laterRow = (item: Record<string, unknown>, identity: Identity, userKey: string): DeltaVerdict => {
+    const way = options.full ? -1 : sentInRun.find(KEY_HASH[0], KEY_HASH[1]);
+    // one the run no longer holds (or --full): sent whole, as is
+    if (way === -1) return { item, avoided: 0, learn: remember(item, identity, false, true) };
+    const keyHash = KEY_HASH[0];
+    let known: UserState | undefined | null = sentInRun.whole(way) && state.mayKnow(keyHash) ? null : undefined;
+    const { sent, avoided } = cut(item, identity, (key, h1, h2) => {
+      const { mode, same } = sentInRun.sent(way, key, h1, h2);
+      if (mode !== NOT_SENT) return same;
+      // what the run has not sent of the user is as the state holds it (read when first needed)
+      if (known === null) known = state.user(userKey, keyHash);
+      return known?.holds(key, h1, h2) === true;
+    });
+    if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
+    return { item: sent, avoided, learn: remember(sent, identity, sentInRun.whole(way), true) };
+  };
+
+  /** The attributes item as sent: without the values the state holds, or the run sends already. */
+  const attributes = (item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
+    const userKey = stateUserKey(identity);
+    if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
+    // KEY_HASH holds the user's key's hash from here on (nothing else hashes a key meanwhile)
+    keyHashInto(userKey);
+    if (seen.has(KEY_HASH[0], KEY_HASH[1])) return laterRow(item, identity, userKey);
+    // a user the state may know gets what a request sends of them forgotten before it is posted (see state.ts)
+    const mayKnow = !state.empty && state.mayKnow(KEY_HASH[0]);
+    if (!compare || !mayKnow) return { item, avoided: 0, learn: remember(item, identity, true, mayKnow) };
+    // one look for the usual unchanged row: its digest is the row's
+    const digest = mayBeSkipped(item, identity.by) ? undefined : itemDigest(item, identity, userPart());
+    if (digest !== undefined && state.hasRow(KEY_HASH[0], digest)) return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
+    const known = state.user(userKey, KEY_HASH[0]);
+    const { sent, avoided } = cut(item, identity, (name, h1, h2) => known?.holds(name, h1, h2) === true);
+    if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
+    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined) };
   };
 
   const activity = (kind: 'events' | 'purchases', item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
@@ -155,34 +193,8 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
   };
 
   return {
-    /** Whether attributes items are compared with the state (the plan then looks their users up a chunk at a time). */
-    compares: compare,
-    /**
-     * Reads what the state holds of the users of a chunk's attributes items, together: their
-     * digests, then the rows of those whose digest differs from their item's (those are compared
-     * value by value).
-     */
-    prefetch(items: ReadonlyArray<{ kind: ArrayName; record: Record<string, unknown>; identity: Identity }>): void {
-      unchangedInChunk = new Map();
-      if (!compare) return;
-      const users: Array<{ key: string; record: Record<string, unknown>; identity: Identity }> = [];
-      for (const { kind, record, identity } of items) {
-        const key = kind === 'attributes' ? stateUserKey(identity) : undefined;
-        if (key !== undefined) users.push({ key, record, identity });
-      }
-      state.prefetch(users.map((user) => user.key));
-      const differing: string[] = [];
-      for (const { key, record, identity } of users) {
-        const known = state.user(key);
-        if (known === undefined) continue;
-        const same = sameAsState(record, identity, known);
-        unchangedInChunk.set(record, same);
-        if (!same) differing.push(key);
-      }
-      state.prefetchRows(differing);
-    },
-    /** A learn record for one request's items. */
-    recordWriter: learnRecordWriter,
+    /** A learn record for one request's items (their values as hashed here). */
+    recordWriter: () => learnRecordWriter(sentInRun as HeldValues | undefined),
     /** The verdict on a valid item. */
     item(kind: ArrayName, item: Record<string, unknown>, identity: Identity): DeltaVerdict {
       if (kind === 'attributes') return options.attributes ? attributes(item, identity) : { item, avoided: 0, learn: LEARN_NONE };

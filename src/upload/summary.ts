@@ -125,6 +125,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       break;
     case 'line-items':
     case 'unchanged':
+    case 'unchanged-rows':
       break;
   }
   return summary;

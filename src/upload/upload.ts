@@ -89,6 +89,8 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
 }
 
 export interface UploadSummary extends PlanSummary {
+  /** Of the rows left out because an earlier run settled them (`skipped`), those it rejected: not delivered. */
+  skippedRejected?: number;
   /** The rejects file, when anything was written to it. */
   rejectsPath?: string;
   outPath?: string;
@@ -117,7 +119,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   // a run that cannot store anything twice goes even though a journal holds the same upload
   const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice(options, delta, earlier);
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe });
+  const contents = () => inputContents(options);
+  const guard = { rerunSafe, contents, delta: delta?.attributes === true };
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
@@ -138,17 +142,21 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   await checkHeaders(options, map);
 
-  // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
-  // a state file that cannot be used is a usage error before anything is written
+  // the state learns from a delivery's acknowledgements, holding the file for the whole run (a
+  // second run on it is refused); a dry run only reads it (in the plan). A state file that cannot be
+  // used is a usage error before anything is written
   let state: StateWriter | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
   if (delta !== undefined && deltaTarget !== undefined) {
-    const { openStateReader, openStateWriter } = await import('../records/state.js');
-    const reader = openStateReader(delta.statePath, deltaTarget);
-    stateKnown = !reader.empty;
-    reader.close();
-    if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
+    const { openStateWriter, stateKnows } = await import('../records/state.js');
+    if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget);
+    try {
+      stateKnown = stateKnows(delta.statePath, deltaTarget);
+    } catch (error) {
+      await state?.close().catch(() => undefined);
+      throw error;
+    }
   }
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
@@ -159,8 +167,15 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
-    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, remembers, beforeSettling: () => rejects.sync() });
-    await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
+    const restart = send?.restart === true;
+    try {
+      journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, restart, remembers, beforeSettling: () => rejects.sync() });
+      await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
+    } catch (error) {
+      // the state file is given back to the next run
+      await state?.close().catch(() => undefined);
+      throw error;
+    }
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds
@@ -173,7 +188,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
   const { format, encoding, kind, reading, limits, maxBodyBytes, stdin, stopSignal } = options;
-  const skips = journal?.skips(inputs, send?.onUnknown === 'reject');
+  // rows an earlier run left in doubt are sent again by --restart, whatever --on-unknown says
+  const skips = journal?.skips(inputs, send?.onUnknown === 'reject' && send.restart !== true);
   const planDelta =
     delta === undefined || deltaTarget === undefined
       ? undefined
@@ -211,6 +227,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           // and so is an item of a RequestLine the target holds already
           ledger?.settledUnsent(event.file, event.line, event.item);
           break;
+        case 'unchanged-rows':
+          // and rows the target holds already
+          ledger?.settledUnsentRows(event.file, event.lines);
+          break;
         case 'request':
           yield event.request;
           break;
@@ -241,7 +261,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
               ? undefined
               : async (request) => {
                   // the values a request changes are forgotten before it may reach the server
-                  if (request.learn !== undefined) state?.sending(request.learn);
+                  if (request.learn !== undefined) await state?.sending(request.learn);
                   await journal?.sending(request);
                   try {
                     await out?.writeLine(requestJson(request));
@@ -255,7 +275,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
           carriedDuplicates: journal?.unreported,
           onReject: writeReject,
-          onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, (i) => rejected.has(i)),
+          onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, rejected),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
@@ -286,7 +306,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // --out holds every request of a run that went through, none included: an empty file, not an earlier run's
   if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
-  await closing(async () => state?.close());
+  await closing(() => state?.close());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
@@ -298,6 +318,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
+    skippedRejected: journal === undefined ? 0 : rejectedBefore(written, journal),
     notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
@@ -306,6 +327,17 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     interrupted: !readAll && options.stopSignal?.aborted === true,
     fatal,
   };
+}
+
+/** Of the rows an earlier run settled (left out of this one), how many it rejected: whole rows the rejects file holds. */
+function rejectedBefore(written: ReadonlySet<string>, journal: Journal): number {
+  const rows = new Set<string>();
+  for (const key of written) {
+    // rejectKey(): line, item, column, file; a field dropped from a row sent is not a row rejected
+    const [line, item, column, file] = key.split('\u0000');
+    if (item === '' && column === '' && journal.skipRow(file, Number(line))) rows.add(`${line}\u0000${file}`);
+  }
+  return rows.size;
 }
 
 /** The target whose state a dry run reads: its --url, without which there is no state to compare with. */
@@ -323,19 +355,32 @@ function dryRunTarget(delta: DeltaRun): string {
  * Attributes set to values are never stored twice.
  */
 async function cannotSendTwice(options: UploadOptions, delta: DeltaRun, earlier: ParsedJournal): Promise<boolean> {
-  const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
-  let activities = false;
-  for (const file of options.inputs) {
-    if (formatOf(file, options.format) === 'csv') {
-      const found = kinds.get(file);
-      if (found === undefined || found.adding) return false;
-      if (found.kind !== 'attributes') activities = true;
-    } else {
-      if (file === STDIN || (await ndjsonMayAdd(file, options.encoding))) return false;
-      if (options.kind !== 'attributes') activities = true;
-    }
-  }
+  const { activities, adding } = await inputContents(options);
+  if (adding) return false;
   if (!activities) return true;
   const inDoubt = earlier.files.some((f) => rowsInDoubt(f).size > 0);
   return delta.activities && earlier.remembers.includes('activities') && !inDoubt;
+}
+
+/**
+ * What the inputs may hold, as far as sending them again goes: events or purchases (a CSV file of
+ * them; an NDJSON file unless --kind attributes), and operations that add (a CSV column so
+ * annotated or named, a key so named in an NDJSON file). A CSV file whose header cannot be read may
+ * hold either.
+ */
+async function inputContents(options: UploadOptions): Promise<{ activities: boolean; adding: boolean }> {
+  const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
+  let activities = false;
+  let adding = false;
+  for (const file of options.inputs) {
+    if (formatOf(file, options.format) === 'csv') {
+      const found = kinds.get(file);
+      adding ||= found?.adding ?? true;
+      activities ||= found === undefined || found.kind !== 'attributes';
+    } else {
+      adding ||= file === STDIN || (await ndjsonMayAdd(file, options.encoding));
+      activities ||= options.kind !== 'attributes';
+    }
+  }
+  return { activities, adding };
 }

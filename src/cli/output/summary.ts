@@ -75,7 +75,9 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   }
   if (summary.skipped > 0 || summary.skippedItems > 0) {
     const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
-    lines.push(`skipped     ${counted(summary.skipped, 'row')} already delivered${inPart}`);
+    const rejected = summary.skippedRejected ?? 0;
+    const before = rejected > 0 ? `, and ${counted(rejected, 'row')} an earlier run rejected (in its rejects file)` : '';
+    lines.push(`skipped     ${counted(summary.skipped - rejected, 'row')} already delivered${inPart}${before}`);
   }
   const { attributes, events, purchases } = summary.items;
   lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
