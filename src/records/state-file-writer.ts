@@ -210,6 +210,18 @@ export class StateFileWriter {
     }
   }
 
+  /** Checks the whole file (SQLite's quick_check: every page read and its structure checked); a damaged one is an input error naming it. */
+  check(): void {
+    let problem: string | undefined;
+    try {
+      const result = this.#db.pragma('quick_check(1)', { simple: true }) as string;
+      if (result !== 'ok') problem = result;
+    } catch (error) {
+      throw stateFailure(this.path, error);
+    }
+    if (problem !== undefined) throw stateFailure(this.path, Object.assign(new Error(problem), { code: 'SQLITE_CORRUPT' }));
+  }
+
   /** Forgets what a request is about to send of users the state may know (written before it returns). */
   sending(learn: Uint8Array): void {
     // most requests of a first run name no user the state may know: nothing to write for them

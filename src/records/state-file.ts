@@ -56,11 +56,11 @@ export function stateFailure(path: string, error: unknown): Error {
   return new InputError(`--state ${path} is damaged (SQLite: ${(error as Error).message}): ${START_ANEW}, or put back a copy of it`);
 }
 
-/** A reader's error (at its start, or of `track state`): a usage error naming the file. */
-export function readFailure(path: string, error: unknown): UsageError {
+/** A reader's error (at its start, or of `track state`), naming the file: a damaged file, or a usage error. */
+export function readFailure(path: string, error: unknown): Error {
   if (error instanceof UsageError) return error;
   const failure = stateFailure(path, error);
-  return new UsageError(failure !== error ? failure.message : `--state ${path} cannot be read: ${(error as Error).message}`);
+  return failure !== error ? failure : new UsageError(`--state ${path} cannot be read: ${(error as Error).message}`);
 }
 
 export interface OpenedState {

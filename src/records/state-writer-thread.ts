@@ -23,6 +23,9 @@ let writer: ReturnType<typeof openStateFileWriter>;
 try {
   writer = openStateFileWriter(path, target);
   post({ type: 'ready' });
+  // the whole file is checked while the plan starts: the first request waits for it (state-writer.ts)
+  writer.check();
+  post({ type: 'checked' });
 } catch (error) {
   post(failed(error));
   port.close();

@@ -29,6 +29,7 @@ export type ToWriter =
   | { type: 'close' };
 export type FromWriter =
   | { type: 'ready' }
+  | { type: 'checked' }
   | { type: 'done'; id: number }
   | { type: 'learned'; records: number }
   | { type: 'closed' }
@@ -80,8 +81,18 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
   };
   let nextId = 0;
   let onClosed: ((error?: Error) => void) | undefined;
+  /** The whole file was checked (see StateFileWriter.check): nothing is posted before. */
+  let isChecked = false;
+  let checkedOk: (() => void) | undefined;
+  let checkFailed: ((error: Error) => void) | undefined;
+  const checked = new Promise<void>((resolve, reject) => {
+    checkedOk = resolve;
+    checkFailed = reject;
+  });
+  checked.catch(() => undefined);
   const fail = (error: Error): void => {
     failure ??= error;
+    checkFailed?.(failure);
     for (const { reject } of waiting.values()) reject(failure);
     waiting.clear();
     wakeUp();
@@ -90,7 +101,10 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
   const ready = new Promise<void>((resolve, reject) => {
     worker.on('message', (message: FromWriter) => {
       if (message.type === 'ready') resolve();
-      else if (message.type === 'done') {
+      else if (message.type === 'checked') {
+        isChecked = true;
+        checkedOk?.();
+      } else if (message.type === 'done') {
         waiting.get(message.id)?.resolve();
         waiting.delete(message.id);
       } else if (message.type === 'learned') {
@@ -136,15 +150,19 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     while (behind > MAX_BEHIND && failure === undefined) await hold(new Promise<void>((resolve) => caughtUp.push(resolve)));
     if (failure !== undefined) throw failure;
   };
+  const forget = (learn: Uint8Array): Promise<void> | undefined => {
+    if (failure !== undefined) throw failure;
+    if (!namesKnownUsers(learn)) return behind > MAX_BEHIND ? keepUp() : undefined;
+    // what was accepted before is learned first, then forgotten; the record is copied (it is learned later)
+    handOver();
+    const id = nextId++;
+    worker.postMessage({ type: 'sending', id, learn } satisfies ToWriter);
+    return hold(new Promise<void>((resolve, reject) => waiting.set(id, { resolve, reject })));
+  };
   return {
     sending(learn) {
-      if (failure !== undefined) throw failure;
-      if (!namesKnownUsers(learn)) return behind > MAX_BEHIND ? keepUp() : undefined;
-      // what was accepted before is learned first, then forgotten; the record is copied (it is learned later)
-      handOver();
-      const id = nextId++;
-      worker.postMessage({ type: 'sending', id, learn } satisfies ToWriter);
-      return hold(new Promise<void>((resolve, reject) => waiting.set(id, { resolve, reject })));
+      // nothing is posted before the file was found sound
+      return isChecked ? forget(learn) : hold(checked).then(() => forget(learn));
     },
     accepted(learn, rejected) {
       if (failure !== undefined) throw failure;
@@ -154,6 +172,7 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     },
     async close() {
       try {
+        await hold(checked);
         if (failure !== undefined) throw failure;
         handOver();
         await hold(

@@ -57,18 +57,15 @@ export interface DeltaVerdict {
 function createSeenUsers(blocks = 2 ** 18, probes = 7) {
   const words = new Uint32Array(blocks * 16);
   let empty = true;
-  /** The bit the i-th probe sets in its block of 512: the hash's second half mixed with i (the first chose the block). */
-  const bitOf = (h2: number, i: number): number => {
-    let x = Math.imul(h2 ^ Math.imul(i + 1, 0x9e3779b9), 0x85ebca6b);
-    x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
-    return (x ^ (x >>> 16)) & 511;
-  };
+  // the i-th probe's bit in its block of 512: first + i * step, both from the hash's second half
+  // (the first chose the block)
+  const first = (h2: number): number => h2 & 511;
+  const step = (h2: number): number => ((h2 >>> 9) & 511) | 1;
   return {
     has(h1: number, h2: number): boolean {
       if (empty) return false;
       const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0; i < probes; i += 1) {
-        const bit = bitOf(h2, i);
+      for (let i = 0, bit = first(h2); i < probes; i += 1, bit = (bit + step(h2)) & 511) {
         if ((words[block + (bit >>> 5)] & (1 << (bit & 31))) === 0) return false;
       }
       return true;
@@ -76,10 +73,7 @@ function createSeenUsers(blocks = 2 ** 18, probes = 7) {
     add(h1: number, h2: number): void {
       empty = false;
       const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0; i < probes; i += 1) {
-        const bit = bitOf(h2, i);
-        words[block + (bit >>> 5)] |= 1 << (bit & 31);
-      }
+      for (let i = 0, bit = first(h2); i < probes; i += 1, bit = (bit + step(h2)) & 511) words[block + (bit >>> 5)] |= 1 << (bit & 31);
     },
   };
 }

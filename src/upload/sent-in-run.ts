@@ -30,19 +30,27 @@ export function createSentInRun() {
   /** Attribute names as the run numbers them. */
   const names = new Map<string, number>();
   const nameList: string[] = [];
+  /** The last row's names in order, and their numbers: the rows of a file name their attributes in one order. */
+  const lastNames: string[] = [];
+  const lastIds: number[] = [];
+  let place = 0;
   const nameId = (name: string): number => {
+    if (lastNames[place] === name) return lastIds[place++];
     let id = names.get(name);
     if (id === undefined) {
       names.set(name, (id = nameList.length));
       nameList.push(name);
     }
+    lastNames[place] = name;
+    lastIds[place++] = id;
     return id;
   };
   const ways = new Int32Array(BUCKETS * WAYS * WAY);
   /** A block: a head [key hash lane 0, 1, 2, this row's values], then [name, mode, h1, h2] per value. */
   const arena = new Int32Array(ARENA * 4);
-  /** Entries ever written (the next one goes to head % ARENA). */
+  /** Entries ever written (the next one goes to head % ARENA), and the low 32 bits of that count. */
   let head = 0;
+  let headLow = 0;
   let nextSweep = SWEEP;
   /** The block being written (begin/add/end), and the old one it replaces. */
   let writing = -1;
@@ -54,8 +62,8 @@ export function createSentInRun() {
   /** Where the block of the way at `w` starts, in entries ever written; -1 when the ring no longer holds it. */
   const startOf = (w: number): number => {
     if ((ways[w + 3] & USED) === 0) return -1;
-    const start = head - ((head - ways[w + 2]) % 2 ** 32 >>> 0);
-    return start >= head - ARENA ? start : -1;
+    const distance = (headLow - ways[w + 2]) >>> 0;
+    return distance <= ARENA ? head - distance : -1;
   };
   /** The user's way (as an index into `ways`), or -1. */
   const find = (k1: number, k2: number): number => {
@@ -72,6 +80,7 @@ export function createSentInRun() {
     arena[at + 2] = values[from + 2];
     arena[at + 3] = values[from + 3];
     head += 1;
+    headLow = (headLow + 1) | 0;
   };
   const sweep = (): void => {
     for (let w = 0; w < ways.length; w += WAY) if (startOf(w) === -1) ways[w + 3] = 0;
@@ -130,6 +139,7 @@ export function createSentInRun() {
       ways[way] = k1;
       ways[way + 1] = k2;
       ways[way + 3] = 0;
+      place = 0;
       put(KEY_HASH, 0);
       arena[(writingStart % ARENA) * 4 + 3] = 0;
       return writingStart;
@@ -146,6 +156,7 @@ export function createSentInRun() {
       arena[at + 2] = h1;
       arena[at + 3] = h2;
       head += 1;
+      headLow = (headLow + 1) | 0;
     },
     /** Ends the block; false when it holds nothing of this row (too wide: it is hashed again for its record, and sent whole again). */
     end(): boolean {
@@ -163,7 +174,7 @@ export function createSentInRun() {
         }
         put(old, o * 4);
       }
-      ways[writing + 2] = writingStart % 2 ** 32 | 0;
+      ways[writing + 2] = (headLow - (head - writingStart)) | 0;
       ways[writing + 3] = USED | (whole ? WHOLE : 0) | (head - writingStart - 1);
       writing = -1;
       return true;

@@ -1,5 +1,6 @@
 // The delta state file: what it learns from an accepted request, what it forgets before one is
 // posted, and the learn record that carries both between the threads.
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../
 import { activityHash, canonicalJson, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
-import { tempDir } from '../helpers/cli.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -125,4 +126,39 @@ describe('the state file', () => {
     writeFileSync(path, 'hello, this is text\n'.repeat(100));
     expect(() => openStateFileWriter(path, T)).toThrow(/--state .*not\.sqlite is not a state file/);
   });
+
+  it('a writer killed while it saves the index at the end of a run leaves a state that knows what it learned, once the index is made again from the rows', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    // a process that learns 3,000 users and is killed (SIGKILL) inside the transaction that saves the index
+    const script = join(tmp.dir, 'killed.mjs');
+    writeFileSync(
+      script,
+      `import { learnRecordWriter, userMark } from '${ROOT}/dist/records/learn-record.js';
+       import { openStateFileWriter } from '${ROOT}/dist/records/state-file-writer.js';
+       const writer = openStateFileWriter(${JSON.stringify(path)}, ${JSON.stringify(T)}, { whileSaving: () => process.kill(process.pid, 'SIGKILL') });
+       for (let r = 0; r < 60; r += 1) {
+         const record = learnRecordWriter();
+         for (let i = r * 50; i < r * 50 + 50; i += 1) record.add(userMark(false, -1), { external_id: 'u' + i, plan: i % 2 ? 'pro' : 'free' });
+         const learn = record.finish();
+         let given = false;
+         writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected: () => false })));
+       }
+       writer.close();`,
+    );
+    const killed = spawnSync(process.execPath, [script], { encoding: 'utf8' });
+    expect(killed.signal).toBe('SIGKILL');
+    // the reader finds the index out of date, and makes it from the rows
+    let state = read(path);
+    expect(state.holds('e:u1', 'plan', 'pro')).toBe(true);
+    expect(state.holds('e:u2998', 'plan', 'free')).toBe(true);
+    expect(state.holds('e:u2998', 'plan', 'pro')).toBe(false);
+    state.reader.close();
+    // a writer makes it again and saves it
+    openStateFileWriter(path, T).close();
+    state = read(path);
+    expect(state.holds('e:u2999', 'plan', 'pro')).toBe(true);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: 3000, attributes: 3000 })]);
+    state.reader.close();
+  });
 });
+
