@@ -27,6 +27,8 @@ export interface HeldValues {
   holds(at: number): boolean;
   /** The lanes of the user's key's hash (see keyHashInto), into KEY_HASH. */
   keyHashOf(at: number): void;
+  /** The id of the user's row in the state file, when the plan found it there (0: not known). */
+  rowOf(at: number): number;
   /** How many values of the row the block holds. */
   count(at: number): number;
   /** The i-th value: [name (a number of the plan's), forget (1) or not (0), h1, h2] into `into` at `offset`. */
@@ -41,8 +43,8 @@ const ACTIVITY = 3;
 /** Words of a record's head: flags, names, items, words before the texts. */
 const HEAD = 4;
 const HAS_KNOWN_USERS = 1;
-/** Words of a user's item before their values: tag, key hash lanes 0-2, values, key length. */
-const USER_HEAD = 6;
+/** Words of a user's item before their values: tag, key hash lanes 0-2, values, key length, row id (0: not known). */
+const USER_HEAD = 7;
 /** Words of a value: name (its place in the record's names), forget, h1, h2. */
 const VALUE = 4;
 
@@ -121,6 +123,7 @@ export function learnRecordWriter(held?: HeldValues) {
       words[head] = known ? KNOWN_USER : NEW_USER;
       words.set(KEY_HASH, head + 1);
       words[head + 5] = userKey.length;
+      words[head + 6] = isHeld ? held!.rowOf(block) : 0;
       texts.push(userKey);
       at += USER_HEAD;
       if (isHeld) {
@@ -157,6 +160,8 @@ export interface LearnedAttributes {
   /** The lane of the user's key the index finds them by, and their part of their row's digest (keyHashInto), as the plan made them. */
   keyHash: number;
   userPart: number;
+  /** The id of the user's row in the state file, when the plan found it (0: not known). */
+  row: number;
   /** The state may know the user: what the request sends of them is forgotten before it is posted. */
   known: boolean;
   count: number;
@@ -187,6 +192,7 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
     userKey: '',
     keyHash: 0,
     userPart: 0,
+    row: 0,
     known: false,
     count: 0,
     name: (i) => words[first + i * VALUE],
@@ -213,6 +219,7 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
           cursor.userPart = (words[at + 2] & 0xfffff) * 2 ** 32 + (words[at + 3] >>> 0);
           cursor.count = words[at + 4];
           cursor.userKey = text.slice(textAt, textAt + words[at + 5]);
+          cursor.row = words[at + 6] >>> 0;
           textAt += words[at + 5];
           first = at + USER_HEAD;
           at = first + cursor.count * VALUE;

@@ -9,8 +9,8 @@ import { OutputError, UsageError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
 import { lockState, openStateFile, stateExists, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, rowBytes, rowDigest, rowFinder, rowValues, saveIndex } from './state-rows.js';
-import type { UserIndex } from './user-index.js';
+import { ENTRY, indexFromRows, loadIndex, patchIndex, rowBytes, rowDigest, rowValues, saveIndex } from './state-rows.js';
+import { UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
   /** Called in the transaction that saves the index, before it is committed (a test stops the process there). */
@@ -44,8 +44,13 @@ export class StateFileWriter {
   readonly #db: Database.Database;
   readonly #target: number;
   readonly #nameIds = new Map<string, number>();
+  /** The rows this run added, by key hash (in a first run, the whole index). */
+  #additions = new UserIndex();
+  /** The digests of rows the file held before the run that it changed: key hash, row id, digest. */
+  #changes: number[] = [];
+  /** The target held no user when the run began: this run's rows are the whole index. */
+  #startedEmpty: boolean;
   #index: UserIndex | undefined;
-  #rowOf: ReturnType<typeof rowFinder> | undefined;
   /** Rows of new users waiting for their statement: key, where its bytes start and end in #rowBytes, digest, key hash. */
   #newRows: Array<[string, number, number, number, number]> = [];
   #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
@@ -73,21 +78,58 @@ export class StateFileWriter {
       addRow: db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)'),
       addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`),
       setRow: db.prepare('UPDATE users SET attrs = ? WHERE id = ?'),
+      byId: db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw(),
       addActivity: db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)'),
       outOfDate: db.prepare('UPDATE targets SET fresh = 0 WHERE id = ?'),
       touched: db.prepare('UPDATE targets SET updated = ? WHERE id = ?'),
     };
     // a run stopped before it saved the index: it is made again from the rows now, before a plan reads it
-    if (db.prepare('SELECT fresh FROM targets WHERE id = ?').pluck().get(this.#target) !== 1) db.transaction(() => saveIndex(db, this.#target, this.#indexOf()))();
+    const { fresh, users } = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(this.#target) as { fresh: number; users: number };
+    if (fresh !== 1) db.transaction(() => saveIndex(db, this.#target, this.#indexOf()))();
+    this.#startedEmpty = (this.#index?.size ?? users) === 0;
   }
 
-  /** The target's index, read (or made from the rows) when first needed. */
+  /**
+   * The target's whole index (with this run's rows and changes), read (or made from the rows) only
+   * when it must be: a user the plan did not find the row of, or the end of a run that added users to
+   * a target that had some. A plan in this process may hold a copy of it already.
+   */
   #indexOf(): UserIndex {
     if (this.#index === undefined) {
-      this.#index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
-      this.#rowOf = rowFinder(this.#db, this.#index);
+      const index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
+      this.#additions.forEach((key, row, digest) => index.add(key, row, digest));
+      for (let i = 0; i < this.#changes.length; i += 3) index.set(this.#changes[i], this.#changes[i + 1], this.#changes[i + 2]);
+      this.#index = index;
     }
     return this.#index;
+  }
+
+  /** The row of the user of a learned item: by the id the plan found, among this run's rows, or through the whole index. */
+  #locate(item: LearnedAttributes): { id: number; attrs: Buffer; added: boolean } | undefined {
+    const attrsOf = (id: number): Buffer | undefined => {
+      const row = this.#statements.byId.get(id) as [string, Buffer] | undefined;
+      return row !== undefined && row[0] === item.userKey ? row[1] : undefined;
+    };
+    let found: { id: number; attrs: Buffer; added: boolean } | undefined;
+    const search = (index: UserIndex, added: boolean): void =>
+      index.find(item.keyHash, (id) => {
+        const attrs = attrsOf(id);
+        if (attrs !== undefined) found = { id, attrs, added };
+        return found !== undefined;
+      });
+    const known = item.row > 0 ? attrsOf(item.row) : undefined;
+    if (known !== undefined) return { id: item.row, attrs: known, added: false };
+    search(this.#additions, true);
+    // a user the plan did not find the row of (a later row of one it found, sent whole; a false match of its filter)
+    if (found === undefined && !this.#startedEmpty) search(this.#indexOf(), false);
+    return found;
+  }
+
+  /** Notes a row's new digest (a row of this run's, or one the file held before it). */
+  #noteDigest(keyHash: number, id: number, digest: number, added: boolean): void {
+    if (added) this.#additions.set(keyHash, id, digest);
+    else this.#changes.push(keyHash, id, digest);
+    this.#index?.set(keyHash, id, digest);
   }
 
   #nameId(name: string): number {
@@ -144,7 +186,6 @@ export class StateFileWriter {
     const rows = this.#newRows;
     if (rows.length === 0) return;
     this.#newRows = [];
-    const index = this.#indexOf();
     this.#willWrite();
     const bytes = this.#rowBytes;
     let last: number;
@@ -157,7 +198,10 @@ export class StateFileWriter {
     }
     this.#rowsEnd = 0;
     // the rows of one statement take consecutive ids
-    rows.forEach(([, , , digest, keyHash], i) => index.set(keyHash, last - rows.length + 1 + i, digest));
+    rows.forEach(([, , , digest, keyHash], i) => {
+      this.#additions.add(keyHash, last - rows.length + 1 + i, digest);
+      this.#index?.add(keyHash, last - rows.length + 1 + i, digest);
+    });
   }
 
   /**
@@ -167,9 +211,7 @@ export class StateFileWriter {
   #change(item: LearnedAttributes, ids: readonly number[], posting: boolean): void {
     // new users waiting come first: one of them may be this user, earlier in the request
     this.#addWaitingRows();
-    const index = this.#indexOf();
-    const keyHash = item.keyHash;
-    const found = this.#rowOf!(item.userKey, keyHash);
+    const found = this.#locate(item);
     if (found === undefined && posting) return;
     const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
     for (let i = 0; i < item.count; i += 1) {
@@ -183,7 +225,7 @@ export class StateFileWriter {
     let id = found?.id;
     if (id === undefined) id = Number(this.#statements.addRow.run(this.#target, item.userKey, bytes).lastInsertRowid);
     else this.#statements.setRow.run(bytes, id);
-    index.set(keyHash, id, rowDigest(item.userPart, bytes));
+    this.#noteDigest(item.keyHash, id, rowDigest(item.userPart, bytes), found === undefined || found.added);
   }
 
   /** Learns what a request's accepted items set. */
@@ -214,8 +256,11 @@ export class StateFileWriter {
   check(): void {
     let problem: string | undefined;
     try {
+      // every page is read once: a cache would only hold what is done with
+      this.#db.pragma('cache_size = -256');
       const result = this.#db.pragma('quick_check(1)', { simple: true }) as string;
       if (result !== 'ok') problem = result;
+      this.#db.pragma('cache_size = -2000');
     } catch (error) {
       throw stateFailure(this.path, error);
     }
@@ -248,12 +293,22 @@ export class StateFileWriter {
     });
   }
 
+  /**
+   * Saves the index: this run's rows when they are the whole of it; the digests it changed, slab by
+   * slab, when it added none; else the whole index, read and brought up to date.
+   */
+  #saveIndex(): void {
+    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions);
+    if (this.#index === undefined && this.#additions.size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
+    saveIndex(this.#db, this.#target, this.#indexOf());
+  }
+
   /** Writes what is waiting, saves the index, and closes the file. */
   close(): void {
     try {
       if (this.#writing) {
         this.#write(() => {
-          saveIndex(this.#db, this.#target, this.#indexOf());
+          this.#saveIndex();
           this.options.whileSaving?.();
         });
       }
@@ -261,6 +316,13 @@ export class StateFileWriter {
       this.#db.close();
     }
   }
+}
+
+/** [a, b, c, d, e, f, ...] as [[a, b, c], [d, e, f], ...]. */
+function triples(values: readonly number[]): Array<[number, number, number]> {
+  const list: Array<[number, number, number]> = [];
+  for (let i = 0; i < values.length; i += 3) list.push([values[i], values[i + 1], values[i + 2]]);
+  return list;
 }
 
 /** A bigger buffer holding what this one holds. */

@@ -94,6 +94,9 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
   }
   try {
     db.pragma('busy_timeout = 5000');
+    // SQLite's own 2 MB of pages rather than the driver's 16: the state is read and written where the
+    // rows fall, which a cache hardly helps, and a run holds two connections or more
+    db.pragma('cache_size = -2000');
     const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
     // another program's database is not taken over: only a new file or a state file is used
     if (tables.length > 0 && !tables.includes('meta')) throw new Error('not a state file: it holds tables of another program');

@@ -74,12 +74,43 @@ export function saveIndex(db: Database.Database, target: number, index: UserInde
   db.prepare('UPDATE targets SET users = ?, fresh = 1 WHERE id = ?').run(index.size, target);
 }
 
+/**
+ * Sets the digests of rows the index in the file holds (a run that changed known users and added
+ * none), reading and writing only the slabs they are in; marks it as matching the rows. False when
+ * it cannot (the index in the file does not hold one of them): the caller then saves it whole.
+ */
+export function patchIndex(db: Database.Database, target: number, changes: ReadonlyArray<readonly [number, number, number]>): boolean {
+  const part = db.prepare('SELECT slots FROM user_index WHERE target = ? AND part = ?').pluck();
+  // the bytes as read, seen as words where they lie (SQLite's copy of a blob starts a buffer of its own)
+  const words = (bytes: Buffer | undefined): Uint32Array | undefined => {
+    if (bytes === undefined) return undefined;
+    if (BIG_ENDIAN) bytes.swap32();
+    return bytes.byteOffset % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Uint32Array(new Uint8Array(bytes).buffer);
+  };
+  const shape = words(part.get(target, 0) as Buffer | undefined);
+  const directory = words(part.get(target, 1) as Buffer | undefined);
+  if (shape === undefined || directory === undefined) return false;
+  const update = db.prepare('UPDATE user_index SET slots = ? WHERE target = ? AND part = ?');
+  const patched = UserIndex.patch(
+    shape,
+    directory,
+    changes,
+    (index) => words(part.get(target, index + 4) as Buffer | undefined) ?? new Uint32Array(0),
+    (index, slab) => {
+      const bytes = Buffer.from(slab.buffer, slab.byteOffset, slab.byteLength);
+      update.run(BIG_ENDIAN ? Buffer.from(bytes).swap32() : bytes, target, index + 4);
+    },
+  );
+  if (patched) db.prepare('UPDATE targets SET fresh = 1 WHERE id = ?').run(target);
+  return patched;
+}
+
 /** The index made from a target's rows (after a run stopped before it saved its own; seconds a million users). */
 export function indexFromRows(db: Database.Database, target: number): UserIndex {
   const index = new UserIndex();
   for (const [id, user, attrs] of db.prepare('SELECT id, user, attrs FROM users WHERE target = ?').raw().iterate(target) as Iterable<[number, string, Buffer]>) {
     keyHashInto(user);
-    index.set(KEY_HASH[0], id, rowDigest(userPart(), attrs));
+    index.add(KEY_HASH[0], id, rowDigest(userPart(), attrs));
   }
   return index;
 }

@@ -44,6 +44,8 @@ export interface StateReader {
 
 /** One user's acknowledged attributes. */
 export interface UserState {
+  /** The id of their row in the state file. */
+  readonly row: number;
   /** True when the attribute's last acknowledged value has this hash (its two halves). */
   holds(name: string, h1: number, h2: number): boolean;
 }
@@ -103,6 +105,7 @@ function stateReader(path: string, db: Database.Database, target: number): State
       if (row === undefined) return undefined;
       const attrs = row.attrs;
       return {
+        row: row.id,
         holds(name, h1, h2) {
           const nameId = names.get(name);
           if (nameId === undefined) return false;

@@ -1,6 +1,7 @@
 // The planner's delta stage (--delta, --dedupe-events, --full): an item -> what of it is sent, what
 // is left out because the server already acknowledged it (docs/upload.md "Sending only what
 // changed"), and what the state learns once the server accepts what is sent.
+import { statSync } from 'node:fs';
 import { attributePoints, dataPoints, isBillableField } from '../model/data-points.js';
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
@@ -47,40 +48,47 @@ export interface DeltaVerdict {
 }
 
 /**
- * Users whose attributes this run has planned to send, as a Bloom filter of fixed size (16 MiB)
- * whose probes for one user fall in one 64-byte block, so a row costs one cache miss, not seven: a
- * later row of one of them is compared with what the run sends of them (sent-in-run.ts), not with
- * the state, which does not hold that yet. A false match costs a look there that finds nothing, and
- * the row is sent whole (none in 2,000,000 tries with a million users planned in one run; 1 in 400
- * at ten million); it never leaves out a value.
+ * Users whose attributes this run has planned to send, as a Bloom filter whose size is fixed at the
+ * start (32 bits for each user the inputs' size suggests: 256 KiB to 32 MiB, 16 MiB for standard
+ * input) and whose probes for one user fall in one 64-byte block, so a row costs one cache miss, not
+ * seven: a later row of one of them is compared with what the run sends of them (sent-in-run.ts),
+ * not with the state, which does not hold that yet. A false match costs a look there that finds
+ * nothing, and the row is sent whole (and what it sends forgotten before it is posted); it never
+ * leaves out a value.
  */
-function createSeenUsers(blocks = 2 ** 18, probes = 7) {
+/** Bits a user sets in their block. */
+const PROBES = 7;
+
+function createSeenUsers(users: number | undefined) {
+  const blocks = users === undefined ? 2 ** 18 : 2 ** Math.min(19, Math.max(12, Math.ceil(Math.log2(users / 16))));
   const words = new Uint32Array(blocks * 16);
   let empty = true;
-  // the i-th probe's bit in its block of 512: first + i * step, both from the hash's second half
-  // (the first chose the block)
-  const first = (h2: number): number => h2 & 511;
-  const step = (h2: number): number => ((h2 >>> 9) & 511) | 1;
+  /** The i-th probe's bit in its block of 512: the i-th 9 bits of the hash's last 64 (the first 32 chose the block). */
+  const bitOf = (h2: number, h3: number, i: number): number => (i < 3 ? h2 >>> (i * 9) : i === 3 ? (h2 >>> 27) | (h3 << 5) : h3 >>> (i * 9 - 32)) & 511;
   return {
-    has(h1: number, h2: number): boolean {
+    has(h1: number, h2: number, h3: number): boolean {
       if (empty) return false;
       const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0, bit = first(h2); i < probes; i += 1, bit = (bit + step(h2)) & 511) {
+      for (let i = 0; i < PROBES; i += 1) {
+        const bit = bitOf(h2, h3, i);
         if ((words[block + (bit >>> 5)] & (1 << (bit & 31))) === 0) return false;
       }
       return true;
     },
-    add(h1: number, h2: number): void {
+    add(h1: number, h2: number, h3: number): void {
       empty = false;
       const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0, bit = first(h2); i < probes; i += 1, bit = (bit + step(h2)) & 511) words[block + (bit >>> 5)] |= 1 << (bit & 31);
+      for (let i = 0; i < PROBES; i += 1) {
+        const bit = bitOf(h2, h3, i);
+        words[block + (bit >>> 5)] |= 1 << (bit & 31);
+      }
     },
   };
 }
 
-export function createDelta(options: DeltaOptions, state: StateReader) {
+export function createDelta(options: DeltaOptions, state: StateReader, users?: number) {
   // made only for --delta: --dedupe-events alone compares no user's attributes
-  const seen = options.attributes ? createSeenUsers() : undefined!;
+  const seen = options.attributes ? createSeenUsers(users) : undefined!;
   const sentInRun = options.attributes ? createSentInRun() : undefined!;
   const compare = options.attributes && !options.full && !state.empty;
 
@@ -104,12 +112,12 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
 
   /**
    * Notes what an item sends of the user whose key's hash KEY_HASH holds (their first row of the
-   * run, or a later one), for their later rows; returns the item's learn mark, which finds its
-   * values hashed there.
+   * run, or a later one; `row`: their row in the state file, when the plan found it), for their later
+   * rows; returns the item's learn mark, which finds its values hashed there.
    */
-  const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean): LearnMark => {
-    seen.add(KEY_HASH[0], KEY_HASH[1]);
-    const at = sentInRun.begin(whole);
+  const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean, row = 0): LearnMark => {
+    seen.add(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2]);
+    const at = sentInRun.begin(whole, row);
     forEachLearnedValue(sent, identity.by, sentInRun.add);
     return userMark(known, sentInRun.end() ? at : -1);
   };
@@ -155,7 +163,7 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
       return known?.holds(key, h1, h2) === true;
     });
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
-    return { item: sent, avoided, learn: remember(sent, identity, sentInRun.whole(way), true) };
+    return { item: sent, avoided, learn: remember(sent, identity, sentInRun.whole(way), true, sentInRun.row(way)) };
   };
 
   /** The attributes item as sent: without the values the state holds, or the run sends already. */
@@ -164,7 +172,7 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
     // KEY_HASH holds the user's key's hash from here on (nothing else hashes a key meanwhile)
     keyHashInto(userKey);
-    if (seen.has(KEY_HASH[0], KEY_HASH[1])) return laterRow(item, identity, userKey);
+    if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, userKey);
     // a user the state may know gets what a request sends of them forgotten before it is posted (see state.ts)
     const mayKnow = !state.empty && state.mayKnow(KEY_HASH[0]);
     if (!compare || !mayKnow) return { item, avoided: 0, learn: remember(item, identity, true, mayKnow) };
@@ -174,7 +182,7 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
     const known = state.user(userKey, KEY_HASH[0]);
     const { sent, avoided } = cut(item, identity, (name, h1, h2) => known?.holds(name, h1, h2) === true);
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
-    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined) };
+    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined, known?.row) };
   };
 
   const activity = (kind: 'events' | 'purchases', item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
@@ -208,7 +216,24 @@ function copyUpTo(item: Record<string, unknown>, key: string): Record<string, un
   return copy;
 }
 
-/** The delta stage of a plan, over the state of its target (read only). */
-export function openDelta(options: DeltaOptions) {
-  return createDelta(options, openStateReader(options.statePath, options.target));
+/** The delta stage of a plan of `inputs`, over the state of its target (read only). */
+export function openDelta(options: DeltaOptions, inputs: readonly string[] = []) {
+  return createDelta(options, openStateReader(options.statePath, options.target), usersIn(inputs));
+}
+
+/**
+ * About how many users files of this size may name, for the size of the filter of users a run sent
+ * (a generous guess: 40 bytes a row, a compressed file five times its size); undefined for standard input.
+ */
+function usersIn(inputs: readonly string[]): number | undefined {
+  let bytes = 0;
+  for (const file of inputs) {
+    if (file === '-') return undefined;
+    try {
+      bytes += statSync(file).size * (/\.gz$/i.test(file) ? 5 : 1);
+    } catch {
+      return undefined;
+    }
+  }
+  return Math.ceil(bytes / 40);
 }

@@ -278,7 +278,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
 /** Plans the requests for the inputs, in this thread. Inputs are opened as the events are consumed. */
 export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEvent> {
   // the state is opened only for a delta plan: it loads SQLite
-  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta);
+  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta, options.inputs);
   try {
     yield* plan(options, delta);
   } finally {

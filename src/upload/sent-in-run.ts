@@ -8,14 +8,14 @@
 import { KEY_HASH } from '../records/state-record.js';
 
 const WAYS = 4;
-const BUCKETS = 2 ** 15;
+const BUCKETS = 2 ** 14;
 /** A way: the user's key hash (two lanes), where their block starts (its low 32 bits), and META. */
 const WAY = 4;
 const USED = 1 << 16;
 const WHOLE = 1 << 17;
 const COUNT = 0xffff;
 /** Entries held, in a ring, four numbers each: a user's block is written anew at its head whenever they are sent again. */
-const ARENA = 2 ** 19;
+const ARENA = 2 ** 18;
 /** A user with more attributes than this is not held (a row of thousands of columns): sent whole again. */
 export const MAX_HELD = 256;
 /** Every so many entries written, ways whose block the ring no longer holds are let go (so a block's start fits 32 bits). */
@@ -48,6 +48,8 @@ export function createSentInRun() {
   const ways = new Int32Array(BUCKETS * WAYS * WAY);
   /** A block: a head [key hash lane 0, 1, 2, this row's values], then [name, mode, h1, h2] per value. */
   const arena = new Int32Array(ARENA * 4);
+  /** The state's row id of each block's user (by where the block starts in the ring), 0 when not known. */
+  const rows = new Uint32Array(ARENA);
   /** Entries ever written (the next one goes to head % ARENA), and the low 32 bits of that count. */
   let head = 0;
   let headLow = 0;
@@ -92,6 +94,8 @@ export function createSentInRun() {
     find,
     /** Whether outside what the run sent, the user's values are what the plan read from the state. */
     whole: (way: number): boolean => (ways[way + 3] & WHOLE) !== 0,
+    /** The id of the user's row in the state file, when the plan found it (0: not known). */
+    row: (way: number): number => rows[startOf(way) % ARENA],
     /** What the run sent of attribute `name` of the user: NOT_SENT, SENT (`same`: with this hash) or FORGOTTEN. */
     sent(way: number, name: string, h1: number, h2: number): { mode: number; same: boolean } {
       const id = names.get(name);
@@ -106,11 +110,12 @@ export function createSentInRun() {
       return { mode: NOT_SENT, same: false };
     },
     /**
-     * Starts the block of the user whose key's hash KEY_HASH holds: a head of their key's hash and
-     * how many values this row gives, what add() gives, then what the run sent before of other
-     * attributes. Returns where the block starts, for HeldValues.
+     * Starts the block of the user whose key's hash KEY_HASH holds (and whose row in the state file
+     * has the id `row`, 0 when not known): a head of their key's hash and how many values this row
+     * gives, what add() gives, then what the run sent before of other attributes. Returns where the
+     * block starts, for HeldValues.
      */
-    begin(isWhole: boolean): number {
+    begin(isWhole: boolean, row: number): number {
       if (head >= nextSweep) sweep();
       const k1 = KEY_HASH[0];
       const k2 = KEY_HASH[1];
@@ -140,6 +145,7 @@ export function createSentInRun() {
       ways[way + 1] = k2;
       ways[way + 3] = 0;
       place = 0;
+      rows[head % ARENA] = row;
       put(KEY_HASH, 0);
       arena[(writingStart % ARENA) * 4 + 3] = 0;
       return writingStart;
@@ -185,6 +191,7 @@ export function createSentInRun() {
       KEY_HASH.set(arena.subarray((at % ARENA) * 4, (at % ARENA) * 4 + 3));
     },
     count: (at: number): number => arena[(at % ARENA) * 4 + 3],
+    rowOf: (at: number): number => rows[at % ARENA],
     value(at: number, i: number, into: Int32Array, offset: number): void {
       const place = ((at + 1 + i) % ARENA) * 4;
       into[offset] = arena[place];
