@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, linkSync, openSync, readFileSync, realpathSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+import { UsageError } from './errors.js';
 
 /** Who holds a file, as its lock file says. */
 export interface LockOwner {
@@ -15,11 +16,22 @@ export interface LockOwner {
   since: string;
 }
 
-/** The holder in words: `pid 123`, `this process (pid 123)` or `pid 123 on host h`; and whether it is on this host. */
-export function describeOwner(owner: LockOwner): { who: string; here: boolean } {
-  const here = owner.host === hostname();
-  const who = owner.pid === process.pid && here ? `this process (pid ${owner.pid})` : `pid ${owner.pid}${here ? '' : ` on host ${owner.host}`}`;
-  return { who, here };
+/**
+ * A file another process holds (a usage error: the CLI exits 2). `says(who, here)` words it: `who`
+ * names the holder (`pid 123`, `this process (pid 123)`, `pid 123 on host h`), `here` is false when
+ * it is on another host, whose processes cannot be looked at.
+ */
+export class FileInUseError extends UsageError {
+  constructor(
+    readonly file: string,
+    readonly lockFile: string,
+    readonly owner: LockOwner,
+    says: (who: string, here: boolean) => string,
+  ) {
+    const here = owner.host === hostname();
+    const who = owner.pid === process.pid && here ? `this process (pid ${owner.pid})` : `pid ${owner.pid}${here ? '' : ` on host ${owner.host}`}`;
+    super(says(who, here));
+  }
 }
 
 /** Lock files this process holds: a second lock in the same process is refused too. */

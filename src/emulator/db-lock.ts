@@ -2,25 +2,21 @@
 // process that holds it. A lock whose process is gone (kill -9, a crash) is taken over. `track
 // inspect` and `track cleanup` take no lock: SQLite lets them read and write a file a running
 // emulator has open.
-import { UsageError } from '../errors.js';
-import { describeOwner, lockFile, type LockOwner } from '../lock-file.js';
+import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 
 export type { LockOwner } from '../lock-file.js';
 
 /** The database file is open in another emulator. A usage error: the CLI exits 2. */
-export class DatabaseInUseError extends UsageError {
+export class DatabaseInUseError extends FileInUseError {
   override name = 'DatabaseInUseError';
-  constructor(
-    readonly file: string,
-    readonly lockFile: string,
-    readonly owner: LockOwner,
-  ) {
-    const { who, here } = describeOwner(owner);
+  constructor(file: string, lockFile: string, owner: LockOwner) {
     super(
-      `the database ${file} is already open in another emulator: ${who}, started ${owner.since}. ` +
-        (here
-          ? 'Stop that one, or use another database file.'
-          : `Stop that one, or use another database file; if it is no longer running, delete ${lockFile}.`),
+      file,
+      lockFile,
+      owner,
+      (who, here) =>
+        `the database ${file} is already open in another emulator: ${who}, started ${owner.since}. ` +
+        (here ? 'Stop that one, or use another database file.' : `Stop that one, or use another database file; if it is no longer running, delete ${lockFile}.`),
     );
   }
 }

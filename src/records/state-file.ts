@@ -5,7 +5,7 @@
 import Database from 'better-sqlite3';
 import { existsSync, statSync } from 'node:fs';
 import { InputError, UsageError } from '../errors.js';
-import { describeOwner, lockFile, type LockOwner } from '../lock-file.js';
+import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 
 /**
  * Format 3 keeps users in the order they were first learned (a row id each, found through the
@@ -28,16 +28,15 @@ CREATE TABLE IF NOT EXISTS activities (target INTEGER NOT NULL, hash BLOB NOT NU
 const START_ANEW = 'delete it to start a new state (the next --delta run then sends every attribute, and --dedupe-events every event)';
 
 /** A delivery with --delta or --dedupe-events is using the state file. A usage error: the CLI exits 2. */
-export class StateInUseError extends UsageError {
+export class StateInUseError extends FileInUseError {
   override name = 'StateInUseError';
-  constructor(
-    readonly file: string,
-    readonly lockFile: string,
-    readonly owner: LockOwner,
-  ) {
-    const { who, here } = describeOwner(owner);
+  constructor(file: string, lockFile: string, owner: LockOwner) {
     super(
-      `--state ${file} is in use by another run: ${who}, started ${owner.since}. One run at a time on a state file: ` +
+      file,
+      lockFile,
+      owner,
+      (who, here) =>
+        `--state ${file} is in use by another run: ${who}, started ${owner.since}. One run at a time on a state file: ` +
         (here ? 'wait for that one to end, or give this run another --state.' : `wait for that one to end; if it is no longer running, delete ${lockFile}.`),
     );
   }
