@@ -5,10 +5,10 @@
 // memory. The index in the file is marked out of date by the first write of a run and saved at its
 // end, so a run stopped in between, kill -9 included, leaves it to be made again from the rows.
 import type Database from 'better-sqlite3';
-import { OutputError, UsageError } from '../errors.js';
+import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
-import { lockState, openStateFile, stateExists, stateFailure } from './state-file.js';
+import { openStateFile, stateFailure } from './state-file.js';
 import { ENTRY, indexFromRows, loadIndex, patchIndex, rowBytes, rowDigest, rowValues, saveIndex } from './state-rows.js';
 import { UserIndex } from './user-index.js';
 
@@ -337,27 +337,4 @@ function writeFailure(path: string, error: unknown): Error {
   const damaged = stateFailure(path, error);
   if (damaged !== error) return damaged;
   return new OutputError(`--state ${path} could not be written: ${(error as Error).message}`, path);
-}
-
-/** Forgets everything the state holds of a target (holding the file meanwhile); false when it held nothing of it. */
-export function forgetTarget(path: string, target: string): boolean {
-  if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
-  const release = lockState(path);
-  try {
-    const { db } = openStateFile(path, false);
-    try {
-      const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
-      if (id === undefined) return false;
-      db.transaction(() => {
-        for (const table of ['users', 'user_index', 'activities']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
-        db.prepare('DELETE FROM targets WHERE id = ?').run(id);
-      })();
-      db.exec('VACUUM');
-      return true;
-    } finally {
-      db.close();
-    }
-  } finally {
-    release();
-  }
 }

@@ -160,3 +160,26 @@ export function lockState(path: string): () => void {
 
 /** Whether a state file exists at path (a reader of none reads an empty state). */
 export const stateExists = (path: string): boolean => existsSync(path);
+
+/** Forgets everything the state holds of a target (holding the file meanwhile); false when it held nothing of it. */
+export function forgetTarget(path: string, target: string): boolean {
+  if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
+  const release = lockState(path);
+  try {
+    const { db } = openStateFile(path, false);
+    try {
+      const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
+      if (id === undefined) return false;
+      db.transaction(() => {
+        for (const table of ['users', 'user_index', 'activities']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
+        db.prepare('DELETE FROM targets WHERE id = ?').run(id);
+      })();
+      db.exec('VACUUM');
+      return true;
+    } finally {
+      db.close();
+    }
+  } finally {
+    release();
+  }
+}

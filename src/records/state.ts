@@ -11,7 +11,7 @@ import { earlierFormatError, openStateFile, readFailure, stateExists, stateFailu
 import { ENTRY, indexFromRows, loadIndex, rowFinder } from './state-rows.js';
 
 export { openStateWriter, type StateWriter } from './state-writer.js';
-export { forgetTarget } from './state-file-writer.js';
+export { forgetTarget } from './state-file.js';
 export { StateInUseError } from './state-file.js';
 
 /** What the state holds of one target. */

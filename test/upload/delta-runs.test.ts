@@ -80,6 +80,10 @@ describe('one run per state file', () => {
     expect(second.status).toBe(2);
     expect(second.stderr).toContain(`--state ${realpathSync(tmp.dir)}/track-state.sqlite is in use by another run: pid ${first.proc.pid}, started`);
     expect(second.stderr).toMatch(/One run at a time on a state file: wait for that one to end, or give this run another --state/);
+    // forgetting a target writes the file too: refused meanwhile
+    const forget = await runCliAsync(['state', '--forget', emu.url], { cwd: tmp.dir });
+    expect(forget.status).toBe(2);
+    expect(forget.stderr).toMatch(/is in use by another run/);
     // refused before it read or sent anything: no journal, and the first run goes on to the end
     expect(readdirSync(tmp.dir).filter((name) => name.startsWith('other.') && name !== 'other.csv')).toEqual([]);
     expect(await first.exited).toBe(0);
