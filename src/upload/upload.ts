@@ -7,11 +7,11 @@ import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
-import { openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../records/journal.js';
+import { openJournal, type Journal, type ParsedJournal } from '../records/journal.js';
 import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
+import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
 import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
 import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
@@ -118,8 +118,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const { delta } = options;
   if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   // a run that cannot store anything twice goes even though a journal holds the same upload
-  const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice(options, delta, earlier);
-  const contents = () => inputContents(options);
+  const rerunSafe = delta === undefined ? undefined : async (earlier: ParsedJournal) => (await import('./rerun-contents.js')).cannotSendTwice(options, delta, earlier);
+  const contents = async () => (await import('./rerun-contents.js')).inputContents(options);
   const guard = { rerunSafe, contents, delta: delta?.attributes === true };
   const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
@@ -344,43 +344,4 @@ function rejectedBefore(written: ReadonlySet<string>, journal: Journal): number 
 function dryRunTarget(delta: DeltaRun): string {
   if (delta.url === undefined) throw new UsageError('--delta and --dedupe-events compare with what a target acknowledged: give its --url (or TRACK_URL)');
   return targetOf(delta.url);
-}
-
-/**
- * Whether running the inputs again, after the run a journal holds, can store nothing twice: no
- * input may hold an operation that adds (`inc`, `add`, ...: a CSV column so annotated or named, a
- * key so named in an NDJSON file); and events and purchases, which an NDJSON file may hold (unless
- * --kind attributes), are left out only with --dedupe-events, when the earlier run remembered what
- * it sent of them and left none in doubt (a killed run's requests in flight were never learned).
- * Attributes set to values are never stored twice.
- */
-async function cannotSendTwice(options: UploadOptions, delta: DeltaRun, earlier: ParsedJournal): Promise<boolean> {
-  const { activities, adding } = await inputContents(options);
-  if (adding) return false;
-  if (!activities) return true;
-  const inDoubt = earlier.files.some((f) => rowsInDoubt(f).size > 0);
-  return delta.activities && earlier.remembers.includes('activities') && !inDoubt;
-}
-
-/**
- * What the inputs may hold, as far as sending them again goes: events or purchases (a CSV file of
- * them; an NDJSON file unless --kind attributes), and operations that add (a CSV column so
- * annotated or named, a key so named in an NDJSON file). A CSV file whose header cannot be read may
- * hold either.
- */
-async function inputContents(options: UploadOptions): Promise<{ activities: boolean; adding: boolean }> {
-  const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
-  let activities = false;
-  let adding = false;
-  for (const file of options.inputs) {
-    if (formatOf(file, options.format) === 'csv') {
-      const found = kinds.get(file);
-      adding ||= found?.adding ?? true;
-      activities ||= found === undefined || found.kind !== 'attributes';
-    } else {
-      adding ||= file === STDIN || (await ndjsonMayAdd(file, options.encoding));
-      activities ||= options.kind !== 'attributes';
-    }
-  }
-  return { activities, adding };
 }
