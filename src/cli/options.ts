@@ -10,9 +10,10 @@ import type { DateOrder } from '../mapping/times.js';
 import { countryCode, isTimeZoneName } from '../model/places.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
-import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
+import type { OutputFlags } from './output/run-outputs.js';
 
 /** Gathers the values of a repeatable flag, in the order given. */
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -39,6 +40,15 @@ export function wholeNumber(flag: string, min: number, max = Number.MAX_SAFE_INT
 
 export const positiveInteger = (flag: string): ((value: string) => number) => wholeNumber(flag, 1);
 
+/** Seconds above 0 (fractions allowed, at most a day), or a usage error naming the flag. */
+export function seconds(flag: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag}: expected seconds above 0 (at most 86400), got "${value}"`);
+    return n;
+  };
+}
+
 /** The flags of `track emulate` as its action receives them. */
 export interface EmulateFlags {
   port: number;
@@ -59,6 +69,7 @@ export interface EmulateFlags {
   /** Run this command through the shell with the emulator, then stop; exit with its status. */
   exec?: string;
   seed?: string[];
+  s3Endpoint?: string;
   requestLog: number;
 }
 
@@ -79,8 +90,9 @@ export const EMULATE_DEFAULTS = {
 } as const satisfies Partial<EmulateFlags>;
 
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
-export interface ReadFlags {
+export interface ReadFlags extends OutputFlags {
   format?: InputFormat;
+  s3Endpoint?: string;
   encoding: InputEncoding;
   kind?: ArrayName;
   map?: string;
@@ -90,6 +102,7 @@ export interface ReadFlags {
   timezone?: string;
   dateOrder?: DateOrder;
   dropInvalidFields?: boolean;
+  emptyAsNull?: boolean;
   limits: LimitProfileName;
   maxTotal?: number;
   maxPerArray?: number;
@@ -113,8 +126,10 @@ export interface UploadFlags extends ReadFlags {
   apiKey?: string;
   concurrency: number;
   retries: number;
+  requestTimeout: number;
   onUnknown: 'retry' | 'reject';
-  journal?: string;
+  /** A path, or false for --no-journal. */
+  journal?: string | false;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -129,8 +144,10 @@ export const UPLOAD_DEFAULTS = {
   concurrency: DEFAULT_CONCURRENCY,
   rate: DEFAULT_RATE,
   retries: DEFAULT_RETRIES,
+  requestTimeout: DEFAULT_REQUEST_TIMEOUT_S,
   onUnknown: 'retry',
   state: './track-state.sqlite',
+  progressInterval: 5,
 } as const satisfies Partial<UploadFlags>;
 
 /** --delimiter: one of the four, a tab also written `\t` or `tab`. */
@@ -154,15 +171,39 @@ function timeZone(value: string): string {
   return value;
 }
 
+/** --s3-endpoint: an http(s) URL. */
+export function s3Endpoint(value: string): string {
+  if (!/^https?:\/\/[^/\s]+/i.test(value)) throw new UsageError(`--s3-endpoint: expected the store's URL, such as http://127.0.0.1:9000, got "${value}"`);
+  return value;
+}
+
+/**
+ * How s3:// inputs reach their store: --s3-endpoint over AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL
+ * (S3 itself when none is given). Credentials and the region the client reads from the standard
+ * chain itself, and the client's notice about Node versions to come is none of the person's business.
+ */
+export function storageFrom(flags: { s3Endpoint?: string }, env: NodeJS.ProcessEnv): { s3Endpoint?: string } {
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const fromEnv = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const endpoint = flags.s3Endpoint ?? (fromEnv === undefined ? undefined : s3Endpoint(fromEnv));
+  return endpoint === undefined ? {} : { s3Endpoint: endpoint };
+}
+
 function separator(value: string): string {
   const found = value === '\\t' ? '\t' : value;
   if (found.length !== 1) throw new UsageError(`--array-separator: expected one character such as ; or |, got "${value}"`);
   return found;
 }
 
+/** What the inputs of `track upload` and `track validate` may be. */
+export const INPUTS_HELP =
+  'CSV, NDJSON or JSON files (.csv, .ndjson, .jsonl, .json, each optionally .gz) or Parquet files (.parquet); ' +
+  's3://bucket/key, s3://bucket/prefix/ or s3://bucket/prefix/*.parquet (every object it names, in key order); https:// URLs of objects; - reads standard input';
+
 export function addReadOptions(command: Command): Command {
   return command
-    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson']))
+    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson', 'json', 'parquet']))
+    .option('--s3-endpoint <url>', 'an S3-compatible store for s3:// inputs (MinIO, R2, GCS), addressed path-style (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)', s3Endpoint)
     .addOption(
       new Option('--encoding <encoding>', 'the encoding of every input; latin1 is ISO-8859-1 (0x80 is U+0080, not €)')
         .choices([...INPUT_ENCODINGS])
@@ -175,13 +216,14 @@ export function addReadOptions(command: Command): Command {
         'purchases',
       ]),
     )
-    .option('--map <file>', 'JSON file that renames and types CSV columns: {"Zip": "zip:string", "Notes": null}')
+    .option('--map <file>', 'JSON file that renames and types CSV and Parquet columns: {"Zip": "zip:string", "Notes": null}')
     .option('--delimiter <char>', "between CSV cells: , ; \\t or | (default: the one each file's header line uses)", delimiter)
     .option('--default-country <code>', 'read phone numbers without a country code in this country (ISO 3166 alpha-2, e.g. US); sent in E.164', country)
     .option('--array-separator <char>', 'split :array, :add and :remove cells that are not JSON arrays on this character, e.g. ;', separator)
     .option('--timezone <zone>', 'IANA time zone of times written without an offset', timeZone, UPLOAD_DEFAULTS.timezone)
     .addOption(new Option('--date-order <order>', 'how slashed dates such as 03/04/2023 are read: month first or day first').choices(['mdy', 'dmy']))
     .option('--drop-invalid-fields', "send an attributes row without its invalid fields (not its identifier); each goes to the rejects file")
+    .option('--empty-as-null', 'an empty CSV cell of an attributes row sends null for its attribute, removing it (never an identifier; events and purchases are never cleared)')
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
@@ -191,12 +233,25 @@ export function addReadOptions(command: Command): Command {
         .choices(['ndjson', 'csv'])
         .default(UPLOAD_DEFAULTS.rejectsFormat),
     )
-    .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
+    .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
     .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)');
+}
+
+/** The flags of what watches a run (progress events, the events file, GitHub Actions; an upload's report and metrics push). */
+export function addOutputOptions(command: Command, upload: boolean): Command {
+  command
+    .addOption(new Option('--progress <format>', 'progress on stderr: human lines, or ndjson (one JSON event a line: docs/progress-events.schema.json)').choices(['human', 'ndjson']).default('human'))
+    .option('--progress-interval <seconds>', 'seconds between progress lines and progress events', wholeNumber('--progress-interval', 1, 3600), UPLOAD_DEFAULTS.progressInterval)
+    .option('--events <file>', 'also write the progress events (NDJSON) to this file; the human progress stays')
+    .option('--no-ci-output', 'in GitHub Actions (GITHUB_ACTIONS=true), write no step summary, step outputs or annotations');
+  if (!upload) return command;
+  return command
+    .option('--report <file>', 'write a self-contained HTML page of the run when it ends: figures, throughput, waits, retries, rejects, data points')
+    .option('--metrics-push <url>', "push the upload's counters to a Prometheus Pushgateway while it runs and at its end (e.g. http://127.0.0.1:9091)");
 }
 
 /** The flags of the target and pace, for the estimate of `track validate` (upload declares them itself). */
@@ -226,6 +281,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   return {
     delta,
     inputs: files,
+    storage: storageFrom(flags, env),
     format: flags.format,
     encoding: flags.encoding,
     kind: flags.kind,
@@ -237,12 +293,33 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
       timeZone: flags.timezone === 'UTC' ? undefined : flags.timezone,
       dateOrder: flags.dateOrder,
       dropInvalidFields: flags.dropInvalidFields === true ? true : undefined,
+      emptyAsNull: flags.emptyAsNull === true ? true : undefined,
     },
     rejectsFormat: flags.rejectsFormat,
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),
     rejectsPath: flags.rejects,
     outPath: flags.out,
   };
+}
+
+/** Loopback names: an emulator started by `track emulate --exec` listens on one of them. */
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Whether `url` is the emulator `track emulate --exec` started for the command this process runs in:
+ * it sets TRACK_EMULATOR_URL in the command's environment (and only there), and the emulator
+ * listens on a loopback address and a port of its own. A run to it keeps no journal by default: the
+ * emulator forgets everything when the command ends, and its next port would leave another journal.
+ */
+export function isExecEmulator(url: string, emulatorUrl: string | undefined): boolean {
+  if (emulatorUrl === undefined || emulatorUrl === '') return false;
+  try {
+    const target = new URL(url);
+    const emulator = new URL(emulatorUrl);
+    return target.origin === emulator.origin && LOOPBACK.has(target.hostname);
+  } catch {
+    return false;
+  }
 }
 
 /** Where and how to send: the flags over the environment (TRACK_URL, TRACK_API_KEY); both must be given one way. */
@@ -258,8 +335,10 @@ export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): Sen
     rate: flags.rate,
     hourly: flags.hourly,
     retries: flags.retries,
+    requestTimeoutMs: flags.requestTimeout * 1000,
     onUnknown: flags.onUnknown,
-    journalPath: flags.journal,
+    journalPath: typeof flags.journal === 'string' ? flags.journal : undefined,
+    noJournal: flags.journal === false || (flags.journal === undefined && isExecEmulator(url, env.TRACK_EMULATOR_URL)),
     resume: flags.resume === true,
     restart: flags.restart === true,
   };

@@ -3,23 +3,24 @@
 // operating system (a write, no fsync: that survives the process being killed, and costs a few
 // microseconds), so after any stop of the process, kill -9 included, a resume knows which rows may
 // have reached the server. Settled rows are appended every 200 ms, each time after the rejects file
-// is synced, and everything written is then fsynced, so a machine that loses power loses at most
-// that much of the journal. Reading an earlier run's journal is in journal-read.ts. At about 390
-// lines this is one object with a lifetime whose methods share its buffers and open file; split
-// further, each part would reach into the others' state.
+// is synced (the rejects it could not take are carried here instead), and everything written is then
+// fsynced, so a machine that loses power loses at most that much of the journal. Reading an earlier
+// run's journal is in journal-read.ts. At about 400 lines this is one object with a lifetime whose
+// methods share its buffers and open file; split further, each part would reach into the others' state.
 import { writeSync } from 'node:fs';
 import { open, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, readEarlierRuns, sameIdentity } from './journal-read.js';
+import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type RemoteIdentities } from './journal-read.js';
 import {
   againLine,
   endLine,
   fileLine,
   headerLine,
   itemsLine,
+  owedLine,
   rangesLine,
   rowsLine,
   sentLine,
@@ -27,7 +28,7 @@ import {
 } from './journal-format.js';
 
 export type { FileIdentity, ParsedJournal } from './journal-format.js';
-export { findJournal, identifyFile, readJournal, rowsInDoubt } from './journal-read.js';
+export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt } from './journal-read.js';
 
 export interface JournalOptions {
   /** Where the journal lives. */
@@ -42,13 +43,16 @@ export interface JournalOptions {
   resume: boolean;
   /** A new journal replaces one of the same upload (--restart): the rows it left in doubt stay in doubt, and are counted when sent again. */
   restart?: boolean;
+  /** The inputs that are objects in storage, by URL: their size and ETag, as listed. */
+  remote?: RemoteIdentities;
   /** How often buffered acknowledgements are written and fsynced; default 200 ms. */
   flushIntervalMs?: number;
   /**
    * Runs before each write that records rows as settled: whatever those rows need on disk first
-   * (their lines in the rejects file) must be made durable here.
+   * (their lines in the rejects file) must be made durable here; what cannot be (the rejects file is
+   * full) is returned, and the journal carries it (`owed`) with the rows it settles.
    */
-  beforeSettling?: () => Promise<void>;
+  beforeSettling?: () => Promise<unknown[] | undefined | void>;
 }
 
 /** What a resumed run leaves out of its plan, as one cloneable value (it crosses to the planning thread). */
@@ -59,6 +63,8 @@ export interface ResumeSkips {
   items: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
   /** Per input file, rows an earlier run sent and never saw settled, to reject unsent (--on-unknown reject). */
   inDoubt?: ReadonlyMap<string, Array<[number, number]>>;
+  /** The input files earlier runs read to their end and settled every row of, with their rows: not read again. */
+  whole?: ReadonlyMap<string, number>;
 }
 
 export interface Journal {
@@ -83,10 +89,14 @@ export interface Journal {
   sending(request: SettledRequest): Promise<void>;
   /** The request recorded as sent never left, or was refused unapplied: its rows are no longer in doubt. */
   notApplied(request: SettledRequest): void;
+  /** Records that a file was read to its end and holds `rows` rows (once all are settled, a resumed run does not read it again). */
+  readToEnd(file: string, rows: number): void;
   /** Records rows sent again although they may have been applied (counted as possibly duplicated), for a run that reports them. */
   sentAgain(rows: number): void;
   /** Rows earlier runs sent again and never reported (they were killed before their summary): this run reports them. */
   readonly unreported: number;
+  /** Rejects the journal carries for earlier runs, which their rejects file could not take. */
+  readonly owed: readonly unknown[];
   /** Marks every row behind a request's items as settled. */
   record(request: SettledRequest): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
@@ -122,12 +132,12 @@ function asOutputError(error: unknown, path: string): Error {
 
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
-  const identities = await Promise.all(options.files.map((f) => identifyFile(f)));
+  const identities = await Promise.all(options.files.map((f) => identifyFile(f, options.remote)));
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
   const earlier = await readEarlierRuns(options, journalPath, identities);
-  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, renewed, known, firstNewIndex } = earlier;
+  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, wholeEarlier, renewed, known, firstNewIndex } = earlier;
   let inDoubt = earlier.inDoubt;
   let nextIndex = firstNewIndex;
   let unreported = previous.unreported;
@@ -139,8 +149,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (options.resume) {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
-      if (previous.validBytes === 0) head += headerLine(options.target, options.remembers); // killed before its first line was whole
-      else if (previous.missingNewline) head += '\n';
+      if (previous.missingNewline) head += '\n';
     } else {
       handle = await open(journalPath, 'w');
       head += headerLine(options.target, options.remembers);
@@ -196,7 +205,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   const absolute = (file: string): string => {
     let abs = resolved.get(file);
     if (abs === undefined) {
-      abs = resolve(file);
+      abs = inputKey(file);
       resolved.set(file, abs);
     }
     return abs;
@@ -207,7 +216,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     const abs = absolute(file);
     let index = indexes.get(abs);
     if (index === undefined) {
-      const identity = identifyFileSync(abs);
+      const identity = identifyFileSync(abs, options.remote);
       const was = known.get(abs);
       if (was !== undefined && !sameIdentity(was, identity)) throw new InputError(changedMessage(journalPath, was, identity), file);
       index = nextIndex;
@@ -234,10 +243,14 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 
   /** Writes the settled entries (after what they need on disk first) and syncs everything written so far. */
   const writeOut = async (): Promise<void> => {
-    const text = take();
-    // the rows settled here include rejected ones: their reject lines must be on disk before they count as settled
-    if (text !== '') await options.beforeSettling?.();
-    if (text !== '') writeNow(text);
+    let text = take();
+    // the rows settled here include rejected ones: their reject lines must be on disk before they
+    // count as settled, or else be here, before them
+    if (text !== '') {
+      const owed = await options.beforeSettling?.();
+      if (owed !== undefined) text = owed.map(owedLine).join('') + text;
+      writeNow(text);
+    }
     try {
       await handle.datasync();
     } catch (error) {
@@ -349,7 +362,9 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     skips(files, rejectInDoubt) {
       const rows = perFile(files, settledRanges);
       const items = perFile(files, settledItems);
-      return !rejectInDoubt || inDoubt === 0 ? { rows, items } : { rows, items, inDoubt: perFile(files, inDoubtRanges) };
+      const whole = new Map(files.flatMap((file) => (wholeEarlier.has(absolute(file)) ? [[file, wholeEarlier.get(absolute(file))!] as const] : [])));
+      const skips: ResumeSkips = { rows, items, ...(whole.size > 0 ? { whole } : {}) };
+      return !rejectInDoubt || inDoubt === 0 ? skips : { ...skips, inDoubt: perFile(files, inDoubtRanges) };
     },
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
@@ -360,6 +375,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       return inDoubt;
     },
     unreported,
+    owed: previous.owed,
     inDoubtRows,
     sending(request) {
       try {
@@ -374,6 +390,9 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     },
     notApplied(request) {
       writeNow(runsText(request, unsentLine));
+    },
+    readToEnd(file, rows) {
+      writeNow(rowsLine(fileIndex(file), rows));
     },
     sentAgain(rows) {
       if (rows > 0) writeNow(againLine(rows));

@@ -23,6 +23,8 @@ export interface DeliverySummary {
   requestsSettled: number;
   /** Requests taken but left without a final outcome (stop, abort, fatal error): a resume sends them. */
   requestsAbandoned: number;
+  /** The rows of those requests. */
+  rowsAbandoned: number;
   /** HTTP posts, first tries and retries. */
   attempts: number;
   /** Posts made again after a 5xx, a network error or an unknown outcome. */
@@ -31,6 +33,8 @@ export interface DeliverySummary {
   rateLimited: number;
   /** Posts whose outcome cannot be known: the connection broke after the request was sent. */
   unknownOutcomes: number;
+  /** Every post by its answer: the HTTP status (`201`, `429`, ...), or `failed` when none came. */
+  answers: Record<string, number>;
   /** Rows in requests that had an unknown outcome. */
   rowsInUnknownRequests: number;
   /** Of those, rows that were (or, on resume, will be) sent again although they may have been applied. */
@@ -66,10 +70,12 @@ export function emptyDeliverySummary(): DeliverySummary {
     notDelivered: {},
     requestsSettled: 0,
     requestsAbandoned: 0,
+    rowsAbandoned: 0,
     attempts: 0,
     retries: 0,
     rateLimited: 0,
     unknownOutcomes: 0,
+    answers: {},
     rowsInUnknownRequests: 0,
     rowsPossiblyDuplicated: 0,
     items: {
@@ -91,9 +97,10 @@ export function addWarning(summary: DeliverySummary, warning: string): void {
 }
 
 export function progressOf(summary: DeliverySummary, inFlight: number, heldForMs: number): DeliveryProgress {
-  const { fatal: _fatal, warnings: _warnings, notDelivered: _notDelivered, items, ...counters } = summary;
+  const { fatal: _fatal, warnings: _warnings, notDelivered: _notDelivered, items, answers, ...counters } = summary;
   return {
     ...counters,
+    answers: { ...answers },
     items: {
       attributes: { ...items.attributes },
       events: { ...items.events },

@@ -32,7 +32,7 @@ describe.skipIf(!hasPython)('Ctrl-C in a terminal', () => {
     });
     expect(run.ctrlC, run.out).toBe(1);
     expect(run.killed, run.out).toBe(false);
-    expect(run.out).toContain('stopping: letting requests in flight finish');
+    expect(run.out).toMatch(/stopping: (1 request in flight, waiting for its answer|no request in flight, saving the journal)/);
     expect(run.out).toMatch(/requests +\d+ sent/);
     expect(run.status, run.out).toBe(130);
     const first = server.received.length;
@@ -56,4 +56,16 @@ describe.skipIf(!hasPython)('Ctrl-C in a terminal', () => {
     expect(run.out).toContain('interrupted');
     expect(run.status, run.out).toBe(130);
   }, 60_000);
+
+  it('track validate --quiet shows no progress on a terminal, only the summary', async () => {
+    const run = await runInTerminal([process.execPath, BIN, 'validate', 'big.csv', '--quiet'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: [], deadlineMs: 40_000 });
+    expect(run.status, run.out).toBe(0);
+    expect(run.out).toMatch(/validate: 1 file, 400,000 rows read/);
+    expect(run.out).not.toContain('reading big.csv');
+    const loud = await runInTerminal([process.execPath, BIN, 'upload', '--dry-run', 'big.csv'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: [], deadlineMs: 40_000 });
+    expect(loud.out).toContain('reading big.csv');
+    const quiet = await runInTerminal([process.execPath, BIN, 'upload', '--dry-run', 'big.csv', '--quiet'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: [], deadlineMs: 40_000 });
+    expect(quiet.out).not.toContain('reading big.csv');
+    expect(quiet.status, quiet.out).toBe(0);
+  }, 90_000);
 });

@@ -3,15 +3,14 @@
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
 import type { SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addReadOptions, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
-import type { Meter } from '../output/progress.js';
+import { addOutputOptions, addReadOptions, INPUTS_HELP, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
   const command = program
     .command('upload')
-    .description('upload CSV or NDJSON files to POST /users/track')
-    .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input')
+    .description('upload CSV, NDJSON, JSON or Parquet files to POST /users/track')
+    .argument('<files...>', INPUTS_HELP)
     .option('--dry-run', 'do everything but send: check, batch, report (and --out the requests)')
     .option('--url <url>', 'the service base URL, e.g. https://rest.example.com (or TRACK_URL)')
     .option('--api-key <key>', 'API key with the users.track permission (or TRACK_API_KEY; never printed)')
@@ -19,16 +18,18 @@ export function registerUpload(program: Command): void {
     .option('--rate <n>', 'most requests started in any one second', wholeNumber('--rate', 1), UPLOAD_DEFAULTS.rate)
     .option('--hourly <n>', 'most requests started in any hour (off by default)', wholeNumber('--hourly', 1))
     .option('--retries <n>', 'tries after the first for 5xx, network errors and unknown outcomes', wholeNumber('--retries', 0), UPLOAD_DEFAULTS.retries)
+    .option('--request-timeout <seconds>', "longest a request may take; past it its outcome is unknown (see --on-unknown)", seconds('--request-timeout'), UPLOAD_DEFAULTS.requestTimeout)
     .addOption(
       new Option('--on-unknown <action>', 'a request that may have been applied (connection broke after sending): send again, or reject its rows')
         .choices(['retry', 'reject'])
         .default('retry'),
     )
-    .option('--journal <file>', 'where sent and acknowledged rows are recorded (default: <first input>.<target>.journal beside it)')
+    .option('--journal <file>', 'where sent and acknowledged rows are recorded (default: <first input>.<scheme>-<host>-<port>.journal beside it)')
+    .option('--no-journal', 'keep no journal, for a throwaway target (no --resume; the default against the emulator of track emulate --exec)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
     .option('--quiet', 'no progress output');
-  addReadOptions(command)
+  addOutputOptions(addReadOptions(command), true)
     .addHelpText(
       'after',
       '\nExit status: 0 every row accepted, 1 finished with rows rejected (see the rejects file), 2 usage or\n' +
@@ -52,34 +53,40 @@ export function registerUpload(program: Command): void {
 
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
-  const { noticeLine, progressLine, startSpinner } = await import('../output/progress.js');
+  const { startUploadProgress } = await import('../output/progress.js');
+  const { both, openRunOutputs, originOf } = await import('../output/run-outputs.js');
   const stop = new AbortController();
   const abort = new AbortController();
-  const quiet = flags.quiet === true;
+  const ndjson = flags.progress === 'ndjson';
+  const { maxTotal, maxPerArray } = options.limits ?? {};
+  const outputs = await openRunOutputs(flags, process.env, {
+    command: 'upload',
+    inputs: options.inputs,
+    target: originOf(send.url),
+    limits: { maxTotal, maxPerArray, rate: send.rate ?? UPLOAD_DEFAULTS.rate, hourly: send.hourly, concurrency: send.concurrency, retries: send.retries },
+  });
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
-  const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
-  const lastPause = { pauseEnds: 0 };
-  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
-  const ticker = quiet
-    ? undefined
-    : setInterval(
-        () => {
-          if (spinner !== undefined) spinner.text = progressLine(meter);
-          else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
-        },
-        spinner !== undefined ? 200 : 5000,
-      );
+  // NDJSON progress takes stderr: no human lines there, not even the stop line (a 'stop' event tells it)
+  const progress = await startUploadProgress({
+    quiet: flags.quiet === true || ndjson,
+    silent: ndjson,
+    totalBytes,
+    hourly: send.hourly,
+    timeoutSeconds: flags.requestTimeout,
+    intervalMs: flags.progressInterval * 1000,
+  });
   await runAndReport('upload', flags, {
-    ended: () => {
-      if (ticker !== undefined) clearInterval(ticker);
-      spinner?.stop();
-    },
-    stop: () => {
-      process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
+    ended: () => progress.end(),
+    outputs,
+    stop: (signal) => {
+      outputs?.stop(signal, 'finish');
+      // the delivery, when it has begun, tells at once what it waits for (a 'stopping' notice)
       stop.abort();
+      progress.stopping();
     },
-    abort: () => {
+    abort: (signal) => {
+      outputs?.stop(signal, 'abort');
       abort.abort();
       // the journal is append-only and tolerates a torn last line; give the abort a moment, then go
       setTimeout(() => process.exit(EXIT.interrupted), 2000).unref();
@@ -87,25 +94,13 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     options: {
       ...options,
       stopSignal: stop.signal,
-      onProgress: ({ rows, bytes }) => {
-        meter.rows = rows;
-        meter.bytes += bytes;
-      },
+      onProgress: both(progress.onRead, outputs?.read),
+      onReject: outputs?.reject,
       send: {
         ...send,
         abortSignal: abort.signal,
-        // progress is built for every settled request; with --quiet nothing would ever show it
-        onProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
-        onNotice: quiet
-          ? undefined
-          : (notice) => {
-              if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
-              const line = noticeLine(notice, spinner !== undefined, send.hourly, lastPause);
-              if (line === undefined) return;
-              spinner?.clear();
-              process.stderr.write(`${line}\n`);
-              spinner?.render();
-            },
+        onProgress: both(progress.onDelivery, outputs?.delivery),
+        onNotice: both(progress.onNotice, outputs?.notice),
       },
     },
   });
