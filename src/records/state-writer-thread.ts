@@ -5,8 +5,15 @@ import { openStateFileWriter } from './state-file-writer.js';
 import type { ToWriter, FromWriter } from './state-writer.js';
 
 const port = parentPort!;
+/** Where a record handed over as text is read (the writer reads one at a time). */
+let scratch = Buffer.allocUnsafeSlow(64 * 1024);
+const inScratch = (text: string): Uint8Array => {
+  if (scratch.length < text.length) scratch = Buffer.allocUnsafeSlow(Math.max(text.length, scratch.length * 2));
+  const length = scratch.write(text, 0, 'latin1');
+  return scratch.subarray(0, length);
+};
 const { path, target } = workerData as { path: string; target: string };
-const post = (message: FromWriter, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer);
+const post = (message: FromWriter): void => port.postMessage(message);
 const failed = (error: unknown): FromWriter => {
   const e = error as Error & { path?: string };
   return { type: 'failed', error: { name: e.name, message: e.message, path: e.path } };
@@ -32,16 +39,15 @@ port.on('message', (message: ToWriter) => {
         post({ type: 'done', id: message.id });
         break;
       case 'accepted': {
+        // each record is read from the one buffer in turn (see ToWriter)
         let i = 0;
         writer.accepted(() => {
           if (i === message.records.length) return undefined;
           const { learn, rejected } = message.records[i++];
           const refused = new Set(rejected);
-          return { learn, rejected: (index) => refused.has(index) };
+          return { learn: inScratch(learn), rejected: (index) => refused.has(index) };
         });
-        // handed back, to be let go of where collections are frequent (see ToWriter)
-        const records = message.records.map((record) => record.learn);
-        post({ type: 'learned', records }, records.map((record) => record.buffer as ArrayBuffer));
+        post({ type: 'learned', records: message.records.length });
         break;
       }
       case 'close':

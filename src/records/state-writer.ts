@@ -19,19 +19,19 @@ export interface StateWriter {
 }
 
 /**
- * What the writer's thread is told. Accepted records are handed over, not copied, and handed back
- * once learned: this thread's heap lets them go at its next small collection, where the writer's,
- * which allocates little, would keep tens of megabytes of them until a full one.
+ * What the writer's thread is told. Accepted records cross as text, one character a byte: the
+ * thread's heap lets a text go at its next small collection, where a buffer handed over would wait
+ * for a full one (tens of megabytes of them, in a run of a million users).
  */
 export type ToWriter =
   | { type: 'sending'; id: number; learn: Uint8Array }
-  | { type: 'accepted'; records: Array<{ learn: Uint8Array; rejected: number[] }> }
+  | { type: 'accepted'; records: Array<{ learn: string; rejected: number[] }> }
   | { type: 'close' };
 export type FromWriter =
   | { type: 'ready' }
   | { type: 'checked' }
   | { type: 'done'; id: number }
-  | { type: 'learned'; records: Uint8Array[] }
+  | { type: 'learned'; records: number }
   | { type: 'closed' }
   | { type: 'failed'; error: { name: string; message: string; path?: string } };
 
@@ -108,7 +108,7 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
         waiting.get(message.id)?.resolve();
         waiting.delete(message.id);
       } else if (message.type === 'learned') {
-        behind -= message.records.length;
+        behind -= message.records;
         if (behind <= MAX_BEHIND / 2) wakeUp();
       } else if (message.type === 'closed') onClosed?.();
       else {
@@ -143,7 +143,7 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     const message = batch;
     batch = { type: 'accepted', records: [] };
     behind += message.records.length;
-    worker.postMessage(message, message.records.map((record) => record.learn.buffer as ArrayBuffer));
+    worker.postMessage(message);
   };
   /** Waits while the thread is far behind. */
   const keepUp = async (): Promise<void> => {
@@ -166,7 +166,7 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     },
     accepted(learn, rejected) {
       if (failure !== undefined) throw failure;
-      batch.records.push({ learn, rejected: [...rejected] });
+      batch.records.push({ learn: Buffer.from(learn.buffer, learn.byteOffset, learn.byteLength).toString('latin1'), rejected: [...rejected] });
       if (batch.records.length >= ACCEPTED_AT_ONCE) handOver();
       else timer ??= setTimeout(handOver, ACCEPTED_MS).unref();
     },
