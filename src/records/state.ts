@@ -9,6 +9,13 @@ import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
 import { earlierFormatError, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
 import { ENTRY, indexFromRows, loadIndex, rowFinder } from './state-rows.js';
+import { HASH, valueHashInto } from './state-record.js';
+
+/** The hash the state keeps of a null: an attribute cleared. */
+const NULL_HASH = (() => {
+  valueHashInto(null);
+  return Int32Array.from(HASH);
+})();
 
 export { openStateWriter, type StateWriter } from './state-writer.js';
 export { forgetTarget } from './state-file.js';
@@ -48,6 +55,8 @@ export interface UserState {
   readonly row: number;
   /** True when the attribute's last acknowledged value has this hash (its two halves). */
   holds(name: string, h1: number, h2: number): boolean;
+  /** True when the state holds a value of the attribute other than null (a null sent for it would clear something). */
+  holdsValue(name: string): boolean;
 }
 
 const NO_STATE: StateReader = {
@@ -104,15 +113,20 @@ function stateReader(path: string, db: Database.Database, target: number): State
       }
       if (row === undefined) return undefined;
       const attrs = row.attrs;
+      /** Where the row holds the attribute's entry, or -1. */
+      const entryOf = (name: string): number => {
+        const nameId = names.get(name);
+        if (nameId === undefined) return -1;
+        for (let at = 0; at + ENTRY <= attrs.length; at += ENTRY) if (attrs.readUInt32LE(at) === nameId) return at;
+        return -1;
+      };
+      const holds = (at: number, h1: number, h2: number): boolean => at !== -1 && attrs.readInt32LE(at + 4) === h1 && attrs.readInt32LE(at + 8) === h2;
       return {
         row: row.id,
-        holds(name, h1, h2) {
-          const nameId = names.get(name);
-          if (nameId === undefined) return false;
-          for (let at = 0; at + ENTRY <= attrs.length; at += ENTRY) {
-            if (attrs.readUInt32LE(at) === nameId) return attrs.readInt32LE(at + 4) === h1 && attrs.readInt32LE(at + 8) === h2;
-          }
-          return false;
+        holds: (name, h1, h2) => holds(entryOf(name), h1, h2),
+        holdsValue(name) {
+          const at = entryOf(name);
+          return at !== -1 && !holds(at, NULL_HASH[0], NULL_HASH[1]);
         },
       };
     },

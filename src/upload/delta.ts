@@ -38,6 +38,9 @@ export interface DeltaOptions {
   activities: boolean;
 }
 
+/** Per attribute, of the items a --delta plan compared: values sent as changed, left out as unchanged, sent as null (cleared). */
+export type ColumnCounts = Record<string, [changed: number, unchanged: number, cleared: number]>;
+
 export interface DeltaVerdict {
   /** The item to send (the same object when nothing was left out), or undefined when all of it is known. */
   item: Record<string, unknown> | undefined;
@@ -91,16 +94,30 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   const seen = options.attributes ? createSeenUsers(users) : undefined!;
   const sentInRun = options.attributes ? createSentInRun() : undefined!;
   const compare = options.attributes && !options.full && !state.empty;
+  /** The chunk's counts per attribute (takeColumns). */
+  let columns = new Map<string, [number, number, number]>();
+  /** Counts what of an item's attributes is sent (`sent`: the item as sent, or undefined), as changed or cleared, and what is left out. */
+  const countColumns = (item: Record<string, unknown>, sent: Record<string, unknown> | undefined, by: string): void => {
+    for (const key in item) {
+      if (key === by || CONTROL_FIELDS.has(key)) continue;
+      let counts = columns.get(key);
+      if (counts === undefined) columns.set(key, (counts = [0, 0, 0]));
+      if (sent === undefined || !(key in sent)) counts[1] += 1;
+      else counts[sent[key] === null ? 2 : 0] += 1;
+    }
+  };
 
   /**
    * The digest the user's row in the state has when it holds exactly this item's attributes, to the
    * same values (see rowDigest); undefined when it cannot (a name the state never held, an
    * operation that adds).
    */
-  const itemDigest = (item: Record<string, unknown>, identity: Identity, ofUser: number): number | undefined => {
+  const itemDigest = (item: Record<string, unknown>, identity: Identity, ofUser: number, emptied: readonly string[] | undefined): number | undefined => {
     let digest = ofUser;
     for (const key in item) {
       if (key === identity.by || CONTROL_FIELDS.has(key)) continue;
+      // an emptied cell changes nothing of a row that holds no value of it (one that holds any has another digest)
+      if (emptied?.includes(key) === true) continue;
       const value = item[key];
       const nameId = state.nameId(key);
       if (nameId === undefined || isAddingOperation(value)) return undefined;
@@ -125,9 +142,15 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   /**
    * The item without the values `same` finds unchanged (the identifier and the control fields
    * stay); undefined when nothing is left to send. An item the service may skip changes nothing it
-   * can be sure of: all of it is sent.
+   * can be sure of: all of it is sent, but the nulls of emptied cells (`emptied`), which `same` is
+   * asked of all the same.
    */
-  const cut = (item: Record<string, unknown>, identity: Identity, same: (key: string, h1: number, h2: number) => boolean): { sent: Record<string, unknown> | undefined; avoided: number } => {
+  const cut = (
+    item: Record<string, unknown>,
+    identity: Identity,
+    same: (key: string, h1: number, h2: number) => boolean,
+    emptied?: readonly string[],
+  ): { sent: Record<string, unknown> | undefined; avoided: number } => {
     const sendAll = mayBeSkipped(item, identity.by);
     let sent: Record<string, unknown> | undefined;
     let avoided = 0;
@@ -135,7 +158,8 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     for (const key in item) {
       const value = item[key];
       if (key !== identity.by && !CONTROL_FIELDS.has(key)) {
-        if (!sendAll && !isAddingOperation(value) && (valueHashInto(value), same(key, HASH[0], HASH[1]))) {
+        const compared = !sendAll || emptied?.includes(key) === true;
+        if (compared && !isAddingOperation(value) && (valueHashInto(value), same(key, HASH[0], HASH[1]))) {
           if (isBillableField(key, identity.by)) avoided += attributePoints(value);
           // the first value left out: the item is copied from here on without what is known
           sent ??= copyUpTo(item, key);
@@ -149,38 +173,53 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   };
 
   /** A later row of a user this run sends (KEY_HASH: their key's hash): compared with what the run sends of them, and what the state held of the rest. */
-  const laterRow = (item: Record<string, unknown>, identity: Identity, userKey: string): DeltaVerdict => {
+  const laterRow = (item: Record<string, unknown>, identity: Identity, userKey: string, emptied: readonly string[] | undefined): DeltaVerdict => {
     const way = options.full ? -1 : sentInRun.find(KEY_HASH[0], KEY_HASH[1]);
     // one the run no longer holds (or --full): sent whole, as is
     if (way === -1) return { item, avoided: 0, learn: remember(item, identity, false, true) };
     const keyHash = KEY_HASH[0];
-    let known: UserState | undefined | null = sentInRun.whole(way) && state.mayKnow(keyHash) ? null : undefined;
-    const { sent, avoided } = cut(item, identity, (key, h1, h2) => {
+    // whole: what the run has not sent of the user is as the state holds it (read when first needed)
+    const whole = sentInRun.whole(way);
+    let known: UserState | undefined | null = whole && state.mayKnow(keyHash) ? null : undefined;
+    const same = (key: string, h1: number, h2: number): boolean => {
       const { mode, same } = sentInRun.sent(way, key, h1, h2);
       if (mode !== NOT_SENT) return same;
-      // what the run has not sent of the user is as the state holds it (read when first needed)
       if (known === null) known = state.user(userKey, keyHash);
+      // an emptied cell clears only a value held (not knowing, it is sent)
+      if (emptied?.includes(key) === true) return whole && known?.holdsValue(key) !== true;
       return known?.holds(key, h1, h2) === true;
-    });
+    };
+    const { sent, avoided } = cut(item, identity, same, emptied);
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
     return { item: sent, avoided, learn: remember(sent, identity, sentInRun.whole(way), true, sentInRun.row(way)) };
   };
 
-  /** The attributes item as sent: without the values the state holds, or the run sends already. */
-  const attributes = (item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
+  /**
+   * The attributes item as sent: without the values the state holds, or the run sends already. The
+   * null of an emptied cell (--empty-as-null: `emptied`) is sent only where a value is held, to clear it.
+   */
+  const attributes = (item: Record<string, unknown>, identity: Identity, emptied: readonly string[] | undefined): DeltaVerdict => {
     const userKey = stateUserKey(identity);
     if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
     // KEY_HASH holds the user's key's hash from here on (nothing else hashes a key meanwhile)
     keyHashInto(userKey);
-    if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, userKey);
+    if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, userKey, emptied);
     // a user the state may know gets what a request sends of them forgotten before it is posted (see state.ts)
     const mayKnow = !state.empty && state.mayKnow(KEY_HASH[0]);
-    if (!compare || !mayKnow) return { item, avoided: 0, learn: remember(item, identity, true, mayKnow) };
+    if (!compare || !mayKnow) {
+      // the state holds no value of the user for an emptied cell to clear (--full sends every attribute)
+      const { sent, avoided } = emptied === undefined || options.full ? { sent: item, avoided: 0 } : withoutNames(item, emptied, identity.by);
+      return { item: sent, avoided, learn: remember(sent, identity, true, mayKnow) };
+    }
     // one look for the usual unchanged row: its digest is the row's
-    const digest = mayBeSkipped(item, identity.by) ? undefined : itemDigest(item, identity, userPart());
+    const digest = mayBeSkipped(item, identity.by) ? undefined : itemDigest(item, identity, userPart(), emptied);
     if (digest !== undefined && state.hasRow(KEY_HASH[0], digest)) return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
     const known = state.user(userKey, KEY_HASH[0]);
-    const { sent, avoided } = cut(item, identity, (name, h1, h2) => known?.holds(name, h1, h2) === true);
+    const same =
+      emptied === undefined
+        ? (name: string, h1: number, h2: number) => known?.holds(name, h1, h2) === true
+        : (name: string, h1: number, h2: number) => (emptied.includes(name) ? known?.holdsValue(name) !== true : known?.holds(name, h1, h2) === true);
+    const { sent, avoided } = cut(item, identity, same, emptied);
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
     return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined, known?.row) };
   };
@@ -197,13 +236,34 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   return {
     /** A learn record for one request's items (their values as hashed here). */
     recordWriter: () => learnRecordWriter(sentInRun as HeldValues | undefined),
-    /** The verdict on a valid item. */
-    item(kind: ArrayName, item: Record<string, unknown>, identity: Identity): DeltaVerdict {
-      if (kind === 'attributes') return options.attributes ? attributes(item, identity) : { item, avoided: 0, learn: LEARN_NONE };
-      return options.activities ? activity(kind, item, identity) : { item, avoided: 0, learn: LEARN_NONE };
+    /** The verdict on a valid item; `emptied`: the attributes it sets to null because their cells were empty. */
+    item(kind: ArrayName, item: Record<string, unknown>, identity: Identity, emptied?: readonly string[]): DeltaVerdict {
+      if (kind !== 'attributes') return options.activities ? activity(kind, item, identity) : { item, avoided: 0, learn: LEARN_NONE };
+      if (!options.attributes) return { item, avoided: 0, learn: LEARN_NONE };
+      const verdict = attributes(item, identity, emptied);
+      countColumns(item, verdict.item, identity.by);
+      return verdict;
+    },
+    /** The counts per attribute since the last call (undefined when none). */
+    takeColumns(): ColumnCounts | undefined {
+      if (columns.size === 0) return undefined;
+      const taken = Object.fromEntries(columns);
+      columns = new Map();
+      return taken;
     },
     close: () => state.close(),
   };
+}
+
+/** The item without the attributes `names`, and the data points they would have spent. */
+function withoutNames(item: Record<string, unknown>, names: readonly string[], by: string): { sent: Record<string, unknown>; avoided: number } {
+  const sent: Record<string, unknown> = {};
+  let avoided = 0;
+  for (const key in item) {
+    if (!names.includes(key)) sent[key] = item[key];
+    else if (isBillableField(key, by)) avoided += attributePoints(item[key]);
+  }
+  return { sent, avoided };
 }
 
 /** A copy of the item's fields before `key` (in their order), to which the rest of what is sent is added. */

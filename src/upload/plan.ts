@@ -20,7 +20,7 @@ import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { createRangeSet, type RangeSet } from '../records/range-set.js';
 import type { ResumeSkips } from '../records/journal.js';
 import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
-import type { createDelta, DeltaOptions } from './delta.js';
+import type { ColumnCounts, createDelta, DeltaOptions } from './delta.js';
 import { createEncodingTally } from './encoding-note.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
@@ -97,6 +97,8 @@ export type PlanEvent<R = PlannedRequest> =
       points: number;
       avoided: number;
       warnings: PlanWarning[];
+      /** Of the attributes --delta compared: per attribute, values sent as changed, left out as unchanged, sent as null. */
+      columns?: ColumnCounts;
     }
   /** An item of a RequestLine left out whole because the target acknowledged it: settled without sending. */
   | { type: 'unchanged'; file: string; line: number; item: number }
@@ -203,12 +205,12 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   };
 
   /** An item checked and valid: left out if the target holds it (delta), else batched. */
-  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number): void => {
+  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number, emptied?: readonly string[]): void => {
     let record = item;
     let bytes = itemBytes;
     let learn: LearnMark | undefined;
     if (delta !== undefined) {
-      const verdict = delta.item(kind, record, identity);
+      const verdict = delta.item(kind, record, identity, emptied);
       tally.avoided += verdict.avoided;
       if (verdict.item === undefined) {
         tally.unchanged += 1;
@@ -275,7 +277,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       const record = item as Record<string, unknown>;
       const identity = identityOf(record);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
-      place(kind, record, identity, origin, bytes);
+      place(kind, record, identity, origin, bytes, mapped?.emptied);
     },
     bytesRead(bytes) {
       tally.bytes += bytes;
@@ -285,7 +287,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       tally.skipped += rows;
     },
     chunk(file) {
-      const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
+      const columns = delta?.takeColumns();
+      const events: PlanEvent[] = [{ type: 'read', file, ...tally, ...(columns === undefined ? {} : { columns }) }, ...lines, ...rejects];
       if (unchangedRows.length > 0) events.push({ type: 'unchanged-rows', file, lines: unchangedRows });
       for (const request of ready.splice(0)) events.push({ type: 'request', request });
       tally = newTally();
