@@ -75,15 +75,25 @@ const NO_STATE: StateReader = {
  */
 export function openStateReader(path: string, target: string): StateReader {
   if (!stateExists(path)) return NO_STATE;
+  const { db, id } = openTarget(path, target);
+  if (id === undefined) {
+    db.close();
+    return NO_STATE;
+  }
+  try {
+    return stateReader(path, db, id);
+  } catch (error) {
+    db.close();
+    throw readFailure(path, error);
+  }
+}
+
+/** The state file opened to be read, and the id it gives the target (undefined: it holds nothing of it). */
+function openTarget(path: string, target: string): { db: Database.Database; id: number | undefined } {
   const { db, format } = openStateFile(path, true);
   try {
     if (format !== '3') throw earlierFormatError(path);
-    const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
-    if (id === undefined) {
-      db.close();
-      return NO_STATE;
-    }
-    return stateReader(path, db, id);
+    return { db, id: db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined };
   } catch (error) {
     db.close();
     throw readFailure(path, error);
@@ -145,10 +155,8 @@ function stateReader(path: string, db: Database.Database, target: number): State
 /** Whether the state holds anything of a target (a --delta run against it then mostly leaves rows out), read without its index. */
 export function stateKnows(path: string, target: string): boolean {
   if (!stateExists(path)) return false;
-  const { db, format } = openStateFile(path, true);
+  const { db, id } = openTarget(path, target);
   try {
-    if (format !== '3') throw earlierFormatError(path);
-    const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
     if (id === undefined) return false;
     return db.prepare('SELECT 1 FROM users WHERE target = ? UNION ALL SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(id, id) !== undefined;
   } catch (error) {
