@@ -5,7 +5,7 @@
 // have reached the server. Settled rows are appended every 200 ms, each time after the rejects file
 // is synced (the rejects it could not take are carried here instead), and everything written is then
 // fsynced, so a machine that loses power loses at most that much of the journal. Reading an earlier
-// run's journal is in journal-read.ts. At about 400 lines this is one object with a lifetime whose
+// run's journal is in journal-read.ts. At about 440 lines this is one object with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
 import { writeSync } from 'node:fs';
 import { open, truncate, type FileHandle } from 'node:fs/promises';
