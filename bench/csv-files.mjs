@@ -56,16 +56,38 @@ const PLANS = ['free', 'free', 'free', 'starter', 'pro', 'team', 'enterprise'];
 const DOMAINS = ['example.com', 'example.org', 'mail.example.net', 'corp.example'];
 
 /**
- * A file of `rows` users in six columns: external_id, first_name, email, plan, visits, zip (five
- * digits, leading zeros kept). `edit(i, cells)` may change row i's cells before it is written.
+ * The external_id of row i of a users file: in the rows' order (sorted), or, `shuffled`, in an order
+ * of its own (a fixed shuffle of the rows, as a CRM's export or UUIDs give: no two neighbours in the
+ * file are neighbours as text).
  */
-export function writeUsersCsv(path, rows, edit) {
+export function userIds(rows, shuffled = false) {
+  const id = (n) => `u-${(1_000_000_000 + n * 37).toString(36)}`;
+  if (!shuffled) return id;
+  const order = new Uint32Array(rows);
+  for (let i = 0; i < rows; i += 1) order[i] = i;
+  let seed = 0x9e3779b9;
+  for (let i = rows - 1; i > 0; i -= 1) {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    const j = (seed >>> 0) % (i + 1);
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return (i) => id(order[i]);
+}
+
+/**
+ * A file of `rows` users in six columns: external_id (made by `idOf`, default in order), first_name,
+ * email, plan, visits, zip (five digits, leading zeros kept). `edit(i, cells)` may change row i's
+ * cells before it is written.
+ */
+export function writeUsersCsv(path, rows, edit, idOf = userIds(rows)) {
   return writeCsv(path, 'external_id,first_name,email,plan,visits,zip', rows, (i) => {
     const first = FIRST_NAMES[i % FIRST_NAMES.length];
     const last = LAST_NAMES[(i * 7) % LAST_NAMES.length];
     const email = `${first.toLowerCase()}.${last}${i}@${DOMAINS[i % DOMAINS.length]}`;
     const zip = String((i * 7919) % 100_000).padStart(5, '0');
-    const cells = [`u-${(1_000_000_000 + i * 37).toString(36)}`, first, email, PLANS[i % PLANS.length], String((i * 13) % 500), zip];
+    const cells = [idOf(i), first, email, PLANS[i % PLANS.length], String((i * 13) % 500), zip];
     edit?.(i, cells);
     return cells.join(',');
   });

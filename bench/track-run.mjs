@@ -6,7 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const CLI = fileURLToPath(new URL('../bin/track.js', import.meta.url));
+// BENCH_CLI: another build's bin/track.js to measure (a before-and-after comparison)
+const CLI = process.env.BENCH_CLI ?? fileURLToPath(new URL('../bin/track.js', import.meta.url));
 
 /** Writes the preloaded module into `dir`; returns its path. */
 export function writeUsageHook(dir) {

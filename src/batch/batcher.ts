@@ -18,6 +18,8 @@ export interface BatchEntry {
   bytes: number;
   /** The data points the item costs (model/data-points.ts), carried to PlannedRequest.points. */
   points?: number;
+  /** Anything the planner wants back with the item, carried to PlannedRequest.tags. */
+  tag?: unknown;
 }
 
 export interface BatcherOptions {
@@ -62,6 +64,9 @@ interface OpenRequest {
   items: Record<ArrayName, object[]>;
   origins: Record<ArrayName, ItemOrigin[]>;
   points: Record<ArrayName, number[]>;
+  tags: Record<ArrayName, unknown[]>;
+  /** An item came with a tag: the request gives them out. */
+  tagged: boolean;
   counts: Record<ArrayName, number>;
   total: number;
   /** How many of the three arrays hold an item. */
@@ -119,6 +124,8 @@ export function createBatcher(options: BatcherOptions): Batcher {
     request.items[entry.kind].push(entry.item);
     request.origins[entry.kind].push(entry.origin);
     request.points[entry.kind].push(entry.points ?? 0);
+    request.tags[entry.kind].push(entry.tag);
+    if (entry.tag !== undefined) request.tagged = true;
     request.counts[entry.kind] = count + 1;
     request.total += 1;
     if (known === undefined || idOf(known) !== request.id) {
@@ -135,6 +142,8 @@ export function createBatcher(options: BatcherOptions): Batcher {
       items: { attributes: [], events: [], purchases: [] },
       origins: { attributes: [], events: [], purchases: [] },
       points: { attributes: [], events: [], purchases: [] },
+      tags: { attributes: [], events: [], purchases: [] },
+      tagged: false,
       counts: { attributes: 0, events: 0, purchases: 0 },
       total: 0,
       arrays: 0,
@@ -158,8 +167,10 @@ export function createBatcher(options: BatcherOptions): Batcher {
     if (request.counts.attributes > 0) body.attributes = request.items.attributes as TrackRequest['attributes'];
     if (request.counts.events > 0) body.events = request.items.events as TrackRequest['events'];
     if (request.counts.purchases > 0) body.purchases = request.items.purchases as TrackRequest['purchases'];
-    const { points } = request;
-    return { seq: seq++, body, origins: request.origins, userKeys: request.userKeys, points: [...points.attributes, ...points.events, ...points.purchases] };
+    const { points, tags } = request;
+    const planned: PlannedRequest = { seq: seq++, body, origins: request.origins, userKeys: request.userKeys, points: [...points.attributes, ...points.events, ...points.purchases] };
+    if (request.tagged) planned.tags = [...tags.attributes, ...tags.events, ...tags.purchases];
+    return planned;
   };
 
   return {

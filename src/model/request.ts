@@ -28,6 +28,8 @@ export interface PlannedRequest {
   userKeys: number[];
   /** The data points each item costs (model/data-points.ts), in the order attributes, events, purchases. */
   points?: number[];
+  /** What the planner gave the batcher with each item (BatchEntry.tag), in the same order; it stays in the planning thread. */
+  tags?: unknown[];
   /** What the delta state learns when the server accepts the items (records/state-record.ts). */
   learn?: Uint8Array;
 }

@@ -233,3 +233,25 @@ export async function readEarlierRuns(
 
   return { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, wholeEarlier, renewed, known, firstNewIndex: nextIndex };
 }
+
+/**
+ * What a --restart carries over from the journal it replaces: the rows that journal's run left in
+ * doubt (sent, never settled) of files unchanged since, and the rows it sent again unreported. Sent
+ * again, those may be stored twice, and the new run counts them. A journal that cannot be read, or
+ * of another target, carries nothing.
+ */
+export async function doubtToCarry(
+  journalPath: string,
+  target: string,
+  identities: readonly FileIdentity[],
+): Promise<{ doubt: Map<string, RangeSet>; unreported: number }> {
+  const doubt = new Map<string, RangeSet>();
+  const found = await findJournal(journalPath).catch(() => undefined);
+  if (found === undefined || (found.target !== undefined && found.target !== target)) return { doubt, unreported: 0 };
+  for (const f of found.files) {
+    const now = identities.find((identity) => identity.path === f.identity.path);
+    const rows = rowsInDoubt(f);
+    if (now !== undefined && sameIdentity(f.identity, now) && rows.size > 0) doubt.set(f.identity.path, rows);
+  }
+  return { doubt, unreported: found.unreported };
+}

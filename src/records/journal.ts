@@ -5,7 +5,7 @@
 // have reached the server. Settled rows are appended every 200 ms, each time after the rejects file
 // is synced (the rejects it could not take are carried here instead), and everything written is then
 // fsynced, so a machine that loses power loses at most that much of the journal. Reading an earlier
-// run's journal is in journal-read.ts. At about 400 lines this is one object with a lifetime whose
+// run's journal is in journal-read.ts. At about 440 lines this is one object with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
 import { writeSync } from 'node:fs';
 import { open, truncate, type FileHandle } from 'node:fs/promises';
@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { changedMessage, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type RemoteIdentities } from './journal-read.js';
+import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type RemoteIdentities } from './journal-read.js';
 import {
   againLine,
   endLine,
@@ -41,6 +41,8 @@ export interface JournalOptions {
   remembers?: readonly string[];
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
+  /** A new journal replaces one of the same upload (--restart): the rows it left in doubt stay in doubt, and are counted when sent again. */
+  restart?: boolean;
   /** The inputs that are objects in storage, by URL: their size and ETag, as listed. */
   remote?: RemoteIdentities;
   /** How often buffered acknowledgements are written and fsynced; default 200 ms. */
@@ -99,6 +101,8 @@ export interface Journal {
   record(request: SettledRequest): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
   recordRows(file: string, lines: Iterable<number>): void;
+  /** Marks rows of whole lines as settled, as [first, last] line ranges (rows the target held already). */
+  recordRanges(file: string, ranges: ReadonlyArray<readonly [number, number]>): void;
   /** Marks one item of a RequestLine as settled, before the whole line is. */
   recordItem(file: string, line: number, item: number): void;
   /** Writes and fsyncs what is buffered. */
@@ -132,8 +136,12 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
-  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, wholeEarlier, renewed, known, firstNewIndex } = await readEarlierRuns(options, journalPath, identities);
+  const earlier = await readEarlierRuns(options, journalPath, identities);
+  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, wholeEarlier, renewed, known, firstNewIndex } = earlier;
+  let inDoubt = earlier.inDoubt;
   let nextIndex = firstNewIndex;
+  let unreported = previous.unreported;
+  const carried = options.restart === true && !options.resume ? await doubtToCarry(journalPath, options.target, identities) : undefined;
 
   let head = '';
   let handle: FileHandle;
@@ -152,6 +160,16 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       indexes.set(identity.path, nextIndex);
       head += fileLine(nextIndex, identity);
       nextIndex += 1;
+    }
+    // a restart keeps in doubt what the run it replaces left so, and reports what it never did
+    for (const [path, rows] of carried?.doubt ?? []) {
+      doubtEarlier.set(path, rows);
+      inDoubt += rows.size;
+      head += sentLine(indexes.get(path)!, rows.ranges());
+    }
+    if (carried !== undefined && carried.unreported > 0) {
+      unreported = carried.unreported;
+      head += againLine(unreported);
     }
     writeAllSync(handle.fd, head);
     await handle.datasync();
@@ -287,13 +305,13 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     return text;
   };
 
-  const addTo = (sets: Map<number, RangeSet>, index: number, line: number): void => {
+  const addTo = (sets: Map<number, RangeSet>, index: number, line: number, last = line): void => {
     let set = sets.get(index);
     if (set === undefined) {
       set = createRangeSet();
       sets.set(index, set);
     }
-    set.add(line);
+    set.add(line, last);
   };
 
   const mark = (file: string, line: number): void => {
@@ -353,8 +371,10 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     settledRanges,
     settledItems,
     inDoubtRanges,
-    inDoubt,
-    unreported: previous.unreported,
+    get inDoubt() {
+      return inDoubt;
+    },
+    unreported,
     owed: previous.owed,
     inDoubtRows,
     sending(request) {
@@ -384,6 +404,11 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     recordRows(file, lines) {
       scheduled();
       for (const line of lines) mark(file, line);
+    },
+    recordRanges(file, ranges) {
+      scheduled();
+      const index = fileIndex(file);
+      for (const [first, last] of ranges) addTo(pending, index, first, last);
     },
     recordItem(file, line, item) {
       scheduled();

@@ -27,6 +27,10 @@ export function lineLedger(journal: Journal) {
       if (settle(file, line)) journal.recordRows(file, [line]);
       else if (item !== undefined) journal.recordItem(file, line, item);
     },
+    /** Rows of one item each settled without being sent (the target held them already), as [first, last] line ranges. */
+    settledUnsentRows(file: string, ranges: ReadonlyArray<readonly [number, number]>): void {
+      journal.recordRanges(file, ranges);
+    },
     /** What deliver() journals: the rows behind a settled request. */
     journal: {
       record(request: SettledRequest): void {

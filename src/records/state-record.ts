@@ -1,7 +1,6 @@
-// What the delta state compares and learns, as plain values and bytes: a user's key, a value's
-// 64-bit hash, an event's 128-bit content hash, and the record of a request's items that the state
-// learns once the server acknowledges them (made where the request is planned, read where it is
-// settled; bytes, so it crosses between threads without a copy).
+// What the delta state compares, as plain values: a user's key and its hash, a value's 64-bit hash,
+// an event's 128-bit content hash, which values of an item the state learns, and a row's digest.
+// What a request's items teach the state once accepted is in learn-record.ts.
 import { createHash } from 'node:crypto';
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
@@ -37,12 +36,18 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * A 64-bit hash of a text, as two 32-bit halves: two multiply-xorshift lanes over its UTF-16 code
- * units. Not cryptographic: it tells one user's values apart (a false match needs two values of
- * one attribute of one user to collide, about 1 in 2^64), at a tenth of the cost of node:crypto's
- * digests on short texts.
+ * Where hash64Into() and valueHashInto() leave a hash: its two 32-bit halves, as signed integers
+ * (no array a call, and numbers a call can pass without boxing them: small integers to V8).
  */
-export function hash64(text: string, tag = 0): [number, number] {
+export const HASH = new Int32Array(2);
+
+/**
+ * A 64-bit hash of a text, as two 32-bit halves left in HASH: two multiply-xorshift lanes over its
+ * UTF-16 code units. Not cryptographic: it tells one user's values apart (a false match needs two
+ * values of one attribute of one user to collide, about 1 in 2^64), at a tenth of the cost of
+ * node:crypto's digests on short texts.
+ */
+export function hash64Into(text: string, tag = 0): void {
   // the tag (a value's type) is mixed in first, as though it were the text's first character
   let h1 = Math.imul(0xdeadbeef ^ tag, 2654435761);
   let h2 = Math.imul(0x41c6ce57 ^ tag, 1597334677);
@@ -53,21 +58,34 @@ export function hash64(text: string, tag = 0): [number, number] {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return [h1 >>> 0, h2 >>> 0];
+  HASH[0] = h1;
+  HASH[1] = h2;
 }
 
-/** The hash of an attribute's value: its type and its value, objects and arrays by their canonical JSON. */
-export function valueHash(value: unknown): [number, number] {
+/** hash64Into() as a pair. */
+export function hash64(text: string, tag = 0): [number, number] {
+  hash64Into(text, tag);
+  return [HASH[0], HASH[1]];
+}
+
+/** The hash of an attribute's value, left in HASH: its type and its value, objects and arrays by their canonical JSON. */
+export function valueHashInto(value: unknown): void {
   switch (typeof value) {
     case 'string':
-      return hash64(value, 0x73);
+      return hash64Into(value, 0x73);
     case 'number':
-      return hash64(String(value), 0x6e);
+      return hash64Into(String(value), 0x6e);
     case 'boolean':
-      return hash64(value ? '1' : '0', 0x62);
+      return hash64Into(value ? '1' : '0', 0x62);
     default:
-      return value === null ? hash64('', 0x7a) : hash64(canonicalJson(value), 0x6a);
+      return value === null ? hash64Into('', 0x7a) : hash64Into(canonicalJson(value), 0x6a);
   }
+}
+
+/** valueHashInto() as a pair. */
+export function valueHash(value: unknown): [number, number] {
+  valueHashInto(value);
+  return [HASH[0], HASH[1]];
 }
 
 /** Operations whose effect adds to what the profile holds: sent again, they apply again. */
@@ -114,23 +132,6 @@ export function activityHash(kind: 'events' | 'purchases', item: Record<string, 
   return createHash('md5').update(text).digest();
 }
 
-/** How the plan marks an item for its request's learn record: not learned, attributes of a user the state does not know or may know, or an activity's content hash. */
-export type LearnMark = typeof LEARN_NONE | typeof LEARN_NEW_USER | KnownUser | Uint8Array;
-/** A user the state may know: the row is replaced by what `item` sets (the whole item, before what was unchanged was left out). */
-export interface KnownUser {
-  item: Record<string, unknown>;
-}
-export const LEARN_NONE = 0;
-export const LEARN_NEW_USER = 1;
-export const LEARN_KNOWN_USER = 2;
-const ACTIVITY = 3;
-/** Bytes of an attribute in a record: its name's place in the record's names, its mode, the two halves of the hash. */
-const ENTRY = 13;
-const SENT = 0;
-const FORGET = 1;
-/** A value the state held and the request left out as unchanged: written back only where the row was not written meanwhile. */
-const UNCHANGED = 2;
-
 /**
  * Calls fn for each attribute of an attributes item that the state learns or forgets: forget for
  * an operation that adds (sent again it applies again), an object merged into what the profile
@@ -149,154 +150,19 @@ export function forEachLearnedValue(
     const value = item[key];
     if (forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && value !== null && !Array.isArray(value))) fn(key, true, 0, 0);
     else {
-      const [h1, h2] = valueHash(value);
-      fn(key, false, h1, h2);
+      valueHashInto(value);
+      fn(key, false, HASH[0], HASH[1]);
     }
   }
 }
 
 /**
  * The learn record of a request: for each item, in the order attributes, events, purchases, what
- * the state records when the server accepts it. A user the state may know already is forgotten
- * before the request is posted (a stop between the post and the answer must not leave an old value
- * the server no longer holds), and written again from the whole item once it is accepted: what was
- * left out as unchanged is known again. The names of attributes are written once.
+ * the state records when the server accepts it. What a request sends of a user the state may know
+ * is forgotten before it is posted (a stop between the post and the answer must not leave an old
+ * value the server may no longer hold), and learned once it is accepted; what it leaves out as
+ * unchanged stays as the state holds it. The names of attributes are written once.
  */
-export function learnRecordWriter() {
-  let bytes = Buffer.allocUnsafe(8192);
-  let at = 0;
-  const names = new Map<string, number>();
-  const room = (n: number): void => {
-    if (at + n <= bytes.length) return;
-    const bigger = Buffer.allocUnsafe(Math.max(bytes.length * 2, at + n));
-    bytes.copy(bigger, 0, 0, at);
-    bytes = bigger;
-  };
-  const text = (value: string): void => {
-    room(4 + value.length * 3);
-    const length = bytes.write(value, at + 4);
-    bytes.writeUInt32LE(length, at);
-    at += 4 + length;
-  };
-  /** mode: SENT, FORGET, or UNCHANGED (a known value left out of the request). */
-  const value = (name: string, mode: number, h1: number, h2: number): void => {
-    let place = names.get(name);
-    if (place === undefined) names.set(name, (place = names.size));
-    room(ENTRY);
-    bytes.writeUInt32LE(place, at);
-    bytes[at + 4] = mode;
-    bytes.writeUInt32LE(h1, at + 5);
-    bytes.writeUInt32LE(h2, at + 9);
-    at += ENTRY;
-  };
-  return {
-    /** Adds an item: `mark` says how it is learned; an attributes item's values are hashed here. */
-    add(mark: LearnMark, sent: Record<string, unknown>, identity: Identity): void {
-      if (mark instanceof Uint8Array) {
-        room(17);
-        bytes[at++] = ACTIVITY;
-        bytes.set(mark, at);
-        at += 16;
-        return;
-      }
-      const userKey = mark === LEARN_NONE ? undefined : stateUserKey(identity);
-      room(1);
-      if (userKey === undefined) {
-        bytes[at++] = LEARN_NONE;
-        return;
-      }
-      bytes[at++] = typeof mark === 'object' ? LEARN_KNOWN_USER : mark;
-      text(userKey);
-      room(4);
-      const countAt = at;
-      at += 4;
-      let count = 0;
-      forEachLearnedValue(typeof mark === 'object' ? mark.item : sent, identity.by, (name, forget, h1, h2) => {
-        value(name, forget ? FORGET : name in sent ? SENT : UNCHANGED, h1, h2);
-        count += 1;
-      });
-      bytes.writeUInt32LE(count, countAt);
-    },
-    /** The record, as bytes of its own (they may be handed to another thread): the names, then the items. */
-    finish(): Uint8Array {
-      let size = 4;
-      for (const name of names.keys()) size += 4 + Buffer.byteLength(name);
-      const record = Buffer.allocUnsafe(size + at);
-      record.writeUInt32LE(names.size, 0);
-      let offset = 4;
-      for (const name of names.keys()) {
-        const length = record.write(name, offset + 4);
-        record.writeUInt32LE(length, offset);
-        offset += 4 + length;
-      }
-      bytes.copy(record, offset, 0, at);
-      return new Uint8Array(record.buffer, record.byteOffset, record.byteLength);
-    },
-  };
-}
-
-/** An attributes item of a learn record, as read: a cursor over its values, reused from item to item. */
-export interface LearnedAttributes {
-  userKey: string;
-  /** The state may know the user (forget before posting, merge when learning). */
-  known: boolean;
-  count: number;
-  /** The value's attribute, as its place in the record's names. */
-  name(i: number): number;
-  forget(i: number): boolean;
-  /** A value the state held and the request left out (unchanged). */
-  unchanged(i: number): boolean;
-  h1(i: number): number;
-  h2(i: number): number;
-}
-
-/** A learn record as read: the names its attributes use, and each item by its place in the body (undefined: nothing to learn). */
-export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(fn: (index: number, item: LearnedAttributes | Uint8Array | undefined) => void): void } {
-  const bytes = Buffer.from(record.buffer, record.byteOffset, record.byteLength);
-  let at = 4;
-  const text = (): string => {
-    const length = bytes.readUInt32LE(at);
-    const value = bytes.toString('utf8', at + 4, at + 4 + length);
-    at += 4 + length;
-    return value;
-  };
-  const names: string[] = [];
-  for (let n = bytes.readUInt32LE(0); n > 0; n -= 1) names.push(text());
-  const itemsAt = at;
-  let first = 0;
-  const cursor: LearnedAttributes = {
-    userKey: '',
-    known: false,
-    count: 0,
-    name: (i) => bytes.readUInt32LE(first + i * ENTRY),
-    forget: (i) => bytes[first + i * ENTRY + 4] === FORGET,
-    unchanged: (i) => bytes[first + i * ENTRY + 4] === UNCHANGED,
-    h1: (i) => bytes.readUInt32LE(first + i * ENTRY + 5),
-    h2: (i) => bytes.readUInt32LE(first + i * ENTRY + 9),
-  };
-  return {
-    names,
-    forEach(fn) {
-      at = itemsAt;
-      for (let index = 0; at < bytes.length; index += 1) {
-        const tag = bytes[at++];
-        if (tag === LEARN_NONE) fn(index, undefined);
-        else if (tag === ACTIVITY) {
-          fn(index, record.subarray(at, at + 16));
-          at += 16;
-        } else {
-          cursor.known = tag === LEARN_KNOWN_USER;
-          cursor.userKey = text();
-          cursor.count = bytes.readUInt32LE(at);
-          first = at + 4;
-          at = first + cursor.count * ENTRY;
-          fn(index, cursor);
-        }
-      }
-    },
-  };
-}
-
 const TWO_52 = 2 ** 52;
 
 /**
@@ -310,3 +176,34 @@ export function digestPart(nameId: number, h1: number, h2: number): number {
 }
 
 export const addDigest = (digest: number, part: number): number => (digest + part) % TWO_52;
+
+/** Where keyHashInto() leaves a user's key's hash: three 32-bit lanes, signed (see HASH). */
+export const KEY_HASH = new Int32Array(3);
+
+/**
+ * A 96-bit hash of a user's key, left in KEY_HASH: the first lane is what the state's index finds
+ * the user by (user-index.ts), the first two tell users apart in a run (delta.ts), and the last 52
+ * bits are the user's part of their row's digest (userPart), so that two users whose attributes are
+ * the same have different digests: a row found under another user's lane (a collision of the
+ * index) never passes for this user's.
+ */
+export function keyHashInto(userKey: string): void {
+  let h1 = 0x2b6d6a5f;
+  let h2 = 0x5bd1e995;
+  let h3 = 0x7feb352d;
+  for (let i = 0; i < userKey.length; i += 1) {
+    const c = userKey.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+    h3 = Math.imul(h3 ^ c, 0x846ca68b);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h3 ^ (h3 >>> 13), 3266489909);
+  h3 = Math.imul(h3 ^ (h3 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  KEY_HASH[0] = h1;
+  KEY_HASH[1] = h2;
+  KEY_HASH[2] = h3;
+}
+
+/** The user's part of their row's digest, from the last 52 bits of KEY_HASH (see keyHashInto). */
+export const userPart = (): number => (KEY_HASH[1] & 0xfffff) * 2 ** 32 + (KEY_HASH[2] >>> 0);

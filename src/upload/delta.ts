@@ -1,6 +1,7 @@
 // The planner's delta stage (--delta, --dedupe-events, --full): an item -> what of it is sent, what
 // is left out because the server already acknowledged it (docs/upload.md "Sending only what
 // changed"), and what the state learns once the server accepts what is sent.
+import { statSync } from 'node:fs';
 import { attributePoints, dataPoints, isBillableField } from '../model/data-points.js';
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
@@ -9,17 +10,19 @@ import {
   activityHash,
   addDigest,
   digestPart,
-  hash64,
+  forEachLearnedValue,
+  HASH,
   isAddingOperation,
+  KEY_HASH,
+  keyHashInto,
   mayBeSkipped,
-  LEARN_NEW_USER,
-  LEARN_NONE,
-  learnRecordWriter,
   stateUserKey,
-  valueHash,
-  type LearnMark,
+  userPart,
+  valueHashInto,
 } from '../records/state-record.js';
+import { LEARN_NONE, learnRecordWriter, userMark, type HeldValues, type LearnMark } from '../records/learn-record.js';
 import { openStateReader, type StateReader, type UserState } from '../records/state.js';
+import { createSentInRun, NOT_SENT } from './sent-in-run.js';
 
 /** What a plan compares with the state, and what it asks the state to learn. */
 export interface DeltaOptions {
@@ -35,6 +38,9 @@ export interface DeltaOptions {
   activities: boolean;
 }
 
+/** Per attribute, of the items a --delta plan compared: values sent as changed, left out as unchanged, sent as null (cleared). */
+export type ColumnCounts = Record<string, [changed: number, unchanged: number, cleared: number]>;
+
 export interface DeltaVerdict {
   /** The item to send (the same object when nothing was left out), or undefined when all of it is known. */
   item: Record<string, unknown> | undefined;
@@ -45,92 +51,115 @@ export interface DeltaVerdict {
 }
 
 /**
- * Users whose attributes this run has planned to send, as a Bloom filter of fixed size (16 MiB)
- * whose probes for one user fall in one 64-byte block, so a row costs one cache miss, not seven: a
- * later row of one of them is sent whole, since the state does not hold yet what the earlier one
- * sent. A false match sends a row whole that could have been cut (none in 2,000,000 tries with a
- * million users planned in one run; 1 in 400 at ten million); it never leaves out a value.
+ * Users whose attributes this run has planned to send, as a Bloom filter whose size is fixed at the
+ * start (32 bits for each user the inputs' size suggests: 256 KiB to 32 MiB, 16 MiB for standard
+ * input) and whose probes for one user fall in one 64-byte block, so a row costs one cache miss, not
+ * seven: a later row of one of them is compared with what the run sends of them (sent-in-run.ts),
+ * not with the state, which does not hold that yet. A false match costs a look there that finds
+ * nothing, and the row is sent whole (and what it sends forgotten before it is posted); it never
+ * leaves out a value.
  */
-function createSeenUsers(blocks = 2 ** 18, probes = 7) {
+/** Bits a user sets in their block. */
+const PROBES = 7;
+
+function createSeenUsers(users: number | undefined) {
+  const blocks = users === undefined ? 2 ** 18 : 2 ** Math.min(19, Math.max(12, Math.ceil(Math.log2(users / 16))));
   const words = new Uint32Array(blocks * 16);
   let empty = true;
-  /** The bit the i-th probe sets in its block of 512: the hash's second half mixed with i (the first chose the block). */
-  const bitOf = (h2: number, i: number): number => {
-    let x = Math.imul(h2 ^ Math.imul(i + 1, 0x9e3779b9), 0x85ebca6b);
-    x = Math.imul(x ^ (x >>> 13), 0xc2b2ae35);
-    return (x ^ (x >>> 16)) & 511;
-  };
+  /** The i-th probe's bit in its block of 512: the i-th 9 bits of the hash's last 64 (the first 32 chose the block). */
+  const bitOf = (h2: number, h3: number, i: number): number => (i < 3 ? h2 >>> (i * 9) : i === 3 ? (h2 >>> 27) | (h3 << 5) : h3 >>> (i * 9 - 32)) & 511;
   return {
-    /** The user's hash, which has and add take (computed once a row). */
-    hash: (key: string): [number, number] => hash64(key),
-    has([h1, h2]: [number, number]): boolean {
+    has(h1: number, h2: number, h3: number): boolean {
       if (empty) return false;
       const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0; i < probes; i += 1) {
-        const bit = bitOf(h2, i);
+      for (let i = 0; i < PROBES; i += 1) {
+        const bit = bitOf(h2, h3, i);
         if ((words[block + (bit >>> 5)] & (1 << (bit & 31))) === 0) return false;
       }
       return true;
     },
-    add([h1, h2]: [number, number]): void {
+    add(h1: number, h2: number, h3: number): void {
       empty = false;
       const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0; i < probes; i += 1) {
-        const bit = bitOf(h2, i);
+      for (let i = 0; i < PROBES; i += 1) {
+        const bit = bitOf(h2, h3, i);
         words[block + (bit >>> 5)] |= 1 << (bit & 31);
       }
     },
   };
 }
 
-export function createDelta(options: DeltaOptions, state: StateReader) {
-  /** Of the chunk's items, whether each sets what the state holds (found while the chunk was read ahead). */
-  let unchangedInChunk = new Map<object, boolean>();
-  const seen = createSeenUsers();
+export function createDelta(options: DeltaOptions, state: StateReader, users?: number) {
+  // made only for --delta: --dedupe-events alone compares no user's attributes
+  const seen = options.attributes ? createSeenUsers(users) : undefined!;
+  const sentInRun = options.attributes ? createSentInRun() : undefined!;
   const compare = options.attributes && !options.full && !state.empty;
-
-  /**
-   * Whether the item sets exactly the attributes the state holds of the user, to the same values:
-   * its digest is the row's (one comparison for the usual unchanged row; see digestPart).
-   */
-  const sameAsState = (item: Record<string, unknown>, identity: Identity, known: UserState): boolean => {
-    let digest = 0;
+  /** The chunk's counts per attribute (takeColumns). */
+  let columns = new Map<string, [number, number, number]>();
+  /** Counts what of an item's attributes is sent (`sent`: the item as sent, or undefined), as changed or cleared, and what is left out. */
+  const countColumns = (item: Record<string, unknown>, sent: Record<string, unknown> | undefined, by: string): void => {
     for (const key in item) {
-      if (key === identity.by || CONTROL_FIELDS.has(key)) continue;
-      const value = item[key];
-      const nameId = state.nameId(key);
-      if (nameId === undefined || isAddingOperation(value)) return false;
-      const [h1, h2] = valueHash(value);
-      digest = addDigest(digest, digestPart(nameId, h1, h2));
+      if (key === by || CONTROL_FIELDS.has(key)) continue;
+      let counts = columns.get(key);
+      if (counts === undefined) columns.set(key, (counts = [0, 0, 0]));
+      if (sent === undefined || !(key in sent)) counts[1] += 1;
+      else counts[sent[key] === null ? 2 : 0] += 1;
     }
-    return digest === known.digest;
   };
 
-  /** The attributes item as sent: without the values the state holds (the identifier and the control fields stay). */
-  const attributes = (item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
-    const userKey = stateUserKey(identity);
-    if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
-    const userHash = seen.hash(userKey);
-    const repeat = seen.has(userHash);
-    const known = compare && !repeat ? state.user(userKey) : undefined;
-    // a user the state may know gets the values a request changes forgotten before it is posted (see state.ts)
-    const learn: LearnMark = repeat || known !== undefined || (!compare && !state.empty) ? { item } : LEARN_NEW_USER;
-    if (known === undefined) {
-      seen.add(userHash);
-      return { item, avoided: 0, learn };
+  /**
+   * The digest the user's row in the state has when it holds exactly this item's attributes, to the
+   * same values (see rowDigest); undefined when it cannot (a name the state never held, an
+   * operation that adds).
+   */
+  const itemDigest = (item: Record<string, unknown>, identity: Identity, ofUser: number, emptied: readonly string[] | undefined): number | undefined => {
+    let digest = ofUser;
+    for (const key in item) {
+      if (key === identity.by || CONTROL_FIELDS.has(key)) continue;
+      // an emptied cell changes nothing of a row that holds no value of it (one that holds any has another digest)
+      if (emptied?.includes(key) === true) continue;
+      const value = item[key];
+      const nameId = state.nameId(key);
+      if (nameId === undefined || isAddingOperation(value)) return undefined;
+      valueHashInto(value);
+      digest = addDigest(digest, digestPart(nameId, HASH[0], HASH[1]));
     }
-    // an item the service may skip may change nothing: its values are always sent (and forgotten)
+    return digest;
+  };
+
+  /**
+   * Notes what an item sends of the user whose key's hash KEY_HASH holds (their first row of the
+   * run, or a later one; `row`: their row in the state file, when the plan found it), for their later
+   * rows; returns the item's learn mark, which finds its values hashed there.
+   */
+  const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean, row = 0): LearnMark => {
+    seen.add(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2]);
+    const at = sentInRun.begin(whole, row);
+    forEachLearnedValue(sent, identity.by, sentInRun.add);
+    return userMark(known, sentInRun.end() ? at : -1);
+  };
+
+  /**
+   * The item without the values `same` finds unchanged (the identifier and the control fields
+   * stay); undefined when nothing is left to send. An item the service may skip changes nothing it
+   * can be sure of: all of it is sent, but the nulls of emptied cells (`emptied`), which `same` is
+   * asked of all the same.
+   */
+  const cut = (
+    item: Record<string, unknown>,
+    identity: Identity,
+    same: (key: string, h1: number, h2: number) => boolean,
+    emptied?: readonly string[],
+  ): { sent: Record<string, unknown> | undefined; avoided: number } => {
     const sendAll = mayBeSkipped(item, identity.by);
-    if (!sendAll && (unchangedInChunk.get(item) ?? sameAsState(item, identity, known))) {
-      return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
-    }
     let sent: Record<string, unknown> | undefined;
     let avoided = 0;
     let changed = 0;
     for (const key in item) {
       const value = item[key];
       if (key !== identity.by && !CONTROL_FIELDS.has(key)) {
-        if (!sendAll && !isAddingOperation(value) && known.holds(key, valueHash(value))) {
+        const compared = !sendAll || emptied?.includes(key) === true;
+        if (compared && !isAddingOperation(value) && (valueHashInto(value), same(key, HASH[0], HASH[1]))) {
           if (isBillableField(key, identity.by)) avoided += attributePoints(value);
           // the first value left out: the item is copied from here on without what is known
           sent ??= copyUpTo(item, key);
@@ -140,9 +169,59 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
       }
       if (sent !== undefined) sent[key] = value;
     }
-    if (changed === 0) return { item: undefined, avoided, learn: LEARN_NONE };
-    seen.add(userHash);
-    return { item: sent ?? item, avoided, learn };
+    return { sent: changed === 0 ? undefined : (sent ?? item), avoided };
+  };
+
+  /** A later row of a user this run sends (KEY_HASH: their key's hash): compared with what the run sends of them, and what the state held of the rest. */
+  const laterRow = (item: Record<string, unknown>, identity: Identity, userKey: string, emptied: readonly string[] | undefined): DeltaVerdict => {
+    const way = options.full ? -1 : sentInRun.find(KEY_HASH[0], KEY_HASH[1]);
+    // one the run no longer holds (or --full): sent whole, as is
+    if (way === -1) return { item, avoided: 0, learn: remember(item, identity, false, true) };
+    const keyHash = KEY_HASH[0];
+    // whole: what the run has not sent of the user is as the state holds it (read when first needed)
+    const whole = sentInRun.whole(way);
+    let known: UserState | undefined | null = whole && state.mayKnow(keyHash) ? null : undefined;
+    const same = (key: string, h1: number, h2: number): boolean => {
+      const { mode, same } = sentInRun.sent(way, key, h1, h2);
+      if (mode !== NOT_SENT) return same;
+      if (known === null) known = state.user(userKey, keyHash);
+      // an emptied cell clears only a value held (not knowing, it is sent)
+      if (emptied?.includes(key) === true) return whole && known?.holdsValue(key) !== true;
+      return known?.holds(key, h1, h2) === true;
+    };
+    const { sent, avoided } = cut(item, identity, same, emptied);
+    if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
+    return { item: sent, avoided, learn: remember(sent, identity, sentInRun.whole(way), true, sentInRun.row(way)) };
+  };
+
+  /**
+   * The attributes item as sent: without the values the state holds, or the run sends already. The
+   * null of an emptied cell (--empty-as-null: `emptied`) is sent only where a value is held, to clear it.
+   */
+  const attributes = (item: Record<string, unknown>, identity: Identity, emptied: readonly string[] | undefined): DeltaVerdict => {
+    const userKey = stateUserKey(identity);
+    if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
+    // KEY_HASH holds the user's key's hash from here on (nothing else hashes a key meanwhile)
+    keyHashInto(userKey);
+    if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, userKey, emptied);
+    // a user the state may know gets what a request sends of them forgotten before it is posted (see state.ts)
+    const mayKnow = !state.empty && state.mayKnow(KEY_HASH[0]);
+    if (!compare || !mayKnow) {
+      // the state holds no value of the user for an emptied cell to clear (--full sends every attribute)
+      const { sent, avoided } = emptied === undefined || options.full ? { sent: item, avoided: 0 } : withoutNames(item, emptied, identity.by);
+      return { item: sent, avoided, learn: remember(sent, identity, true, mayKnow) };
+    }
+    // one look for the usual unchanged row: its digest is the row's
+    const digest = mayBeSkipped(item, identity.by) ? undefined : itemDigest(item, identity, userPart(), emptied);
+    if (digest !== undefined && state.hasRow(KEY_HASH[0], digest)) return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
+    const known = state.user(userKey, KEY_HASH[0]);
+    const same =
+      emptied === undefined
+        ? (name: string, h1: number, h2: number) => known?.holds(name, h1, h2) === true
+        : (name: string, h1: number, h2: number) => (emptied.includes(name) ? known?.holdsValue(name) !== true : known?.holds(name, h1, h2) === true);
+    const { sent, avoided } = cut(item, identity, same, emptied);
+    if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
+    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined, known?.row) };
   };
 
   const activity = (kind: 'events' | 'purchases', item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
@@ -155,41 +234,36 @@ export function createDelta(options: DeltaOptions, state: StateReader) {
   };
 
   return {
-    /** Whether attributes items are compared with the state (the plan then looks their users up a chunk at a time). */
-    compares: compare,
-    /**
-     * Reads what the state holds of the users of a chunk's attributes items, together: their
-     * digests, then the rows of those whose digest differs from their item's (those are compared
-     * value by value).
-     */
-    prefetch(items: ReadonlyArray<{ kind: ArrayName; record: Record<string, unknown>; identity: Identity }>): void {
-      unchangedInChunk = new Map();
-      if (!compare) return;
-      const users: Array<{ key: string; record: Record<string, unknown>; identity: Identity }> = [];
-      for (const { kind, record, identity } of items) {
-        const key = kind === 'attributes' ? stateUserKey(identity) : undefined;
-        if (key !== undefined) users.push({ key, record, identity });
-      }
-      state.prefetch(users.map((user) => user.key));
-      const differing: string[] = [];
-      for (const { key, record, identity } of users) {
-        const known = state.user(key);
-        if (known === undefined) continue;
-        const same = sameAsState(record, identity, known);
-        unchangedInChunk.set(record, same);
-        if (!same) differing.push(key);
-      }
-      state.prefetchRows(differing);
+    /** A learn record for one request's items (their values as hashed here). */
+    recordWriter: () => learnRecordWriter(sentInRun as HeldValues | undefined),
+    /** The verdict on a valid item; `emptied`: the attributes it sets to null because their cells were empty. */
+    item(kind: ArrayName, item: Record<string, unknown>, identity: Identity, emptied?: readonly string[]): DeltaVerdict {
+      if (kind !== 'attributes') return options.activities ? activity(kind, item, identity) : { item, avoided: 0, learn: LEARN_NONE };
+      if (!options.attributes) return { item, avoided: 0, learn: LEARN_NONE };
+      const verdict = attributes(item, identity, emptied);
+      countColumns(item, verdict.item, identity.by);
+      return verdict;
     },
-    /** A learn record for one request's items. */
-    recordWriter: learnRecordWriter,
-    /** The verdict on a valid item. */
-    item(kind: ArrayName, item: Record<string, unknown>, identity: Identity): DeltaVerdict {
-      if (kind === 'attributes') return options.attributes ? attributes(item, identity) : { item, avoided: 0, learn: LEARN_NONE };
-      return options.activities ? activity(kind, item, identity) : { item, avoided: 0, learn: LEARN_NONE };
+    /** The counts per attribute since the last call (undefined when none). */
+    takeColumns(): ColumnCounts | undefined {
+      if (columns.size === 0) return undefined;
+      const taken = Object.fromEntries(columns);
+      columns = new Map();
+      return taken;
     },
     close: () => state.close(),
   };
+}
+
+/** The item without the attributes `names`, and the data points they would have spent. */
+function withoutNames(item: Record<string, unknown>, names: readonly string[], by: string): { sent: Record<string, unknown>; avoided: number } {
+  const sent: Record<string, unknown> = {};
+  let avoided = 0;
+  for (const key in item) {
+    if (!names.includes(key)) sent[key] = item[key];
+    else if (isBillableField(key, by)) avoided += attributePoints(item[key]);
+  }
+  return { sent, avoided };
 }
 
 /** A copy of the item's fields before `key` (in their order), to which the rest of what is sent is added. */
@@ -202,7 +276,24 @@ function copyUpTo(item: Record<string, unknown>, key: string): Record<string, un
   return copy;
 }
 
-/** The delta stage of a plan, over the state of its target (read only). */
-export function openDelta(options: DeltaOptions) {
-  return createDelta(options, openStateReader(options.statePath, options.target));
+/** The delta stage of a plan of `inputs`, over the state of its target (read only). */
+export function openDelta(options: DeltaOptions, inputs: readonly string[] = []) {
+  return createDelta(options, openStateReader(options.statePath, options.target), usersIn(inputs));
+}
+
+/**
+ * About how many users files of this size may name, for the size of the filter of users a run sent
+ * (a generous guess: 40 bytes a row, a compressed file five times its size); undefined for standard input.
+ */
+function usersIn(inputs: readonly string[]): number | undefined {
+  let bytes = 0;
+  for (const file of inputs) {
+    if (file === '-') return undefined;
+    try {
+      bytes += statSync(file).size * (/\.gz$/i.test(file) ? 5 : 1);
+    } catch {
+      return undefined;
+    }
+  }
+  return Math.ceil(bytes / 40);
 }

@@ -19,8 +19,8 @@ import { rejectRecord, type ItemOrigin, type PlannedRequest, type RejectRecord }
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { createRangeSet, type RangeSet } from '../records/range-set.js';
 import type { ResumeSkips } from '../records/journal.js';
-import type { LearnMark } from '../records/state-record.js';
-import type { createDelta, DeltaOptions } from './delta.js';
+import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
+import type { ColumnCounts, createDelta, DeltaOptions } from './delta.js';
 import { createEncodingTally } from './encoding-note.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
@@ -99,9 +99,13 @@ export type PlanEvent<R = PlannedRequest> =
       points: number;
       avoided: number;
       warnings: PlanWarning[];
+      /** Of the attributes --delta compared: per attribute, values sent as changed, left out as unchanged, sent as null. */
+      columns?: ColumnCounts;
     }
   /** An item of a RequestLine left out whole because the target acknowledged it: settled without sending. */
   | { type: 'unchanged'; file: string; line: number; item: number }
+  /** Rows left out whole because the target acknowledged them (delta), as [first, last] line ranges: settled without sending. */
+  | { type: 'unchanged-rows'; file: string; lines: Array<[number, number]> }
   /** A RequestLine: how many of its items are planned (before any of them is rejected or sent). */
   | { type: 'line-items'; file: string; line: number; items: number }
   | { type: 'reject'; record: RejectRecord }
@@ -186,58 +190,50 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   let tally = newTally();
   let lines: PlanEvent[] = [];
   let rejects: PlanEvent[] = [];
+  /** The chunk's rows left out as unchanged, as line ranges (a chunk reads one file, in order). */
+  let unchangedRows: Array<[number, number]> = [];
   const ready: PlannedRequest[] = [];
   let anonymous = 0;
-  /** What the state learns of each item batched and not yet given out in a request (a delta plan). */
-  const learning = new Map<object, LearnMark>();
-  /** A request given out by the batcher, with the learn record of its items (a delta plan). */
+  /** A request given out by the batcher, with the learn record of its items (a delta plan: each item's mark is its batch tag). */
   const complete = (request: PlannedRequest): PlannedRequest => {
     if (delta === undefined) return request;
     const record = delta.recordWriter();
+    const marks = (request.tags ?? []) as Array<LearnMark | undefined>;
+    let i = 0;
     for (const kind of ARRAY_NAMES) {
-      for (const item of (request.body[kind] ?? []) as Array<Record<string, unknown>>) {
-        record.add(learning.get(item) ?? 0, item, identityOf(item));
-        learning.delete(item);
-      }
+      for (const item of (request.body[kind] ?? []) as Array<Record<string, unknown>>) record.add(marks[i++] ?? LEARN_NONE, item);
     }
-    return { ...request, learn: record.finish() };
+    return { ...request, tags: undefined, learn: record.finish() };
   };
 
   /** An item checked and valid: left out if the target holds it (delta), else batched. */
-  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number): void => {
+  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number, emptied?: readonly string[]): void => {
     let record = item;
     let bytes = itemBytes;
+    let learn: LearnMark | undefined;
     if (delta !== undefined) {
-      const verdict = delta.item(kind, record, identity);
+      const verdict = delta.item(kind, record, identity, emptied);
       tally.avoided += verdict.avoided;
       if (verdict.item === undefined) {
         tally.unchanged += 1;
         if (origin.item !== undefined) lines.push({ type: 'unchanged', file: origin.file, line: origin.line, item: origin.item });
+        else if (unchangedRows.length > 0 && unchangedRows[unchangedRows.length - 1][1] === origin.line - 1) unchangedRows[unchangedRows.length - 1][1] = origin.line;
+        else unchangedRows.push([origin.line, origin.line]);
         return;
       }
       // an item cut down is smaller: measured again where its size could matter
       if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
       record = verdict.item;
-      learning.set(record, verdict.learn);
+      learn = verdict.learn;
     }
     tally.items[kind] += 1;
     const points = dataPoints(kind, record, identity.by);
     tally.points += points;
     // push-token imports name no user: each is a user of its own, numbered below zero (hashes are not)
     const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
-    const done = batcher.add({ kind, item: record, origin, userKey, bytes, points });
+    const done = batcher.add({ kind, item: record, origin, userKey, bytes, points, tag: learn });
     for (const request of done) ready.push(complete(request));
   };
-  /** Items waiting to be compared with the state, in order: their users are looked up a chunk at a time. */
-  let deferred: Array<{ kind: ArrayName; record: Record<string, unknown>; identity: Identity; origin: ItemOrigin; bytes: number }> = [];
-  const placeDeferred = (): void => {
-    if (deferred.length === 0) return;
-    const items = deferred;
-    deferred = [];
-    delta?.prefetch(items);
-    for (const d of items) place(d.kind, d.record, d.identity, d.origin, d.bytes);
-  };
-
   const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
     rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
   };
@@ -283,9 +279,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       const record = item as Record<string, unknown>;
       const identity = identityOf(record);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
-      // compared with the state a chunk at a time: its users are looked up together
-      if (delta?.compares === true) deferred.push({ kind, record, identity, origin, bytes });
-      else place(kind, record, identity, origin, bytes);
+      place(kind, record, identity, origin, bytes, mapped?.emptied);
     },
     bytesRead(bytes) {
       tally.bytes += bytes;
@@ -295,25 +289,24 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       tally.skipped += rows;
     },
     chunk(file) {
-      placeDeferred();
-      const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
+      const columns = delta?.takeColumns();
+      const events: PlanEvent[] = [{ type: 'read', file, ...tally, ...(columns === undefined ? {} : { columns }) }, ...lines, ...rejects];
+      if (unchangedRows.length > 0) events.push({ type: 'unchanged-rows', file, lines: unchangedRows });
       for (const request of ready.splice(0)) events.push({ type: 'request', request });
       tally = newTally();
       lines = [];
       rejects = [];
+      unchangedRows = [];
       return events;
     },
-    finish: () => {
-      placeDeferred();
-      return batcher.finish().map(complete);
-    },
+    finish: () => batcher.finish().map(complete),
   };
 }
 
 /** Plans the requests for the inputs, in this thread. Inputs are opened as the events are consumed. */
 export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEvent> {
   // the state is opened only for a delta plan: it loads SQLite
-  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta);
+  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta, options.inputs);
   try {
     yield* plan(options, delta);
   } finally {

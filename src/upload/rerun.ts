@@ -79,7 +79,7 @@ async function checkRerun(
   journalPath: string,
   target: string,
   inputs: readonly string[],
-  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities },
+  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities; contents?: InputContents; delta?: boolean },
 ): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
   let own: ParsedJournal | undefined;
@@ -109,11 +109,7 @@ async function checkRerun(
       return `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; this run sends only what the target has not acknowledged, so ${own} was started anew`;
     }
     const resume = path === journalPath ? '--resume' : `--resume --journal ${path}`;
-    throw new UsageError(
-      `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; its journal is ${path}.\n` +
-        `Running it again would send those rows again (events and purchases would be stored twice). Give ${resume} to send\n` +
-        'only the rows not settled yet, or --restart to start over and send every row again.',
-    );
+    throw new UsageError(`an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; its journal is ${path}.\n${await waysOn(found, resume, options)}`);
   };
   if (own !== undefined) {
     const files = overlap(own);
@@ -187,6 +183,26 @@ async function checkJournalPath(path: string): Promise<void> {
 /** Whether running again what an earlier run's journal holds can store nothing twice (a delta run may then go). */
 export type RerunSafe = (earlier: ParsedJournal) => Promise<boolean>;
 
+/** What the inputs may hold, as far as sending them again goes: events or purchases, operations that add. */
+export type InputContents = () => Promise<{ activities: boolean; adding: boolean }>;
+
+/**
+ * What a refused run may do instead: after a --delta run, of a file of attributes set to values, the
+ * same with --delta sends only what changed since; --resume sends the rows not settled; --restart all.
+ */
+async function waysOn(found: ParsedJournal, resume: string, options: { contents?: InputContents; delta?: boolean }): Promise<string> {
+  const holds = await options.contents?.();
+  const twice = holds === undefined || holds.activities ? ' (events and purchases would be stored twice)' : '';
+  if (holds !== undefined && !holds.activities && !holds.adding && options.delta !== true && found.remembers.includes('attributes')) {
+    return (
+      'Running it again would send those rows again. It was sent with --delta, and the files hold attributes only: give --delta again\n' +
+      `to send only what changed since (the state knows what the target holds), ${resume} to send only the rows not settled yet, or\n` +
+      '--restart to start over and send every row again.'
+    );
+  }
+  return `Running it again would send those rows again${twice}. Give ${resume} to send\nonly the rows not settled yet, or --restart to start over and send every row again.`;
+}
+
 /** Where a delivery goes, and the journal it keeps (none for standard input, which cannot be read again). */
 export interface Target {
   endpoint: URL;
@@ -200,7 +216,18 @@ export interface Target {
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
 export async function checkTarget(
   inputs: readonly string[],
-  options: { url: string; journalPath?: string; noJournal?: boolean; resume?: boolean; restart?: boolean; rerunSafe?: RerunSafe; remote?: RemoteIdentities; namedAfter?: string },
+  options: {
+    url: string;
+    journalPath?: string;
+    noJournal?: boolean;
+    resume?: boolean;
+    restart?: boolean;
+    rerunSafe?: RerunSafe;
+    remote?: RemoteIdentities;
+    namedAfter?: string;
+    contents?: InputContents;
+    delta?: boolean;
+  },
 ): Promise<Target> {
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;

@@ -41,6 +41,11 @@ export interface PlanSummary {
   requests: number;
   /** Things a person should know about the files that are not rows (an empty file, an unused --map column). */
   notes: string[];
+  /**
+   * With --delta, per attribute: how many values were planned as changed, left out as unchanged, and
+   * planned as null (cleared).
+   */
+  deltaColumns?: Record<string, { changed: number; unchanged: number; cleared: number }>;
 }
 
 const MAX_WARNING_EXAMPLES = 10;
@@ -136,6 +141,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.unchanged += event.unchanged;
       summary.dataPoints.planned += event.points;
       summary.dataPoints.avoided += event.avoided;
+      if (event.columns !== undefined) addColumns((summary.deltaColumns ??= {}), event.columns);
       for (const { line, message } of event.warnings) {
         summary.warnings += 1;
         count(summary.warningReasons, message);
@@ -155,6 +161,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       break;
     case 'line-items':
     case 'unchanged':
+    case 'unchanged-rows':
       break;
   }
   return summary;
@@ -165,4 +172,14 @@ export function summarizePlan(events: Iterable<PlanEvent<unknown>>): PlanSummary
   let summary = emptyPlanSummary();
   for (const event of events) summary = addPlanEvent(summary, event);
   return summary;
+}
+
+function addColumns(to: NonNullable<PlanSummary['deltaColumns']>, columns: Record<string, [number, number, number]>): void {
+  for (const name in columns) {
+    const [changed, unchanged, cleared] = columns[name];
+    const counts = (to[name] ??= { changed: 0, unchanged: 0, cleared: 0 });
+    counts.changed += changed;
+    counts.unchanged += unchanged;
+    counts.cleared += cleared;
+  }
 }

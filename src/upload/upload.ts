@@ -8,11 +8,11 @@ import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
-import { findJournal, inputKey, isWhole, openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../records/journal.js';
+import { findJournal, inputKey, isWhole, openJournal, type Journal, type ParsedJournal } from '../records/journal.js';
 import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
+import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
 import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
@@ -103,6 +103,8 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
 }
 
 export interface UploadSummary extends PlanSummary {
+  /** Of the rows left out because an earlier run settled them (`skipped`), those it rejected: not delivered. */
+  skippedRejected?: number;
   /** The rejects file, when anything was written to it. */
   rejectsPath?: string;
   /** The journal a --resume of this run reads (none for standard input). */
@@ -140,8 +142,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const { delta } = options;
   if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   // a run that cannot store anything twice goes even though a journal holds the same upload
-  const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice({ ...options, inputs, remote }, delta, earlier);
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe, remote: remote?.objects, namedAfter: named[0] });
+  const resolved = { ...options, inputs, remote };
+  const rerunSafe = delta === undefined ? undefined : async (earlier: ParsedJournal) => (await import('./rerun-contents.js')).cannotSendTwice(resolved, delta, earlier);
+  const contents = async () => (await import('./rerun-contents.js')).inputContents(resolved);
+  const guard = { rerunSafe, contents, delta: delta?.attributes === true };
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0] });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
@@ -160,20 +165,24 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
   if (send?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
 
-  // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
-  // a state file that cannot be used is a usage error before anything is written
+  // the state learns from a delivery's acknowledgements, holding the file for the whole run (a
+  // second run on it is refused); a dry run only reads it (in the plan). A state file that cannot be
+  // used is a usage error before anything is written
   let state: StateWriter | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
   /** Said when the state knows nothing of the target, but knows its host under another name. */
   let stateNote: string | undefined;
   if (delta !== undefined && deltaTarget !== undefined) {
-    const { openStateReader, openStateWriter } = await import('../records/state.js');
-    const reader = openStateReader(delta.statePath, deltaTarget);
-    stateKnown = !reader.empty;
-    reader.close();
-    if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
-    if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
+    const { openStateWriter, stateKnows } = await import('../records/state.js');
+    if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget);
+    try {
+      stateKnown = stateKnows(delta.statePath, deltaTarget);
+      if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
+    } catch (error) {
+      await state?.close().catch(() => undefined);
+      throw error;
+    }
   }
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
@@ -184,8 +193,15 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
-    journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, remembers, beforeSettling: () => rejected.settle() });
-    await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
+    const restart = send?.restart === true;
+    try {
+      journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, restart, remembers, beforeSettling: () => rejected.settle() });
+      await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
+    } catch (error) {
+      // the state file is given back to the next run
+      await state?.close().catch(() => undefined);
+      throw error;
+    }
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds; it first writes
@@ -205,7 +221,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
   const { format, encoding, kind, reading, limits, maxBodyBytes, stdin, stopSignal } = options;
-  const skips = journal?.skips(inputs, send?.onUnknown === 'reject');
+  // rows an earlier run left in doubt are sent again by --restart, whatever --on-unknown says
+  const skips = journal?.skips(inputs, send?.onUnknown === 'reject' && send.restart !== true);
   const planDelta =
     delta === undefined || deltaTarget === undefined
       ? undefined
@@ -245,6 +262,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           // and so is an item of a RequestLine the target holds already
           ledger?.settledUnsent(event.file, event.line, event.item);
           break;
+        case 'unchanged-rows':
+          // and rows the target holds already
+          ledger?.settledUnsentRows(event.file, event.lines);
+          break;
         case 'request':
           yield event.request;
           break;
@@ -280,7 +301,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
               ? undefined
               : async (request) => {
                   // the values a request changes are forgotten before it may reach the server
-                  if (request.learn !== undefined) state?.sending(request.learn);
+                  if (request.learn !== undefined) await state?.sending(request.learn);
                   await journal?.sending(request);
                   try {
                     await out?.writeLine(requestJson(request));
@@ -294,7 +315,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
           carriedDuplicates: journal?.unreported,
           onReject: writeRefused,
-          onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, (i) => rejected.has(i)),
+          onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, rejected),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
@@ -331,7 +352,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // --out holds every request of a run that went through, none included: an empty file, not an earlier run's
   if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
-  await closing(async () => state?.close());
+  await closing(() => state?.close());
   // rows the plan settled on its way out need their reject lines synced, before the file closes
   await closing(() => journal?.flush());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
@@ -345,6 +366,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
+    skippedRejected: journal === undefined ? 0 : rejectedBefore(written, journal),
     notes: [
       ...summary.notes,
       ...(target?.note === undefined ? [] : [target.note]),
@@ -364,37 +386,19 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   };
 }
 
+/** Of the rows an earlier run settled (left out of this one), how many it rejected: whole rows the rejects file holds. */
+function rejectedBefore(written: ReadonlySet<string>, journal: Journal): number {
+  const rows = new Set<string>();
+  for (const key of written) {
+    // rejectKey(): line, item, column, file; a field dropped from a row sent is not a row rejected
+    const [line, item, column, file] = key.split('\u0000');
+    if (item === '' && column === '' && journal.skipRow(file, Number(line))) rows.add(`${line}\u0000${file}`);
+  }
+  return rows.size;
+}
+
 /** The target whose state a dry run reads: its --url, without which there is no state to compare with. */
 function dryRunTarget(delta: DeltaRun): string {
   if (delta.url === undefined) throw new UsageError('--delta and --dedupe-events compare with what a target acknowledged: give its --url (or TRACK_URL)');
   return targetOf(delta.url);
-}
-
-/**
- * Whether running the inputs again, after the run a journal holds, can store nothing twice: no
- * input may hold an operation that adds (`inc`, `add`, ...: a CSV column so annotated or named, a
- * key so named in an NDJSON file); and events and purchases, which an NDJSON file may hold (unless
- * --kind attributes), are left out only with --dedupe-events, when the earlier run remembered what
- * it sent of them and left none in doubt (a killed run's requests in flight were never learned).
- * Attributes set to values are never stored twice.
- */
-async function cannotSendTwice(options: UploadOptions & { remote?: RemoteInputs }, delta: DeltaRun, earlier: ParsedJournal): Promise<boolean> {
-  const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
-  let activities = false;
-  for (const file of options.inputs) {
-    const format = formatOf(file, options.format);
-    // a Parquet file's columns are not read here: taken to hold an operation that adds
-    if (format === 'parquet') return false;
-    if (format === 'csv') {
-      const found = kinds.get(file);
-      if (found === undefined || found.adding) return false;
-      if (found.kind !== 'attributes') activities = true;
-    } else {
-      if (file === STDIN || (await ndjsonMayAdd(file, options.encoding, options.remote))) return false;
-      if (options.kind !== 'attributes') activities = true;
-    }
-  }
-  if (!activities) return true;
-  const inDoubt = earlier.files.some((f) => rowsInDoubt(f).size > 0);
-  return delta.activities && earlier.remembers.includes('activities') && !inDoubt;
 }

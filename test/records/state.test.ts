@@ -1,21 +1,14 @@
 // The delta state file: what it learns from an accepted request, what it forgets before one is
 // posted, and the learn record that carries both between the threads.
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { identityOf } from '../../src/model/identity.js';
-import {
-  activityHash,
-  canonicalJson,
-  LEARN_NEW_USER,
-  LEARN_NONE,
-  learnRecordWriter,
-  readLearnRecord,
-  stateUserKey,
-  valueHash,
-} from '../../src/records/state-record.js';
-import { forgetTarget, listState, openStateReader, openStateWriter } from '../../src/records/state.js';
-import { tempDir } from '../helpers/cli.js';
+import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
+import { activityHash, canonicalJson, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { openStateFileWriter } from '../../src/records/state-file-writer.js';
+import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -23,14 +16,31 @@ afterEach(() => tmp.cleanup());
 
 const T = 'http://127.0.0.1:4000/users/track';
 
-/** A learn record of attributes items (`known`: the state may know the user), or items learned not at all. */
-function record(items: Array<{ item: Record<string, unknown>; known?: boolean; sent?: Record<string, unknown> } | 'none'>): Uint8Array {
+/** A learn record of attributes items as sent (`known`: the state may know the user), or items learned not at all. */
+function record(items: Array<{ item: Record<string, unknown>; known?: boolean } | 'none'>): Uint8Array {
   const writer = learnRecordWriter();
   for (const entry of items) {
-    if (entry === 'none') writer.add(LEARN_NONE, {}, { by: 'anonymous' });
-    else writer.add(entry.known === true ? { item: entry.item } : LEARN_NEW_USER, entry.sent ?? entry.item, identityOf(entry.item));
+    if (entry === 'none') writer.add(LEARN_NONE, {});
+    else writer.add(userMark(entry.known === true, -1), entry.item);
   }
   return writer.finish();
+}
+
+/** Has the writer learn one request's record (`rejected`: the places of the items the server refused). */
+function accept(writer: ReturnType<typeof openStateFileWriter>, learn: Uint8Array, rejected: (index: number) => boolean = () => false): void {
+  let given = false;
+  writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected })));
+}
+
+/** The state's reader of T, and a user of it by key. */
+function read(path: string) {
+  const reader = openStateReader(path, T);
+  const user = (key: string) => {
+    keyHashInto(key);
+    return reader.user(key, KEY_HASH[0]);
+  };
+  const holds = (key: string, name: string, value: unknown) => user(key)?.holds(name, ...valueHash(value)) === true;
+  return { reader, user, holds };
 }
 
 describe('values and records', () => {
@@ -57,80 +67,98 @@ describe('values and records', () => {
   });
 
   it('reads back a learn record as written: the identifier and control fields are not learned, an increment is forgotten', () => {
-    const bytes = record([{ item: { external_id: 'u1', _merge_objects: true, plan: 'pro', visits: { inc: 1 } }, known: true }, 'none']);
-    const read = readLearnRecord(bytes);
+    const bytes = record([{ item: { external_id: 'u1', _merge_objects: true, plan: 'pro', visits: { inc: 1 } }, known: true }, 'none', { item: { email: 'Ann@Example.com', plan: 'free' } }]);
+    const got = readLearnRecord(bytes);
     const seen: unknown[] = [];
-    read.forEach((index, item) => {
+    got.forEach((index, item) => {
       if (item === undefined || item instanceof Uint8Array) seen.push([index, item]);
-      else seen.push([index, item.userKey, item.known, Array.from({ length: item.count }, (_, i) => [read.names[item.name(i)], item.forget(i), item.h1(i), item.h2(i)])]);
+      else seen.push([index, item.userKey, item.keyHash, item.known, Array.from({ length: item.count }, (_, i) => [got.names[item.name(i)], item.forget(i), item.h1(i), item.h2(i)])]);
     });
-    const [h1, h2] = valueHash('pro');
+    keyHashInto('e:u1');
+    const u1 = KEY_HASH[0];
+    keyHashInto('m:ann@example.com');
     expect(seen).toEqual([
-      [0, 'e:u1', true, [['plan', false, h1, h2], ['visits', true, 0, 0]]],
+      [0, 'e:u1', u1, true, [['plan', false, ...valueHash('pro')], ['visits', true, 0, 0]]],
       [1, undefined],
+      [2, 'm:ann@example.com', KEY_HASH[0], false, [['plan', false, ...valueHash('free')]]],
     ]);
   });
 });
 
 describe('the state file', () => {
-  it('learns only the accepted items, keeps targets apart, and forgets a known value before a new one is posted', () => {
+  it('learns only the accepted items, keeps targets apart, and forgets what a request sends of a known user before it is posted', () => {
     const path = join(tmp.dir, 'state.sqlite');
-    let writer = openStateWriter(path, T);
-    writer.accepted(record([{ item: { external_id: 'u1', plan: 'pro', score: 1 } }, { item: { external_id: 'u2', plan: 'free' } }]), (i) => i === 1);
+    let writer = openStateFileWriter(path, T);
+    accept(writer, record([{ item: { external_id: 'u1', plan: 'pro', score: 1 } }, { item: { external_id: 'u2', plan: 'free' } }]), (i) => i === 1);
     writer.close();
-    writer = openStateWriter(path, T);
-    let reader = openStateReader(path, T);
-    expect(reader.user('e:u1')?.holds('plan', valueHash('pro'))).toBe(true);
-    expect(reader.user('e:u1')?.holds('plan', valueHash('free'))).toBe(false);
-    expect(reader.user('e:u2')).toBeUndefined();
+    writer = openStateFileWriter(path, T);
+    let state = read(path);
+    expect(state.holds('e:u1', 'plan', 'pro')).toBe(true);
+    expect(state.holds('e:u1', 'plan', 'free')).toBe(false);
+    expect(state.user('e:u2')).toBeUndefined();
     expect(openStateReader(path, 'http://other/users/track').empty).toBe(true);
-    reader.close();
+    state.reader.close();
 
-    // a request about to change u1's plan: the user is forgotten before it is posted, so a stop
-    // before the answer leaves the state not knowing the plan rather than holding the old one
-    writer.sending(record([{ item: { external_id: 'u1', plan: 'free', score: 1 }, known: true }]));
-    reader = openStateReader(path, T);
-    expect(reader.user('e:u1')).toBeUndefined();
-    reader.close();
-    // accepted, the row is what the whole item set (an increment is not held)
-    writer.accepted(record([{ item: { external_id: 'u1', plan: 'free', score: 1, visits: { inc: 1 } }, known: true }]), () => false);
+    // a request about to change u1's plan: the plan is forgotten before it is posted, so a stop
+    // before the answer leaves the state not knowing it rather than holding the old one; the score,
+    // which the request does not send, stays known
+    writer.sending(record([{ item: { external_id: 'u1', plan: 'free' }, known: true }]));
+    state = read(path);
+    expect(state.holds('e:u1', 'plan', 'pro')).toBe(false);
+    expect(state.holds('e:u1', 'score', 1)).toBe(true);
+    state.reader.close();
+    // accepted: what it set is learned, an increment is not held
+    accept(writer, record([{ item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true }]), () => false);
     writer.close();
-    reader = openStateReader(path, T);
-    expect(reader.user('e:u1')?.holds('plan', valueHash('free'))).toBe(true);
-    expect(reader.user('e:u1')?.holds('score', valueHash(1))).toBe(true);
-    expect(reader.user('e:u1')?.holds('visits', valueHash({ inc: 1 }))).toBe(false);
-    reader.close();
+    state = read(path);
+    expect(state.holds('e:u1', 'plan', 'free')).toBe(true);
+    expect(state.holds('e:u1', 'score', 1)).toBe(true);
+    expect(state.holds('e:u1', 'visits', { inc: 1 })).toBe(false);
+    state.reader.close();
 
     expect(listState(path)).toEqual([expect.objectContaining({ url: T, users: 1, attributes: 2, activities: 0 })]);
-    expect(openStateReader(path, T).user('e:u1')?.digest).toBeGreaterThan(0);
     expect(forgetTarget(path, T)).toBe(true);
     expect(listState(path)).toEqual([]);
-  });
-
-  it('merges only what a request sent into a row another run wrote while it was in flight', () => {
-    const path = join(tmp.dir, 'state.sqlite');
-    const ours = openStateWriter(path, T);
-    ours.accepted(record([{ item: { external_id: 'w', a: 1, b: 1 } }]), () => false);
-    ours.close();
-    const mine = openStateWriter(path, T);
-    const other = openStateWriter(path, T);
-    // this run sends a=2 (b unchanged, left out); the other sends b=2 and is answered first
-    const request = record([{ item: { external_id: 'w', a: 2, b: 1 }, sent: { external_id: 'w', a: 2 }, known: true }]);
-    mine.sending(request);
-    other.sending(record([{ item: { external_id: 'w', b: 2 }, known: true }]));
-    other.accepted(record([{ item: { external_id: 'w', b: 2 }, known: true }]), () => false);
-    other.close();
-    mine.accepted(request, () => false);
-    mine.close();
-    const reader = openStateReader(path, T);
-    expect(reader.user('e:w')?.holds('a', valueHash(2))).toBe(true);
-    expect(reader.user('e:w')?.holds('b', valueHash(2))).toBe(true);
-    reader.close();
   });
 
   it('refuses a file that is not a state file, naming it', () => {
     const path = join(tmp.dir, 'not.sqlite');
     writeFileSync(path, 'hello, this is text\n'.repeat(100));
-    expect(() => openStateWriter(path, T)).toThrow(/--state .*not\.sqlite is not a state file/);
+    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*not\.sqlite is not a state file/);
+  });
+
+  it('a writer killed while it saves the index at the end of a run leaves a state that knows what it learned, once the index is made again from the rows', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    // a process that learns 3,000 users and is killed (SIGKILL) inside the transaction that saves the index
+    const script = join(tmp.dir, 'killed.mjs');
+    writeFileSync(
+      script,
+      `import { learnRecordWriter, userMark } from '${ROOT}/dist/records/learn-record.js';
+       import { openStateFileWriter } from '${ROOT}/dist/records/state-file-writer.js';
+       const writer = openStateFileWriter(${JSON.stringify(path)}, ${JSON.stringify(T)}, { whileSaving: () => process.kill(process.pid, 'SIGKILL') });
+       for (let r = 0; r < 60; r += 1) {
+         const record = learnRecordWriter();
+         for (let i = r * 50; i < r * 50 + 50; i += 1) record.add(userMark(false, -1), { external_id: 'u' + i, plan: i % 2 ? 'pro' : 'free' });
+         const learn = record.finish();
+         let given = false;
+         writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected: () => false })));
+       }
+       writer.close();`,
+    );
+    const killed = spawnSync(process.execPath, [script], { encoding: 'utf8' });
+    expect(killed.signal).toBe('SIGKILL');
+    // the reader finds the index out of date, and makes it from the rows
+    let state = read(path);
+    expect(state.holds('e:u1', 'plan', 'pro')).toBe(true);
+    expect(state.holds('e:u2998', 'plan', 'free')).toBe(true);
+    expect(state.holds('e:u2998', 'plan', 'pro')).toBe(false);
+    state.reader.close();
+    // a writer makes it again and saves it
+    openStateFileWriter(path, T).close();
+    state = read(path);
+    expect(state.holds('e:u2999', 'plan', 'pro')).toBe(true);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: 3000, attributes: 3000 })]);
+    state.reader.close();
   });
 });
+

@@ -63,6 +63,24 @@ function dataPointLines(summary: UploadSummary, pace: Pace | undefined): string[
   return lines;
 }
 
+/** Attributes shown in the per-attribute delta table, those that changed most first (--json has all). */
+const MAX_COLUMN_LINES = 12;
+
+/** With --delta: a table of the attributes compared, each with its values changed, unchanged and cleared. */
+function columnLines(columns: UploadSummary['deltaColumns']): string[] {
+  if (columns === undefined) return [];
+  const entries = Object.entries(columns).sort(([a, x], [b, y]) => y.changed + y.cleared - (x.changed + x.cleared) || a.localeCompare(b));
+  const shown = entries.slice(0, MAX_COLUMN_LINES);
+  const nameWidth = Math.max(...shown.map(([name]) => name.length));
+  const rows = shown.map(([name, { changed, unchanged, cleared }]) => [name, ...[changed, unchanged, cleared].map(number)]);
+  const widths = [1, 2, 3].map((i) => Math.max(...[['', 'changed', 'unchanged', 'cleared'], ...rows].map((row) => row[i].length)) + 2);
+  const line = ([name, ...values]: string[]): string => `${name.padEnd(nameWidth)}${values.map((value, i) => value.padStart(widths[i])).join('')}`;
+  const lines = [`columns     ${line(['', 'changed', 'unchanged', 'cleared'])}`];
+  for (const row of rows) lines.push(`            ${line(row)}`);
+  if (entries.length > shown.length) lines.push(`            and ${counted(entries.length - shown.length, 'more attribute')} (--json lists them all)`);
+  return lines;
+}
+
 /** What was read and planned; `verb` names the command (`validate`, `upload --dry-run`, `upload`); `pace` a dry run's, for its estimate. */
 export function formatSummary(verb: string, summary: UploadSummary, limits: BatchLimits | undefined, pace?: Pace): string {
   const lines: string[] = [];
@@ -75,7 +93,9 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   }
   if (summary.skipped > 0 || summary.skippedItems > 0) {
     const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
-    lines.push(`skipped     ${counted(summary.skipped, 'row')} already delivered${inPart}`);
+    const rejected = summary.skippedRejected ?? 0;
+    const before = rejected > 0 ? `, and ${counted(rejected, 'row')} an earlier run rejected (in its rejects file)` : '';
+    lines.push(`skipped     ${counted(summary.skipped - rejected, 'row')} already delivered${inPart}${before}`);
   }
   const { attributes, events, purchases } = summary.items;
   lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
@@ -96,6 +116,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   const planned = verb === 'upload' ? 'planned' : 'would be sent';
   lines.push(`requests    ${number(summary.requests)} ${planned} (${limitsText(limits)})${written}`);
   lines.push(...dataPointLines(summary, pace));
+  lines.push(...columnLines(summary.deltaColumns));
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
   if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs, summary.journalPath !== undefined));
   if (summary.interrupted) lines.push(chalk.yellow(`interrupted ${interruptedText(summary)}`));

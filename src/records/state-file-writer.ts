@@ -1,0 +1,340 @@
+// What a delivery writes to the delta state (in a thread of its own: state-writer.ts): before a
+// request is posted, what it sends of users the state may know is forgotten; once the server
+// accepted its items, what they set is learned. A new user's row is added at the end of the file
+// (no search, whatever the order of the ids); a known one's is found through the target's index in
+// memory. The index in the file is marked out of date by the first write of a run and saved at its
+// end, so a run stopped in between, kill -9 included, leaves it to be made again from the rows.
+import type Database from 'better-sqlite3';
+import { OutputError } from '../errors.js';
+import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
+import { addDigest, digestPart } from './state-record.js';
+import { openStateFile, stateFailure } from './state-file.js';
+import { ENTRY, indexFromRows, loadIndex, patchIndex, rowBytes, rowDigest, rowValues, saveIndex } from './state-rows.js';
+import { UserIndex } from './user-index.js';
+
+export interface StateFileWriterOptions {
+  /** Called in the transaction that saves the index, before it is committed (a test stops the process there). */
+  whileSaving?: () => void;
+}
+
+/** A request the server accepted. */
+export interface Accepted {
+  learn: Uint8Array;
+  rejected: (index: number) => boolean;
+}
+
+/** New users' rows added by one statement. */
+const ROWS_AT_ONCE = 50;
+
+/**
+ * Opens (creating it when needed, converting an earlier format, making the index again after a run
+ * that was stopped) the state file for a delivery to `target`. The caller holds its lock.
+ */
+export function openStateFileWriter(path: string, target: string, options: StateFileWriterOptions = {}): StateFileWriter {
+  const { db } = openStateFile(path, false);
+  try {
+    return new StateFileWriter(path, db, target, options);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+export class StateFileWriter {
+  readonly #db: Database.Database;
+  readonly #target: number;
+  readonly #nameIds = new Map<string, number>();
+  /** The rows this run added, by key hash (in a first run, the whole index). */
+  #additions = new UserIndex();
+  /** The digests of rows the file held before the run that it changed: key hash, row id, digest. */
+  #changes: number[] = [];
+  /** The target held no user when the run began: this run's rows are the whole index. */
+  #startedEmpty: boolean;
+  #index: UserIndex | undefined;
+  /** Rows of new users waiting for their statement: key, where its bytes start and end in #rowBytes, digest, key hash. */
+  #newRows: Array<[string, number, number, number, number]> = [];
+  #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
+  #rowsEnd = 0;
+  #view: DataView | undefined;
+  /** The run has written the target's users: the index in the file is out of date until saved. */
+  #writing = false;
+  /** What a write failed with: every later call throws it. */
+  #failure: Error | undefined;
+  readonly #statements;
+
+  constructor(
+    private readonly path: string,
+    db: Database.Database,
+    url: string,
+    private readonly options: StateFileWriterOptions,
+  ) {
+    this.#db = db;
+    db.prepare('INSERT OR IGNORE INTO targets (url) VALUES (?)').run(url);
+    this.#target = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(url) as number;
+    for (const [id, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) this.#nameIds.set(name, id);
+    this.#statements = {
+      addName: db.prepare('INSERT OR IGNORE INTO names (name) VALUES (?)'),
+      idOfName: db.prepare('SELECT id FROM names WHERE name = ?').pluck(),
+      addRow: db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)'),
+      addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`),
+      setRow: db.prepare('UPDATE users SET attrs = ? WHERE id = ?'),
+      byId: db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw(),
+      addActivity: db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)'),
+      outOfDate: db.prepare('UPDATE targets SET fresh = 0 WHERE id = ?'),
+      touched: db.prepare('UPDATE targets SET updated = ? WHERE id = ?'),
+    };
+    // a run stopped before it saved the index: it is made again from the rows now, before a plan reads it
+    const { fresh, users } = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(this.#target) as { fresh: number; users: number };
+    if (fresh !== 1) db.transaction(() => saveIndex(db, this.#target, this.#indexOf()))();
+    this.#startedEmpty = (this.#index?.size ?? users) === 0;
+  }
+
+  /**
+   * The target's whole index (with this run's rows and changes), read (or made from the rows) only
+   * when it must be: a user the plan did not find the row of, or the end of a run that added users to
+   * a target that had some. A plan in this process may hold a copy of it already.
+   */
+  #indexOf(): UserIndex {
+    if (this.#index === undefined) {
+      const index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
+      this.#additions.forEach((key, row, digest) => index.add(key, row, digest));
+      for (let i = 0; i < this.#changes.length; i += 3) index.set(this.#changes[i], this.#changes[i + 1], this.#changes[i + 2]);
+      this.#index = index;
+    }
+    return this.#index;
+  }
+
+  /** The row of the user of a learned item: by the id the plan found, among this run's rows, or through the whole index. */
+  #locate(item: LearnedAttributes): { id: number; attrs: Buffer; added: boolean } | undefined {
+    const attrsOf = (id: number): Buffer | undefined => {
+      const row = this.#statements.byId.get(id) as [string, Buffer] | undefined;
+      return row !== undefined && row[0] === item.userKey ? row[1] : undefined;
+    };
+    let found: { id: number; attrs: Buffer; added: boolean } | undefined;
+    const search = (index: UserIndex, added: boolean): void =>
+      index.find(item.keyHash, (id) => {
+        const attrs = attrsOf(id);
+        if (attrs !== undefined) found = { id, attrs, added };
+        return found !== undefined;
+      });
+    const known = item.row > 0 ? attrsOf(item.row) : undefined;
+    if (known !== undefined) return { id: item.row, attrs: known, added: false };
+    search(this.#additions, true);
+    // a user the plan did not find the row of (a later row of one it found, sent whole; a false match of its filter)
+    if (found === undefined && !this.#startedEmpty) search(this.#indexOf(), false);
+    return found;
+  }
+
+  /** Notes a row's new digest (a row of this run's, or one the file held before it). */
+  #noteDigest(keyHash: number, id: number, digest: number, added: boolean): void {
+    if (added) this.#additions.set(keyHash, id, digest);
+    else this.#changes.push(keyHash, id, digest);
+    this.#index?.set(keyHash, id, digest);
+  }
+
+  #nameId(name: string): number {
+    let id = this.#nameIds.get(name);
+    if (id === undefined) {
+      this.#statements.addName.run(name);
+      id = this.#statements.idOfName.get(name) as number;
+      this.#nameIds.set(name, id);
+    }
+    return id;
+  }
+
+  /** Marks the index in the file out of date, in the first transaction of the run that writes users. */
+  #willWrite(): void {
+    if (this.#writing) return;
+    this.#statements.outOfDate.run(this.#target);
+    this.#writing = true;
+  }
+
+  /** A user the plan did not know: their row is added at the end, from what the request set. */
+  #addNew(item: LearnedAttributes, ids: readonly number[]): void {
+    // written where the waiting rows are (one buffer for them all), from `start`
+    if (this.#rowBytes.length < this.#rowsEnd + item.count * ENTRY) this.#rowBytes = growBuffer(this.#rowBytes, this.#rowsEnd + item.count * ENTRY);
+    const view = this.#rowView();
+    const start = this.#rowsEnd;
+    let at = start;
+    let digest = item.userPart;
+    for (let i = 0; i < item.count; i += 1) {
+      // an operation that adds is not held: a new user has no earlier value of it to forget
+      if (item.forget(i)) continue;
+      const nameId = ids[item.name(i)];
+      const h1 = item.h1(i);
+      const h2 = item.h2(i);
+      view.setUint32(at, nameId, true);
+      view.setInt32(at + 4, h1, true);
+      view.setInt32(at + 8, h2, true);
+      digest = addDigest(digest, digestPart(nameId, h1, h2));
+      at += ENTRY;
+    }
+    if (at === start) return;
+    this.#rowsEnd = at;
+    this.#newRows.push([item.userKey, start, at, digest, item.keyHash]);
+    if (this.#newRows.length === ROWS_AT_ONCE) this.#addWaitingRows();
+  }
+
+  /** A view of the waiting rows' buffer (made again when it grew). */
+  #rowView(): DataView {
+    if (this.#view?.buffer !== this.#rowBytes.buffer) this.#view = new DataView(this.#rowBytes.buffer, this.#rowBytes.byteOffset, this.#rowBytes.byteLength);
+    return this.#view;
+  }
+
+  /** Adds the new users' rows waiting, and enters them in the index. */
+  #addWaitingRows(): void {
+    const rows = this.#newRows;
+    if (rows.length === 0) return;
+    this.#newRows = [];
+    this.#willWrite();
+    const bytes = this.#rowBytes;
+    let last: number;
+    if (rows.length === ROWS_AT_ONCE) {
+      const args: unknown[] = [];
+      for (const [userKey, start, end] of rows) args.push(this.#target, userKey, bytes.subarray(start, end));
+      last = Number(this.#statements.addRows.run(args).lastInsertRowid);
+    } else {
+      for (const [userKey, start, end] of rows) last = Number(this.#statements.addRow.run(this.#target, userKey, bytes.subarray(start, end)).lastInsertRowid);
+    }
+    this.#rowsEnd = 0;
+    // the rows of one statement take consecutive ids
+    rows.forEach(([, , , digest, keyHash], i) => {
+      this.#additions.add(keyHash, last - rows.length + 1 + i, digest);
+      this.#index?.add(keyHash, last - rows.length + 1 + i, digest);
+    });
+  }
+
+  /**
+   * A user the state may know: before the request is posted, what it sends is forgotten; once it
+   * is accepted, what it set is learned (and what it forgot, an operation that adds, stays forgotten).
+   */
+  #change(item: LearnedAttributes, ids: readonly number[], posting: boolean): void {
+    // new users waiting come first: one of them may be this user, earlier in the request
+    this.#addWaitingRows();
+    const found = this.#locate(item);
+    if (found === undefined && posting) return;
+    const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
+    for (let i = 0; i < item.count; i += 1) {
+      const nameId = ids[item.name(i)];
+      if (posting || item.forget(i)) values.delete(nameId);
+      else values.set(nameId, [item.h1(i), item.h2(i)]);
+    }
+    if (found === undefined && values.size === 0) return;
+    const bytes = rowBytes(values);
+    this.#willWrite();
+    let id = found?.id;
+    if (id === undefined) id = Number(this.#statements.addRow.run(this.#target, item.userKey, bytes).lastInsertRowid);
+    else this.#statements.setRow.run(bytes, id);
+    this.#noteDigest(item.keyHash, id, rowDigest(item.userPart, bytes), found === undefined || found.added);
+  }
+
+  /** Learns what a request's accepted items set. */
+  #learn({ learn, rejected }: Accepted): void {
+    const record = readLearnRecord(learn);
+    const ids = record.names.map((name) => this.#nameId(name));
+    record.forEach((index, item) => {
+      if (item === undefined || rejected(index)) return;
+      if (item instanceof Uint8Array) this.#statements.addActivity.run(this.#target, item);
+      else if (item.known) this.#change(item, ids, false);
+      else this.#addNew(item, ids);
+    });
+  }
+
+  /** Runs fn in a transaction; its failure names the file, and stops every later call. */
+  #write(fn: () => void): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    try {
+      this.#db.transaction(fn).immediate();
+    } catch (error) {
+      this.#newRows = [];
+      this.#rowsEnd = 0;
+      throw (this.#failure = writeFailure(this.path, error));
+    }
+  }
+
+  /** Checks the whole file (SQLite's quick_check: every page read and its structure checked); a damaged one is an input error naming it. */
+  check(): void {
+    let problem: string | undefined;
+    try {
+      // every page is read once: a cache would only hold what is done with
+      this.#db.pragma('cache_size = -256');
+      const result = this.#db.pragma('quick_check(1)', { simple: true }) as string;
+      if (result !== 'ok') problem = result;
+      this.#db.pragma('cache_size = -2000');
+    } catch (error) {
+      throw stateFailure(this.path, error);
+    }
+    if (problem !== undefined) throw stateFailure(this.path, Object.assign(new Error(problem), { code: 'SQLITE_CORRUPT' }));
+  }
+
+  /** Forgets what a request is about to send of users the state may know (written before it returns). */
+  sending(learn: Uint8Array): void {
+    // most requests of a first run name no user the state may know: nothing to write for them
+    if (!namesKnownUsers(learn)) return;
+    const record = readLearnRecord(learn);
+    this.#write(() => {
+      const ids = record.names.map((name) => this.#nameId(name));
+      record.forEach((_, item) => {
+        if (item !== undefined && !(item instanceof Uint8Array) && item.known) this.#change(item, ids, true);
+      });
+    });
+  }
+
+  /**
+   * Learns what requests' accepted items set, in one transaction: `next()` gives each request's
+   * record in turn (undefined after the last), read before the next is asked for, with
+   * `rejected(i)` for the items (in body order) the server refused.
+   */
+  accepted(next: () => Accepted | undefined): void {
+    this.#write(() => {
+      for (let request = next(); request !== undefined; request = next()) this.#learn(request);
+      this.#addWaitingRows();
+      this.#statements.touched.run(new Date().toISOString(), this.#target);
+    });
+  }
+
+  /**
+   * Saves the index: this run's rows when they are the whole of it; the digests it changed, slab by
+   * slab, when it added none; else the whole index, read and brought up to date.
+   */
+  #saveIndex(): void {
+    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions);
+    if (this.#index === undefined && this.#additions.size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
+    saveIndex(this.#db, this.#target, this.#indexOf());
+  }
+
+  /** Writes what is waiting, saves the index, and closes the file. */
+  close(): void {
+    try {
+      if (this.#writing) {
+        this.#write(() => {
+          this.#saveIndex();
+          this.options.whileSaving?.();
+        });
+      }
+    } finally {
+      this.#db.close();
+    }
+  }
+}
+
+/** [a, b, c, d, e, f, ...] as [[a, b, c], [d, e, f], ...]. */
+function triples(values: readonly number[]): Array<[number, number, number]> {
+  const list: Array<[number, number, number]> = [];
+  for (let i = 0; i < values.length; i += 3) list.push([values[i], values[i + 1], values[i + 2]]);
+  return list;
+}
+
+/** A bigger buffer holding what this one holds. */
+function growBuffer(bytes: Buffer, size: number): Buffer {
+  const bigger = Buffer.allocUnsafe(Math.max(size, bytes.length * 2));
+  bytes.copy(bigger);
+  return bigger;
+}
+
+/** An error of the state file while a run writes it, naming the file (damaged, a disk full). */
+function writeFailure(path: string, error: unknown): Error {
+  const damaged = stateFailure(path, error);
+  if (damaged !== error) return damaged;
+  return new OutputError(`--state ${path} could not be written: ${(error as Error).message}`, path);
+}

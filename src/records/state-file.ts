@@ -1,0 +1,185 @@
+// The delta state file on disk (--state, SQLite): its tables, its format and the conversion of an
+// earlier one, the lock a delivery holds on it, and the errors that name it and say what to do. The
+// reader and the writer (state.ts) open it here; this and the emulator's store are the modules that
+// open SQLite.
+import Database from 'better-sqlite3';
+import { existsSync, statSync } from 'node:fs';
+import { InputError, UsageError } from '../errors.js';
+import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
+
+/**
+ * Format 3 keeps users in the order they were first learned (a row id each, found through the
+ * index of each target: user-index.ts, persisted in user_index and rebuilt from the rows when a run
+ * was stopped before it saved it: targets.fresh = 0). Format 2 kept them in the order of their keys.
+ */
+const FORMAT = '3';
+const EARLIER_FORMAT = '2';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS targets (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, updated TEXT, users INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1);
+CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, user TEXT NOT NULL, attrs BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS user_index (target INTEGER NOT NULL, part INTEGER NOT NULL, slots BLOB NOT NULL, PRIMARY KEY (target, part)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS activities (target INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (target, hash)) WITHOUT ROWID;
+`;
+
+/** What to do about a state file that cannot be used. */
+const START_ANEW = 'delete it to start a new state (the next --delta run then sends every attribute, and --dedupe-events every event)';
+
+/** A delivery with --delta or --dedupe-events is using the state file. A usage error: the CLI exits 2. */
+export class StateInUseError extends FileInUseError {
+  override name = 'StateInUseError';
+  constructor(file: string, lockFile: string, owner: LockOwner) {
+    super(
+      file,
+      lockFile,
+      owner,
+      (who, here) =>
+        `--state ${file} is in use by another run: ${who}, started ${owner.since}. One run at a time on a state file: ` +
+        (here ? 'wait for that one to end, or give this run another --state.' : `wait for that one to end; if it is no longer running, delete ${lockFile}.`),
+    );
+  }
+}
+
+/** A SQLite error that says the file is not a database, or a damaged one. */
+const isDamage = (error: unknown): boolean =>
+  /^SQLITE_(CORRUPT|NOTADB)/.test(String((error as { code?: unknown }).code)) || /malformed|not a database/i.test((error as Error).message);
+
+/**
+ * The error for a state file found damaged while a run uses it (an input error, so the run stops,
+ * exit 2 when nothing was sent yet); any other error as it is.
+ */
+export function stateFailure(path: string, error: unknown): Error {
+  if (!isDamage(error)) return error as Error;
+  return new InputError(`--state ${path} is damaged (SQLite: ${(error as Error).message}): ${START_ANEW}, or put back a copy of it`);
+}
+
+/** A reader's error (at its start, or of `track state`), naming the file: a damaged file, or a usage error. */
+export function readFailure(path: string, error: unknown): Error {
+  if (error instanceof UsageError) return error;
+  const failure = stateFailure(path, error);
+  return failure !== error ? failure : new UsageError(`--state ${path} cannot be read: ${(error as Error).message}`);
+}
+
+export interface OpenedState {
+  db: Database.Database;
+  /** The file's format: a reader may find an earlier one, which a writer converts first. */
+  format: string;
+}
+
+/** Refuses a state file that cannot hold a state: empty (0 bytes). */
+function checkNotEmpty(path: string): void {
+  let size: number | undefined;
+  try {
+    size = statSync(path).size;
+  } catch {
+    return; // none yet: a writer makes it
+  }
+  if (size === 0) throw new UsageError(`--state ${path} is empty (0 bytes), not a state file: ${START_ANEW}, or give --state the file you meant`);
+}
+
+/**
+ * Opens the state file: a reader's must exist; a writer's is made when it does not, or converted
+ * from an earlier format. Every way it cannot be used is a usage error naming it.
+ */
+export function openStateFile(path: string, readonly: boolean): OpenedState {
+  checkNotEmpty(path);
+  let db: Database.Database;
+  try {
+    db = new Database(path, { fileMustExist: readonly });
+  } catch (error) {
+    throw new UsageError(`--state ${path} cannot be opened: ${(error as Error).message}`);
+  }
+  try {
+    db.pragma('busy_timeout = 5000');
+    // SQLite's own 2 MB of pages rather than the driver's 16: the state is read and written where the
+    // rows fall, which a cache hardly helps, and a run holds two connections or more
+    db.pragma('cache_size = -2000');
+    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
+    // another program's database is not taken over: only a new file or a state file is used
+    if (tables.length > 0 && !tables.includes('meta')) throw new Error('not a state file: it holds tables of another program');
+    if (readonly) {
+      if (tables.length === 0) throw new Error('not a state file: it holds no table');
+      const format = formatOf(db);
+      if (format !== FORMAT && format !== EARLIER_FORMAT) throw new Error(`it was written by another version of track (format ${format})`);
+      return { db, format };
+    }
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = NORMAL');
+    if (tables.length > 0 && formatOf(db) === EARLIER_FORMAT) convertEarlierFormat(db);
+    db.exec(SCHEMA);
+    db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)").run(FORMAT);
+    const format = formatOf(db);
+    if (format !== FORMAT) throw new Error(`it was written by another version of track (format ${format})`);
+    return { db, format };
+  } catch (error) {
+    db.close();
+    const message = (error as Error).message;
+    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${message}): ${START_ANEW}, or put back a copy of it`);
+    if (/not a state file/.test(message)) throw new UsageError(`--state ${path} is not a state file (${message.replace(/^not a state file: /, '')})`);
+    throw new UsageError(`--state ${path} cannot be used: ${message}`);
+  }
+}
+
+function formatOf(db: Database.Database): string {
+  return (db.prepare("SELECT value FROM meta WHERE key = 'format'").pluck().get() as string | undefined) ?? FORMAT;
+}
+
+/**
+ * Format 2 -> 3: the users in a table of their own order (their attributes kept), every target's
+ * index to be made from its rows when it is next used, and the space of the old table given back.
+ * Once, at the first --delta delivery of a newer track; a kill midway leaves format 2 as it was.
+ */
+function convertEarlierFormat(db: Database.Database): void {
+  db.transaction(() => {
+    db.exec('ALTER TABLE users RENAME TO users_format_2');
+    db.exec(SCHEMA);
+    db.exec('INSERT INTO users (target, user, attrs) SELECT target, user, attrs FROM users_format_2 ORDER BY target, user');
+    db.exec('DROP TABLE users_format_2');
+    db.exec('ALTER TABLE targets ADD COLUMN users INTEGER NOT NULL DEFAULT 0');
+    db.exec('ALTER TABLE targets ADD COLUMN fresh INTEGER NOT NULL DEFAULT 1');
+    db.exec('UPDATE targets SET fresh = 0');
+    db.prepare("UPDATE meta SET value = ? WHERE key = 'format'").run(FORMAT);
+  }).immediate();
+  db.exec('VACUUM');
+}
+
+/** The message for a reader of a state file in an earlier format, which only a delivery converts. */
+export function earlierFormatError(path: string): UsageError {
+  return new UsageError(`--state ${path} was written by an earlier version of track: a --delta or --dedupe-events upload converts it first (a dry run changes nothing)`);
+}
+
+/** Takes the state file for a delivery: a second one on the same file is refused until this one ends. */
+export function lockState(path: string): () => void {
+  return lockFile(path, {
+    purpose: 'the lock that keeps a second run off the state file',
+    inUse: (file, lock, owner) => new StateInUseError(file, lock, owner),
+  });
+}
+
+/** Whether a state file exists at path (a reader of none reads an empty state). */
+export const stateExists = (path: string): boolean => existsSync(path);
+
+/** Forgets everything the state holds of a target (holding the file meanwhile); false when it held nothing of it. */
+export function forgetTarget(path: string, target: string): boolean {
+  if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
+  const release = lockState(path);
+  try {
+    const { db } = openStateFile(path, false);
+    try {
+      const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
+      if (id === undefined) return false;
+      db.transaction(() => {
+        for (const table of ['users', 'user_index', 'activities']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
+        db.prepare('DELETE FROM targets WHERE id = ?').run(id);
+      })();
+      db.exec('VACUUM');
+      return true;
+    } finally {
+      db.close();
+    }
+  } finally {
+    release();
+  }
+}

@@ -1,0 +1,234 @@
+// A target's users in memory, by a 32-bit hash of their key: for each, the id of their row in the
+// state file and the digest of the attributes it holds (keyed by the user: state-record.ts
+// keyHashInto). A plan tells an unchanged row by one look here, whatever the order of the file's
+// ids, instead of a search of the file (microseconds each, in no order the disk can help).
+// Two users may share a key hash: a row found here is that user's only once its key is read from the
+// file, and a digest matches only the user it was made for (1 in 2^52 for another).
+//
+// Extendible hashing: a directory, by the key's first bits, of buckets of 32 places (a key's place in
+// its bucket by its last bits, the next free one after it when taken); a bucket 7/8 full splits in
+// two by one more bit. Buckets are carved from slabs of 1 MiB and never move, so the index grows by a
+// slab at a time and never holds two copies of itself while it grows (a table that is copied into a
+// bigger one leaves the old one for the collector, which may take its time).
+
+/** Places in a bucket: their keys first (two cache lines to search), then their rows (0: free), then their digests' halves. */
+const ENTRIES = 32;
+/** Entries past which a bucket splits (its places then stay short to search). */
+const FULL = 30;
+const BUCKET = ENTRIES * 4;
+const ROWS = ENTRIES;
+const HIGH = ENTRIES * 2;
+const LOW = ENTRIES * 3;
+const SLAB = 2048;
+/** A bucket's entries while it splits (one split at a time). */
+const SPLITTING = new Uint32Array(BUCKET);
+const TWO_32 = 2 ** 32;
+
+/** The index as it is persisted: its shape and its buckets. */
+export interface PersistedIndex {
+  /** [bits of the directory, buckets, users]. */
+  shape: Uint32Array;
+  directory: Uint32Array;
+  /** Per bucket: the bits its keys share, and how many entries it holds. */
+  depths: Uint8Array;
+  counts: Uint8Array;
+  /** The buckets, a slab (up to SLAB buckets) each. */
+  slabs: Uint32Array[];
+}
+
+export class UserIndex {
+  #bits = 0;
+  #directory: Uint32Array = new Uint32Array(1);
+  #slabs: Uint32Array[] = [];
+  #depths: Uint8Array[] = [];
+  #counts: Uint8Array[] = [];
+  #buckets = 0;
+  #size = 0;
+
+  /** An empty index, or one as persist() gave it. */
+  constructor(persisted?: PersistedIndex) {
+    if (persisted === undefined) {
+      this.#newBucket(0);
+      return;
+    }
+    [this.#bits, this.#buckets, this.#size] = persisted.shape;
+    this.#directory = persisted.directory;
+    this.#slabs = persisted.slabs.map((slab) => (slab.length === SLAB * BUCKET ? slab : grown(slab, SLAB * BUCKET)));
+    for (let i = 0; i < this.#slabs.length; i += 1) {
+      this.#depths.push(grown(persisted.depths.subarray(i * SLAB, (i + 1) * SLAB), SLAB));
+      this.#counts.push(grown(persisted.counts.subarray(i * SLAB, (i + 1) * SLAB), SLAB));
+    }
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  #newBucket(depth: number): number {
+    const bucket = this.#buckets++;
+    if (bucket % SLAB === 0) {
+      this.#slabs.push(new Uint32Array(SLAB * BUCKET));
+      this.#depths.push(new Uint8Array(SLAB));
+      this.#counts.push(new Uint8Array(SLAB));
+    }
+    this.#depths[Math.floor(bucket / SLAB)][bucket % SLAB] = depth;
+    return bucket;
+  }
+
+  /** The bucket of a key (unsigned): its slab, where it starts there, and how many entries it holds. */
+  #bucketOf(key: number): number {
+    return this.#directory[this.#bits === 0 ? 0 : key >>> (32 - this.#bits)];
+  }
+
+  /** Calls fn with the row id and digest of each entry under `key` (32 bits, signed or not), until fn returns true. */
+  find(anyKey: number, fn: (row: number, digest: number) => boolean): void {
+    const key = anyKey >>> 0;
+    const bucket = this.#bucketOf(key);
+    const slab = this.#slabs[Math.floor(bucket / SLAB)];
+    const at = (bucket % SLAB) * BUCKET;
+    for (let n = 0, i = key & (ENTRIES - 1); n < ENTRIES && slab[at + ROWS + i] !== 0; n += 1, i = (i + 1) & (ENTRIES - 1)) {
+      if (slab[at + i] === key && fn(slab[at + ROWS + i], slab[at + HIGH + i] * TWO_32 + slab[at + LOW + i])) return;
+    }
+  }
+
+  /** Whether an entry under `key` has this digest (with no digest: whether there is any entry under `key`). */
+  has(anyKey: number, digest?: number): boolean {
+    const key = anyKey >>> 0;
+    const bucket = this.#bucketOf(key);
+    const slab = this.#slabs[Math.floor(bucket / SLAB)];
+    const at = (bucket % SLAB) * BUCKET;
+    for (let n = 0, i = key & (ENTRIES - 1); n < ENTRIES && slab[at + ROWS + i] !== 0; n += 1, i = (i + 1) & (ENTRIES - 1)) {
+      if (slab[at + i] === key && (digest === undefined || slab[at + HIGH + i] * TWO_32 + slab[at + LOW + i] === digest)) return true;
+    }
+    return false;
+  }
+
+  /** Sets the digest of row `row` under `key`, adding it when the index does not hold it. */
+  set(anyKey: number, row: number, digest: number): void {
+    this.#put(anyKey >>> 0, row, digest, true);
+  }
+
+  /** Adds a row the index does not hold (a row just added to the file): no search for it first. */
+  add(anyKey: number, row: number, digest: number): void {
+    this.#put(anyKey >>> 0, row, digest, false);
+  }
+
+  #put(key: number, row: number, digest: number, search: boolean): void {
+    if (row < 1 || row >= TWO_32) throw new Error(`a state row id out of range: ${row}`);
+    for (;;) {
+      const bucket = this.#bucketOf(key);
+      const slab = this.#slabs[Math.floor(bucket / SLAB)];
+      const counts = this.#counts[Math.floor(bucket / SLAB)];
+      const at = (bucket % SLAB) * BUCKET;
+      let i = key & (ENTRIES - 1);
+      // the row's place when it is there, or the first free one
+      while (slab[at + ROWS + i] !== 0 && !(search && slab[at + i] === key && slab[at + ROWS + i] === row)) i = (i + 1) & (ENTRIES - 1);
+      if (slab[at + ROWS + i] === 0) {
+        if (counts[bucket % SLAB] >= FULL) {
+          this.#split(bucket, key);
+          continue;
+        }
+        counts[bucket % SLAB] += 1;
+        this.#size += 1;
+      }
+      slab[at + i] = key;
+      slab[at + ROWS + i] = row;
+      slab[at + HIGH + i] = Math.floor(digest / TWO_32);
+      slab[at + LOW + i] = digest >>> 0;
+      return;
+    }
+  }
+
+  /** Splits a full bucket in two by one more bit of its keys (`key`: one that leads to it), doubling the directory when it must. */
+  #split(bucket: number, key: number): void {
+    const depths = this.#depths[Math.floor(bucket / SLAB)];
+    const depth = depths[bucket % SLAB];
+    if (depth === 32) throw new Error('the state index holds more than 28 users of one key hash');
+    if (depth === this.#bits) {
+      const directory = new Uint32Array(this.#directory.length * 2);
+      for (let i = 0; i < directory.length; i += 1) directory[i] = this.#directory[i >> 1];
+      this.#directory = directory;
+      this.#bits += 1;
+    }
+    depths[bucket % SLAB] = depth + 1;
+    const other = this.#newBucket(depth + 1);
+    // the directory's upper half of this bucket's range goes to the other bucket; the entries are placed again
+    const span = 2 ** (this.#bits - depth);
+    const first = (key >>> (32 - this.#bits)) & ~(span - 1);
+    for (let i = first + span / 2; i < first + span; i += 1) this.#directory[i] = other;
+    const slab = this.#slabs[Math.floor(bucket / SLAB)];
+    const at = (bucket % SLAB) * BUCKET;
+    const entries = SPLITTING;
+    entries.set(slab.subarray(at, at + BUCKET));
+    slab.fill(0, at, at + BUCKET);
+    this.#size -= this.#counts[Math.floor(bucket / SLAB)][bucket % SLAB];
+    this.#counts[Math.floor(bucket / SLAB)][bucket % SLAB] = 0;
+    for (let i = 0; i < ENTRIES; i += 1) {
+      if (entries[ROWS + i] !== 0) this.#put(entries[i], entries[ROWS + i], entries[HIGH + i] * TWO_32 + entries[LOW + i], false);
+    }
+  }
+
+  /** Calls fn with every entry. */
+  forEach(fn: (key: number, row: number, digest: number) => void): void {
+    this.#slabs.forEach((slab, s) => {
+      for (let bucket = 0; bucket < SLAB && s * SLAB + bucket < this.#buckets; bucket += 1) {
+        const at = bucket * BUCKET;
+        for (let i = 0; i < ENTRIES; i += 1) if (slab[at + ROWS + i] !== 0) fn(slab[at + i], slab[at + ROWS + i], slab[at + HIGH + i] * TWO_32 + slab[at + LOW + i]);
+      }
+    });
+  }
+
+  /**
+   * Sets the digests of rows the persisted index holds, a slab at a time (`slab(i)` reads the i-th,
+   * `write` puts it back), without reading the whole index; false when one of the rows is not there.
+   */
+  static patch(
+    shape: Uint32Array,
+    directory: Uint32Array,
+    changes: ReadonlyArray<readonly [number, number, number]>,
+    slab: (index: number) => Uint32Array,
+    write: (index: number, slab: Uint32Array) => void,
+  ): boolean {
+    const bits = shape[0];
+    const bySlab = new Map<number, Array<readonly [number, number, number]>>();
+    for (const change of changes) {
+      const key = change[0] >>> 0;
+      const bucket = directory[bits === 0 ? 0 : key >>> (32 - bits)];
+      const list = bySlab.get(Math.floor(bucket / SLAB));
+      if (list === undefined) bySlab.set(Math.floor(bucket / SLAB), [change]);
+      else list.push(change);
+    }
+    for (const [index, list] of bySlab) {
+      const words = slab(index);
+      for (const [anyKey, row, digest] of list) {
+        const key = anyKey >>> 0;
+        const at = (directory[bits === 0 ? 0 : key >>> (32 - bits)] % SLAB) * BUCKET;
+        let i = key & (ENTRIES - 1);
+        for (let n = 0; n < ENTRIES && !(words[at + i] === key && words[at + ROWS + i] === row); n += 1) i = (i + 1) & (ENTRIES - 1);
+        if (!(words[at + i] === key && words[at + ROWS + i] === row)) return false;
+        words[at + HIGH + i] = Math.floor(digest / TWO_32);
+        words[at + LOW + i] = digest >>> 0;
+      }
+      write(index, words);
+    }
+    return true;
+  }
+
+  /** The index as it is persisted (its last slab cut to the buckets in use). */
+  persist(): PersistedIndex {
+    const used = this.#buckets - (this.#slabs.length - 1) * SLAB;
+    const slabs = this.#slabs.map((slab, i) => (i === this.#slabs.length - 1 ? slab.subarray(0, used * BUCKET) : slab));
+    const depths = new Uint8Array(this.#buckets);
+    const counts = new Uint8Array(this.#buckets);
+    this.#depths.forEach((part, i) => depths.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
+    this.#counts.forEach((part, i) => counts.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
+    return { shape: Uint32Array.of(this.#bits, this.#buckets, this.#size), directory: this.#directory, depths, counts, slabs };
+  }
+}
+
+/** A copy of `part` in an array of `length` (a last slab read back, grown to a whole one). */
+function grown<T extends Uint32Array | Uint8Array>(part: T, length: number): T {
+  const whole = new (part.constructor as new (length: number) => T)(length);
+  whole.set(part);
+  return whole;
+}

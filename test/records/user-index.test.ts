@@ -1,0 +1,51 @@
+// The state's index of a target's users: every entry found again under its key (two users may share
+// one), digests told apart, buckets split as it grows, and the same after it is saved and read back.
+import { describe, expect, it } from 'vitest';
+import { UserIndex } from '../../src/records/user-index.js';
+
+/** A stream of 32-bit keys (xorshift), some of them signed as the plan gives them. */
+function keys(n: number): number[] {
+  let s = 0x9e3779b9;
+  return Array.from({ length: n }, (_, i) => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return i % 2 === 0 ? s | 0 : s >>> 0;
+  });
+}
+
+describe('UserIndex', () => {
+  it('finds every user again by key and digest, and no other', () => {
+    const index = new UserIndex();
+    const all = keys(100_000);
+    all.forEach((key, i) => index.set(key, i + 1, i * 7919 + 2 ** 40));
+    expect(index.size).toBe(100_000);
+    all.forEach((key, i) => {
+      expect(index.has(key, i * 7919 + 2 ** 40)).toBe(true);
+      expect(index.has(key, i * 7919 + 2 ** 40 + 1)).toBe(false);
+    });
+    const unknown = keys(200_000).slice(100_000);
+    expect(unknown.filter((key) => index.has(key)).length).toBeLessThan(5);
+  });
+
+  it('holds several users under one key, sets a row again in place, and survives being saved', () => {
+    const index = new UserIndex();
+    for (let row = 1; row <= 20; row += 1) index.set(-5, row, row * 10);
+    keys(50_000).forEach((key, i) => index.set(key, 100 + i, i));
+    index.set(-5, 7, 777);
+    const rows: Array<[number, number]> = [];
+    index.find(-5 >>> 0, (row, digest) => {
+      rows.push([row, digest]);
+      return false;
+    });
+    expect(rows).toHaveLength(20);
+    expect(rows).toContainEqual([7, 777]);
+    const again = new UserIndex(structuredClone(index.persist()));
+    expect(again.size).toBe(index.size);
+    expect(again.has(-5, 777)).toBe(true);
+    keys(50_000).forEach((key, i) => expect(again.has(key, i)).toBe(true));
+    again.set(12345, 999_999, 1);
+    expect(again.has(12345, 1)).toBe(true);
+    expect(again.size).toBe(index.size + 1);
+  });
+});

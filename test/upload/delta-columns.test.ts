@@ -1,0 +1,153 @@
+// --delta with --empty-as-null (an emptied cell clears a value only where the state holds one) and
+// the per-attribute delta report, through the real CLI against `track emulate` on port 0.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp } = useServers();
+const emulators: RunningEmulator[] = [];
+afterEach(async () => {
+  for (const emu of emulators.splice(0)) {
+    emu.proc.kill('SIGKILL');
+    await emu.exited;
+  }
+});
+
+async function emulate(): Promise<RunningEmulator> {
+  const emu = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--quiet']);
+  emulators.push(emu);
+  return emu;
+}
+
+const cli = (args: string[]) => runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1', TRACK_URL: '', TRACK_API_KEY: '' } });
+const csv = (name: string, lines: string[]): string => {
+  writeFileSync(join(tmp.dir, name), `${lines.join('\n')}\n`);
+  return name;
+};
+/** The attributes items a run wrote to --out, in order. */
+const itemsOut = (name: string): Array<Record<string, unknown>> =>
+  readFileSync(join(tmp.dir, name), 'utf8')
+    .split('\n')
+    .filter((line) => line !== '')
+    .flatMap((line) => JSON.parse(line).attributes ?? []);
+async function profiles(emu: RunningEmulator, ids: string[]): Promise<Record<string, Record<string, unknown>>> {
+  const body = { external_ids: ids, fields_to_export: ['external_id', 'custom_attributes'] };
+  const users = (await postJson(`${emu.url}/users/export/ids`, 'k', body)).body.users as Array<{ external_id: string; custom_attributes?: Record<string, unknown> }>;
+  return Object.fromEntries(users.map((u) => [u.external_id, u.custom_attributes ?? {}]));
+}
+
+describe('--delta --empty-as-null', () => {
+  it('sends the null of an emptied cell only where the state holds a value of that attribute for that user, and reports each attribute', async () => {
+    const emu = await emulate();
+    const flags = ['--delta', '--empty-as-null', '--url', emu.url];
+    const up = (args: string[]) => cli(['upload', ...args, '--api-key', 'k']);
+    const header = 'external_id,company,plan,city';
+    // night 1: the state is empty, so an empty cell has nothing to clear and is not sent
+    csv('night1.csv', [header, 'u1,Acme,pro,Paris', 'u2,,free,Lyon', 'u3,Beta,free,']);
+    const first = await up(['night1.csv', ...flags, '--out', 'night1.ndjson', '--quiet']);
+    expect(first.status, first.stderr).toBe(0);
+    expect(itemsOut('night1.ndjson')).toEqual([
+      { external_id: 'u1', company: 'Acme', plan: 'pro', city: 'Paris' },
+      { external_id: 'u2', plan: 'free', city: 'Lyon' },
+      { external_id: 'u3', company: 'Beta', plan: 'free' },
+    ]);
+
+    // night 2: u1's company emptied (held: cleared), u2's still empty and u4's new one empty (nothing
+    // held: nothing sent), u6 named twice (the later row clears what the earlier one sends)
+    csv('night2.csv', [header, 'u1,,pro,Paris', 'u2,,free,Lyon', 'u3,Beta,free,', 'u4,,new,Nice', 'u6,Zeta,pro,Oslo', 'u6,,pro,Oslo']);
+    const columns = {
+      company: { changed: 1, unchanged: 3, cleared: 2 },
+      plan: { changed: 2, unchanged: 4, cleared: 0 },
+      city: { changed: 2, unchanged: 4, cleared: 0 },
+    };
+    // what a run would send, read from the state without changing it
+    const dry = await cli(['validate', 'night2.csv', ...flags, '--json']);
+    expect(dry.status, dry.stderr).toBe(0);
+    expect(JSON.parse(dry.stdout).deltaColumns).toEqual(columns);
+    const second = await up(['night2.csv', ...flags, '--out', 'night2.ndjson']);
+    expect(second.status, second.stderr).toBe(0);
+    expect(itemsOut('night2.ndjson')).toEqual([
+      { external_id: 'u1', company: null },
+      { external_id: 'u4', plan: 'new', city: 'Nice' },
+      { external_id: 'u6', company: 'Zeta', plan: 'pro', city: 'Oslo' },
+      { external_id: 'u6', company: null },
+    ]);
+    // the compact table in the text summary, those that changed most first
+    const table = second.stdout.split('\n').filter((line) => /^(columns| {12}\S)/.test(line));
+    expect(table.map((line) => line.trim().split(/\s+/))).toEqual([
+      ['columns', 'changed', 'unchanged', 'cleared'],
+      ['company', '1', '3', '2'],
+      ['city', '2', '4', '0'],
+      ['plan', '2', '4', '0'],
+    ]);
+    const held = await profiles(emu, ['u1', 'u2', 'u3', 'u4', 'u6']);
+    expect(held).toEqual({
+      u1: { plan: 'pro', city: 'Paris' },
+      u2: { plan: 'free', city: 'Lyon' },
+      u3: { company: 'Beta', plan: 'free' },
+      u4: { plan: 'new', city: 'Nice' },
+      u6: { plan: 'pro', city: 'Oslo' },
+    });
+
+    // night 3, the same file: the state learned the clearings, so only u6, named twice with two
+    // companies, is sent again (its last row left null, which its first row changes)
+    const third = await up(['night2.csv', ...flags, '--json', '--out', 'night3.ndjson']);
+    expect(third.status, third.stderr).toBe(0);
+    expect(itemsOut('night3.ndjson')).toEqual([
+      { external_id: 'u6', company: 'Zeta' },
+      { external_id: 'u6', company: null },
+    ]);
+    expect(JSON.parse(third.stdout).deltaColumns.company).toEqual({ changed: 1, unchanged: 4, cleared: 1 });
+
+    // --full sends every null, held or not, as a run without --delta does
+    const full = await up(['night2.csv', ...flags, '--full', '--out', 'full.ndjson', '--quiet']);
+    expect(full.status, full.stderr).toBe(0);
+    expect(itemsOut('full.ndjson').find((item) => item.external_id === 'u2')).toEqual({ external_id: 'u2', company: null, plan: 'free', city: 'Lyon' });
+  });
+
+  it('without --empty-as-null an empty cell is left out, and a cell reading null is compared as any value', async () => {
+    const emu = await emulate();
+    const flags = ['--delta', '--url', emu.url, '--api-key', 'k'];
+    csv('a.csv', ['external_id,company', 'u1,Acme', 'u2,null']);
+    expect((await cli(['upload', 'a.csv', ...flags, '--quiet'])).status).toBe(0);
+    csv('b.csv', ['external_id,company', 'u1,', 'u2,null']);
+    const again = JSON.parse((await cli(['upload', 'b.csv', ...flags, '--json'])).stdout);
+    expect(again.requests).toBe(0);
+    expect(again.deltaColumns).toEqual({ company: { changed: 0, unchanged: 1, cleared: 0 } });
+    expect((await profiles(emu, ['u1'])).u1).toEqual({ company: 'Acme' });
+  });
+});
+
+describe('the per-attribute delta report', () => {
+  it('shows the twelve attributes that changed most in the text summary, and every one in --json; a run without --delta has none', async () => {
+    const emu = await emulate();
+    const names = Array.from({ length: 15 }, (_, i) => `a${String(i).padStart(2, '0')}`);
+    // on night 2, u1 changes a05..a14, u2 a10..a14, u3 nothing
+    const row = (id: number, night: number) => [`u${id}`, ...names.map((_, i) => (i < id * 5 || night === 1 ? `v${i}` : `w${i}`))].join(',');
+    csv('n1.csv', [`external_id,${names.join(',')}`, row(1, 1), row(2, 1), row(3, 1)]);
+    expect((await cli(['upload', 'n1.csv', '--delta', '--url', emu.url, '--api-key', 'k', '--quiet'])).status).toBe(0);
+    csv('n2.csv', [`external_id,${names.join(',')}`, row(1, 2), row(2, 2), row(3, 2)]);
+    const text = await cli(['validate', 'n2.csv', '--delta', '--url', emu.url]);
+    expect(text.status, text.stderr).toBe(0);
+    const lines = text.stdout.split('\n');
+    const at = lines.findIndex((line) => line.startsWith('columns'));
+    const shown = lines.slice(at + 1, at + 13).map((line) => line.trim().split(/\s+/));
+    // most changed first, then by name
+    expect(shown.map(([name, changed, unchanged]) => `${name} ${changed} ${unchanged}`)).toEqual([
+      ...['a10', 'a11', 'a12', 'a13', 'a14'].map((n) => `${n} 2 1`),
+      ...['a05', 'a06', 'a07', 'a08', 'a09'].map((n) => `${n} 1 2`),
+      'a00 0 3',
+      'a01 0 3',
+    ]);
+    expect(lines[at + 13].trim()).toBe('and 3 more attributes (--json lists them all)');
+    const json = JSON.parse((await cli(['validate', 'n2.csv', '--delta', '--url', emu.url, '--json'])).stdout);
+    expect(Object.keys(json.deltaColumns).sort()).toEqual(names);
+    expect(json.deltaColumns.a02).toEqual({ changed: 0, unchanged: 3, cleared: 0 });
+    expect(json.deltaColumns.a14).toEqual({ changed: 2, unchanged: 1, cleared: 0 });
+    const plain = JSON.parse((await cli(['validate', 'n2.csv', '--json'])).stdout);
+    expect(plain.deltaColumns).toBeUndefined();
+    expect((await cli(['validate', 'n2.csv'])).stdout).not.toMatch(/^columns/m);
+  });
+});
