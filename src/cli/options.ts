@@ -105,6 +105,10 @@ export interface ReadFlags {
   url?: string;
   rate: number;
   hourly?: number;
+  /** Also write the --json summary here (for a scheduler, or `track report`). */
+  summaryFile?: string;
+  /** `K/N` or `auto/N`: keep the rows whose user falls in shard K of N. */
+  shard?: string;
 }
 
 /** The flags of `track upload`. */
@@ -196,7 +200,9 @@ export function addReadOptions(command: Command): Command {
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
-    .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)');
+    .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)')
+    .option('--summary-file <file>', 'also write the --json summary (with the exit status) to this file, also when the run fails or is stopped; `track report` adds shards\' summaries')
+    .option('--shard <K/N>', 'keep only the rows whose user falls in shard K of N (1 <= K <= N; auto/N takes K from JOB_COMPLETION_INDEX or TRACK_SHARD_INDEX, 0-based); --rate and --hourly stay the account\'s limits, shared');
 }
 
 /** The flags of the target and pace, for the estimate of `track validate` (upload declares them itself). */

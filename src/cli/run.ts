@@ -56,7 +56,7 @@ export function onStopSignals(first: () => void, second: () => void = () => proc
  */
 export async function runAndReport(
   verb: string,
-  flags: { json?: boolean },
+  flags: { json?: boolean; summaryFile?: string },
   run: {
     options: UploadOptions;
     /** A dry run's pace, for the estimate of how long sending would take. */
@@ -67,22 +67,50 @@ export async function runAndReport(
     ended: () => void;
     /** More to put in the JSON summary (validate's --preview). */
     extra?: Record<string, unknown>;
+    /** What names this run among others, after the counts of its JSON summary (its shard). */
+    names?: Record<string, unknown>;
   },
 ): Promise<void> {
-  const [{ upload }, { formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
+  const [{ upload }, { failureJson, formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
   const removeSignals = onStopSignals(run.stop, run.abort);
+  const more = { ...run.names, limits: run.options.limits };
   let summary: UploadSummary;
   try {
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
+  } catch (error) {
+    // a run that stopped before its summary still leaves one for the scheduler, then fails as it would
+    if (flags.summaryFile !== undefined) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
+    throw error;
   } finally {
     run.ended();
     removeSignals();
   }
   quietOnClosedStdout();
-  process.stdout.write(flags.json === true ? summaryJson(verb, { ...summary, ...run.extra }, run.pace) : formatSummary(verb, summary, run.options.limits, run.pace));
+  let exitStatus = exitCodeOfRun(summary);
+  const json = summaryJson(verb, { ...summary, ...run.extra }, run.pace, { exitStatus, ...more });
+  if (flags.summaryFile !== undefined && !(await writeSummaryFile(flags.summaryFile, json))) exitStatus = Math.max(exitStatus, EXIT.fatal);
+  process.stdout.write(flags.json === true ? json : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined) reportFatal(fatal);
-  process.exitCode = exitCodeOfRun(summary);
+  process.exitCode = exitStatus;
+}
+
+/**
+ * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
+ * it, then renamed over it. False, with the reason on stderr, when it cannot be written.
+ */
+async function writeSummaryFile(path: string, json: string): Promise<boolean> {
+  const { rename, writeFile, rm } = await import('node:fs/promises');
+  const partial = `${path}.${process.pid}.partial`;
+  try {
+    await writeFile(partial, json);
+    await rename(partial, path);
+    return true;
+  } catch (error) {
+    await rm(partial, { force: true });
+    process.stderr.write(`track: --summary-file ${path}: cannot be written (${error instanceof Error ? error.message : String(error)})\n`);
+    return false;
+  }
 }
 
 let quiet = false;

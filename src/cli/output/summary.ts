@@ -130,15 +130,24 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
 const errorJson = (error: Error | undefined): { name: string; message: string } | undefined =>
   error === undefined ? undefined : { name: error.name, message: error.message };
 
-/** The summary as JSON: errors as their name and message; an upload's with what its delivery did. */
-export function summaryJson(command: string, summary: UploadSummary, pace?: Pace): string {
+/**
+ * The summary as JSON: errors as their name and message; an upload's with what its delivery did;
+ * `more` (the exit status, the shard, the limits) after the counts.
+ */
+export function summaryJson(command: string, summary: UploadSummary, pace?: Pace, more: Record<string, unknown> = {}): string {
   const fatal = errorJson(summary.fatal);
   const d = summary.delivery;
   // spent: the data points of items the server accepted (none in a dry run)
   const dataPoints = { sent: d?.dataPoints ?? 0, avoided: summary.dataPoints.avoided, planned: summary.dataPoints.planned };
-  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal })}\n`;
+  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal, ...more })}\n`;
   const delivery = d === undefined ? undefined : { ...d, fatal: errorJson(d.fatal) };
-  return `${JSON.stringify({ command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 })}\n`;
+  return `${JSON.stringify({ command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0, ...more })}\n`;
+}
+
+/** The summary of a run that stopped before it had one (a usage error, say): what --summary-file holds then. */
+export function failureJson(command: string, error: unknown, more: Record<string, unknown> = {}): string {
+  const fatal = error instanceof Error ? errorJson(error) : { name: 'Error', message: String(error) };
+  return `${JSON.stringify({ command, fatal, ...more })}\n`;
 }
 
 /** Writes an error that stopped the run to stderr, with its stack when TRACK_DEBUG asks and it is not one of ours. */
