@@ -13,6 +13,7 @@ import type { ArrayName } from '../model/types.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
+import type { OutputFlags } from './output/run-outputs.js';
 
 /** Gathers the values of a repeatable flag, in the order given. */
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -79,7 +80,7 @@ export const EMULATE_DEFAULTS = {
 } as const satisfies Partial<EmulateFlags>;
 
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
-export interface ReadFlags {
+export interface ReadFlags extends OutputFlags {
   format?: InputFormat;
   encoding: InputEncoding;
   kind?: ArrayName;
@@ -135,6 +136,7 @@ export const UPLOAD_DEFAULTS = {
   retries: DEFAULT_RETRIES,
   onUnknown: 'retry',
   state: './track-state.sqlite',
+  progressInterval: 5,
 } as const satisfies Partial<UploadFlags>;
 
 /** --delimiter: one of the four, a tab also written `\t` or `tab`. */
@@ -203,6 +205,19 @@ export function addReadOptions(command: Command): Command {
     .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)')
     .option('--summary-file <file>', 'also write the --json summary (with the exit status) to this file, also when the run fails or is stopped; `track report` adds shards\' summaries')
     .option('--shard <K/N>', 'keep only the rows whose user falls in shard K of N (1 <= K <= N; auto/N takes K from JOB_COMPLETION_INDEX or TRACK_SHARD_INDEX, 0-based); --rate and --hourly stay the account\'s limits, shared');
+}
+
+/** The flags of what watches a run (progress events, the events file, GitHub Actions; an upload's report and metrics push). */
+export function addOutputOptions(command: Command, upload: boolean): Command {
+  command
+    .addOption(new Option('--progress <format>', 'progress on stderr: human lines, or ndjson (one JSON event a line: docs/progress-events.schema.json)').choices(['human', 'ndjson']).default('human'))
+    .option('--progress-interval <seconds>', 'seconds between progress lines and progress events', wholeNumber('--progress-interval', 1, 3600), UPLOAD_DEFAULTS.progressInterval)
+    .option('--events <file>', 'also write the progress events (NDJSON) to this file; the human progress stays')
+    .option('--no-ci-output', 'in GitHub Actions (GITHUB_ACTIONS=true), write no step summary, step outputs or annotations');
+  if (!upload) return command;
+  return command
+    .option('--report <file>', 'write a self-contained HTML page of the run when it ends: figures, throughput, waits, retries, rejects, data points')
+    .option('--metrics-push <url>', "push the upload's counters to a Prometheus Pushgateway while it runs and at its end (e.g. http://127.0.0.1:9091)");
 }
 
 /** The flags of the target and pace, for the estimate of `track validate` (upload declares them itself). */

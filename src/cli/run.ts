@@ -3,6 +3,7 @@
 import { CommanderError, type Command } from 'commander';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
+import type { RunEnding } from './output/run-events.js';
 import type { Pace } from './output/summary.js';
 
 /** `noProfile`: `track inspect` was given an identifier that matches no profile. */
@@ -34,12 +35,12 @@ export function exitCodeOfRun(summary: UploadSummary): number {
  * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
  * once). Returns the function that removes the handlers.
  */
-export function onStopSignals(first: () => void, second: () => void = () => process.exit(EXIT.interrupted)): () => void {
+export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
-  const onSignal = (): void => {
+  const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
-    if (signals === 1) first();
-    else second();
+    if (signals === 1) first(signal);
+    else second(signal);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -61,17 +62,19 @@ export async function runAndReport(
     options: UploadOptions;
     /** A dry run's pace, for the estimate of how long sending would take. */
     pace?: Pace;
-    stop: () => void;
-    abort?: () => void;
+    stop: (signal: string) => void;
+    abort?: (signal: string) => void;
     /** Once upload() is over, before the summary: the progress output stops. */
     ended: () => void;
     /** More to put in the JSON summary (validate's --preview). */
     extra?: Record<string, unknown>;
     /** What names this run among others, after the counts of its JSON summary (its shard). */
     names?: Record<string, unknown>;
+    /** The run's outputs (NDJSON progress, CI, report, metrics): told of its end or of the error that stopped it. */
+    outputs?: RunEnding;
   },
 ): Promise<void> {
-  const [{ upload }, { failureJson, formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
+  const [{ upload }, { failureJson, formatSummary, reportFatal, summaryObject }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
   const removeSignals = onStopSignals(run.stop, run.abort);
   const more = { ...run.names, limits: run.options.limits };
   let summary: UploadSummary;
@@ -80,19 +83,25 @@ export async function runAndReport(
   } catch (error) {
     // a run that stopped before its summary still leaves one for the scheduler, then fails as it would
     if (flags.summaryFile !== undefined) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
-    throw error;
+    if (run.outputs === undefined || !(error instanceof Error)) throw error;
+    await run.outputs.failed(error, exitCodeFor(error));
+    if (!run.outputs.errorsAsEvents) throw error;
+    process.exitCode = exitCodeFor(error);
+    return;
   } finally {
     run.ended();
     removeSignals();
   }
   quietOnClosedStdout();
   let exitStatus = exitCodeOfRun(summary);
-  const json = summaryJson(verb, { ...summary, ...run.extra }, run.pace, { exitStatus, ...more });
-  if (flags.summaryFile !== undefined && !(await writeSummaryFile(flags.summaryFile, json))) exitStatus = Math.max(exitStatus, EXIT.fatal);
-  process.stdout.write(flags.json === true ? json : formatSummary(verb, summary, run.options.limits, run.pace));
+  const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace, { exitStatus, ...more });
+  const text = `${JSON.stringify(json)}\n`;
+  if (flags.summaryFile !== undefined && !(await writeSummaryFile(flags.summaryFile, text))) exitStatus = Math.max(exitStatus, EXIT.fatal);
+  process.stdout.write(flags.json === true ? text : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
-  if (fatal !== undefined) reportFatal(fatal);
+  if (fatal !== undefined && run.outputs?.errorsAsEvents !== true) reportFatal(fatal);
   process.exitCode = exitStatus;
+  await run.outputs?.end(json, exitStatus);
 }
 
 /**

@@ -1,6 +1,7 @@
 // Custom attribute operations on a profile's attribute map (spec 2.3; decisions.md "Attributes").
 // Pure: takes the current map and one item's value, returns nothing but mutates only the map given.
-import { isPlainObject, parseTimeValue, type Scalar } from '../model/index.js';
+import { isPlainObject, OBJECT_ARRAY_ORDER, parseTimeValue, type Scalar } from '../model/index.js';
+import { holdsObjectArrayOperation } from '../model/nested.js';
 
 export const DEFAULT_ARRAY_CAP = 25;
 
@@ -56,6 +57,15 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
     setOwn(attrs, key, value);
     return;
   }
+  if (holdsObjectArrayOperation(value)) {
+    // decisions.md: several in one object apply in the order $add, $remove, $update, whatever order they are written in
+    for (const operation of OBJECT_ARRAY_ORDER) {
+      if (!Object.hasOwn(value, operation)) continue;
+      const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
+      applyObjectArrayOperation(attrs, key, operation, value[operation] as Attrs[], current, options.mergeObjects);
+    }
+    return;
+  }
   const keys = Object.keys(value);
   const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
   if (keys.length === 2 && Object.hasOwn(value, 'add') && Object.hasOwn(value, 'remove')) {
@@ -87,11 +97,6 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
       case '$time':
         setOwn(attrs, key, new Date(parseTimeValue(operand as string) as number).toISOString());
         return;
-      case '$add':
-      case '$remove':
-      case '$update':
-        applyObjectArrayOperation(attrs, key, keys[0], operand as Attrs[], current);
-        return;
     }
   }
   setOwn(attrs, key, options.mergeObjects && isPlainObject(current) ? deepMerge(current, value) : value);
@@ -104,10 +109,11 @@ function matches(element: unknown, selector: Attrs): boolean {
 
 /**
  * `$add` appends objects (starting the array when it is missing or not an array of objects); `$remove`
- * drops every element a selector matches; `$update` deep-merges `$new_object` into each matched
- * element and creates none. On a missing attribute, `$remove` and `$update` change nothing.
+ * drops every element a selector matches; `$update` changes each matched element and creates none:
+ * `$new_object` replaces it whole, or with `_merge_objects` is deep-merged into it (decisions.md). On a
+ * missing attribute, `$remove` and `$update` change nothing.
  */
-function applyObjectArrayOperation(attrs: Attrs, key: string, operation: string, operand: Attrs[], current: unknown): void {
+function applyObjectArrayOperation(attrs: Attrs, key: string, operation: string, operand: Attrs[], current: unknown, mergeObjects: boolean): void {
   const elements = Array.isArray(current) && current.every(isPlainObject) ? (current as Attrs[]) : undefined;
   if (operation === '$add') {
     setOwn(attrs, key, [...(elements ?? []), ...operand]);
@@ -118,11 +124,12 @@ function applyObjectArrayOperation(attrs: Attrs, key: string, operation: string,
     setOwn(attrs, key, elements.filter((element) => !operand.some((selector) => matches(element, selector))));
     return;
   }
+  const update = (element: Attrs, patch: Attrs): Attrs => (mergeObjects ? deepMerge(element, patch) : { ...patch });
   setOwn(
     attrs,
     key,
     elements.map((element) =>
-      operand.reduce((merged, selector) => (matches(merged, selector) ? deepMerge(merged, selector.$new_object as Attrs) : merged), element),
+      operand.reduce((changed, selector) => (matches(changed, selector) ? update(changed, selector.$new_object as Attrs) : changed), element),
     ),
   );
 }

@@ -66,7 +66,7 @@ export function emptyPlanSummary(): PlanSummary {
 }
 
 /** A problem without the value that caused it: `email: is not a valid email address`. */
-function reasonOf(problem: string): string {
+export function reasonOf(problem: string): string {
   const got = problem.indexOf(', got ');
   return got === -1 ? problem : problem.slice(0, got);
 }
@@ -75,6 +75,11 @@ function count(reasons: Record<string, number>, problem: string): void {
   const reason = reasonOf(problem);
   if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
   else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+}
+
+/** Counts a rejected row under each of its reasons (once each). */
+export function countReasons(reasons: Record<string, number>, errors: readonly string[]): void {
+  for (const reason of new Set(errors.map(reasonOf))) count(reasons, reason);
 }
 
 /**
@@ -115,7 +120,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     }
     case 'reject':
       summary.rejected += 1;
-      for (const reason of new Set(event.record.errors.map(reasonOf))) count(summary.rejectReasons, reason);
+      countReasons(summary.rejectReasons, event.record.errors);
       break;
     case 'dropped-field':
       summary.droppedFields += 1;

@@ -14,7 +14,7 @@ import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
 import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
-import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
+import { addPlanEvent, countReasons, emptyPlanSummary, type PlanSummary } from './summary.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
 
@@ -51,6 +51,10 @@ export interface ReadProgress {
   requests: number;
   /** Bytes of input read (before gunzip) since the last report. */
   bytes: number;
+  /** Rows rejected so far, before sending. */
+  rejected?: number;
+  /** The data points of the items planned so far. */
+  dataPoints?: number;
 }
 
 /** Sending only what changed (docs/upload.md "Sending only what changed"). */
@@ -86,6 +90,8 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
   /** Stop reading, let requests in flight finish, save the journal (Ctrl-C). */
   stopSignal?: AbortSignal;
   onProgress?: (progress: ReadProgress) => void;
+  /** Told of each rejected row once it is written to the rejects file (before sending, or refused by the server). */
+  onReject?: (record: RejectRecord) => void;
 }
 
 export interface UploadSummary extends PlanSummary {
@@ -95,6 +101,8 @@ export interface UploadSummary extends PlanSummary {
   elapsedMs: number;
   /** What the delivery did; undefined in a dry run. */
   delivery?: DeliverySummary;
+  /** Items the server refused (each a line of the rejects file), by reason; empty in a dry run. */
+  refusedReasons: Record<string, number>;
   /** The run was stopped (stopSignal) before it read every row. */
   interrupted: boolean;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
@@ -169,6 +177,12 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const writeReject = async (record: RejectRecord): Promise<void> => {
     if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
     else held += 1;
+    options.onReject?.(record);
+  };
+  const refusedReasons: Record<string, number> = {};
+  const writeRefused = async (record: RejectRecord): Promise<void> => {
+    countReasons(refusedReasons, record.errors);
+    await writeReject(record);
   };
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
@@ -198,7 +212,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       summary = addPlanEvent(summary, event);
       switch (event.type) {
         case 'read':
-          options.onProgress?.({ file: event.file, rows: summary.rows, requests: summary.requests, bytes: event.bytes });
+          options.onProgress?.({ file: event.file, rows: summary.rows, requests: summary.requests, bytes: event.bytes, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
           break;
         case 'line-items':
           ledger?.expect(event.file, event.line, event.items);
@@ -217,6 +231,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       }
     }
     readAll = true;
+    // the last chunk's rejects and requests come after its tally: the reader is told the whole plan
+    const last = summary.files.at(-1)?.file;
+    if (last !== undefined) options.onProgress?.({ file: last, rows: summary.rows, requests: summary.requests, bytes: 0, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
   }
 
   // 4. deliver, or drain the plan (a dry run)
@@ -254,7 +271,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           notApplied: journal === undefined ? undefined : (request) => journal.notApplied(request),
           sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
           carriedDuplicates: journal?.unreported,
-          onReject: writeReject,
+          onReject: writeRefused,
           onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, (i) => rejected.has(i)),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
@@ -303,6 +320,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,
+    refusedReasons,
     interrupted: !readAll && options.stopSignal?.aborted === true,
     fatal,
   };

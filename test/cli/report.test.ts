@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { addSummaries, mergeSummaries, worseStatus, type SummaryJson } from '../../src/cli/output/report.js';
+import { addSummaries, mergeSummaries, worseStatus, type SummaryJson } from '../../src/cli/output/merge-summaries.js';
 import { track, workdir } from './run-cli.js';
 
 let dir: string;

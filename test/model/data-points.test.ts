@@ -41,4 +41,24 @@ describe('dataPoints', () => {
     expect(dataPoints('events', { external_id: 'u1', name: 'login', time: 't', properties: { a: 1, b: { c: 2 } } })).toBe(3);
     expect(dataPoints('purchases', { external_id: 'u1', product_id: 'p', currency: 'USD', price: 1, time: 't', properties: { size: 'L' } })).toBe(2);
   });
+
+  it("counts a purchase property holding a boolean, an object or an array of objects once: the service ingests it as one value", () => {
+    const properties = {
+      sharpened: true,
+      shipping: { method: 'ground', cost: 4.5 },
+      products: [{ name: 'Monitor', amount: 19.99 }, { name: 'Keyboard', amount: 199.99 }],
+      ordered_at: '2024-03-07T10:00:00Z',
+    };
+    expect(dataPoints('purchases', { external_id: 'u1', product_id: 'p', currency: 'USD', price: 1, time: 't', properties })).toBe(5);
+  });
+
+  it('counts each operation of a combined one on an array of objects', () => {
+    const value = {
+      $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: { name: 'y', size: 2 } }],
+      $remove: [{ $identifier_key: 'id', $identifier_value: 2 }, { $identifier_key: 'id', $identifier_value: 3 }],
+      $add: [{ id: 4, name: 'z' }],
+    };
+    expect(attributePoints(value)).toBe(2 + 2 + 2);
+    expect(dataPoints('attributes', { external_id: 'u1', pets: value }, 'external_id')).toBe(6);
+  });
 });

@@ -15,7 +15,7 @@ export function registerReport(program: Command): void {
     .option('--json', 'print the report as JSON')
     .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice; 2 when a file is not a summary.')
     .action(async (files: string[], flags: { json?: boolean }) => {
-      const [{ formatReport, mergeSummaries, parseSummary }, { formatSummary }] = await Promise.all([import('../output/report.js'), import('../output/summary.js')]);
+      const [{ formatReport, mergeSummaries, parseSummary }, { formatSummary }] = await Promise.all([import('../output/merge-summaries.js'), import('../output/summary.js')]);
       const summaries = [];
       for (const file of files) {
         const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {

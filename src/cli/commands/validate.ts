@@ -2,16 +2,17 @@
 // nothing. `track upload --dry-run` is the same run under another name.
 import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
-import type { UploadOptions } from '../../upload/upload.js';
+import type { ReadProgress, UploadOptions } from '../../upload/upload.js';
+import type { OutputFlags } from '../output/run-outputs.js';
 import { quietOnClosedStdout, runAndReport } from '../run.js';
-import { addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
+import { addOutputOptions, addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .description('check input files as an upload would read them; nothing is sent')
     .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
-  addPaceOptions(addReadOptions(command))
+  addOutputOptions(addPaceOptions(addReadOptions(command)), false)
     .option('--preview <n>', 'first print the first N rows of each file as the items they become (with --json, in the summary)', wholeNumber('--preview', 1))
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
     .action(async (files: string[], flags: ReadFlags & { preview?: number }) => {
@@ -46,31 +47,42 @@ const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 export async function runDryRun(
   verb: string,
   options: UploadOptions,
-  flags: { json?: boolean; rate: number; hourly?: number },
+  flags: OutputFlags & { json?: boolean; rate: number; hourly?: number },
   extra?: Record<string, unknown>,
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
   const { readingLine, startSpinner } = await import('../output/progress.js');
+  const { both, openRunOutputs } = await import('../output/run-outputs.js');
+  const { maxTotal, maxPerArray } = options.limits ?? {};
+  const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
-  const spinner = process.stderr.isTTY === true && flags.json !== true ? await startSpinner('reading') : undefined;
+  const spinner = process.stderr.isTTY === true && flags.json !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
     pace: { rate: flags.rate, hourly: flags.hourly },
     extra,
-    stop: () => stop.abort(),
+    outputs,
+    stop: (signal) => {
+      outputs?.stop(signal, 'finish');
+      stop.abort();
+    },
     ended: () => spinner?.stop(),
     options: {
         ...options,
         stopSignal: stop.signal,
-        onProgress: spinner
-          ? ({ file, rows, requests }) => {
-              const now = Date.now();
-              if (now - last < 100) return;
-              last = now;
-              spinner.text = readingLine(file, rows, requests);
-            }
-          : undefined,
+        onProgress: both(
+          spinner
+            ? ({ file, rows, requests }: ReadProgress) => {
+                const now = Date.now();
+                if (now - last < 100) return;
+                last = now;
+                spinner.text = readingLine(file, rows, requests);
+              }
+            : undefined,
+          outputs?.read,
+        ),
+        onReject: outputs?.reject,
       },
     });
 }

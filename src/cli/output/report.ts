@@ -1,142 +1,167 @@
-// `track report`: the summaries of a sharded run's processes (--summary-file, or --json saved)
-// added into one: counts summed, reasons merged, the longest elapsed time, every shard named, the
-// missing and doubled ones said, and the worst exit status as the verdict.
-import { InputError } from '../../errors.js';
-import { EXIT } from '../run.js';
+// --report FILE.html: one self-contained page of a run (no script, nothing from elsewhere), written
+// when it ends: its figures, throughput over time against --rate, waits, retries, answers, rejects by
+// reason, and data points spent and avoided. A consumer of the run's events: the figures are the
+// summary's, the curves its progress events, the waits and retries its wait and retry events.
+import { writeFile } from 'node:fs/promises';
+import { barChart, escapeXml as escape, grouped, lineChart, statusColour, type Bar } from '../../charts/svg.js';
+import { asSummary, runFigures, type SummaryFields } from './figures.js';
+import type { ProgressEvent, RunConsumer, RunEvent, StartEvent, StopEvent } from './run-events.js';
 
-/** A run's --json summary as written to --summary-file (or printed by --json). */
-export type SummaryJson = Record<string, unknown> & {
-  command?: string;
-  exitStatus?: number;
-  shard?: { index: number; count: number };
+/** Seconds between the samples the curves are drawn from. */
+const SAMPLE_SECONDS = 1;
+/** Samples kept: past this, every other one is dropped (a long run is drawn coarser, never out of memory). */
+const MAX_SAMPLES = 2_000;
+
+const STYLE = `
+body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d232a;background:#f6f7f9}
+header{background:#20303f;color:#fff;padding:10px 20px}header h1{font-size:17px;margin:0}header p{margin:2px 0 0;color:#cfd8e0}
+main{padding:12px 20px;max-width:1240px}
+table.figures{border-collapse:collapse;background:#fff;margin:0 0 10px}
+table.figures th,table.figures td{border:1px solid #d9dee3;padding:3px 10px;text-align:left}table.figures th{background:#eef1f4;font-weight:600}
+table.figures td{font-variant-numeric:tabular-nums}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(380px,1fr));gap:4px 14px}
+figure{margin:0}figure h2{font-size:14px;margin:4px 0 2px}
+svg.chart{display:block;width:100%;height:auto;background:#fff;border:1px solid #d9dee3}
+.note{color:#59636e}
+`;
+
+interface Recorded {
+  start?: StartEvent;
+  samples: ProgressEvent[];
+  waits: Map<string, { count: number; seconds: number }>;
+  retries: Map<string, number>;
+  stop?: StopEvent;
+}
+
+const WAIT_NAMES: Record<string, string> = {
+  'rate-limited': '429 answers',
+  rate: 'the --rate limit',
+  hourly: 'the --hourly limit',
+  'retry-after': "the server's Retry-After",
+  'server-window': "the server's rate-limit window",
 };
 
-export interface ShardReport {
-  file: string;
-  shard?: { index: number; count: number };
-  exitStatus: number;
-  rows: number;
-  requests: number;
-  rejected: number;
-  fatal?: string;
-}
-
-export interface Report {
-  command: 'report';
-  /** The summaries added, in the order given. */
-  shards: ShardReport[];
-  /** Of N shards, those no summary names (1-based). */
-  missingShards: number[];
-  /** Shards named by more than one summary. */
-  duplicateShards: number[];
-  /** The shard counts the summaries disagree on (`--shard 1/4` beside `2/3`), when they do. */
-  shardCounts: number[];
-  /** The worst exit status among the summaries (and 3 when a shard is missing or doubled). */
-  exitStatus: number;
-  /** The summaries added into one. */
-  total: SummaryJson;
-}
-
-/** Exit statuses from worst to best: a fatal stop, a usage error, an interrupted run, rejects, success. */
-const SEVERITY = [EXIT.fatal, EXIT.usage, EXIT.interrupted, EXIT.rejected, EXIT.ok] as number[];
-
-/** The worse of two exit statuses; a status not known here (a signal's 143, say) counts as fatal. */
-export function worseStatus(a: number, b: number): number {
-  const rank = (s: number): number => (SEVERITY.includes(s) ? SEVERITY.indexOf(s) : -1);
-  return rank(a) <= rank(b) ? a : b;
-}
-
-/** Keys whose values are not counts: the latest or longest is kept, not the sum. */
-const LONGEST = new Set(['elapsedMs']);
-/** Keys that name one run and mean nothing added up. */
-const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal']);
-
-/**
- * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed, lists joined, objects
- * added key by key; a text kept when both agree.
- */
-export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
-  if (a === undefined) return b;
-  if (b === undefined) return a;
-  if (typeof a === 'number' && typeof b === 'number') return LONGEST.has(key) ? Math.max(a, b) : a + b;
-  if (typeof a === 'boolean' && typeof b === 'boolean') return a || b;
-  if (Array.isArray(a) && Array.isArray(b)) return key === 'notes' ? [...new Set([...a, ...b])] : [...a, ...b];
-  if (isObject(a) && isObject(b)) {
-    const sum: Record<string, unknown> = {};
-    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
-      if (!OWN.has(k)) sum[k] = addSummaries(a[k], b[k], k);
-    }
-    return sum;
+/** Points per second between successive samples of a count. */
+function perSecond(samples: ProgressEvent[], count: (p: ProgressEvent) => number): [number, number][] {
+  const points: [number, number][] = [];
+  // from the start, when every count was 0
+  let before = { at: 0, n: 0 };
+  for (const sample of samples) {
+    const dt = sample.elapsedSeconds - before.at;
+    if (dt <= 0) continue;
+    points.push([sample.elapsedSeconds, Math.max(0, count(sample) - before.n) / dt]);
+    before = { at: sample.elapsedSeconds, n: count(sample) };
   }
-  return a === b ? a : undefined;
+  return points;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const count = (v: unknown): number => (typeof v === 'number' ? v : 0);
+const figureRow = (name: string, value: string, id: string): string => `<tr><th scope="row">${escape(name)}</th><td id="${id}">${value}</td></tr>`;
 
-/** Reads one summary's text, naming the file when it is not a run's summary. */
-export function parseSummary(file: string, text: string): SummaryJson {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw new InputError('not a JSON summary (write one with --summary-file or --json)', file);
-  }
-  if (!isObject(parsed) || typeof parsed.command !== 'string' || parsed.command === 'report') {
-    throw new InputError('not the summary of an upload or validate run (write one with --summary-file)', file);
-  }
-  if (typeof parsed.exitStatus !== 'number') throw new InputError('the summary holds no exitStatus (write it with --summary-file)', file);
-  return parsed as SummaryJson;
+function figuresTable(summary: SummaryFields, exitStatus: number): string {
+  const f = runFigures(summary);
+  const d = summary.delivery;
+  return `<table class="figures"><tbody>
+${figureRow('rows read', grouped(f.rows), 'figure-rows')}
+${figureRow('rejected', grouped(f.rejected), 'figure-rejected')}
+${figureRow(d === undefined ? 'requests (would be sent)' : 'requests answered', grouped(f.requests), 'figure-requests')}
+${d === undefined ? '' : figureRow('retries, 429 answers', `${grouped(d.retries)}, ${grouped(d.rateLimited)}`, 'figure-retries')}
+${figureRow('data points spent, avoided', `${grouped(f.dataPoints)}, ${grouped(f.avoidedDataPoints)}`, 'figure-data-points')}
+${figureRow('duration', `${grouped(f.durationSeconds)} s`, 'figure-duration')}
+${figureRow('exit status', String(exitStatus), 'figure-exit-status')}
+</tbody></table>`;
 }
 
-export function mergeSummaries(summaries: { file: string; summary: SummaryJson }[]): Report {
-  const shards: ShardReport[] = summaries.map(({ file, summary }) => {
-    const delivery = isObject(summary.delivery) ? summary.delivery : {};
-    const fatal = isObject(summary.fatal) ? summary.fatal : isObject(delivery.fatal) ? delivery.fatal : undefined;
-    return {
-      file,
-      shard: summary.shard,
-      exitStatus: summary.exitStatus ?? EXIT.fatal,
-      rows: count(summary.rows),
-      requests: summary.command === 'upload' && summary.delivery !== undefined ? count(delivery.requestsSent) : count(summary.requests),
-      rejected: count(summary.rejected) + rejectedByServer(delivery),
-      fatal: typeof fatal?.message === 'string' ? fatal.message : undefined,
-    };
+function charts(r: Recorded, summary: SummaryFields): string {
+  const f = runFigures(summary);
+  const rate = r.start?.limits.rate;
+  const throughput = lineChart({
+    id: 'throughput',
+    title: 'Throughput over time',
+    series: [
+      { name: 'requests answered/s', colour: '#2f6fb0', points: perSecond(r.samples, (p) => p.requests.sent) },
+      { name: '429 answers/s', colour: '#c2410c', points: perSecond(r.samples, (p) => p.requests.rateLimited) },
+    ],
+    limit: rate === undefined ? undefined : { value: rate, label: `--rate ${grouped(rate)}/s` },
+    xLabel: 'seconds since the start',
+    yLabel: 'per second',
+    height: 230,
   });
-  const counts = [...new Set(shards.flatMap((s) => (s.shard === undefined ? [] : [s.shard.count])))];
-  const n = counts.length === 1 ? counts[0] : 0;
-  const seen = new Map<number, number>();
-  for (const s of shards) if (s.shard !== undefined) seen.set(s.shard.index, (seen.get(s.shard.index) ?? 0) + 1);
-  const missingShards = n === 0 ? [] : Array.from({ length: n }, (_, i) => i + 1).filter((k) => !seen.has(k));
-  const duplicateShards = [...seen].filter(([, times]) => times > 1).map(([k]) => k).sort((a, b) => a - b);
-  let exitStatus = shards.reduce((worst, s) => worseStatus(worst, s.exitStatus), EXIT.ok as number);
-  // the whole run is not known to be complete: as for a run that stopped on a fatal error
-  if (missingShards.length > 0 || duplicateShards.length > 0 || counts.length > 1) exitStatus = worseStatus(exitStatus, EXIT.fatal);
-  const total = summaries.reduce<unknown>((sum, { summary }) => addSummaries(sum, summary), undefined) as SummaryJson;
-  return { command: 'report', shards, missingShards, duplicateShards, shardCounts: counts.length > 1 ? counts : [], exitStatus, total };
+  const answers = Object.entries((summary.delivery as { answers?: Record<string, number> } | undefined)?.answers ?? {}).sort((a, b) => b[1] - a[1]);
+  const waits: Bar[] = [...r.waits].map(([reason, w]) => ({ label: `${WAIT_NAMES[reason] ?? reason} (${grouped(w.count)})`, value: w.seconds, colour: '#c2410c' }));
+  const retries: Bar[] = [...r.retries].sort((a, b) => b[1] - a[1]).map(([reason, n]) => ({ label: reason, value: n, colour: '#7c3aed' }));
+  const rejects: Bar[] = f.reasons.map((x) => ({ label: x.reason, value: x.rows, note: x.where, colour: x.where === 'by the server' ? '#a1161b' : '#d98e04' }));
+  const points: Bar[] = [
+    { label: summary.delivery === undefined ? 'would be spent' : 'spent', value: f.dataPoints, colour: '#2f6fb0' },
+    { label: 'avoided (unchanged)', value: f.avoidedDataPoints, colour: '#17692d' },
+  ];
+  const figure = (heading: string, chart: string): string => `<figure><h2>${escape(heading)}</h2>${chart}</figure>`;
+  return `<div class="charts">
+${figure('Throughput', throughput)}
+${figure('Answers by status', barChart({ id: 'answers', title: 'Answers by status', bars: answers.map(([label, value]) => ({ label, value, colour: statusColour(label) })), unit: ['post', 'posts'], empty: 'No request was posted.' }))}
+${figure('Rejects by reason', barChart({ id: 'rejects', title: 'Rejects by reason', bars: rejects, unit: ['row', 'rows'], empty: 'No row was rejected.' }))}
+${figure('Data points', barChart({ id: 'data-points', title: 'Data points spent and avoided', bars: points, empty: '' }))}
+${figure('Waits', barChart({ id: 'waits', title: 'Seconds each wait asked for, added up by reason (how many waits)', bars: waits, unit: ['s', 's'], empty: 'No wait.' }))}
+${figure('Retries', barChart({ id: 'retries', title: 'Retries by reason', bars: retries, unit: ['retry', 'retries'], empty: 'No retry.' }))}
+</div>`;
 }
 
-function rejectedByServer(delivery: Record<string, unknown>): number {
-  const items = isObject(delivery.items) ? delivery.items : {};
-  return Object.values(items).reduce<number>((sum, tally) => sum + (isObject(tally) ? count(tally.rejected) : 0), 0);
+export function reportPage(r: Recorded, end: { summary: Record<string, unknown>; exitStatus: number } | { error: string; exitStatus: number }): string {
+  const command = r.start?.command ?? 'upload';
+  const when = r.start === undefined ? '' : `started ${r.start.time.replace('T', ' ').slice(0, 19)} UTC`;
+  const to = r.start?.target === undefined ? '' : ` to ${r.start.target}`;
+  const inputs = r.start?.inputs.map((i) => i.file).join(', ') ?? '';
+  const stopped = r.stop === undefined ? '' : `<p class="note">Stopped by ${escape(r.stop.signal)}.</p>`;
+  const main =
+    'error' in end
+      ? `<p class="note">The run ended before it had a summary: ${escape(end.error)} (exit status ${end.exitStatus}).</p>`
+      : `${figuresTable(asSummary(end.summary), end.exitStatus)}${stopped}${charts(r, asSummary(end.summary))}`;
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+<title>track ${escape(command)} report</title><style>${STYLE}</style></head>
+<body><header><h1>track ${escape(command)}${escape(to)}</h1><p>${escape(inputs)}${inputs === '' ? '' : ' · '}${escape(when)}</p></header>
+<main>${main}</main></body></html>
+`;
 }
 
-/** The report as a person reads it: each shard, what is missing or doubled, the sum, the verdict. */
-export function formatReport(report: Report, formatTotal: (total: SummaryJson) => string): string {
-  const lines: string[] = [];
-  const n = report.shards.find((s) => s.shard !== undefined)?.shard?.count;
-  const of = n === undefined ? '' : `, ${report.shards.length === n && report.missingShards.length === 0 ? 'every shard' : 'shards'} of ${n}`;
-  lines.push(`report: ${report.shards.length} ${report.shards.length === 1 ? 'summary' : 'summaries'}${of}`);
-  for (const s of report.shards) {
-    const name = s.shard === undefined ? 'no shard' : `shard ${s.shard.index}/${s.shard.count}`;
-    const fatal = s.fatal === undefined ? '' : `: ${s.fatal}`;
-    lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${s.rows.toLocaleString('en-US')} rows, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
-  }
-  if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits: ${report.shardCounts.map((c) => `of ${c}`).join(', ')}`);
-  if (report.missingShards.length > 0) lines.push(`missing     no summary of shard ${report.missingShards.join(', ')} of ${n}: that part of the run is not known to have run`);
-  if (report.duplicateShards.length > 0) lines.push(`doubled     shard ${report.duplicateShards.join(', ')} named by more than one summary`);
-  lines.push('');
-  lines.push(formatTotal(report.total).trimEnd());
-  lines.push(`status      ${report.exitStatus} (the worst of the summaries${report.missingShards.length + report.duplicateShards.length + report.shardCounts.length > 0 ? ', and the run is not whole' : ''})`);
-  return `${lines.join('\n')}\n`;
+export function htmlReport(path: string): RunConsumer {
+  const recorded: Recorded = { samples: [], waits: new Map(), retries: new Map() };
+  let page: string | undefined;
+  const sample = (p: ProgressEvent): void => {
+    recorded.samples.push(p);
+    if (recorded.samples.length > MAX_SAMPLES) recorded.samples = recorded.samples.filter((_, i) => i % 2 === 0);
+  };
+  return {
+    progressEvery: SAMPLE_SECONDS,
+    event(event: RunEvent) {
+      switch (event.type) {
+        case 'start':
+          recorded.start = event;
+          break;
+        case 'progress':
+          sample(event);
+          break;
+        case 'wait': {
+          const w = recorded.waits.get(event.reason) ?? { count: 0, seconds: 0 };
+          recorded.waits.set(event.reason, { count: w.count + 1, seconds: Math.round((w.seconds + event.seconds) * 10) / 10 });
+          break;
+        }
+        case 'retry':
+          recorded.retries.set(event.reason, (recorded.retries.get(event.reason) ?? 0) + 1);
+          break;
+        case 'stop':
+          recorded.stop ??= event;
+          break;
+        case 'end':
+          page = reportPage(recorded, { summary: event.summary, exitStatus: event.exitStatus });
+          break;
+        case 'error':
+          page = reportPage(recorded, { error: event.error.message, exitStatus: event.exitStatus });
+          break;
+      }
+    },
+    close: async () => {
+      if (page !== undefined) await writeFile(path, page);
+    },
+  };
 }

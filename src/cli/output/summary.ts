@@ -135,13 +135,18 @@ const errorJson = (error: Error | undefined): { name: string; message: string } 
  * `more` (the exit status, the shard, the limits) after the counts.
  */
 export function summaryJson(command: string, summary: UploadSummary, pace?: Pace, more: Record<string, unknown> = {}): string {
+  return `${JSON.stringify(summaryObject(command, summary, pace, more))}\n`;
+}
+
+/** The value summaryJson prints (what the run's `end` event carries). */
+export function summaryObject(command: string, summary: UploadSummary, pace?: Pace, more: Record<string, unknown> = {}): Record<string, unknown> {
   const fatal = errorJson(summary.fatal);
   const d = summary.delivery;
   // spent: the data points of items the server accepted (none in a dry run)
   const dataPoints = { sent: d?.dataPoints ?? 0, avoided: summary.dataPoints.avoided, planned: summary.dataPoints.planned };
-  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal, ...more })}\n`;
+  if (command !== 'upload') return { command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal, ...more };
   const delivery = d === undefined ? undefined : { ...d, fatal: errorJson(d.fatal) };
-  return `${JSON.stringify({ command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0, ...more })}\n`;
+  return { command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0, ...more };
 }
 
 /** The summary of a run that stopped before it had one (a usage error, say): what --summary-file holds then. */
