@@ -3,6 +3,7 @@
 // environment <- flags).
 import { Option, type Command } from 'commander';
 import { UsageError } from '../errors.js';
+import { parseShard } from '../upload/shard.js';
 import { DELIMITERS, type Delimiter } from '../input/delimiters.js';
 import { INPUT_ENCODINGS, type InputEncoding } from '../input/decode.js';
 import type { InputFormat } from '../input/source.js';
@@ -123,6 +124,8 @@ export interface UploadFlags extends ReadFlags {
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
+  rateStore?: string;
+  rateStoreKey?: string;
 }
 
 /** The defaults of `track validate` and `track upload`, which commander shows in the help. */
@@ -263,6 +266,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),
     rejectsPath: flags.rejects,
     outPath: flags.out,
+    shard: flags.shard === undefined ? undefined : parseShard(flags.shard, env),
   };
 }
 
@@ -283,5 +287,7 @@ export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): Sen
     journalPath: flags.journal,
     resume: flags.resume === true,
     restart: flags.restart === true,
+    rateStore: flags.rateStore ?? (env.TRACK_RATE_STORE || undefined),
+    rateStoreKey: flags.rateStoreKey,
   };
 }

@@ -16,7 +16,9 @@ export type DeliveryNotice =
   /** All sending waits more than a few seconds: until `untilWallMs` (epoch ms), for `reason`. */
   | { type: 'waiting'; reason: WaitReason; untilWallMs: number }
   | { type: 'retry'; seq: number; failure: number; delayMs: number; reason: string }
-  | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string };
+  | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string }
+  /** Something a person should know at once, such as a shared rate budget that failed. */
+  | { type: 'warning'; message: string };
 
 export interface SendContext {
   post(json: string | Uint8Array, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;

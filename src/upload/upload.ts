@@ -1,7 +1,10 @@
 // `track upload` and `track validate`: input files -> rows -> checked items -> planned requests ->
 // delivered to the target, or, in a dry run (no target), counted and written to --out. Every row is
 // accounted for: in a request, in the rejects file, or left out on resume because it was settled.
+import { randomUUID } from 'node:crypto';
 import { UsageError } from '../errors.js';
+import { DEFAULT_RATE } from '../transport/defaults.js';
+import type { Shard } from './shard.js';
 import { checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
@@ -40,6 +43,12 @@ export interface SendOptions {
   restart?: boolean;
   /** Cut requests in flight off (a second Ctrl-C); `stopSignal` lets them finish. */
   abortSignal?: AbortSignal;
+  /**
+   * Share --rate and --hourly with the other processes that send to the target (`redis://HOST:PORT[/DB]`),
+   * under `rateStoreKey` (default: one key per target).
+   */
+  rateStore?: string;
+  rateStoreKey?: string;
   onProgress?: (progress: DeliveryProgress) => void;
   onNotice?: (notice: DeliveryNotice) => void;
 }
@@ -145,6 +154,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   await checkHeaders(options, map);
+  // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
+  const pace = send === undefined || target === undefined ? undefined : await sharedPace(send, target.target, options.shard);
 
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
@@ -192,7 +203,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
+  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta, shard: options.shard };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
@@ -247,8 +258,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
         delivery = await deliver(requests(), {
           client,
           concurrency: send.concurrency,
-          rate: send.rate,
-          hourly: send.hourly,
+          rate: pace?.rate ?? send.rate,
+          hourly: pace?.hourly ?? send.hourly,
+          pacer: pace?.pacer?.(send.onNotice),
           retries: send.retries,
           onUnknown: send.onUnknown,
           journal: ledger?.journal,
@@ -280,6 +292,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
         });
       } finally {
         await client.close();
+        await pace?.close();
       }
     } else {
       for await (const request of requests()) {
@@ -323,6 +336,44 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     refusedReasons,
     interrupted: !readAll && options.stopSignal?.aborted === true,
     fatal,
+  };
+}
+
+/**
+ * The pace of one process among others: with --rate-store, the whole --rate and --hourly drawn from
+ * the shared budget (each shard falling back to its own share if the store fails); with --shard
+ * alone, this shard's share of them, so the shards together stay within the account's limits.
+ */
+async function sharedPace(send: SendOptions, target: string, shard: Shard | undefined) {
+  const n = shard?.count ?? 1;
+  const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
+  const rate = send.rate ?? DEFAULT_RATE;
+  if (send.rateStore === undefined) return n === 1 ? undefined : { rate: share(rate), hourly: share(send.hourly), close: async () => undefined };
+  const [{ connectRateStore }, { createSharedPacer }, { createPacer, DEFAULT_WINDOW_MARGIN_MS }] = await Promise.all([
+    import('../transport/rate-store.js'),
+    import('../transport/shared-pacer.js'),
+    import('../transport/pacer.js'),
+  ]);
+  const marginMs = DEFAULT_WINDOW_MARGIN_MS;
+  const store = await connectRateStore(send.rateStore, send.rateStoreKey ?? `track:rate:${target}`, { perSecond: rate, perHour: send.hourly, marginMs });
+  return {
+    rate,
+    hourly: send.hourly,
+    pacer: (onNotice: SendOptions['onNotice']) =>
+      createSharedPacer({
+        local: createPacer({
+          perSecond: rate,
+          perHour: send.hourly,
+          marginMs,
+          onLongWait: ({ untilMs, reason }) => onNotice?.({ type: 'waiting', reason, untilWallMs: Date.now() + (untilMs - performance.now()) }),
+        }),
+        store,
+        fallback: { perSecond: share(rate), perHour: share(send.hourly), marginMs },
+        onFallback: (error) =>
+          onNotice?.({ type: 'warning', message: `--rate-store ${store.name} failed (${error.message}): sending on at this process's share, ${share(rate)} requests a second` }),
+        id: `${process.pid}-${randomUUID()}`,
+      }),
+    close: () => store.close(),
   };
 }
 

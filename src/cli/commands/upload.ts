@@ -28,6 +28,8 @@ export function registerUpload(program: Command): void {
     .option('--journal <file>', 'where sent and acknowledged rows are recorded (default: <first input>.<target>.journal beside it)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
+    .option('--rate-store <url>', 'share --rate and --hourly with every process sending to the target through Redis (redis://HOST:PORT[/DB]); if it fails mid-run, each goes on at its share')
+    .option('--rate-store-key <key>', 'the key of the shared budget in the store (default: one per target)')
     .option('--quiet', 'no progress output');
   addOutputOptions(addReadOptions(command), true)
     .addHelpText(
@@ -82,6 +84,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
         spinner !== undefined ? 200 : flags.progressInterval * 1000,
       );
   await runAndReport('upload', flags, {
+    names: options.shard === undefined ? undefined : { shard: options.shard },
     ended: () => {
       if (ticker !== undefined) clearInterval(ticker);
       spinner?.stop();

@@ -60,6 +60,7 @@ export async function runDryRun(
   const spinner = process.stderr.isTTY === true && flags.json !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
+    names: options.shard === undefined ? undefined : { shard: options.shard },
     pace: { rate: flags.rate, hourly: flags.hourly },
     extra,
     outputs,

@@ -77,6 +77,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
     lines.push(`skipped     ${counted(summary.skipped, 'row')} already delivered${inPart}`);
   }
+  if (summary.otherShards > 0) lines.push(`shard       ${counted(summary.otherShards, 'row')} left out: their users are in other shards (--shard)`);
   const { attributes, events, purchases } = summary.items;
   lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
   if (summary.rejected === 0) lines.push(`rejected    ${chalk.green('none')}`);
