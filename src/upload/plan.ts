@@ -228,10 +228,15 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   };
 
   const { shard } = options;
-  /** Leaves out a row (or an item of a RequestLine) of another shard: settled here without sending. */
+  /**
+   * Leaves out a row (or an item of a RequestLine) of another shard: settled here without sending. A
+   * row is that shard's, not this one's: it counts in otherShards instead of rows, so the rows of the
+   * shards' summaries add up to the file's (a RequestLine counts in each shard that holds its items).
+   */
   const otherShard = (file: string, line: number, item: number | undefined): void => {
     tally.otherShards += 1;
-    if (item !== undefined) lines.push({ type: 'unchanged', file, line, item });
+    if (item === undefined) tally.rows -= 1;
+    else lines.push({ type: 'unchanged', file, line, item });
   };
   /** Whether an item, valid or not, belongs to another shard: by the identifier it uses (anonymous: shard 1). */
   const inOtherShard = (item: unknown): boolean =>

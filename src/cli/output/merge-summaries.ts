@@ -49,7 +49,7 @@ export function worseStatus(a: number, b: number): number {
 /** Keys whose values are not counts: the latest or longest is kept, not the sum. */
 const LONGEST = new Set(['elapsedMs']);
 /** Keys that name one run and mean nothing added up. */
-const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal']);
+const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
 
 /**
  * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed, lists joined, objects
@@ -60,7 +60,11 @@ export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
   if (b === undefined) return a;
   if (typeof a === 'number' && typeof b === 'number') return LONGEST.has(key) ? Math.max(a, b) : a + b;
   if (typeof a === 'boolean' && typeof b === 'boolean') return a || b;
-  if (Array.isArray(a) && Array.isArray(b)) return key === 'notes' ? [...new Set([...a, ...b])] : [...a, ...b];
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (key === 'notes') return [...new Set([...a, ...b])];
+    if (key === 'files') return addFiles(a, b);
+    return [...a, ...b];
+  }
   if (isObject(a) && isObject(b)) {
     const sum: Record<string, unknown> = {};
     for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
@@ -69,6 +73,16 @@ export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
     return sum;
   }
   return a === b ? a : undefined;
+}
+
+/** The files of two runs: one entry a file, its rows added (every shard reads every file). */
+function addFiles(a: unknown[], b: unknown[]): unknown[] {
+  const byName = new Map<unknown, unknown>();
+  for (const f of [...a, ...b]) {
+    const name = isObject(f) ? f.file : f;
+    byName.set(name, byName.has(name) ? addSummaries(byName.get(name), f) : f);
+  }
+  return [...byName.values()];
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
