@@ -92,6 +92,7 @@ export interface ReadFlags extends OutputFlags {
   timezone?: string;
   dateOrder?: DateOrder;
   dropInvalidFields?: boolean;
+  emptyAsNull?: boolean;
   limits: LimitProfileName;
   maxTotal?: number;
   maxPerArray?: number;
@@ -191,6 +192,7 @@ export function addReadOptions(command: Command): Command {
     .option('--timezone <zone>', 'IANA time zone of times written without an offset', timeZone, UPLOAD_DEFAULTS.timezone)
     .addOption(new Option('--date-order <order>', 'how slashed dates such as 03/04/2023 are read: month first or day first').choices(['mdy', 'dmy']))
     .option('--drop-invalid-fields', "send an attributes row without its invalid fields (not its identifier); each goes to the rejects file")
+    .option('--empty-as-null', 'an empty CSV cell of an attributes row sends null for its attribute, removing it (never an identifier; events and purchases are never cleared)')
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
@@ -261,6 +263,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
       timeZone: flags.timezone === 'UTC' ? undefined : flags.timezone,
       dateOrder: flags.dateOrder,
       dropInvalidFields: flags.dropInvalidFields === true ? true : undefined,
+      emptyAsNull: flags.emptyAsNull === true ? true : undefined,
     },
     rejectsFormat: flags.rejectsFormat,
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),

@@ -28,7 +28,7 @@ type Item = Record<string, unknown>;
 
 export interface ApplyOptions {
   arrayCap: number;
-  /** Notes what was sent but not kept as sent (a time zone not set, a country not known). */
+  /** Notes what was sent but not kept as sent (a time zone not set, a country not known, an update past 100 KB). */
   log?: (line: string) => void;
 }
 
@@ -109,7 +109,7 @@ function setCustomAttributes(profile: EditableProfile, item: Item, options: Appl
   const mergeObjects = item._merge_objects === true;
   for (const [key, value] of Object.entries(item)) {
     if (!isCustomAttributeName(key)) continue;
-    applyCustomAttribute(profile.custom, key, value, { mergeObjects, arrayCap: options.arrayCap });
+    applyCustomAttribute(profile.custom, key, value, { mergeObjects, arrayCap: options.arrayCap, log: options.log });
   }
 }
 

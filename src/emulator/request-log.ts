@@ -1,6 +1,6 @@
 // The request log: the last N requests an app sent and what each was answered, kept in memory so a
 // test can ask the emulator what came (GET /_track/requests) and a person can look (the web view).
-import { ARRAY_NAMES, normalizeEmail, type ArrayName, type MinorError } from '../model/index.js';
+import { ARRAY_NAMES, normalizeEmail, normalizePhone, type ArrayName, type MinorError } from '../model/index.js';
 import { DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { routePath } from './route-path.js';
@@ -74,10 +74,14 @@ function parseBody(entry: Entry): unknown {
   }
 }
 
+/** A phone already in E.164, which needs no parsing: most are. */
+const E164 = /^\+[1-9][0-9]{1,14}$/;
+
 const userName = {
   externalId: (id: string): string => `e\u0000${id}`,
   email: (email: string): string => `m\u0000${normalizeEmail(email)}`,
-  phone: (phone: string): string => `p\u0000${phone}`,
+  // a phone as the emulator matches it (E.164), however it was written: `4155552671` names `+14155552671`
+  phone: (phone: string): string => `p\u0000${E164.test(phone) ? phone : (normalizePhone(phone) ?? phone)}`,
   alias: (name: string, label: string): string => `a\u0000${name}\u0000${label}`,
 };
 const NO_NAMES: ReadonlySet<string> = new Set();

@@ -86,7 +86,7 @@ function identifies(entry: Obj): boolean {
 }
 
 /** The problem with one operand of `{"$add" | "$remove" | "$update": [...]}` on an attribute, or undefined. */
-function objectArrayOperationProblem(attribute: string, operation: string, operand: unknown): string | undefined {
+function operandProblem(attribute: string, operation: string, operand: unknown): string | undefined {
   const at = `${attribute}.${operation}`;
   if (!Array.isArray(operand)) return `${at}: must be an array, got ${describe(operand)}`;
   for (let i = 0; i < operand.length; i += 1) {
@@ -101,6 +101,7 @@ function objectArrayOperationProblem(attribute: string, operation: string, opera
       return `${at}[${i}]: needs $identifier_key (a non-empty string) and $identifier_value (a string, number or boolean)`;
     }
     if (operation === '$update') {
+      if (!Object.hasOwn(entry, '$new_object')) return `${at}[${i}]: needs $new_object (an object: what the matched elements become)`;
       if (!isPlainObject(entry.$new_object)) return `${at}[${i}].$new_object: must be an object, got ${describe(entry.$new_object)}`;
       const problem = nestedProblem(`${at}[${i}].$new_object`, entry.$new_object);
       if (problem !== undefined) return problem;
@@ -128,7 +129,7 @@ export function objectArrayOperationsProblem(attribute: string, value: Obj): str
   }
   for (const operation of OBJECT_ARRAY_ORDER) {
     if (!Object.hasOwn(value, operation)) continue;
-    const problem = objectArrayOperationProblem(attribute, operation, value[operation]);
+    const problem = operandProblem(attribute, operation, value[operation]);
     if (problem !== undefined) return problem;
   }
   if (jsonLongerThan(value, MAX_VALUE_BYTES)) return `${attribute}: a nested value is at most ${SIZE_TEXT} as JSON`;

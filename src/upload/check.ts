@@ -6,7 +6,8 @@ import { UsageError } from '../errors.js';
 import type { InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
-import { validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
+import { unmatchedColumnProblems, validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
+import type { CsvRecord } from '../input/csv.js';
 import type { ArrayName } from '../model/types.js';
 import type { ReadingOptions } from './plan.js';
 
@@ -57,25 +58,42 @@ export async function checkWritable(flag: string, path: string): Promise<void> {
   }
 }
 
-/** Reads the header of every CSV input that is a file, so a bad one stops the run before anything is sent. */
+/**
+ * Reads the header of every CSV input that is a file, so a bad one, or a --map naming a column that
+ * no input has, stops the run before anything is written or sent. Returns the columns the map names
+ * that no file has, when standard input is read as CSV: its header, read by the plan, must have them.
+ */
 export async function checkHeaders(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
+  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions; mapFile?: string },
   map: ColumnMap | undefined,
-): Promise<void> {
-  const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
-  if (csvFiles.length === 0) return;
+): Promise<string[]> {
+  const csv = options.inputs.filter((file) => formatOf(file, options.format) === 'csv');
+  const csvFiles = csv.filter((file) => file !== STDIN);
+  const named = options.mapFile === undefined ? '--map' : `--map ${options.mapFile}`;
+  if (map !== undefined && csv.length === 0) throw new UsageError(`${named} renames CSV columns, and no input is read as CSV`);
+  if (csvFiles.length === 0) return map === undefined ? [] : [...map.keys()];
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
   const { csvHeaderProblem, csvOptions } = await import('./plan-csv.js');
+  const headers: Array<{ file: string; record: CsvRecord; detected?: Delimiter }> = [];
   for (const file of csvFiles) {
     let detected: Delimiter | undefined;
     for await (const records of readCsv(inputBytes(file), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
-      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map, reading: options.reading }, detected);
-      if (problem !== undefined) throw problem;
+      headers.push({ file, record: records[0], detected });
       break;
     }
   }
+  // a map key that names no column is told first: the header's own problems may follow from it
+  const read = headers.flatMap(({ file, record }) => ('cells' in record && record.undecodable === undefined ? [{ file, columns: record.cells }] : []));
+  const unmatched = map === undefined ? [] : unmatchedColumnProblems(map.keys(), read);
+  if (unmatched.length > 0 && !csv.includes(STDIN)) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
+  for (const { file, record, detected } of headers) {
+    const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+    if (problem !== undefined) throw problem;
+  }
+  const known = new Set(read.flatMap(({ columns }) => columns));
+  return map === undefined ? [] : [...map.keys()].filter((column) => !known.has(column));
 }
 
 /** Annotations whose values may add to what a profile holds when sent again (an operation, or JSON that may hold one). */

@@ -20,6 +20,7 @@ import { createRangeSet, type RangeSet } from '../records/range-set.js';
 import type { ResumeSkips } from '../records/journal.js';
 import type { LearnMark } from '../records/state-record.js';
 import type { createDelta, DeltaOptions } from './delta.js';
+import { createEncodingTally } from './encoding-note.js';
 import { shardOf, type Shard } from './shard.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
@@ -47,6 +48,8 @@ export interface PlanOptions {
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
   map?: ColumnMap;
+  /** Columns the map names that no file input has: standard input's header must have them (or the run stops). */
+  mapColumnsOfStdin?: readonly string[];
   /** Delimiters, times, phones, lists, invalid fields. */
   reading?: ReadingOptions;
   /** Default: the `mau` profile. */
@@ -106,6 +109,19 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'dropped-field'; record: RejectRecord }
   | { type: 'request'; request: R };
 
+/** What mapping a row's cells found beside its item. */
+export interface MappedCells {
+  /** Cells that could not be read, each `field: reason`. */
+  errors?: string[];
+  /** The fields of those cells. */
+  failed?: string[];
+  /**
+   * The attributes the item sets to null because their cells were empty (--empty-as-null), not
+   * because a cell said null: the delta plan can send those only where the state holds a value.
+   */
+  emptied?: readonly string[];
+}
+
 /** What the readers of CSV and NDJSON files tell the planner of each row, and take its events from. */
 export interface RowPlanner {
   /** Counts a data row; true when an earlier run settled it (it is left out). */
@@ -119,7 +135,7 @@ export interface RowPlanner {
   /** Rejects a row, or one item of a RequestLine (`item`: its place). */
   reject(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void;
   /** Checks an item and batches it, or rejects its row. `bytesBound` is at least the bytes of the item's JSON. */
-  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: { errors?: string[]; failed?: string[] }): void;
+  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: MappedCells): void;
   /** Counts bytes read from an input (before gunzip). */
   bytesRead(bytes: number): void;
   /** The events of the rows handled since the last call: the tally, then RequestLines, rejects, completed requests. */
@@ -325,13 +341,21 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const planner = createRowPlanner(options, delta);
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
+  const encoding = createEncodingTally(options.encoding);
   for (const [i, file] of options.inputs.entries()) {
     yield { type: 'file', file, format: formats[i] };
     const chunks = formats[i] === 'csv' ? csvChunks(file, planner, options) : ndjsonChunks(file, planner, options);
+    let rows = 0;
     for await (const events of chunks) {
+      for (const event of events) {
+        if (event.type === 'read') rows += event.rows;
+        else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
+      }
       yield* events;
       if (stopped()) return;
     }
+    const note = encoding.note(file, rows);
+    if (note !== undefined) yield { type: 'note', file, note };
   }
   for (const request of planner.finish()) yield { type: 'request', request };
 }

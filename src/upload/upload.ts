@@ -153,7 +153,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
-  await checkHeaders(options, map);
+  // the columns a map names that no file has: standard input's header must have them
+  const mapColumnsOfStdin = await checkHeaders(options, map);
   // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
   const pace = send === undefined || target === undefined ? undefined : await sharedPace(send, target.target, options.shard);
 
@@ -162,11 +163,14 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let state: StateWriter | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
+  /** Said when the state knows nothing of the target, but knows its host under another name. */
+  let stateNote: string | undefined;
   if (delta !== undefined && deltaTarget !== undefined) {
     const { openStateReader, openStateWriter } = await import('../records/state.js');
     const reader = openStateReader(delta.statePath, deltaTarget);
     stateKnown = !reader.empty;
     reader.close();
+    if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
     if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
   }
 
@@ -203,7 +207,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta, shard: options.shard };
+  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta, shard: options.shard };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
@@ -328,7 +332,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
+    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...(stateNote === undefined ? [] : [stateNote]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),

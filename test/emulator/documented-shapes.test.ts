@@ -90,12 +90,42 @@ describe('operations on an array of objects, combined in one object', () => {
     expect(r.status).toBe(400);
     expect(r.body.errors.map((e: { type: string }) => e.type)).toEqual([
       'ci_objects.$remove: must be an array, got an object',
-      'ci_objects.$update[0].$new_object: must be an object, got undefined',
+      'ci_objects.$update[0]: needs $new_object (an object: what the matched elements become)',
       'ci_objects: an operation on an array of objects ($add) holds only $add, $remove and $update, not "name"',
       'ci_objects.$add[0]["a b"]: nested keys must not contain spaces',
     ]);
-    for (const { type } of r.body.errors) expect(type).not.toMatch(/nested keys must not start with \$/);
+    for (const { type } of r.body.errors) expect(type).not.toMatch(/nested keys must not start with \$|undefined/);
     expect(h.user('u')?.custom_attributes).toEqual({ ci_objects: ci });
+  });
+});
+
+describe('an update that would take a stored value over 100 KB', () => {
+  // 380 elements of about 220 bytes: about 84 KB as JSON, under the limit; 120 more take it over
+  const elements = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: from + i, note: 'n'.repeat(200) }));
+
+  it('leaves the attribute as it was and answers success, as the service drops it ($add, $update, a merge), and logs it', () => {
+    const lines: string[] = [];
+    h = testHandler({ log: (line) => lines.push(line) });
+    const pets = elements(0, 380);
+    const profile = { make: 'x', notes: Object.fromEntries(elements(0, 380).map(({ id, note }) => [`k${id}`, note])) };
+    expect(h.track({ attributes: [{ external_id: 'u', pets, profile }] }).body.errors).toBeUndefined();
+    const r = h.track({
+      attributes: [
+        { external_id: 'u', pets: { $add: elements(1000, 120) } },
+        { external_id: 'u', pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: { id: 1, notes: elements(0, 120) } }] } },
+        { external_id: 'u', _merge_objects: true, profile: { more: Object.fromEntries(elements(0, 120).map(({ id, note }) => [`m${id}`, note])) } },
+      ],
+    });
+    expect(r).toEqual({ status: 201, body: { message: 'success', attributes_processed: 3 } });
+    expect(h.user('u')?.custom_attributes).toEqual({ pets, profile });
+    expect(lines).toEqual([
+      'attributes: "pets" would be over 100 KB as JSON after this update; not changed',
+      'attributes: "pets" would be over 100 KB as JSON after this update; not changed',
+      'attributes: "profile" would be over 100 KB as JSON after this update; not changed',
+    ]);
+    // within the limit, the same operations apply
+    h.track({ attributes: [{ external_id: 'u', pets: { $add: elements(1000, 5), $remove: [{ $identifier_key: 'id', $identifier_value: 0 }] } }] });
+    expect((h.user('u')?.custom_attributes.pets as unknown[]).length).toBe(384);
   });
 });
 

@@ -36,6 +36,20 @@ describe('dataPoints', () => {
     expect(attributePoints({ $remove: [{ $identifier_key: 'id', $identifier_value: 1 }] })).toBe(1);
   });
 
+  it('counts a nested time once, as the key that holds it: {"$time": ...} is how its value is written', () => {
+    expect(attributePoints({ dates: { birthday: { $time: '1980-01-01' }, wedding: { $time: '2020-05-28' } } })).toBe(3);
+    expect(attributePoints([{ item: 'T-shirt', bought: { $time: '2020-05-28' } }])).toBe(2);
+    expect(attributePoints({ $add: [{ id: 1, at: { $time: '2020-05-28' } }] })).toBe(2);
+    expect(attributePoints({ $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: { at: { $time: '2020-05-28' } } }] })).toBe(1);
+    // a key beside $time makes it an object, each of whose keys counts
+    expect(attributePoints({ at: { $time: '2020-05-28', zone: 'UTC' } })).toBe(3);
+  });
+
+  it('counts each part of an operation of two keys: add and remove, or two of $add, $remove and $update', () => {
+    expect(attributePoints({ add: ['a', 'b'], remove: ['c'] })).toBe(3);
+    expect(attributePoints({ $add: [{ id: 1, name: 'x' }], $remove: [{ $identifier_key: 'id', $identifier_value: 2 }] })).toBe(3);
+  });
+
   it('counts an event or a purchase and each of its properties', () => {
     expect(dataPoints('events', { external_id: 'u1', name: 'login', time: '2024-01-01T00:00:00Z' })).toBe(1);
     expect(dataPoints('events', { external_id: 'u1', name: 'login', time: 't', properties: { a: 1, b: { c: 2 } } })).toBe(3);

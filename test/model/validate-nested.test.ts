@@ -24,6 +24,8 @@ describe('nested custom attributes', () => {
     ['a $time after the year 3000', { car: { bought: { $time: '3001-01-01' } } }, /^car\.bought: \$time must be in the years 0 to 3000 \(UTC\), got "3001-01-01"/],
     ['a $time whose offset takes it past 3000', { car: { bought: { $time: '3000-12-31T20:00:00-04:00' } } }, /^car\.bought: \$time must be in the years 0 to 3000/],
     ['a $time whose offset takes it before the year 0', { car: { bought: { $time: '0000-01-01T00:30:00+01:00' } } }, /^car\.bought: \$time must be in the years 0 to 3000/],
+    ['a $time a millisecond before the year 0', { car: { bought: { $time: '0000-01-01T00:59:59.999+01:00' } } }, /^car\.bought: \$time must be in the years 0 to 3000/],
+    ['a $time a millisecond after the year 3000', { car: { bought: { $time: '3001-01-01T01:00:00.000+01:00' } } }, /^car\.bought: \$time must be in the years 0 to 3000/],
     ['a $time after 3000 in an object $add carries', { pets: { $add: [{ born: { $time: '9999-01-01' } }] } }, /^pets\.\$add\[0\]\.born: \$time must be in the years 0 to 3000/],
     ['a null in an array of objects', { stays: [{ hotel: 'a' }, { hotel: null }] }, /^stays\[1\]\.hotel: a nested value must not be null/],
     ['a long string in an array of objects', { stays: [{ notes: ['ok', 'y'.repeat(300)] }] }, /^stays\[0\]\.notes\[1\]: nested strings/],
@@ -40,6 +42,8 @@ describe('nested custom attributes', () => {
 
   it('takes nested times in the years 0 to 3000, at both ends, and a key holding no space', () => {
     expectAccepted('attributes', attrs({ car: { first: { $time: '0000-01-01' }, last: { $time: '3000-12-31T23:59:59.999Z' }, model_name: 'x', 'tab\tkey': 1 } }));
+    // the same instants written with an offset
+    expectAccepted('attributes', attrs({ car: { first: { $time: '0000-01-01T01:00:00+01:00' }, last: { $time: '3001-01-01T00:59:59.999+01:00' } } }));
     expectAccepted('attributes', attrs({ car: { last: { $time: '3001-01-01T03:00:00+04:00' } } }));
   });
 
@@ -63,6 +67,7 @@ describe('operations on arrays of objects', () => {
     ['$remove without $identifier_value', { pets: { $remove: [{ $identifier_key: 'id' }] } }, /^pets\.\$remove\[0\]: needs \$identifier_key/],
     ['$update without $identifier_key', { pets: { $update: [{ $identifier_value: 1, $new_object: {} }] } }, /^pets\.\$update\[0\]: needs/],
     ['$update whose $new_object is no object', { pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: 5 }] } }, /^pets\.\$update\[0\]\.\$new_object: must be an object/],
+    ['$update without $new_object', { pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1 }] } }, /^pets\.\$update\[0\]: needs \$new_object \(an object: what the matched elements become\)$/],
   ])('refuses %s', (_, extra, message) => {
     expectRejected('attributes', attrs(extra), message);
   });
