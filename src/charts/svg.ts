@@ -116,6 +116,17 @@ export interface BarChart {
   width?: number;
 }
 
+/**
+ * The `shown` largest bars, and the rest added up as one more bar named by `rest(how many)`: a chart
+ * of many reasons stays a few rows high, beside the others in the first screen.
+ */
+export function largestBars(bars: readonly Bar[], shown: number, rest: (count: number) => string, colour = '#8a939c'): Bar[] {
+  const sorted = [...bars].sort((a, b) => b.value - a.value);
+  if (sorted.length <= shown + 1) return sorted;
+  const others = sorted.slice(shown);
+  return [...sorted.slice(0, shown), { label: rest(others.length), value: others.reduce((sum, bar) => sum + bar.value, 0), colour }];
+}
+
 /** Horizontal bars, each with its label on the left and its value at its end. */
 export function barChart(chart: BarChart): string {
   const width = chart.width ?? 720;

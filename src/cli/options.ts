@@ -61,6 +61,7 @@ export interface EmulateFlags {
   /** Run this command through the shell with the emulator, then stop; exit with its status. */
   exec?: string;
   seed?: string[];
+  s3Endpoint?: string;
   requestLog: number;
 }
 
@@ -83,6 +84,7 @@ export const EMULATE_DEFAULTS = {
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
 export interface ReadFlags extends OutputFlags {
   format?: InputFormat;
+  s3Endpoint?: string;
   encoding: InputEncoding;
   kind?: ArrayName;
   map?: string;
@@ -164,15 +166,39 @@ function timeZone(value: string): string {
   return value;
 }
 
+/** --s3-endpoint: an http(s) URL. */
+export function s3Endpoint(value: string): string {
+  if (!/^https?:\/\/[^/\s]+/i.test(value)) throw new UsageError(`--s3-endpoint: expected the store's URL, such as http://127.0.0.1:9000, got "${value}"`);
+  return value;
+}
+
+/**
+ * How s3:// inputs reach their store: --s3-endpoint over AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL
+ * (S3 itself when none is given). Credentials and the region the client reads from the standard
+ * chain itself, and the client's notice about Node versions to come is none of the person's business.
+ */
+export function storageFrom(flags: { s3Endpoint?: string }, env: NodeJS.ProcessEnv): { s3Endpoint?: string } {
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const fromEnv = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const endpoint = flags.s3Endpoint ?? (fromEnv === undefined ? undefined : s3Endpoint(fromEnv));
+  return endpoint === undefined ? {} : { s3Endpoint: endpoint };
+}
+
 function separator(value: string): string {
   const found = value === '\\t' ? '\t' : value;
   if (found.length !== 1) throw new UsageError(`--array-separator: expected one character such as ; or |, got "${value}"`);
   return found;
 }
 
+/** What the inputs of `track upload` and `track validate` may be. */
+export const INPUTS_HELP =
+  'CSV, NDJSON or JSON files (.csv, .ndjson, .jsonl, .json, each optionally .gz) or Parquet files (.parquet); ' +
+  's3://bucket/key, s3://bucket/prefix/ or s3://bucket/prefix/*.parquet (every object it names, in key order); https:// URLs of objects; - reads standard input';
+
 export function addReadOptions(command: Command): Command {
   return command
-    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson']))
+    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson', 'json', 'parquet']))
+    .option('--s3-endpoint <url>', 'an S3-compatible store for s3:// inputs (MinIO, R2, GCS), addressed path-style (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)', s3Endpoint)
     .addOption(
       new Option('--encoding <encoding>', 'the encoding of every input; latin1 is ISO-8859-1 (0x80 is U+0080, not €)')
         .choices([...INPUT_ENCODINGS])
@@ -185,7 +211,7 @@ export function addReadOptions(command: Command): Command {
         'purchases',
       ]),
     )
-    .option('--map <file>', 'JSON file that renames and types CSV columns: {"Zip": "zip:string", "Notes": null}')
+    .option('--map <file>', 'JSON file that renames and types CSV and Parquet columns: {"Zip": "zip:string", "Notes": null}')
     .option('--delimiter <char>', "between CSV cells: , ; \\t or | (default: the one each file's header line uses)", delimiter)
     .option('--default-country <code>', 'read phone numbers without a country code in this country (ISO 3166 alpha-2, e.g. US); sent in E.164', country)
     .option('--array-separator <char>', 'split :array, :add and :remove cells that are not JSON arrays on this character, e.g. ;', separator)
@@ -252,6 +278,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   return {
     delta,
     inputs: files,
+    storage: storageFrom(flags, env),
     format: flags.format,
     encoding: flags.encoding,
     kind: flags.kind,

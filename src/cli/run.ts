@@ -141,6 +141,9 @@ function overrideExits(command: Command): void {
   for (const sub of command.commands) overrideExits(sub);
 }
 
+/** The command that ran was given --progress ndjson. */
+const progressEvents = (program: Command): boolean => program.commands.some((command) => command.opts().progress === 'ndjson');
+
 export async function runMain(program: Command, argv: string[]): Promise<void> {
   overrideExits(program);
   try {
@@ -149,6 +152,13 @@ export async function runMain(program: Command, argv: string[]): Promise<void> {
     if (error instanceof CommanderError) {
       // commander has already printed its message (or help/version, which exit 0)
       process.exitCode = error.exitCode === 0 ? 0 : EXIT.usage;
+      return;
+    }
+    if (error instanceof Error && progressEvents(program)) {
+      // --progress ndjson: stderr holds events only, this error (found before the run's outputs were open) too
+      const { errorEvent } = await import('./output/run-events.js');
+      process.stderr.write(`${JSON.stringify(errorEvent(error, exitCodeFor(error)))}\n`);
+      process.exitCode = exitCodeFor(error);
       return;
     }
     const message = error instanceof Error ? error.message : String(error);

@@ -21,8 +21,8 @@ import { createFixtureRoutes, isFixturePath, METRICS_PATH } from './fixture-rout
 import { EmulatorMetrics } from './metrics.js';
 import type { StoredSeed } from './options.js';
 import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limit.js';
-import { answerOf, RequestLog } from './request-log.js';
-import { RunTally } from './run-tally.js';
+import { RequestLog } from './request-log.js';
+import { answered, RunTally } from './run-tally.js';
 import type { Store } from './store.js';
 
 export interface EmulatorRequest {
@@ -276,14 +276,6 @@ export function createHandler(config: HandlerConfig): Handler {
     rateLimit: config.rateLimit,
   });
 
-  /** Counts an answer where the request log records it. */
-  const tally = (request: EmulatorRequest, response: EmulatorResponse): void => {
-    const answered = { timeMs: Date.now(), path: request.path, status: response.drop === undefined ? response.status : ('dropped' as const) };
-    const { processed, errors } = response.drop === undefined ? answerOf(response) : { processed: {}, errors: [] };
-    counts.record({ ...answered, processed, errors });
-    run.record({ ...answered, processed, errors });
-  };
-
   function handle(request: EmulatorRequest): EmulatorResponse {
     if (request.path === '/health') {
       return request.method === 'GET' || request.method === 'HEAD'
@@ -295,7 +287,9 @@ export function createHandler(config: HandlerConfig): Handler {
     const response = answer(request, parsed);
     // the log keeps whom the request names from the whole parsed body, before it cuts the text
     requestLog.record(request, response, parsed.body);
-    tally(request, response);
+    const counted = answered(request.path, response);
+    counts.record(counted);
+    run.record(counted);
     return response;
   }
 

@@ -1,7 +1,7 @@
 // The web view's run page (GET /_track/run): how a rehearsal went, at a glance. Requests per second
 // against the rate limit, answers by status, items by kind and minor errors by type, since the start
 // or the last reset, drawn here as SVG: the page runs no script.
-import { barChart, grouped, lineChart, statusColour, type Bar } from '../charts/svg.js';
+import { barChart, grouped, largestBars, lineChart, statusColour, type Bar } from '../charts/svg.js';
 import { ARRAY_NAMES } from '../model/index.js';
 import type { RateLimitConfig } from './rate-limit.js';
 import type { RunTally } from './run-tally.js';
@@ -44,11 +44,8 @@ export function perSecondSeries(run: RunTally): { all: [number, number][]; limit
 
 /** The types with the most errors, and the rest together. */
 function errorBars(run: RunTally): Bar[] {
-  const sorted = [...run.minorErrors].sort((a, b) => b[1] - a[1]);
-  const bars: Bar[] = sorted.slice(0, TYPES_SHOWN).map(([label, value]) => ({ label, value, colour: '#d98e04' }));
-  const rest = sorted.slice(TYPES_SHOWN).reduce((sum, [, n]) => sum + n, 0);
-  if (rest > 0) bars.push({ label: `(${grouped(sorted.length - TYPES_SHOWN)} other types)`, value: rest, colour: '#b7791f' });
-  return bars;
+  const bars = [...run.minorErrors].map(([label, value]) => ({ label, value, colour: '#d98e04' }));
+  return largestBars(bars, TYPES_SHOWN, (n) => `(${grouped(n)} other types)`, '#b7791f');
 }
 
 export function runPage(store: Store, run: RunTally, rateLimit: RateLimitConfig): string {

@@ -2,6 +2,8 @@
 // by kind, minor errors by type, 429s, and requests per second. The request log keeps the last
 // requests whole; this keeps every request's count, for /metrics and the web view's run page.
 import { ARRAY_NAMES, type ArrayName, type MinorError } from '../model/index.js';
+import type { EmulatorResponse } from './handler.js';
+import { answerOf } from './request-log.js';
 
 /** The routes counted under their own name; any other path is `other` (a 404 may name anything). */
 const ROUTES = new Set(['/users/track', '/users/export/ids']);
@@ -26,6 +28,13 @@ export interface Answered {
   status: number | 'dropped';
   processed: Partial<Record<ArrayName, number>>;
   errors: readonly MinorError[];
+}
+
+/** A request's answer as the tallies take it, counted where the request log records it. */
+export function answered(path: string, response: EmulatorResponse, timeMs: number = Date.now()): Answered {
+  if (response.drop !== undefined) return { timeMs, path, status: 'dropped', processed: {}, errors: [] };
+  const { processed, errors } = answerOf(response);
+  return { timeMs, path, status: response.status, processed, errors };
 }
 
 /** A second's requests by status (`201`, `429`, `dropped`). */

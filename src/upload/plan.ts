@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from '../batch/batcher.js';
 import type { Delimiter } from '../input/csv.js';
 import type { InputEncoding } from '../input/decode.js';
+import type { RemoteInputs } from '../input/remote.js';
 import { formatOf, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
@@ -68,6 +69,8 @@ export interface PlanOptions {
   delta?: DeltaOptions;
   /** Keep only the rows whose user falls in this shard (--shard K/N); the others are counted and left out. */
   shard?: Shard;
+  /** The objects in storage among the inputs, and how to reach them. */
+  remote?: RemoteInputs;
 }
 
 /** A warning on an item that is sent all the same, with the line of its row. */
@@ -154,7 +157,7 @@ const rangeSets = (ranges: ReadonlyMap<string, Array<[number, number]>> | undefi
 
 type Delta = ReturnType<typeof createDelta>;
 
-function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPlanner & { finish(): PlannedRequest[] } {
+function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPlanner & { finish(): PlannedRequest[]; settledWhole(rows: number): void } {
   const limits = options.limits ?? resolveLimits();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const batcher = createBatcher({ limits, maxBodyBytes });
@@ -310,6 +313,10 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     bytesRead(bytes) {
       tally.bytes += bytes;
     },
+    settledWhole(rows) {
+      tally.rows += rows;
+      tally.skipped += rows;
+    },
     chunk(file) {
       placeDeferred();
       const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
@@ -342,20 +349,44 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   const encoding = createEncodingTally(options.encoding);
-  for (const [i, file] of options.inputs.entries()) {
-    yield { type: 'file', file, format: formats[i] };
-    const chunks = formats[i] === 'csv' ? csvChunks(file, planner, options) : ndjsonChunks(file, planner, options);
-    let rows = 0;
-    for await (const events of chunks) {
-      for (const event of events) {
-        if (event.type === 'read') rows += event.rows;
-        else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
+  try {
+    for (const [i, file] of options.inputs.entries()) {
+      yield { type: 'file', file, format: formats[i] };
+      let rows = 0;
+      for await (const events of fileChunks(file, formats[i], planner, options)) {
+        for (const event of events) {
+          if (event.type === 'read') rows += event.rows;
+          else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
+        }
+        yield* events;
+        if (stopped()) return;
       }
-      yield* events;
-      if (stopped()) return;
+      const note = encoding.note(file, rows);
+      if (note !== undefined) yield { type: 'note', file, note };
     }
-    const note = encoding.note(file, rows);
-    if (note !== undefined) yield { type: 'note', file, note };
+  } finally {
+    if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
   for (const request of planner.finish()) yield { type: 'request', request };
+}
+
+/** The events of one input, read as its format says; one an earlier run settled whole is not read again. */
+function fileChunks(file: string, format: InputFormat, planner: ReturnType<typeof createRowPlanner>, options: PlanOptions): AsyncIterable<PlanEvent[]> {
+  const settled = options.skips?.whole?.get(file);
+  if (settled !== undefined) return settledChunks(file, settled, planner);
+  if (format === 'csv') return csvChunks(file, planner, options);
+  if (format === 'parquet') return parquetChunks(file, planner, options);
+  return ndjsonChunks(file, planner, options, format === 'json');
+}
+
+/** A Parquet file's events; its mapping is loaded for Parquet inputs only. */
+async function* parquetChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
+  yield* (await import('./plan-parquet.js')).parquetChunks(file, planner, options);
+}
+
+/** A file whose every row an earlier run settled: counted as skipped, unread. */
+async function* settledChunks(file: string, rows: number, planner: ReturnType<typeof createRowPlanner>): AsyncGenerator<PlanEvent[]> {
+  yield [{ type: 'note', file, note: `every row was settled by an earlier run; not read again` }];
+  planner.settledWhole(rows);
+  yield planner.chunk(file);
 }

@@ -4,10 +4,11 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { annotatedRows, errorAnnotation, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, outputLine } from '../../src/cli/output/github-actions.js';
+import { annotatedRows, errorAnnotation, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, outputLine, UNANNOTATED } from '../../src/cli/output/github-actions.js';
 import type { RejectRecord } from '../../src/model/request.js';
 import { runCliAsync as runCli } from '../helpers/cli.js';
 import { writeEventsCsv } from '../helpers/events.js';
+import { checkedLines } from '../helpers/progress-events.js';
 import { useServers } from '../helpers/servers.js';
 
 const servers = useServers();
@@ -116,6 +117,48 @@ describe('an upload in GitHub Actions', () => {
     for (const { props } of annotations) expect(props.title.startsWith('track: rejected events row')).toBe(true);
     expect(annotations.some((a) => /name: must be/.test(a.message))).toBe(true);
     expect(annotations.some((a) => /blocklist/i.test(a.message))).toBe(true);
+  });
+
+  it('writes the step outputs although the step summary and $RUNNER_TEMP cannot be written, and names each file it could not write', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 20, 'events.csv', { bad: (i) => i === 3 });
+    const output = join(servers.tmp.dir, 'github-output');
+    writeFileSync(output, '');
+    const missing = join(servers.tmp.dir, 'no', 'such', 'dir');
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: output, GITHUB_STEP_SUMMARY: join(missing, 'summary.md'), RUNNER_TEMP: missing };
+    const eventsPath = join(servers.tmp.dir, 'run.events');
+    const r = await runCli(['validate', file, '--json', '--events', eventsPath], { env });
+    // the run's own outcome stands
+    expect(r.status).toBe(1);
+    const summary = JSON.parse(r.stdout);
+    const outputs = readOutputs(readFileSync(output, 'utf8'));
+    expect(outputs).toMatchObject({ rows: String(summary.rows), rejected: '1', requests: String(summary.requests), 'exit-status': '1', 'rejects-file': summary.rejectsPath });
+    // no summary file was written, so none is named
+    expect(outputs).not.toHaveProperty('summary-file');
+    expect(r.stderr).toMatch(/warning: GitHub Actions: cannot write \$GITHUB_STEP_SUMMARY .*summary\.md \(ENOENT\)/);
+    expect(r.stderr).toMatch(/warning: GitHub Actions: cannot write \$RUNNER_TEMP .*\.json \(ENOENT\)/);
+    // the events file, closed last, holds the warnings too
+    const warnings = checkedLines(readFileSync(eventsPath, 'utf8')).filter((e) => e.type === 'warning');
+    expect(warnings.map((e) => e.message)).toEqual([expect.stringMatching(/\$RUNNER_TEMP/), expect.stringMatching(/\$GITHUB_STEP_SUMMARY/)]);
+  });
+
+  it('keeps stderr to events with --progress ndjson: annotations on stdout, or none with --json too (told as a warning event)', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 30, 'events.csv', { bad: (i) => i % 10 === 0 });
+    const output = join(servers.tmp.dir, 'github-output');
+    writeFileSync(output, '');
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: output };
+    const human = await runCli(['validate', file, '--progress', 'ndjson'], { env });
+    expect(human.status).toBe(1);
+    expect(checkedLines(human.stderr).at(-1)!.type).toBe('end');
+    expect(human.stdout.split('\n').filter((l) => l.startsWith('::error')).map((l) => parseAnnotation(l).props.line)).toEqual(['2', '12', '22']);
+
+    const json = await runCli(['validate', file, '--progress', 'ndjson', '--json'], { env });
+    expect(json.status).toBe(1);
+    const summary = JSON.parse(json.stdout);
+    const events = checkedLines(json.stderr);
+    expect(events.find((e) => e.type === 'end')!.summary).toEqual(summary);
+    expect(events.filter((e) => e.type === 'warning').map((e) => e.message)).toEqual([UNANNOTATED]);
+    // the step outputs are written all the same
+    expect(readOutputs(readFileSync(output, 'utf8'))).toMatchObject({ rows: '30', rejected: '3', 'exit-status': '1' });
   });
 
   it('does nothing of it with --no-ci-output; without --json annotates on stdout', async () => {

@@ -2,14 +2,15 @@
 // loopback port with its own storage): the counters arrive while the upload runs and, at its end,
 // equal its --json summary.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { existsSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pushTarget } from '../../src/cli/output/metrics-push.js';
 import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
 import { writeEventsCsv } from '../helpers/events.js';
+import { freePort } from '../helpers/free-port.js';
+import { checkedLines } from '../helpers/progress-events.js';
 import { useServers } from '../helpers/servers.js';
 
 const PUSHGATEWAY = process.env.TRACK_PUSHGATEWAY ?? '/usr/bin/prometheus-pushgateway';
@@ -18,14 +19,6 @@ if (!present && process.env.CI) throw new Error(`${PUSHGATEWAY} is missing; CI i
 if (!present) console.warn(`metrics push tests skipped: no Pushgateway at ${PUSHGATEWAY} (apt-get install prometheus-pushgateway, or set TRACK_PUSHGATEWAY)`);
 
 const servers = useServers();
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** The samples of one job and instance in the gateway's /metrics, by metric name and labels (without job and instance). */
 async function pushed(gateway: string): Promise<Map<string, number>> {
@@ -41,10 +34,42 @@ async function pushed(gateway: string): Promise<Map<string, number>> {
 }
 
 it('pushes to URL/metrics/job/track_upload/instance/HOST, or to the group a URL names', () => {
-  expect(pushTarget('http://127.0.0.1:9091', 'ci-1')).toBe('http://127.0.0.1:9091/metrics/job/track_upload/instance/ci-1');
-  expect(pushTarget('http://gw:9091/metrics/job/nightly/env/prod')).toBe('http://gw:9091/metrics/job/nightly/env/prod');
+  expect(pushTarget('http://127.0.0.1:9091', 'ci-1')).toEqual({ url: 'http://127.0.0.1:9091/metrics/job/track_upload/instance/ci-1' });
+  expect(pushTarget('http://gw:9091/metrics/job/nightly/env/prod').url).toBe('http://gw:9091/metrics/job/nightly/env/prod');
   expect(() => pushTarget('gw:9091')).toThrow(/expected an http/);
 });
+
+it('takes a user and password in the URL out of it, as Basic credentials', () => {
+  expect(pushTarget('https://ci%40corp:p%3Ass@gw:9091/', 'ci-1')).toEqual({
+    url: 'https://gw:9091/metrics/job/track_upload/instance/ci-1',
+    authorization: `Basic ${Buffer.from('ci@corp:p:ss').toString('base64')}`,
+  });
+});
+
+/** A Pushgateway on a free loopback port with its own storage; extra flags as given. */
+async function startGateway(dir: string, args: string[] = []): Promise<{ url: string; process: ChildProcess }> {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const gateway = spawn(PUSHGATEWAY, [`--web.listen-address=127.0.0.1:${port}`, `--persistence.file=${join(dir, `pushgateway-${port}.db`)}`, ...args], { stdio: 'ignore' });
+  for (let i = 0; ; i += 1) {
+    // a gateway behind Basic authentication answers 401 once it is up
+    const ready = await fetch(`${url}/-/ready`).then((r) => r.ok || r.status === 401, () => false);
+    if (ready) return { url, process: gateway };
+    if (i > 100) throw new Error('the Pushgateway did not start');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+async function stopGateway(gateway: ChildProcess | undefined): Promise<void> {
+  if (gateway === undefined || gateway.exitCode !== null) return;
+  // (one a test has stopped with SIGSTOP takes SIGTERM once it runs again)
+  gateway.kill('SIGCONT');
+  gateway.kill('SIGTERM');
+  await new Promise((resolve) => gateway.once('exit', resolve));
+}
+
+/** The user `pusher` with the password `s3cret`, bcrypt-hashed as the gateway's web config takes it. */
+const BASIC_AUTH_CONFIG = 'basic_auth_users:\n  pusher: $2b$04$QQbc87ZHCmCBSuG50qfafOGYN4KUN/eRF9WDX3.CNirxCDFTa0ksC\n';
 
 describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
   let gateway: ChildProcess;
@@ -52,19 +77,10 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
   let storage: ReturnType<typeof tempDir>;
   beforeAll(async () => {
     storage = tempDir();
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    gateway = spawn(PUSHGATEWAY, [`--web.listen-address=127.0.0.1:${port}`, `--persistence.file=${join(storage.dir, 'pushgateway.db')}`], { stdio: 'ignore' });
-    for (let i = 0; ; i += 1) {
-      const ready = await fetch(`${url}/-/ready`).then((r) => r.ok, () => false);
-      if (ready) break;
-      if (i > 100) throw new Error('the Pushgateway did not start');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    ({ url, process: gateway } = await startGateway(storage.dir));
   }, 20_000);
   afterAll(async () => {
-    gateway?.kill('SIGTERM');
-    await new Promise((resolve) => gateway?.once('exit', resolve));
+    await stopGateway(gateway);
     storage?.cleanup();
   });
 
@@ -102,6 +118,58 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
     // grouped under this machine's name
     expect(await (await fetch(`${url}/metrics`)).text()).toContain(`instance="${hostname()}"`);
   });
+
+  it('pushes to a gateway behind Basic authentication with the URL\'s user and password, and never prints them', async () => {
+    const config = join(storage.dir, 'web.yml');
+    writeFileSync(config, BASIC_AUTH_CONFIG);
+    const secured = await startGateway(storage.dir, [`--web.config.file=${config}`]);
+    try {
+      const emulator = await servers.emulator();
+      const file = writeEventsCsv(servers.tmp.dir, 50);
+      const withUser = secured.url.replace('http://', 'http://pusher:s3cret@');
+      const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--metrics-push', withUser, '--progress', 'ndjson', '--json']);
+      expect(r.status).toBe(0);
+      expect(r.stderr).not.toMatch(/"type":"warning"|s3cret/);
+      const text = await (await fetch(`${secured.url}/metrics`, { headers: { authorization: `Basic ${Buffer.from('pusher:s3cret').toString('base64')}` } })).text();
+      expect(text).toMatch(/^track_upload_rows_read_total\{.*\} 50$/m);
+      expect(text).toMatch(/^track_upload_running\{.*\} 0$/m);
+      // a wrong password: told once, without the password
+      const wrong = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--restart', '--metrics-push', secured.url.replace('http://', 'http://pusher:wr0ng@')]);
+      expect(wrong.status).toBe(0);
+      expect(wrong.stderr.match(/track: warning: --metrics-push: could not push to http:\/\/127\.0\.0\.1:\d+\/metrics\/job\/track_upload\/instance\/\S+: 401/g)).toHaveLength(1);
+      expect(wrong.stderr).not.toContain('wr0ng');
+    } finally {
+      await stopGateway(secured.process);
+    }
+  });
+
+  it('holds the end of an upload only for its last push when the gateway hangs, not behind a push of older figures', async () => {
+    // a gateway that takes connections and answers none: stopped with SIGSTOP
+    const hung = await startGateway(storage.dir);
+    hung.process.kill('SIGSTOP');
+    try {
+      // 10 requests of 250 ms one at a time: a run of about 3 s, its first progress push stuck from the first second
+      const emulator = await servers.emulator({ latency: '250' });
+      const file = writeEventsCsv(servers.tmp.dir, 500);
+      const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emulator.url, '--api-key', 'k', '--concurrency', '1', '--metrics-push', hung.url, '--progress', 'ndjson', '--progress-interval', '1'], { cwd: ROOT });
+      let stderr = '';
+      let endedAt: number | undefined;
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (endedAt === undefined && stderr.includes('"type":"end"')) endedAt = Date.now();
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      expect(await exited).toBe(0);
+      const heldMs = Date.now() - endedAt!;
+      // the last push's 5 s, not the stuck push's 10 s and then the last push's
+      expect(heldMs).toBeLessThan(9_000);
+      expect(emulator.store.counts().events).toBe(500);
+      const warnings = checkedLines(stderr).filter((e) => e.type === 'warning');
+      expect(warnings).toEqual([expect.objectContaining({ message: expect.stringMatching(/could not push to .*timeout/) })]);
+    } finally {
+      await stopGateway(hung.process);
+    }
+  }, 40_000);
 
   it('tells a gateway it cannot reach once, as a warning, and uploads all the same', async () => {
     const emulator = await servers.emulator();

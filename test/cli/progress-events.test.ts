@@ -79,6 +79,16 @@ describe('--progress ndjson', () => {
     expect(events[1]).toMatchObject({ exitStatus: 2, error: { name: 'UsageError', message: expect.stringMatching(/--rejects .* is also an input file/) } });
   });
 
+  it('tells a usage error in the flags, found before the run starts, as an error event alone', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 10);
+    const noUrl = await runCli(['upload', file, '--api-key', 'k', '--progress', 'ndjson'], { env: { TRACK_URL: '' } });
+    expect(noUrl.status).toBe(2);
+    expect(checkedLines(noUrl.stderr)).toEqual([expect.objectContaining({ type: 'error', exitStatus: 2, error: { name: 'UsageError', message: expect.stringMatching(/give the service URL/) } })]);
+    const onInput = await runCli(['validate', file, '--events', file, '--progress', 'ndjson']);
+    expect(onInput.status).toBe(2);
+    expect(checkedLines(onInput.stderr)).toEqual([expect.objectContaining({ type: 'error', error: expect.objectContaining({ message: expect.stringMatching(/--events .* is also an input file/) }) })]);
+  });
+
   it('reports a dry run (validate) the same way', async () => {
     const file = writeEventsCsv(servers.tmp.dir, 120, 'events.csv', { bad: badEvery7 });
     const r = await runCli(['validate', file, '--progress', 'ndjson', '--json']);
@@ -113,6 +123,37 @@ describe('--events FILE', () => {
     const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--events', join(servers.tmp.dir, 'no', 'such', 'dir', 'x.events')]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--events .*x\.events: cannot write it \(ENOENT\)/);
+    expect(emulator.requests()).toHaveLength(0);
+  });
+
+  it('leaves an earlier events file as it was when another output flag is a usage error', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 5);
+    const eventsPath = join(servers.tmp.dir, 'earlier.events');
+    writeFileSync(eventsPath, '{"type":"start"}\n');
+    const emulator = await servers.emulator();
+    for (const bad of [['--report', join(servers.tmp.dir, 'no', 'dir', 'run.html')], ['--metrics-push', 'ftp://127.0.0.1:1']]) {
+      const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--events', eventsPath, ...bad]);
+      expect(r.status, bad[0]).toBe(2);
+      expect(readFileSync(eventsPath, 'utf8'), bad[0]).toBe('{"type":"start"}\n');
+    }
+  });
+
+  it('refuses an input file, or the --report file, as the events file, leaving the input as it was', async () => {
+    const file = writeEventsCsv(servers.tmp.dir, 5);
+    const before = readFileSync(file, 'utf8');
+    const onInput = await runCli(['validate', file, '--events', file]);
+    expect(onInput.status).toBe(2);
+    expect(onInput.stderr).toMatch(/--events .*events\.csv is also an input file/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    const emulator = await servers.emulator();
+    const report = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--report', file]);
+    expect(report.status).toBe(2);
+    expect(report.stderr).toMatch(/--report .*events\.csv is also an input file/);
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    const same = join(servers.tmp.dir, 'run.out');
+    const both = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--events', same, '--report', same]);
+    expect(both.status).toBe(2);
+    expect(both.stderr).toMatch(/--events and --report name the same file/);
     expect(emulator.requests()).toHaveLength(0);
   });
 

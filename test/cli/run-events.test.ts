@@ -1,6 +1,6 @@
 // The run's events as the outputs receive them: notices become waits and retries, progress is read
 // off the plan and the delivery, the last progress comes before end, and each event fits the schema.
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createRunEvents, type RunEvent } from '../../src/cli/output/run-events.js';
 import { emptyDeliverySummary, progressOf } from '../../src/transport/summary.js';
 import { checkedEvent } from '../helpers/progress-events.js';
@@ -10,6 +10,10 @@ function recorder(now: { ms: number }) {
   const events = createRunEvents([{ progressEvery: 3600, event: (e) => seen.push(e) }], { totalBytes: 1000, now: () => now.ms });
   return { seen, events };
 }
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 describe('the run events', () => {
   it('turns notices into waits and retries, with when they end', () => {
@@ -49,6 +53,35 @@ describe('the run events', () => {
     await events.end({ command: 'upload', rows: 200, rejected: 3, requests: 4, elapsedMs: 2000, dataPoints: { sent: 196, avoided: 0, planned: 400 } }, 1);
     expect(seen.slice(-2).map((e) => e.type)).toEqual(['progress', 'end']);
     checkedEvent(seen.at(-1));
+  });
+
+  it('gives the consumers of one interval the same progress event, each interval its own', async () => {
+    vi.useFakeTimers();
+    // a clock that moves on each time it is read: events made apart would differ
+    const now = { ms: 1_700_000_000_000 };
+    const tick = (): number => (now.ms += 1);
+    const seen: Record<string, RunEvent[]> = { stderr: [], file: [], report: [] };
+    const consumer = (name: string, progressEvery: number) => ({ progressEvery, event: (e: RunEvent) => seen[name].push(e) });
+    const events = createRunEvents([consumer('stderr', 5), consumer('file', 5), consumer('report', 1)], { totalBytes: 0, now: tick });
+    events.start({ command: 'validate', inputs: [], limits: { rate: 1 } });
+    vi.advanceTimersByTime(10_000);
+    const progress = (name: string): RunEvent[] => seen[name].filter((e) => e.type === 'progress');
+    expect(progress('stderr')).toHaveLength(2);
+    expect(progress('file')).toEqual(progress('stderr'));
+    expect(progress('report')).toHaveLength(10);
+    await events.end({ command: 'validate', rows: 0, rejected: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
+    expect(seen.file).toEqual(seen.stderr);
+  });
+
+  it('closes the outputs last listed first, so the first still hear the warnings of the others closing', async () => {
+    const lines: string[] = [];
+    let open = true;
+    const eventsFile = { event: (e: RunEvent) => open && lines.push(e.type), close: async () => void (open = false) };
+    const failing = { event: () => undefined, close: async () => Promise.reject(new Error('cannot write $GITHUB_STEP_SUMMARY')) };
+    const events = createRunEvents([eventsFile, failing], { totalBytes: 0, now: () => 0 });
+    events.start({ command: 'validate', inputs: [], limits: { rate: 1 } });
+    await events.end({ command: 'validate', rows: 0, rejected: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
+    expect(lines).toEqual(['start', 'end', 'warning']);
   });
 
   it('tells an error that came before a summary without a progress event', async () => {

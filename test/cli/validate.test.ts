@@ -217,7 +217,7 @@ describe('usage errors (exit 2)', () => {
     [['validate', 'missing.csv'], /missing\.csv: no such file/],
     [['validate', 'attributes.csv', '--limits', 'huge'], /argument 'huge' is invalid/],
     [['validate', 'attributes.csv', '--max-total', '0'], /--max-total: expected a whole number/],
-    [['validate', 'export.map.json'], /cannot tell the format/],
+    [['validate', 'notes.txt'], /cannot tell the format/],
     [['validate', '-'], /needs --format/],
     [['validate', 'export.csv', '--map', 'nope.json'], /--map nope\.json: no such file/],
     [['validate', 'export.csv'], /export\.csv:1: the header cannot be used:\n {2}the header has no column that names the user/],

@@ -1,7 +1,7 @@
 // GET /metrics: the Prometheus text format, its counts equal to the request log's, under the key
 // rule of /_track/*.
 import { describe, expect, it } from 'vitest';
-import { postJson } from '../helpers/cli.js';
+import { postJson, runCliAsync } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
 const servers = useServers();
@@ -96,4 +96,11 @@ describe('GET /metrics', () => {
     });
     expect(status).toBe(403);
   });
+});
+
+it('is named in track emulate --help, with the run page', async () => {
+  const help = await runCliAsync(['emulate', '--help']);
+  expect(help.status).toBe(0);
+  expect(help.stdout).toMatch(/GET \/metrics \(Prometheus text format\)/);
+  expect(help.stdout).toMatch(/GET \/_track\/run \(charts of the run/);
 });

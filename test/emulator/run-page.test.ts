@@ -1,6 +1,8 @@
 // The web view's run page, profile paging and links, in-process over HTTP: what the page says
 // equals what the emulator counted.
 import { describe, expect, it } from 'vitest';
+import { perSecondSeries } from '../../src/emulator/run-page.js';
+import { RunTally } from '../../src/emulator/run-tally.js';
 import { postJson } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -42,6 +44,36 @@ describe('the run page', () => {
     for (const path of ['/_track/', '/_track/?view=requests', `/_track/?profile=${serviceId}`, '/_track/run']) {
       expect((await page(`${emulator.url}${path}`)).html, path).toContain('<a href="/_track/run"');
     }
+  });
+});
+
+describe('requests per second on the run page', () => {
+  const start = 1_700_000_000;
+  const answer = (tally: RunTally, ms: number, status: number): void => tally.record({ timeMs: ms, path: '/users/track', status, processed: {}, errors: [] });
+
+  it('is a point a second, a second without requests at 0, the 429s apart', () => {
+    const tally = new RunTally();
+    for (const ms of [0, 100, 900]) answer(tally, start * 1000 + ms, 201);
+    answer(tally, start * 1000 + 2000, 201);
+    answer(tally, start * 1000 + 2500, 429);
+    expect(perSecondSeries(tally)).toEqual({
+      all: [[start, 3], [start + 1, 0], [start + 2, 2]],
+      limited: [[start, 0], [start + 1, 0], [start + 2, 1]],
+    });
+  });
+
+  it('draws a run of more than 600 s in steps of several seconds, at their mean', () => {
+    const tally = new RunTally();
+    // 1,200 s: one request a second, and one more on every even second (3 every 2 s)
+    for (let s = 0; s < 1200; s += 1) {
+      answer(tally, (start + s) * 1000, 201);
+      if (s % 2 === 0) answer(tally, (start + s) * 1000 + 500, 429);
+    }
+    const { all, limited } = perSecondSeries(tally);
+    expect(all).toHaveLength(600);
+    expect(all[1]).toEqual([start + 2, 1.5]);
+    expect(new Set(all.map(([, n]) => n))).toEqual(new Set([1.5]));
+    expect(new Set(limited.map(([, n]) => n))).toEqual(new Set([0.5]));
   });
 });
 

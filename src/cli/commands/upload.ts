@@ -4,15 +4,15 @@ import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
 import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
 import type { ReadProgress, SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addOutputOptions, addReadOptions, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
+import { addOutputOptions, addReadOptions, INPUTS_HELP, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import type { Meter } from '../output/progress.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
   const command = program
     .command('upload')
-    .description('upload CSV or NDJSON files to POST /users/track')
-    .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input')
+    .description('upload CSV, NDJSON, JSON or Parquet files to POST /users/track')
+    .argument('<files...>', INPUTS_HELP)
     .option('--dry-run', 'do everything but send: check, batch, report (and --out the requests)')
     .option('--url <url>', 'the service base URL, e.g. https://rest.example.com (or TRACK_URL)')
     .option('--api-key <key>', 'API key with the users.track permission (or TRACK_API_KEY; never printed)')

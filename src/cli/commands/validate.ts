@@ -5,13 +5,13 @@ import { setFlagsFromString } from 'node:v8';
 import type { ReadProgress, UploadOptions } from '../../upload/upload.js';
 import type { OutputFlags } from '../output/run-outputs.js';
 import { quietOnClosedStdout, runAndReport } from '../run.js';
-import { addOutputOptions, addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
+import { addOutputOptions, addPaceOptions, addReadOptions, INPUTS_HELP, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .description('check input files as an upload would read them; nothing is sent')
-    .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
+    .argument('<files...>', INPUTS_HELP);
   addOutputOptions(addPaceOptions(addReadOptions(command)), false)
     .option('--preview <n>', 'first print the first N rows of each file as the items they become (with --json, in the summary)', wholeNumber('--preview', 1))
     .option('--quiet', 'no progress output')

@@ -99,7 +99,17 @@ function summaryMarkdown(command: string, figures: RunFigures, summary: SummaryF
   return `${lines.join('\n')}\n\n`;
 }
 
-export function githubActions(command: string, env: GithubEnvironment, annotate: (line: string) => void): RunConsumer {
+/** Told when stdout and stderr both carry JSON, and no annotation can be printed without breaking one of them. */
+export const UNANNOTATED =
+  'GitHub Actions: the rejected rows are not annotated, as stdout holds the --json summary and stderr the --progress ndjson events (the step summary lists them; --events FILE in place of --progress ndjson keeps the annotations, on stderr)';
+
+/** Where each line goes: annotations (absent: none are printed), and warnings about a file that cannot be written. */
+export interface GithubSinks {
+  annotate?: (line: string) => void;
+  warn: (message: string) => void;
+}
+
+export function githubActions(command: string, env: GithubEnvironment, sinks: GithubSinks): RunConsumer {
   const byReason = new Map<string, RejectRecord[]>();
   const first: RejectRecord[] = [];
   let stop: string | undefined;
@@ -112,36 +122,56 @@ export function githubActions(command: string, env: GithubEnvironment, annotate:
     return inside.startsWith('..') || isAbsolute(inside) ? file : inside;
   };
 
+  /** Writes one file GitHub reads; one that cannot be written is told, naming its variable, and the others are written all the same. */
+  const write = async (variable: string, path: string | undefined, text: string, add: boolean): Promise<boolean> => {
+    if (path === undefined) return false;
+    try {
+      await (add ? appendFile : writeFile)(path, text);
+      return true;
+    } catch (error) {
+      sinks.warn(`GitHub Actions: cannot write ${variable} ${path} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+      return false;
+    }
+  };
+
+  const annotateRows = (rows: RejectRecord[]): void => {
+    const { annotate } = sinks;
+    if (annotate === undefined) {
+      if (rows.length > 0) sinks.warn(UNANNOTATED);
+      return;
+    }
+    for (const row of rows) {
+      const reason = reasonOf(row.errors[0] ?? 'rejected');
+      annotate(errorAnnotation({ file: where(row.file), line: row.line, title: `track: rejected ${row.kind} row (${reason})` }, `${row.errors.join('; ')}`));
+    }
+  };
+
   const outputs = async (values: Record<string, string | number | undefined>): Promise<void> => {
-    if (env.outputPath === undefined) return;
     const lines = Object.entries(values).filter(([, v]) => v !== undefined).map(([name, v]) => outputLine(name, v as string | number));
-    await appendFile(env.outputPath, lines.join(''));
+    await write('$GITHUB_OUTPUT', env.outputPath, lines.join(''), true);
   };
 
   const end = (json: Record<string, unknown>, exitStatus: number) => async (): Promise<void> => {
     const summary = asSummary(json);
     const figures = runFigures(summary);
-    for (const row of annotatedRows(byReason)) {
-      const reason = reasonOf(row.errors[0] ?? 'rejected');
-      annotate(errorAnnotation({ file: where(row.file), line: row.line, title: `track: rejected ${row.kind} row (${reason})` }, `${row.errors.join('; ')}`));
-    }
+    annotateRows(annotatedRows(byReason));
     const summaryFile = join(env.runnerTemp ?? tmpdir(), `track-${command.replace(/\W+/g, '-')}-summary-${process.pid}-${Date.now()}.json`);
-    await writeFile(summaryFile, `${JSON.stringify(json)}\n`);
-    if (env.summaryPath !== undefined) await appendFile(env.summaryPath, summaryMarkdown(command, figures, summary, exitStatus, first, stop));
+    const written = await write('$RUNNER_TEMP', summaryFile, `${JSON.stringify(json)}\n`, false);
+    await write('$GITHUB_STEP_SUMMARY', env.summaryPath, summaryMarkdown(command, figures, summary, exitStatus, first, stop), true);
     await outputs({
       rows: figures.rows,
       rejected: figures.rejected,
       requests: figures.requests,
       'data-points': figures.dataPoints,
       'exit-status': exitStatus,
-      'summary-file': summaryFile,
+      'summary-file': written ? summaryFile : undefined,
       'rejects-file': summary.rejectsPath,
     });
   };
 
   const failed = (message: string, exitStatus: number) => async (): Promise<void> => {
-    if (env.summaryPath !== undefined) await appendFile(env.summaryPath, `### track ${markdownCell(command)}: failed (exit status ${exitStatus})\n\n${markdownCell(message)}\n\n`);
-    annotate(errorAnnotation({ title: `track ${command}` }, message));
+    await write('$GITHUB_STEP_SUMMARY', env.summaryPath, `### track ${markdownCell(command)}: failed (exit status ${exitStatus})\n\n${markdownCell(message)}\n\n`, true);
+    sinks.annotate?.(errorAnnotation({ title: `track ${command}` }, message));
     await outputs({ 'exit-status': exitStatus });
   };
 

@@ -9,22 +9,36 @@ import type { ProgressEvent, RunConsumer, RunEvent } from './run-events.js';
 
 export const PUSH_JOB = 'track_upload';
 const PUSH_TIMEOUT_MS = 10_000;
+/** The push at the end, which the upload waits for before it exits. */
+const LAST_PUSH_TIMEOUT_MS = 5_000;
+
+/** Where the metrics are put, as it may be printed (no credentials), and the Basic credentials the URL held. */
+export interface PushTarget {
+  url: string;
+  authorization?: string;
+}
 
 /**
  * Where the metrics are put: the URL as given when it names a group (`.../metrics/job/NAME/...`),
- * else `URL/metrics/job/track_upload/instance/HOST`.
+ * else `URL/metrics/job/track_upload/instance/HOST`. A user and password in the URL
+ * (`http://user:pass@gateway:9091`, a gateway behind Basic authentication) are sent as an
+ * Authorization header, never as part of the URL, and never printed.
  */
-export function pushTarget(url: string, host = hostname()): string {
+export function pushTarget(url: string, host = hostname()): PushTarget {
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     throw new UsageError(`--metrics-push: expected the Pushgateway's URL, such as http://127.0.0.1:9091, got "${url}"`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--metrics-push: expected an http:// or https:// URL, got "${url}"`);
-  if (/\/metrics\/job\/[^/]+/.test(parsed.pathname)) return parsed.href;
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new UsageError(`--metrics-push: expected an http:// or https:// URL, got "${parsed.protocol}//${parsed.host}"`);
+  const credentials = parsed.username === '' && parsed.password === '' ? undefined : `${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`;
+  parsed.username = '';
+  parsed.password = '';
+  const authorization = credentials === undefined ? undefined : `Basic ${Buffer.from(credentials).toString('base64')}`;
+  if (/\/metrics\/job\/[^/]+/.test(parsed.pathname)) return { url: parsed.href, authorization };
   const base = parsed.href.replace(/\/+$/, '');
-  return `${base}/metrics/job/${PUSH_JOB}/instance/${encodeURIComponent(host)}`;
+  return { url: `${base}/metrics/job/${PUSH_JOB}/instance/${encodeURIComponent(host)}`, authorization };
 }
 
 /** The counters as the Pushgateway receives them. */
@@ -123,24 +137,27 @@ function metricsOf(client: Client): { registry: Registry; set: (f: Figures) => v
 export function metricsPush(url: string, progressEvery: number, warn: (message: string) => void): RunConsumer {
   const target = pushTarget(url);
   let metrics: Promise<ReturnType<typeof metricsOf>> | undefined;
-  let pushing: Promise<void> | undefined;
+  /** The push of a progress event still under way; the end cuts it off. */
+  let pushing: AbortController | undefined;
   let warned = false;
 
-  const push = async (figures: Figures): Promise<void> => {
+  const push = async (figures: Figures, cut: AbortSignal, timeoutMs: number): Promise<void> => {
     metrics ??= import('prom-client').then(metricsOf);
     const { registry, set } = await metrics;
     set(figures);
     try {
-      const response = await fetch(target, {
+      const response = await fetch(target.url, {
         method: 'PUT',
-        headers: { 'content-type': registry.contentType },
+        headers: { 'content-type': registry.contentType, ...(target.authorization === undefined ? {} : { authorization: target.authorization }) },
         body: await registry.metrics(),
-        signal: AbortSignal.timeout(PUSH_TIMEOUT_MS),
+        signal: AbortSignal.any([cut, AbortSignal.timeout(timeoutMs)]),
       });
       if (!response.ok) throw new Error(`${response.status} ${(await response.text()).trim().slice(0, 200)}`);
     } catch (error) {
+      // cut off by the end, whose push carries newer figures: no failure
+      if (cut.aborted) return;
       // a gateway that cannot be reached never stops the upload; it is told once
-      if (!warned) warn(`--metrics-push: could not push to ${target}: ${(error as Error).message}`);
+      if (!warned) warn(`--metrics-push: could not push to ${target.url}: ${(error as Error).message}`);
       warned = true;
     }
   };
@@ -152,10 +169,16 @@ export function metricsPush(url: string, progressEvery: number, warn: (message: 
       if (event.type === 'progress') {
         // a push still under way is not queued behind: the next progress event carries newer figures
         if (pushing !== undefined) return;
-        pushing = push(fromProgress(event)).finally(() => (pushing = undefined));
-        last = pushing;
+        const cut = new AbortController();
+        pushing = cut;
+        last = push(fromProgress(event), cut.signal, PUSH_TIMEOUT_MS).finally(() => {
+          if (pushing === cut) pushing = undefined;
+        });
       } else if (event.type === 'end') {
-        last = last.then(() => push(fromSummary(event.summary, event.exitStatus)));
+        // a slow gateway holds the end of the upload at most LAST_PUSH_TIMEOUT_MS, not behind a push of older figures
+        pushing?.abort();
+        pushing = undefined;
+        last = push(fromSummary(event.summary, event.exitStatus), new AbortController().signal, LAST_PUSH_TIMEOUT_MS);
       }
     },
     close: () => last,

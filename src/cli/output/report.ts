@@ -3,7 +3,7 @@
 // reason, and data points spent and avoided. A consumer of the run's events: the figures are the
 // summary's, the curves its progress events, the waits and retries its wait and retry events.
 import { writeFile } from 'node:fs/promises';
-import { barChart, escapeXml as escape, grouped, lineChart, statusColour, type Bar } from '../../charts/svg.js';
+import { barChart, escapeXml as escape, grouped, largestBars, lineChart, statusColour, type Bar } from '../../charts/svg.js';
 import { asSummary, runFigures, type SummaryFields } from './figures.js';
 import type { ProgressEvent, RunConsumer, RunEvent, StartEvent, StopEvent } from './run-events.js';
 
@@ -11,6 +11,11 @@ import type { ProgressEvent, RunConsumer, RunEvent, StartEvent, StopEvent } from
 const SAMPLE_SECONDS = 1;
 /** Samples kept: past this, every other one is dropped (a long run is drawn coarser, never out of memory). */
 const MAX_SAMPLES = 2_000;
+/** Bars of reasons drawn; the rest are one bar (the charts stay side by side in the first screen). */
+const BARS_SHOWN = 8;
+/** Retry reasons kept apart (a server's message may differ on every answer); past this, the rest together. */
+const MAX_RETRY_REASONS = 100;
+const OTHER_RETRY_REASONS = '(other reasons)';
 
 const STYLE = `
 body{font:14px/1.4 system-ui,sans-serif;margin:0;color:#1d232a;background:#f6f7f9}
@@ -42,7 +47,7 @@ const WAIT_NAMES: Record<string, string> = {
 };
 
 /** Points per second between successive samples of a count. */
-function perSecond(samples: ProgressEvent[], count: (p: ProgressEvent) => number): [number, number][] {
+export function perSecond(samples: ProgressEvent[], count: (p: ProgressEvent) => number): [number, number][] {
   const points: [number, number][] = [];
   // from the start, when every count was 0
   let before = { at: 0, n: 0 };
@@ -88,8 +93,16 @@ function charts(r: Recorded, summary: SummaryFields): string {
   });
   const answers = Object.entries((summary.delivery as { answers?: Record<string, number> } | undefined)?.answers ?? {}).sort((a, b) => b[1] - a[1]);
   const waits: Bar[] = [...r.waits].map(([reason, w]) => ({ label: `${WAIT_NAMES[reason] ?? reason} (${grouped(w.count)})`, value: w.seconds, colour: '#c2410c' }));
-  const retries: Bar[] = [...r.retries].sort((a, b) => b[1] - a[1]).map(([reason, n]) => ({ label: reason, value: n, colour: '#7c3aed' }));
-  const rejects: Bar[] = f.reasons.map((x) => ({ label: x.reason, value: x.rows, note: x.where, colour: x.where === 'by the server' ? '#a1161b' : '#d98e04' }));
+  const retries = largestBars(
+    [...r.retries].map(([reason, n]) => ({ label: reason, value: n, colour: '#7c3aed' })),
+    BARS_SHOWN,
+    (n) => `(${grouped(n)} other reasons)`,
+  );
+  const rejects = largestBars(
+    f.reasons.map((x) => ({ label: x.reason, value: x.rows, note: x.where, colour: x.where === 'by the server' ? '#a1161b' : '#d98e04' })),
+    BARS_SHOWN,
+    (n) => `(${grouped(n)} other reasons)`,
+  );
   const points: Bar[] = [
     { label: summary.delivery === undefined ? 'would be spent' : 'spent', value: f.dataPoints, colour: '#2f6fb0' },
     { label: 'avoided (unchanged)', value: f.avoidedDataPoints, colour: '#17692d' },
@@ -146,9 +159,11 @@ export function htmlReport(path: string): RunConsumer {
           recorded.waits.set(event.reason, { count: w.count + 1, seconds: Math.round((w.seconds + event.seconds) * 10) / 10 });
           break;
         }
-        case 'retry':
-          recorded.retries.set(event.reason, (recorded.retries.get(event.reason) ?? 0) + 1);
+        case 'retry': {
+          const reason = recorded.retries.has(event.reason) || recorded.retries.size < MAX_RETRY_REASONS ? event.reason : OTHER_RETRY_REASONS;
+          recorded.retries.set(reason, (recorded.retries.get(reason) ?? 0) + 1);
           break;
+        }
         case 'stop':
           recorded.stop ??= event;
           break;

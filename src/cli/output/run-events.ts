@@ -140,6 +140,14 @@ export interface RunEvents extends RunEnding {
 const iso = (ms: number): string => new Date(ms).toISOString();
 const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
+/** The event of an error that ended the run before its summary. */
+export const errorEvent = (error: Error, exitStatus: number, at: number = Date.now()): ErrorEvent => ({
+  type: 'error',
+  time: iso(at),
+  exitStatus,
+  error: { name: error.name, message: error.message },
+});
+
 /** Runs both hooks (either may be absent); undefined when neither is given. */
 export function both<T>(a: ((value: T) => void) | undefined, b: ((value: T) => void) | undefined): ((value: T) => void) | undefined {
   if (a === undefined || b === undefined) return a ?? b;
@@ -172,7 +180,7 @@ export interface RunEventsOptions {
   now?: () => number;
 }
 
-/** The events of a run, given to each consumer in the order they are listed. */
+/** The events of a run, given to each consumer in the order they are listed, and closed in the reverse order. */
 export function createRunEvents(consumers: RunConsumer[], options: RunEventsOptions): RunEvents {
   const { totalBytes } = options;
   const now = options.now ?? Date.now;
@@ -230,7 +238,8 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
       for (const consumer of consumers) if (consumer.progressEvery !== undefined) consumer.event(final);
     }
     emit(last);
-    for (const consumer of consumers) {
+    // the last listed first: the event lines (listed first) are still open for the warnings of the others' closing
+    for (const consumer of [...consumers].reverse()) {
       try {
         await consumer.close?.();
       } catch (error) {
@@ -244,10 +253,17 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
     errorsAsEvents: options.errorsAsEvents === true,
     start(start) {
       emit({ type: 'start', time: iso(startedAt), ...start });
+      // consumers of one interval are given the same progress event (--progress ndjson and --events write the same lines)
+      const byInterval = new Map<number, RunConsumer[]>();
       for (const consumer of consumers) {
         const every = consumer.progressEvery;
-        if (every === undefined) continue;
-        const timer = setInterval(() => consumer.event(progress()), every * 1000);
+        if (every !== undefined) byInterval.set(every, [...(byInterval.get(every) ?? []), consumer]);
+      }
+      for (const [every, group] of byInterval) {
+        const timer = setInterval(() => {
+          const event = progress();
+          for (const consumer of group) consumer.event(event);
+        }, every * 1000);
         timer.unref();
         timers.push(timer);
       }
@@ -288,7 +304,7 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
     },
     progress,
     end: (summary, exitStatus) => finish({ type: 'end', time: time(), exitStatus, summary }),
-    failed: (error, exitStatus) => finish({ type: 'error', time: time(), exitStatus, error: { name: error.name, message: error.message } }),
+    failed: (error, exitStatus) => finish(errorEvent(error, exitStatus, now())),
   };
   return events;
 }
