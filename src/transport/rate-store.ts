@@ -4,6 +4,7 @@
 // fixed window, as counter-based limiters keep, lets two bursts meet across its boundary; a log
 // holds in every window. The client is loaded only when a run names a store.
 import { UsageError } from '../errors.js';
+import { CATCH_UP_MS, SPACING_SLACK_MS } from './pacer.js';
 
 /** The windows a shared budget keeps: most starts in any second, and in any hour. */
 export interface BudgetLimits {
@@ -11,6 +12,8 @@ export interface BudgetLimits {
   perHour?: number;
   /** Added to each window, as the local pacer does (a request leaves a little after its start). */
   marginMs: number;
+  /** Spread the starts of all processes evenly over the second (default), as the local pacer does its own. */
+  evenly?: boolean;
 }
 
 export interface RateStore {
@@ -19,19 +22,28 @@ export interface RateStore {
    * returns how many ms until the oldest start that binds leaves its window.
    */
   take(id: string): Promise<number>;
-  /** The start counted as `id` left only now: count it from now (the server sees sending times). */
+  /** The request of the start counted as `id` has left: count it from now (the server sees sending times). */
   move(id: string): Promise<void>;
   close(): Promise<void>;
   /** The store and key, as messages name them (never a password). */
   readonly name: string;
 }
 
-// KEYS: the second's log, the hour's log. ARGV: id, then per key its limit (0: none) and window (µs).
-// Times are the Redis server's (TIME), in µs; a start is counted in both logs or in neither.
+// KEYS: the second's log, the hour's log, the time of the next even start. ARGV: id; per log its
+// limit (0: none) and window (µs); how far ahead (µs) a start is counted until its request has left
+// (MOVE then counts it from when it did: another process must not take a place the window will still
+// hold when this request reaches the server); the gap (µs) between even starts (0: none), and how late
+// a start may be and keep the timeline. Times are the Redis server's (TIME), in µs. A start is counted
+// in both logs or in neither. The starts of all processes together are spread evenly over the second,
+// as one process's pacer spreads its own: a burst that a server receives a little late could otherwise
+// reach it in its next window.
 const TAKE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local gap = tonumber(ARGV[7])
+local nextAt = tonumber(redis.call('GET', KEYS[3]) or '0')
 local wait = 0
+if gap > 0 and nextAt > now then wait = nextAt - now end
 for i = 1, 2 do
   local limit = tonumber(ARGV[i * 2])
   local span = tonumber(ARGV[i * 2 + 1])
@@ -47,20 +59,31 @@ end
 if wait > 0 then return math.ceil(wait / 1000) end
 for i = 1, 2 do
   if tonumber(ARGV[i * 2]) > 0 then
-    redis.call('ZADD', KEYS[i], now, ARGV[1])
+    redis.call('ZADD', KEYS[i], now + tonumber(ARGV[6]), ARGV[1])
     redis.call('PEXPIRE', KEYS[i], math.ceil(tonumber(ARGV[i * 2 + 1]) / 1000) + 1000)
   end
+end
+if gap > 0 then
+  local from = now
+  if nextAt >= now - tonumber(ARGV[8]) then from = nextAt end
+  redis.call('SET', KEYS[3], from + gap, 'PX', 60000)
 end
 return 0
 `;
 
-// KEYS: the two logs. ARGV: id. Moves a start to now where it is still counted.
+// KEYS: the two logs. ARGV: id. Counts a start from now, when its request has left, where it is still counted.
 const MOVE = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-for i = 1, 2 do redis.call('ZADD', KEYS[i], 'XX', 'GT', now, ARGV[1]) end
+for i = 1, 2 do redis.call('ZADD', KEYS[i], 'XX', now, ARGV[1]) end
 return 0
 `;
+
+/**
+ * How far ahead a start is counted until its request is known to have left: longer than a process
+ * is usually held between taking a place and sending (a busy machine's scheduler, a new connection).
+ */
+const HOLD_US = 100_000;
 
 const SECOND_US = 1_000_000;
 const HOUR_US = 3_600_000_000;
@@ -114,10 +137,12 @@ export async function connectRateStore(text: string, key: string, limits: Budget
     const why = error instanceof Error ? error.message : String(error);
     throw new UsageError(`--rate-store ${storeName(url)}: cannot reach the store (${why || 'connection refused'}); start it, fix the URL, or run without --rate-store`);
   }
-  const keys = [`${key}:second`, `${key}:hour`];
+  const keys = [`${key}:second`, `${key}:hour`, `${key}:next`];
   const window = (perWindow: number | undefined, spanUs: number): string[] =>
     perWindow === undefined ? ['0', '0'] : [String(perWindow), String(spanUs + limits.marginMs * 1000)];
-  const args = [...window(limits.perSecond, SECOND_US), ...window(limits.perHour, HOUR_US)];
+  // the gap and the late start forgiven are the local pacer's (pacer.ts: even spacing)
+  const gap = limits.perSecond === undefined || limits.evenly === false ? 0 : Math.round((SECOND_US + (limits.marginMs + SPACING_SLACK_MS) * 1000) / limits.perSecond);
+  const args = [...window(limits.perSecond, SECOND_US), ...window(limits.perHour, HOUR_US), String(HOLD_US), String(gap), String(CATCH_UP_MS * 1000)];
   return {
     name,
     async take(id) {

@@ -8,8 +8,8 @@ import type { Pacer } from './pacer.js';
 import type { RateStore } from './rate-store.js';
 import { createStartWindow, type StartWindow } from './start-window.js';
 
-/** Starts late by more than this are moved in the store (the server counts sending times). */
-const MOVE_AFTER_MS = 5;
+/** The longest a start waits before asking the store again. */
+const POLL_MS = 20;
 
 export interface SharedPacerOptions {
   /** Paces this process's starts (pauses, the server's headers, even spacing). */
@@ -56,7 +56,9 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
         continue;
       }
       if (waitMs <= 0) return;
-      await sleep(clock, waitMs, signal);
+      // a place may open sooner than the store can say: the start it waits for may be one counted
+      // ahead whose request has left since (its move is on the way)
+      await sleep(clock, Math.min(waitMs, POLL_MS), signal);
     }
   }
 
@@ -91,9 +93,9 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
       if (at === undefined) return;
       takenAt.delete(ticket);
       const now = clock.now();
-      if (now <= at) return;
-      for (const w of windows) w.move(at, now);
-      if (failed === undefined && now - at > MOVE_AFTER_MS) store.move(`${id}:${ticket}`).catch(fallBack);
+      // the store counted the start a little ahead: from now on it counts when the request left
+      if (failed === undefined) store.move(`${id}:${ticket}`).catch(fallBack);
+      if (now > at) for (const w of windows) w.move(at, now);
     },
     release(ticket) {
       takenAt.delete(ticket);
