@@ -3,7 +3,7 @@
 // tried again on the rare clash.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from './free-port.js';
 
 export const REDIS_SERVER = process.env.TRACK_REDIS_SERVER ?? '/usr/bin/redis-server';
 export const redisPresent = existsSync(REDIS_SERVER);
@@ -17,18 +17,6 @@ export interface RedisServer {
   url: string;
   port: number;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 function startOn(port: number): Promise<ChildProcess> {

@@ -5,7 +5,6 @@ import { readFile } from 'node:fs/promises';
 import { InputError } from '../../errors.js';
 import type { BatchLimits } from '../../model/limits.js';
 import type { UploadSummary } from '../../upload/upload.js';
-import { quietOnClosedStdout } from '../run.js';
 
 export function registerReport(program: Command): void {
   program
@@ -24,7 +23,6 @@ export function registerReport(program: Command): void {
         summaries.push({ file, summary: parseSummary(file, text) });
       }
       const report = mergeSummaries(summaries);
-      quietOnClosedStdout();
       if (flags.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);
       else {
         const verb = String(report.total.command ?? 'upload');
