@@ -47,6 +47,8 @@ export interface SendOptions {
   resume?: boolean;
   /** Start over even though the journal holds a run of the same inputs to the same target. */
   restart?: boolean;
+  /** Resume the journal's run of these inputs when there is one, else start one: the same command for a first try and a retry. */
+  resumeOrStart?: boolean;
   /** Cut requests in flight off (a second Ctrl-C); `stopSignal` lets them finish. */
   abortSignal?: AbortSignal;
   /**
@@ -150,7 +152,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   // a run that cannot store anything twice goes even though a journal holds the same upload
   const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice({ ...options, inputs, remote }, delta, earlier);
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe, remote: remote?.objects, namedAfter: named[0] });
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe, remote: remote?.objects, namedAfter: named[0], shard: options.shard });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
@@ -163,11 +165,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
-  const earlier = send?.resume === true && target?.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
+  const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
   const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
   // the columns a map names that no file has: standard input's header must have them
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
-  if (send?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
+  if (target?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
   // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
   const pace = send === undefined || target === undefined ? undefined : await sharedPace(send, target.target, options.shard);
 
@@ -188,7 +190,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
-  const resume = send?.resume === true;
+  const resume = target?.resume === true;
   const rejects = rejectsWriter(rejectsPath, resume, { ...options, inputs, remote, map });
   const out = options.outPath === undefined ? undefined : outWriter(options.outPath);
   let journal: Journal | undefined;
