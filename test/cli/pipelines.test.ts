@@ -14,6 +14,7 @@ import { BIN, ROOT } from '../helpers/cli.js';
 import { startS3, S3_ENV, type S3Server } from '../helpers/s3.js';
 import { redisPresent, startRedis, type RedisServer } from '../helpers/redis.js';
 import { startEmulator, type Emulator } from '../../src/index.js';
+import { shardOf } from '../../src/upload/shard.js';
 
 const exec = promisify(execFile);
 const RECIPES = join(ROOT, 'docs', 'pipelines');
@@ -85,6 +86,22 @@ async function runShards(shards: Array<Record<string, string>>, upload: string, 
 }
 
 describe('docs/pipelines', () => {
+  it.skipIf(!python)("the Python placement in docs/pipelines.md places every user as track does", () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'pipelines.md'), 'utf8');
+    const start = doc.indexOf('```python\n') + '```python\n'.length;
+    const snippet = doc.slice(start, doc.indexOf('```', start));
+    const keys: Array<[string, Parameters<typeof shardOf>[0]]> = [];
+    for (let i = 0; i < 200; i += 1) keys.push([`external_id:user-${i}`, { by: 'external_id', value: `user-${i}` }]);
+    keys.push(['email:ana@example.com', { by: 'email', value: 'ana@example.com' }], ['phone:+14155550123', { by: 'phone', value: '+14155550123' }]);
+    keys.push(['user_alias:crm:Ünïcode 名前', { by: 'user_alias', value: { alias_label: 'crm', alias_name: 'Ünïcode 名前' } }]);
+    const run = spawnSync('python3', ['-c', `${snippet}\nimport json, sys\nprint(json.dumps([shard(k, n) for k in json.load(sys.stdin) for n in (3, 4, 7)]))`], {
+      input: JSON.stringify(keys.map(([key]) => key)),
+      encoding: 'utf8',
+    });
+    expect(run.status, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout)).toEqual(keys.flatMap(([, identity]) => [3, 4, 7].map((n) => shardOf(identity, n))));
+  });
+
   it('the Kubernetes Indexed Job: four pods by JOB_COMPLETION_INDEX, one budget, a restarted pod resumes', async () => {
     const job = parse(readFileSync(join(RECIPES, 'k8s-indexed-job.yaml'), 'utf8'));
     expect(job.kind).toBe('Job');
@@ -95,7 +112,7 @@ describe('docs/pipelines', () => {
     const env = Object.fromEntries(container.env.filter((e: { value?: string }) => e.value !== undefined).map((e: { name: string; value: string }) => [e.name, e.value]));
     await putExport(env.EXPORT);
     const records = mkdtempSync(join(tmpdir(), 'track-records-'));
-    const shared = { EXPORT: env.EXPORT, ...(redis === undefined ? {} : { TRACK_RATE_STORE: redis.url }) };
+    const shared: Record<string, string> = { EXPORT: env.EXPORT, ...(redis === undefined ? {} : { TRACK_RATE_STORE: redis.url }) };
     const indexes = Array.from({ length: job.spec.completions }, (_, i) => ({ ...shared, JOB_COMPLETION_INDEX: String(i) }));
     await runShards(indexes, command, 'track report summary-*.json', records);
     const before = trackRequests();
@@ -145,7 +162,7 @@ print(json.dumps(values))`, dag], { encoding: 'utf8' });
     expect(UPLOAD).toMatch(/--shard auto\/4/);
     await putExport(EXPORT);
     const records = mkdtempSync(join(tmpdir(), 'track-records-'));
-    const shared = redis === undefined ? {} : { TRACK_RATE_STORE: redis.url };
+    const shared: Record<string, string> = redis === undefined ? {} : { TRACK_RATE_STORE: redis.url };
     const tasks = Array.from({ length: SHARDS }, (_, i) => ({ ...shared, EXPORT, TRACK_SHARD_INDEX: String(i) }));
     await runShards(tasks, UPLOAD, REPORT, records);
     const before = trackRequests();
