@@ -1,10 +1,7 @@
 // `track upload` and `track validate`: input files -> rows -> checked items -> planned requests ->
 // delivered to the target, or, in a dry run (no target), counted and written to --out. Every row is
 // accounted for: in a request, in the rejects file, or left out on resume because it was settled.
-import { randomUUID } from 'node:crypto';
 import { UsageError } from '../errors.js';
-import { DEFAULT_RATE } from '../transport/defaults.js';
-import type { Shard } from './shard.js';
 import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
 import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
@@ -171,7 +168,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
   if (target?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
   // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
-  const pace = send === undefined || target === undefined ? undefined : await sharedPace(send, target.target, options.shard);
+  const pace = send === undefined || target === undefined ? undefined : await (await import('./shared-pace.js')).sharedPace(send, target.target, options.shard);
 
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
@@ -376,44 +373,6 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     interrupted: options.stopSignal?.aborted === true,
     readToEnd: readAll,
     fatal,
-  };
-}
-
-/**
- * The pace of one process among others: with --rate-store, the whole --rate and --hourly drawn from
- * the shared budget (each shard falling back to its own share if the store fails); with --shard
- * alone, this shard's share of them, so the shards together stay within the account's limits.
- */
-async function sharedPace(send: SendOptions, target: string, shard: Shard | undefined) {
-  const n = shard?.count ?? 1;
-  const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
-  const rate = send.rate ?? DEFAULT_RATE;
-  if (send.rateStore === undefined) return n === 1 ? undefined : { rate: share(rate), hourly: share(send.hourly), close: async () => undefined };
-  const [{ connectRateStore }, { createSharedPacer }, { createPacer, DEFAULT_WINDOW_MARGIN_MS }] = await Promise.all([
-    import('../transport/rate-store.js'),
-    import('../transport/shared-pacer.js'),
-    import('../transport/pacer.js'),
-  ]);
-  const marginMs = DEFAULT_WINDOW_MARGIN_MS;
-  const store = await connectRateStore(send.rateStore, send.rateStoreKey ?? `track:rate:${target}`, { perSecond: rate, perHour: send.hourly, marginMs });
-  return {
-    rate,
-    hourly: send.hourly,
-    pacer: (onNotice: SendOptions['onNotice']) =>
-      createSharedPacer({
-        local: createPacer({
-          perSecond: rate,
-          perHour: send.hourly,
-          marginMs,
-          onLongWait: ({ untilMs, reason }) => onNotice?.({ type: 'waiting', reason, untilWallMs: Date.now() + (untilMs - performance.now()) }),
-        }),
-        store,
-        fallback: { perSecond: share(rate), perHour: share(send.hourly), marginMs },
-        onFallback: (error) =>
-          onNotice?.({ type: 'warning', message: `--rate-store ${store.name} failed (${error.message}): sending on at this process's share, ${share(rate)} requests a second` }),
-        id: `${process.pid}-${randomUUID()}`,
-      }),
-    close: () => store.close(),
   };
 }
 
