@@ -4,14 +4,22 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_RATE } from '../transport/defaults.js';
 import type { Shard } from './shard.js';
-import type { SendOptions } from './upload.js';
+import type { DeliveryNotice } from '../transport/index.js';
+
+/** What of a delivery's options sets its pace. */
+interface PaceOptions {
+  rate?: number;
+  hourly?: number;
+  rateStore?: string;
+  rateStoreKey?: string;
+}
 
 /**
  * The pace of one process among others: with --rate-store, the whole --rate and --hourly drawn from
  * the shared budget (each shard falling back to its own share if the store fails); with --shard
  * alone, this shard's share of them, so the shards together stay within the account's limits.
  */
-export async function sharedPace(send: SendOptions, target: string, shard: Shard | undefined) {
+export async function sharedPace(send: PaceOptions, target: string, shard: Shard | undefined) {
   const n = shard?.count ?? 1;
   const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
   const rate = send.rate ?? DEFAULT_RATE;
@@ -26,7 +34,7 @@ export async function sharedPace(send: SendOptions, target: string, shard: Shard
   return {
     rate,
     hourly: send.hourly,
-    pacer: (onNotice: SendOptions['onNotice']) =>
+    pacer: (onNotice: ((notice: DeliveryNotice) => void) | undefined) =>
       createSharedPacer({
         local: createPacer({
           perSecond: rate,
