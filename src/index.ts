@@ -1,10 +1,12 @@
 // The library API of track.
 export { startEmulator, withEmulator, type FixtureOptions } from './library/fixture.js';
 export { execWithEmulator, type ExecOptions, type ExecResult } from './library/exec.js';
+export { upload, type Rows, type UploadCallOptions } from './library/upload.js';
+export type { UploadSummary, ReadProgress } from './upload/upload.js';
 export type { Emulator } from './emulator/server.js';
 export type { LoggedRequest, RequestLogQuery } from './emulator/request-log.js';
 export { DatabaseInUseError } from './emulator/db-lock.js';
 export type { EmulatorOptions } from './emulator/options.js';
 export { FAULT_HEADER } from './emulator/faults.js';
 export * from './model/index.js';
-export { UsageError, InputError, DeliveryError } from './errors.js';
+export { UsageError, InputError, DeliveryError, OutputError, SourceError } from './errors.js';

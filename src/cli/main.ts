@@ -4,6 +4,7 @@ import { runMain } from './run.js';
 import { registerCleanup } from './commands/cleanup.js';
 import { registerEmulate } from './commands/emulate.js';
 import { registerInspect } from './commands/inspect.js';
+import { registerReport } from './commands/report.js';
 import { registerState } from './commands/state.js';
 import { registerUpload } from './commands/upload.js';
 import { registerValidate } from './commands/validate.js';
@@ -16,6 +17,7 @@ const program = new Command()
 registerEmulate(program);
 registerInspect(program);
 registerCleanup(program);
+registerReport(program);
 registerState(program);
 registerUpload(program);
 registerValidate(program);

@@ -57,7 +57,7 @@ export function onStopSignals(first: (signal: string) => void, second: (signal: 
  */
 export async function runAndReport(
   verb: string,
-  flags: { json?: boolean },
+  flags: { json?: boolean; summaryFile?: string },
   run: {
     options: UploadOptions;
     /** A dry run's pace, for the estimate of how long sending would take. */
@@ -68,16 +68,21 @@ export async function runAndReport(
     ended: () => void;
     /** More to put in the JSON summary (validate's --preview). */
     extra?: Record<string, unknown>;
+    /** What names this run among others, after the counts of its JSON summary (its shard). */
+    names?: Record<string, unknown>;
     /** The run's outputs (NDJSON progress, CI, report, metrics): told of its end or of the error that stopped it. */
     outputs?: RunEnding;
   },
 ): Promise<void> {
-  const [{ upload }, { formatSummary, reportFatal, summaryObject }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
+  const [{ upload }, { failureJson, formatSummary, reportFatal, summaryObject }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
   const removeSignals = onStopSignals(run.stop, run.abort);
+  const more = { ...run.names, limits: run.options.limits };
   let summary: UploadSummary;
   try {
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
+    // a run that stopped before its summary still leaves one for the scheduler, then fails as it would
+    if (flags.summaryFile !== undefined) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
     if (run.outputs === undefined || !(error instanceof Error)) throw error;
     await run.outputs.failed(error, exitCodeFor(error));
     if (!run.outputs.errorsAsEvents) throw error;
@@ -87,14 +92,35 @@ export async function runAndReport(
     run.ended();
     removeSignals();
   }
-  const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace);
+  let exitStatus = exitCodeOfRun(summary);
+  const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace, { exitStatus, ...more });
+  const text = `${JSON.stringify(json)}\n`;
+  if (flags.summaryFile !== undefined && !(await writeSummaryFile(flags.summaryFile, text))) exitStatus = Math.max(exitStatus, EXIT.fatal);
   // with --out -, standard output carries the request bodies alone
   const report = run.options.outPath === '-' ? process.stderr : process.stdout;
-  report.write(flags.json === true ? `${JSON.stringify(json)}\n` : formatSummary(verb, summary, run.options.limits, run.pace));
+  report.write(flags.json === true ? text : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined && run.outputs?.errorsAsEvents !== true) reportFatal(fatal);
-  process.exitCode = exitCodeOfRun(summary);
-  await run.outputs?.end(json, process.exitCode);
+  process.exitCode = exitStatus;
+  await run.outputs?.end(json, exitStatus);
+}
+
+/**
+ * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
+ * it, then renamed over it. False, with the reason on stderr, when it cannot be written.
+ */
+async function writeSummaryFile(path: string, json: string): Promise<boolean> {
+  const { rename, writeFile, rm } = await import('node:fs/promises');
+  const partial = `${path}.${process.pid}.partial`;
+  try {
+    await writeFile(partial, json);
+    await rename(partial, path);
+    return true;
+  } catch (error) {
+    await rm(partial, { force: true });
+    process.stderr.write(`track: --summary-file ${path}: cannot be written (${error instanceof Error ? error.message : String(error)})\n`);
+    return false;
+  }
 }
 
 let quiet = false;

@@ -56,13 +56,13 @@ export interface Pacer {
 
 export const DEFAULT_WINDOW_MARGIN_MS = 20;
 /** Lateness of a timer that even spacing forgives (catches up on) instead of carrying forward. */
-const CATCH_UP_MS = 20;
+export const CATCH_UP_MS = 20;
 /**
  * Even spacing plans N starts per 1 s + margin + this, a little wider than the window itself, so
  * that a request leaving a few ms after its turn does not make the window hold the next one back
  * (which would slow every later start by as much).
  */
-const SPACING_SLACK_MS = 10;
+export const SPACING_SLACK_MS = 10;
 const SECOND_MS = 1_000;
 const HOUR_MS = 3_600_000;
 

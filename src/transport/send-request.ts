@@ -17,6 +17,8 @@ export type DeliveryNotice =
   | { type: 'waiting'; reason: WaitReason; untilWallMs: number }
   | { type: 'retry'; seq: number; failure: number; delayMs: number; reason: string }
   | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string }
+  /** Something a person should know at once, such as a shared rate budget that failed. */
+  | { type: 'warning'; message: string }
   /** The stop signal came: no request starts now, and the `inFlight` posted wait for their answers. */
   | { type: 'stopping'; inFlight: number };
 

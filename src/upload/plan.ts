@@ -22,6 +22,7 @@ import type { ResumeSkips } from '../records/journal.js';
 import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
 import type { ColumnCounts, createDelta, DeltaOptions } from './delta.js';
 import { createEncodingTally } from './encoding-note.js';
+import { shardOf, type Shard } from './shard.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
@@ -68,6 +69,8 @@ export interface PlanOptions {
   stopSignal?: AbortSignal;
   /** Compare with the delta state and leave out what the target acknowledged (--delta, --dedupe-events). */
   delta?: DeltaOptions;
+  /** Keep only the rows whose user falls in this shard (--shard K/N); the others are counted and left out. */
+  shard?: Shard;
   /** The objects in storage among the inputs, and how to reach them. */
   remote?: RemoteInputs;
 }
@@ -96,6 +99,8 @@ export type PlanEvent<R = PlannedRequest> =
       items: Record<ArrayName, number>;
       /** Valid items left out whole because the target acknowledged them (delta); and the data points planned and left out. */
       unchanged: number;
+      /** Rows (and items of RequestLines) of users in other shards (--shard), left out. */
+      otherShards: number;
       points: number;
       avoided: number;
       warnings: PlanWarning[];
@@ -183,6 +188,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     skippedItems: 0,
     items: { attributes: 0, events: 0, purchases: 0 },
     unchanged: 0,
+    otherShards: 0,
     points: 0,
     avoided: 0,
     warnings: [] as PlanWarning[],
@@ -238,6 +244,21 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
   };
 
+  const { shard } = options;
+  /**
+   * Leaves out a row (or an item of a RequestLine) of another shard: settled here without sending. A
+   * row is that shard's, not this one's: it counts in otherShards instead of rows, so the rows of the
+   * shards' summaries add up to the file's (a RequestLine counts in each shard that holds its items).
+   */
+  const otherShard = (file: string, line: number, item: number | undefined): void => {
+    tally.otherShards += 1;
+    if (item === undefined) tally.rows -= 1;
+    else lines.push({ type: 'unchanged', file, line, item });
+  };
+  /** Whether an item, valid or not, belongs to another shard: by the identifier it uses (anonymous: shard 1). */
+  const inOtherShard = (item: unknown): boolean =>
+    shard !== undefined && shard.count > 1 && shardOf(typeof item === 'object' && item !== null ? identityOf(item as Record<string, unknown>) : { by: 'anonymous' }, shard.count) !== shard.index;
+
   return {
     row(file, line) {
       tally.rows += 1;
@@ -255,8 +276,12 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       tally.skippedItems += skipped;
       lines.push({ type: 'line-items', file, line, items: planned });
     },
-    reject,
+    // a row that cannot become an item names no user: shard 1 rejects it, the others leave it out
+    reject: (file, line, kind, row, errors, item) =>
+      shard !== undefined && shard.index !== 1 ? otherShard(file, line, item) : reject(file, line, kind, row, errors, item),
     take(kind, item, origin, bytesBound, mapped) {
+      // before it is checked: each row is sent or rejected by exactly one shard
+      if (inOtherShard(item)) return otherShard(origin.file, origin.line, origin.item);
       const errors = itemErrors(kind, item, mapped);
       if (errors.length > 0) {
         const kept = dropInvalid && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped?.failed) : undefined;

@@ -7,9 +7,10 @@ import { UsageError } from '../errors.js';
 import { isRemote, localName } from '../input/location.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
-import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../records/journal.js';
+import { findJournal, identifyFile, rowsInDoubt, sameIdentity, type ParsedJournal } from '../records/journal.js';
 import type { RemoteIdentities } from '../records/journal-read.js';
 import { checkWritable, isOneOf } from './check.js';
+import { shardTag, type Shard } from './shard.js';
 
 /**
  * The target as a file-name part, its scheme first: `https://rest.example.com:8443/v2` ->
@@ -24,21 +25,26 @@ function targetSlug(endpoint: URL, scheme = true): string {
 
 /**
  * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.http-127.0.0.1-4000.journal` beside it (an input
- * in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run.
+ * in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run, and each
+ * shard its own (`users.http-127.0.0.1-4000.shard-2-of-4.journal`).
  */
-export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true): string {
+export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true, shard?: Shard): string {
   const remote = isRemote(firstInput);
   const name = (remote ? localName(firstInput) : basename(firstInput)).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(remote ? '.' : dirname(firstInput), `${name}.${targetSlug(endpoint, scheme)}.journal`);
+  return join(remote ? '.' : dirname(firstInput), `${name}${journalSuffix(endpoint, scheme, shard)}`);
 }
+
+/** How the name of a journal of this target (and shard) ends. */
+const journalSuffix = (endpoint: URL, scheme: boolean, shard: Shard | undefined): string =>
+  `.${targetSlug(endpoint, scheme)}${shard === undefined ? '' : `.${shardTag(shard)}`}.journal`;
 
 /**
  * The journal of this target beside the first input: under today's name, or under the name without
  * the scheme that an earlier version gave it (taken only when its header names this very target).
  */
-async function journalBeside(firstInput: string, endpoint: URL, target: string): Promise<string> {
-  const path = defaultJournalPath(firstInput, endpoint);
-  if ((await stat(path).catch(() => undefined)) !== undefined) return path;
+async function journalBeside(firstInput: string, endpoint: URL, target: string, shard: Shard | undefined): Promise<string> {
+  const path = defaultJournalPath(firstInput, endpoint, true, shard);
+  if (shard !== undefined || (await stat(path).catch(() => undefined)) !== undefined) return path;
   const before = defaultJournalPath(firstInput, endpoint, false);
   const found = await readableJournal(before);
   return found?.target === target ? before : path;
@@ -79,7 +85,7 @@ async function checkRerun(
   journalPath: string,
   target: string,
   inputs: readonly string[],
-  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities; contents?: InputContents; delta?: boolean },
+  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities; contents?: InputContents; delta?: boolean; shard?: Shard },
 ): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
   let own: ParsedJournal | undefined;
@@ -117,13 +123,18 @@ async function checkRerun(
   }
   // the same files given in another order, or with others, keep their journal under another name;
   // a --journal given names the one journal to look at (one that does not exist starts fresh)
+  // the journals of this target with no shard (an earlier run of every row) and of this run's shard;
+  // another shard's journal is another run's, which sent other users
   const folders = new Set(options.journalPath === undefined ? localFiles(inputs).map((file) => dirname(resolve(file))) : []);
-  const suffixes = [`.${targetSlug(new URL(target))}.journal`, `.${targetSlug(new URL(target), false)}.journal`];
+  const endpoint = new URL(target);
+  const suffixes = [journalSuffix(endpoint, true, undefined), journalSuffix(endpoint, false, undefined)];
+  if (options.shard !== undefined) suffixes.push(journalSuffix(endpoint, true, options.shard));
+  const ours = (path: string): boolean => suffixes.some((suffix) => path.endsWith(suffix));
   for (const folder of folders) {
     const names = await readdir(folder).catch(() => [] as string[]);
-    const beside = names.filter((n) => suffixes.some((suffix) => n.endsWith(suffix))).map((name) => join(folder, name));
+    const beside = names.filter(ours).map((name) => join(folder, name));
     // journals kept beside an input in another folder, which named this folder's files too
-    const elsewhere = names.includes(JOURNALS_NOTE) ? await journalsNoted(join(folder, JOURNALS_NOTE), target) : [];
+    const elsewhere = names.includes(JOURNALS_NOTE) ? (await journalsNoted(join(folder, JOURNALS_NOTE), target)).filter(ours) : [];
     for (const path of new Set([...beside, ...elsewhere])) {
       if (resolve(path) === resolve(journalPath)) continue;
       const found = await readableJournal(path);
@@ -211,34 +222,46 @@ export interface Target {
   journalPath?: string;
   /** Said in the summary: an earlier journal this run replaces. */
   note?: string;
+  /** The run resumes its journal (--resume, or --resume-or-start finding a run to resume). */
+  resume: boolean;
+  /** The run replaces its journal's (--restart, or --resume-or-start finding a finished run of inputs since changed). */
+  restart?: boolean;
 }
 
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
 export async function checkTarget(
   inputs: readonly string[],
-  options: {
+  given: {
     url: string;
     journalPath?: string;
     noJournal?: boolean;
     resume?: boolean;
     restart?: boolean;
+    /** --resume-or-start: resume the journal's run of these inputs when there is one, else start. */
+    resumeOrStart?: boolean;
     rerunSafe?: RerunSafe;
     remote?: RemoteIdentities;
     namedAfter?: string;
     contents?: InputContents;
     delta?: boolean;
+    shard?: Shard;
   },
 ): Promise<Target> {
+  let options = given;
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
-  if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
+  if ([options.resume, options.restart, options.resumeOrStart].filter((given) => given === true).length > 1) {
+    throw new UsageError('give one of --resume, --restart and --resume-or-start');
+  }
   const fromStdin = inputs.includes(STDIN);
-  if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
+  if (fromStdin && (options.resume === true || options.resumeOrStart === true)) {
+    throw new UsageError(`${options.resume === true ? '--resume' : '--resume-or-start'} cannot be used with standard input (-): it cannot be read again`);
+  }
   if (options.noJournal === true) {
     if (options.journalPath !== undefined) throw new UsageError('give --journal or --no-journal, not both');
     // --restart asks for what a run without a journal does anyway
-    if (options.resume === true) {
+    if (options.resume === true || options.resumeOrStart === true) {
       throw new UsageError('--resume reads the journal of a run, and this one keeps none (--no-journal, or the emulator of track emulate --exec): give --journal PATH');
     }
   }
@@ -248,12 +271,46 @@ export async function checkTarget(
   };
   if (fromStdin || options.noJournal === true) {
     await readable();
-    return { endpoint, target };
+    return { endpoint, target, resume: false };
   }
-  const journalPath = options.journalPath ?? (await journalBeside(options.namedAfter ?? inputs[0], endpoint, target));
+  const journalPath = options.journalPath ?? (await journalBeside(options.namedAfter ?? inputs[0], endpoint, target, options.shard));
   if (await isOneOf(journalPath, inputs)) throw new UsageError(`--journal ${journalPath} is also an input file`);
   await readable();
   await checkJournalPath(journalPath);
-  const note = await checkRerun(journalPath, target, inputs, options);
-  return { endpoint, target, journalPath, note };
+  let started: string | undefined;
+  if (options.resumeOrStart === true) {
+    const how = await resumeOrStart(journalPath, target, inputs, options.remote);
+    options = { ...options, resume: how === 'resume', restart: how === 'restart' };
+    if (how === 'restart') started = `the journal ${journalPath} held a completed upload of these inputs before they changed: this run started anew`;
+  }
+  const note = (await checkRerun(journalPath, target, inputs, options)) ?? started;
+  return { endpoint, target, journalPath, note, resume: options.resume === true, restart: options.restart === true };
+}
+
+/**
+ * What --resume-or-start does with the journal at `path`: resume the run it holds of these inputs
+ * (finished or not: a finished one then sends nothing), or start when there is none; start anew when
+ * the run it holds finished and the inputs changed since (a new export under the same name). A run
+ * that did not finish, of inputs that changed since, cannot be resumed nor safely started again:
+ * refused, as --resume would.
+ */
+async function resumeOrStart(path: string, target: string, inputs: readonly string[], remote: RemoteIdentities | undefined): Promise<'resume' | 'start' | 'restart'> {
+  let found: ParsedJournal | undefined;
+  try {
+    found = await findJournal(path);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (found === undefined) return 'start';
+  if (found.target !== undefined && found.target !== target) {
+    throw new UsageError(`the journal ${path} holds an upload to ${found.target}, not to ${target}; give another --journal (or none: each target keeps its own)`);
+  }
+  const identities = await Promise.all(inputs.map((file) => identifyFile(file, remote)));
+  const unchanged = identities.every((now) => found.files.some((f) => f.identity.path === now.path && sameIdentity(f.identity, now)));
+  if (unchanged) return 'resume';
+  if (found.end?.complete === true || touchedFiles(found).length === 0) return 'restart';
+  throw new UsageError(
+    `the journal ${path} holds an upload to ${target} that ${journalStory(found)}, and its inputs changed since: it cannot be resumed. ` +
+      'Restore the inputs it read to resume it, or give --restart to send every row of these inputs (rows the earlier run delivered may be sent twice)',
+  );
 }

@@ -26,6 +26,8 @@ export interface PlanSummary {
   items: Record<ArrayName, number>;
   /** Valid items left out whole because the target acknowledged them already (--delta, --dedupe-events). */
   unchanged: number;
+  /** Rows (and items of RequestLines) left out because their user is in another shard (--shard). */
+  otherShards: number;
   /** The data points of the items planned, and of what was left out as unchanged (docs/upload.md "Data points"). */
   dataPoints: { planned: number; avoided: number };
   /** Rejected rows (lines of the rejects file); a RequestLine counts once per rejected item. */
@@ -59,6 +61,7 @@ export function emptyPlanSummary(): PlanSummary {
     skippedItems: 0,
     items: { attributes: 0, events: 0, purchases: 0 },
     unchanged: 0,
+    otherShards: 0,
     dataPoints: { planned: 0, avoided: 0 },
     rejected: 0,
     rejectReasons: {},
@@ -139,6 +142,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.skippedItems += event.skippedItems;
       for (const kind of ARRAY_NAMES) summary.items[kind] += event.items[kind];
       summary.unchanged += event.unchanged;
+      summary.otherShards += event.otherShards;
       summary.dataPoints.planned += event.points;
       summary.dataPoints.avoided += event.avoided;
       if (event.columns !== undefined) addColumns((summary.deltaColumns ??= {}), event.columns);

@@ -44,8 +44,16 @@ export interface SendOptions {
   resume?: boolean;
   /** Start over even though the journal holds a run of the same inputs to the same target. */
   restart?: boolean;
+  /** Resume the journal's run of these inputs when there is one, else start one: the same command for a first try and a retry. */
+  resumeOrStart?: boolean;
   /** Cut requests in flight off (a second Ctrl-C); `stopSignal` lets them finish. */
   abortSignal?: AbortSignal;
+  /**
+   * Share --rate and --hourly with the other processes that send to the target (`redis://HOST:PORT[/DB]`),
+   * under `rateStoreKey` (default: one key per target).
+   */
+  rateStore?: string;
+  rateStoreKey?: string;
   onProgress?: (progress: DeliveryProgress) => void;
   onNotice?: (notice: DeliveryNotice) => void;
 }
@@ -146,7 +154,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const rerunSafe = delta === undefined ? undefined : async (earlier: ParsedJournal) => (await import('./rerun-contents.js')).cannotSendTwice(resolved, delta, earlier);
   const contents = async () => (await import('./rerun-contents.js')).inputContents(resolved);
   const guard = { rerunSafe, contents, delta: delta?.attributes === true };
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0] });
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0], shard: options.shard });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
@@ -159,11 +167,13 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
-  const earlier = send?.resume === true && target?.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
+  const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
   const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
   // the columns a map names that no file has: standard input's header must have them
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
-  if (send?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
+  if (target?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
+  // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
+  const pace = send === undefined || target === undefined ? undefined : await (await import('./shared-pace.js')).sharedPace(send, target.target, options.shard);
 
   // the state learns from a delivery's acknowledgements, holding the file for the whole run (a
   // second run on it is refused); a dry run only reads it (in the plan). A state file that cannot be
@@ -186,14 +196,14 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
-  const resume = send?.resume === true;
+  const resume = target?.resume === true;
   const rejects = rejectsWriter(rejectsPath, resume, { ...options, inputs, remote, map });
   const out = options.outPath === undefined ? undefined : outWriter(options.outPath);
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
-    const restart = send?.restart === true;
+    const restart = target.restart === true;
     try {
       journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, restart, remembers, beforeSettling: () => rejected.settle() });
       await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
@@ -222,12 +232,12 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
   const { format, encoding, kind, reading, limits, maxBodyBytes, stdin, stopSignal } = options;
   // rows an earlier run left in doubt are sent again by --restart, whatever --on-unknown says
-  const skips = journal?.skips(inputs, send?.onUnknown === 'reject' && send.restart !== true);
+  const skips = journal?.skips(inputs, send?.onUnknown === 'reject' && target?.restart !== true);
   const planDelta =
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, delta: planDelta, remote };
+  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, delta: planDelta, remote, shard: options.shard };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
@@ -290,8 +300,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
         delivery = await deliver(sending, {
           client,
           concurrency: send.concurrency,
-          rate: send.rate,
-          hourly: send.hourly,
+          rate: pace?.rate ?? send.rate,
+          hourly: pace?.hourly ?? send.hourly,
+          pacer: pace?.pacer?.(send.onNotice),
           retries: send.retries,
           onUnknown: send.onUnknown,
           journal: ledger?.journal,
@@ -328,6 +339,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
         plan.stop();
         await sending.return(undefined).catch(() => undefined);
         await client.close();
+        await pace?.close();
       }
     } else {
       for await (const request of requests()) {

@@ -1,7 +1,7 @@
 // GitHub Actions: the workflow-command formats as GitHub documents them, and an upload with
 // GITHUB_ACTIONS=true whose step outputs and summary equal its --json summary and whose annotations
 // name rows of its rejects file.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { annotatedRows, errorAnnotation, escapeData, escapeProperty, markdownCell, MAX_ANNOTATIONS, outputLine, UNANNOTATED } from '../../src/cli/output/github-actions.js';
@@ -117,6 +117,22 @@ describe('an upload in GitHub Actions', () => {
     for (const { props } of annotations) expect(props.title.startsWith('track: rejected events row')).toBe(true);
     expect(annotations.some((a) => /name: must be/.test(a.message))).toBe(true);
     expect(annotations.some((a) => /blocklist/i.test(a.message))).toBe(true);
+  });
+
+  it("names --summary-file in the summary-file output when one is given, and writes no other", async () => {
+    const emulator = await servers.emulator();
+    const file = writeEventsCsv(servers.tmp.dir, 30, 'given.csv', { users: 5 });
+    const output = join(servers.tmp.dir, 'given-output');
+    const temp = join(servers.tmp.dir, 'runner-temp');
+    mkdirSync(temp);
+    writeFileSync(output, '');
+    const env = { GITHUB_ACTIONS: 'true', GITHUB_OUTPUT: output, RUNNER_TEMP: temp };
+    const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--summary-file', 'shard.json'], { env, cwd: servers.tmp.dir });
+    expect(r.status, r.stderr).toBe(0);
+    const outputs = readOutputs(readFileSync(output, 'utf8'));
+    expect(outputs['summary-file']).toBe('shard.json');
+    expect(JSON.parse(readFileSync(join(servers.tmp.dir, 'shard.json'), 'utf8')).exitStatus).toBe(0);
+    expect(readdirSync(temp)).toEqual([]);
   });
 
   it('writes the step outputs although the step summary and $RUNNER_TEMP cannot be written, and names each file it could not write', async () => {

@@ -28,6 +28,9 @@ export function registerUpload(program: Command): void {
     .option('--no-journal', 'keep no journal, for a throwaway target (no --resume; the default against the emulator of track emulate --exec)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
+    .option('--resume-or-start', "resume the journal's run of these files when there is one, else start: one command for a scheduler's first try and its retries")
+    .option('--rate-store <url>', 'share --rate and --hourly with every process sending to the target through Redis (redis://HOST:PORT[/DB]); if it fails mid-run, each goes on at its share')
+    .option('--rate-store-key <key>', 'the key of the shared budget in the store (default: one per target)')
     .option('--quiet', 'no progress output');
   addOutputOptions(addReadOptions(command), true)
     .addHelpText(
@@ -77,6 +80,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     intervalMs: flags.progressInterval * 1000,
   });
   await runAndReport('upload', flags, {
+    names: options.shard === undefined ? undefined : { shard: options.shard },
     ended: () => progress.end(),
     outputs,
     stop: (signal) => {

@@ -64,6 +64,7 @@ export async function runDryRun(
   const spinner = spinnerFits() && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
+    names: options.shard === undefined ? undefined : { shard: options.shard },
     pace: { rate: flags.rate, hourly: flags.hourly },
     extra,
     outputs,

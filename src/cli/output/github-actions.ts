@@ -27,6 +27,8 @@ export interface GithubEnvironment {
   workspace?: string;
   /** $RUNNER_TEMP: where the JSON summary is written. */
   runnerTemp?: string;
+  /** --summary-file: the JSON summary is there already, and the `summary-file` output names it. */
+  summaryFile?: string;
 }
 
 /** A workflow command's message: `%`, CR and LF escaped (docs: "Workflow commands", as @actions/core escapes them). */
@@ -155,8 +157,8 @@ export function githubActions(command: string, env: GithubEnvironment, sinks: Gi
     const summary = asSummary(json);
     const figures = runFigures(summary);
     annotateRows(annotatedRows(byReason));
-    const summaryFile = join(env.runnerTemp ?? tmpdir(), `track-${command.replace(/\W+/g, '-')}-summary-${process.pid}-${Date.now()}.json`);
-    const written = await write('$RUNNER_TEMP', summaryFile, `${JSON.stringify(json)}\n`, false);
+    const summaryFile = env.summaryFile ?? join(env.runnerTemp ?? tmpdir(), `track-${command.replace(/\W+/g, '-')}-summary-${process.pid}-${Date.now()}.json`);
+    const written = env.summaryFile !== undefined || (await write('$RUNNER_TEMP', summaryFile, `${JSON.stringify(json)}\n`, false));
     await write('$GITHUB_STEP_SUMMARY', env.summaryPath, summaryMarkdown(command, figures, summary, exitStatus, first, stop), true);
     await outputs({
       rows: figures.rows,

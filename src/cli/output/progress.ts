@@ -54,6 +54,8 @@ export function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: num
       last.pauseEnds = ends;
       return `rate limited: all sending paused for ${duration(notice.waitMs)}`;
     }
+    case 'warning':
+      return `warning: ${notice.message}`;
     default:
       return undefined;
   }

@@ -289,6 +289,8 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
           return emit({ type: 'retry', time: iso(at), request: n.seq, attempt: n.failure + 1, reason: n.reason, delaySeconds: seconds(n.delayMs) });
         case 'unknown-outcome':
           return emit({ type: 'unknown-outcome', time: iso(at), request: n.seq, action: n.action, reason: n.reason });
+        case 'warning':
+          return emit({ type: 'warning', time: iso(at), message: n.message });
       }
     },
     reject(record) {

@@ -27,6 +27,8 @@ export interface OutputFlags {
   report?: string;
   metricsPush?: string;
   json?: boolean;
+  /** --summary-file: the GitHub step output `summary-file` names it. */
+  summaryFile?: string;
 }
 
 /** Human progress lines are off: NDJSON takes stderr. */
@@ -79,7 +81,7 @@ export async function openRunOutputs(
     consumers.push(
       githubActions(
         start.command,
-        { summaryPath: env.GITHUB_STEP_SUMMARY || undefined, outputPath: env.GITHUB_OUTPUT || undefined, workspace: env.GITHUB_WORKSPACE || undefined, runnerTemp: env.RUNNER_TEMP || undefined },
+        { summaryPath: env.GITHUB_STEP_SUMMARY || undefined, outputPath: env.GITHUB_OUTPUT || undefined, workspace: env.GITHUB_WORKSPACE || undefined, runnerTemp: env.RUNNER_TEMP || undefined, summaryFile: flags.summaryFile },
         { annotate, warn },
       ),
     );

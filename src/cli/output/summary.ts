@@ -97,6 +97,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     const before = rejected > 0 ? `, and ${counted(rejected, 'row')} an earlier run rejected (in its rejects file)` : '';
     lines.push(`skipped     ${counted(summary.skipped - rejected, 'row')} already delivered${inPart}${before}`);
   }
+  if (summary.otherShards > 0) lines.push(`shard       ${counted(summary.otherShards, 'row')} left out: their users are in other shards (--shard)`);
   const { attributes, events, purchases } = summary.items;
   lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
   if (summary.rejected === 0) lines.push(`rejected    ${chalk.green('none')}`);
@@ -166,20 +167,29 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
 const errorJson = (error: Error | undefined): { name: string; message: string } | undefined =>
   error === undefined ? undefined : { name: error.name, message: error.message };
 
-/** The summary as JSON: errors as their name and message; an upload's with what its delivery did. */
-export function summaryJson(command: string, summary: UploadSummary, pace?: Pace): string {
-  return `${JSON.stringify(summaryObject(command, summary, pace))}\n`;
+/**
+ * The summary as JSON: errors as their name and message; an upload's with what its delivery did;
+ * `more` (the exit status, the shard, the limits) after the counts.
+ */
+export function summaryJson(command: string, summary: UploadSummary, pace?: Pace, more: Record<string, unknown> = {}): string {
+  return `${JSON.stringify(summaryObject(command, summary, pace, more))}\n`;
 }
 
 /** The value summaryJson prints (what the run's `end` event carries). */
-export function summaryObject(command: string, summary: UploadSummary, pace?: Pace): Record<string, unknown> {
+export function summaryObject(command: string, summary: UploadSummary, pace?: Pace, more: Record<string, unknown> = {}): Record<string, unknown> {
   const fatal = errorJson(summary.fatal);
   const d = summary.delivery;
   // spent: the data points of items the server accepted (none in a dry run)
   const dataPoints = { sent: d?.dataPoints ?? 0, avoided: summary.dataPoints.avoided, planned: summary.dataPoints.planned };
-  if (command !== 'upload') return { command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal };
+  if (command !== 'upload') return { command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal, ...more };
   const delivery = d === undefined ? undefined : { ...d, fatal: errorJson(d.fatal) };
-  return { command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 };
+  return { command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0, ...more };
+}
+
+/** The summary of a run that stopped before it had one (a usage error, say): what --summary-file holds then. */
+export function failureJson(command: string, error: unknown, more: Record<string, unknown> = {}): string {
+  const fatal = error instanceof Error ? errorJson(error) : { name: 'Error', message: String(error) };
+  return `${JSON.stringify({ command, fatal, ...more })}\n`;
 }
 
 /** Writes an error that stopped the run to stderr, with its stack when TRACK_DEBUG asks and it is not one of ours. */

@@ -1,0 +1,34 @@
+// `track report FILES...`: adds the summaries of a sharded run (--summary-file) into one, names
+// missing and doubled shards, and exits with the worst status among them.
+import type { Command } from 'commander';
+import { readFile } from 'node:fs/promises';
+import { InputError } from '../../errors.js';
+import type { BatchLimits } from '../../model/limits.js';
+import type { UploadSummary } from '../../upload/upload.js';
+
+export function registerReport(program: Command): void {
+  program
+    .command('report')
+    .description('add the summaries of a sharded run (--summary-file) into one; exits with the worst status among them')
+    .argument('<files...>', 'summary files written by upload or validate --summary-file')
+    .option('--json', 'print the report as JSON')
+    .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice; 2 when a file is not a summary.')
+    .action(async (files: string[], flags: { json?: boolean }) => {
+      const [{ formatReport, mergeSummaries, parseSummary }, { formatSummary }] = await Promise.all([import('../output/merge-summaries.js'), import('../output/summary.js')]);
+      const summaries = [];
+      for (const file of files) {
+        const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
+          throw new InputError(`cannot read the summary (${error.code === 'ENOENT' ? 'no such file' : error.message})`, file);
+        });
+        summaries.push({ file, summary: parseSummary(file, text) });
+      }
+      const report = mergeSummaries(summaries);
+      if (flags.json === true) process.stdout.write(`${JSON.stringify(report)}\n`);
+      else {
+        const verb = String(report.total.command ?? 'upload');
+        const limits = report.total.limits as BatchLimits | undefined;
+        process.stdout.write(formatReport(report, (total) => formatSummary(verb, total as unknown as UploadSummary, limits)));
+      }
+      process.exitCode = report.exitStatus;
+    });
+}

@@ -1,0 +1,156 @@
+// `track report`: the summaries of a sharded run's processes (--summary-file, or --json saved)
+// added into one: counts summed, reasons merged, the longest elapsed time, every shard named, the
+// missing and doubled ones said, and the worst exit status as the verdict.
+import { InputError } from '../../errors.js';
+import { EXIT } from '../run.js';
+
+/** A run's --json summary as written to --summary-file (or printed by --json). */
+export type SummaryJson = Record<string, unknown> & {
+  command?: string;
+  exitStatus?: number;
+  shard?: { index: number; count: number };
+};
+
+export interface ShardReport {
+  file: string;
+  shard?: { index: number; count: number };
+  exitStatus: number;
+  rows: number;
+  requests: number;
+  rejected: number;
+  fatal?: string;
+}
+
+export interface Report {
+  command: 'report';
+  /** The summaries added, in the order given. */
+  shards: ShardReport[];
+  /** Of N shards, those no summary names (1-based). */
+  missingShards: number[];
+  /** Shards named by more than one summary. */
+  duplicateShards: number[];
+  /** The shard counts the summaries disagree on (`--shard 1/4` beside `2/3`), when they do. */
+  shardCounts: number[];
+  /** The worst exit status among the summaries (and 3 when a shard is missing or doubled). */
+  exitStatus: number;
+  /** The summaries added into one. */
+  total: SummaryJson;
+}
+
+/** Exit statuses from worst to best: a fatal stop, a usage error, an interrupted run, rejects, success. */
+const SEVERITY = [EXIT.fatal, EXIT.usage, EXIT.interrupted, EXIT.rejected, EXIT.ok] as number[];
+
+/** The worse of two exit statuses; a status not known here (a signal's 143, say) counts as fatal. */
+export function worseStatus(a: number, b: number): number {
+  const rank = (s: number): number => (SEVERITY.includes(s) ? SEVERITY.indexOf(s) : -1);
+  return rank(a) <= rank(b) ? a : b;
+}
+
+/** Keys whose values are not counts: the latest or longest is kept, not the sum. */
+const LONGEST = new Set(['elapsedMs']);
+/** Keys that name one run and mean nothing added up. */
+const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
+
+/**
+ * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed, lists joined, objects
+ * added key by key; a text kept when both agree.
+ */
+export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
+  if (a === undefined) return b;
+  if (b === undefined) return a;
+  if (typeof a === 'number' && typeof b === 'number') return LONGEST.has(key) ? Math.max(a, b) : a + b;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return a || b;
+  if (Array.isArray(a) && Array.isArray(b)) {
+    if (key === 'notes') return [...new Set([...a, ...b])];
+    if (key === 'files') return addFiles(a, b);
+    return [...a, ...b];
+  }
+  if (isObject(a) && isObject(b)) {
+    const sum: Record<string, unknown> = {};
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
+      if (!OWN.has(k)) sum[k] = addSummaries(a[k], b[k], k);
+    }
+    return sum;
+  }
+  return a === b ? a : undefined;
+}
+
+/** The files of two runs: one entry a file, its rows added (every shard reads every file). */
+function addFiles(a: unknown[], b: unknown[]): unknown[] {
+  const byName = new Map<unknown, unknown>();
+  for (const f of [...a, ...b]) {
+    const name = isObject(f) ? f.file : f;
+    byName.set(name, byName.has(name) ? addSummaries(byName.get(name), f) : f);
+  }
+  return [...byName.values()];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const count = (v: unknown): number => (typeof v === 'number' ? v : 0);
+
+/** Reads one summary's text, naming the file when it is not a run's summary. */
+export function parseSummary(file: string, text: string): SummaryJson {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new InputError('not a JSON summary (write one with --summary-file or --json)', file);
+  }
+  if (!isObject(parsed) || typeof parsed.command !== 'string' || parsed.command === 'report') {
+    throw new InputError('not the summary of an upload or validate run (write one with --summary-file)', file);
+  }
+  if (typeof parsed.exitStatus !== 'number') throw new InputError('the summary holds no exitStatus (write it with --summary-file)', file);
+  return parsed as SummaryJson;
+}
+
+export function mergeSummaries(summaries: { file: string; summary: SummaryJson }[]): Report {
+  const shards: ShardReport[] = summaries.map(({ file, summary }) => {
+    const delivery = isObject(summary.delivery) ? summary.delivery : {};
+    const fatal = isObject(summary.fatal) ? summary.fatal : isObject(delivery.fatal) ? delivery.fatal : undefined;
+    return {
+      file,
+      shard: summary.shard,
+      exitStatus: summary.exitStatus ?? EXIT.fatal,
+      rows: count(summary.rows),
+      requests: summary.command === 'upload' && summary.delivery !== undefined ? count(delivery.requestsSent) : count(summary.requests),
+      rejected: count(summary.rejected) + rejectedByServer(delivery),
+      fatal: typeof fatal?.message === 'string' ? fatal.message : undefined,
+    };
+  });
+  const counts = [...new Set(shards.flatMap((s) => (s.shard === undefined ? [] : [s.shard.count])))];
+  const n = counts.length === 1 ? counts[0] : 0;
+  const seen = new Map<number, number>();
+  for (const s of shards) if (s.shard !== undefined) seen.set(s.shard.index, (seen.get(s.shard.index) ?? 0) + 1);
+  const missingShards = n === 0 ? [] : Array.from({ length: n }, (_, i) => i + 1).filter((k) => !seen.has(k));
+  const duplicateShards = [...seen].filter(([, times]) => times > 1).map(([k]) => k).sort((a, b) => a - b);
+  let exitStatus = shards.reduce((worst, s) => worseStatus(worst, s.exitStatus), EXIT.ok as number);
+  // the whole run is not known to be complete: as for a run that stopped on a fatal error
+  if (missingShards.length > 0 || duplicateShards.length > 0 || counts.length > 1) exitStatus = worseStatus(exitStatus, EXIT.fatal);
+  const total = summaries.reduce<unknown>((sum, { summary }) => addSummaries(sum, summary), undefined) as SummaryJson;
+  return { command: 'report', shards, missingShards, duplicateShards, shardCounts: counts.length > 1 ? counts : [], exitStatus, total };
+}
+
+function rejectedByServer(delivery: Record<string, unknown>): number {
+  const items = isObject(delivery.items) ? delivery.items : {};
+  return Object.values(items).reduce<number>((sum, tally) => sum + (isObject(tally) ? count(tally.rejected) : 0), 0);
+}
+
+/** The report as a person reads it: each shard, what is missing or doubled, the sum, the verdict. */
+export function formatReport(report: Report, formatTotal: (total: SummaryJson) => string): string {
+  const lines: string[] = [];
+  const n = report.shards.find((s) => s.shard !== undefined)?.shard?.count;
+  const of = n === undefined ? '' : `, ${report.shards.length === n && report.missingShards.length === 0 ? 'every shard' : 'shards'} of ${n}`;
+  lines.push(`report: ${report.shards.length} ${report.shards.length === 1 ? 'summary' : 'summaries'}${of}`);
+  for (const s of report.shards) {
+    const name = s.shard === undefined ? 'no shard' : `shard ${s.shard.index}/${s.shard.count}`;
+    const fatal = s.fatal === undefined ? '' : `: ${s.fatal}`;
+    lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${s.rows.toLocaleString('en-US')} rows, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
+  }
+  if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits: ${report.shardCounts.map((c) => `of ${c}`).join(', ')}`);
+  if (report.missingShards.length > 0) lines.push(`missing     no summary of shard ${report.missingShards.join(', ')} of ${n}: that part of the run is not known to have run`);
+  if (report.duplicateShards.length > 0) lines.push(`doubled     shard ${report.duplicateShards.join(', ')} named by more than one summary`);
+  lines.push('');
+  lines.push(formatTotal(report.total).trimEnd());
+  lines.push(`status      ${report.exitStatus} (the worst of the summaries${report.missingShards.length + report.duplicateShards.length + report.shardCounts.length > 0 ? ', and the run is not whole' : ''})`);
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,113 @@
+// A pacer whose --rate and --hourly are shared with other processes through a RateStore: the local
+// pacer still spaces starts, holds them through a 429 and slows down on the server's headers, and
+// each start it allows also waits for room in the shared budget. If the store fails mid-run, the run
+// goes on at its own share of the limits (rate/N, hourly/N), counting the starts it made already,
+// and says so once.
+import { abortReason, sleep, systemClock, type Clock } from './clock.js';
+import type { Pacer } from './pacer.js';
+import type { RateStore } from './rate-store.js';
+import { createStartWindow, type StartWindow } from './start-window.js';
+
+/** The longest a start waits before asking the store again. */
+const POLL_MS = 20;
+
+export interface SharedPacerOptions {
+  /** Paces this process's starts (pauses, the server's headers, even spacing). */
+  local: Pacer;
+  store: RateStore;
+  /** This process's own share, used once the store has failed. */
+  fallback: { perSecond?: number; perHour?: number; marginMs: number };
+  /** Told once, when the store fails and the run falls back to its share. */
+  onFallback?: (error: Error) => void;
+  /** A prefix that makes this process's start ids unique in the store. */
+  id: string;
+  clock?: Clock;
+}
+
+export function createSharedPacer(options: SharedPacerOptions): Pacer {
+  const { local, store, id } = options;
+  const clock = options.clock ?? systemClock;
+  const { perSecond, perHour, marginMs } = options.fallback;
+  // every start is counted here too, so a fallback starts from what this process already sent
+  const windows: StartWindow[] = [];
+  if (perSecond !== undefined) windows.push(createStartWindow(perSecond, 1_000 + marginMs));
+  if (perHour !== undefined) windows.push(createStartWindow(perHour, 3_600_000 + marginMs));
+  let failed: Error | undefined;
+  /** When each ticket's start was counted, until it is sent. */
+  const takenAt = new Map<number, number>();
+  // takes are made one at a time, in the order the local pacer allowed them
+  let turn: Promise<unknown> = Promise.resolve();
+
+  const fallBack = (error: unknown): void => {
+    if (failed !== undefined) return;
+    failed = error instanceof Error ? error : new Error(String(error));
+    options.onFallback?.(failed);
+  };
+
+  async function takeShared(ticket: number, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal?.aborted) throw abortReason(signal);
+      if (failed !== undefined) return takeOwnShare(signal);
+      let waitMs: number;
+      try {
+        waitMs = await store.take(`${id}:${ticket}`);
+      } catch (error) {
+        fallBack(error);
+        continue;
+      }
+      if (waitMs <= 0) return;
+      // a place may open sooner than the store can say: the start it waits for may be one counted
+      // ahead whose request has left since (its move is on the way)
+      await sleep(clock, Math.min(waitMs, POLL_MS), signal);
+    }
+  }
+
+  async function takeOwnShare(signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      const at = Math.max(...windows.map((w) => w.readyAt()), Number.NEGATIVE_INFINITY);
+      const now = clock.now();
+      if (at <= now) return;
+      await sleep(clock, at - now, signal);
+    }
+  }
+
+  return {
+    async acquire(signal) {
+      const ticket = await local.acquire(signal);
+      const mine = turn.then(() => takeShared(ticket, signal));
+      turn = mine.catch(() => undefined);
+      try {
+        await mine;
+      } catch (error) {
+        local.release(ticket);
+        throw error;
+      }
+      const now = clock.now();
+      for (const w of windows) w.add(now);
+      takenAt.set(ticket, now);
+      return ticket;
+    },
+    markSent(ticket) {
+      local.markSent(ticket);
+      const at = takenAt.get(ticket);
+      if (at === undefined) return;
+      takenAt.delete(ticket);
+      const now = clock.now();
+      // the store counted the start a little ahead: from now on it counts when the request left
+      if (failed === undefined) store.move(`${id}:${ticket}`).catch(fallBack);
+      if (now > at) for (const w of windows) w.move(at, now);
+    },
+    release(ticket) {
+      takenAt.delete(ticket);
+      local.release(ticket);
+    },
+    pause: (untilMs) => local.pause(untilMs),
+    observe: (info, ticket) => local.observe(info, ticket),
+    get heldUntil() {
+      return local.heldUntil;
+    },
+    get started() {
+      return local.started;
+    },
+  };
+}

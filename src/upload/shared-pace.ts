@@ -1,0 +1,53 @@
+// The pace of one upload among others sending to the same target: its share of --rate and --hourly
+// (--shard), or the whole of them drawn from one budget in Redis (--rate-store), falling back to its
+// share when the store fails. Loaded only when a run has a shard or a store.
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_RATE } from '../transport/defaults.js';
+import type { Shard } from './shard.js';
+import type { DeliveryNotice } from '../transport/index.js';
+
+/** What of a delivery's options sets its pace. */
+interface PaceOptions {
+  rate?: number;
+  hourly?: number;
+  rateStore?: string;
+  rateStoreKey?: string;
+}
+
+/**
+ * The pace of one process among others: with --rate-store, the whole --rate and --hourly drawn from
+ * the shared budget (each shard falling back to its own share if the store fails); with --shard
+ * alone, this shard's share of them, so the shards together stay within the account's limits.
+ */
+export async function sharedPace(send: PaceOptions, target: string, shard: Shard | undefined) {
+  const n = shard?.count ?? 1;
+  const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
+  const rate = send.rate ?? DEFAULT_RATE;
+  if (send.rateStore === undefined) return n === 1 ? undefined : { rate: share(rate), hourly: share(send.hourly), close: async () => undefined };
+  const [{ connectRateStore }, { createSharedPacer }, { createPacer, DEFAULT_WINDOW_MARGIN_MS }] = await Promise.all([
+    import('../transport/rate-store.js'),
+    import('../transport/shared-pacer.js'),
+    import('../transport/pacer.js'),
+  ]);
+  const marginMs = DEFAULT_WINDOW_MARGIN_MS;
+  const store = await connectRateStore(send.rateStore, send.rateStoreKey ?? `track:rate:${target}`, { perSecond: rate, perHour: send.hourly, marginMs });
+  return {
+    rate,
+    hourly: send.hourly,
+    pacer: (onNotice: ((notice: DeliveryNotice) => void) | undefined) =>
+      createSharedPacer({
+        local: createPacer({
+          perSecond: rate,
+          perHour: send.hourly,
+          marginMs,
+          onLongWait: ({ untilMs, reason }) => onNotice?.({ type: 'waiting', reason, untilWallMs: Date.now() + (untilMs - performance.now()) }),
+        }),
+        store,
+        fallback: { perSecond: share(rate), perHour: share(send.hourly), marginMs },
+        onFallback: (error) =>
+          onNotice?.({ type: 'warning', message: `--rate-store ${store.name} failed (${error.message}): sending on at this process's share, ${share(rate)} requests a second` }),
+        id: `${process.pid}-${randomUUID()}`,
+      }),
+    close: () => store.close(),
+  };
+}

@@ -1,0 +1,108 @@
+// --summary-file and `track report`: every run leaves its summary (a failed one too), and the
+// summaries of a run's shards add up into one verdict.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { addSummaries, mergeSummaries, worseStatus, type SummaryJson } from '../../src/cli/output/merge-summaries.js';
+import { track, workdir } from './run-cli.js';
+
+let dir: string;
+beforeAll(() => {
+  dir = workdir();
+});
+
+const read = (file: string): SummaryJson => JSON.parse(readFileSync(join(dir, file), 'utf8')) as SummaryJson;
+
+describe('--summary-file', () => {
+  it('holds exactly what --json prints, with the exit status', () => {
+    const r = track(['validate', 'attributes.csv', 'events.csv', '--json', '--summary-file', 's.json'], { cwd: dir });
+    expect(r.status).toBe(0);
+    expect(readFileSync(join(dir, 's.json'), 'utf8')).toBe(r.stdout);
+    expect(read('s.json')).toMatchObject({ command: 'validate', rows: 6, exitStatus: 0, limits: { maxTotal: 50 } });
+  });
+
+  it('is written when rows are rejected, with status 1', () => {
+    writeFileSync(join(dir, 'bad.csv'), 'external_id,email\nu1,not-an-email\nu2,b@example.com\n');
+    const r = track(['validate', 'bad.csv', '--summary-file', 'bad.json'], { cwd: dir });
+    expect(r.status).toBe(1);
+    expect(read('bad.json')).toMatchObject({ rejected: 1, exitStatus: 1 });
+  });
+
+  it('is written when the run fails before it has a summary (a usage error), with status 2', () => {
+    const r = track(['validate', 'missing.csv', '--summary-file', 'fail.json'], { cwd: dir });
+    expect(r.status).toBe(2);
+    const s = read('fail.json');
+    expect(s.exitStatus).toBe(2);
+    expect(s.fatal).toMatchObject({ message: expect.stringMatching(/missing\.csv/) });
+  });
+});
+
+describe('track report', () => {
+  it('adds summaries, keeps the longest elapsed time, and exits with the worst status', () => {
+    track(['validate', 'attributes.csv', '--summary-file', 'r1.json'], { cwd: dir });
+    writeFileSync(join(dir, 'bad2.csv'), 'external_id,email\nu9,nope\n');
+    track(['validate', 'bad2.csv', '--summary-file', 'r2.json'], { cwd: dir });
+    const r = track(['report', 'r1.json', 'r2.json', '--json'], { cwd: dir });
+    expect(r.status).toBe(1);
+    const report = JSON.parse(r.stdout);
+    expect(report.total.rows).toBe(read('r1.json').rows as number + 1);
+    expect(report.total.rejected).toBe(1);
+    expect(report.total.elapsedMs).toBe(Math.max(read('r1.json').elapsedMs as number, read('r2.json').elapsedMs as number));
+    expect(report.shards.map((s: { exitStatus: number }) => s.exitStatus)).toEqual([0, 1]);
+    const text = track(['report', 'r1.json', 'r2.json'], { cwd: dir });
+    expect(text.status).toBe(1);
+    expect(text.stdout).toMatch(/report: 2 summaries/);
+    expect(text.stdout).toMatch(/rejected +1 row/);
+    expect(text.stdout).toMatch(/status +1 \(the worst of the summaries\)/);
+  });
+
+  it('names a file that is not a summary, exit 2', () => {
+    writeFileSync(join(dir, 'junk.json'), '{"hello": 1}');
+    const r = track(['report', 'junk.json'], { cwd: dir });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/junk\.json: not the summary of an upload or validate run/);
+  });
+});
+
+describe('merging summaries', () => {
+  const shard = (index: number, exitStatus: number, rows: number): SummaryJson => ({
+    command: 'upload',
+    rows,
+    rejectReasons: { 'email: not valid': index },
+    delivery: { requestsSent: rows / 10, items: { attributes: { sent: rows, accepted: rows, rejected: 0 } }, stopped: index === 3 },
+    exitStatus,
+    shard: { index, count: 4 },
+  });
+
+  it('sums counts and reasons, or-s flags, and names missing and doubled shards', () => {
+    const report = mergeSummaries([
+      { file: 'a', summary: shard(1, 0, 100) },
+      { file: 'b', summary: shard(2, 1, 200) },
+      { file: 'c', summary: shard(2, 0, 200) },
+      { file: 'd', summary: shard(3, 130, 50) },
+    ]);
+    expect(report.missingShards).toEqual([4]);
+    expect(report.duplicateShards).toEqual([2]);
+    expect(report.exitStatus).toBe(3);
+    expect(report.total.rows).toBe(550);
+    expect(report.total.rejectReasons).toEqual({ 'email: not valid': 8 });
+    expect(report.total.delivery).toMatchObject({ requestsSent: 55, stopped: true, items: { attributes: { accepted: 550 } } });
+  });
+
+  it('of a whole run, is the worst status of its shards', () => {
+    const all = [1, 2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, k === 2 ? 130 : k === 4 ? 1 : 0, 10) }));
+    expect(mergeSummaries(all).exitStatus).toBe(130);
+  });
+
+  it('ranks statuses: fatal, usage, interrupted, rejected, ok', () => {
+    expect(worseStatus(0, 1)).toBe(1);
+    expect(worseStatus(1, 130)).toBe(130);
+    expect(worseStatus(130, 2)).toBe(2);
+    expect(worseStatus(2, 3)).toBe(3);
+    expect(worseStatus(0, 143)).toBe(143);
+  });
+
+  it('adds nested counts and keeps agreeing texts', () => {
+    expect(addSummaries({ a: 1, b: { c: 2 }, t: 'x', l: [1] }, { a: 2, b: { c: 3, d: 1 }, t: 'x', l: [2] })).toEqual({ a: 3, b: { c: 5, d: 1 }, t: 'x', l: [1, 2] });
+  });
+});

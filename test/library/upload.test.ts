@@ -1,0 +1,115 @@
+// upload() of the library: rows in memory and files, the named errors it throws, the options checked
+// as the command line checks them; and the README's seeding script, run from the packed package.
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeliveryError, startEmulator, upload, UsageError, type Emulator } from '../../src/index.js';
+
+const run = promisify(execFile);
+const ROOT = resolve(import.meta.dirname, '../..');
+
+let emulator: Emulator;
+let dir: string;
+beforeAll(async () => {
+  emulator = await startEmulator();
+  dir = await mkdtemp(join(tmpdir(), 'track-library-'));
+});
+afterAll(async () => {
+  await emulator.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function exported(id: string): Promise<Record<string, any> | undefined> {
+  const answer = await fetch(`${emulator.url}/users/export/ids`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${emulator.apiKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ external_ids: [id] }),
+  });
+  return ((await answer.json()) as { users: Record<string, any>[] }).users[0];
+}
+
+describe('upload() with rows in memory', () => {
+  it('sends an array and an async generator as one stream, lines counted across them, rejects named by line', async () => {
+    async function* events() {
+      yield { external_id: 'mem-1', name: 'opened', time: '2026-01-01T00:00:00Z' };
+      yield { external_id: 'mem-2', name: 'opened', time: 'yesterday' };
+    }
+    const rejects = join(dir, 'mem.rejects.ndjson');
+    const summary = await upload({ inputs: [[{ external_id: 'mem-1', plan: 'gold' }, { external_id: 'mem-2', email: 'not an email' }], events()], url: emulator.url, apiKey: emulator.apiKey, rejects });
+    expect(summary.rows).toBe(4);
+    expect(summary.rejected).toBe(2);
+    expect(summary.delivery?.items.attributes.accepted).toBe(1);
+    expect(summary.delivery?.items.events.accepted).toBe(1);
+    const lines = (await readFile(rejects, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { line: number });
+    expect(lines.map((r) => r.line)).toEqual([2, 4]);
+    expect((await exported('mem-1'))?.custom_attributes.plan).toBe('gold');
+  });
+
+  it('takes request-shaped objects, a map given as an object, and a dry run sends nothing', async () => {
+    const before = emulator.requests({}).length;
+    const dry = await upload({ inputs: [[{ attributes: [{ external_id: 'shape-1', tier: 2 }], events: [{ external_id: 'shape-1', name: 'x', time: '2026-01-01T00:00:00Z' }] }]], dryRun: true });
+    expect(dry.rows).toBe(1);
+    expect(dry.requests).toBe(1);
+    expect(dry.delivery).toBeUndefined();
+    expect(emulator.requests({}).length).toBe(before);
+    const csv = join(dir, 'mapped.csv');
+    await writeFile(csv, 'Customer ID,Zip\nc-1,02134\n');
+    const summary = await upload({ inputs: [csv], map: { 'Customer ID': 'external_id', Zip: 'zip:string' }, url: emulator.url, apiKey: emulator.apiKey, journal: false });
+    expect(summary.delivery?.items.attributes.accepted).toBe(1);
+    expect((await exported('c-1'))?.custom_attributes.zip).toBe('02134');
+  });
+});
+
+describe('upload() errors', () => {
+  it('throws a DeliveryError with the summary on a refused key, and leaves the process running', async () => {
+    const error = await upload({ inputs: [[{ external_id: 'k-1', a: 1 }]], url: emulator.url, apiKey: 'wrong-key' }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(DeliveryError);
+    expect((error as DeliveryError).status).toBe(401);
+    expect((error as { summary?: { rows: number } }).summary?.rows).toBe(1);
+    expect(process.exitCode ?? 0).toBe(0);
+  });
+
+  it.each([
+    [{ rate: 0 }, /rate: expected a whole number of at least 1, got "0"/],
+    [{ ratee: 3 }, /unknown option ratee/],
+    [{ delimiter: 'x' }, /--delimiter: expected one of/],
+    [{ limits: 'huge' }, /limits: expected one of mau, legacy/],
+    [{ dryRun: 'yes' }, /dryRun is true or false/],
+    [{ shard: '5/4' }, /shard/],
+    [{ map: { Zip: 'zip:nonsense' } }, /map/],
+  ])('refuses %o as the command line refuses its flag', async (bad, message) => {
+    await expect(upload({ inputs: [[{ external_id: 'x' }]], dryRun: true, ...(bad as object) })).rejects.toThrow(message);
+    await expect(upload({ inputs: [[{ external_id: 'x' }]], dryRun: true, ...(bad as object) })).rejects.toBeInstanceOf(UsageError);
+  });
+
+  it('refuses mixing paths with rows, standard input, and no inputs', async () => {
+    await expect(upload({ inputs: ['a.csv', [{ external_id: 'x' }]], dryRun: true })).rejects.toThrow(/not both/);
+    await expect(upload({ inputs: ['-'], dryRun: true })).rejects.toThrow(/standard input/);
+    await expect(upload({ inputs: [], dryRun: true })).rejects.toThrow(/give inputs/);
+    await expect(upload({ inputs: [[{ n: 1n }]], dryRun: true })).rejects.toThrow(/inputs\[0\], row 1: cannot be written as JSON/);
+  });
+});
+
+describe('the packed package', () => {
+  it("runs the README's seeding script with import from 'track-cli'", async () => {
+    // the package as npm would install it: the tarball's files, its dependencies beside it
+    const { stdout } = await run('npm', ['pack', '--ignore-scripts', '--silent', '--pack-destination', dir], { cwd: ROOT });
+    const project = join(dir, 'project');
+    const modules = join(project, 'node_modules');
+    await run('mkdir', ['-p', join(modules, 'track-cli')]);
+    await run('tar', ['-xzf', join(dir, stdout.trim().split('\n').pop()!), '-C', join(modules, 'track-cli'), '--strip-components=1']);
+    for (const name of await readdir(join(ROOT, 'node_modules'))) {
+      if (name.startsWith('.') || name === 'track-cli') continue;
+      await symlink(join(ROOT, 'node_modules', name), join(modules, name));
+    }
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const start = readme.indexOf('// seed.mjs');
+    expect(start).toBeGreaterThan(0);
+    await writeFile(join(project, 'seed.mjs'), readme.slice(start, readme.indexOf('```', start)));
+    const seeded = await run(process.execPath, ['seed.mjs'], { cwd: project });
+    expect(seeded.stdout).toBe('seeded 240 rows\n');
+  }, 120_000);
+});

@@ -1,0 +1,164 @@
+// The shared rate budget against a real Redis: several pacers drawing from one key never start more
+// than the limit in any sliding second, and a store that goes away leaves each at its own share.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createPacer } from '../../src/transport/pacer.js';
+import { connectRateStore, parseStoreUrl, storeName, type RateStore } from '../../src/transport/rate-store.js';
+import { createSharedPacer } from '../../src/transport/shared-pacer.js';
+import { UsageError } from '../../src/errors.js';
+import { redisPresent, startRedis, type RedisServer } from '../helpers/redis.js';
+
+/** The most starts in any window of `spanMs` among these times (ms). */
+function busiestWindow(times: number[], spanMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  let first = 0;
+  for (let i = 0; i < sorted.length; i += 1) {
+    while (sorted[i] - sorted[first] >= spanMs) first += 1;
+    most = Math.max(most, i - first + 1);
+  }
+  return most;
+}
+
+describe('--rate-store URLs', () => {
+  it('takes redis:// and rediss:// with a numbered database, and refuses anything else', () => {
+    expect(parseStoreUrl('redis://127.0.0.1:6379/2').port).toBe('6379');
+    expect(parseStoreUrl('rediss://cache.example:6380').protocol).toBe('rediss:');
+    expect(() => parseStoreUrl('http://127.0.0.1:6379')).toThrow(/only Redis/);
+    expect(() => parseStoreUrl('redis://h:1/db')).toThrow(/database is a number/);
+    expect(() => parseStoreUrl('not a url')).toThrow(UsageError);
+  });
+
+  it('never shows a password', () => {
+    expect(storeName(parseStoreUrl('redis://user:secret@h:1/0'))).toBe('redis://user:***@h:1/0');
+  });
+});
+
+describe.skipIf(!redisPresent)('one budget in Redis', () => {
+  let redis: RedisServer;
+  const stores: RateStore[] = [];
+  beforeEach(async () => {
+    redis = await startRedis();
+  });
+  afterEach(async () => {
+    for (const store of stores.splice(0)) await store.close();
+    await redis.stop();
+  });
+
+  const connect = async (key: string, perSecond: number, perHour?: number, evenly = false): Promise<RateStore> => {
+    const store = await connectRateStore(redis.url, key, { perSecond, perHour, marginMs: 20, evenly });
+    stores.push(store);
+    return store;
+  };
+
+  it('holds the limit in every sliding second across four processes, spreading their starts', async () => {
+    const limit = 40;
+    const starts: number[] = [];
+    const runFor = 3_000;
+    const t0 = performance.now();
+    const shard = async (n: number): Promise<void> => {
+      const store = await connect('track:test', limit, undefined, true);
+      // each process paces itself at the whole rate: only the shared budget keeps them together
+      const pacer = createSharedPacer({ local: createPacer({ perSecond: limit }), store, fallback: { perSecond: limit / 4, marginMs: 20 }, id: `p${n}` });
+      while (performance.now() - t0 < runFor) {
+        const ticket = await pacer.acquire();
+        starts.push(performance.now());
+        pacer.markSent(ticket);
+        pacer.release(ticket);
+      }
+    };
+    await Promise.all([0, 1, 2, 3].map(shard));
+    // seen here, a reply or two late on a busy machine may crowd a window by one: a fixed window
+    // letting two bursts meet would show up to twice the limit
+    expect(busiestWindow(starts, 1_000)).toBeLessThanOrEqual(limit + 2);
+    // and the four together got most of it (3 s at 40/s, evenly: about 116)
+    expect(starts.length).toBeGreaterThan(60);
+  });
+
+  it('spreads the starts of a budget evenly over the second', async () => {
+    const store = await connect('track:even', 10, undefined, true);
+    expect(await store.take('a')).toBe(0);
+    // the next even start is about 103 ms later (1,030 ms / 10), not at once
+    const wait = await store.take('b');
+    expect(wait).toBeGreaterThan(80);
+    expect(wait).toBeLessThanOrEqual(104);
+  });
+
+  it('is a sliding window: starts late in one second still count early in the next', async () => {
+    const store = await connect('track:sliding', 10);
+    // each start's request leaves at once (move): it counts from then
+    const take = async (n: number, tag: string): Promise<number> => {
+      let allowed = 0;
+      for (let i = 0; i < n; i += 1) {
+        if ((await store.take(`${tag}${i}`)) !== 0) continue;
+        await store.move(`${tag}${i}`);
+        allowed += 1;
+      }
+      return allowed;
+    };
+    expect(await take(5, 'a')).toBe(5);
+    await new Promise((r) => setTimeout(r, 900));
+    expect(await take(5, 'b')).toBe(5);
+    await new Promise((r) => setTimeout(r, 200));
+    // the first five have left the window, the last five have not: a fixed window that began with
+    // the first start would have emptied and let ten through here
+    expect(await take(10, 'c')).toBe(5);
+  });
+
+  it('counts a start ahead until its request has left, so a late sender still fits the window', async () => {
+    const store = await connect('track:hold', 3);
+    for (const id of ['a', 'b', 'c']) expect(await store.take(id)).toBe(0);
+    // none has left yet: each is counted about 100 ms ahead, so the next place opens after more than the window
+    expect(await store.take('d')).toBeGreaterThan(1_050);
+    for (const id of ['a', 'b', 'c']) await store.move(id);
+    // once they left, from when they left
+    const wait = await store.take('d');
+    expect(wait).toBeGreaterThan(900);
+    expect(wait).toBeLessThanOrEqual(1_020);
+  });
+
+  it('counts the hourly cap across processes too', async () => {
+    const a = await connect('track:hourly', 1000, 5);
+    const b = await connect('track:hourly', 1000, 5);
+    const taken = [];
+    for (const store of [a, b, a, b, a, b, a]) taken.push(await store.take(`x${taken.length}`));
+    expect(taken.slice(0, 5)).toEqual([0, 0, 0, 0, 0]);
+    // the sixth start waits for the oldest to leave its hour
+    expect(taken[5]).toBeGreaterThan(3_590_000);
+    expect(taken[6]).toBeGreaterThan(3_590_000);
+  });
+
+  it('refuses an unreachable store at start, naming it', async () => {
+    const port = redis.port;
+    await redis.stop();
+    await expect(connectRateStore(`redis://127.0.0.1:${port}`, 'k', { perSecond: 10, marginMs: 20 }, 1_000)).rejects.toThrow(
+      new RegExp(`--rate-store redis://127\\.0\\.0\\.1:${port}: cannot reach the store`),
+    );
+  });
+
+  it('falls back to its own share, counting what it sent, when the store goes away mid-run', async () => {
+    const store = await connect('track:fallback', 1000);
+    const told: Error[] = [];
+    const pacer = createSharedPacer({
+      local: createPacer({ perSecond: 1000, evenly: false }),
+      store,
+      fallback: { perSecond: 10, marginMs: 20 },
+      onFallback: (error) => told.push(error),
+      id: 'solo',
+    });
+    const starts: number[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      pacer.markSent(await pacer.acquire());
+      starts.push(performance.now());
+    }
+    await redis.stop();
+    const t0 = performance.now();
+    while (performance.now() - t0 < 1_500) {
+      pacer.markSent(await pacer.acquire());
+      starts.push(performance.now());
+    }
+    expect(told).toHaveLength(1);
+    // its own share (10 a second), the five sent through the store included
+    expect(busiestWindow(starts, 1_000)).toBeLessThanOrEqual(10);
+    expect(starts.length).toBeGreaterThanOrEqual(15);
+  });
+});

@@ -1,0 +1,115 @@
+// --resume-or-start, the one command a scheduler gives for a first try and its retries, and the
+// records each shard keeps under its own name, through the real CLI against a server on loopback.
+import { spawn } from 'node:child_process';
+import { appendFileSync, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BIN, runCliAsync as runCli } from '../helpers/cli.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp, faultServer } = useServers();
+
+function writeUsers(count: number): string {
+  const rows = ['external_id,plan'];
+  for (let u = 0; u < count; u += 1) rows.push(`u${u},p${u % 5}`);
+  writeFileSync(join(tmp.dir, 'users.csv'), `${rows.join('\n')}\n`);
+  return join(tmp.dir, 'users.csv');
+}
+
+const sentIds = (server: { received: Array<{ body?: { attributes?: Array<{ external_id?: unknown }> } }> }) =>
+  server.received.flatMap((r) => (r.body?.attributes ?? []).map((item) => item.external_id));
+
+describe('--resume-or-start', () => {
+  it('starts, then resumes a finished run sending nothing, then starts anew when the export changed', async () => {
+    const users = writeUsers(120);
+    const server = await faultServer();
+    const args = [users, '--url', server.url, '--api-key', 'k', '--resume-or-start', '--json'];
+    const first = await runCli(['upload', ...args], { cwd: tmp.dir });
+    expect(first.status, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout).delivery.items.attributes.accepted).toBe(120);
+    expect(server.received.length).toBeGreaterThan(0);
+
+    const before = server.received.length;
+    const again = await runCli(['upload', ...args], { cwd: tmp.dir });
+    expect(again.status, again.stderr).toBe(0);
+    expect(server.received.length).toBe(before);
+
+    appendFileSync(users, 'u999,p9\n');
+    const changed = await runCli(['upload', ...args], { cwd: tmp.dir });
+    expect(changed.status, changed.stderr).toBe(0);
+    const summary = JSON.parse(changed.stdout);
+    expect(summary.delivery.items.attributes.accepted).toBe(121);
+    expect(JSON.stringify(summary)).toMatch(/started anew/);
+  });
+
+  it('resumes a killed run where it stopped, and refuses one whose inputs changed since', async () => {
+    const users = writeUsers(400);
+    const server = await faultServer();
+    server.script(() => ({ kind: 'ok', delayMs: 150 }));
+    const args = [users, '--url', server.url, '--api-key', 'k', '--concurrency', '1', '--max-total', '10', '--resume-or-start'];
+    const child = spawn(process.execPath, [BIN, 'upload', ...args], { cwd: tmp.dir, stdio: 'ignore' });
+    while (server.received.length < 4) await new Promise((r) => setTimeout(r, 20));
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    server.script(() => undefined);
+    const sentBefore = new Set(sentIds(server));
+    expect(sentBefore.size).toBeLessThan(400);
+
+    const resumed = await runCli(['upload', ...args, '--json'], { cwd: tmp.dir });
+    expect(resumed.status, resumed.stderr).toBe(0);
+    // every user reached the server, and a user acknowledged before the kill was not sent again
+    const ids = sentIds(server);
+    expect(new Set(ids).size).toBe(400);
+    const acknowledgedEarly = [...sentBefore].slice(0, 10);
+    for (const id of acknowledgedEarly) expect(ids.filter((x) => x === id).length, String(id)).toBe(1);
+
+    // a run stopped half way, whose export then changed, cannot go on by itself
+    const child2 = spawn(process.execPath, [BIN, 'upload', ...args, '--restart'].filter((a) => a !== '--resume-or-start'), { cwd: tmp.dir, stdio: 'ignore' });
+    server.script(() => ({ kind: 'ok', delayMs: 150 }));
+    const at = server.received.length;
+    while (server.received.length < at + 4) await new Promise((r) => setTimeout(r, 20));
+    child2.kill('SIGKILL');
+    await new Promise((r) => child2.once('exit', r));
+    appendFileSync(users, 'u999,p9\n');
+    const refused = await runCli(['upload', ...args], { cwd: tmp.dir });
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(/its inputs changed since: it cannot be resumed/);
+  });
+
+  it('is refused with --resume, --restart or standard input', async () => {
+    const users = writeUsers(3);
+    for (const other of ['--resume', '--restart']) {
+      const r = await runCli(['upload', users, '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--resume-or-start', other], { cwd: tmp.dir });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/give one of --resume, --restart and --resume-or-start/);
+    }
+    const r = await runCli(['upload', '-', '--format', 'csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--resume-or-start'], { cwd: tmp.dir });
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--resume-or-start cannot be used with standard input/);
+  });
+});
+
+describe("a shard's records", () => {
+  it('each shard keeps its journal and delta state under its own name, side by side', async () => {
+    const users = writeUsers(90);
+    const server = await faultServer();
+    const runs = await Promise.all(
+      [1, 2].map((k) => runCli(['upload', users, '--url', server.url, '--api-key', 'k', '--shard', `${k}/2`, '--delta', '--resume-or-start', '--json'], { cwd: tmp.dir })),
+    );
+    for (const r of runs) expect(r.status, r.stderr).toBe(0);
+    const files = readdirSync(tmp.dir);
+    const slug = new URL(server.url).host.replace(':', '-');
+    expect(files).toContain(`users.http-${slug}.shard-1-of-2.journal`);
+    expect(files).toContain(`users.http-${slug}.shard-2-of-2.journal`);
+    expect(existsSync(join(tmp.dir, 'track-state.shard-1-of-2.sqlite'))).toBe(true);
+    expect(existsSync(join(tmp.dir, 'track-state.shard-2-of-2.sqlite'))).toBe(true);
+    expect(existsSync(join(tmp.dir, 'track-state.sqlite'))).toBe(false);
+    expect(new Set(sentIds(server)).size).toBe(90);
+
+    // shard 1 again: its own journal resumes (nothing left), the other shard's is another run's
+    const before = server.received.length;
+    const again = await runCli(['upload', users, '--url', server.url, '--api-key', 'k', '--shard', '1/2', '--delta', '--resume-or-start'], { cwd: tmp.dir });
+    expect(again.status, again.stderr).toBe(0);
+    expect(server.received.length).toBe(before);
+  });
+});
