@@ -1,6 +1,6 @@
-// The planning thread: plans the inputs with planEvents(), as a plan in the main thread would, and
-// posts each event through wire.ts, so that reading and sending use a core each.
-import { planEvents, type PlanOptions } from '../plan.js';
+// The planning thread: plans the inputs with planChunks(), as a plan in the main thread would, and
+// posts each chunk's events through wire.ts, so that reading and sending use a core each.
+import { planChunks, type PlanOptions } from '../plan.js';
 import { serveInWorker, type Posting } from './in-worker.js';
 import { createEncoder, type WireMessage } from './wire.js';
 
@@ -12,7 +12,7 @@ const CHUNK_BYTES = 16 * 1024;
 
 async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage>> {
   const encode = createEncoder(options.inputs);
-  for await (const event of planEvents({ ...options, chunkBytes: CHUNK_BYTES })) yield* encode(event);
+  for await (const events of planChunks({ ...options, chunkBytes: CHUNK_BYTES })) yield* encode(events);
 }
 
 await serveInWorker(postings);

@@ -51,7 +51,10 @@ export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: 
     revive,
   });
   for await (const message of messages) {
-    const event = decode(message);
-    if (event !== undefined) yield event;
+    // a chunk's events cross together: a stop among them hands on none of the rest
+    for (const event of decode(message)) {
+      if (stopSignal?.aborted === true) return;
+      yield event;
+    }
   }
 }
