@@ -10,9 +10,12 @@ export type WorkerPlanOptions = Omit<PlanOptions, 'stdin' | 'stopSignal'>;
 /** Rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB). */
 const CHUNK_BYTES = 16 * 1024;
 
-async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage>> {
+async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage[]>> {
   const encode = createEncoder(options.inputs);
-  for await (const events of planChunks({ ...options, chunkBytes: CHUNK_BYTES })) yield* encode(events);
+  for await (const events of planChunks({ ...options, chunkBytes: CHUNK_BYTES })) {
+    const posting = encode(events);
+    if (posting !== undefined) yield posting;
+  }
 }
 
 await serveInWorker(postings);

@@ -1,8 +1,8 @@
-// A plan's events as they cross between threads, and back. A chunk's events that are not requests
-// (its tally, RequestLines, rejects) cross as one message; a request crosses as one buffer, handed
-// over rather than copied, holding its body's UTF-8 JSON and its items' origins (lines, files, and a
-// CSV row's cells as one text) one after another: one buffer handed over costs a fifth of the eight
-// a request's parts took apiece. A CSV row's origin is rebuilt here from its cells only when its
+// A plan's events as they cross between threads, and back, a chunk of input's events in one
+// message: its tally, RequestLines and rejects as they are, and its requests in one buffer, handed
+// over rather than copied, each request's body (UTF-8 JSON) and its items' origins (lines, files,
+// and a CSV row's cells as one text) one after another. Every message wakes the other thread and
+// every buffer handed over has a cost of its own, so a chunk is one of each. A CSV row's origin is rebuilt here from its cells only when its
 // row is asked for (a rejected item). This is the only place the buffer's layout exists: what comes
 // out is a PlanEvent like any other.
 import { csvRowObject, CsvRowOrigin, type CsvHeader } from '../../mapping/csv-rows.js';
@@ -21,7 +21,9 @@ import type { Posting } from './in-worker.js';
 interface EncodedRequest {
   type: 'request';
   seq: number;
+  /** The chunk's buffer, and where this request's part of it begins. */
   buffer: ArrayBuffer;
+  offset: number;
   /** Bytes of JSON, bytes of cells, user keys, data points, items, cells, bytes learned (-1: nothing to learn). */
   sizes: number[];
   /** How many items each array holds. */
@@ -33,6 +35,19 @@ interface EncodedRequest {
 
 type CsvHeaderShape = Pick<CsvHeader, 'keys' | 'width'>;
 
+/** A request of a chunk, measured before the chunk's buffer is made, with what is written into it. */
+interface Measured {
+  message: EncodedRequest;
+  request: PlannedRequest;
+  all: ItemOrigin[];
+  json: string;
+  cells: string;
+  cellLengths: Uint32Array;
+  headers: Int32Array;
+  /** Its part of the buffer, to an 8-byte boundary. */
+  bytes: number;
+}
+
 /** What crosses: a chunk's other events together; a request encoded; a CSV header once, before its rows' requests. */
 export type WireMessage =
   | { type: 'events'; events: Array<Exclude<PlanEvent, { type: 'request' }>> }
@@ -42,24 +57,29 @@ export type WireMessage =
 const utf8 = new TextEncoder();
 // a cell may begin with U+FEFF (two files joined, say): it is text here, not a byte-order mark to drop
 const utf8Text = new TextDecoder('utf-8', { ignoreBOM: true });
+const EMPTY = new ArrayBuffer(0);
 
 const align8 = (n: number): number => (n + 7) & ~7;
 
 /** Where each part of a request's buffer begins, from its sizes. */
-function layout(sizes: readonly number[]) {
+function layout(sizes: readonly number[], offset = 0) {
   const [json, cells, users, points, items, cellCount, learned] = sizes;
-  const keys = align8(json + cells);
+  const keys = offset + align8(json + cells);
   const pointsAt = keys + 8 * users;
   const lines = pointsAt + 8 * points;
   const files = lines + 8 * items;
   const headers = files + 4 * items;
   const lengths = headers + 4 * items;
   const learn = lengths + 4 * cellCount;
-  return { cells: json, keys, points: pointsAt, lines, files, headers, lengths, learn, end: learn + Math.max(learned, 0) };
+  return { cells: offset + json, keys, points: pointsAt, lines, files, headers, lengths, learn, end: learn + Math.max(learned, 0) };
 }
 
-/** Turns the worker's chunks of events into postings; `inputs` are the plan's files, which origins name by index. */
-export function createEncoder(inputs: readonly string[]): (events: readonly PlanEvent[]) => Array<Posting<WireMessage>> {
+/**
+ * Turns each chunk of the worker's events into one posting (none for an empty chunk): every message
+ * posted wakes the other thread, so a chunk's requests cross together. `inputs` are the plan's
+ * files, which origins name by index.
+ */
+export function createEncoder(inputs: readonly string[]): (events: readonly PlanEvent[]) => Posting<WireMessage[]> | undefined {
   /** CSV headers already described to the other thread, and the id each was given. */
   const headersSent = new Map<object, number>();
   // most origins in a row share one file
@@ -72,17 +92,18 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
     }
     return lastFileIndex;
   };
-  const headerId = (header: CsvHeader, before: Array<Posting<WireMessage>>): number => {
+  const headerId = (header: CsvHeader, before: WireMessage[]): number => {
     let id = headersSent.get(header);
     if (id === undefined) {
       id = headersSent.size;
       headersSent.set(header, id);
-      before.push({ value: { type: 'csv-header', id, keys: header.keys, width: header.width }, bytes: 0 });
+      before.push({ type: 'csv-header', id, keys: header.keys, width: header.width });
     }
     return id;
   };
 
-  const encodeRequest = (request: PlannedRequest, postings: Array<Posting<WireMessage>>): void => {
+  /** A request's parts, measured: the chunk's buffer is made once every request of it is. */
+  const measure = (request: PlannedRequest, messages: WireMessage[]): Measured => {
     const all: ItemOrigin[] = [];
     for (const kind of ARRAY_NAMES) for (const origin of request.origins[kind]) all.push(origin);
     let cellCount = 0;
@@ -101,39 +122,47 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
         rowItems.push(origin.item ?? -1);
         continue;
       }
-      headers[i] = headerId(origin.header, postings);
+      headers[i] = headerId(origin.header, messages);
       cells = origin.appendCells(cells, cellLengths, cell);
       cell += origin.width;
     }
     const json = JSON.stringify(request.body);
     const { learn, points = [] } = request;
     const sizes = [Buffer.byteLength(json), Buffer.byteLength(cells), request.userKeys.length, points.length, all.length, cellCount, learn?.byteLength ?? -1];
-    const at = layout(sizes);
-    const buffer = new ArrayBuffer(at.end);
-    utf8.encodeInto(json, new Uint8Array(buffer, 0, sizes[0]));
-    if (cells !== '') utf8.encodeInto(cells, new Uint8Array(buffer, at.cells, sizes[1]));
+    const counts = ARRAY_NAMES.map((kind) => request.origins[kind].length);
+    const message: EncodedRequest = { type: 'request', seq: request.seq, buffer: EMPTY, offset: 0, sizes, counts, ...(rows.length === 0 ? {} : { rows, rowItems }) };
+    return { message, request, all, json, cells, cellLengths, headers, bytes: align8(layout(sizes).end) };
+  };
+
+  /** Writes a measured request into the chunk's buffer at `offset`. */
+  const write = (measured: Measured, buffer: ArrayBuffer, offset: number): void => {
+    const { message, request, all } = measured;
+    const { sizes } = message;
+    const at = layout(sizes, offset);
+    message.buffer = buffer;
+    message.offset = offset;
+    utf8.encodeInto(measured.json, new Uint8Array(buffer, offset, sizes[0]));
+    if (measured.cells !== '') utf8.encodeInto(measured.cells, new Uint8Array(buffer, at.cells, sizes[1]));
     new Float64Array(buffer, at.keys, sizes[2]).set(request.userKeys);
-    new Float64Array(buffer, at.points, sizes[3]).set(points);
+    new Float64Array(buffer, at.points, sizes[3]).set(request.points ?? []);
     const lines = new Float64Array(buffer, at.lines, all.length);
     const files = new Int32Array(buffer, at.files, all.length);
     for (let i = 0; i < all.length; i += 1) {
       lines[i] = all[i].line;
       files[i] = fileIndex(all[i].file);
     }
-    new Int32Array(buffer, at.headers, all.length).set(headers);
-    new Uint32Array(buffer, at.lengths, cellCount).set(cellLengths);
-    if (learn !== undefined) new Uint8Array(buffer, at.learn, learn.byteLength).set(learn);
-    const counts = ARRAY_NAMES.map((kind) => request.origins[kind].length);
-    const value: EncodedRequest = { type: 'request', seq: request.seq, buffer, sizes, counts, ...(rows.length === 0 ? {} : { rows, rowItems }) };
-    postings.push({ value, bytes: at.end, transfer: [buffer] });
+    new Int32Array(buffer, at.headers, all.length).set(measured.headers);
+    new Uint32Array(buffer, at.lengths, sizes[5]).set(measured.cellLengths);
+    if (request.learn !== undefined) new Uint8Array(buffer, at.learn, request.learn.byteLength).set(request.learn);
   };
 
   return (events) => {
-    const postings: Array<Posting<WireMessage>> = [];
+    const messages: WireMessage[] = [];
+    const measured: Measured[] = [];
     // the events between requests cross together, in their place among them
     let others: Array<Exclude<PlanEvent, { type: 'request' }>> = [];
     const flush = (): void => {
-      if (others.length > 0) postings.push({ value: { type: 'events', events: others }, bytes: 0 });
+      if (others.length > 0) messages.push({ type: 'events', events: others });
       others = [];
     };
     for (const event of events) {
@@ -142,10 +171,22 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
         continue;
       }
       flush();
-      encodeRequest(event.request, postings);
+      const request = measure(event.request, messages);
+      measured.push(request);
+      messages.push(request.message);
     }
     flush();
-    return postings;
+    if (messages.length === 0) return undefined;
+    let bytes = 0;
+    for (const request of measured) bytes += request.bytes;
+    if (bytes === 0) return { value: messages, bytes: 0 };
+    const buffer = new ArrayBuffer(bytes);
+    let offset = 0;
+    for (const request of measured) {
+      write(request, buffer, offset);
+      offset += request.bytes;
+    }
+    return { value: messages, bytes, transfer: [buffer] };
   };
 }
 
@@ -220,11 +261,11 @@ class DecodedRequest implements RequestToSend {
   #origins: RequestToSend['origins'] | undefined;
 
   constructor(message: EncodedRequest, decode: DecodeOrigins, files: readonly string[]) {
-    const { buffer, sizes, counts } = message;
-    const at = layout(sizes);
+    const { buffer, offset, sizes, counts } = message;
+    const at = layout(sizes, offset);
     const items = sizes[4];
     this.seq = message.seq;
-    this.body = new Uint8Array(buffer, 0, sizes[0]);
+    this.body = new Uint8Array(buffer, offset, sizes[0]);
     this.userKeys = new Float64Array(buffer, at.keys, sizes[2]);
     this.points = new Float64Array(buffer, at.points, sizes[3]);
     // its own copy: the state may keep it after the request is let go
@@ -242,8 +283,8 @@ class DecodedRequest implements RequestToSend {
   }
 }
 
-/** Turns what the worker posted back into events (none for a CSV header). */
-export function createDecoder(inputs: readonly string[]): (message: WireMessage) => Array<PlanEvent<RequestToSend>> {
+/** Turns what the worker posted for a chunk back into its events. */
+export function createDecoder(inputs: readonly string[]): (messages: readonly WireMessage[]) => Array<PlanEvent<RequestToSend>> {
   const headers = new Map<number, CsvHeaderShape>();
   const decodeOrigins: DecodeOrigins = (counts, parts) => {
     const origins: Record<(typeof ARRAY_NAMES)[number], ItemOrigin[]> = { attributes: [], events: [], purchases: [] };
@@ -268,15 +309,13 @@ export function createDecoder(inputs: readonly string[]): (message: WireMessage)
     });
     return origins;
   };
-  return (message) => {
-    switch (message.type) {
-      case 'csv-header':
-        headers.set(message.id, { keys: message.keys, width: message.width });
-        return [];
-      case 'request':
-        return [{ type: 'request', request: new DecodedRequest(message, decodeOrigins, inputs) }];
-      default:
-        return message.events;
+  return (messages) => {
+    const events: Array<PlanEvent<RequestToSend>> = [];
+    for (const message of messages) {
+      if (message.type === 'csv-header') headers.set(message.id, { keys: message.keys, width: message.width });
+      else if (message.type === 'request') events.push({ type: 'request', request: new DecodedRequest(message, decodeOrigins, inputs) });
+      else events.push(...message.events);
     }
+    return events;
   };
 }
