@@ -103,8 +103,9 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
     const unmatched = map === undefined || settled?.size ? [] : unmatchedColumnProblems(map.keys(), columns);
     if (unmatched.length > 0 && !stdinCsv) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
     const { csvHeaderProblem } = await import('./plan-csv.js');
+    const reading = { kind: options.kind, map, reading: options.reading, encoding: options.encoding };
     for (const { file, record, detected } of headers) {
-      const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+      const problem = csvHeaderProblem(record, file, reading, detected);
       if (problem !== undefined) throw problem;
     }
     if (parquets.length > 0) {
