@@ -11,7 +11,8 @@
 //      the number of files), beside papaparse parsing each file, in this process
 // The CLI runs and the floors alternate, RUNS times; medians are printed.
 // Build first: npm run build && node bench/run.mjs inputs-shape
-// Knobs: BENCH_REJECT_ROWS (default 500,000), BENCH_FILES (10,000), BENCH_ROWS_PER_FILE (100), BENCH_RUNS (3).
+// Knobs: BENCH_REJECT_ROWS (default 500,000), BENCH_FILES (10,000), BENCH_ROWS_PER_FILE (100), BENCH_RUNS (3),
+// BENCH_PART (rejects or files: that part alone).
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +24,7 @@ const REJECT_ROWS = Number(process.env.BENCH_REJECT_ROWS ?? 500_000);
 const FILES = Number(process.env.BENCH_FILES ?? 10_000);
 const ROWS_PER_FILE = Number(process.env.BENCH_ROWS_PER_FILE ?? 100);
 const RUNS = Number(process.env.BENCH_RUNS ?? 3);
+const PART = process.env.BENCH_PART;
 // the upload bench's loopback server: it answers 201 at once and counts the items it saw
 const SERVER = fileURLToPath(new URL('./upload.bench.mjs', import.meta.url));
 
@@ -127,8 +129,8 @@ const dir = mkdtempSync(join(tmpdir(), 'track-inputs-shape-bench-'));
 const server = await startServerChild(SERVER);
 try {
   const hook = writeUsageHook(dir);
-  await rejectsHeavy(dir, hook, server);
-  await manyFiles(dir, hook);
+  if (PART !== 'files') await rejectsHeavy(dir, hook, server);
+  if (PART !== 'rejects') await manyFiles(dir, hook);
 } finally {
   server.stop();
   rmSync(dir, { recursive: true, force: true });

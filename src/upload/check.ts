@@ -120,6 +120,9 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
 }
 
 /** The first record of each CSV file, with the delimiter found when none was given. */
+/** Bytes read at a time for a CSV file's header (more are read while its header line is not whole). */
+const HEADER_CHUNK_BYTES = 2048;
+
 async function readCsvHeaders(files: readonly string[], options: InputReading): Promise<Array<{ file: string; record: CsvRecord; detected?: Delimiter }>> {
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
@@ -127,7 +130,8 @@ async function readCsvHeaders(files: readonly string[], options: InputReading): 
   const headers: Array<{ file: string; record: CsvRecord; detected?: Delimiter }> = [];
   for (const file of files) {
     let detected: Delimiter | undefined;
-    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options, (d) => (detected = d)))) {
+    // a little at a time: of a small file (one of thousands), only its first rows are parsed here
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote, chunkBytes: HEADER_CHUNK_BYTES }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
       headers.push({ file, record: records[0], detected });
       break;
