@@ -62,9 +62,6 @@ export function heldNote(held: number, path: string): string[] {
   return [`${what} in ${path} already, from the run this one resumes: not written again`];
 }
 
-/** Rejects written and not yet synced, kept in case the journal must carry them, before a write waits for a sync. */
-const MAX_UNSYNCED = 10_000;
-
 /** The rejects of a run as the journal settles them (see rejectsLedger). */
 export interface RejectsLedger {
   /** Writes a reject, unless the file holds it already (a resumed run's); throws when the file cannot take it. */
@@ -90,25 +87,6 @@ export interface RejectsLedger {
 export function rejectsLedger(writer: NdjsonWriter, written: Set<string>, journaled: boolean): RejectsLedger {
   let held = 0;
   let unsynced: RejectRecord[] = [];
-  /**
-   * Syncs the file, one sync after another (a sync that began before a line was written does not
-   * cover it). Rejects it could not sync are returned (`give`: for the journal to carry) or kept.
-   */
-  let syncing: Promise<RejectRecord[] | undefined> = Promise.resolve(undefined);
-  const sync = (give: boolean): Promise<RejectRecord[] | undefined> =>
-    (syncing = syncing.then(async () => {
-      const taken = unsynced;
-      unsynced = [];
-      try {
-        await writer.sync();
-        return undefined;
-      } catch {
-        // the run stops on the file's error where it was written; the journal's rows settle all the same
-        if (give) return taken;
-        unsynced = taken.concat(unsynced);
-        return undefined;
-      }
-    }));
   return {
     async write(record) {
       if (written.size > 0 && written.has(rejectKey(record))) {
@@ -118,10 +96,18 @@ export function rejectsLedger(writer: NdjsonWriter, written: Set<string>, journa
       // kept before it is written: a write that fails leaves it owed
       if (journaled) unsynced.push(record);
       await writer.write(record);
-      // a file of rejected rows is planned faster than a slow disk syncs: what waits is bounded
-      if (unsynced.length >= MAX_UNSYNCED) await sync(false);
     },
-    settle: () => sync(true),
+    async settle() {
+      const taken = unsynced;
+      unsynced = [];
+      try {
+        await writer.sync();
+        return undefined;
+      } catch {
+        // the run stops on the file's error where it was written; here the rows settle all the same
+        return taken;
+      }
+    },
     async writeOwed(records) {
       let count = 0;
       for (const record of records as RejectRecord[]) {
