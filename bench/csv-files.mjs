@@ -2,6 +2,7 @@
 import { createReadStream, createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { parse } from 'csv-parse';
+import Papa from 'papaparse';
 
 /**
  * csv-parse set up to read what track reads: a byte order mark dropped, LF or CRLF, a stray quote
@@ -91,4 +92,64 @@ export function writeUsersCsv(path, rows, edit, idOf = userIds(rows)) {
     edit?.(i, cells);
     return cells.join(',');
   });
+}
+
+/**
+ * Papaparse's Parser (the one track reads with) over the file's text read as a stream, a chunk at a
+ * time, an incomplete last row kept for the next: `onRows(rows)` is given each chunk's rows (the
+ * header first). The plain reading any CSV tool on papaparse does; returns the rows after the header.
+ */
+export async function papaparseRows(path, onRows = () => undefined) {
+  const parser = new Papa.Parser({ delimiter: ',', newline: '\n', quoteChar: '"' });
+  let pending = '';
+  let records = 0;
+  const take = (final) => {
+    const result = parser.parse(pending, 0, !final);
+    pending = final ? '' : pending.slice(result.meta.cursor);
+    records += result.data.length;
+    if (result.data.length > 0) onRows(result.data);
+  };
+  const stream = createReadStream(path, { encoding: 'utf8', highWaterMark: 1 << 16 });
+  for await (const text of stream) {
+    pending = pending.length === 0 ? text : pending + text;
+    take(false);
+  }
+  if (pending !== '') take(true);
+  return records - 1;
+}
+
+/**
+ * The least any uploader of the users file must do: parse it with papaparse, build each row's item
+ * (the number column read as a number, empty cells left out) and stringify the bodies of
+ * `perRequest` items. Returns the rows read; `onBody(json)` is given each body.
+ */
+export async function parseBuildStringify(path, perRequest = 50, onBody = () => undefined) {
+  let header;
+  let batch = [];
+  const flush = () => {
+    if (batch.length === 0) return;
+    onBody(JSON.stringify({ attributes: batch }));
+    batch = [];
+  };
+  const rows = await papaparseRows(path, (data) => {
+    let i = 0;
+    if (header === undefined) {
+      header = data[0];
+      i = 1;
+    }
+    for (; i < data.length; i += 1) {
+      const cells = data[i];
+      if (cells.length === 1 && cells[0] === '') continue;
+      const item = {};
+      for (let c = 0; c < header.length; c += 1) {
+        const cell = cells[c];
+        if (cell === undefined || cell === '') continue;
+        item[header[c]] = header[c] === 'visits' ? Number(cell) : cell;
+      }
+      batch.push(item);
+      if (batch.length === perRequest) flush();
+    }
+  });
+  flush();
+  return rows;
 }

@@ -236,6 +236,8 @@ const UNDECODABLE_MESSAGE = /^(.*?)(?:byte 0x([0-9A-F]{2})|the unit 0x([0-9A-F]{
 
 /** A problem undecodableMessage wrote (after its field's name), read back; undefined for any other. */
 export function readUndecodableProblem(problem: string): UndecodableProblem | undefined {
+  // most problems are not: the pattern's open start would try it from every character
+  if (!problem.includes(' at byte offset ')) return undefined;
   const found = UNDECODABLE_MESSAGE.exec(problem);
   if (found === null) return undefined;
   const [, prefix, byte, unit, offset, name, advice] = found;

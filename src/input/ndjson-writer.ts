@@ -19,6 +19,8 @@ export interface NdjsonWriter {
 }
 
 const NEWLINE = Buffer.from('\n');
+/** Characters of lines gathered before they are written. */
+const GATHER_CHARS = 64 * 1024;
 
 /** Creates (or truncates; with `append`, opens for adding) the file now, so a path that cannot be written fails before any work. */
 export async function openNdjsonWriter(path: string, what: string, options: { append?: boolean } = {}): Promise<NdjsonWriter> {
@@ -43,13 +45,35 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
   const check = (): void => {
     if (failure !== undefined) throw failure;
   };
+  // lines of text are gathered and written together: a write of its own per line cost more than
+  // making the line (a file of rejected rows took 3.5 times the writes of one of requests)
+  let gathered = '';
+  let flushing: NodeJS.Immediate | undefined;
+  const flush = (): boolean => {
+    if (flushing !== undefined) clearImmediate(flushing);
+    flushing = undefined;
+    if (gathered === '') return true;
+    const text = gathered;
+    gathered = '';
+    return stream.write(text);
+  };
   const writeLine = async (json: string | Uint8Array): Promise<void> => {
     check();
     // a write after the end would wait for a 'drain' that never comes
     if (closed) throw new OutputError(`cannot write the ${what} file ${path}: it was closed`, path);
     count += 1;
     unsynced = true;
-    const more = typeof json === 'string' ? stream.write(`${json}\n`) : (stream.write(json), stream.write(NEWLINE));
+    let more = true;
+    if (typeof json === 'string') {
+      gathered += `${json}\n`;
+      // written once this turn of the event loop is over, or once there is enough of it
+      if (gathered.length >= GATHER_CHARS) more = flush();
+      else flushing ??= setImmediate(flush);
+    } else {
+      flush();
+      stream.write(json);
+      more = stream.write(NEWLINE);
+    }
     if (!more) {
       // once() also settles on 'error', and leaves no listener behind either way
       await once(stream, 'drain').catch(() => undefined);
@@ -61,6 +85,7 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     check();
     if (!unsynced) return;
     unsynced = false;
+    flush();
     const failed = (error: Error): void => {
       failure ??= new OutputError(`cannot write the ${what} file ${path}: ${error.message}`, path);
     };
@@ -91,6 +116,7 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     sync,
     async close(options) {
       closed = true;
+      if (failure === undefined) flush();
       if (failure === undefined) await new Promise<void>((resolve) => stream.end(() => resolve()));
       else stream.destroy();
       check();

@@ -118,8 +118,16 @@ export interface BytesOptions {
 async function rawBytes(file: string, options: BytesOptions, stop: AbortSignal): Promise<Readable> {
   if (file === STDIN) return requireStdin(options.stdin);
   if (isRemote(file)) return Readable.from((await import('./remote.js')).remoteBytes(file, options.remote, stop), { objectMode: false });
-  return createReadStream(file, { highWaterMark: options.chunkBytes ?? DEFAULT_CHUNK_BYTES });
+  const chunk = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
+  // a small file is read into a buffer its size, not a chunk's: each buffer read counts against the
+  // heap, and thousands of small files read 64 KiB at a time kept the collector busy
+  // (a pipe, `<(zcat x.gz)`, has no size to go by)
+  const size = await stat(file).then((info) => (info.isFile() ? info.size : chunk), () => chunk);
+  return createReadStream(file, { highWaterMark: Math.max(MIN_CHUNK_BYTES, Math.min(chunk, size + 1)) });
 }
+
+/** The least read at a time from a file (one that grows as it is read is read on, this much at a time). */
+const MIN_CHUNK_BYTES = 1024;
 
 /**
  * The bytes of an input, decompressed when they begin with the gzip magic number (so `.gz` files

@@ -116,8 +116,9 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
     const headers = csvFiles.length === 0 ? [] : await readCsvHeaders(csvFiles, options);
     const parquets = parquetFiles.length === 0 ? [] : await readParquetColumns(parquetFiles, options);
     const { csvHeaderProblem, headerReadProblem } = await import('./plan-csv.js');
-    const problemOf = ({ file, record, detected }: (typeof headers)[number]) =>
-      csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+    // one reading for every header: a header many files share is read once
+    const reading = { kind: options.kind, map, reading: options.reading, encoding: options.encoding };
+    const problemOf = ({ file, record, detected }: (typeof headers)[number]) => csvHeaderProblem(record, file, reading, detected);
     // a header that cannot be read (its bytes are not in the encoding, a UTF-16 file) is told first:
     // the map's keys cannot be matched with columns no one knows
     for (const { file, record } of headers) {
@@ -145,6 +146,9 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
 }
 
 /** The first record of each CSV file, with the delimiter found when none was given. */
+/** Bytes read at a time for a CSV file's header (more are read while its header line is not whole). */
+const HEADER_CHUNK_BYTES = 2048;
+
 async function readCsvHeaders(files: readonly string[], options: InputReading): Promise<Array<{ file: string; record: CsvRecord; detected?: Delimiter }>> {
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
@@ -152,7 +156,8 @@ async function readCsvHeaders(files: readonly string[], options: InputReading): 
   const headers: Array<{ file: string; record: CsvRecord; detected?: Delimiter }> = [];
   for (const file of files) {
     let detected: Delimiter | undefined;
-    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options, (d) => (detected = d)))) {
+    // a little at a time: of a small file (one of thousands), only its first rows are parsed here
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote, chunkBytes: HEADER_CHUNK_BYTES }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
       headers.push({ file, record: records[0], detected });
       break;

@@ -4,7 +4,7 @@ import { InputError, UsageError } from '../errors.js';
 import { DELIMITERS, readCsv, type CsvOptions, type CsvRecord, type Delimiter } from '../input/csv.js';
 import { inputBytes, STDIN } from '../input/source.js';
 import { unmatchedColumnProblems } from '../mapping/column-map.js';
-import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
+import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader, type CsvHeaderResult } from '../mapping/csv-rows.js';
 import { typeNotes } from '../mapping/header-notes.js';
 import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
 import { encodingHint } from './encoding-note.js';
@@ -42,7 +42,7 @@ export function csvHeaderProblem(
 ): InputError | undefined {
   const unread = headerReadProblem(record, file, options.encoding);
   if (unread !== undefined || 'error' in record) return unread;
-  const result = readRowsHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
+  const result = readHeaderOnce(record.cells, options);
   if (result.ok) return undefined;
   const problems = [...result.problems];
   const used = detected ?? options.reading?.delimiter ?? ',';
@@ -54,6 +54,22 @@ export function csvHeaderProblem(
     problems.push(`the header was read with ${shownDelimiter(used)} between cells and its names hold ${shownDelimiter(other)}: if that is the delimiter, give --delimiter ${JSON.stringify(other)}`);
   } else if (detected !== undefined && detected !== ',') problems.push(delimiterNote(detected));
   return new InputError(`the header cannot be used:\n  ${problems.join('\n  ')}`, file, record.line);
+}
+
+/**
+ * Headers read already, by the options they were read with and by their cells: many files of one
+ * header (a folder of exports) read it, and make its row mapper, once. What a file counts in it (its
+ * columns' types) is cleared as each file begins.
+ */
+const headersRead = new WeakMap<object, Map<string, CsvHeaderResult>>();
+
+function readHeaderOnce(cells: readonly string[], options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>): CsvHeaderResult {
+  let known = headersRead.get(options);
+  if (known === undefined) headersRead.set(options, (known = new Map()));
+  const key = cells.join('\u0000');
+  let result = known.get(key);
+  if (result === undefined) known.set(key, (result = readRowsHeader(cells, { kind: options.kind, map: options.map, cells: options.reading })));
+  return result;
 }
 
 const shownDelimiter = (delimiter: Delimiter): string => (delimiter === '\t' ? 'tab' : `"${delimiter}"`);
@@ -88,9 +104,10 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
         if (problem !== undefined) throw problem;
         const cells = (record as { cells: string[] }).cells;
         const headerOptions = { kind: options.kind, map: options.map, cells: options.reading };
-        const result = readRowsHeader(cells, headerOptions);
+        const result = readHeaderOnce(cells, options);
         if (!result.ok) throw new Error('unreachable: the header was checked');
         header = result.header;
+        for (const { counts } of header.typeCounts) counts.fill(0);
         byKind = rowHeaders(cells, headerOptions, header);
         const notes = detected !== undefined && detected !== ',' ? [delimiterNote(detected), ...result.notes] : result.notes;
         before.push({ type: 'header', file, kind: header.kind, notes });

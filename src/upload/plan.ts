@@ -330,6 +330,11 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
 
 /** Plans the requests for the inputs, in this thread. Inputs are opened as the events are consumed. */
 export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEvent> {
+  for await (const events of planChunks(options)) yield* events;
+}
+
+/** The events of planEvents(), a chunk of input at a time (the planning thread posts them so). */
+export async function* planChunks(options: PlanOptions): AsyncGenerator<PlanEvent[]> {
   // the state is opened only for a delta plan: it loads SQLite
   const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta, options.inputs);
   try {
@@ -339,14 +344,14 @@ export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEven
   }
 }
 
-async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGenerator<PlanEvent> {
+async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGenerator<PlanEvent[]> {
   const planner = createRowPlanner(options, delta);
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   const encoding = createEncodingTally(options.encoding);
   try {
     for (const [i, file] of options.inputs.entries()) {
-      yield { type: 'file', file, format: formats[i] };
+      yield [{ type: 'file', file, format: formats[i] }];
       const read = { ...options, textRead: (beyondAscii: boolean) => encoding.textRead(file, beyondAscii) };
       let rows = 0;
       for await (const events of fileChunks(file, formats[i], planner, read)) {
@@ -354,16 +359,17 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
           if (event.type === 'read') rows += event.rows;
           else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
         }
-        yield* events;
+        yield events;
         if (stopped()) return;
       }
       const note = encoding.note(file, rows);
-      if (note !== undefined) yield { type: 'note', file, note };
+      if (note !== undefined) yield [{ type: 'note', file, note }];
     }
   } finally {
     if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
-  for (const request of planner.finish()) yield { type: 'request', request };
+  const last = planner.finish();
+  if (last.length > 0) yield last.map((request): PlanEvent => ({ type: 'request', request }));
 }
 
 /** The events of one input, read as its format says; one an earlier run settled whole is not read again. */

@@ -105,14 +105,18 @@ export function reasonOf(problem: string): string {
 }
 
 function count(reasons: Record<string, number>, problem: string): void {
-  const reason = reasonOf(problem);
+  countReason(reasons, reasonOf(problem));
+}
+
+function countReason(reasons: Record<string, number>, reason: string): void {
   if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
   else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
 }
 
 /** Counts a rejected row under each of its reasons (once each). */
 export function countReasons(reasons: Record<string, number>, errors: readonly string[]): void {
-  for (const reason of new Set(errors.map(reasonOf))) count(reasons, reason);
+  if (errors.length === 1) return countReason(reasons, reasonOf(errors[0]));
+  for (const reason of new Set(errors.map(reasonOf))) countReason(reasons, reason);
 }
 
 /**

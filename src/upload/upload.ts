@@ -252,7 +252,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let current: string | undefined;
   async function* requests(): AsyncGenerator<RequestToSend> {
     for await (const event of plan.events) {
-      if (event.type === 'file' && current !== undefined) journal?.readToEnd(current, summary.files.find((f) => f.file === current)?.rows ?? 0);
+      if (event.type === 'file' && current !== undefined) journal?.readToEnd(current, summary.files.findLast((f) => f.file === current)?.rows ?? 0);
       if (event.type === 'file') current = event.file;
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
       if (event.type === 'reject' || event.type === 'dropped-field') await writeReject(event.record);

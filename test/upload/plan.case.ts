@@ -81,6 +81,27 @@ export function planCases(name: string, plan: Planner): void {
       expect(summary.files).toEqual([{ file: csv, format: 'csv', kind: 'attributes', rows: 2 }]);
     });
 
+    it('reads a header many files share once, and notes each file by its own cells', async () => {
+      const header = 'external_id,zip\n';
+      const mixed = file('mixed-zip.csv', `${header}u1,12\nu2,x12\n`);
+      const numbers = file('number-zip.csv', `${header}u3,12345\nu4,23456\n`);
+      const again = file('mixed-zip-again.csv', `${header}u5,34\nu6,y34\n`);
+      const { summary, requests } = await run(plan, { inputs: [mixed, numbers, again] });
+      const zipNotes = summary.notes.filter((note) => note.includes('"zip"'));
+      // the counts of one file are not carried into the next
+      expect(zipNotes).toHaveLength(2);
+      expect(zipNotes[0]).toMatch(/^.*mixed-zip\.csv: column "zip" was guessed as 1 number and 1 text/);
+      expect(zipNotes[1]).toMatch(/^.*mixed-zip-again\.csv: column "zip" was guessed as 1 number and 1 text/);
+      expect(requests.flatMap((r) => origins(r).map((o) => o.row))).toEqual([
+        { external_id: 'u1', zip: '12' },
+        { external_id: 'u2', zip: 'x12' },
+        { external_id: 'u3', zip: '12345' },
+        { external_id: 'u4', zip: '23456' },
+        { external_id: 'u5', zip: '34' },
+        { external_id: 'u6', zip: 'y34' },
+      ]);
+    });
+
     it('leaves out the items of a RequestLine an earlier run settled, and gives the others their places', async () => {
       const ev = (n: number) => ({ external_id: 'u1', name: 'e', time: '2024-03-07T10:00:00Z', properties: { n } });
       const ndjson = file('r.ndjson', `${JSON.stringify({ events: [ev(0), { external_id: 'u1' }, ev(2), ev(3)] })}\n${JSON.stringify({ events: [] })}\n`);

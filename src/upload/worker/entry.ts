@@ -1,6 +1,6 @@
-// The planning thread: plans the inputs with planEvents(), as a plan in the main thread would, and
-// posts each event through wire.ts, so that reading and sending use a core each.
-import { planEvents, type PlanOptions } from '../plan.js';
+// The planning thread: plans the inputs with planChunks(), as a plan in the main thread would, and
+// posts each chunk's events through wire.ts, so that reading and sending use a core each.
+import { planChunks, type PlanOptions } from '../plan.js';
 import { serveInWorker, type Posting } from './in-worker.js';
 import { createEncoder, type WireMessage } from './wire.js';
 
@@ -10,9 +10,12 @@ export type WorkerPlanOptions = Omit<PlanOptions, 'stdin' | 'stopSignal'>;
 /** Rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB). */
 const CHUNK_BYTES = 16 * 1024;
 
-async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage>> {
+async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage[]>> {
   const encode = createEncoder(options.inputs);
-  for await (const event of planEvents({ ...options, chunkBytes: CHUNK_BYTES })) yield* encode(event);
+  for await (const events of planChunks({ ...options, chunkBytes: CHUNK_BYTES })) {
+    const posting = encode(events);
+    if (posting !== undefined) yield posting;
+  }
 }
 
 await serveInWorker(postings);

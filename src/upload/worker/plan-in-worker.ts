@@ -9,11 +9,12 @@ import { inWorker, type RelayedError } from './in-worker.js';
 import { createDecoder, type WireMessage } from './wire.js';
 
 /**
- * Events the worker has posted wait in this thread until taken. A shallow window keeps the sender
- * fed (the worker plans faster than it sends) while few of them live long enough to be promoted:
- * at 64 requests, peak RSS rose by up to 20 MB; at 8, the sender sometimes waited.
+ * Events the worker has posted wait in this thread until taken, a chunk of input's to a message (a
+ * few requests of small rows). A shallow window keeps the sender fed (the worker plans faster than
+ * it sends) while few of them live long enough to be promoted: at 64 requests, peak RSS rose by up
+ * to 20 MB; at 8, the sender sometimes waited.
  */
-const WINDOW = { messages: 16, bytes: 8 * 1024 * 1024 };
+const WINDOW = { messages: 6, bytes: 8 * 1024 * 1024 };
 /**
  * A row's objects die within a chunk of input, read 16 KiB at a time there, so a young generation
  * capped at 12 MiB (the default grows several times larger) serves as well and keeps two heaps
@@ -48,7 +49,7 @@ const revive = (relayed: RelayedError): Error => {
 export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: AbortSignal }): AsyncGenerator<PlanEvent<RequestToSend>> {
   const { stopSignal, ...data } = options;
   const decode = createDecoder(options.inputs);
-  const messages = inWorker<WireMessage>(ENTRY, {
+  const messages = inWorker<WireMessage[]>(ENTRY, {
     data,
     window: WINDOW,
     resourceLimits: { maxYoungGenerationSizeMb: data.delta?.attributes === true ? DELTA_YOUNG_GENERATION_MB : YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB },
@@ -57,7 +58,10 @@ export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: 
     revive,
   });
   for await (const message of messages) {
-    const event = decode(message);
-    if (event !== undefined) yield event;
+    // a chunk's events cross together: a stop among them hands on none of the rest
+    for (const event of decode(message)) {
+      if (stopSignal?.aborted === true) return;
+      yield event;
+    }
   }
 }

@@ -1,7 +1,10 @@
-// A plan's events as they cross between threads, and back. A request goes as its body's UTF-8 JSON
-// and its items' origins as a few typed arrays and one text (handed over, not copied); a CSV row's
-// origin is rebuilt here from its cells only when its row is asked for (a rejected item). This is
-// the only place the typed arrays exist: what comes out is a PlanEvent like any other.
+// A plan's events as they cross between threads, and back, a chunk of input's events in one
+// message: its tally, RequestLines and rejects as they are, and its requests in one buffer, handed
+// over rather than copied, each request's body (UTF-8 JSON) and its items' origins (lines, files,
+// and a CSV row's cells as one text) one after another. Every message wakes the other thread and
+// every buffer handed over has a cost of its own, so a chunk is one of each. A CSV row's origin is rebuilt here from its cells only when its
+// row is asked for (a rejected item). This is the only place the buffer's layout exists: what comes
+// out is a PlanEvent like any other.
 import { csvRowObject, CsvRowOrigin, type CsvHeader } from '../../mapping/csv-rows.js';
 import type { ItemOrigin, PlannedRequest } from '../../model/request.js';
 import { ARRAY_NAMES } from '../../model/types.js';
@@ -10,40 +13,73 @@ import type { PlanEvent } from '../plan.js';
 import type { Posting } from './in-worker.js';
 
 /**
- * The origins of a request's items (attributes, then events, then purchases) as parallel columns;
- * typed arrays and one text cost little to copy between threads.
+ * A request's buffer holds, in order: the body's JSON, the CSV rows' cells as one text (both UTF-8),
+ * then from an 8-byte boundary the user keys and data points (float64), each item's line (float64),
+ * input and header (int32; a header of -1 for a row that is not a CSV row), each cell's length in
+ * characters (uint32), and what the delta state learns. `sizes` gives the length of each part.
  */
-interface EncodedOrigins {
+interface EncodedRequest {
+  type: 'request';
+  seq: number;
+  /** The chunk's buffer, and where this request's part of it begins. */
+  buffer: ArrayBuffer;
+  offset: number;
+  /** Bytes of JSON, bytes of cells, user keys, data points, items, cells, bytes learned (-1: nothing to learn). */
+  sizes: number[];
   /** How many items each array holds. */
   counts: number[];
-  /** Index into the inputs. */
-  files: Int32Array;
-  lines: Float64Array;
-  /** For a CSV row, the id of its header (the row has a cell for each of its columns); -1 for another row. */
-  headers: Int32Array;
   /** The rows that are not CSV rows, in order, and for each its item's place in its line (-1: its line's only item). */
-  rows: unknown[];
-  rowItems: number[];
-  /** The cells of the CSV rows, in order, as one text in UTF-8, and the length of each in characters. */
-  cells: Uint8Array;
-  cellLengths: Uint32Array;
+  rows?: unknown[];
+  rowItems?: number[];
 }
 
 type CsvHeaderShape = Pick<CsvHeader, 'keys' | 'width'>;
 
-/** What crosses: any event but a request as it is; a request encoded; a CSV header once, before its rows' requests. */
+/** A request of a chunk, measured before the chunk's buffer is made, with what is written into it. */
+interface Measured {
+  message: EncodedRequest;
+  request: PlannedRequest;
+  all: ItemOrigin[];
+  json: string;
+  cells: string;
+  cellLengths: Uint32Array;
+  headers: Int32Array;
+  /** Its part of the buffer, to an 8-byte boundary. */
+  bytes: number;
+}
+
+/** What crosses: a chunk's other events together; a request encoded; a CSV header once, before its rows' requests. */
 export type WireMessage =
-  | Exclude<PlanEvent, { type: 'request' }>
+  | { type: 'events'; events: Array<Exclude<PlanEvent, { type: 'request' }>> }
   | { type: 'csv-header'; id: number; keys: Array<string | undefined>; width: number }
-  | { type: 'request'; seq: number; json: Uint8Array; origins: EncodedOrigins; userKeys: Float64Array; points: Float64Array; learn?: Uint8Array };
+  | EncodedRequest;
 
 const utf8 = new TextEncoder();
 // a cell may begin with U+FEFF (two files joined, say): it is text here, not a byte-order mark to drop
 const utf8Text = new TextDecoder('utf-8', { ignoreBOM: true });
-const EMPTY = new Uint8Array(0);
+const EMPTY = new ArrayBuffer(0);
 
-/** Turns the worker's events into postings; `inputs` are the plan's files, which origins name by index. */
-export function createEncoder(inputs: readonly string[]): (event: PlanEvent) => Array<Posting<WireMessage>> {
+const align8 = (n: number): number => (n + 7) & ~7;
+
+/** Where each part of a request's buffer begins, from its sizes. */
+function layout(sizes: readonly number[], offset = 0) {
+  const [json, cells, users, points, items, cellCount, learned] = sizes;
+  const keys = offset + align8(json + cells);
+  const pointsAt = keys + 8 * users;
+  const lines = pointsAt + 8 * points;
+  const files = lines + 8 * items;
+  const headers = files + 4 * items;
+  const lengths = headers + 4 * items;
+  const learn = lengths + 4 * cellCount;
+  return { cells: offset + json, keys, points: pointsAt, lines, files, headers, lengths, learn, end: learn + Math.max(learned, 0) };
+}
+
+/**
+ * Turns each chunk of the worker's events into one posting (none for an empty chunk): every message
+ * posted wakes the other thread, so a chunk's requests cross together. `inputs` are the plan's
+ * files, which origins name by index.
+ */
+export function createEncoder(inputs: readonly string[]): (events: readonly PlanEvent[]) => Posting<WireMessage[]> | undefined {
   /** CSV headers already described to the other thread, and the id each was given. */
   const headersSent = new Map<object, number>();
   // most origins in a row share one file
@@ -56,63 +92,101 @@ export function createEncoder(inputs: readonly string[]): (event: PlanEvent) => 
     }
     return lastFileIndex;
   };
-
-  const encodeOrigins = (request: PlannedRequest, before: Array<Posting<WireMessage>>): EncodedOrigins => {
-    const all = ARRAY_NAMES.flatMap((kind) => request.origins[kind]);
-    let cellCount = 0;
-    for (const origin of all) if (origin instanceof CsvRowOrigin) cellCount += origin.width;
-    const encoded: EncodedOrigins = {
-      counts: ARRAY_NAMES.map((kind) => request.origins[kind].length),
-      files: new Int32Array(all.length),
-      lines: new Float64Array(all.length),
-      headers: new Int32Array(all.length),
-      rows: [],
-      rowItems: [],
-      cells: EMPTY,
-      cellLengths: new Uint32Array(cellCount),
-    };
-    let cells = '';
-    let cell = 0;
-    all.forEach((origin, i) => {
-      encoded.files[i] = fileIndex(origin.file);
-      encoded.lines[i] = origin.line;
-      if (!(origin instanceof CsvRowOrigin)) {
-        encoded.headers[i] = -1;
-        encoded.rows.push(origin.row);
-        encoded.rowItems.push(origin.item ?? -1);
-        return;
-      }
-      let id = headersSent.get(origin.header);
-      if (id === undefined) {
-        id = headersSent.size;
-        headersSent.set(origin.header, id);
-        before.push({ value: { type: 'csv-header', id, keys: origin.header.keys, width: origin.header.width }, bytes: 0 });
-      }
-      encoded.headers[i] = id;
-      cells = origin.appendCells(cells, encoded.cellLengths, cell);
-      cell += origin.width;
-    });
-    if (cells !== '') encoded.cells = utf8.encode(cells);
-    return encoded;
+  const headerId = (header: CsvHeader, before: WireMessage[]): number => {
+    let id = headersSent.get(header);
+    if (id === undefined) {
+      id = headersSent.size;
+      headersSent.set(header, id);
+      before.push({ type: 'csv-header', id, keys: header.keys, width: header.width });
+    }
+    return id;
   };
 
-  return (event) => {
-    if (event.type === 'reject') return [{ value: { type: 'reject', record: { ...event.record } }, bytes: 0 }];
-    if (event.type !== 'request') return [{ value: event, bytes: 0 }];
-    const { request } = event;
-    // as bytes of their own, handed over rather than copied: the sending thread makes no string of them
-    const json = utf8.encode(JSON.stringify(request.body));
-    const postings: Array<Posting<WireMessage>> = [];
-    const origins = encodeOrigins(request, postings);
-    const userKeys = Float64Array.from(request.userKeys);
-    const points = Float64Array.from(request.points ?? []);
-    const { learn } = request;
-    const transfer = [json, userKeys, points, origins.files, origins.lines, origins.headers, origins.cellLengths].map((a) => a.buffer as ArrayBuffer);
-    if (origins.cells !== EMPTY) transfer.push(origins.cells.buffer as ArrayBuffer);
-    if (learn !== undefined) transfer.push(learn.buffer as ArrayBuffer);
-    const value = { type: 'request' as const, seq: request.seq, json, origins, userKeys, points, learn };
-    postings.push({ value, bytes: json.byteLength + origins.cells.byteLength + (learn?.byteLength ?? 0), transfer });
-    return postings;
+  /** A request's parts, measured: the chunk's buffer is made once every request of it is. */
+  const measure = (request: PlannedRequest, messages: WireMessage[]): Measured => {
+    const all: ItemOrigin[] = [];
+    for (const kind of ARRAY_NAMES) for (const origin of request.origins[kind]) all.push(origin);
+    let cellCount = 0;
+    for (const origin of all) if (origin instanceof CsvRowOrigin) cellCount += origin.width;
+    const cellLengths = new Uint32Array(cellCount);
+    const rows: unknown[] = [];
+    const rowItems: number[] = [];
+    const headers = new Int32Array(all.length);
+    let cells = '';
+    let cell = 0;
+    for (let i = 0; i < all.length; i += 1) {
+      const origin = all[i];
+      if (!(origin instanceof CsvRowOrigin)) {
+        headers[i] = -1;
+        rows.push(origin.row);
+        rowItems.push(origin.item ?? -1);
+        continue;
+      }
+      headers[i] = headerId(origin.header, messages);
+      cells = origin.appendCells(cells, cellLengths, cell);
+      cell += origin.width;
+    }
+    const json = JSON.stringify(request.body);
+    const { learn, points = [] } = request;
+    const sizes = [Buffer.byteLength(json), Buffer.byteLength(cells), request.userKeys.length, points.length, all.length, cellCount, learn?.byteLength ?? -1];
+    const counts = ARRAY_NAMES.map((kind) => request.origins[kind].length);
+    const message: EncodedRequest = { type: 'request', seq: request.seq, buffer: EMPTY, offset: 0, sizes, counts, ...(rows.length === 0 ? {} : { rows, rowItems }) };
+    return { message, request, all, json, cells, cellLengths, headers, bytes: align8(layout(sizes).end) };
+  };
+
+  /** Writes a measured request into the chunk's buffer at `offset`. */
+  const write = (measured: Measured, buffer: ArrayBuffer, offset: number): void => {
+    const { message, request, all } = measured;
+    const { sizes } = message;
+    const at = layout(sizes, offset);
+    message.buffer = buffer;
+    message.offset = offset;
+    utf8.encodeInto(measured.json, new Uint8Array(buffer, offset, sizes[0]));
+    if (measured.cells !== '') utf8.encodeInto(measured.cells, new Uint8Array(buffer, at.cells, sizes[1]));
+    new Float64Array(buffer, at.keys, sizes[2]).set(request.userKeys);
+    new Float64Array(buffer, at.points, sizes[3]).set(request.points ?? []);
+    const lines = new Float64Array(buffer, at.lines, all.length);
+    const files = new Int32Array(buffer, at.files, all.length);
+    for (let i = 0; i < all.length; i += 1) {
+      lines[i] = all[i].line;
+      files[i] = fileIndex(all[i].file);
+    }
+    new Int32Array(buffer, at.headers, all.length).set(measured.headers);
+    new Uint32Array(buffer, at.lengths, sizes[5]).set(measured.cellLengths);
+    if (request.learn !== undefined) new Uint8Array(buffer, at.learn, request.learn.byteLength).set(request.learn);
+  };
+
+  return (events) => {
+    const messages: WireMessage[] = [];
+    const measured: Measured[] = [];
+    // the events between requests cross together, in their place among them
+    let others: Array<Exclude<PlanEvent, { type: 'request' }>> = [];
+    const flush = (): void => {
+      if (others.length > 0) messages.push({ type: 'events', events: others });
+      others = [];
+    };
+    for (const event of events) {
+      if (event.type !== 'request') {
+        others.push(event.type === 'reject' ? { type: 'reject', record: { ...event.record } } : event);
+        continue;
+      }
+      flush();
+      const request = measure(event.request, messages);
+      measured.push(request);
+      messages.push(request.message);
+    }
+    flush();
+    if (messages.length === 0) return undefined;
+    let bytes = 0;
+    for (const request of measured) bytes += request.bytes;
+    if (bytes === 0) return { value: messages, bytes: 0 };
+    const buffer = new ArrayBuffer(bytes);
+    let offset = 0;
+    for (const request of measured) {
+      write(request, buffer, offset);
+      offset += request.bytes;
+    }
+    return { value: messages, bytes, transfer: [buffer] };
   };
 }
 
@@ -159,6 +233,18 @@ class CellsOrigin implements ItemOrigin {
   }
 }
 
+/** The views of a request's buffer, as the decoder reads it. */
+interface RequestParts {
+  files: Int32Array;
+  lines: Float64Array;
+  headers: Int32Array;
+  cells: CellText;
+  rows: unknown[];
+  rowItems: number[];
+}
+
+type DecodeOrigins = (counts: readonly number[], parts: RequestParts) => RequestToSend['origins'];
+
 /**
  * A request planned in the worker: the sender posts its JSON bytes and settles it by its lines; the
  * origins are built only if asked for (a rejected item, a RequestLine).
@@ -170,62 +256,66 @@ class DecodedRequest implements RequestToSend {
   readonly lines: ItemLines;
   readonly points: Float64Array;
   readonly learn: Uint8Array | undefined;
-  #encoded: EncodedOrigins;
-  #decode: (encoded: EncodedOrigins) => RequestToSend['origins'];
+  #parts: RequestParts;
+  #decode: DecodeOrigins;
   #origins: RequestToSend['origins'] | undefined;
 
-  constructor(message: Extract<WireMessage, { type: 'request' }>, decode: (encoded: EncodedOrigins) => RequestToSend['origins'], files: readonly string[]) {
+  constructor(message: EncodedRequest, decode: DecodeOrigins, files: readonly string[]) {
+    const { buffer, offset, sizes, counts } = message;
+    const at = layout(sizes, offset);
+    const items = sizes[4];
     this.seq = message.seq;
-    this.body = message.json;
-    this.userKeys = message.userKeys;
-    this.points = message.points;
-    this.learn = message.learn;
-    this.lines = { counts: message.origins.counts, files, fileOf: message.origins.files, lines: message.origins.lines };
-    this.#encoded = message.origins;
+    this.body = new Uint8Array(buffer, offset, sizes[0]);
+    this.userKeys = new Float64Array(buffer, at.keys, sizes[2]);
+    this.points = new Float64Array(buffer, at.points, sizes[3]);
+    // its own copy: the state may keep it after the request is let go
+    this.learn = sizes[6] === -1 ? undefined : new Uint8Array(buffer, at.learn, sizes[6]).slice();
+    const fileOf = new Int32Array(buffer, at.files, items);
+    const lines = new Float64Array(buffer, at.lines, items);
+    this.lines = { counts, files, fileOf, lines };
+    const cells = new CellText(new Uint8Array(buffer, at.cells, sizes[1]), new Uint32Array(buffer, at.lengths, sizes[5]));
+    this.#parts = { files: fileOf, lines, headers: new Int32Array(buffer, at.headers, items), cells, rows: message.rows ?? [], rowItems: message.rowItems ?? [] };
     this.#decode = decode;
   }
 
   get origins(): RequestToSend['origins'] {
-    return (this.#origins ??= this.#decode(this.#encoded));
+    return (this.#origins ??= this.#decode(this.lines.counts, this.#parts));
   }
 }
 
-/** Turns what the worker posted back into events; undefined for a message that is not one (a CSV header). */
-export function createDecoder(inputs: readonly string[]): (message: WireMessage) => PlanEvent<RequestToSend> | undefined {
+/** Turns what the worker posted for a chunk back into its events. */
+export function createDecoder(inputs: readonly string[]): (messages: readonly WireMessage[]) => Array<PlanEvent<RequestToSend>> {
   const headers = new Map<number, CsvHeaderShape>();
-  const decodeOrigins = (encoded: EncodedOrigins): RequestToSend['origins'] => {
+  const decodeOrigins: DecodeOrigins = (counts, parts) => {
     const origins: Record<(typeof ARRAY_NAMES)[number], ItemOrigin[]> = { attributes: [], events: [], purchases: [] };
-    const cellText = new CellText(encoded.cells, encoded.cellLengths);
     let item = 0;
     let row = 0;
     let cell = 0;
     let at = 0;
     ARRAY_NAMES.forEach((kind, k) => {
-      for (let end = item + encoded.counts[k]; item < end; item += 1) {
-        const file = inputs[encoded.files[item]];
-        const line = encoded.lines[item];
-        const header = encoded.headers[item] === -1 ? undefined : headers.get(encoded.headers[item]);
+      for (let end = item + counts[k]; item < end; item += 1) {
+        const file = inputs[parts.files[item]];
+        const line = parts.lines[item];
+        const header = parts.headers[item] === -1 ? undefined : headers.get(parts.headers[item]);
         if (header === undefined) {
-          const place = encoded.rowItems[row]!;
-          origins[kind].push(place === -1 ? { file, line, row: encoded.rows[row++] } : { file, line, row: encoded.rows[row++], item: place });
+          const place = parts.rowItems[row]!;
+          origins[kind].push(place === -1 ? { file, line, row: parts.rows[row++] } : { file, line, row: parts.rows[row++], item: place });
           continue;
         }
         // a row in a request has a cell for every column: rows of another width were rejected
-        origins[kind].push(new CellsOrigin(file, line, header, cellText, at, cell, header.width));
-        for (const last = cell + header.width; cell < last; cell += 1) at += encoded.cellLengths[cell];
+        origins[kind].push(new CellsOrigin(file, line, header, parts.cells, at, cell, header.width));
+        for (const last = cell + header.width; cell < last; cell += 1) at += parts.cells.lengths[cell];
       }
     });
     return origins;
   };
-  return (message) => {
-    switch (message.type) {
-      case 'csv-header':
-        headers.set(message.id, { keys: message.keys, width: message.width });
-        return undefined;
-      case 'request':
-        return { type: 'request', request: new DecodedRequest(message, decodeOrigins, inputs) };
-      default:
-        return message;
+  return (messages) => {
+    const events: Array<PlanEvent<RequestToSend>> = [];
+    for (const message of messages) {
+      if (message.type === 'csv-header') headers.set(message.id, { keys: message.keys, width: message.width });
+      else if (message.type === 'request') events.push({ type: 'request', request: new DecodedRequest(message, decodeOrigins, inputs) });
+      else events.push(...message.events);
     }
+    return events;
   };
 }
