@@ -56,6 +56,13 @@ describe('track report', () => {
     expect(text.stdout).toMatch(/status +1 \(the worst of the summaries\)/);
   });
 
+  it("keeps the shards' batch limits as they are: a limit is not a count", () => {
+    for (const k of [1, 2]) track(['validate', 'attributes.csv', '--shard', `${k}/2`, '--summary-file', `lim${k}.json`], { cwd: dir });
+    const json = JSON.parse(track(['report', 'lim1.json', 'lim2.json', '--json'], { cwd: dir }).stdout);
+    expect(json.total.limits).toEqual({ maxTotal: 50 });
+    expect(track(['report', 'lim1.json', 'lim2.json'], { cwd: dir }).stdout).toMatch(/at most 50 items each/);
+  });
+
   it('names a file that is not a summary, exit 2', () => {
     writeFileSync(join(dir, 'junk.json'), '{"hello": 1}');
     const r = track(['report', 'junk.json'], { cwd: dir });
