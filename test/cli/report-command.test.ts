@@ -35,6 +35,23 @@ describe('--summary-file', () => {
     expect(s.exitStatus).toBe(2);
     expect(s.fatal).toMatchObject({ message: expect.stringMatching(/missing\.csv/) });
   });
+
+  it('is written when a flag stops the run before it starts (bad --shard, --rate, no --url, an unknown option), with status 2', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--shard', '5/4'], /--shard 5\/4/],
+      [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--rate', 'abc'], /--rate/],
+      [['upload', 'attributes.csv', '--api-key', 'k'], /--url/],
+      [['validate', 'attributes.csv', '--shard', 'auto/3'], /TRACK_SHARD_INDEX/],
+      [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--bogus'], /--bogus/],
+    ];
+    for (const [i, [args, message]] of cases.entries()) {
+      const r = track([...args, `--summary-file=early${i}.json`], { cwd: dir });
+      expect(r.status, args.join(' ')).toBe(2);
+      const s = read(`early${i}.json`);
+      expect(s).toMatchObject({ command: args[0], exitStatus: 2 });
+      expect(s.fatal, args.join(' ')).toMatchObject({ message: expect.stringMatching(message) });
+    }
+  });
 });
 
 describe('track report', () => {
