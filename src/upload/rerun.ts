@@ -252,8 +252,9 @@ export async function checkTarget(
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
-  if ([options.resume, options.restart, options.resumeOrStart].filter((given) => given === true).length > 1) {
-    throw new UsageError('give one of --resume, --restart and --resume-or-start');
+  if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
+  if (options.resumeOrStart === true && (options.resume === true || options.restart === true)) {
+    throw new UsageError(`give --resume-or-start alone, not with ${options.resume === true ? '--resume' : '--restart'}: it resumes or starts as the journal says`);
   }
   const fromStdin = inputs.includes(STDIN);
   if (fromStdin && (options.resume === true || options.resumeOrStart === true)) {
