@@ -105,11 +105,39 @@ export async function runAndReport(
   await run.outputs?.end(json, exitStatus);
 }
 
+/** This process wrote (or tried to write) its --summary-file. */
+let summaryFileWritten = false;
+
+/**
+ * The --summary-file of an upload or validate command line, read from its words: a usage error in
+ * the flags (a bad --shard, a missing --url) stops the run before they are all parsed, and still
+ * leaves a summary for the scheduler.
+ */
+function summaryFileIn(argv: string[]): { verb: string; path: string } | undefined {
+  const [verb, ...words] = argv.slice(2);
+  if (verb !== 'upload' && verb !== 'validate') return undefined;
+  for (const [i, word] of words.entries()) {
+    if (word === '--') return undefined;
+    if (word === '--summary-file' && words[i + 1] !== undefined) return { verb, path: words[i + 1] };
+    if (word.startsWith('--summary-file=')) return { verb, path: word.slice('--summary-file='.length) };
+  }
+  return undefined;
+}
+
+/** A run stopped by an error before runAndReport wrote its summary: writes it now (a stop before the run began). */
+async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: number): Promise<void> {
+  const named = summaryFileIn(argv);
+  if (named === undefined || summaryFileWritten || exitStatus === EXIT.ok) return;
+  const { failureJson } = await import('./output/summary.js');
+  await writeSummaryFile(named.path, failureJson(named.verb, error, { exitStatus }));
+}
+
 /**
  * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
  * it, then renamed over it. False, with the reason on stderr, when it cannot be written.
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
+  summaryFileWritten = true;
   const { rename, writeFile, rm } = await import('node:fs/promises');
   const partial = `${path}.${process.pid}.partial`;
   try {
@@ -154,9 +182,11 @@ export async function runMain(program: Command, argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (error) {
+    if (!(error instanceof CommanderError)) await summaryOfEarlyStop(argv, error, exitCodeFor(error));
     if (error instanceof CommanderError) {
       // commander has already printed its message (or help/version, which exit 0)
       process.exitCode = error.exitCode === 0 ? 0 : EXIT.usage;
+      await summaryOfEarlyStop(argv, error, process.exitCode);
       return;
     }
     if (error instanceof Error && progressEvents(program)) {

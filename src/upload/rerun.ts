@@ -34,6 +34,14 @@ export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = t
   return join(remote ? '.' : dirname(firstInput), `${name}${journalSuffix(endpoint, scheme, shard)}`);
 }
 
+/** The shard whose default journal of this target `path` is, by its name (`….shard-2-of-4.journal`). */
+function splitOf(path: string, endpoint: URL): Shard | undefined {
+  const tag = `.${targetSlug(endpoint)}.shard-`;
+  const at = path.lastIndexOf(tag);
+  const match = at === -1 ? null : /^(\d+)-of-(\d+)\.journal$/.exec(path.slice(at + tag.length));
+  return match === null ? undefined : { index: Number(match[1]), count: Number(match[2]) };
+}
+
 /** How the name of a journal of this target (and shard) ends. */
 const journalSuffix = (endpoint: URL, scheme: boolean, shard: Shard | undefined): string =>
   `.${targetSlug(endpoint, scheme)}${shard === undefined ? '' : `.${shardTag(shard)}`}.journal`;
@@ -102,6 +110,7 @@ async function checkRerun(
     );
   }
   const identities = await Promise.all(inputs.map((file) => identifyFile(file, options.remote)));
+  const endpoint = new URL(target);
   const same = (a: { path: string; size: number; mtimeMs: number }, b: typeof a): boolean => a.path === b.path && a.size === b.size && a.mtimeMs === b.mtimeMs;
   /** The inputs of which this journal holds rows sent or settled to this target. */
   const overlap = (found: ParsedJournal): string[] =>
@@ -114,6 +123,15 @@ async function checkRerun(
       const own = path === journalPath ? `the journal ${path}` : `a journal of the same files (${path}) is left as it is, and ${journalPath}`;
       return `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; this run sends only what the target has not acknowledged, so ${own} was started anew`;
     }
+    const split = path === journalPath ? undefined : splitOf(path, endpoint);
+    if (split !== undefined) {
+      throw new UsageError(
+        `an upload of ${files.join(', ')} to ${target} by --shard ${split.index}/${split.count} ${journalStory(found)}; its journal is ${path}.\n` +
+          `This run ${options.shard === undefined ? 'takes every row' : `splits the rows in ${options.shard.count}`}: it would send again the rows the shards of ${split.count} sent ` +
+          `(events and purchases would be stored twice). Run the shards of ${split.count} (--shard K/${split.count}, --resume-or-start\n` +
+          'finishes each), or give --restart to send every row again.',
+      );
+    }
     const resume = path === journalPath ? '--resume' : `--resume --journal ${path}`;
     throw new UsageError(`an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; its journal is ${path}.\n${await waysOn(found, resume, options)}`);
   };
@@ -123,13 +141,16 @@ async function checkRerun(
   }
   // the same files given in another order, or with others, keep their journal under another name;
   // a --journal given names the one journal to look at (one that does not exist starts fresh)
-  // the journals of this target with no shard (an earlier run of every row) and of this run's shard;
-  // another shard's journal is another run's, which sent other users
+  // the journals of this target with no shard (an earlier run of every row), of this run's shard, and
+  // of the shards of another split (or of any split, for a run of every row): their users are among
+  // this run's. Another shard of this run's split is another run's, which sent other users.
   const folders = new Set(options.journalPath === undefined ? localFiles(inputs).map((file) => dirname(resolve(file))) : []);
-  const endpoint = new URL(target);
   const suffixes = [journalSuffix(endpoint, true, undefined), journalSuffix(endpoint, false, undefined)];
   if (options.shard !== undefined) suffixes.push(journalSuffix(endpoint, true, options.shard));
-  const ours = (path: string): boolean => suffixes.some((suffix) => path.endsWith(suffix));
+  const ours = (path: string): boolean => {
+    const split = splitOf(path, endpoint);
+    return suffixes.some((suffix) => path.endsWith(suffix)) || (split !== undefined && split.count !== options.shard?.count);
+  };
   for (const folder of folders) {
     const names = await readdir(folder).catch(() => [] as string[]);
     const beside = names.filter(ours).map((name) => join(folder, name));
@@ -251,8 +272,9 @@ export async function checkTarget(
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
-  if ([options.resume, options.restart, options.resumeOrStart].filter((given) => given === true).length > 1) {
-    throw new UsageError('give one of --resume, --restart and --resume-or-start');
+  if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
+  if (options.resumeOrStart === true && (options.resume === true || options.restart === true)) {
+    throw new UsageError(`give --resume-or-start alone, not with ${options.resume === true ? '--resume' : '--restart'}: it resumes or starts as the journal says`);
   }
   const fromStdin = inputs.includes(STDIN);
   if (fromStdin && (options.resume === true || options.resumeOrStart === true)) {

@@ -35,6 +35,23 @@ describe('--summary-file', () => {
     expect(s.exitStatus).toBe(2);
     expect(s.fatal).toMatchObject({ message: expect.stringMatching(/missing\.csv/) });
   });
+
+  it('is written when a flag stops the run before it starts (bad --shard, --rate, no --url, an unknown option), with status 2', () => {
+    const cases: Array<[string[], RegExp]> = [
+      [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--shard', '5/4'], /--shard 5\/4/],
+      [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--rate', 'abc'], /--rate/],
+      [['upload', 'attributes.csv', '--api-key', 'k'], /--url/],
+      [['validate', 'attributes.csv', '--shard', 'auto/3'], /TRACK_SHARD_INDEX/],
+      [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--bogus'], /--bogus/],
+    ];
+    for (const [i, [args, message]] of cases.entries()) {
+      const r = track([...args, `--summary-file=early${i}.json`], { cwd: dir });
+      expect(r.status, args.join(' ')).toBe(2);
+      const s = read(`early${i}.json`);
+      expect(s).toMatchObject({ command: args[0], exitStatus: 2 });
+      expect(s.fatal, args.join(' ')).toMatchObject({ message: expect.stringMatching(message) });
+    }
+  });
 });
 
 describe('track report', () => {
@@ -54,6 +71,13 @@ describe('track report', () => {
     expect(text.stdout).toMatch(/report: 2 summaries/);
     expect(text.stdout).toMatch(/rejected +1 row/);
     expect(text.stdout).toMatch(/status +1 \(the worst of the summaries\)/);
+  });
+
+  it("keeps the shards' batch limits as they are: a limit is not a count", () => {
+    for (const k of [1, 2]) track(['validate', 'attributes.csv', '--shard', `${k}/2`, '--summary-file', `lim${k}.json`], { cwd: dir });
+    const json = JSON.parse(track(['report', 'lim1.json', 'lim2.json', '--json'], { cwd: dir }).stdout);
+    expect(json.total.limits).toEqual({ maxTotal: 50 });
+    expect(track(['report', 'lim1.json', 'lim2.json'], { cwd: dir }).stdout).toMatch(/at most 50 items each/);
   });
 
   it('names a file that is not a summary, exit 2', () => {

@@ -81,7 +81,7 @@ describe('--resume-or-start', () => {
     for (const other of ['--resume', '--restart']) {
       const r = await runCli(['upload', users, '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--resume-or-start', other], { cwd: tmp.dir });
       expect(r.status).toBe(2);
-      expect(r.stderr).toMatch(/give one of --resume, --restart and --resume-or-start/);
+      expect(r.stderr).toContain(`give --resume-or-start alone, not with ${other}`);
     }
     const r = await runCli(['upload', '-', '--format', 'csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--resume-or-start'], { cwd: tmp.dir });
     expect(r.status).toBe(2);
@@ -111,5 +111,29 @@ describe("a shard's records", () => {
     const again = await runCli(['upload', users, '--url', server.url, '--api-key', 'k', '--shard', '1/2', '--delta', '--resume-or-start'], { cwd: tmp.dir });
     expect(again.status, again.stderr).toBe(0);
     expect(server.received.length).toBe(before);
+  });
+
+  it('refuses a run split otherwise, or not at all, once the shards of a split sent the same files', async () => {
+    const rows = ['external_id,name,time'];
+    for (let u = 0; u < 40; u += 1) rows.push(`e${u},opened,2024-01-01T00:00:00Z`);
+    writeFileSync(join(tmp.dir, 'events.csv'), `${rows.join('\n')}\n`);
+    const server = await faultServer();
+    const args = [join(tmp.dir, 'events.csv'), '--url', server.url, '--api-key', 'k'];
+    for (const k of [1, 2, 3]) expect((await runCli(['upload', ...args, '--shard', `${k}/3`], { cwd: tmp.dir })).status).toBe(0);
+    const before = server.received.length;
+
+    // every row again, or re-split: each would store events the shards of 3 stored already
+    for (const more of [[], ['--shard', '1/2'], ['--shard', '1/2', '--resume-or-start']]) {
+      const r = await runCli(['upload', ...args, ...more], { cwd: tmp.dir });
+      expect(r.status, `${more.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(/--shard \d\/3/);
+      expect(r.stderr).toMatch(/--restart/);
+    }
+    expect(server.received.length).toBe(before);
+    // the split that sent them goes on as before, and --restart is still there to send every row
+    expect((await runCli(['upload', ...args, '--shard', '2/3', '--resume-or-start'], { cwd: tmp.dir })).status).toBe(0);
+    expect(server.received.length).toBe(before);
+    expect((await runCli(['upload', ...args, '--restart', '--journal', join(tmp.dir, 'all.journal')], { cwd: tmp.dir })).status).toBe(0);
+    expect(server.received.length).toBeGreaterThan(before);
   });
 });

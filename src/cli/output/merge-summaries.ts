@@ -48,16 +48,19 @@ export function worseStatus(a: number, b: number): number {
 
 /** Keys whose values are not counts: the latest or longest is kept, not the sum. */
 const LONGEST = new Set(['elapsedMs']);
+/** Keys that are settings, not counts: kept when every summary agrees (the shards' batch limits). */
+const SAME = new Set(['limits']);
 /** Keys that name one run and mean nothing added up. */
 const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
 
 /**
  * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed, lists joined, objects
- * added key by key; a text kept when both agree.
+ * added key by key; a text or a setting kept when both agree.
  */
 export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
   if (a === undefined) return b;
   if (b === undefined) return a;
+  if (SAME.has(key)) return JSON.stringify(a) === JSON.stringify(b) ? a : undefined;
   if (typeof a === 'number' && typeof b === 'number') return LONGEST.has(key) ? Math.max(a, b) : a + b;
   if (typeof a === 'boolean' && typeof b === 'boolean') return a || b;
   if (Array.isArray(a) && Array.isArray(b)) {
