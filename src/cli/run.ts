@@ -31,6 +31,18 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 
+/** --summary-file names a file that can be written, and none of the inputs. */
+async function checkSummaryFile(path: string, inputs: readonly string[]): Promise<void> {
+  const { checkWritable, isOneOf } = await import('../upload/check.js');
+  try {
+    if (await isOneOf(path, inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
+    await checkWritable('--summary-file', path);
+  } catch (error) {
+    summaryFileWritten = true;
+    throw error;
+  }
+}
+
 /**
  * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
  * once). Returns the function that removes the handlers.
@@ -79,10 +91,13 @@ export async function runAndReport(
   const more = { ...run.names, limits: run.options.limits };
   let summary: UploadSummary;
   try {
+    // a summary file that cannot be written, or that is an input, is told before anything is sent (and
+    // not written then: it may be an input)
+    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs);
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
     // a run that stopped before its summary still leaves one for the scheduler, then fails as it would
-    if (flags.summaryFile !== undefined) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
+    if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
     if (run.outputs === undefined || !(error instanceof Error)) throw error;
     await run.outputs.failed(error, exitCodeFor(error));
     if (!run.outputs.errorsAsEvents) throw error;

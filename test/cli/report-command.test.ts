@@ -36,6 +36,21 @@ describe('--summary-file', () => {
     expect(s.fatal).toMatchObject({ message: expect.stringMatching(/missing\.csv/) });
   });
 
+  it('that cannot be written, or that is an input, stops the run before anything is read or sent, and is not written', () => {
+    const input = join(dir, 'keep.csv');
+    writeFileSync(input, 'external_id,plan\nu1,gold\n');
+    const before = readFileSync(input, 'utf8');
+    const over = track(['upload', 'keep.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--summary-file', 'keep.csv'], { cwd: dir });
+    expect(over.status).toBe(2);
+    expect(over.stderr).toMatch(/--summary-file keep\.csv is also an input file/);
+    expect(readFileSync(input, 'utf8')).toBe(before);
+    const nowhere = track(['upload', 'keep.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--summary-file', 'no/such/folder/s.json'], { cwd: dir });
+    expect(nowhere.status).toBe(2);
+    expect(nowhere.stderr).toMatch(/cannot write --summary-file no\/such\/folder\/s\.json \(ENOENT\)/);
+    // nothing was tried: the closed port would have made it a failure to deliver (exit 3)
+    expect(nowhere.stderr).not.toMatch(/unreachable|ECONNREFUSED/);
+  });
+
   it('is written when a flag stops the run before it starts (bad --shard, --rate, no --url, an unknown option), with status 2', () => {
     const cases: Array<[string[], RegExp]> = [
       [['upload', 'attributes.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--shard', '5/4'], /--shard 5\/4/],
