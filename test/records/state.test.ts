@@ -106,6 +106,9 @@ describe('the state file', () => {
     state = read(path);
     expect(state.holds('e:u1', 'plan', 'pro')).toBe(false);
     expect(state.holds('e:u1', 'score', 1)).toBe(true);
+    // nor does it leave it holding no value: the server may hold the one sent, which an emptied cell
+    // (--empty-as-null) must then clear
+    expect(state.user('e:u1')?.holdsValue('plan')).toBe(true);
     state.reader.close();
     // accepted: what it set is learned, an increment is not held
     accept(writer, record([{ item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true }]), () => false);
