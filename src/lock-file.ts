@@ -1,5 +1,6 @@
 // One process at a time on a file: a lock file beside it, `<file>.lock`, naming the process that
-// holds it (pid, host, start time). A lock whose process is gone (kill -9, a crash) is taken over.
+// holds it (pid, host, start time). A lock whose process is gone (kill -9, a crash) is taken over,
+// also when its pid now names a process started after the lock was taken.
 // The emulator locks its database with it (emulator/db-lock.ts), and a delivery with --delta or
 // --dedupe-events its state file (records/state-file.ts); each names the file and what to do.
 import { randomBytes } from 'node:crypto';
@@ -130,6 +131,44 @@ function isRunning(pid: number): boolean {
   }
 }
 
+/** Seconds since boot, from a line of /proc (Linux); undefined elsewhere. */
+function procSeconds(read: () => number): number | undefined {
+  try {
+    const value = read();
+    return Number.isFinite(value) ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const TICKS_PER_SECOND = 100;
+
+/** When a process started, in clock ticks since boot (Linux: /proc/<pid>/stat, field 22). */
+const startTicks = (pid: number | 'self'): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]);
+};
+
+/**
+ * Whether the process now named pid started after `since` (ISO 8601), a few seconds' margin aside:
+ * then it cannot be the one that took the lock at that time, and the pid was reused (after a
+ * reboot, a restarted container). False whenever that cannot be told (not Linux, a machine just
+ * booted, clock ticks not of the usual length).
+ */
+function startedAfter(pid: number, since: string): boolean {
+  const taken = Date.parse(since);
+  const uptime = procSeconds(() => Number(readFileSync('/proc/uptime', 'utf8').split(' ')[0]));
+  const mine = procSeconds(() => startTicks('self'));
+  const theirs = procSeconds(() => startTicks(pid));
+  if (Number.isNaN(taken) || uptime === undefined || mine === undefined || theirs === undefined) return false;
+  // the kernel's clock ticks per second as this process's start shows them: 100 (USER_HZ) on
+  // Linux; anything else, or too short a time to tell, decides nothing
+  const mineAt = uptime - process.uptime();
+  if (mineAt < 60 || Math.abs(mine / mineAt / TICKS_PER_SECOND - 1) > 0.02) return false;
+  const bootedAt = Date.now() / 1000 - uptime;
+  return bootedAt + theirs / TICKS_PER_SECOND > taken / 1000 + 5;
+}
+
 /** Whether the owner named in a lock file may still be using the file. */
 function holds(owner: LockOwner, lockFile: string): boolean {
   // another machine's process cannot be looked at
@@ -137,7 +176,8 @@ function holds(owner: LockOwner, lockFile: string): boolean {
   // our own pid, in a lock this process did not take: an earlier process that had the same pid (a
   // restarted container)
   if (owner.pid === process.pid) return heldHere.has(lockFile);
-  return isRunning(owner.pid);
+  // a process started after the lock was taken has the pid of the one that took it, now gone
+  return isRunning(owner.pid) && !startedAfter(owner.pid, owner.since);
 }
 
 export interface LockOptions {

@@ -1,5 +1,5 @@
 // What a delivery writes to the delta state (in a thread of its own: state-writer.ts): before a
-// request is posted, what it sends of users the state may know is forgotten; once the server
+// request is posted, what it sends of users the state may know is held in doubt; once the server
 // accepted its items, what they set is learned. A new user's row is added at the end of the file
 // (no search, whatever the order of the ids); a known one's is found through the target's index in
 // memory. The index in the file is marked out of date by the first write of a run and saved at its
@@ -22,6 +22,13 @@ export interface Accepted {
   learn: Uint8Array;
   rejected: (index: number) => boolean;
 }
+
+/**
+ * What a row holds of an attribute a request sends while it is in flight: a value the server may or
+ * may not hold. It matches no value (what is sent is sent again) and is not a null (an emptied cell
+ * under --empty-as-null clears it), so a stop before the answer leaves neither claim.
+ */
+const IN_DOUBT: readonly [number, number] = [0, 0];
 
 /** New users' rows added by one statement. */
 const ROWS_AT_ONCE = 50;
@@ -205,8 +212,9 @@ export class StateFileWriter {
   }
 
   /**
-   * A user the state may know: before the request is posted, what it sends is forgotten; once it
-   * is accepted, what it set is learned (and what it forgot, an operation that adds, stays forgotten).
+   * A user the state may know: before the request is posted, what it sends is held in doubt
+   * (IN_DOUBT); once it is accepted, what it set is learned (and what it forgot, an operation that
+   * adds, stays forgotten).
    */
   #change(item: LearnedAttributes, ids: readonly number[], posting: boolean): void {
     // new users waiting come first: one of them may be this user, earlier in the request
@@ -216,7 +224,8 @@ export class StateFileWriter {
     const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
     for (let i = 0; i < item.count; i += 1) {
       const nameId = ids[item.name(i)];
-      if (posting || item.forget(i)) values.delete(nameId);
+      if (posting) values.set(nameId, IN_DOUBT);
+      else if (item.forget(i)) values.delete(nameId);
       else values.set(nameId, [item.h1(i), item.h2(i)]);
     }
     if (found === undefined && values.size === 0) return;

@@ -1,11 +1,13 @@
 // The delta state file: what it learns from an accepted request, what it forgets before one is
 // posted, and the learn record that carries both between the threads.
-import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
 import { activityHash, canonicalJson, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
@@ -106,6 +108,9 @@ describe('the state file', () => {
     state = read(path);
     expect(state.holds('e:u1', 'plan', 'pro')).toBe(false);
     expect(state.holds('e:u1', 'score', 1)).toBe(true);
+    // nor does it leave it holding no value: the server may hold the one sent, which an emptied cell
+    // (--empty-as-null) must then clear
+    expect(state.user('e:u1')?.holdsValue('plan')).toBe(true);
     state.reader.close();
     // accepted: what it set is learned, an increment is not held
     accept(writer, record([{ item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true }]), () => false);
@@ -119,6 +124,24 @@ describe('the state file', () => {
     expect(listState(path)).toEqual([expect.objectContaining({ url: T, users: 1, attributes: 2, activities: 0 })]);
     expect(forgetTarget(path, T)).toBe(true);
     expect(listState(path)).toEqual([]);
+  });
+
+  it.skipIf(process.platform !== 'linux')('takes over a lock whose pid now names a process started after the lock was taken, and keeps one a live process took', async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    // a process alive now, started after a lock taken an hour ago: that pid was reused
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve) => other.once('spawn', resolve));
+      const lock = (since: Date) => writeFileSync(`${path}.lock`, JSON.stringify({ pid: other.pid, host: hostname(), since: since.toISOString() }));
+      lock(new Date(Date.now() + 60_000));
+      expect(() => lockState(path)).toThrow(StateInUseError);
+      lock(new Date(Date.now() - 3_600_000));
+      const release = lockState(path);
+      expect(JSON.parse(readFileSync(`${path}.lock`, 'utf8')).pid).toBe(process.pid);
+      release();
+    } finally {
+      other.kill('SIGKILL');
+    }
   });
 
   it('refuses a file that is not a state file, naming it', () => {

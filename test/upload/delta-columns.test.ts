@@ -3,6 +3,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
+import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -105,6 +107,27 @@ describe('--delta --empty-as-null', () => {
     const full = await up(['night2.csv', ...flags, '--full', '--out', 'full.ndjson', '--quiet']);
     expect(full.status, full.stderr).toBe(0);
     expect(itemsOut('full.ndjson').find((item) => item.external_id === 'u2')).toEqual({ external_id: 'u2', company: null, plan: 'free', city: 'Lyon' });
+  });
+
+  it('clears a value a run stopped in flight may have set: the state holds it in doubt, not as absent', async () => {
+    const emu = await emulate();
+    const flags = ['--delta', '--empty-as-null', '--url', emu.url, '--api-key', 'k'];
+    csv('a.csv', ['external_id,company', 'u1,Acme']);
+    expect((await cli(['upload', 'a.csv', ...flags, '--quiet'])).status).toBe(0);
+    // a run killed between posting u1's new company and its answer: the server holds it, and the
+    // state is as that run's writer left it before the answer
+    const writer = openStateFileWriter(join(tmp.dir, 'track-state.sqlite'), `${emu.url}/users/track`);
+    const learn = learnRecordWriter();
+    learn.add(userMark(true, -1), { external_id: 'u1', company: 'Beta' });
+    writer.sending(learn.finish());
+    writer.close();
+    expect((await postJson(`${emu.url}/users/track`, 'k', { attributes: [{ external_id: 'u1', company: 'Beta' }] })).status).toBe(201);
+    // the next night's export empties it: the null is sent, and the profile holds no company
+    csv('b.csv', ['external_id,company', 'u1,']);
+    const again = await cli(['upload', 'b.csv', ...flags, '--out', 'b.ndjson', '--quiet']);
+    expect(again.status, again.stderr).toBe(0);
+    expect(itemsOut('b.ndjson')).toEqual([{ external_id: 'u1', company: null }]);
+    expect((await profiles(emu, ['u1'])).u1).toEqual({});
   });
 
   it('without --empty-as-null an empty cell is left out, and a cell reading null is compared as any value', async () => {
