@@ -32,17 +32,19 @@ export function headerReadProblem(record: CsvRecord, file: string, encoding: Pla
 
 /**
  * Why a CSV file's first record cannot be its header, as the error to stop the run with; undefined
- * when it can. `detected`: the delimiter found in the header line, when none was given.
+ * when it can. `detected`: the delimiter found in the header line, when none was given. `scope`: what
+ * the headers read are kept with (see readHeaderOnce), the options themselves unless given.
  */
 export function csvHeaderProblem(
   record: CsvRecord,
   file: string,
   options: Pick<PlanOptions, 'kind' | 'map' | 'reading' | 'encoding'>,
   detected?: Delimiter,
+  scope: object = options,
 ): InputError | undefined {
   const unread = headerReadProblem(record, file, options.encoding);
   if (unread !== undefined || 'error' in record) return unread;
-  const result = readHeaderOnce(record.cells, options);
+  const result = readHeaderOnce(record.cells, options, scope);
   if (result.ok) return undefined;
   const problems = [...result.problems];
   const used = detected ?? options.reading?.delimiter ?? ',';
@@ -57,15 +59,17 @@ export function csvHeaderProblem(
 }
 
 /**
- * Headers read already, by the options they were read with and by their cells: many files of one
- * header (a folder of exports) read it, and make its row mapper, once. What a file counts in it (its
- * columns' types) is cleared as each file begins.
+ * Headers read already, by the scope they were read in (one check of the headers, one plan: the
+ * options are the same throughout it) and by their cells: many files of one header (a folder of
+ * exports) read it, and make its row mapper, once. What a file counts in it (its columns' types) is
+ * cleared as each file begins. A plan's scope is its row planner, not its options: each file is
+ * planned with a copy of them.
  */
 const headersRead = new WeakMap<object, Map<string, CsvHeaderResult>>();
 
-function readHeaderOnce(cells: readonly string[], options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>): CsvHeaderResult {
-  let known = headersRead.get(options);
-  if (known === undefined) headersRead.set(options, (known = new Map()));
+function readHeaderOnce(cells: readonly string[], options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>, scope: object): CsvHeaderResult {
+  let known = headersRead.get(scope);
+  if (known === undefined) headersRead.set(scope, (known = new Map()));
   const key = cells.join('\u0000');
   let result = known.get(key);
   if (result === undefined) known.set(key, (result = readRowsHeader(cells, { kind: options.kind, map: options.map, cells: options.reading })));
@@ -100,11 +104,11 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
           const unmatched = unmatchedColumnProblems(options.mapColumnsOfStdin, [{ file: 'standard input', columns: record.cells }]);
           if (unmatched.length > 0) throw new UsageError(`--map:\n  ${unmatched.join('\n  ')}`);
         }
-        const problem = csvHeaderProblem(record, file, options, detected);
+        const problem = csvHeaderProblem(record, file, options, detected, planner);
         if (problem !== undefined) throw problem;
         const cells = (record as { cells: string[] }).cells;
         const headerOptions = { kind: options.kind, map: options.map, cells: options.reading };
-        const result = readHeaderOnce(cells, options);
+        const result = readHeaderOnce(cells, options, planner);
         if (!result.ok) throw new Error('unreachable: the header was checked');
         header = result.header;
         for (const { counts } of header.typeCounts) counts.fill(0);

@@ -1,7 +1,8 @@
 // Every planner case runs against the plan made in this thread and the one made in the worker
 // thread (what `track upload` sends from); then the two are compared on whole files.
 import { describe, expect, it } from 'vitest';
-import { planEvents } from '../../src/upload/plan.js';
+import { planChunks, planEvents } from '../../src/upload/plan.js';
+import { createEncoder } from '../../src/upload/worker/wire.js';
 import { planInWorker } from '../../src/upload/worker/plan-in-worker.js';
 import { file, fixture, planCases, run, type Planner } from './plan.case.js';
 
@@ -68,5 +69,21 @@ describe('the plan in the worker thread', () => {
       if (event.type === 'reject' && (rejects += 1) === 500) stop.abort();
     }
     expect(rejects).toBe(500);
+  });
+
+  it('describes a header many files share once, reading it once for them all', async () => {
+    const header = 'external_id,zip\n';
+    const inputs = [1, 2, 3].map((n) => file(`shared-${n}.csv`, `${header}u${n},${n}2345\n`));
+    const encode = createEncoder(inputs);
+    const described: unknown[] = [];
+    let requests = 0;
+    for await (const events of planChunks({ inputs, limits: { maxTotal: 1 } })) {
+      for (const message of encode(events)?.value ?? []) {
+        if (message.type === 'csv-header') described.push(message.keys);
+        if (message.type === 'request') requests += 1;
+      }
+    }
+    expect(requests).toBe(3);
+    expect(described).toEqual([['external_id', 'zip']]);
   });
 });
