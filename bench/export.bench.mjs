@@ -3,6 +3,13 @@
 // figure is how much longer GET /health takes while the export is answered than at rest (the floor,
 // measured in the same run); the goal is under 100 ms. Two cases: 50 copies of one profile's id
 // (looked up once), and 50 distinct profiles of that size (about 300 MB of answer).
+//
+// Then the export against the size of the events table: the same 50 profiles, each with the same
+// 20 events and 2 purchases, exported from a database of 10,000 events and one of 3,000,000 (both
+// with 100,000 other profiles; BENCH_EXPORT_EVENTS sets the larger), beside the floor: the same
+// answer from a database holding only those 50 profiles and their rows. The goal: the 3M export
+// within 2x the 10k one. The three emulators run at once and are asked in turn, so a slow moment of
+// the machine falls on all three alike.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +17,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { request } from 'undici';
+
+import { seedActivity, targetIds } from './activity-db.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { Store } = await import(join(ROOT, 'dist/emulator/store.js'));
@@ -102,6 +111,57 @@ function exportOnce(url, ids) {
   });
 }
 
+/** One export of the target ids: its wall time in ms, its answer checked. */
+async function timedExport(url, ids) {
+  const started = performance.now();
+  const res = await request(`${url}/users/export/ids`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ external_ids: ids }),
+  });
+  const body = await res.body.json();
+  const ms = performance.now() - started;
+  if (res.statusCode !== 201 || body.users.length !== ids.length) throw new Error(`export answered ${res.statusCode} with ${body.users?.length} users`);
+  return { ms, events: body.users.reduce((n, u) => n + u.custom_events.reduce((m, e) => m + e.count, 0), 0) };
+}
+
+async function exportAgainstEvents() {
+  const larger = Number(process.env.BENCH_EXPORT_EVENTS ?? 3_000_000);
+  const sizes = [['floor (the targets alone)', { profiles: 0, events: 1_000 }], ['10,000 events', { profiles: 100_000, events: 10_000 }], [`${larger.toLocaleString('en')} events`, { profiles: 100_000, events: larger }]];
+  const servers = [];
+  try {
+    for (const [label, size] of sizes) {
+      const path = join(dir, `events-${size.events}.sqlite`);
+      const { seconds, counts } = seedActivity(path, size);
+      console.log(`${label}: seeded ${counts.profiles.toLocaleString('en')} profiles, ${counts.events.toLocaleString('en')} events, ${counts.purchases.toLocaleString('en')} purchases in ${seconds.toFixed(1)} s`);
+      servers.push({ label, ...(await startEmulator(path)), times: [] });
+    }
+    globalThis.gc?.();
+    const ids = targetIds();
+    const ROUNDS = Number(process.env.BENCH_EXPORT_ROUNDS ?? 200);
+    for (let round = -20; round < ROUNDS; round += 1) {
+      for (const server of servers) {
+        const { ms, events } = await timedExport(server.url, ids);
+        if (events !== 1_000) throw new Error(`${server.label}: the export counts ${events} events of the targets, not 1,000`);
+        if (round >= 0) server.times.push(ms); // the first 20 rounds warm up
+      }
+    }
+    const [floor, small, big] = servers.map((s) => ({ label: s.label, p50: percentile(s.times, 50), p99: percentile(s.times, 99) }));
+    for (const s of [floor, small, big]) console.log(`export of ${ids.length} ids, ${s.label}: p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms (p50 ${(s.p50 / floor.p50).toFixed(2)}x the floor)`);
+    console.log(`export with ${big.label} against ${small.label}: p50 ${(big.p50 / small.p50).toFixed(2)}x, p99 ${(big.p99 / small.p99).toFixed(2)}x (goal < 2x)`);
+  } finally {
+    for (const server of servers) {
+      server.proc.kill('SIGTERM');
+      await new Promise((r) => server.proc.once('exit', r));
+    }
+  }
+}
+
+await exportAgainstEvents();
+if (process.env.BENCH_EXPORT_BIG === '0') {
+  rmSync(dir, { recursive: true, force: true });
+  process.exit(0);
+}
 const db = join(dir, 'big.sqlite');
 const seeded = seed(db);
 console.log(`seeded ${PROFILES} profiles of ${ATTRIBUTES.toLocaleString('en')} attributes (${(seeded.bytes / 1e6).toFixed(1)} MB of JSON each) in ${(seeded.ms / 1000).toFixed(1)} s`);
