@@ -1,0 +1,90 @@
+// Whom a logged request names, kept for the request log's user filters (external_id, email, phone,
+// alias): at most LOGGED_NAMES names an entry, each at most LOGGED_NAME_CHARS characters or its digest.
+import { createHash } from 'node:crypto';
+import { ARRAY_NAMES, normalizeEmail } from '../model/index.js';
+
+/** The users an entry keeps for the user filters: the first this many its items name. */
+export const LOGGED_NAMES = 256;
+/** A user's name (an identifier) longer than this is kept as its SHA-256, which a filter's is compared with. */
+const LOGGED_NAME_CHARS = 256;
+
+/** The user filters of a query: the requests with an item naming this user by its external_id, */
+export interface UserFilters {
+  externalId?: string;
+  /** ... its email (any case), */
+  email?: string;
+  /** ... its phone, */
+  phone?: string;
+  /** ... or its user alias. */
+  alias?: { alias_name: string; alias_label: string };
+}
+
+/** A name as the log keeps it: a long one (no real identifier is that long) as its digest, a short one copied. */
+function keptName(name: string): string {
+  if (name.length > LOGGED_NAME_CHARS) return `#${createHash('sha256').update(name).digest('base64')}`;
+  // a string of its own, never a slice of a larger one that it would keep alive (V8 slices none this short)
+  return name.length < 13 ? name : Buffer.from(name, 'utf8').toString('utf8');
+}
+
+const userName = {
+  externalId: (id: string): string => keptName(`e\u0000${id}`),
+  email: (email: string): string => keptName(`m\u0000${normalizeEmail(email)}`),
+  phone: (phone: string): string => keptName(`p\u0000${phone}`),
+  alias: (name: string, label: string): string => keptName(`a\u0000${name}\u0000${label}`),
+};
+const NO_NAMES: ReadonlySet<string> = new Set();
+
+/**
+ * Whom the items of a body name, at the top level of each item: external_id, email, phone,
+ * user_alias; the first LOGGED_NAMES of them.
+ */
+export function namedUsers(body: unknown): ReadonlySet<string> {
+  if (typeof body !== 'object' || body === null) return NO_NAMES;
+  const names = new Set<string>();
+  for (const name of ARRAY_NAMES) {
+    const items = (body as Record<string, unknown>)[name];
+    if (!Array.isArray(items)) continue;
+    for (const item of items) {
+      if (typeof item !== 'object' || item === null) continue;
+      const { external_id: id, email, phone, user_alias: alias } = item as Record<string, unknown>;
+      const { alias_name: aliasName, alias_label: aliasLabel } = (alias ?? {}) as Record<string, unknown>;
+      const named = [
+        typeof id === 'string' ? userName.externalId(id) : undefined,
+        typeof email === 'string' ? userName.email(email) : undefined,
+        typeof phone === 'string' ? userName.phone(phone) : undefined,
+        typeof aliasName === 'string' && typeof aliasLabel === 'string' ? userName.alias(aliasName, aliasLabel) : undefined,
+      ];
+      for (const one of named) {
+        if (one === undefined) continue;
+        if (names.size === LOGGED_NAMES) return names;
+        names.add(one);
+      }
+    }
+  }
+  return names.size === 0 ? NO_NAMES : names;
+}
+
+/** The user names a query asks for; every one must be named by the request. */
+export function wantedNames(query: UserFilters): string[] {
+  const wanted: string[] = [];
+  if (query.externalId !== undefined) wanted.push(userName.externalId(query.externalId));
+  if (query.email !== undefined) wanted.push(userName.email(query.email));
+  if (query.phone !== undefined) wanted.push(userName.phone(query.phone));
+  if (query.alias !== undefined) wanted.push(userName.alias(query.alias.alias_name, query.alias.alias_label));
+  return wanted;
+}
+
+/** The user filters of a query string (external_id, email, phone, alias=NAME:LABEL); a message for a bad one. */
+export function userFilters(params: URLSearchParams): UserFilters | string {
+  const given = (name: string): string | undefined => params.get(name) || undefined;
+  const alias = given('alias');
+  const at = alias === undefined ? -1 : alias.lastIndexOf(':');
+  if (alias !== undefined && at <= 0) return `alias: expected NAME:LABEL, got "${alias}"`;
+  return {
+    externalId: given('external_id'),
+    email: given('email'),
+    phone: given('phone'),
+    alias: alias === undefined ? undefined : { alias_name: alias.slice(0, at), alias_label: alias.slice(at + 1) },
+  };
+}
+
