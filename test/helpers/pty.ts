@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 
 const DRIVER = String.raw`
 import fcntl, json, os, pty, re, select, struct, sys, termios, time
-argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3])
+argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3]); key = sys.argv[4].encode()
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(argv[0], argv)
@@ -24,7 +24,7 @@ while True:
             break
         out += data
     if sent < len(triggers) and triggers[sent].search(out):
-        os.write(fd, b'\x03'); sent += 1
+        os.write(fd, key); sent += 1
     if not killed and time.time() - start > deadline:
         os.kill(pid, 9); killed = True
 _, status = os.waitpid(pid, 0)
@@ -36,7 +36,7 @@ export const hasPython = spawnSync('python3', ['-c', 'import pty'], { encoding: 
 export interface PtyRun {
   /** Exit status; a negative number is the signal that ended it. */
   status: number;
-  /** How many Ctrl-C were typed. */
+  /** How many Ctrl-C (or keys) were typed. */
   ctrlC: number;
   /** The deadline passed and the command was killed. */
   killed: boolean;
@@ -46,14 +46,19 @@ export interface PtyRun {
 
 /**
  * Runs argv in a terminal; each time the output first matches the next of `ctrlCAfter` (regular
- * expressions, Python's syntax), types Ctrl-C. The command is killed after `deadlineMs`.
+ * expressions, Python's syntax), types Ctrl-C (or `key`: '\x1c' is Ctrl-\). The command is killed
+ * after `deadlineMs`.
  */
-export function runInTerminal(argv: string[], options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string> }): Promise<PtyRun> {
+export function runInTerminal(
+  argv: string[],
+  options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string>; key?: string },
+): Promise<PtyRun> {
   // a person's terminal: the progress spinner draws only where no CI variable is set
   const env: NodeJS.ProcessEnv = { ...process.env, TERM: process.env.TERM ?? 'xterm', ...options.env };
   delete env.CI;
   return new Promise((resolve, reject) => {
-    const child = spawn('python3', ['-c', DRIVER, JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000)], {
+    const args = [JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000), options.key ?? '\x03'];
+    const child = spawn('python3', ['-c', DRIVER, ...args], {
       cwd: options.cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
