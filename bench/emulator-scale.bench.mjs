@@ -1,6 +1,6 @@
-// The emulator as its database grows: 50-item requests of random attribute updates, then of events,
-// each naming users picked at random, from 8 keep-alive connections against the real CLI, on a file
-// of 10,000 profiles and on one of 1,000,000 (BENCH_SCALE_PROFILES sets the larger). Beside each,
+// The emulator as its database grows: 50-item requests of random attribute updates (2,000), then of
+// events (8,000), each naming users picked at random, from 8 keep-alive connections against the real
+// CLI, on a file of 10,000 profiles and on one of 1,000,000 (BENCH_SCALE_PROFILES sets the larger). Beside each,
 // the floor: a bare better-sqlite3 loop making the same updates (50 to a transaction, each a lookup
 // of its external_id and an UPDATE of the custom JSON) in a copy of the same file.
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +16,8 @@ const { Store } = await import(join(ROOT, 'dist/emulator/store.js'));
 const dir = mkdtempSync(join(tmpdir(), 'track-scale-bench-'));
 const KEY = 'bench';
 const REQUESTS = Number(process.env.BENCH_SCALE_REQUESTS ?? 2000);
+/** Events requests: 400,000 events, past the 262,144 rows after which the store writes the heads of the newest ones. */
+const EVENT_REQUESTS = Number(process.env.BENCH_SCALE_EVENT_REQUESTS ?? 8000);
 const CONNECTIONS = 8;
 
 let seed = 12345;
@@ -99,7 +101,7 @@ async function measure(profiles) {
   try {
     await saturate(emu.url, emu.pid, bodies(attribute, 'attributes', profiles, 200)); // warm
     const attributes = await saturate(emu.url, emu.pid, bodies(attribute, 'attributes', profiles, REQUESTS));
-    const events = await saturate(emu.url, emu.pid, bodies(event, 'events', profiles, REQUESTS));
+    const events = await saturate(emu.url, emu.pid, bodies(event, 'events', profiles, EVENT_REQUESTS));
     return { profiles, seeded, bare, attributes, events };
   } finally {
     await emu.stop();

@@ -1,5 +1,6 @@
 // Whom a logged request names, kept for the request log's user filters (external_id, email, phone,
-// alias): at most LOGGED_NAMES names an entry, each at most LOGGED_NAME_CHARS characters or its digest.
+// alias): at most LOGGED_NAMES names an entry, each at most LOGGED_NAME_CHARS characters or its
+// digest; and text the log keeps, as strings of their own.
 import { createHash } from 'node:crypto';
 import { ARRAY_NAMES, normalizeEmail } from '../model/index.js';
 
@@ -19,11 +20,21 @@ export interface UserFilters {
   alias?: { alias_name: string; alias_label: string };
 }
 
-/** A name as the log keeps it: a long one (no real identifier is that long) as its digest, a short one copied. */
+/**
+ * Text the log keeps, at most `max` characters, as a string of its own: not a slice of a larger string
+ * that it would keep alive (a message may quote the start of a huge value). V8 copies strings shorter
+ * than 13 characters rather than slice them.
+ */
+export function keptText(text: string, max: number): string {
+  if (text.length < 13) return text;
+  // cut before a surrogate pair rather than inside it
+  const end = text.length <= max ? text.length : max - (/[\uD800-\uDBFF]/.test(text[max - 1]) ? 1 : 0);
+  return Buffer.from(text.slice(0, end), 'utf8').toString('utf8');
+}
+
+/** A name as the log keeps it: a long one (no real identifier is that long) as its digest, a short one as a string of its own. */
 function keptName(name: string): string {
-  if (name.length > LOGGED_NAME_CHARS) return `#${createHash('sha256').update(name).digest('base64')}`;
-  // a string of its own, never a slice of a larger one that it would keep alive (V8 slices none this short)
-  return name.length < 13 ? name : Buffer.from(name, 'utf8').toString('utf8');
+  return name.length > LOGGED_NAME_CHARS ? `#${createHash('sha256').update(name).digest('base64')}` : keptText(name, LOGGED_NAME_CHARS);
 }
 
 const userName = {
@@ -33,6 +44,11 @@ const userName = {
   alias: (name: string, label: string): string => keptName(`a\u0000${name}\u0000${label}`),
 };
 const NO_NAMES: ReadonlySet<string> = new Set();
+
+/** The first LOGGED_NAMES of the names (an item may add up to four past them). */
+function firstNames(names: Set<string>): ReadonlySet<string> {
+  return names.size <= LOGGED_NAMES ? names : new Set([...names].slice(0, LOGGED_NAMES));
+}
 
 /**
  * Whom the items of a body name, at the top level of each item: external_id, email, phone,
@@ -45,23 +61,17 @@ export function namedUsers(body: unknown): ReadonlySet<string> {
     const items = (body as Record<string, unknown>)[name];
     if (!Array.isArray(items)) continue;
     for (const item of items) {
+      if (names.size >= LOGGED_NAMES) return firstNames(names);
       if (typeof item !== 'object' || item === null) continue;
       const { external_id: id, email, phone, user_alias: alias } = item as Record<string, unknown>;
+      if (typeof id === 'string') names.add(userName.externalId(id));
+      if (typeof email === 'string') names.add(userName.email(email));
+      if (typeof phone === 'string') names.add(userName.phone(phone));
       const { alias_name: aliasName, alias_label: aliasLabel } = (alias ?? {}) as Record<string, unknown>;
-      const named = [
-        typeof id === 'string' ? userName.externalId(id) : undefined,
-        typeof email === 'string' ? userName.email(email) : undefined,
-        typeof phone === 'string' ? userName.phone(phone) : undefined,
-        typeof aliasName === 'string' && typeof aliasLabel === 'string' ? userName.alias(aliasName, aliasLabel) : undefined,
-      ];
-      for (const one of named) {
-        if (one === undefined) continue;
-        if (names.size === LOGGED_NAMES) return names;
-        names.add(one);
-      }
+      if (typeof aliasName === 'string' && typeof aliasLabel === 'string') names.add(userName.alias(aliasName, aliasLabel));
     }
   }
-  return names.size === 0 ? NO_NAMES : names;
+  return names.size === 0 ? NO_NAMES : firstNames(names);
 }
 
 /** The user names a query asks for; every one must be named by the request. */

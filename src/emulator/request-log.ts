@@ -5,7 +5,7 @@
 import { ARRAY_NAMES, type ArrayName, type MinorError } from '../model/index.js';
 import { DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
-import { namedUsers, wantedNames, type UserFilters } from './request-log-users.js';
+import { keptText, namedUsers, wantedNames, type UserFilters } from './request-log-users.js';
 import { routePath } from './route-path.js';
 
 export { userFilters } from './request-log-users.js';
@@ -113,13 +113,17 @@ function loggedBody(raw: Buffer, parsed: unknown): Buffer {
   return cutUtf8(body, LOGGED_BODY_BYTES);
 }
 
-/** Text the log keeps, at most `max` characters, as a string of its own. */
-function keptText(text: string, max = LOGGED_TEXT_CHARS): string {
-  return Buffer.from(text.length <= max ? text : text.slice(0, max), 'utf8').toString('utf8');
+/** The path as the log keeps it, and whether it was cut (at LOGGED_PATH_BYTES, before a character). */
+function keptPath(path: string): { path: string; cut: boolean } {
+  // at most 3 bytes a character (4 for 2, a surrogate pair): no need to count them
+  if (path.length * 3 <= LOGGED_PATH_BYTES) return { path: keptText(path, path.length), cut: false };
+  const bytes = Buffer.from(path, 'utf8');
+  if (bytes.length <= LOGGED_PATH_BYTES) return { path: bytes.toString('utf8'), cut: false };
+  return { path: cutUtf8(bytes, LOGGED_PATH_BYTES).toString('utf8'), cut: true };
 }
 
 /** The bytes an entry holds besides its body, counted generously: two a character, and each object's own. */
-function entryBytes(entry: Omit<Entry, 'bytes' | 'body'>): number {
+function entryBytes(entry: Entry): number {
   const OBJECT = 64;
   let bytes = 8 * OBJECT + 2 * (entry.time.length + entry.method.length + entry.path.length + (entry.answer.message?.length ?? 0));
   for (const error of entry.answer.errors) bytes += OBJECT + 2 * error.type.length;
@@ -149,9 +153,9 @@ function answerOf(response: EmulatorResponse): Pick<LoggedRequest, 'message' | '
   // a fatal answer's errors repeat its message; only an answer that counted items names minor errors
   const errors = counted && Array.isArray(body?.errors) ? (body.errors as MinorError[]) : [];
   return {
-    message: typeof body?.message === 'string' ? keptText(body.message) : undefined,
+    message: typeof body?.message === 'string' ? keptText(body.message, LOGGED_TEXT_CHARS) : undefined,
     processed,
-    errors: errors.slice(0, LOGGED_ERRORS).map((e) => ({ type: keptText(e.type), input_array: e.input_array, index: e.index })),
+    errors: errors.slice(0, LOGGED_ERRORS).map((e) => ({ type: keptText(e.type, LOGGED_TEXT_CHARS), input_array: e.input_array, index: e.index })),
   };
 }
 
@@ -183,23 +187,25 @@ export class RequestLog {
   record(request: EmulatorRequest, response: EmulatorResponse, parsed?: unknown): void {
     if (this.size === 0) return;
     const body = request.bodyTooLarge ? undefined : loggedBody(request.body, parsed);
-    const path = Buffer.from(request.path, 'utf8');
-    const fields: Omit<Entry, 'bytes' | 'body'> = {
+    const path = keptPath(request.path);
+    const entry: Entry = {
       id: (this.lastId += 1),
       // when the answer was decided: an injected --latency delay comes after it
       time: new Date().toISOString(),
       method: keptText(request.method, 32),
-      path: (path.length <= LOGGED_PATH_BYTES ? path : cutUtf8(path, LOGGED_PATH_BYTES)).toString('utf8'),
-      pathTruncated: path.length > LOGGED_PATH_BYTES,
+      path: path.path,
+      pathTruncated: path.cut,
       status: response.drop === undefined ? response.status : null,
       dropped: response.drop,
       answer: response.drop === undefined ? answerOf(response) : { processed: {}, errors: [] },
+      body,
       bodyBytes: request.bodyBytes ?? request.body.length,
       truncated: body !== undefined && request.body.length > LOGGED_BODY_BYTES,
       omitted: request.bodyTooLarge ? 'over the size limit, not read' : undefined,
       names: namedUsers(parsed),
+      bytes: 0,
     };
-    const entry: Entry = { ...fields, body, bytes: entryBytes(fields) };
+    entry.bytes = entryBytes(entry);
     const old = this.entries[this.next];
     if (old !== undefined) this.heldBytes -= old.bytes + (old.body?.length ?? 0);
     this.entries[this.next] = entry;

@@ -2,11 +2,11 @@
 // process group, and the group is killed when the command outlives a second signal or 10 s after the
 // first; by `kill` and by keys typed in a real terminal (Ctrl-C, Ctrl-\).
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BIN, ROOT, tempDir } from '../helpers/cli.js';
+import { isRunning, pidIn, until } from '../helpers/processes.js';
 import { hasPython, runInTerminal } from '../helpers/pty.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -28,25 +28,6 @@ const killPid = (pid: number | undefined) => ({
   },
 });
 
-const isRunning = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** Waits until `check` holds, polling every 20 ms, for at most `ms`. */
-const until = async (check: () => boolean, ms = 5000): Promise<boolean> => {
-  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (check()) return true;
-  return check();
-};
-
-const pidIn = (file: string): number | undefined => {
-  const text = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
-  return text === '' ? undefined : Number(text);
-};
 
 /**
  * `track emulate --exec` of a command that starts `sleep 300` (its pid written to a file) and waits
@@ -116,21 +97,15 @@ describe.skipIf(!hasPython)('track emulate --exec in a terminal', () => {
     return { file, run: runInTerminal([process.execPath, BIN, 'emulate', '--quiet', '--exec', command], { cwd: ROOT, key, ctrlCAfter, deadlineMs: 25_000 }) };
   };
 
-  it('Ctrl-C stops the command (exit 130), and nothing of it is left running', async () => {
-    const { file, run } = inTerminal('HUP', '\x03', 1);
+  it.each([
+    ['Ctrl-C', '\x03', 'SIGINT'],
+    ['Ctrl-\\', '\x1c', 'SIGQUIT'],
+  ] as const)('%s stops the command (128 + its signal), and nothing of it is left running', async (_name, key, signal) => {
+    const { file, run } = inTerminal('HUP', key, 1);
     const done = await run;
     expect(done.killed, done.out).toBe(false);
-    expect(done.status, done.out).toBe(130);
-    expect(done.out).toContain('track: SIGINT: passed on to the command');
-    expect(await until(() => !isRunning(pidIn(file)!), 2000)).toBe(true);
-  });
-
-  it('Ctrl-\\ stops the command (exit 131), and nothing of it is left running', async () => {
-    const { file, run } = inTerminal('HUP', '\x1c', 1);
-    const done = await run;
-    expect(done.killed, done.out).toBe(false);
-    expect(done.status, done.out).toBe(131);
-    expect(done.out).toContain('track: SIGQUIT: passed on to the command');
+    expect(done.status, done.out).toBe(128 + constants.signals[signal]);
+    expect(done.out).toContain(`track: ${signal}: passed on to the command`);
     expect(await until(() => !isRunning(pidIn(file)!), 2000)).toBe(true);
   });
 
