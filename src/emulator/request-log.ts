@@ -18,7 +18,7 @@ const LOGGED_TEXT_CHARS = 1024;
 /** The minor errors an entry keeps: the first this many. */
 const LOGGED_ERRORS = 1000;
 /** All entries together, as entryBytes() counts them: past this, the oldest lose their bodies, then themselves. */
-export const LOG_BYTES = 64 * 1024 * 1024;
+export const LOG_BYTES = 128 * 1024 * 1024;
 
 /** One logged request as GET /_track/requests answers it. */
 export interface LoggedRequest {
@@ -127,7 +127,8 @@ function entryBytes(entry: Entry): number {
   const OBJECT = 64;
   let bytes = 8 * OBJECT + 2 * (entry.time.length + entry.method.length + entry.path.length + (entry.answer.message?.length ?? 0));
   for (const error of entry.answer.errors) bytes += OBJECT + 2 * error.type.length;
-  for (const name of entry.names) bytes += OBJECT + 2 * name.length;
+  // a name in a set: the string's header and characters, and the set's slot
+  for (const name of entry.names) bytes += 40 + 2 * name.length;
   return bytes;
 }
 
