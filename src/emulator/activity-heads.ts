@@ -28,6 +28,8 @@ interface Sweep {
   done: number;
   /** The table's last row when it began: the mark once it ends. */
   through: number;
+  /** The rows past the mark when it began (all up to `through`). */
+  rows: number;
 }
 
 interface Loaded {
@@ -37,11 +39,15 @@ interface Loaded {
   written: Map<number, number>;
   /** Every row up to this id has its profile's head in the heads table (or a later one pending). */
   mark: number;
+  /** How many rows there are up to the mark, and past it. */
+  rows: { marked: number; past: number };
   /** The id the next row gets: SQLite's, one past the table's last. */
   nextId: number;
   /** The mark was above the table's last row (its rows were deleted), and is to be written lower. */
   markLowered: boolean;
   sweep: Sweep | undefined;
+  /** This store added rows: it is the file's writer (one emulator a file), and writes what it holds at close. */
+  added: boolean;
 }
 
 function remember(written: Map<number, number>, profileId: number, head: number): void {
@@ -60,11 +66,11 @@ export class ActivityHeads {
     private readonly sizes: SweepSizes = SWEEP_SIZES,
   ) {
     this.stmt = {
-      mark: db.prepare<[string], number>('SELECT through FROM activity_marks WHERE name = ?').pluck(),
-      setMark: db.prepare<[string, number]>(
-        'INSERT INTO activity_marks (name, through) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET through = excluded.through',
+      mark: db.prepare<[string], { through: number; rows: number }>('SELECT through, rows FROM activity_marks WHERE name = ?'),
+      setMark: db.prepare<[string, number, number]>(
+        'INSERT INTO activity_marks (name, through, rows) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET through = excluded.through, rows = excluded.rows',
       ),
-      tail: db.prepare<[number], [number, number]>(`SELECT profile_id, MAX(id) FROM ${table} WHERE id > ? GROUP BY profile_id`).raw(),
+      tail: db.prepare<[number], [number, number, number]>(`SELECT profile_id, MAX(id), COUNT(*) FROM ${table} WHERE id > ? GROUP BY profile_id`).raw(),
       maxId: db.prepare<[], number | null>(`SELECT MAX(id) FROM ${table}`).pluck(),
       head: db.prepare<[number], number>(`SELECT last_id FROM ${table}_heads WHERE profile_id = ?`).pluck(),
       write: db.prepare<[string]>(
@@ -77,14 +83,26 @@ export class ActivityHeads {
 
   private state(): Loaded {
     if (this.loaded === undefined) {
-      const written = this.stmt.mark.get(this.table) ?? 0;
+      const { through: written, rows: marked } = this.stmt.mark.get(this.table) ?? { through: 0, rows: 0 };
       const lastId = this.stmt.maxId.get() ?? 0;
       // when the newest rows were deleted, the next ones take their ids: the mark goes below them
       const mark = Math.min(written, lastId);
-      const pending = new Map(this.stmt.tail.all(mark));
-      this.loaded = { pending, written: new Map(), mark, nextId: lastId + 1, markLowered: mark < written, sweep: undefined };
+      const pending = new Map<number, number>();
+      let past = 0;
+      for (const [profileId, last, rows] of this.stmt.tail.all(mark)) {
+        pending.set(profileId, last);
+        past += rows;
+      }
+      const rows = { marked, past };
+      this.loaded = { pending, written: new Map(), mark, rows, nextId: lastId + 1, markLowered: mark < written, sweep: undefined, added: false };
     }
     return this.loaded;
+  }
+
+  /** How many rows the table holds. */
+  rowCount(): number {
+    const { rows } = this.state();
+    return rows.marked + rows.past;
   }
 
   /** The id of the profile's newest row; undefined when it has none. */
@@ -111,9 +129,10 @@ export class ActivityHeads {
     const state = this.state();
     if (state.markLowered) {
       // before any row takes an id at or below the mark written
-      this.stmt.setMark.run(this.table, state.mark);
+      this.stmt.setMark.run(this.table, state.mark, state.rows.marked);
       state.markLowered = false;
     }
+    state.added = true;
     const firstId = state.nextId;
     const prevs = profileIds.map((profileId, i) => {
       const prev = state.pending.get(profileId) ?? this.writtenHead(state, profileId) ?? null;
@@ -121,6 +140,7 @@ export class ActivityHeads {
       return prev;
     });
     state.nextId += profileIds.length;
+    state.rows.past += profileIds.length;
     return { firstId, prevs };
   }
 
@@ -139,7 +159,7 @@ export class ActivityHeads {
   }
 
   private beginSweep(state: Loaded): Sweep {
-    return { profiles: Float64Array.from(state.pending.keys()).sort(), done: 0, through: state.nextId - 1 };
+    return { profiles: Float64Array.from(state.pending.keys()).sort(), done: 0, through: state.nextId - 1, rows: state.rows.past };
   }
 
   private writeSlice(state: Loaded, sweep: Sweep): void {
@@ -158,11 +178,30 @@ export class ActivityHeads {
     if (end < sweep.profiles.length) return;
     state.sweep = undefined;
     state.mark = sweep.through;
-    this.stmt.setMark.run(this.table, state.mark);
+    state.rows.marked += sweep.rows;
+    state.rows.past -= sweep.rows;
+    this.stmt.setMark.run(this.table, state.mark, state.rows.marked);
   }
 
-  /** Forgets the heads of these profiles, whose rows are being deleted (the rest are read again). */
-  remove(profileIds: readonly number[]): void {
+  /**
+   * Writes every head held and moves the mark to the last row, so the next store to open the file
+   * reads no rows past it; run inside a transaction, by the store that added rows, as it closes.
+   */
+  writeAll(): void {
+    const state = this.loaded;
+    if (state === undefined || !state.added) return;
+    state.sweep = this.beginSweep(state);
+    while (state.sweep !== undefined) this.writeSlice(state, state.sweep);
+  }
+
+  /**
+   * Forgets the heads of these profiles, whose rows (these ids) were deleted, and counts the rows
+   * up to the mark that went; the rest is read again.
+   */
+  removed(profileIds: readonly number[], rowIds: readonly number[]): void {
+    const state = this.state();
+    const marked = rowIds.filter((id) => id <= state.mark).length;
+    if (marked > 0) this.stmt.setMark.run(this.table, state.mark, state.rows.marked - marked);
     this.stmt.remove.run(JSON.stringify(profileIds));
     this.forget();
   }

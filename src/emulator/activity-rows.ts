@@ -75,7 +75,7 @@ function chainStatements<Row>(db: Database.Database, table: ActivityTable, summa
     newest: db.prepare<{ head: number; profile: number; limit: number }, Row>(chainQuery(table, all, '*', '', true)),
     count: db.prepare<{ head: number; profile: number }, number>(chainQuery(table, [], 'COUNT(*)')).pluck(),
     summary: db.prepare<{ head: number; profile: number }, ActivitySummary>(chainQuery(table, [group, 'time', 'quantity'].filter((c) => all.includes(c)), summary, `GROUP BY ${group} ORDER BY ${group}`)),
-    remove: db.prepare<{ head: number; profile: number }>(`${chainCte(table, [])}\nDELETE FROM ${table} WHERE id IN (SELECT id FROM chain)`),
+    remove: db.prepare<{ head: number; profile: number }, number>(`${chainCte(table, [])}\nDELETE FROM ${table} WHERE id IN (SELECT id FROM chain) RETURNING id`).pluck(),
   };
 }
 
@@ -195,18 +195,24 @@ export class ActivityRows {
   /** Deletes every event and purchase of these profiles, along their chains; run inside a transaction. */
   deleteOf(profileIds: readonly number[]): void {
     for (const table of ACTIVITY_TABLES) {
+      const deleted: number[] = [];
       for (const profileId of profileIds) {
         const chain = this.chain(table, profileId);
-        if (chain !== undefined) this.stmt[table].remove.run(chain);
+        if (chain !== undefined) deleted.push(...(this.stmt[table].remove.all(chain) as number[]));
       }
-      this.heads[table].remove(profileIds);
+      this.heads[table].removed(profileIds, deleted);
     }
+  }
+
+  /** How many rows each table holds (counted as rows are added and deleted, not by reading them). */
+  rowCounts(): Record<ActivityTable, number> {
+    return { events: this.heads.events.rowCount(), purchases: this.heads.purchases.rowCount() };
   }
 
   /**
    * Rows not where their profile's chain says, by table: links to a row of another profile or a
-   * later one, rows two rows link to, chains beyond one a profile, and heads that are not the
-   * profile's newest row. Reads every row.
+   * later one, rows two rows link to, chains beyond one a profile, heads that are not the
+   * profile's newest row, and a count of rows that is not the table's. Reads every row.
    */
   chainProblems(): number {
     let problems = 0;
@@ -218,6 +224,7 @@ export class ActivityRows {
   - (SELECT COUNT(DISTINCT profile_id) FROM ${table})`).pluck().get() as number;
       const newest = this.db.prepare<[], [number, number]>(`SELECT profile_id, MAX(id) FROM ${table} GROUP BY profile_id`).raw();
       for (const [profileId, last] of newest.iterate()) if (this.heads[table].headOf(profileId) !== last) problems += 1;
+      problems += Math.abs(this.heads[table].rowCount() - (this.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number));
     }
     return problems;
   }
@@ -227,6 +234,11 @@ export class ActivityRows {
     const result = fn();
     for (const table of ACTIVITY_TABLES) this.heads[table].settle();
     return result;
+  }
+
+  /** Writes the heads held in memory (what they say is then all in the file); run inside a transaction. */
+  writeHeads(): void {
+    for (const table of ACTIVITY_TABLES) this.heads[table].writeAll();
   }
 
   /** Forgets the heads held in memory, to be read again from the file. */

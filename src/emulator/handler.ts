@@ -245,7 +245,7 @@ export function createHandler(config: HandlerConfig): Handler {
       config.store.reset();
       applySeed();
       requestLog.clear();
-      return config.store.counts().profiles;
+      return config.store.profileCount();
     });
   }
 

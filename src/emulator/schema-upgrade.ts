@@ -33,8 +33,8 @@ ${headsTable(table)}
 DELETE FROM ${table}_heads;
 INSERT INTO ${table}_heads (profile_id, last_id) SELECT profile_id, MAX(id) FROM ${table} WHERE profile_id IN (SELECT id FROM profiles) GROUP BY profile_id;
 ${MARKS_TABLE}
-INSERT INTO activity_marks (name, through) VALUES ('${table}', (SELECT COALESCE(MAX(id), 0) FROM ${table}))
-  ON CONFLICT (name) DO UPDATE SET through = excluded.through;
+INSERT INTO activity_marks (name, through, rows) SELECT '${table}', COALESCE(MAX(id), 0), COUNT(*) FROM ${table}_rebuilt WHERE true
+  ON CONFLICT (name) DO UPDATE SET through = excluded.through, rows = excluded.rows;
 DROP TABLE ${table};
 ALTER TABLE ${table}_rebuilt RENAME TO ${table};`;
 }

@@ -50,10 +50,11 @@ export const headsTable = (table: ActivityTable): string => `CREATE TABLE IF NOT
   last_id INTEGER NOT NULL
 );`;
 
-/** Each activity table's mark: every row up to it has its profile's head in the heads table. */
+/** Each activity table's mark: every row up to it has its profile's head in the heads table; and how many rows those are. */
 export const MARKS_TABLE = `CREATE TABLE IF NOT EXISTS activity_marks (
   name TEXT PRIMARY KEY,
-  through INTEGER NOT NULL
+  through INTEGER NOT NULL,
+  rows INTEGER NOT NULL DEFAULT 0
 );`;
 
 export const SCHEMA = `

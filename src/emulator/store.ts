@@ -1,6 +1,7 @@
 // The emulator's SQLite store: the only module that opens the database, handing its connection to its
 // parts (profile-rows.ts, activity-rows.ts, schema-upgrade.ts). Every query is a prepared statement;
-// callers group writes with transaction() so a request commits as one.
+// callers group writes with transaction() so a request commits as one. Past 350 lines because it is
+// the one face of its parts: most of its methods are a line handing a call on to one of them.
 import Database from 'better-sqlite3';
 import type { UserAlias } from '../model/index.js';
 import type { SweepSizes } from './activity-heads.js';
@@ -105,9 +106,7 @@ export class Store {
         .pluck(),
       findProfileIds: db.prepare<{ like: string; limit: number }, number>(`SELECT id FROM profiles p WHERE ${PROFILE_MATCH} ORDER BY id LIMIT @limit`).pluck(),
       countProfiles: db.prepare<{ like: string }, number>(`SELECT COUNT(*) FROM profiles p WHERE ${PROFILE_MATCH}`).pluck(),
-      counts: db.prepare<[], { profiles: number; events: number; purchases: number }>(
-        'SELECT (SELECT COUNT(*) FROM profiles) AS profiles, (SELECT COUNT(*) FROM events) AS events, (SELECT COUNT(*) FROM purchases) AS purchases',
-      ),
+      countProfilesAll: db.prepare<[], number>('SELECT COUNT(*) FROM profiles').pluck(),
     };
     this.dataVersion = this.stmt.dataVersion.get() as number;
     // one transaction function for every call: inside another transaction it runs in a savepoint
@@ -302,8 +301,13 @@ export class Store {
     return this.stmt.pushImportCount.get() as number;
   }
 
+  /** How many profiles, events and purchases there are (events and purchases as counted when added and deleted). */
   counts(): { profiles: number; events: number; purchases: number } {
-    return this.stmt.counts.get() as { profiles: number; events: number; purchases: number };
+    return { profiles: this.profileCount(), ...this.activity.rowCounts() };
+  }
+
+  profileCount(): number {
+    return this.stmt.countProfilesAll.get() as number;
   }
 
   /**
@@ -313,7 +317,7 @@ export class Store {
   findProfiles(text: string, limit: number): { total: number; profiles: Profile[] } {
     const like = `%${text.replace(/[\\%_]/g, '\\$&')}%`;
     const ids = this.stmt.findProfileIds.all({ like, limit });
-    const total = text === '' ? this.counts().profiles : (this.stmt.countProfiles.get({ like }) as number);
+    const total = text === '' ? this.profileCount() : (this.stmt.countProfiles.get({ like }) as number);
     return { total, profiles: ids.map((id) => this.profileById(id)).filter((p) => p !== undefined) };
   }
 
@@ -321,6 +325,7 @@ export class Store {
   reset(): void {
     this.transaction(() => {
       for (const table of DATA_TABLES) this.db.prepare(`DELETE FROM ${table}`).run();
+      this.db.prepare('UPDATE activity_marks SET rows = 0').run();
     });
     this.forgetCached();
   }
@@ -346,6 +351,13 @@ export class Store {
 
   close(): void {
     this.checkpointThread?.end();
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      // the next to open the file finds every head written (and no rows past the mark to read)
+      this.transaction(() => this.activity.writeHeads());
+    } catch {
+      // a file that cannot be written now (a full disk): the next store reads the heads from the rows
+    }
+    this.db.close();
   }
 }

@@ -131,7 +131,7 @@ describe('heads written in sweeps', () => {
     }
   };
 
-  it('keeps the heads past the mark in memory, writes them in slices once the tail is long, and finds them after reopening', () => {
+  it('keeps the heads past the mark in memory, writes them in slices once the tail is long, and all of them as it closes', () => {
     const path = tempPath();
     store = new Store(path, { sweep: SMALL });
     const s = store;
@@ -149,8 +149,15 @@ describe('heads written in sweeps', () => {
     expect(rowsIn(path, "SELECT through FROM activity_marks WHERE name = 'events'")).toBe(25);
     const before = ids.map((id) => s.eventsOf(id).map((e) => e.name));
     expect(before[0]).toEqual(['e0', 'e10', 'f0', 'g0', 'g1', 'g2']);
+    // another store, as after a crash of this one: the rows past the mark (26 to 28) are read from the table
+    const other = new Store(path, { sweep: SMALL });
+    expect(ids.map((id) => other.eventsOf(id).map((e) => e.name))).toEqual(before);
+    other.close(); // it added no rows: it writes nothing
+    expect(rowsIn(path, "SELECT through FROM activity_marks WHERE name = 'events'")).toBe(25);
+    // closed, the store that added them writes every head and moves the mark to the last row
     s.close();
-    // the rows past the mark (26 to 28) are read back from the table
+    expect(rowsIn(path, "SELECT through FROM activity_marks WHERE name = 'events'")).toBe(28);
+    expect(rowsIn(path, 'SELECT COUNT(*) FROM events_heads')).toBe(10);
     store = new Store(path, { sweep: SMALL });
     expect(ids.map((id) => store!.eventsOf(id).map((e) => e.name))).toEqual(before);
     expect(store.integrityCheck()).toBe('ok');
@@ -172,6 +179,29 @@ describe('heads written in sweeps', () => {
     s.close();
     store = new Store(path, { sweep: SMALL });
     expect(store.eventsOf(a).map((e) => e.id)).toEqual(Array.from({ length: 17 }, (_, i) => i + 1));
+    expect(store.integrityCheck()).toBe('ok');
+  });
+
+  it('a store that another connection wrote after writes nothing as it closes', () => {
+    const path = tempPath();
+    // `stale` added rows 1 to 3 and holds their heads (kept: 1, gone: 3), when another store deletes gone's rows
+    const stale = new Store(path, { sweep: SMALL });
+    const kept = stale.createProfile({ externalId: 'kept' }).id;
+    const gone = stale.createProfile({ externalId: 'gone' }).id;
+    stale.transaction(() => stale.insertEvents([event(kept, 'k 1'), event(gone, 'g 2'), event(gone, 'g 3')]));
+    store = new Store(path, { sweep: SMALL });
+    const s = store;
+    s.deleteProfiles([gone]);
+    // SQLite gives the profile's id to the next one, and the rows' ids 2 and 3 again
+    const fresh = s.createProfile({ externalId: 'fresh' }).id;
+    expect(fresh).toBe(gone);
+    s.transaction(() => s.insertEvents([event(fresh, 'f 2'), event(kept, 'k 3')]));
+    s.close();
+    // closed last, `stale` must not write what it holds (kept: 1, and row 3 as fresh's) over the file's heads
+    stale.close();
+    store = new Store(path, { sweep: SMALL });
+    expect(store.eventsOf(kept).map((e) => [e.id, e.name])).toEqual([[1, 'k 1'], [3, 'k 3']]);
+    expect(store.eventsOf(fresh).map((e) => [e.id, e.name])).toEqual([[2, 'f 2']]);
     expect(store.integrityCheck()).toBe('ok');
   });
 
@@ -214,11 +244,15 @@ describe('heads written in sweeps', () => {
       fc.record({ kind: fc.constant('rollback' as const), profiles: fc.array(fc.nat(5), { minLength: 1, maxLength: 6 }) }),
       fc.record({ kind: fc.constant('delete' as const), profile: fc.nat(5) }),
       fc.constant({ kind: 'reopen' as const }),
+      fc.constant({ kind: 'crash' as const }),
     );
     fc.assert(
       fc.property(fc.array(step, { maxLength: 40 }), (steps) => {
         const path = tempPath();
-        let s = new Store(path, { sweep: { tailRows: 7, slice: 2 } });
+        const open = (): Store => new Store(path, { sweep: { tailRows: 7, slice: 2 } });
+        let s = open();
+        // stores left as a crash leaves them, never used again: closed at the end, they must write nothing stale
+        const crashed: Store[] = [];
         try {
           const profiles = new Map<number, number>();
           const profileOf = (n: number): number => {
@@ -248,22 +282,32 @@ describe('heads written in sweeps', () => {
               if (id !== undefined) s.deleteProfiles([id]);
               profiles.delete(st.profile);
             } else {
-              s.close();
-              s = new Store(path, { sweep: { tailRows: 7, slice: 2 } });
+              if (st.kind === 'reopen') s.close();
+              else crashed.push(s);
+              s = open();
             }
           }
-          const raw = new Database(path, { readonly: true });
-          for (const id of profiles.values()) {
-            expect(s.eventsOf(id).map((e) => e.id)).toEqual(raw.prepare('SELECT id FROM events WHERE profile_id = ? ORDER BY id').pluck().all(id));
-            expect(s.purchasesOf(id).map((e) => e.id)).toEqual(raw.prepare('SELECT id FROM purchases WHERE profile_id = ? ORDER BY id').pluck().all(id));
-            expect(s.eventSummary(id).map((e) => [e.name, e.count])).toEqual(
-              raw.prepare('SELECT name, COUNT(*) FROM events WHERE profile_id = ? GROUP BY name ORDER BY name').raw().all(id),
-            );
-          }
-          raw.close();
-          expect(s.integrityCheck()).toBe('ok');
+          const matches = (store: Store): void => {
+            const raw = new Database(path, { readonly: true });
+            for (const id of profiles.values()) {
+              expect(store.eventsOf(id).map((e) => e.id)).toEqual(raw.prepare('SELECT id FROM events WHERE profile_id = ? ORDER BY id').pluck().all(id));
+              expect(store.purchasesOf(id).map((e) => e.id)).toEqual(raw.prepare('SELECT id FROM purchases WHERE profile_id = ? ORDER BY id').pluck().all(id));
+              expect(store.eventSummary(id).map((e) => [e.name, e.count])).toEqual(
+                raw.prepare('SELECT name, COUNT(*) FROM events WHERE profile_id = ? GROUP BY name ORDER BY name').raw().all(id),
+              );
+            }
+            expect(store.counts()).toEqual(raw.prepare('SELECT (SELECT COUNT(*) FROM profiles) AS profiles, (SELECT COUNT(*) FROM events) AS events, (SELECT COUNT(*) FROM purchases) AS purchases').get());
+            raw.close();
+            expect(store.integrityCheck()).toBe('ok');
+          };
+          matches(s);
+          s.close();
+          for (const old of crashed.splice(0)) old.close();
+          s = open();
+          matches(s);
         } finally {
           s.close();
+          for (const old of crashed) old.close();
         }
       }),
       { numRuns: 80 },
@@ -384,7 +428,7 @@ describe('a file an earlier version made', () => {
     const reader = new Database(path, { readonly: true });
     expect(reader.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'events'").pluck().all()).toEqual([]);
     expect(reader.prepare('SELECT COUNT(*) FROM events_heads').pluck().get()).toBe(3);
-    expect(reader.prepare("SELECT through FROM activity_marks WHERE name = 'events'").pluck().get()).toBe(10_000);
+    expect(reader.prepare("SELECT through FROM activity_marks WHERE name = 'events'").pluck().get()).toBe(10_001);
     reader.close();
   });
 
