@@ -13,20 +13,26 @@ export function writeUsageHook(dir) {
   const path = join(dir, 'usage-at-exit.mjs');
   writeFileSync(
     path,
-    "import { writeSync } from 'node:fs';\n" +
+    "import { readFileSync, writeSync } from 'node:fs';\n" +
       "import { isMainThread } from 'node:worker_threads';\n" +
+      // the main thread's time on a CPU and waiting for one (Linux): on a busy machine, what a run waited for
+      "const sched = () => { try { const [on, waiting] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ').map(Number); return { mainCpuMs: on / 1e6, mainWaitMs: waiting / 1e6 }; } catch { return {}; } };\n" +
       "if (isMainThread) process.on('exit', () => {\n" +
       '  const u = process.resourceUsage();\n' +
-      '  writeSync(3, JSON.stringify({ maxRssKb: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000 }));\n' +
+      '  writeSync(3, JSON.stringify({ maxRssKb: u.maxRSS, cpuMs: (u.userCPUTime + u.systemCPUTime) / 1000, ...sched() }));\n' +
       '});\n',
   );
   return path;
 }
 
-/** One run of `track ARGS --json`: its wall time, its summary, peak RSS and CPU time; a failed run throws with its stderr. */
-export async function runTrack(hook, args) {
+/**
+ * One run of `track ARGS --json` (with `env` over this process's): its wall time, its summary, peak
+ * RSS and CPU time (and, on Linux, its main thread's time on a CPU and waiting for one); a failed run
+ * throws with its stderr.
+ */
+export async function runTrack(hook, args, env = {}) {
   const start = performance.now();
-  const child = spawn(process.execPath, ['--import', hook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', hook, CLI, ...args, '--json'], { stdio: ['ignore', 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const collect = (stream) => {
     const chunks = [];
     stream.on('data', (chunk) => chunks.push(chunk));
@@ -36,8 +42,8 @@ export async function runTrack(hook, args) {
   const [code] = await once(child, 'close');
   const wallMs = performance.now() - start;
   if (code !== 0) throw new Error(`track ${args[0]} exited with ${code}: ${stderr()}`);
-  const { maxRssKb, cpuMs } = JSON.parse(usage());
-  return { wallMs, summary: JSON.parse(stdout()), maxRssKb, cpuMs };
+  const { maxRssKb, cpuMs, mainCpuMs, mainWaitMs } = JSON.parse(usage());
+  return { wallMs, summary: JSON.parse(stdout()), maxRssKb, cpuMs, mainCpuMs, mainWaitMs };
 }
 
 /**

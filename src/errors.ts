@@ -17,6 +17,20 @@ export class InputError extends Error {
   }
 }
 
+/**
+ * An input could not be read to its end: the network failed while reading an object in storage and
+ * the retries ran out. Not the person's mistake: the run stops as a failure (exit 3), resumable.
+ */
+export class SourceError extends Error {
+  override name = 'SourceError';
+  constructor(
+    message: string,
+    readonly file: string,
+  ) {
+    super(`${file}: ${message}`);
+  }
+}
+
 /** Delivery stopped: the server refused the key, retries ran out, or it cannot be reached. Exit 3. */
 export class DeliveryError extends Error {
   override name = 'DeliveryError';

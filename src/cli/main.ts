@@ -11,8 +11,7 @@ import { registerValidate } from './commands/validate.js';
 const program = new Command()
   .name('track')
   .description('Bulk uploader and local emulator for the POST /users/track endpoint')
-  .version('0.1.0')
-  .showHelpAfterError();
+  .version('0.1.0');
 
 registerEmulate(program);
 registerInspect(program);
@@ -20,5 +19,10 @@ registerCleanup(program);
 registerState(program);
 registerUpload(program);
 registerValidate(program);
+
+// a mistake in the flags gets its one-line error, commander's "did you mean", and where the help is:
+// the whole help would scroll the error away
+program.showHelpAfterError('(track --help lists every command)');
+for (const command of program.commands) command.showHelpAfterError(`(track ${command.name()} --help lists every option)`);
 
 await runMain(program, process.argv);

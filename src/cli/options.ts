@@ -13,6 +13,7 @@ import type { ArrayName } from '../model/types.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
+import type { OutputFlags } from './output/run-outputs.js';
 
 /** Gathers the values of a repeatable flag, in the order given. */
 export const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
@@ -59,6 +60,7 @@ export interface EmulateFlags {
   /** Run this command through the shell with the emulator, then stop; exit with its status. */
   exec?: string;
   seed?: string[];
+  s3Endpoint?: string;
   requestLog: number;
 }
 
@@ -79,8 +81,9 @@ export const EMULATE_DEFAULTS = {
 } as const satisfies Partial<EmulateFlags>;
 
 /** The flags of `track validate`, and of `track upload` for reading: how to read the files and batch them. */
-export interface ReadFlags {
+export interface ReadFlags extends OutputFlags {
   format?: InputFormat;
+  s3Endpoint?: string;
   encoding: InputEncoding;
   kind?: ArrayName;
   map?: string;
@@ -90,6 +93,7 @@ export interface ReadFlags {
   timezone?: string;
   dateOrder?: DateOrder;
   dropInvalidFields?: boolean;
+  emptyAsNull?: boolean;
   limits: LimitProfileName;
   maxTotal?: number;
   maxPerArray?: number;
@@ -131,6 +135,7 @@ export const UPLOAD_DEFAULTS = {
   retries: DEFAULT_RETRIES,
   onUnknown: 'retry',
   state: './track-state.sqlite',
+  progressInterval: 5,
 } as const satisfies Partial<UploadFlags>;
 
 /** --delimiter: one of the four, a tab also written `\t` or `tab`. */
@@ -154,15 +159,39 @@ function timeZone(value: string): string {
   return value;
 }
 
+/** --s3-endpoint: an http(s) URL. */
+export function s3Endpoint(value: string): string {
+  if (!/^https?:\/\/[^/\s]+/i.test(value)) throw new UsageError(`--s3-endpoint: expected the store's URL, such as http://127.0.0.1:9000, got "${value}"`);
+  return value;
+}
+
+/**
+ * How s3:// inputs reach their store: --s3-endpoint over AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL
+ * (S3 itself when none is given). Credentials and the region the client reads from the standard
+ * chain itself, and the client's notice about Node versions to come is none of the person's business.
+ */
+export function storageFrom(flags: { s3Endpoint?: string }, env: NodeJS.ProcessEnv): { s3Endpoint?: string } {
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  const fromEnv = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const endpoint = flags.s3Endpoint ?? (fromEnv === undefined ? undefined : s3Endpoint(fromEnv));
+  return endpoint === undefined ? {} : { s3Endpoint: endpoint };
+}
+
 function separator(value: string): string {
   const found = value === '\\t' ? '\t' : value;
   if (found.length !== 1) throw new UsageError(`--array-separator: expected one character such as ; or |, got "${value}"`);
   return found;
 }
 
+/** What the inputs of `track upload` and `track validate` may be. */
+export const INPUTS_HELP =
+  'CSV, NDJSON or JSON files (.csv, .ndjson, .jsonl, .json, each optionally .gz) or Parquet files (.parquet); ' +
+  's3://bucket/key, s3://bucket/prefix/ or s3://bucket/prefix/*.parquet (every object it names, in key order); https:// URLs of objects; - reads standard input';
+
 export function addReadOptions(command: Command): Command {
   return command
-    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson']))
+    .addOption(new Option('--format <format>', 'read every input as this format (needed for -)').choices(['csv', 'ndjson', 'json', 'parquet']))
+    .option('--s3-endpoint <url>', 'an S3-compatible store for s3:// inputs (MinIO, R2, GCS), addressed path-style (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)', s3Endpoint)
     .addOption(
       new Option('--encoding <encoding>', 'the encoding of every input; latin1 is ISO-8859-1 (0x80 is U+0080, not €)')
         .choices([...INPUT_ENCODINGS])
@@ -175,13 +204,14 @@ export function addReadOptions(command: Command): Command {
         'purchases',
       ]),
     )
-    .option('--map <file>', 'JSON file that renames and types CSV columns: {"Zip": "zip:string", "Notes": null}')
+    .option('--map <file>', 'JSON file that renames and types CSV and Parquet columns: {"Zip": "zip:string", "Notes": null}')
     .option('--delimiter <char>', "between CSV cells: , ; \\t or | (default: the one each file's header line uses)", delimiter)
     .option('--default-country <code>', 'read phone numbers without a country code in this country (ISO 3166 alpha-2, e.g. US); sent in E.164', country)
     .option('--array-separator <char>', 'split :array, :add and :remove cells that are not JSON arrays on this character, e.g. ;', separator)
     .option('--timezone <zone>', 'IANA time zone of times written without an offset', timeZone, UPLOAD_DEFAULTS.timezone)
     .addOption(new Option('--date-order <order>', 'how slashed dates such as 03/04/2023 are read: month first or day first').choices(['mdy', 'dmy']))
     .option('--drop-invalid-fields', "send an attributes row without its invalid fields (not its identifier); each goes to the rejects file")
+    .option('--empty-as-null', 'an empty CSV cell of an attributes row sends null for its attribute, removing it (never an identifier; events and purchases are never cleared)')
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
@@ -197,6 +227,19 @@ export function addReadOptions(command: Command): Command {
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
     .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)');
+}
+
+/** The flags of what watches a run (progress events, the events file, GitHub Actions; an upload's report and metrics push). */
+export function addOutputOptions(command: Command, upload: boolean): Command {
+  command
+    .addOption(new Option('--progress <format>', 'progress on stderr: human lines, or ndjson (one JSON event a line: docs/progress-events.schema.json)').choices(['human', 'ndjson']).default('human'))
+    .option('--progress-interval <seconds>', 'seconds between progress lines and progress events', wholeNumber('--progress-interval', 1, 3600), UPLOAD_DEFAULTS.progressInterval)
+    .option('--events <file>', 'also write the progress events (NDJSON) to this file; the human progress stays')
+    .option('--no-ci-output', 'in GitHub Actions (GITHUB_ACTIONS=true), write no step summary, step outputs or annotations');
+  if (!upload) return command;
+  return command
+    .option('--report <file>', 'write a self-contained HTML page of the run when it ends: figures, throughput, waits, retries, rejects, data points')
+    .option('--metrics-push <url>', "push the upload's counters to a Prometheus Pushgateway while it runs and at its end (e.g. http://127.0.0.1:9091)");
 }
 
 /** The flags of the target and pace, for the estimate of `track validate` (upload declares them itself). */
@@ -226,6 +269,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   return {
     delta,
     inputs: files,
+    storage: storageFrom(flags, env),
     format: flags.format,
     encoding: flags.encoding,
     kind: flags.kind,
@@ -237,6 +281,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
       timeZone: flags.timezone === 'UTC' ? undefined : flags.timezone,
       dateOrder: flags.dateOrder,
       dropInvalidFields: flags.dropInvalidFields === true ? true : undefined,
+      emptyAsNull: flags.emptyAsNull === true ? true : undefined,
     },
     rejectsFormat: flags.rejectsFormat,
     limits: resolveLimits(flags.limits, { maxTotal: flags.maxTotal, maxPerArray: flags.maxPerArray }),

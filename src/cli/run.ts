@@ -3,6 +3,7 @@
 import { CommanderError, type Command } from 'commander';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
+import type { RunEnding } from './output/run-events.js';
 import type { Pace } from './output/summary.js';
 
 /** `noProfile`: `track inspect` was given an identifier that matches no profile. */
@@ -34,12 +35,12 @@ export function exitCodeOfRun(summary: UploadSummary): number {
  * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
  * once). Returns the function that removes the handlers.
  */
-export function onStopSignals(first: () => void, second: () => void = () => process.exit(EXIT.interrupted)): () => void {
+export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
-  const onSignal = (): void => {
+  const onSignal = (signal: NodeJS.Signals): void => {
     signals += 1;
-    if (signals === 1) first();
-    else second();
+    if (signals === 1) first(signal);
+    else second(signal);
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -61,28 +62,38 @@ export async function runAndReport(
     options: UploadOptions;
     /** A dry run's pace, for the estimate of how long sending would take. */
     pace?: Pace;
-    stop: () => void;
-    abort?: () => void;
+    stop: (signal: string) => void;
+    abort?: (signal: string) => void;
     /** Once upload() is over, before the summary: the progress output stops. */
     ended: () => void;
     /** More to put in the JSON summary (validate's --preview). */
     extra?: Record<string, unknown>;
+    /** The run's outputs (NDJSON progress, CI, report, metrics): told of its end or of the error that stopped it. */
+    outputs?: RunEnding;
   },
 ): Promise<void> {
-  const [{ upload }, { formatSummary, reportFatal, summaryJson }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
+  const [{ upload }, { formatSummary, reportFatal, summaryObject }] = await Promise.all([import('../upload/upload.js'), import('./output/summary.js')]);
   const removeSignals = onStopSignals(run.stop, run.abort);
   let summary: UploadSummary;
   try {
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
+  } catch (error) {
+    if (run.outputs === undefined || !(error instanceof Error)) throw error;
+    await run.outputs.failed(error, exitCodeFor(error));
+    if (!run.outputs.errorsAsEvents) throw error;
+    process.exitCode = exitCodeFor(error);
+    return;
   } finally {
     run.ended();
     removeSignals();
   }
   quietOnClosedStdout();
-  process.stdout.write(flags.json === true ? summaryJson(verb, { ...summary, ...run.extra }, run.pace) : formatSummary(verb, summary, run.options.limits, run.pace));
+  const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace);
+  process.stdout.write(flags.json === true ? `${JSON.stringify(json)}\n` : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
-  if (fatal !== undefined) reportFatal(fatal);
+  if (fatal !== undefined && run.outputs?.errorsAsEvents !== true) reportFatal(fatal);
   process.exitCode = exitCodeOfRun(summary);
+  await run.outputs?.end(json, process.exitCode);
 }
 
 let quiet = false;
@@ -104,6 +115,9 @@ function overrideExits(command: Command): void {
   for (const sub of command.commands) overrideExits(sub);
 }
 
+/** The command that ran was given --progress ndjson. */
+const progressEvents = (program: Command): boolean => program.commands.some((command) => command.opts().progress === 'ndjson');
+
 export async function runMain(program: Command, argv: string[]): Promise<void> {
   overrideExits(program);
   try {
@@ -112,6 +126,13 @@ export async function runMain(program: Command, argv: string[]): Promise<void> {
     if (error instanceof CommanderError) {
       // commander has already printed its message (or help/version, which exit 0)
       process.exitCode = error.exitCode === 0 ? 0 : EXIT.usage;
+      return;
+    }
+    if (error instanceof Error && progressEvents(program)) {
+      // --progress ndjson: stderr holds events only, this error (found before the run's outputs were open) too
+      const { errorEvent } = await import('./output/run-events.js');
+      process.stderr.write(`${JSON.stringify(errorEvent(error, exitCodeFor(error)))}\n`);
+      process.exitCode = exitCodeFor(error);
       return;
     }
     const message = error instanceof Error ? error.message : String(error);

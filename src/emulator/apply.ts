@@ -7,12 +7,12 @@ import {
   TIME_FIELDS,
   countryCode,
   identityOf,
-  isTimeZoneName,
   isCustomAttributeName,
   normalizeEmail,
   normalizePhone,
   parseIsoTime,
   parseTimeValue,
+  storedTimeZone,
   type ArrayName,
   type PushToken,
   type SubscriptionGroupUpdate,
@@ -28,7 +28,7 @@ type Item = Record<string, unknown>;
 
 export interface ApplyOptions {
   arrayCap: number;
-  /** Notes what was sent but not kept as sent (a time zone not set, a country not known). */
+  /** Notes what was sent but not kept as sent (a time zone not set, a country not known, an update past 100 KB). */
   log?: (line: string) => void;
 }
 
@@ -51,13 +51,16 @@ const FUTURE_SLACK_MS = 60_000;
 
 /**
  * The stored form of a standard field's value, or undefined when it is not set (decisions.md
- * "Attributes": a time zone that is not an IANA name is not set; a country that is no known code or
- * name is kept as null).
+ * "Attributes": a time zone is kept as its IANA zone, and one that is neither an IANA name nor a
+ * documented display name is not set; a country that is no known code or name is kept as null).
  */
 function standardValue(key: string, value: unknown, options: ApplyOptions): unknown {
-  if (key === 'time_zone' && !isTimeZoneName(value as string)) {
-    options.log?.(`attributes: time_zone ${JSON.stringify(value)} is not an IANA time zone name; not set`);
-    return undefined;
+  if (key === 'time_zone') {
+    const zone = storedTimeZone(value as string);
+    if (zone === undefined) {
+      options.log?.(`attributes: time_zone ${JSON.stringify(value)} is not an IANA time zone name nor a documented display name; not set`);
+    }
+    return zone;
   }
   if (key === 'country') {
     const code = countryCode(value as string);
@@ -106,7 +109,7 @@ function setCustomAttributes(profile: EditableProfile, item: Item, options: Appl
   const mergeObjects = item._merge_objects === true;
   for (const [key, value] of Object.entries(item)) {
     if (!isCustomAttributeName(key)) continue;
-    applyCustomAttribute(profile.custom, key, value, { mergeObjects, arrayCap: options.arrayCap });
+    applyCustomAttribute(profile.custom, key, value, { mergeObjects, arrayCap: options.arrayCap, log: options.log });
   }
 }
 

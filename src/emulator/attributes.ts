@@ -1,6 +1,8 @@
 // Custom attribute operations on a profile's attribute map (spec 2.3; decisions.md "Attributes").
 // Pure: takes the current map and one item's value, returns nothing but mutates only the map given.
-import { isPlainObject, parseTimeValue, type Scalar } from '../model/index.js';
+import { jsonLongerThan } from '../model/checks.js';
+import { isPlainObject, MAX_VALUE_BYTES, OBJECT_ARRAY_ORDER, parseTimeValue, type Scalar } from '../model/index.js';
+import { holdsObjectArrayOperation } from '../model/nested.js';
 
 export const DEFAULT_ARRAY_CAP = 25;
 
@@ -40,6 +42,21 @@ function deepMerge(target: Attrs, patch: Attrs): Attrs {
 export interface AttributeOptions {
   mergeObjects: boolean;
   arrayCap: number;
+  /** Notes an update not kept (one that would take a nested value over its size). */
+  log?: (line: string) => void;
+}
+
+/**
+ * Sets a nested value an update of the stored one made (`$add`, `$remove`, `$update`, a merge), unless
+ * it is over 100 KB as JSON: then the attribute is left as it was, as the service drops such an update
+ * and still answers success (decisions.md "Attributes": one attribute's value is at most 100 KB).
+ */
+function setUpdated(attrs: Attrs, key: string, value: unknown, options: AttributeOptions): void {
+  if (jsonLongerThan(value, MAX_VALUE_BYTES)) {
+    options.log?.(`attributes: ${JSON.stringify(key)} would be over ${MAX_VALUE_BYTES / 1024} KB as JSON after this update; not changed`);
+    return;
+  }
+  setOwn(attrs, key, value);
 }
 
 /** Applies one custom attribute's value (or operation) to the map. */
@@ -56,8 +73,13 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
     setOwn(attrs, key, value);
     return;
   }
-  const keys = Object.keys(value);
   const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
+  if (holdsObjectArrayOperation(value)) {
+    const after = objectArrayAfter(current, value, options.mergeObjects);
+    if (after !== undefined) setUpdated(attrs, key, after, options);
+    return;
+  }
+  const keys = Object.keys(value);
   if (keys.length === 2 && Object.hasOwn(value, 'add') && Object.hasOwn(value, 'remove')) {
     // decisions.md: both in one object, the removals first
     const drop = value.remove as Scalar[];
@@ -87,14 +109,10 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
       case '$time':
         setOwn(attrs, key, new Date(parseTimeValue(operand as string) as number).toISOString());
         return;
-      case '$add':
-      case '$remove':
-      case '$update':
-        applyObjectArrayOperation(attrs, key, keys[0], operand as Attrs[], current);
-        return;
     }
   }
-  setOwn(attrs, key, options.mergeObjects && isPlainObject(current) ? deepMerge(current, value) : value);
+  if (options.mergeObjects && isPlainObject(current)) setUpdated(attrs, key, deepMerge(current, value), options);
+  else setOwn(attrs, key, value);
 }
 
 /** Whether an element's `$identifier_key` field equals `$identifier_value`. */
@@ -103,26 +121,33 @@ function matches(element: unknown, selector: Attrs): boolean {
 }
 
 /**
- * `$add` appends objects (starting the array when it is missing or not an array of objects); `$remove`
- * drops every element a selector matches; `$update` deep-merges `$new_object` into each matched
- * element and creates none. On a missing attribute, `$remove` and `$update` change nothing.
+ * The array of objects that `{"$add", "$remove", "$update"}` leaves, applied in that order whatever
+ * order they are written in (decisions.md), or undefined when they change nothing. `$add` appends
+ * objects (starting the array when it is missing or not an array of objects); `$remove` drops every
+ * element a selector matches; `$update` changes each matched element and creates none: `$new_object`
+ * replaces it whole, or with `_merge_objects` is deep-merged into it. On a missing attribute,
+ * `$remove` and `$update` change nothing.
  */
-function applyObjectArrayOperation(attrs: Attrs, key: string, operation: string, operand: Attrs[], current: unknown): void {
-  const elements = Array.isArray(current) && current.every(isPlainObject) ? (current as Attrs[]) : undefined;
-  if (operation === '$add') {
-    setOwn(attrs, key, [...(elements ?? []), ...operand]);
-    return;
+function objectArrayAfter(current: unknown, operations: Attrs, mergeObjects: boolean): Attrs[] | undefined {
+  let elements = Array.isArray(current) && current.every(isPlainObject) ? (current as Attrs[]) : undefined;
+  let changed = false;
+  for (const operation of OBJECT_ARRAY_ORDER) {
+    const operand = operations[operation] as Attrs[] | undefined;
+    if (operand === undefined) continue;
+    if (operation === '$add') elements = [...(elements ?? []), ...operand];
+    else if (elements === undefined) continue;
+    else if (operation === '$remove') elements = elements.filter((element) => !operand.some((selector) => matches(element, selector)));
+    else elements = elements.map((element) => updated(element, operand, mergeObjects));
+    changed = true;
   }
-  if (elements === undefined) return;
-  if (operation === '$remove') {
-    setOwn(attrs, key, elements.filter((element) => !operand.some((selector) => matches(element, selector))));
-    return;
-  }
-  setOwn(
-    attrs,
-    key,
-    elements.map((element) =>
-      operand.reduce((merged, selector) => (matches(merged, selector) ? deepMerge(merged, selector.$new_object as Attrs) : merged), element),
-    ),
-  );
+  return changed ? elements : undefined;
+}
+
+/** An element after `$update`'s selectors: each that matches replaces it with its `$new_object`, or merges that in. */
+function updated(element: Attrs, selectors: Attrs[], mergeObjects: boolean): Attrs {
+  return selectors.reduce((changed, selector) => {
+    if (!matches(changed, selector)) return changed;
+    const patch = selector.$new_object as Attrs;
+    return mergeObjects ? deepMerge(changed, patch) : { ...patch };
+  }, element);
 }

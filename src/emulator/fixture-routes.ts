@@ -1,14 +1,20 @@
 // The emulator's own endpoints under /_track/: the request log, reset, and the web view, for tests
-// and for the person at the machine. On a loopback address they take no key; on any other address
-// they take one of the emulator's keys (Bearer, or a session the login form opens).
+// and for the person at the machine; and GET /metrics. On a loopback address they take no key; on
+// any other address they take one of the emulator's keys (Bearer, or a session the login form opens).
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { fatalBody } from '../model/index.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
+import { METRICS_CONTENT_TYPE, type EmulatorMetrics } from './metrics.js';
+import type { RateLimitConfig } from './rate-limit.js';
 import { LOG_BYTES, userFilters, type RequestLog } from './request-log.js';
+import { runPage } from './run-page.js';
+import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
 import { loginPage, notFoundPage, renderPage } from './web-view.js';
 
 export const FIXTURE_PREFIX = '/_track';
+/** Prometheus scrapes it here, under the same key rule as /_track/*. */
+export const METRICS_PATH = '/metrics';
 const SESSION_COOKIE = 'track_session';
 /** No script, no frames, nothing from another host; forms post to this emulator only. */
 const PAGE_HEADERS = {
@@ -26,6 +32,10 @@ export interface FixtureConfig {
   keyRequired: boolean;
   /** Empties the data and the request log, and applies the seed again; returns the profiles after it. */
   reset: () => number;
+  /** The answers since the start or the last reset, for the run page. */
+  run: RunTally;
+  metrics: EmulatorMetrics;
+  rateLimit: RateLimitConfig;
 }
 
 /** 127.0.0.0/8, ::1 and localhost: only this machine can reach them. */
@@ -130,7 +140,9 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
         return html === undefined ? page(404, notFoundPage(`No profile has the service_id ${params.get('profile')}.`)) : page(200, html);
       },
     },
+    [`${FIXTURE_PREFIX}/run`]: { GET: () => page(200, runPage(store, config.run, config.rateLimit)) },
     [`${FIXTURE_PREFIX}/requests`]: { GET: requests, DELETE: requests },
+    [METRICS_PATH]: { GET: () => ({ status: 200, headers: { 'content-type': METRICS_CONTENT_TYPE, 'cache-control': 'no-store' }, render: () => config.metrics.text() }) },
     [`${FIXTURE_PREFIX}/reset`]: { POST: () => jsonAnswer(200, { message: 'reset', profiles: config.reset() }) },
   };
 
@@ -138,7 +150,7 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     const params = new URLSearchParams(request.query ?? '');
     // the server drops a trailing slash; a caller in-process may not have
     const path = request.path.endsWith('/') ? request.path.slice(0, -1) : request.path;
-    const isPage = path === FIXTURE_PREFIX;
+    const isPage = path === FIXTURE_PREFIX || path === `${FIXTURE_PREFIX}/run`;
     if (request.method !== 'GET' && request.method !== 'HEAD' && crossSite(request)) {
       return fatal(403, 'a request from a page of another site is refused');
     }

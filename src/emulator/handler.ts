@@ -17,10 +17,12 @@ import { InputError } from '../errors.js';
 import { applyRequest } from './apply.js';
 import { exportChunks, parseExportQuery } from './export.js';
 import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
-import { createFixtureRoutes, isFixturePath } from './fixture-routes.js';
+import { createFixtureRoutes, isFixturePath, METRICS_PATH } from './fixture-routes.js';
+import { EmulatorMetrics } from './metrics.js';
 import type { StoredSeed } from './options.js';
 import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limit.js';
 import { RequestLog } from './request-log.js';
+import { answered, RunTally } from './run-tally.js';
 import type { Store } from './store.js';
 
 export interface EmulatorRequest {
@@ -44,6 +46,8 @@ export interface EmulatorResponse {
   body?: unknown;
   /** A body that is not JSON (the web view), sent as it is with the content-type in `headers`. */
   text?: string;
+  /** Such a body, made when it is sent (the metrics). */
+  render?: () => Promise<string>;
   /** The body as JSON text in pieces, written one at a time with other requests let in between. */
   chunks?: Iterable<string | Buffer>;
   /** Close the connection without answering; `afterCommit` tells whether the request was applied. */
@@ -115,10 +119,18 @@ function isJsonContentType(value: string | undefined): boolean {
   return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
 }
 
+/** Requests the request log records (and /metrics counts): not /health, /metrics or /_track/*. */
+export const isRecorded = (path: string): boolean => path !== '/health' && path !== METRICS_PATH && !isFixturePath(path);
+
 export interface Handler {
   handle(request: EmulatorRequest): EmulatorResponse;
   faults: FaultCounts;
   requestLog: RequestLog;
+  /** Every request the log records, counted since the start (GET /metrics). */
+  counts: RunTally;
+  /** The same since the start or the last reset (the web view's run page). */
+  run: RunTally;
+  metrics: EmulatorMetrics;
   /** Applies the seed requests; throws an InputError naming the file and line of an item refused. */
   applySeed(): void;
   /** Empties profiles, events, purchases and tokens and the request log, then applies the seed again; returns the profiles after it. */
@@ -245,11 +257,24 @@ export function createHandler(config: HandlerConfig): Handler {
       config.store.reset();
       applySeed();
       requestLog.clear();
+      run.clear();
       return config.store.profileCount();
     });
   }
 
-  const fixture = createFixtureRoutes({ store: config.store, requestLog, keys: config.keys, keyRequired: config.fixtureKeyRequired === true, reset });
+  const counts = new RunTally();
+  const run = new RunTally();
+  const metrics = new EmulatorMetrics({ tally: counts, faults, store: config.store });
+  const fixture = createFixtureRoutes({
+    store: config.store,
+    requestLog,
+    keys: config.keys,
+    keyRequired: config.fixtureKeyRequired === true,
+    reset,
+    run,
+    metrics,
+    rateLimit: config.rateLimit,
+  });
 
   function handle(request: EmulatorRequest): EmulatorResponse {
     if (request.path === '/health') {
@@ -257,11 +282,14 @@ export function createHandler(config: HandlerConfig): Handler {
         ? { status: 200, headers: {}, body: { status: 'ok' } }
         : fatal(404, `no route for ${request.method} ${request.path}`);
     }
-    if (isFixturePath(request.path)) return fixture(request);
+    if (!isRecorded(request.path)) return fixture(request);
     const parsed: { body?: unknown } = {};
     const response = answer(request, parsed);
     // the log keeps whom the request names from the whole parsed body, before it cuts the text
     requestLog.record(request, response, parsed.body);
+    const counted = answered(request.path, response);
+    counts.record(counted);
+    run.record(counted);
     return response;
   }
 
@@ -323,5 +351,5 @@ export function createHandler(config: HandlerConfig): Handler {
     return respond({ status: result.status, headers: {}, body: result.body, chunks: result.chunks });
   }
 
-  return { handle, faults, requestLog, applySeed, reset };
+  return { handle, faults, requestLog, counts, run, metrics, applySeed, reset };
 }

@@ -2,7 +2,7 @@
 // alias): at most LOGGED_NAMES names an entry, each at most LOGGED_NAME_CHARS characters or its
 // digest; and text the log keeps, as strings of their own.
 import { createHash } from 'node:crypto';
-import { ARRAY_NAMES, normalizeEmail } from '../model/index.js';
+import { ARRAY_NAMES, normalizeEmail, normalizePhone } from '../model/index.js';
 
 /** The users an entry keeps for the user filters: the first this many its items name. */
 export const LOGGED_NAMES = 256;
@@ -37,10 +37,14 @@ function keptName(name: string): string {
   return name.length > LOGGED_NAME_CHARS ? `#${createHash('sha256').update(name).digest('base64')}` : keptText(name, LOGGED_NAME_CHARS);
 }
 
+/** A phone already in E.164, which needs no parsing: most are. */
+const E164 = /^\+[1-9][0-9]{1,14}$/;
+
 const userName = {
   externalId: (id: string): string => keptName(`e\u0000${id}`),
   email: (email: string): string => keptName(`m\u0000${normalizeEmail(email)}`),
-  phone: (phone: string): string => keptName(`p\u0000${phone}`),
+  // a phone as the emulator matches it (E.164), however it was written: `4155552671` names `+14155552671`
+  phone: (phone: string): string => keptName(`p\u0000${E164.test(phone) ? phone : (normalizePhone(phone) ?? phone)}`),
   alias: (name: string, label: string): string => keptName(`a\u0000${name}\u0000${label}`),
 };
 const NO_NAMES: ReadonlySet<string> = new Set();

@@ -138,7 +138,7 @@ function statusMatches(status: number | null, wanted: string): boolean {
 }
 
 /** What the answer said, as the log keeps it: its message, counts and minor errors. */
-function answerOf(response: EmulatorResponse): Pick<LoggedRequest, 'message' | 'processed' | 'errors'> {
+export function answerOf(response: EmulatorResponse): Pick<LoggedRequest, 'message' | 'processed' | 'errors'> {
   const body = response.body as { message?: unknown; errors?: unknown } | undefined;
   const processed: Partial<Record<ArrayName, number>> = {};
   let counted = false;

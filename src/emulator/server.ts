@@ -8,7 +8,7 @@ import { fatalBody } from '../model/index.js';
 import { lockDatabase } from './db-lock.js';
 import { groupCommitter } from './group-commit.js';
 import { FIXTURE_PREFIX, isLoopbackHost } from './fixture-routes.js';
-import { createHandler, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
+import { createHandler, isRecorded, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
 import { resolveOptions, type EmulatorOptions, type ResolvedOptions } from './options.js';
 import type { LoggedRequest, RequestLogQuery } from './request-log.js';
 import { routePath } from './route-path.js';
@@ -91,6 +91,7 @@ function send(res: ServerResponse, response: EmulatorResponse): void | Promise<v
     return;
   }
   if (response.chunks !== undefined) return sendChunks(res, response, response.chunks);
+  if (response.render !== undefined) return sendRendered(res, response, response.render);
   if (response.text !== undefined) {
     res.writeHead(response.status, { ...response.headers, 'content-length': Buffer.byteLength(response.text) });
     res.end(response.text);
@@ -103,6 +104,18 @@ function send(res: ServerResponse, response: EmulatorResponse): void | Promise<v
     'content-length': Buffer.byteLength(text),
   });
   res.end(text);
+}
+
+/** A body made as it is sent (the metrics); a failure to make it is a 500. */
+async function sendRendered(res: ServerResponse, response: EmulatorResponse, render: () => Promise<string>): Promise<void> {
+  let text: string;
+  try {
+    text = await render();
+  } catch (error) {
+    await send(res, { status: 500, headers: {}, body: fatalBody(`cannot make the answer: ${(error as Error).message}`) });
+    return;
+  }
+  await send(res, { status: response.status, headers: response.headers, text });
 }
 
 /**
@@ -181,6 +194,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
   let inFlight = 0;
   let idle: (() => void) | undefined;
   const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    const began = performance.now();
     inFlight += 1;
     res.on('close', () => {
       inFlight -= 1;
@@ -206,6 +220,7 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
       const response = await submit(request);
       if (response.delayMs) await new Promise((r) => setTimeout(r, response.delayMs));
       await send(res, response);
+      if (isRecorded(request.path)) handler.metrics.observe(request.path, (performance.now() - began) / 1000);
     })().catch((error: unknown) => {
       log?.(`error: ${(error as Error).message}`);
       if (!res.headersSent) send(res, { status: 500, headers: {}, body: { message: 'internal error', errors: ['internal error'] } });
@@ -232,6 +247,8 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     });
   });
   const port = (server.address() as AddressInfo).port;
+  // loaded now, not before listening: starting takes no longer for it
+  handler.metrics.load().catch((error: unknown) => log?.(`error: the metrics cannot be loaded: ${(error as Error).message}`));
   const host = resolved.host.includes(':') ? `[${resolved.host}]` : resolved.host;
   const firstKey = resolved.generatedKey ?? [...resolved.keys.entries()].find(([, p]) => p.has('users.track'))?.[0] ?? [...resolved.keys.keys()][0];
 

@@ -104,7 +104,7 @@ export class Store {
           `SELECT ${ACTIVITY_TABLES.map((t) => `(SELECT COUNT(*) FROM ${t} WHERE profile_id NOT IN (SELECT id FROM profiles))`).join(' + ')}`,
         )
         .pluck(),
-      findProfileIds: db.prepare<{ like: string; limit: number }, number>(`SELECT id FROM profiles p WHERE ${PROFILE_MATCH} ORDER BY id LIMIT @limit`).pluck(),
+      findProfileIds: db.prepare<{ like: string; limit: number; offset: number }, number>(`SELECT id FROM profiles p WHERE ${PROFILE_MATCH} ORDER BY id LIMIT @limit OFFSET @offset`).pluck(),
       countProfiles: db.prepare<{ like: string }, number>(`SELECT COUNT(*) FROM profiles p WHERE ${PROFILE_MATCH}`).pluck(),
       countProfilesAll: db.prepare<[], number>('SELECT COUNT(*) FROM profiles').pluck(),
     };
@@ -312,11 +312,12 @@ export class Store {
 
   /**
    * Profiles whose external_id, email, phone or an alias contains `text` (any case), in the order
-   * they were created, at most `limit`; and how many match in all. Empty text matches every profile.
+   * they were created, at most `limit` after the first `offset`; and how many match in all. Empty
+   * text matches every profile.
    */
-  findProfiles(text: string, limit: number): { total: number; profiles: Profile[] } {
+  findProfiles(text: string, limit: number, offset = 0): { total: number; profiles: Profile[] } {
     const like = `%${text.replace(/[\\%_]/g, '\\$&')}%`;
-    const ids = this.stmt.findProfileIds.all({ like, limit });
+    const ids = this.stmt.findProfileIds.all({ like, limit, offset });
     const total = text === '' ? this.profileCount() : (this.stmt.countProfiles.get({ like }) as number);
     return { total, profiles: ids.map((id) => this.profileById(id)).filter((p) => p !== undefined) };
   }

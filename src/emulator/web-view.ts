@@ -1,7 +1,9 @@
 // The web view at GET /_track/: one server-rendered page, no script, no asset from anywhere else.
-// Three views by query string: profiles (?q= searches), one profile (?profile=SERVICE_ID), and the
-// request log (?view=requests). Everything that comes from the data is escaped: attribute values
-// and request bodies are whatever a client sent.
+// Three views by query string: profiles (?q= searches, ?page= pages), one profile
+// (?profile=SERVICE_ID), and the request log (?view=requests); the run page (run-page.ts) shares
+// its layout. Everything that comes from the data is escaped: attribute values and request bodies
+// are whatever a client sent.
+import { grouped } from '../charts/svg.js';
 import { exportUser } from './export.js';
 import { LOGGED_BODY_BYTES, userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
 import type { Store } from './store.js';
@@ -28,6 +30,10 @@ ul.minor-errors{margin:0;padding:0 0 0 16px}
 li.minor-error{background:#ffe08a;color:#5c3b00;border-left:4px solid #d98e04;padding:1px 6px;margin:2px 0;list-style:none}
 .fatal{color:#a1161b}
 h2{font-size:15px;margin:18px 0 6px}
+nav.pages{display:flex;gap:16px;margin:0 0 16px}
+svg.chart{display:block;max-width:100%;height:auto;background:#fff;border:1px solid #d9dee3;margin:0 0 12px}
+.charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(520px,1fr));gap:0 16px}
+figure{margin:0}figure h2{margin:6px 0 4px}
 `;
 
 /** Text as HTML: the only way data reaches the page. */
@@ -37,13 +43,15 @@ export function escapeHtml(value: unknown): string {
 
 const json = (value: unknown): string => escapeHtml(JSON.stringify(value, null, 2));
 
-function layout(title: string, here: 'profiles' | 'requests' | 'login', nav: string, main: string): string {
+export type PageName = 'profiles' | 'requests' | 'run' | 'login';
+
+export function layout(title: string, here: PageName, nav: string, main: string): string {
   const link = (view: typeof here, href: string, text: string): string =>
     `<a href="${href}"${view === here ? ' class="here" aria-current="page"' : ''}>${text}</a>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)} - track emulator</title><style>${STYLE}</style></head>
-<body><header><h1>track emulator</h1>${here === 'login' ? '' : `${link('profiles', '/_track/', 'Profiles')}${link('requests', '/_track/?view=requests', 'Requests')}`}${nav}</header>
+<body><header><h1>track emulator</h1>${here === 'login' ? '' : `${link('profiles', '/_track/', 'Profiles')}${link('requests', '/_track/?view=requests', 'Requests')}${link('run', '/_track/run', 'Run')}`}${nav}</header>
 <main>${main}</main></body></html>`;
 }
 
@@ -52,11 +60,27 @@ function table(headings: string[], rows: string[], empty: string): string {
   return `<table><thead><tr>${headings.map((h) => `<th>${escapeHtml(h)}</th>`).join('')}</tr></thead><tbody>${rows.join('')}</tbody></table>`;
 }
 
-function profilesView(store: Store, q: string): string {
-  const { total, profiles } = store.findProfiles(q, PROFILES_SHOWN);
-  const what = `${total} ${total === 1 ? 'profile' : 'profiles'}`;
+/** Links to the page before and after this one of a list, keeping its search. */
+function pageLinks(q: string, page: number, pages: number): string {
+  if (pages <= 1) return '';
+  const href = (n: number): string => `/_track/?${new URLSearchParams({ ...(q === '' ? {} : { q }), page: String(n) }).toString()}`;
+  const before = page > 1 ? `<a rel="prev" href="${escapeHtml(href(page - 1))}">← previous ${PROFILES_SHOWN}</a>` : '';
+  const after = page < pages ? `<a rel="next" href="${escapeHtml(href(page + 1))}">next ${PROFILES_SHOWN} →</a>` : '';
+  return `<nav class="pages" aria-label="pages">${before}<span>page ${grouped(page)} of ${grouped(pages)}</span>${after}</nav>`;
+}
+
+/** `?page=N` from 1; anything else is the first page. */
+function pageNumber(text: string | null): number {
+  return text !== null && /^[1-9][0-9]{0,8}$/.test(text) ? Number(text) : 1;
+}
+
+function profilesView(store: Store, q: string, page: number): string {
+  const { total, profiles } = store.findProfiles(q, PROFILES_SHOWN, (page - 1) * PROFILES_SHOWN);
+  const pages = Math.max(1, Math.ceil(total / PROFILES_SHOWN));
+  const what = `${grouped(total)} ${total === 1 ? 'profile' : 'profiles'}`;
   const count = q === '' ? what : `${what} matching “${escapeHtml(q)}”`;
-  const shown = profiles.length < total ? ` (the first ${profiles.length} shown)` : '';
+  const first = (page - 1) * PROFILES_SHOWN + 1;
+  const shown = profiles.length < total && profiles.length > 0 ? ` (${grouped(first)}–${grouped(first + profiles.length - 1)} shown)` : '';
   const rows = profiles.map((p) => {
     const aliases = store.aliasesOf(p.id).map((a) => `${a.alias_name}:${a.alias_label}`).join(', ');
     const name = p.externalId ?? `(no external_id) ${p.serviceId}`;
@@ -66,7 +90,7 @@ function profilesView(store: Store, q: string): string {
   return `<form class="search" method="get" action="/_track/"><label for="q">Search</label>
 <input id="q" name="q" type="search" value="${escapeHtml(q)}" placeholder="external_id, email, phone or alias" size="40"><button type="submit">Search</button></form>
 <p class="count" id="profile-count">${count}${shown}</p>
-${table(['external_id', 'email', 'phone', 'aliases', 'updated'], rows, q === '' ? 'No profiles yet.' : 'No profile matches.')}`;
+${table(['external_id', 'email', 'phone', 'aliases', 'updated'], rows, q === '' ? 'No profiles yet.' : page > 1 ? 'No profiles on this page.' : 'No profile matches.')}${pageLinks(q, page, pages)}`;
 }
 
 function keyValueRows(values: Record<string, unknown>): string[] {
@@ -80,18 +104,33 @@ function profileView(store: Store, serviceId: string): string | undefined {
   const { custom_attributes: custom, custom_events: _events, purchases: _purchases, push_tokens: tokens, subscription_groups: groups, user_aliases: aliases, ...fields } = user;
   // the newest rows alone are read, and the rest only counted, along the profile's own rows
   const { events, purchases, counts } = store.recentActivity(profile.id, ACTIVITY_SHOWN);
-  const note = (shown: number, all: number): string => (shown < all ? `<p>The newest ${shown} of ${all}.</p>` : '');
+  const note = (shown: number, all: number): string => (shown < all ? `<p>The newest ${grouped(shown)} of ${grouped(all)}.</p>` : '');
   const eventRows = events.map((e) => `<tr><td>${escapeHtml(e.time)}</td><td>${escapeHtml(e.name)}</td><td>${escapeHtml(e.appId ?? '')}</td><td class="json">${e.properties == null ? '' : json(e.properties)}</td></tr>`);
   const purchaseRows = purchases.map((x) =>
     `<tr><td>${escapeHtml(x.time)}</td><td>${escapeHtml(x.productId)}</td><td>${escapeHtml(x.price)} ${escapeHtml(x.currency)}</td><td>${escapeHtml(x.quantity)}</td><td class="json">${x.properties == null ? '' : json(x.properties)}</td></tr>`);
   const title = profile.externalId ?? profile.serviceId;
   return `<h2 id="profile-title">Profile ${escapeHtml(title)}</h2>
+${requestsLink(profile, store.aliasesOf(profile.id))}
 ${table(['field', 'value'], keyValueRows({ ...fields, user_aliases: aliases, push_import: profile.pushImport || undefined, created_at: profile.createdAt, updated_at: profile.updatedAt }), '')}
 <h2>Custom attributes</h2>${table(['attribute', 'value'], keyValueRows(custom as Record<string, unknown>), 'None.')}
-<h2 id="events">Events (${counts.events})</h2>${note(eventRows.length, counts.events)}${table(['time', 'name', 'app_id', 'properties'], eventRows, 'None.')}
-<h2 id="purchases">Purchases (${counts.purchases})</h2>${note(purchaseRows.length, counts.purchases)}${table(['time', 'product_id', 'price', 'quantity', 'properties'], purchaseRows, 'None.')}
+<h2 id="events">Events (${grouped(counts.events)})</h2>${note(eventRows.length, counts.events)}${table(['time', 'name', 'app_id', 'properties'], eventRows, 'None.')}
+<h2 id="purchases">Purchases (${grouped(counts.purchases)})</h2>${note(purchaseRows.length, counts.purchases)}${table(['time', 'product_id', 'price', 'quantity', 'properties'], purchaseRows, 'None.')}
 <h2>Push tokens</h2>${table(['app_id', 'token', 'device_id'], (tokens as { app_id: string; token: string; device_id: string | null }[]).map((t) => `<tr><td>${escapeHtml(t.app_id)}</td><td>${escapeHtml(t.token)}</td><td>${escapeHtml(t.device_id ?? '')}</td></tr>`), 'None.')}
 <h2>Subscription groups</h2>${table(['group', 'state'], (groups as { subscription_group_id: string; subscription_state: string }[]).map((g) => `<tr><td>${escapeHtml(g.subscription_group_id)}</td><td>${escapeHtml(g.subscription_state)}</td></tr>`), 'None.')}`;
+}
+
+/** The request log filtered by what names this profile: its external_id, else its email, phone or first alias. */
+function requestsLink(profile: { externalId?: string | null; email?: string | null; phone?: string | null }, aliases: { alias_name: string; alias_label: string }[]): string {
+  const alias = aliases[0];
+  const filter: [string, string] | undefined =
+    profile.externalId != null ? ['external_id', profile.externalId]
+    : profile.email != null ? ['email', profile.email]
+    : profile.phone != null ? ['phone', profile.phone]
+    : alias !== undefined ? ['alias', `${alias.alias_name}:${alias.alias_label}`]
+    : undefined;
+  if (filter === undefined) return '';
+  const href = `/_track/?${new URLSearchParams([['view', 'requests'], filter]).toString()}`;
+  return `<p><a id="profile-requests" href="${escapeHtml(href)}">Requests naming ${escapeHtml(filter[0])} ${escapeHtml(filter[1])}</a> (from the request log)</p>`;
 }
 
 function statusClass(r: LoggedRequest): string {
@@ -120,21 +159,26 @@ function requestsView(log: RequestLog, params: URLSearchParams): string {
     `<label for="${name}">${label}</label><input id="${name}" name="${name}" value="${escapeHtml(params.get(name) ?? '')}" size="${size}">`;
   return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">
 ${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}${input('email', 'email', 16)}${input('phone', 'phone', 12)}${input('alias', 'alias', 16)}<button type="submit">Filter</button></form>
-${typeof users === 'string' ? `<p class="fatal" role="alert">${escapeHtml(users)}</p>` : ''}<p class="count" id="request-count">${requests.length} ${requests.length === 1 ? 'request' : 'requests'} shown, newest first (${log.length} in the log, which keeps the last ${log.size})</p>
+${typeof users === 'string' ? `<p class="fatal" role="alert">${escapeHtml(users)}</p>` : ''}<p class="count" id="request-count">${grouped(requests.length)} ${requests.length === 1 ? 'request' : 'requests'} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>
 ${table(['time', 'request', 'status', 'processed', 'errors', 'body'], requests.map(requestRow), 'No requests logged.')}`;
 }
 
 /** The page for a query string; undefined for a profile that does not exist (a 404). */
 export function renderPage(store: Store, log: RequestLog, params: URLSearchParams): string | undefined {
-  const counts = store.counts();
-  const totals = `<span class="totals">${counts.profiles} profiles, ${counts.events} events, ${counts.purchases} purchases</span>`;
+  const totals = totalsOf(store);
   const serviceId = params.get('profile');
   if (serviceId !== null) {
     const main = profileView(store, serviceId);
     return main === undefined ? undefined : layout(`Profile ${serviceId}`, 'profiles', totals, main);
   }
   if (params.get('view') === 'requests') return layout('Requests', 'requests', totals, requestsView(log, params));
-  return layout('Profiles', 'profiles', totals, profilesView(store, params.get('q') ?? ''));
+  return layout('Profiles', 'profiles', totals, profilesView(store, params.get('q') ?? '', pageNumber(params.get('page'))));
+}
+
+/** The header's totals of what the store holds. */
+export function totalsOf(store: Store): string {
+  const counts = store.counts();
+  return `<span class="totals">${grouped(counts.profiles)} profiles, ${grouped(counts.events)} events, ${grouped(counts.purchases)} purchases</span>`;
 }
 
 /** The page for a profile that is not there. */

@@ -207,3 +207,23 @@ export function undecodableMessage(found: Undecodable, encoding: InputEncoding =
       : `fix the file, or give its encoding with --encoding`;
   return `${what} at byte offset ${found.offset} of the file is not valid ${NAMES[encoding]}; ${advice}`;
 }
+
+/** What undecodableMessage wrote, read back: the text before it (`email: `), the byte, its offset, and the message without either. */
+export interface UndecodableProblem {
+  prefix: string;
+  value: number;
+  offset: number;
+  /** The message without the byte and its place: the same for every such row of a file. */
+  reason: string;
+}
+
+const UNDECODABLE_MESSAGE = /^(.*?)(?:byte 0x([0-9A-F]{2})|the unit 0x([0-9A-F]{4}) \(a lone surrogate\)) at byte offset (\d+) of the file is not valid ([^;]+); (.*)$/s;
+
+/** A problem undecodableMessage wrote (after its field's name), read back; undefined for any other. */
+export function readUndecodableProblem(problem: string): UndecodableProblem | undefined {
+  const found = UNDECODABLE_MESSAGE.exec(problem);
+  if (found === null) return undefined;
+  const [, prefix, byte, unit, offset, name, advice] = found;
+  const what = unit === undefined ? 'bytes' : 'lone surrogates';
+  return { prefix, value: parseInt(byte ?? unit, 16), offset: Number(offset), reason: `${prefix}${what} not valid ${name}; ${advice}` };
+}

@@ -1,13 +1,16 @@
-// Opening an input: a file or stdin, its bytes gunzipped when they start like gzip, and its format
-// taken from the name unless given.
+// Opening an input: a file, stdin or an object in storage (remote.ts), its bytes gunzipped when they
+// start like gzip, and its format taken from the name unless given.
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable, pipeline } from 'node:stream';
 import { createGunzip } from 'node:zlib';
-import { InputError, UsageError } from '../errors.js';
+import { InputError, SourceError, UsageError } from '../errors.js';
+import { isRemote, nameOf } from './location.js';
+import type { RemoteInputs } from './remote.js';
+import { workbookProblem } from './signature.js';
 
-export type InputFormat = 'csv' | 'ndjson';
-export const INPUT_FORMATS: readonly InputFormat[] = ['csv', 'ndjson'];
+export type InputFormat = 'csv' | 'ndjson' | 'json' | 'parquet';
+export const INPUT_FORMATS: readonly InputFormat[] = ['csv', 'ndjson', 'json', 'parquet'];
 
 /** The name that reads standard input. */
 export const STDIN = '-';
@@ -16,23 +19,66 @@ const EXTENSIONS: ReadonlyArray<[string, InputFormat]> = [
   ['.csv', 'csv'],
   ['.ndjson', 'ndjson'],
   ['.jsonl', 'ndjson'],
+  ['.json', 'json'],
+  ['.parquet', 'parquet'],
 ];
+
+/** Text formats may be gzipped; Parquet compresses inside the file. */
+const GZIPPED = /\.(csv|ndjson|jsonl|json)\.gz$/;
+
+/** What the name of an input that is no format says to do. */
+const NAMES = '.csv, .ndjson, .jsonl, .json (each optionally .gz) or .parquet';
+
+/** The format an input's name gives, or undefined. */
+export function formatByName(file: string): InputFormat | undefined {
+  const name = nameOf(file).toLowerCase();
+  const plain = GZIPPED.test(name) ? name.slice(0, -3) : name;
+  return EXTENSIONS.find(([ext]) => plain.endsWith(ext))?.[1];
+}
 
 /** The format of an input: the explicit one, else the one its extension names (`.gz` aside). */
 export function formatOf(file: string, explicit?: InputFormat): InputFormat {
   if (explicit !== undefined) return explicit;
-  if (file === STDIN) throw new UsageError('reading standard input (-) needs --format csv or --format ndjson');
-  const name = file.toLowerCase().replace(/\.gz$/, '');
-  const found = EXTENSIONS.find(([ext]) => name.endsWith(ext));
+  if (file === STDIN) throw new UsageError('reading standard input (-) needs --format csv, ndjson or json');
+  const found = formatByName(file);
   if (found === undefined) {
-    throw new UsageError(`${file}: cannot tell the format from the name (.csv, .ndjson, .jsonl, each optionally .gz); give --format`);
+    const workbook = /\.(xlsx|xlsm|xls|ods|numbers)$/i.test(nameOf(file));
+    if (workbook) throw new UsageError(`${file}: is a spreadsheet workbook, which track does not read; save it as CSV (UTF-8) and give that file`);
+    const glob = isRemote(file) ? ', or leave it out with a glob such as s3://bucket/prefix/*.csv.gz' : '';
+    throw new UsageError(`${file}: cannot tell the format from the name (${NAMES}); give --format${glob}`);
   }
-  return found[1];
+  return found;
 }
 
-/** Fails early, naming the file, when an input cannot be opened for reading. */
+/**
+ * formatOf(), and for a local file of no known name whose first bytes are a ZIP archive or an Excel
+ * workbook, the advice to save it as CSV instead of the advice to give --format.
+ */
+export async function checkFormat(file: string, explicit?: InputFormat): Promise<InputFormat> {
+  try {
+    return formatOf(file, explicit);
+  } catch (error) {
+    if (file === STDIN || isRemote(file)) throw error;
+    const head = await firstBytes(file, 8).catch(() => undefined);
+    const workbook = head === undefined ? undefined : workbookProblem(head);
+    if (workbook !== undefined) throw new InputError(workbook, file);
+    throw error;
+  }
+}
+
+async function firstBytes(file: string, count: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let have = 0;
+  for await (const chunk of createReadStream(file, { start: 0, end: count - 1 })) {
+    chunks.push(chunk as Buffer);
+    have += (chunk as Buffer).length;
+  }
+  return Buffer.concat(chunks, have);
+}
+
+/** Fails early, naming the file, when an input cannot be opened for reading (remote ones are checked as they are listed). */
 export async function checkReadable(file: string): Promise<void> {
-  if (file === STDIN) return;
+  if (file === STDIN || isRemote(file)) return;
   let isFile: boolean;
   try {
     isFile = (await stat(file)).isFile();
@@ -43,36 +89,53 @@ export async function checkReadable(file: string): Promise<void> {
   if (!isFile) throw new InputError('is not a file', file);
 }
 
-function readError(file: string, error: unknown): InputError {
-  if (error instanceof InputError) return error;
+function readError(file: string, error: unknown): Error {
+  if (error instanceof InputError || error instanceof SourceError) return error;
   const e = error as NodeJS.ErrnoException;
   if (typeof e.code === 'string' && e.code.startsWith('Z_')) return new InputError(`is not valid gzip data (${e.message})`, file);
   return new InputError(`cannot read it (${e.code ?? e.message ?? String(error)})`, file);
 }
 
 const GZIP_MAGIC = [0x1f, 0x8b];
+/** Enough of the start to tell gzip, ZIP and Excel's signatures apart. */
+const SIGNATURE_BYTES = 8;
 
 /** How much of a file is read at a time, unless told otherwise. */
 export const DEFAULT_CHUNK_BYTES = 64 * 1024;
 
+export interface BytesOptions {
+  /** Where `-` reads from. */
+  stdin?: Readable;
+  /** Told the bytes read (before gunzip). */
+  onRead?: (bytes: number) => void;
+  /** Bytes read from a local file at a time (default 64 KiB). */
+  chunkBytes?: number;
+  /** The objects in storage this run reads, and how (needed for an input that is one). */
+  remote?: RemoteInputs;
+}
+
+/** The bytes of a file, standard input or an object in storage, as they are read. */
+async function rawBytes(file: string, options: BytesOptions): Promise<Readable> {
+  if (file === STDIN) return requireStdin(options.stdin);
+  if (isRemote(file)) return Readable.from((await import('./remote.js')).remoteBytes(file, options.remote), { objectMode: false });
+  return createReadStream(file, { highWaterMark: options.chunkBytes ?? DEFAULT_CHUNK_BYTES });
+}
+
 /**
  * The bytes of an input, decompressed when they begin with the gzip magic number (so `.gz` files
- * and gzipped standard input both work). Read errors become an InputError naming the file.
+ * and gzipped standard input both work). Read errors become an InputError naming the file (a
+ * network failure that outlasts its retries, a SourceError).
  */
-export async function* inputBytes(
-  file: string,
-  stdin?: Readable,
-  onRead?: (bytes: number) => void,
-  chunkBytes = DEFAULT_CHUNK_BYTES,
-): AsyncGenerator<Buffer> {
-  const source: Readable = file === STDIN ? requireStdin(stdin) : createReadStream(file, { highWaterMark: chunkBytes });
+export async function* inputBytes(file: string, options: BytesOptions = {}): AsyncGenerator<Buffer> {
+  const { onRead } = options;
+  const source = await rawBytes(file, options);
   if (onRead !== undefined) source.on('data', (chunk: Buffer | string) => onRead(chunk.length));
   const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
-    // gather at least two bytes to decide
+    // gather the bytes that tell gzip and workbooks apart
     let head: Buffer = Buffer.alloc(0);
     let ended = false;
-    while (head.length < GZIP_MAGIC.length) {
+    while (head.length < SIGNATURE_BYTES) {
       const next = await chunks.next();
       if (next.done === true) {
         ended = true;
@@ -85,6 +148,8 @@ export async function* inputBytes(
       if (ended) return;
       for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) yield toBuffer(next.value);
     };
+    const workbook = workbookProblem(head);
+    if (workbook !== undefined) throw new InputError(workbook, file);
     if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
       const gunzip = createGunzip();
       // a failure on either side destroys gunzip with it, which ends the loop below with that error

@@ -4,41 +4,48 @@
 import { startEmulator as startBareEmulator, type Emulator } from '../emulator/server.js';
 import { resolveOptions, storeSeed, type EmulatorOptions, type StoredSeed } from '../emulator/options.js';
 import { InputError, UsageError } from '../errors.js';
+import type { RemoteSettings } from '../input/remote.js';
 import type { BatchLimits } from '../model/limits.js';
 
 export interface FixtureOptions extends EmulatorOptions {
   /**
-   * CSV or NDJSON files loaded before the emulator serves, and again after each reset, read as
-   * `track upload` reads them. A row the upload would reject stops the start (InputError, naming the file and line).
+   * Files (CSV, NDJSON, JSON, Parquet; s3:// and https:// inputs too) loaded before the emulator
+   * serves, and again after each reset, read as `track upload` reads them. A row the upload would
+   * reject stops the start (InputError, naming the file and line).
    */
   seed?: readonly string[];
+  /** How s3:// seeds reach their store (an S3-compatible endpoint). */
+  storage?: RemoteSettings;
   /** Stops reading the seed: startEmulator rejects with the signal's reason and nothing is started. */
   signal?: AbortSignal;
 }
 
 /** The requests `track upload` would send for these files; a rejected row is an error naming its file and line. */
-export async function planSeed(files: readonly string[], limits: BatchLimits, signal?: AbortSignal): Promise<StoredSeed[]> {
+export async function planSeed(named: readonly string[], limits: BatchLimits, signal?: AbortSignal, storage?: RemoteSettings): Promise<StoredSeed[]> {
   // loaded only for a seed: the emulator alone needs none of the reading code
-  const [{ checkReadable, formatOf, STDIN }, { checkHeaders }, { planEvents }] = await Promise.all([
+  const [{ checkReadable, formatOf, STDIN }, { checkHeaders }, { planEvents }, { resolveInputs }] = await Promise.all([
     import('../input/source.js'),
     import('../upload/check.js'),
     import('../upload/plan.js'),
+    import('../upload/inputs.js'),
   ]);
+  if (named.includes(STDIN)) throw new UsageError('--seed: standard input (-) cannot be a seed; give a file');
+  const { inputs: files, remote } = await resolveInputs(named, storage);
   for (const file of files) {
     if (file === STDIN) throw new UsageError('--seed: standard input (-) cannot be a seed; give a file');
     try {
       formatOf(file);
     } catch {
       // a seed's format comes from its name only: there is no --format to give
-      throw new UsageError(`--seed ${file}: cannot tell the format from the name; name it .csv, .ndjson or .jsonl (each optionally .gz)`);
+      throw new UsageError(`--seed ${file}: cannot tell the format from the name; name it .csv, .ndjson, .jsonl or .json (each optionally .gz), or .parquet`);
     }
     await checkReadable(file).catch((error: Error) => {
       throw new UsageError(`--seed ${error.message}`);
     });
   }
-  await checkHeaders({ inputs: files }, undefined);
+  await checkHeaders({ inputs: files, remote }, undefined);
   const requests: StoredSeed[] = [];
-  for await (const event of planEvents({ inputs: files, limits })) {
+  for await (const event of planEvents({ inputs: files, limits, remote })) {
     signal?.throwIfAborted();
     if (event.type === 'reject') {
       const { file, line, errors } = event.record;
@@ -51,11 +58,11 @@ export async function planSeed(files: readonly string[], limits: BatchLimits, si
 
 /** Starts the emulator (see EmulatorOptions), after planning the seed files it is given. */
 export async function startEmulator(options: FixtureOptions = {}): Promise<Emulator> {
-  const { seed, signal, ...rest } = options;
+  const { seed, signal, storage, ...rest } = options;
   signal?.throwIfAborted();
   if (seed === undefined || seed.length === 0) return startBareEmulator(rest);
   // the options are checked before any file is read; the seed is batched within the emulator's limits
-  const planned = await planSeed(seed, resolveOptions(rest).limits, signal);
+  const planned = await planSeed(seed, resolveOptions(rest).limits, signal, storage);
   signal?.throwIfAborted();
   return startBareEmulator({ ...rest, seedRequests: [...(rest.seedRequests ?? []), ...planned] });
 }

@@ -2,7 +2,7 @@
 // mapping's own), and the warnings for an item that is valid but unwise.
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
-import { countryCode, isTimeZoneName } from '../model/places.js';
+import { countryCode, storedTimeZone } from '../model/places.js';
 import type { ArrayName } from '../model/types.js';
 import { itemProblems } from '../model/validate-item.js';
 
@@ -107,8 +107,10 @@ function phoneAdvice(problem: string, item: unknown): string {
 /** What the server does with a time_zone or country it does not know (decisions.md "Attributes"): no error, so a warning. */
 function placeWarnings(item: Record<string, unknown>, warnings: string[]): void {
   const { time_zone: zone, country } = item;
-  if (typeof zone === 'string' && zone !== '' && !isTimeZoneName(zone)) {
-    warnings.push(`time_zone: ${JSON.stringify(zone)} is not an IANA time zone name such as America/New_York; the server will not set it`);
+  if (typeof zone === 'string' && zone !== '' && storedTimeZone(zone) === undefined) {
+    warnings.push(
+      `time_zone: ${JSON.stringify(zone)} is not an IANA time zone name such as America/New_York nor a display name such as "Eastern Time (US & Canada)"; the server will not set it`,
+    );
   }
   if (typeof country === 'string' && country !== '' && countryCode(country) === null) {
     warnings.push(`country: ${JSON.stringify(country)} is no ISO 3166-1 alpha-2 code or known country name; the server will store null`);

@@ -1,6 +1,8 @@
 // The --map file: renames and types columns without editing the input. A JSON object from a column
 // as the file's header names it to the header to read it as (`"Zip": "zip:string"`), or to null to
 // leave the column out.
+import { closestName } from './suggest.js';
+
 export type ColumnMap = ReadonlyMap<string, string | null>;
 
 export type ColumnMapResult = { ok: true; map: ColumnMap } | { ok: false; problems: string[] };
@@ -16,4 +18,23 @@ export function validateColumnMap(json: unknown): ColumnMapResult {
     else problems.push(`"${column}": must be a field name such as "zip:string", or null, got ${JSON.stringify(target)}`);
   }
   return problems.length === 0 ? { ok: true, map } : { ok: false, problems };
+}
+
+/**
+ * Why each column a map names (its keys) is in no input's header, with the name it likely means: a map may be
+ * meant for several files, so a column only some of them have is fine. Empty when every one is found.
+ */
+export function unmatchedColumnProblems(named: Iterable<string>, headers: ReadonlyArray<{ file: string; columns: readonly string[] }>): string[] {
+  const all = new Set(headers.flatMap(({ columns }) => columns));
+  const problems: string[] = [];
+  for (const column of named) {
+    if (all.has(column)) continue;
+    const where = headers.length === 1 ? `of ${headers[0].file}` : `of any input (${headers.map(({ file }) => file).join(', ')})`;
+    const likely = closestName(column, all);
+    const shown = [...all].slice(0, 20).map((name) => JSON.stringify(name));
+    const has = headers.length === 1 ? 'the header has' : 'the headers have';
+    const hint = likely !== undefined ? `did you mean ${JSON.stringify(likely)}?` : `${has} ${shown.join(', ')}${all.size > shown.length ? ', ...' : ''}`;
+    problems.push(`${JSON.stringify(column)} is not a column ${where}; ${hint}`);
+  }
+  return problems;
 }

@@ -2,11 +2,12 @@
 // read through it. An empty cell leaves its field out; a cell reading `null` removes the field.
 import type { ItemOrigin } from '../model/request.js';
 import type { ArrayName } from '../model/types.js';
-import { CellProblem, readInferred, type CellReader } from './cells.js';
+import { CellProblem, readInferred, type Annotation, type CellReader } from './cells.js';
 import type { ColumnMap } from './column-map.js';
 import { parseColumnSpec, readerFor } from './columns.js';
 import type { CellOptions } from './export-cells.js';
-import { identifierNotes, typeCounter, type TypeCounts } from './header-notes.js';
+import { identifierNotes, TYPE_COUNT_SLOTS, typeCounter, type TypeCounts } from './header-notes.js';
+import { EMPTY_AS_NULL_FED_BACK, nullsWhenEmpty } from './empty-as-null.js';
 import { inferKind } from './kind.js';
 import { rowMapper, type RowMapper } from './row-mapper.js';
 
@@ -64,6 +65,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   const notes: string[] = [];
   const keys: Array<string | undefined> = [];
   const specs: Array<{ index: number; key: string; source: string; spec: ReturnType<typeof parseColumnSpec> }> = [];
+  let fedBack = false;
   header.forEach((source, index) => {
     const mapped = options.map?.get(source);
     if (mapped === null) {
@@ -72,6 +74,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
     }
     const key = mapped ?? source;
     if (mapped === undefined && REJECT_COLUMNS.includes(key)) {
+      fedBack = true;
       keys.push(undefined); // a rejects file read back: where the row was and why, not a field
       return;
     }
@@ -81,9 +84,6 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
     if (name === '') return; // an unnamed column: its cells must stay empty (below)
     specs.push({ index, key, source, spec: parseColumnSpec(name) });
   });
-  for (const column of options.map?.keys() ?? []) {
-    if (!header.includes(column)) notes.push(`--map names a column "${column}" that the header does not have`);
-  }
 
   const byField = new Map<string, number>();
   for (const { index, source, spec } of specs) {
@@ -120,6 +120,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   notes.push(...likely.notes);
 
   const columns: CsvColumn[] = [];
+  const annotations = new Map<number, Annotation | undefined>();
   const typeCounts: TypeCounts[] = [];
   header.forEach((source, index) => {
     const key = keys[index];
@@ -147,20 +148,25 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
       }
       if (reader === readInferred) {
         // how many cells of the column become each type: a column of mixed types is reported
-        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(4) };
+        const separator = options.cells?.arraySeparator;
+        const counts: TypeCounts = { column: source, field: spec.field, counts: new Float64Array(TYPE_COUNT_SLOTS), separator };
         typeCounts.push(counts);
-        read = typeCounter(counts.counts);
+        read = typeCounter(counts.counts, separator);
       } else read = reader;
     }
     columns.push({ index, label, field: spec.field, path: spec.path, read });
+    annotations.set(index, spec.annotation);
   }
   if (problems.length > 0) return { ok: false, problems };
   columns.sort((a, b) => a.index - b.index);
+  const emptyAsNull = options.cells?.emptyAsNull === true;
+  if (emptyAsNull && fedBack) notes.push(EMPTY_AS_NULL_FED_BACK);
+  const nulls = emptyAsNull && !fedBack ? nullsWhenEmpty(kind, columns.map(({ index, path }) => ({ index, path, annotation: annotations.get(index) }))) : [];
   // per column: its key (each name escaped, quoted, a colon), braces for each level, a comma, and
   // the longest wrapper a value can get ({"$time": ...}); see jsonBytesBound
   let fixedBytes = 2;
   for (const column of columns) fixedBytes += 6 * column.field.length + 8 * column.path.length + 16;
-  const mapRow = rowMapper(columns);
+  const mapRow = rowMapper(columns, nulls);
   return { ok: true, header: { kind, width: header.length, columns, keys, fixedBytes, mapRow, typeCounts }, notes };
 }
 
@@ -170,6 +176,11 @@ export interface MappedRow {
   errors?: string[];
   /** The fields of those cells, so the validator's view of them can be set aside. */
   failed?: string[];
+  /**
+   * The attributes sent as null because their cells were empty (--empty-as-null), so that a null an
+   * empty cell made is told from one a cell wrote (`null`).
+   */
+  emptied?: string[];
 }
 
 /**
@@ -191,12 +202,13 @@ export function widthProblem(header: CsvHeader, cells: readonly string[]): strin
 
 export function mapCsvRow(header: CsvHeader, cells: readonly string[]): MappedRow {
   const mapping = header.mapRow(cells);
-  const { item, refused } = mapping;
+  const { item, refused, emptied } = mapping;
   if (refused === undefined) return mapping;
   return {
     item,
     errors: refused.map(([i, problem]) => `${header.columns[i].label}: ${problem.message}`),
     failed: refused.map(([i]) => header.columns[i].field),
+    ...(emptied === undefined ? {} : { emptied }),
   };
 }
 

@@ -11,6 +11,8 @@ export interface CellOptions extends TimeReading {
   defaultCountry?: string;
   /** An array cell that is not a JSON array is split on this. */
   arraySeparator?: string;
+  /** An empty cell of an attributes row sends null for its attribute (empty-as-null.ts says which). */
+  emptyAsNull?: boolean;
 }
 
 const TIME_FORMS = 'such as 2024-03-07T10:00:00Z, 2024-03-07 10:00, 2024-03-07, or epoch seconds (10 digits) or milliseconds (13)';

@@ -6,6 +6,12 @@ import { TEXT_FIELDS } from '../model/fields.js';
 /** The fields a column name is compared with: identifiers first, then standard profile fields of text. */
 const KNOWN_FIELDS: readonly string[] = ['external_id', 'email', 'phone', 'service_id', ...TEXT_FIELDS, 'dob', 'language', 'email_subscribe', 'push_subscribe'];
 
+/**
+ * Whose id a column named `<who> ID` holds when it names the user: `id`, `User ID`, `Contact ID`,
+ * `customer_id`. Not an account's (often a company's), an order's or a product's.
+ */
+const USER_ID_OWNERS: readonly string[] = ['', 'u', 'user', 'customer', 'contact', 'client', 'member', 'person', 'subscriber', 'profile', 'crm'];
+
 /** Names exports give these fields, squeezed as squeeze() does. */
 const OTHER_NAMES: Readonly<Record<string, string>> = {
   emailaddress: 'email',
@@ -17,9 +23,7 @@ const OTHER_NAMES: Readonly<Record<string, string>> = {
   mobilenumber: 'phone',
   cellphone: 'phone',
   telephone: 'phone',
-  userid: 'external_id',
   externaluserid: 'external_id',
-  customerid: 'external_id',
   givenname: 'first_name',
   forename: 'first_name',
   surname: 'last_name',
@@ -30,6 +34,7 @@ const OTHER_NAMES: Readonly<Record<string, string>> = {
   city: 'home_city',
   timezone: 'time_zone',
   lang: 'language',
+  ...Object.fromEntries(USER_ID_OWNERS.map((owner) => [`${owner}id`, 'external_id'])),
 };
 
 /** Lower case, letters and digits only: `External_ID` and `externalid` both become `externalid`. */
@@ -82,3 +87,28 @@ export function likelyField(name: string): string | undefined {
 
 /** The --map entry that reads a column as a field, as it is written in a --map file. */
 export const mapEntry = (column: string, field: string): string => `{${JSON.stringify(column)}: ${JSON.stringify(field)}}`;
+
+/**
+ * The name among `names` a mistyped one likely means: the same letters and digits in another case
+ * or spacing (`E-mail Address` for `email address`), one holding the other (`Email` in `E-mail
+ * Address`), or a slip of about one letter in four (`Email Adress`; none in a name of three);
+ * undefined when none is close.
+ */
+export function closestName(name: string, names: Iterable<string>): string | undefined {
+  const wanted = squeeze(name);
+  // a slip in a name of three letters makes another name (zip, vip), not a misspelling
+  const allowed = wanted.length < 4 ? 0 : Math.max(1, Math.floor(wanted.length / 4));
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const candidate of names) {
+    const other = squeeze(candidate);
+    if (other === '' || wanted === '') continue;
+    const inside = Math.min(wanted.length, other.length) >= 4 && (other.includes(wanted) || wanted.includes(other));
+    const distance = other === wanted ? 0 : inside ? 1 : editDistance(wanted, other);
+    if (distance <= allowed && distance < bestDistance) {
+      best = candidate;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}

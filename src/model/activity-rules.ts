@@ -2,7 +2,7 @@
 // and purchases").
 import { checkBoolean, checkText, describe, isIsoTimeText, isPlainObject, jsonLongerThan, longerThan, shownName, type Obj } from './checks.js';
 import { CURRENCY_CODES } from './codes.js';
-import { MAX_STRING_LENGTH, MAX_VALUE_BYTES, RESERVED_PROPERTY_NAMES } from './fields.js';
+import { MAX_PURCHASE_PROPERTIES_BYTES, MAX_STRING_LENGTH, MAX_VALUE_BYTES, RESERVED_PROPERTY_NAMES } from './fields.js';
 
 function nameProblem(key: string): string | undefined {
   if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH) || key.startsWith('$')) {
@@ -30,10 +30,12 @@ function longStringAt(path: string, value: unknown): string | undefined {
 }
 
 /**
- * Event properties are free-form (spec 2.4); a purchase's are a map of strings and numbers (spec 2.6):
- * `flat` holds them to that. Names, string lengths at any depth and the size as JSON are bounded.
+ * Event properties are free-form (spec 2.4). A purchase's take the same types, named in the service's
+ * purchase object: strings, numbers, booleans, times (ISO 8601 text), arrays and objects, and no null
+ * (decisions.md "Events and purchases"). Names, string lengths at any depth and the size as JSON are
+ * bounded: 100 KB for an event's, 50 KB for a purchase's.
  */
-function checkProperties(value: unknown, problems: string[], flat = false): void {
+function checkProperties(value: unknown, problems: string[], purchase = false): void {
   if (value === undefined) return;
   if (!isPlainObject(value)) {
     problems.push(`properties: must be an object, got ${describe(value)}`);
@@ -44,14 +46,17 @@ function checkProperties(value: unknown, problems: string[], flat = false): void
     const property = value[key];
     if (named !== undefined) {
       problems.push(`properties.${shownName(key)}: ${named}`);
-    } else if (flat && !(typeof property === 'string' || (typeof property === 'number' && Number.isFinite(property)))) {
-      problems.push(`properties.${key}: purchase properties are strings and numbers, got ${describe(property)}`);
+    } else if (purchase && (property === null || (typeof property === 'number' && !Number.isFinite(property)))) {
+      problems.push(`properties.${key}: purchase properties are strings, numbers, booleans, times, arrays or objects, got ${describe(property)}`);
     } else {
       const long = longStringAt(`properties.${key}`, property);
       if (long !== undefined) problems.push(`${long}: property strings are at most ${MAX_STRING_LENGTH} characters`);
     }
   }
-  if (jsonLongerThan(value, MAX_VALUE_BYTES)) problems.push(`properties: must be at most ${MAX_VALUE_BYTES / 1024} KB as JSON`);
+  const maxBytes = purchase ? MAX_PURCHASE_PROPERTIES_BYTES : MAX_VALUE_BYTES;
+  if (jsonLongerThan(value, maxBytes)) {
+    problems.push(`properties: ${purchase ? "a purchase's properties are" : 'must be'} at most ${maxBytes / 1024} KB as JSON`);
+  }
 }
 
 function checkTime(value: unknown, problems: string[]): void {

@@ -7,23 +7,25 @@ import {
   CONTROL_FIELDS,
   IDENTIFIER_FIELDS,
   MAX_STRING_LENGTH,
-  OBJECT_ARRAY_OPERATIONS,
+  INVALID_ATTRIBUTE_FIELDS,
   OPERATION_KEYS,
   STANDARD_FIELDS,
   TEXT_FIELDS,
   TIME_FIELDS,
 } from './fields.js';
-import { nestedValueProblem, objectArrayOperationProblem } from './nested.js';
+import { holdsObjectArrayOperation, nestedValueProblem, objectArrayOperationsProblem } from './nested.js';
 import { isCalendarDate, isTimeValue } from './time.js';
 
 const TEXT_FIELD_SET: ReadonlySet<string> = new Set(TEXT_FIELDS);
 const TIME_FIELD_SET: ReadonlySet<string> = new Set(TIME_FIELDS);
 const BOOLEAN_FIELD_SET: ReadonlySet<string> = new Set(BOOLEAN_FIELDS);
-/** The least bytes a device_id given with push_token_import may have (decisions.md "Attributes"). */
+/** The bytes a device_id given with push_token_import may have (decisions.md "Attributes"). */
 export const MIN_IMPORTED_DEVICE_ID_BYTES = 8;
+export const MAX_IMPORTED_DEVICE_ID_BYTES = 255;
 
 /** What each named field of an attributes item is, found with one look-up (identifiers first: email and phone are both). */
-const FIELD_ROLES: ReadonlyMap<string, 'identifier' | 'control' | 'standard'> = new Map([
+const FIELD_ROLES: ReadonlyMap<string, 'identifier' | 'control' | 'standard' | 'invalid'> = new Map([
+  ...[...INVALID_ATTRIBUTE_FIELDS].map((key) => [key, 'invalid'] as const),
   ...[...STANDARD_FIELDS].map((key) => [key, 'standard'] as const),
   ...[...CONTROL_FIELDS].map((key) => [key, 'control'] as const),
   ...[...IDENTIFIER_FIELDS].map((key) => [key, 'identifier'] as const),
@@ -78,16 +80,16 @@ function checkCustomValue(field: string, value: unknown, problems: string[]): vo
     problems.push(`${field}: has an unsupported value ${describe(value)}`);
     return;
   }
+  if (holdsObjectArrayOperation(value)) {
+    push(problems, objectArrayOperationsProblem(field, value));
+    return;
+  }
   const operation = operationOf(value);
   if (operation === undefined) {
     push(problems, nestedValueProblem(field, value));
     return;
   }
   const operand = value[operation];
-  if (OBJECT_ARRAY_OPERATIONS.has(operation)) {
-    push(problems, objectArrayOperationProblem(field, operation, operand));
-    return;
-  }
   switch (operation) {
     case 'inc':
       // a safe integer: one past 2^53 is not exact, and none can carry a sum past the largest number
@@ -124,8 +126,13 @@ function checkPushTokens(value: unknown, imported: boolean, problems: string[]):
     const deviceId = token.device_id;
     if (deviceId !== undefined && deviceId !== null && typeof deviceId !== 'string') {
       problems.push(`push_tokens[${i}].device_id: must be a string`);
-    } else if (imported && typeof deviceId === 'string' && Buffer.byteLength(deviceId, 'utf8') < MIN_IMPORTED_DEVICE_ID_BYTES) {
-      problems.push(`push_tokens[${i}].device_id: must be at least ${MIN_IMPORTED_DEVICE_ID_BYTES} bytes with push_token_import`);
+    } else if (imported && typeof deviceId === 'string') {
+      const bytes = Buffer.byteLength(deviceId, 'utf8');
+      if (bytes < MIN_IMPORTED_DEVICE_ID_BYTES) {
+        problems.push(`push_tokens[${i}].device_id: must be at least ${MIN_IMPORTED_DEVICE_ID_BYTES} bytes with push_token_import, got ${bytes}`);
+      } else if (bytes > MAX_IMPORTED_DEVICE_ID_BYTES) {
+        problems.push(`push_tokens[${i}].device_id: must be at most ${MAX_IMPORTED_DEVICE_ID_BYTES} bytes with push_token_import, got ${bytes}`);
+      }
     }
   });
 }
@@ -207,6 +214,7 @@ export function checkAttributes(item: Obj, problems: string[]): void {
     if (role === 'identifier') continue;
     if (role === 'control') checkBoolean(key, value, problems);
     else if (role === 'standard') checkStandardField(key, value, imported, problems);
+    else if (role === 'invalid') problems.push(`${key}: is not a valid attribute`);
     else if (key.length === 0 || longerThan(key, MAX_STRING_LENGTH)) {
       // The message starts with the name like every other problem; a long name is shortened.
       problems.push(`${shownName(key)}: custom attribute names are 1 to ${MAX_STRING_LENGTH} characters`);

@@ -23,14 +23,20 @@ const OPERATIONS: ReadonlySet<string> = new Set(['add', 'remove', '$add', '$remo
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** Every key of an object, at every depth (an array of objects counts the keys of each). */
+/** Whether a nested value is a time, `{"$time": ...}`: one value of the key that holds it, not a key of its own. */
+function isNestedTime(value: Record<string, unknown>): boolean {
+  for (const key in value) if (key !== '$time') return false;
+  return Object.hasOwn(value, '$time');
+}
+
+/** Every key of an object, at every depth (an array of objects counts the keys of each; a nested time is a value). */
 function keysWithin(value: unknown): number {
   if (Array.isArray(value)) {
     let n = 0;
     for (const element of value) n += keysWithin(element);
     return n;
   }
-  if (!isObject(value)) return 0;
+  if (!isObject(value) || isNestedTime(value)) return 0;
   let n = 0;
   for (const key in value) n += 1 + keysWithin(value[key]);
   return n;

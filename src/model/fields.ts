@@ -47,14 +47,26 @@ export const BOOLEAN_FIELDS: readonly string[] = ['email_open_tracking_disabled'
 /** The operation keys a single-key object may carry (decisions.md "Attributes"). */
 export const OPERATION_KEYS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$time', '$add', '$remove', '$update']);
 
-/** The operations on an array of objects: an object whose only key is one of them. */
-export const OBJECT_ARRAY_OPERATIONS: ReadonlySet<string> = new Set(['$add', '$remove', '$update']);
+/**
+ * The operations on an array of objects, in the order the service applies them when one object holds
+ * several, whatever order they are written in (decisions.md "Attributes").
+ */
+export const OBJECT_ARRAY_ORDER = ['$add', '$remove', '$update'] as const;
+
+/** The operations on an array of objects: an object whose keys are all among them. */
+export const OBJECT_ARRAY_OPERATIONS: ReadonlySet<string> = new Set(OBJECT_ARRAY_ORDER);
+
+/** Not an attribute at all: an item carrying it is refused (decisions.md "Attributes"). */
+export const INVALID_ATTRIBUTE_FIELDS: ReadonlySet<string> = new Set(['email_subscription_info']);
 
 /** Names an event's or a purchase's properties may not take (decisions.md "Events and purchases"). */
 export const RESERVED_PROPERTY_NAMES: ReadonlySet<string> = new Set(['time', 'event_name']);
 
-/** Most bytes one custom attribute's value, or one item's properties, may take as JSON. */
+/** Most bytes one custom attribute's value, or one event's properties, may take as JSON. */
 export const MAX_VALUE_BYTES = 100 * 1024;
+
+/** Most bytes one purchase's properties may take as JSON (decisions.md "Events and purchases"). */
+export const MAX_PURCHASE_PROPERTIES_BYTES = 50 * 1024;
 
 export const MAX_STRING_LENGTH = 255;
 export const MAX_EXTERNAL_ID_BYTES = 987;

@@ -13,10 +13,21 @@ export type Identity =
   | { by: 'phone'; value: string }
   | { by: 'anonymous' };
 
-/** E.164 form of a valid phone number, or undefined when the library says it is not valid. */
+/** Digits and the punctuation of a written phone number, with no `+`: a number without a country code. */
+const NATIONAL_FORM = /^[0-9 ().-]+$/;
+
+/**
+ * E.164 form of a valid phone number, or undefined when the library says it is not valid. A number
+ * without a country code is read as U.S. when it is a valid 10-digit U.S. number (`4155552671`,
+ * `(415) 555-2671`), as the service documents; any other is not valid.
+ */
 export function normalizePhone(value: string): string | undefined {
   const parsed = parsePhoneNumberFromString(value);
-  return parsed !== undefined && parsed.isValid() ? parsed.number : undefined;
+  if (parsed !== undefined) return parsed.isValid() ? parsed.number : undefined;
+  const text = value.trim();
+  if (!NATIONAL_FORM.test(text) || text.replace(/[^0-9]/g, '').length !== 10) return undefined;
+  const national = parsePhoneNumberFromString(text, 'US');
+  return national !== undefined && national.isValid() ? national.number : undefined;
 }
 
 /** Emails match case-insensitively (decisions.md), so they are stored and looked up in lower case. */

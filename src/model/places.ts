@@ -1,6 +1,8 @@
 // `country` and `time_zone` as the service keeps them (decisions.md "Attributes"): a country is an
 // ISO 3166-1 alpha-2 code, found from the code in any case or a well-known English name; a time zone
-// is set only when it is an IANA zone name. Neither is an error when it is not one.
+// is set only when it is an IANA zone name or a display name the service documents (kept as its IANA
+// zone). Neither is an error when it is not one.
+import { TIME_ZONE_DISPLAY_NAMES } from './time-zone-names.js';
 
 /** ISO 3166-1 alpha-2 codes, officially assigned. */
 const COUNTRY_CODES: readonly string[] = (
@@ -109,4 +111,14 @@ export function isTimeZoneName(value: string): boolean {
   }
   if (knownZones.size < 10_000) knownZones.set(value, known);
   return known;
+}
+
+/**
+ * The IANA zone a `time_zone` value is kept as: a documented display name (`Eastern Time (US &
+ * Canada)`) as the zone it stands for, any other IANA name as it is; undefined for anything else (not
+ * set). The display names come first: `UTC` and `Singapore` are both, and stand for `Etc/UTC` and
+ * `Asia/Singapore`.
+ */
+export function storedTimeZone(value: string): string | undefined {
+  return TIME_ZONE_DISPLAY_NAMES.get(value) ?? (isTimeZoneName(value) ? value : undefined);
 }

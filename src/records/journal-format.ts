@@ -14,10 +14,12 @@ const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3];
 
 /** An input file as the journal knows it: when any of these differ, its line numbers mean other rows. */
 export interface FileIdentity {
-  /** Absolute path. */
+  /** Absolute path; for an object in storage, its URL. */
   path: string;
   size: number;
   mtimeMs: number;
+  /** An object in storage's ETag (its mtimeMs is then 0). */
+  etag?: string;
 }
 
 export interface JournalFile {
@@ -69,7 +71,8 @@ export function headerLine(target: string, remembers: readonly string[] = []): s
 }
 
 export function fileLine(index: number, identity: FileIdentity): string {
-  return `${JSON.stringify({ file: index, path: identity.path, size: identity.size, mtimeMs: identity.mtimeMs })}\n`;
+  const { path, size, mtimeMs, etag } = identity;
+  return `${JSON.stringify(etag === undefined ? { file: index, path, size, mtimeMs } : { file: index, path, size, mtimeMs, etag })}\n`;
 }
 
 export function rangesLine(index: number, ranges: Array<[number, number]>): string {
@@ -142,7 +145,9 @@ function readEntry(text: string): Entry | undefined {
   if (Array.isArray(v.sent) && isRanges(v.sent)) return { type: 'sent', index: v.file, ranges: v.sent };
   if (Array.isArray(v.unsent) && isRanges(v.unsent)) return { type: 'unsent', index: v.file, ranges: v.unsent };
   if (typeof v.path === 'string' && isCount(v.size) && typeof v.mtimeMs === 'number') {
-    return { type: 'file', index: v.file, identity: { path: v.path, size: v.size, mtimeMs: v.mtimeMs } };
+    const identity: FileIdentity = { path: v.path, size: v.size, mtimeMs: v.mtimeMs };
+    if (typeof v.etag === 'string') identity.etag = v.etag;
+    return { type: 'file', index: v.file, identity };
   }
   if (Array.isArray(v.lines) && isRanges(v.lines)) return { type: 'ranges', index: v.file, ranges: v.lines };
   if (Array.isArray(v.items)) {

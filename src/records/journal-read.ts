@@ -8,7 +8,20 @@ import { parseJournal, type FileIdentity, type ParsedJournal } from './journal-f
 import type { JournalOptions } from './journal.js';
 import { difference, type RangeSet } from './range-set.js';
 
-export async function identifyFile(file: string): Promise<FileIdentity> {
+/** What an object in storage is known by: its size and ETag (from its listing). */
+export type RemoteIdentities = Readonly<Record<string, { size: number; etag: string }>>;
+
+/** A journal names a local file by its absolute path, an object in storage by its URL. */
+export const inputKey = (file: string): string => (/^(s3|https?):\/\//i.test(file) ? file : resolve(file));
+
+const remoteIdentity = (file: string, remote: RemoteIdentities | undefined): FileIdentity | undefined => {
+  const object = remote?.[file];
+  return object === undefined ? undefined : { path: file, size: object.size, mtimeMs: 0, etag: object.etag };
+};
+
+export async function identifyFile(file: string, remote?: RemoteIdentities): Promise<FileIdentity> {
+  const listed = remoteIdentity(file, remote);
+  if (listed !== undefined) return listed;
   const path = resolve(file);
   try {
     const info = await stat(path);
@@ -18,23 +31,26 @@ export async function identifyFile(file: string): Promise<FileIdentity> {
   }
 }
 
-export function identifyFileSync(file: string): FileIdentity {
+export function identifyFileSync(file: string, remote?: RemoteIdentities): FileIdentity {
+  const listed = remoteIdentity(file, remote);
+  if (listed !== undefined) return listed;
   const path = resolve(file);
   const info = statSync(path);
   return { path, size: info.size, mtimeMs: info.mtimeMs };
 }
 
-export const sameIdentity = (a: FileIdentity, b: FileIdentity): boolean => a.size === b.size && a.mtimeMs === b.mtimeMs;
+export const sameIdentity = (a: FileIdentity, b: FileIdentity): boolean => a.size === b.size && a.mtimeMs === b.mtimeMs && a.etag === b.etag;
 
 export function changedMessage(journalPath: string, was: FileIdentity, now: FileIdentity): string {
   const parts: string[] = [];
+  if (was.etag !== now.etag) parts.push(`ETag ${was.etag ?? 'none'} -> ${now.etag ?? 'none'}`);
   if (was.size !== now.size) parts.push(`size ${was.size} -> ${now.size} bytes`);
   if (was.mtimeMs !== now.mtimeMs) {
     parts.push(`modified ${new Date(was.mtimeMs).toISOString()} -> ${new Date(now.mtimeMs).toISOString()}`);
   }
   return (
     `changed since the journal ${journalPath} was written (${parts.join(', ')}), so its line numbers ` +
-    'may name other rows; restore the file, or upload it again with --restart'
+    `may name other rows; restore the ${now.etag === undefined ? 'file' : 'object'}, or upload it again with --restart`
   );
 }
 
@@ -58,6 +74,10 @@ export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeS
   return difference(file.sent, file.settled);
 }
 
+/** A file read to its end whose every row was settled, none in doubt and no line in part: a resumed run need not read it. */
+export const isWhole = (f: ParsedJournal['files'][number]): boolean =>
+  f.rows !== undefined && f.settled.size === f.rows && f.settledItems.size === 0 && rowsInDoubt(f).size === 0;
+
 /** What earlier runs of a journal left, as a resumed run needs it. */
 export interface EarlierRuns {
   previous: ParsedJournal;
@@ -69,6 +89,8 @@ export interface EarlierRuns {
   doubtEarlier: Map<string, RangeSet>;
   /** Rows left in doubt, across the files. */
   inDoubt: number;
+  /** Per absolute path (or URL): the rows of a file read to its end, every one of them settled, none in doubt. */
+  wholeEarlier: Map<string, number>;
   /** Files whose identity changed but of which no row was sent: they are simply read anew. */
   renewed: Map<number, FileIdentity>;
   /** Absolute path -> the file's identity as the journal knows it. */
@@ -108,6 +130,7 @@ export async function readEarlierRuns(
   let inDoubt = 0;
   let nextIndex = 0;
   const known = new Map<string, FileIdentity>();
+  const wholeEarlier = new Map<string, number>();
   const renewed = new Map<number, FileIdentity>();
   for (const f of previous.files) {
     nextIndex = Math.max(nextIndex, f.index + 1);
@@ -120,6 +143,7 @@ export async function readEarlierRuns(
       continue;
     }
     known.set(f.identity.path, f.identity);
+    if (isWhole(f)) wholeEarlier.set(f.identity.path, f.rows!);
     settledEarlier.set(f.identity.path, f.settled);
     itemsEarlier.set(f.identity.path, f.settledItems);
     const doubt = rowsInDoubt(f);
@@ -133,5 +157,5 @@ export async function readEarlierRuns(
     if (was !== undefined && !sameIdentity(was, identities[i])) throw new InputError(changedMessage(journalPath, was, identities[i]), file);
   });
 
-  return { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, renewed, known, firstNewIndex: nextIndex };
+  return { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, wholeEarlier, renewed, known, firstNewIndex: nextIndex };
 }

@@ -13,7 +13,7 @@ import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { changedMessage, identifyFile, identifyFileSync, readEarlierRuns, sameIdentity } from './journal-read.js';
+import { changedMessage, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type RemoteIdentities } from './journal-read.js';
 import {
   againLine,
   endLine,
@@ -27,7 +27,7 @@ import {
 } from './journal-format.js';
 
 export type { FileIdentity, ParsedJournal } from './journal-format.js';
-export { findJournal, identifyFile, readJournal, rowsInDoubt } from './journal-read.js';
+export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt } from './journal-read.js';
 
 export interface JournalOptions {
   /** Where the journal lives. */
@@ -40,6 +40,8 @@ export interface JournalOptions {
   remembers?: readonly string[];
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
+  /** The inputs that are objects in storage, by URL: their size and ETag, as listed. */
+  remote?: RemoteIdentities;
   /** How often buffered acknowledgements are written and fsynced; default 200 ms. */
   flushIntervalMs?: number;
   /**
@@ -57,6 +59,8 @@ export interface ResumeSkips {
   items: ReadonlyMap<string, ReadonlyMap<number, ReadonlySet<number>>>;
   /** Per input file, rows an earlier run sent and never saw settled, to reject unsent (--on-unknown reject). */
   inDoubt?: ReadonlyMap<string, Array<[number, number]>>;
+  /** The input files earlier runs read to their end and settled every row of, with their rows: not read again. */
+  whole?: ReadonlyMap<string, number>;
 }
 
 export interface Journal {
@@ -81,6 +85,8 @@ export interface Journal {
   sending(request: SettledRequest): Promise<void>;
   /** The request recorded as sent never left, or was refused unapplied: its rows are no longer in doubt. */
   notApplied(request: SettledRequest): void;
+  /** Records that a file was read to its end and holds `rows` rows (once all are settled, a resumed run does not read it again). */
+  readToEnd(file: string, rows: number): void;
   /** Records rows sent again although they may have been applied (counted as possibly duplicated), for a run that reports them. */
   sentAgain(rows: number): void;
   /** Rows earlier runs sent again and never reported (they were killed before their summary): this run reports them. */
@@ -118,11 +124,11 @@ function asOutputError(error: unknown, path: string): Error {
 
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
-  const identities = await Promise.all(options.files.map((f) => identifyFile(f)));
+  const identities = await Promise.all(options.files.map((f) => identifyFile(f, options.remote)));
   if (identities.some((identity) => identity.path === journalPath)) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
-  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, renewed, known, firstNewIndex } = await readEarlierRuns(options, journalPath, identities);
+  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, inDoubt, wholeEarlier, renewed, known, firstNewIndex } = await readEarlierRuns(options, journalPath, identities);
   let nextIndex = firstNewIndex;
 
   let head = '';
@@ -178,7 +184,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   const absolute = (file: string): string => {
     let abs = resolved.get(file);
     if (abs === undefined) {
-      abs = resolve(file);
+      abs = inputKey(file);
       resolved.set(file, abs);
     }
     return abs;
@@ -189,7 +195,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     const abs = absolute(file);
     let index = indexes.get(abs);
     if (index === undefined) {
-      const identity = identifyFileSync(abs);
+      const identity = identifyFileSync(abs, options.remote);
       const was = known.get(abs);
       if (was !== undefined && !sameIdentity(was, identity)) throw new InputError(changedMessage(journalPath, was, identity), file);
       index = nextIndex;
@@ -331,7 +337,9 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     skips(files, rejectInDoubt) {
       const rows = perFile(files, settledRanges);
       const items = perFile(files, settledItems);
-      return !rejectInDoubt || inDoubt === 0 ? { rows, items } : { rows, items, inDoubt: perFile(files, inDoubtRanges) };
+      const whole = new Map(files.flatMap((file) => (wholeEarlier.has(absolute(file)) ? [[file, wholeEarlier.get(absolute(file))!] as const] : [])));
+      const skips: ResumeSkips = { rows, items, ...(whole.size > 0 ? { whole } : {}) };
+      return !rejectInDoubt || inDoubt === 0 ? skips : { ...skips, inDoubt: perFile(files, inDoubtRanges) };
     },
     skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
     settledBefore: (file) => earlierFor(file)?.size ?? 0,
@@ -354,6 +362,9 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     },
     notApplied(request) {
       writeNow(runsText(request, unsentLine));
+    },
+    readToEnd(file, rows) {
+      writeNow(rowsLine(fileIndex(file), rows));
     },
     sentAgain(rows) {
       if (rows > 0) writeNow(againLine(rows));

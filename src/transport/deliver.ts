@@ -137,7 +137,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
   };
 
   const ctx: SendContext = {
-    post: (json, signal, onSent) => options.client.post(json, signal, onSent),
+    post: async (json, signal, onSent) => {
+      const result = await options.client.post(json, signal, onSent);
+      const answer = result.kind === 'response' ? String(result.status) : 'failed';
+      summary.answers[answer] = (summary.answers[answer] ?? 0) + 1;
+      return result;
+    },
     endpoint: options.client.endpoint,
     pacer,
     clock,

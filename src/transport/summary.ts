@@ -31,6 +31,8 @@ export interface DeliverySummary {
   rateLimited: number;
   /** Posts whose outcome cannot be known: the connection broke after the request was sent. */
   unknownOutcomes: number;
+  /** Every post by its answer: the HTTP status (`201`, `429`, ...), or `failed` when none came. */
+  answers: Record<string, number>;
   /** Rows in requests that had an unknown outcome. */
   rowsInUnknownRequests: number;
   /** Of those, rows that were (or, on resume, will be) sent again although they may have been applied. */
@@ -70,6 +72,7 @@ export function emptyDeliverySummary(): DeliverySummary {
     retries: 0,
     rateLimited: 0,
     unknownOutcomes: 0,
+    answers: {},
     rowsInUnknownRequests: 0,
     rowsPossiblyDuplicated: 0,
     items: {
@@ -91,9 +94,10 @@ export function addWarning(summary: DeliverySummary, warning: string): void {
 }
 
 export function progressOf(summary: DeliverySummary, inFlight: number, heldForMs: number): DeliveryProgress {
-  const { fatal: _fatal, warnings: _warnings, notDelivered: _notDelivered, items, ...counters } = summary;
+  const { fatal: _fatal, warnings: _warnings, notDelivered: _notDelivered, items, answers, ...counters } = summary;
   return {
     ...counters,
+    answers: { ...answers },
     items: {
       attributes: { ...items.attributes },
       events: { ...items.events },

@@ -1,18 +1,26 @@
 // What is checked before any file is written or anything sent: the inputs can be read, the --map
-// file and every CSV header can be used, and each output is writable and not an input.
+// file and every CSV header and Parquet file's columns can be used, and each output is writable and
+// not an input.
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import type { InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
+import { isRemote, localName } from '../input/location.js';
+import type { RemoteInputs } from '../input/remote.js';
 import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
-import { validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
+import { unmatchedColumnProblems, validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
+import type { CsvRecord } from '../input/csv.js';
 import type { ArrayName } from '../model/types.js';
 import type { ReadingOptions } from './plan.js';
 
-/** `users.csv.gz` -> `users.rejects.ndjson` (or `.rejects.csv`) beside it; standard input -> `stdin.rejects.ndjson` here. */
+/**
+ * `users.csv.gz` -> `users.rejects.ndjson` (or `.rejects.csv`) beside it; standard input ->
+ * `stdin.rejects.ndjson` here; `s3://bucket/exports/users/` -> `users.rejects.ndjson` here.
+ */
 export function defaultRejectsPath(firstInput: string, format: 'ndjson' | 'csv' = 'ndjson'): string {
   if (firstInput === STDIN) return `stdin.rejects.${format}`;
+  if (isRemote(firstInput)) return `${localName(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '')}.rejects.${format}`;
   const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
   return join(dirname(firstInput), `${name}.rejects.${format}`);
 }
@@ -57,25 +65,90 @@ export async function checkWritable(flag: string, path: string): Promise<void> {
   }
 }
 
-/** Reads the header of every CSV input that is a file, so a bad one stops the run before anything is sent. */
-export async function checkHeaders(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
-  map: ColumnMap | undefined,
-): Promise<void> {
-  const csvFiles = options.inputs.filter((file) => file !== STDIN && formatOf(file, options.format) === 'csv');
-  if (csvFiles.length === 0) return;
+/** What the checks of the inputs read them with. */
+type InputReading = {
+  inputs: readonly string[];
+  format?: InputFormat;
+  encoding?: InputEncoding;
+  kind?: ArrayName;
+  reading?: ReadingOptions;
+  remote?: RemoteInputs;
+  mapFile?: string;
+};
+
+/**
+ * Reads the header of every CSV input and the columns of every Parquet input that is a file or an
+ * object (but those in `settled`, which a resumed run does not read), so a bad one, or a --map naming
+ * a column that no input has, stops the run before anything is written or sent. Returns the columns
+ * the map names that no input has, when standard input is read as CSV: its header, read by the plan,
+ * must have them.
+ */
+export async function checkHeaders(options: InputReading, map: ColumnMap | undefined, settled?: ReadonlySet<string>): Promise<string[]> {
+  const formats = options.inputs.map((file) => formatOf(file, options.format));
+  const read = (format: InputFormat) => options.inputs.filter((file, i) => file !== STDIN && settled?.has(file) !== true && formats[i] === format);
+  const [csvFiles, parquetFiles] = [read('csv'), read('parquet')];
+  const named = options.mapFile === undefined ? '--map' : `--map ${options.mapFile}`;
+  const stdinCsv = options.inputs.some((file, i) => file === STDIN && formats[i] === 'csv');
+  const mapped = options.inputs.some((file, i) => formats[i] === 'csv' || formats[i] === 'parquet');
+  if (map !== undefined && !mapped) throw new UsageError(`${named} renames CSV and Parquet columns, and no input is read as either`);
+  try {
+    const headers = csvFiles.length === 0 ? [] : await readCsvHeaders(csvFiles, options);
+    const parquets = parquetFiles.length === 0 ? [] : await readParquetColumns(parquetFiles, options);
+    // a map key that names no column is told first: the header's own problems may follow from it
+    const columns = [
+      ...headers.flatMap(({ file, record }) => ('cells' in record && record.undecodable === undefined ? [{ file, columns: record.cells }] : [])),
+      ...parquets,
+    ];
+    // a resumed run leaves settled files unread: a column only they have is not missing
+    const unmatched = map === undefined || settled?.size ? [] : unmatchedColumnProblems(map.keys(), columns);
+    if (unmatched.length > 0 && !stdinCsv) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
+    const { csvHeaderProblem } = await import('./plan-csv.js');
+    for (const { file, record, detected } of headers) {
+      const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+      if (problem !== undefined) throw problem;
+    }
+    if (parquets.length > 0) {
+      const { parquetHeader } = await import('./plan-parquet.js');
+      for (const { file, columns: names } of parquets) parquetHeader(names, file, { kind: options.kind, map, reading: options.reading });
+    }
+    const known = new Set(columns.flatMap((c) => c.columns));
+    return map === undefined ? [] : [...map.keys()].filter((column) => !known.has(column));
+  } finally {
+    if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();
+  }
+}
+
+/** The first record of each CSV file, with the delimiter found when none was given. */
+async function readCsvHeaders(files: readonly string[], options: InputReading): Promise<Array<{ file: string; record: CsvRecord; detected?: Delimiter }>> {
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
-  const { csvHeaderProblem, csvOptions } = await import('./plan-csv.js');
-  for (const file of csvFiles) {
+  const { csvOptions } = await import('./plan-csv.js');
+  const headers: Array<{ file: string; record: CsvRecord; detected?: Delimiter }> = [];
+  for (const file of files) {
     let detected: Delimiter | undefined;
-    for await (const records of readCsv(inputBytes(file), file, csvOptions(options, (d) => (detected = d)))) {
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
-      const problem = csvHeaderProblem(records[0], file, { kind: options.kind, map, reading: options.reading }, detected);
-      if (problem !== undefined) throw problem;
+      headers.push({ file, record: records[0], detected });
       break;
     }
   }
+  return headers;
+}
+
+/** The column names of each Parquet file (from its footer: no row is read). */
+async function readParquetColumns(files: readonly string[], options: InputReading): Promise<Array<{ file: string; columns: string[] }>> {
+  // loaded only for Parquet files: the decoder is large
+  const { openParquet } = await import('../input/parquet.js');
+  const found: Array<{ file: string; columns: string[] }> = [];
+  for (const file of files) {
+    const parquet = await openParquet(file, options.remote);
+    try {
+      found.push({ file, columns: parquet.columns });
+    } finally {
+      await parquet.close();
+    }
+  }
+  return found;
 }
 
 /** Annotations whose values may add to what a profile holds when sent again (an operation, or JSON that may hold one). */
@@ -88,7 +161,7 @@ const ADDING_ANNOTATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove',
  * own kind (`_kind`, a CSV rejects file) counts as events; one whose header cannot be used is left out.
  */
 export async function csvKinds(
-  options: { inputs: readonly string[]; format?: InputFormat; encoding?: InputEncoding; kind?: ArrayName; reading?: ReadingOptions },
+  options: InputReading,
   map: ColumnMap | undefined,
 ): Promise<Map<string, { kind: ArrayName; adding: boolean }>> {
   const kinds = new Map<string, { kind: ArrayName; adding: boolean }>();
@@ -102,7 +175,7 @@ export async function csvKinds(
     import('../records/state-record.js'),
   ]);
   for (const file of csvFiles) {
-    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options))) {
       const first = records[0];
       if (first === undefined) continue;
       if (!('error' in first)) {
@@ -131,10 +204,10 @@ const ADDING_KEY = /"(?:inc|add|remove|\$add|\$remove|\$update)"\s*:/;
  * Whether an NDJSON input may hold an operation that adds, read as bytes (a key named like one,
  * anywhere): a file of another encoding than UTF-8 or Latin-1 is taken to hold one.
  */
-export async function ndjsonMayAdd(file: string, encoding: InputEncoding | undefined): Promise<boolean> {
+export async function ndjsonMayAdd(file: string, encoding: InputEncoding | undefined, remote?: RemoteInputs): Promise<boolean> {
   if (encoding === 'utf-16le') return true;
   let tail = '';
-  for await (const bytes of inputBytes(file)) {
+  for await (const bytes of inputBytes(file, { remote })) {
     const text = tail + bytes.toString('latin1');
     if (ADDING_KEY.test(text)) return true;
     tail = text.slice(-16);

@@ -5,6 +5,7 @@
 import { readFile, stat } from 'node:fs/promises';
 import Papa from 'papaparse';
 import { readCsv } from '../input/csv.js';
+import type { RemoteInputs } from '../input/remote.js';
 import { inputBytes, STDIN, formatOf } from '../input/source.js';
 import { EXTRA_CELLS_KEY, MISSING_COLUMNS_KEY, REJECT_COLUMNS } from '../mapping/csv-rows.js';
 import { readRowsHeader } from '../mapping/kind-column.js';
@@ -22,11 +23,11 @@ const cellText = (value: unknown): string =>
   typeof value === 'string' ? value : value === null ? 'null' : value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value);
 
 /** The keys of every CSV input's header after --map, in order, each once (standard input's come with its first reject). */
-async function inputKeys(options: Pick<UploadOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>): Promise<string[]> {
+async function inputKeys(options: Pick<UploadOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'> & { remote?: RemoteInputs }): Promise<string[]> {
   const keys: string[] = [];
   for (const file of options.inputs) {
     if (file === STDIN || formatOf(file, options.format) !== 'csv') continue;
-    for await (const records of readCsv(inputBytes(file), file, csvOptions(options))) {
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote }), file, csvOptions(options))) {
       const first = records[0];
       if (first === undefined) continue;
       if ('cells' in first) {

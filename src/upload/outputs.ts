@@ -4,6 +4,7 @@
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
 import { UsageError } from '../errors.js';
+import type { RemoteInputs } from '../input/remote.js';
 import { formatOf } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
 import type { UploadOptions } from './upload.js';
@@ -95,15 +96,18 @@ export function lazyWriter(path: string, what: string, append: boolean): NdjsonW
 /** CSV rejects hold rows of CSV inputs only: checked with the other inputs, before anything is opened. */
 export function checkRejectsFormat(options: Pick<UploadOptions, 'rejectsFormat' | 'inputs' | 'format'>): void {
   if (options.rejectsFormat !== 'csv') return;
-  const ndjson = options.inputs.find((file) => formatOf(file, options.format) === 'ndjson');
-  if (ndjson !== undefined) throw new UsageError(`--rejects-format csv writes rows of CSV inputs; ${ndjson} is NDJSON (leave its rejects as NDJSON)`);
+  const other = options.inputs.find((file) => formatOf(file, options.format) !== 'csv');
+  if (other !== undefined) {
+    const format = { ndjson: 'NDJSON', json: 'JSON', parquet: 'Parquet', csv: 'CSV' }[formatOf(other, options.format)];
+    throw new UsageError(`--rejects-format csv writes rows of CSV inputs; ${other} is ${format} (leave its rejects as NDJSON)`);
+  }
 }
 
 /** The rejects file's writer: NDJSON records, or with --rejects-format csv, CSV rows (the module loaded only then). */
 export function rejectsWriter(
   path: string,
   append: boolean,
-  options: Pick<UploadOptions, 'rejectsFormat' | 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>,
+  options: Pick<UploadOptions, 'rejectsFormat' | 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'> & { remote?: RemoteInputs },
 ): NdjsonWriter & { open(): Promise<void> } {
   const lines = lazyWriter(path, 'rejects', append);
   if (options.rejectsFormat !== 'csv') return lines;

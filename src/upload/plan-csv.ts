@@ -1,11 +1,13 @@
 // A CSV file's rows -> the planner: the header is read once (after --map) into a CsvHeader, then
 // each row's cells are checked for width, mapped through it and taken, or rejected with their row.
-import { InputError } from '../errors.js';
+import { InputError, UsageError } from '../errors.js';
 import { DELIMITERS, readCsv, type CsvOptions, type CsvRecord, type Delimiter } from '../input/csv.js';
-import { inputBytes } from '../input/source.js';
+import { inputBytes, STDIN } from '../input/source.js';
+import { unmatchedColumnProblems } from '../mapping/column-map.js';
 import { csvRowObject, CsvRowOrigin, jsonBytesBound, mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js';
-import { mixedTypeNotes } from '../mapping/header-notes.js';
+import { typeNotes } from '../mapping/header-notes.js';
 import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
+import { encodingHint } from './encoding-note.js';
 import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
 /**
@@ -15,12 +17,14 @@ import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 export function csvHeaderProblem(
   record: CsvRecord,
   file: string,
-  options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>,
+  options: Pick<PlanOptions, 'kind' | 'map' | 'reading' | 'encoding'>,
   detected?: Delimiter,
 ): InputError | undefined {
   if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
   if (record.undecodable !== undefined) {
-    return new InputError(`the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}`, file, record.line);
+    const hint = encodingHint(record.undecodable.message, options.encoding);
+    const message = `the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}${hint === undefined ? '' : `\n  ${hint}`}`;
+    return new InputError(message, file, record.line);
   }
   const result = readRowsHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
   if (result.ok) return undefined;
@@ -52,12 +56,17 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
   let header: CsvHeader | undefined;
   /** A CSV rejects file's rows each say their kind (`_kind`); other files' rows are all read through `header`. */
   let byKind: ReturnType<typeof rowHeaders>;
-  const bytes = inputBytes(file, options.stdin, (n) => planner.bytesRead(n), options.chunkBytes);
+  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, remote: options.remote });
   let detected: Delimiter | undefined;
   for await (const records of readCsv(bytes, file, csvOptions(options, (d) => (detected = d)))) {
     const before: PlanEvent[] = [];
     for (const record of records) {
       if (header === undefined) {
+        // the map's columns no file had are standard input's (checked first, as for files: the header's problems may follow)
+        if (file === STDIN && options.mapColumnsOfStdin !== undefined && 'cells' in record) {
+          const unmatched = unmatchedColumnProblems(options.mapColumnsOfStdin, [{ file: 'standard input', columns: record.cells }]);
+          if (unmatched.length > 0) throw new UsageError(`--map:\n  ${unmatched.join('\n  ')}`);
+        }
         const problem = csvHeaderProblem(record, file, options, detected);
         if (problem !== undefined) throw problem;
         const cells = (record as { cells: string[] }).cells;
@@ -103,7 +112,7 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
   }
   if (header === undefined) yield [{ type: 'note', file, note: 'is empty (no header row)' }];
   else {
-    const notes = [header, ...(byKind?.others() ?? [])].flatMap((read) => mixedTypeNotes(read.typeCounts, read.kind));
+    const notes = [header, ...(byKind?.others() ?? [])].flatMap((read) => typeNotes(read.typeCounts, read.kind));
     if (notes.length > 0) yield notes.map((note): PlanEvent => ({ type: 'note', file, note }));
   }
 }

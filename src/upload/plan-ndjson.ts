@@ -1,16 +1,19 @@
-// An NDJSON file's lines -> the planner: a line is an item, a RequestLine of several items (of which
-// an earlier run may have settled some), or a line of a rejects file fed back in.
+// An NDJSON file's lines (or a JSON array's elements, each a row read as a line is) -> the planner:
+// a line is an item, a RequestLine of several items (of which an earlier run may have settled some),
+// or a line of a rejects file fed back in.
 import { readNdjson } from '../input/ndjson.js';
 import { inputBytes } from '../input/source.js';
 import { createLineMapper } from '../mapping/ndjson-lines.js';
 import type { ItemOrigin } from '../model/request.js';
 import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
-/** The events of an NDJSON file, a chunk of lines at a time. */
-export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
+/** The events of an NDJSON file (or, `json`, a .json file), a chunk of lines at a time. */
+export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions, json = false): AsyncGenerator<PlanEvent[]> {
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
-  const bytes = inputBytes(file, options.stdin, (n) => planner.bytesRead(n), options.chunkBytes);
-  for await (const records of readNdjson(bytes, { encoding: options.encoding })) {
+  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, remote: options.remote });
+  // the JSON parser is loaded for .json inputs only
+  const lines = json ? (await import('../input/json-array.js')).readJson(bytes, file, { encoding: options.encoding }) : readNdjson(bytes, { encoding: options.encoding });
+  for await (const records of lines) {
     for (const record of records) {
       const line = record.line;
       if (planner.row(file, line)) continue;

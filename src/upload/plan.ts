@@ -6,6 +6,7 @@ import type { Readable } from 'node:stream';
 import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from '../batch/batcher.js';
 import type { Delimiter } from '../input/csv.js';
 import type { InputEncoding } from '../input/decode.js';
+import type { RemoteInputs } from '../input/remote.js';
 import { formatOf, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
@@ -20,6 +21,7 @@ import { createRangeSet, type RangeSet } from '../records/range-set.js';
 import type { ResumeSkips } from '../records/journal.js';
 import type { LearnMark } from '../records/state-record.js';
 import type { createDelta, DeltaOptions } from './delta.js';
+import { createEncodingTally } from './encoding-note.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
@@ -46,6 +48,8 @@ export interface PlanOptions {
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
   map?: ColumnMap;
+  /** Columns the map names that no file input has: standard input's header must have them (or the run stops). */
+  mapColumnsOfStdin?: readonly string[];
   /** Delimiters, times, phones, lists, invalid fields. */
   reading?: ReadingOptions;
   /** Default: the `mau` profile. */
@@ -62,6 +66,8 @@ export interface PlanOptions {
   stopSignal?: AbortSignal;
   /** Compare with the delta state and leave out what the target acknowledged (--delta, --dedupe-events). */
   delta?: DeltaOptions;
+  /** The objects in storage among the inputs, and how to reach them. */
+  remote?: RemoteInputs;
 }
 
 /** A warning on an item that is sent all the same, with the line of its row. */
@@ -101,6 +107,19 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'dropped-field'; record: RejectRecord }
   | { type: 'request'; request: R };
 
+/** What mapping a row's cells found beside its item. */
+export interface MappedCells {
+  /** Cells that could not be read, each `field: reason`. */
+  errors?: string[];
+  /** The fields of those cells. */
+  failed?: string[];
+  /**
+   * The attributes the item sets to null because their cells were empty (--empty-as-null), not
+   * because a cell said null: the delta plan can send those only where the state holds a value.
+   */
+  emptied?: readonly string[];
+}
+
 /** What the readers of CSV and NDJSON files tell the planner of each row, and take its events from. */
 export interface RowPlanner {
   /** Counts a data row; true when an earlier run settled it (it is left out). */
@@ -114,7 +133,7 @@ export interface RowPlanner {
   /** Rejects a row, or one item of a RequestLine (`item`: its place). */
   reject(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void;
   /** Checks an item and batches it, or rejects its row. `bytesBound` is at least the bytes of the item's JSON. */
-  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: { errors?: string[]; failed?: string[] }): void;
+  take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: MappedCells): void;
   /** Counts bytes read from an input (before gunzip). */
   bytesRead(bytes: number): void;
   /** The events of the rows handled since the last call: the tally, then RequestLines, rejects, completed requests. */
@@ -133,7 +152,7 @@ const rangeSets = (ranges: ReadonlyMap<string, Array<[number, number]>> | undefi
 
 type Delta = ReturnType<typeof createDelta>;
 
-function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPlanner & { finish(): PlannedRequest[] } {
+function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPlanner & { finish(): PlannedRequest[]; settledWhole(rows: number): void } {
   const limits = options.limits ?? resolveLimits();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const batcher = createBatcher({ limits, maxBodyBytes });
@@ -269,6 +288,10 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     bytesRead(bytes) {
       tally.bytes += bytes;
     },
+    settledWhole(rows) {
+      tally.rows += rows;
+      tally.skipped += rows;
+    },
     chunk(file) {
       placeDeferred();
       const events: PlanEvent[] = [{ type: 'read', file, ...tally }, ...lines, ...rejects];
@@ -300,13 +323,45 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const planner = createRowPlanner(options, delta);
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
-  for (const [i, file] of options.inputs.entries()) {
-    yield { type: 'file', file, format: formats[i] };
-    const chunks = formats[i] === 'csv' ? csvChunks(file, planner, options) : ndjsonChunks(file, planner, options);
-    for await (const events of chunks) {
-      yield* events;
-      if (stopped()) return;
+  const encoding = createEncodingTally(options.encoding);
+  try {
+    for (const [i, file] of options.inputs.entries()) {
+      yield { type: 'file', file, format: formats[i] };
+      let rows = 0;
+      for await (const events of fileChunks(file, formats[i], planner, options)) {
+        for (const event of events) {
+          if (event.type === 'read') rows += event.rows;
+          else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
+        }
+        yield* events;
+        if (stopped()) return;
+      }
+      const note = encoding.note(file, rows);
+      if (note !== undefined) yield { type: 'note', file, note };
     }
+  } finally {
+    if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
   for (const request of planner.finish()) yield { type: 'request', request };
+}
+
+/** The events of one input, read as its format says; one an earlier run settled whole is not read again. */
+function fileChunks(file: string, format: InputFormat, planner: ReturnType<typeof createRowPlanner>, options: PlanOptions): AsyncIterable<PlanEvent[]> {
+  const settled = options.skips?.whole?.get(file);
+  if (settled !== undefined) return settledChunks(file, settled, planner);
+  if (format === 'csv') return csvChunks(file, planner, options);
+  if (format === 'parquet') return parquetChunks(file, planner, options);
+  return ndjsonChunks(file, planner, options, format === 'json');
+}
+
+/** A Parquet file's events; its mapping is loaded for Parquet inputs only. */
+async function* parquetChunks(file: string, planner: RowPlanner, options: PlanOptions): AsyncGenerator<PlanEvent[]> {
+  yield* (await import('./plan-parquet.js')).parquetChunks(file, planner, options);
+}
+
+/** A file whose every row an earlier run settled: counted as skipped, unread. */
+async function* settledChunks(file: string, rows: number, planner: ReturnType<typeof createRowPlanner>): AsyncGenerator<PlanEvent[]> {
+  yield [{ type: 'note', file, note: `every row was settled by an earlier run; not read again` }];
+  planner.settledWhole(rows);
+  yield planner.chunk(file);
 }

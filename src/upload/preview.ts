@@ -3,6 +3,7 @@
 // before trusting a whole file to it.
 import type { Readable } from 'node:stream';
 import { readCsv } from '../input/csv.js';
+import { readJson } from '../input/json-array.js';
 import { readNdjson } from '../input/ndjson.js';
 import { formatOf, inputBytes, STDIN } from '../input/source.js';
 import { itemErrors } from '../mapping/check.js';
@@ -10,6 +11,9 @@ import { mapCsvRow, widthProblem, type CsvHeader } from '../mapping/csv-rows.js'
 import { readRowsHeader, rowHeaders } from '../mapping/kind-column.js';
 import { withoutInvalidFields } from '../mapping/drop-fields.js';
 import { createLineMapper } from '../mapping/ndjson-lines.js';
+import { mapParquetRow } from '../mapping/parquet-rows.js';
+import type { RemoteSettings } from '../input/remote.js';
+import { resolveInputs } from './inputs.js';
 import type { ArrayName } from '../model/types.js';
 import { csvOptions } from './plan-csv.js';
 import type { PlanOptions } from './plan.js';
@@ -26,7 +30,7 @@ export interface PreviewRow {
   errors?: string[];
 }
 
-type PreviewOptions = Pick<PlanOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'>;
+type PreviewOptions = Pick<PlanOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading' | 'remote'>;
 
 function checked(file: string, line: number, kind: ArrayName, item: unknown, mapped: { errors?: string[]; failed?: string[] }, options: PreviewOptions): PreviewRow {
   const errors = [...itemErrors(kind, item, mapped)];
@@ -39,7 +43,7 @@ async function csvPreview(file: string, rows: number, options: PreviewOptions, s
   const out: PreviewRow[] = [];
   let header: CsvHeader | undefined;
   let byKind: ReturnType<typeof rowHeaders>;
-  for await (const records of readCsv(inputBytes(file, stdin), file, csvOptions(options))) {
+  for await (const records of readCsv(inputBytes(file, { stdin, remote: options.remote }), file, csvOptions(options))) {
     for (const record of records) {
       if (header === undefined) {
         if ('error' in record) return out;
@@ -72,10 +76,11 @@ async function csvPreview(file: string, rows: number, options: PreviewOptions, s
   return out;
 }
 
-async function ndjsonPreview(file: string, rows: number, options: PreviewOptions, stdin?: Readable): Promise<PreviewRow[]> {
+async function ndjsonPreview(file: string, rows: number, options: PreviewOptions, stdin?: Readable, json = false): Promise<PreviewRow[]> {
   const out: PreviewRow[] = [];
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
-  for await (const records of readNdjson(inputBytes(file, stdin), { encoding: options.encoding })) {
+  const bytes = inputBytes(file, { stdin, remote: options.remote });
+  for await (const records of json ? readJson(bytes, file, { encoding: options.encoding }) : readNdjson(bytes, { encoding: options.encoding })) {
     for (const record of records) {
       if (out.length >= rows) return out;
       if ('error' in record) {
@@ -91,16 +96,48 @@ async function ndjsonPreview(file: string, rows: number, options: PreviewOptions
   return out;
 }
 
+async function parquetPreview(file: string, rows: number, options: PreviewOptions): Promise<PreviewRow[]> {
+  const out: PreviewRow[] = [];
+  const [{ openParquet }, { parquetHeader }] = await Promise.all([import('../input/parquet.js'), import('./plan-parquet.js')]);
+  const parquet = await openParquet(file, options.remote);
+  try {
+    const { header } = parquetHeader(parquet.columns, file, options);
+    const kind = header.csv.kind;
+    for await (const batch of parquet.batches()) {
+      for (let at = 0; at < batch.rows && out.length < rows; at += 1) {
+        const mapped = mapParquetRow(header, batch.values, at);
+        out.push(checked(file, batch.firstRow + at, kind, mapped.item, mapped, options));
+      }
+      if (out.length >= rows) break;
+    }
+  } finally {
+    await parquet.close();
+  }
+  return out;
+}
+
+/** The first `rows` rows of one input. */
+function preview(file: string, rows: number, options: PreviewOptions, stdin?: Readable): Promise<PreviewRow[]> {
+  const format = formatOf(file, options.format);
+  if (format === 'csv') return csvPreview(file, rows, options, stdin);
+  if (format === 'parquet') return parquetPreview(file, rows, options);
+  return ndjsonPreview(file, rows, options, stdin, format === 'json');
+}
+
 /**
  * The first `rows` rows of each input, as items or as the reasons they would be rejected. Standard
  * input is read from `stdin` (readAhead's `ahead`, so the run reads it again whole), or left out.
  */
-export async function previewRows(options: PreviewOptions, rows: number, stdin?: Readable): Promise<PreviewRow[]> {
+export async function previewRows(options: PreviewOptions & { storage?: RemoteSettings }, rows: number, stdin?: Readable): Promise<PreviewRow[]> {
+  const { inputs, remote } = await resolveInputs(options.inputs, options.storage);
   const out: PreviewRow[] = [];
-  for (const file of options.inputs) {
-    if (file === STDIN && stdin === undefined) continue;
-    const format = formatOf(file, options.format);
-    out.push(...(format === 'csv' ? await csvPreview(file, rows, options, stdin) : await ndjsonPreview(file, rows, options, stdin)));
+  try {
+    for (const file of inputs) {
+      if (file === STDIN && stdin === undefined) continue;
+      out.push(...(await preview(file, rows, { ...options, remote }, stdin)));
+    }
+  } finally {
+    if (remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
   return out;
 }

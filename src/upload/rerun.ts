@@ -4,9 +4,11 @@
 import { appendFile, readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { isRemote, localName } from '../input/location.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
 import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../records/journal.js';
+import type { RemoteIdentities } from '../records/journal-read.js';
 import { checkWritable, isOneOf } from './check.js';
 
 /** The target as a file-name part: `https://rest.example.com:8443/v2` -> `rest.example.com-8443-v2`. */
@@ -16,10 +18,14 @@ function targetSlug(endpoint: URL): string {
   return text.replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '');
 }
 
-/** `users.csv.gz` to `http://127.0.0.1:4000` -> `users.127.0.0.1-4000.journal` beside it: each target resumes its own run. */
+/**
+ * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.127.0.0.1-4000.journal` beside it (an input in
+ * storage, `s3://bucket/users/`, in the current folder): each target resumes its own run.
+ */
 export function defaultJournalPath(firstInput: string, endpoint: URL): string {
-  const name = basename(firstInput).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(dirname(firstInput), `${name}.${targetSlug(endpoint)}.journal`);
+  const remote = isRemote(firstInput);
+  const name = (remote ? localName(firstInput) : basename(firstInput)).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
+  return join(remote ? '.' : dirname(firstInput), `${name}.${targetSlug(endpoint)}.journal`);
 }
 
 const count = (n: number): string => n.toLocaleString('en-US');
@@ -57,7 +63,7 @@ async function checkRerun(
   journalPath: string,
   target: string,
   inputs: readonly string[],
-  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe },
+  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities },
 ): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
   let own: ParsedJournal | undefined;
@@ -73,7 +79,7 @@ async function checkRerun(
       `the journal ${journalPath} holds an upload to ${own.target}, not to ${target}; give another --journal (or none: each target keeps its own), or --restart to replace it`,
     );
   }
-  const identities = await Promise.all(inputs.map((file) => identifyFile(file)));
+  const identities = await Promise.all(inputs.map((file) => identifyFile(file, options.remote)));
   const same = (a: { path: string; size: number; mtimeMs: number }, b: typeof a): boolean => a.path === b.path && a.size === b.size && a.mtimeMs === b.mtimeMs;
   /** The inputs of which this journal holds rows sent or settled to this target. */
   const overlap = (found: ParsedJournal): string[] =>
@@ -99,7 +105,7 @@ async function checkRerun(
   }
   // the same files given in another order, or with others, keep their journal under another name;
   // a --journal given names the one journal to look at (one that does not exist starts fresh)
-  const folders = new Set(options.journalPath === undefined ? inputs.map((file) => dirname(resolve(file))) : []);
+  const folders = new Set(options.journalPath === undefined ? localFiles(inputs).map((file) => dirname(resolve(file))) : []);
   const suffix = `.${targetSlug(new URL(target))}.journal`;
   for (const folder of folders) {
     const names = await readdir(folder).catch(() => [] as string[]);
@@ -125,6 +131,9 @@ async function checkRerun(
  */
 const JOURNALS_NOTE = '.track-journals';
 
+/** The inputs that lie in folders (no object in storage). */
+const localFiles = (inputs: readonly string[]): string[] => inputs.filter((file) => !isRemote(file));
+
 /** The journals of this target a folder's note names. */
 async function journalsNoted(path: string, target: string): Promise<string[]> {
   if ((await stat(path).catch(() => undefined))?.isFile() !== true) return [];
@@ -144,7 +153,7 @@ async function journalsNoted(path: string, target: string): Promise<string[]> {
 /** Notes the journal in every folder of the inputs but its own (best effort: a folder may be read-only). */
 export async function noteJournal(journalPath: string, target: string, inputs: readonly string[]): Promise<void> {
   const home = dirname(resolve(journalPath));
-  const folders = new Set(inputs.map((file) => dirname(resolve(file))).filter((folder) => folder !== home));
+  const folders = new Set(localFiles(inputs).map((file) => dirname(resolve(file))).filter((folder) => folder !== home));
   for (const folder of folders) {
     const note = join(folder, JOURNALS_NOTE);
     if ((await journalsNoted(note, target)).includes(resolve(journalPath))) continue;
@@ -175,7 +184,7 @@ export interface Target {
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
 export async function checkTarget(
   inputs: readonly string[],
-  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean; rerunSafe?: RerunSafe },
+  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean; rerunSafe?: RerunSafe; remote?: RemoteIdentities; namedAfter?: string },
 ): Promise<Target> {
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
@@ -183,7 +192,7 @@ export async function checkTarget(
   if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
   const fromStdin = inputs.includes(STDIN);
   if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
-  const journalPath = options.journalPath ?? defaultJournalPath(inputs[0], endpoint);
+  const journalPath = options.journalPath ?? defaultJournalPath(options.namedAfter ?? inputs[0], endpoint);
   if (!fromStdin && (await isOneOf(journalPath, inputs))) throw new UsageError(`--journal ${journalPath} is also an input file`);
   // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
   for (const file of inputs) await checkReadable(file);

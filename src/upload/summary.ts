@@ -1,6 +1,7 @@
 // What a plan tells of the files it read, as a fold over the plan's events: rows, items by kind,
 // rejects and warnings by reason, requests. The same events come from a plan made in this thread or
 // in the worker, so the summary is made one way.
+import { readUndecodableProblem } from '../input/decode.js';
 import type { PlanEvent } from './plan.js';
 import type { InputFormat } from '../input/source.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
@@ -65,16 +66,33 @@ export function emptyPlanSummary(): PlanSummary {
   };
 }
 
-/** A problem without the value that caused it: `email: is not a valid email address`. */
-function reasonOf(problem: string): string {
+/** The place a row's size was found too large, in its reason: every such row has its own size. */
+const TOO_LARGE = /^row: the item is \d+ bytes as JSON; a request body may be at most (\d+) bytes$/;
+
+/**
+ * A problem without the value or the place that caused it, so that rows refused for one reason count
+ * together: `email: is not a valid email address` (not `, got "x"`); `Company: bytes not valid UTF-8`
+ * (not the byte and its offset); `line: is not valid JSON` (not where the parser stopped).
+ */
+export function reasonOf(problem: string): string {
+  const undecodable = readUndecodableProblem(problem);
+  if (undecodable !== undefined) return undecodable.reason;
   const got = problem.indexOf(', got ');
-  return got === -1 ? problem : problem.slice(0, got);
+  const reason = got === -1 ? problem : problem.slice(0, got);
+  const json = reason.indexOf(' is not valid JSON (');
+  if (json !== -1 && reason.endsWith(')')) return reason.slice(0, json + ' is not valid JSON'.length);
+  return reason.replace(TOO_LARGE, 'row: the item is larger as JSON than a request body may be ($1 bytes)');
 }
 
 function count(reasons: Record<string, number>, problem: string): void {
   const reason = reasonOf(problem);
   if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
   else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+}
+
+/** Counts a rejected row under each of its reasons (once each). */
+export function countReasons(reasons: Record<string, number>, errors: readonly string[]): void {
+  for (const reason of new Set(errors.map(reasonOf))) count(reasons, reason);
 }
 
 /**
@@ -115,7 +133,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     }
     case 'reject':
       summary.rejected += 1;
-      for (const reason of new Set(event.record.errors.map(reasonOf))) count(summary.rejectReasons, reason);
+      countReasons(summary.rejectReasons, event.record.errors);
       break;
     case 'dropped-field':
       summary.droppedFields += 1;

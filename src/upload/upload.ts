@@ -2,19 +2,21 @@
 // delivered to the target, or, in a dry run (no target), counted and written to --out. Every row is
 // accounted for: in a request, in the rejects file, or left out on resume because it was settled.
 import { UsageError } from '../errors.js';
-import { checkReadable, formatOf, STDIN } from '../input/source.js';
+import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
+import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
-import { openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../records/journal.js';
+import { findJournal, inputKey, isWhole, openJournal, rowsInDoubt, type Journal, type ParsedJournal } from '../records/journal.js';
 import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
 import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
-import { addPlanEvent, emptyPlanSummary, type PlanSummary } from './summary.js';
+import { resolveInputs } from './inputs.js';
+import { addPlanEvent, countReasons, emptyPlanSummary, type PlanSummary } from './summary.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
 
@@ -51,6 +53,10 @@ export interface ReadProgress {
   requests: number;
   /** Bytes of input read (before gunzip) since the last report. */
   bytes: number;
+  /** Rows rejected so far, before sending. */
+  rejected?: number;
+  /** The data points of the items planned so far. */
+  dataPoints?: number;
 }
 
 /** Sending only what changed (docs/upload.md "Sending only what changed"). */
@@ -67,7 +73,9 @@ export interface DeltaRun {
   url?: string;
 }
 
-export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' | 'delta'> {
+export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' | 'delta' | 'remote'> {
+  /** How inputs in storage (s3://, https://) are reached. */
+  storage?: RemoteSettings;
   /** A --map file (JSON) to read; or give `map` itself. */
   mapFile?: string;
   map?: ColumnMap;
@@ -86,6 +94,8 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
   /** Stop reading, let requests in flight finish, save the journal (Ctrl-C). */
   stopSignal?: AbortSignal;
   onProgress?: (progress: ReadProgress) => void;
+  /** Told of each rejected row once it is written to the rejects file (before sending, or refused by the server). */
+  onReject?: (record: RejectRecord) => void;
 }
 
 export interface UploadSummary extends PlanSummary {
@@ -95,6 +105,8 @@ export interface UploadSummary extends PlanSummary {
   elapsedMs: number;
   /** What the delivery did; undefined in a dry run. */
   delivery?: DeliverySummary;
+  /** Items the server refused (each a line of the rejects file), by reason; empty in a dry run. */
+  refusedReasons: Record<string, number>;
   /** The run was stopped (stopSignal) before it read every row. */
   interrupted: boolean;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
@@ -109,23 +121,27 @@ const isIncomplete = (d: DeliverySummary | undefined): boolean =>
 
 export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const started = performance.now();
-  const { inputs, send } = options;
+  const { send } = options;
+  // s3:// prefixes and globs become the objects they name; the defaults are named after the input given
+  const named = options.inputs;
+  if (named.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
+  const { inputs, remote } = await resolveInputs(named, options.storage);
 
   // 1. check everything a person can get wrong, before any file is written or anything sent
   // the network side (the URL, the journal, the re-run guard) is loaded for a delivery only
   const { delta } = options;
   if (delta?.full === true && !delta.attributes) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   // a run that cannot store anything twice goes even though a journal holds the same upload
-  const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice(options, delta, earlier);
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe });
+  const rerunSafe = delta === undefined ? undefined : (earlier: ParsedJournal) => cannotSendTwice({ ...options, inputs, remote }, delta, earlier);
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, rerunSafe, remote: remote?.objects, namedAfter: named[0] });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
-  for (const file of inputs) formatOf(file, options.format);
-  checkRejectsFormat(options);
+  for (const file of inputs) if ((await checkFormat(file, options.format)) === 'parquet' && file === STDIN) throw new UsageError('Parquet cannot be read from standard input (-): it is read from its end; give the file');
+  checkRejectsFormat({ ...options, inputs });
   for (const file of inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
-  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(inputs[0], options.rejectsFormat);
+  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(named[0], options.rejectsFormat);
   for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
     if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
   }
@@ -136,30 +152,37 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
-  await checkHeaders(options, map);
+  // a resumed run does not read again what an earlier one settled whole
+  const earlier = send?.resume === true && target?.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
+  const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
+  // the columns a map names that no file has: standard input's header must have them
+  const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
 
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
   let state: StateWriter | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
+  /** Said when the state knows nothing of the target, but knows its host under another name. */
+  let stateNote: string | undefined;
   if (delta !== undefined && deltaTarget !== undefined) {
     const { openStateReader, openStateWriter } = await import('../records/state.js');
     const reader = openStateReader(delta.statePath, deltaTarget);
     stateKnown = !reader.empty;
     reader.close();
+    if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
     if (send !== undefined) state = openStateWriter(delta.statePath, deltaTarget);
   }
 
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
   const resume = send?.resume === true;
-  const rejects = rejectsWriter(rejectsPath, resume, { ...options, map });
+  const rejects = rejectsWriter(rejectsPath, resume, { ...options, inputs, remote, map });
   const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
-    journal = await openJournal({ path: target.journalPath, files: inputs, target: target.target, resume, remembers, beforeSettling: () => rejects.sync() });
+    journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, remembers, beforeSettling: () => rejects.sync() });
     await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
@@ -169,6 +192,12 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const writeReject = async (record: RejectRecord): Promise<void> => {
     if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
     else held += 1;
+    options.onReject?.(record);
+  };
+  const refusedReasons: Record<string, number> = {};
+  const writeRefused = async (record: RejectRecord): Promise<void> => {
+    countReasons(refusedReasons, record.errors);
+    await writeReject(record);
   };
 
   // 3. the plan, in the worker thread when sending from files: rows an earlier run settled are left out
@@ -178,7 +207,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta };
+  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta, remote };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
@@ -191,14 +220,18 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       : (await import('./plan.js')).planEvents({ ...planOptions, stdin });
   let summary = emptyPlanSummary();
   let readAll = false;
+  /** The file being read: once the next begins, it was read to its end (a resumed run need not read it again once all its rows settle). */
+  let current: string | undefined;
   async function* requests(): AsyncGenerator<RequestToSend> {
     for await (const event of events) {
+      if (event.type === 'file' && current !== undefined) journal?.readToEnd(current, summary.files.find((f) => f.file === current)?.rows ?? 0);
+      if (event.type === 'file') current = event.file;
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
       if (event.type === 'reject' || event.type === 'dropped-field') await writeReject(event.record);
       summary = addPlanEvent(summary, event);
       switch (event.type) {
         case 'read':
-          options.onProgress?.({ file: event.file, rows: summary.rows, requests: summary.requests, bytes: event.bytes });
+          options.onProgress?.({ file: event.file, rows: summary.rows, requests: summary.requests, bytes: event.bytes, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
           break;
         case 'line-items':
           ledger?.expect(event.file, event.line, event.items);
@@ -217,6 +250,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       }
     }
     readAll = true;
+    // the last chunk's rejects and requests come after its tally: the reader is told the whole plan
+    const last = summary.files.at(-1)?.file;
+    if (last !== undefined) options.onProgress?.({ file: last, rows: summary.rows, requests: summary.requests, bytes: 0, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
   }
 
   // 4. deliver, or drain the plan (a dry run)
@@ -254,7 +290,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           notApplied: journal === undefined ? undefined : (request) => journal.notApplied(request),
           sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
           carriedDuplicates: journal?.unreported,
-          onReject: writeReject,
+          onReject: writeRefused,
           onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, (i) => rejected.has(i)),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
@@ -298,11 +334,12 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...heldNote(held, rejectsPath)],
+    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...(stateNote === undefined ? [] : [stateNote]), ...heldNote(held, rejectsPath)],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,
+    refusedReasons,
     interrupted: !readAll && options.stopSignal?.aborted === true,
     fatal,
   };
@@ -322,16 +359,19 @@ function dryRunTarget(delta: DeltaRun): string {
  * it sent of them and left none in doubt (a killed run's requests in flight were never learned).
  * Attributes set to values are never stored twice.
  */
-async function cannotSendTwice(options: UploadOptions, delta: DeltaRun, earlier: ParsedJournal): Promise<boolean> {
+async function cannotSendTwice(options: UploadOptions & { remote?: RemoteInputs }, delta: DeltaRun, earlier: ParsedJournal): Promise<boolean> {
   const kinds = await csvKinds(options, options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map);
   let activities = false;
   for (const file of options.inputs) {
-    if (formatOf(file, options.format) === 'csv') {
+    const format = formatOf(file, options.format);
+    // a Parquet file's columns are not read here: taken to hold an operation that adds
+    if (format === 'parquet') return false;
+    if (format === 'csv') {
       const found = kinds.get(file);
       if (found === undefined || found.adding) return false;
       if (found.kind !== 'attributes') activities = true;
     } else {
-      if (file === STDIN || (await ndjsonMayAdd(file, options.encoding))) return false;
+      if (file === STDIN || (await ndjsonMayAdd(file, options.encoding, options.remote))) return false;
       if (options.kind !== 'attributes') activities = true;
     }
   }

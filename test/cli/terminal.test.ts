@@ -56,4 +56,16 @@ describe.skipIf(!hasPython)('Ctrl-C in a terminal', () => {
     expect(run.out).toContain('interrupted');
     expect(run.status, run.out).toBe(130);
   }, 60_000);
+
+  it('track validate --quiet shows no progress on a terminal, only the summary', async () => {
+    const run = await runInTerminal([process.execPath, BIN, 'validate', 'big.csv', '--quiet'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: [], deadlineMs: 40_000 });
+    expect(run.status, run.out).toBe(0);
+    expect(run.out).toMatch(/validate: 1 file, 400,000 rows read/);
+    expect(run.out).not.toContain('reading big.csv');
+    const loud = await runInTerminal([process.execPath, BIN, 'upload', '--dry-run', 'big.csv'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: [], deadlineMs: 40_000 });
+    expect(loud.out).toContain('reading big.csv');
+    const quiet = await runInTerminal([process.execPath, BIN, 'upload', '--dry-run', 'big.csv', '--quiet'], { cwd: dir, env: { NO_COLOR: '1' }, ctrlCAfter: [], deadlineMs: 40_000 });
+    expect(quiet.out).not.toContain('reading big.csv');
+    expect(quiet.status, quiet.out).toBe(0);
+  }, 90_000);
 });

@@ -1,10 +1,10 @@
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RejectRecord, TrackRequest } from '../../src/model/index.js';
 import { validateRequest } from '../../src/model/validate.js';
-import { ndjson, track, workdir } from './run-cli.js';
+import { ndjson, ROOT, track, workdir } from './run-cli.js';
 
 let dir: string;
 beforeAll(() => {
@@ -217,7 +217,7 @@ describe('usage errors (exit 2)', () => {
     [['validate', 'missing.csv'], /missing\.csv: no such file/],
     [['validate', 'attributes.csv', '--limits', 'huge'], /argument 'huge' is invalid/],
     [['validate', 'attributes.csv', '--max-total', '0'], /--max-total: expected a whole number/],
-    [['validate', 'export.map.json'], /cannot tell the format/],
+    [['validate', 'notes.txt'], /cannot tell the format/],
     [['validate', '-'], /needs --format/],
     [['validate', 'export.csv', '--map', 'nope.json'], /--map nope\.json: no such file/],
     [['validate', 'export.csv'], /export\.csv:1: the header cannot be used:\n {2}the header has no column that names the user/],
@@ -227,5 +227,31 @@ describe('usage errors (exit 2)', () => {
     const result = track(args as string[], { cwd: dir });
     expect(result.stderr).toMatch(message);
     expect(result.status).toBe(2);
+  });
+});
+
+describe('a mistake in the flags', () => {
+  it.each([
+    [['upload', '--dryrun', 'attributes.csv'], "error: unknown option '--dryrun'\n(Did you mean --dry-run?)\n(track upload --help lists every option)\n"],
+    [['validate', 'attributes.csv', '--qiet'], "error: unknown option '--qiet'\n(Did you mean --quiet?)\n(track validate --help lists every option)\n"],
+    [['validat', 'attributes.csv'], "error: unknown command 'validat'\n(Did you mean validate?)\n(track --help lists every command)\n"],
+  ])('track %j gives the one-line error, a "did you mean" and the help command, not the whole help', (args, stderr) => {
+    const result = track(args, { cwd: dir });
+    expect(result.stderr).toBe(stderr);
+    expect(result.status).toBe(2);
+  });
+});
+
+describe("the README's first command", () => {
+  it('runs clean: every row valid, no note about its own example files', () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const command = /npm ci && npx track (upload --dry-run [^\n`]+)/.exec(readme)?.[1];
+    expect(command).toBeDefined();
+    const result = track(command!.split(' '), { cwd: ROOT });
+    expect(result.status).toBe(0);
+    expect(result.stderr).toBe('');
+    expect(result.stdout).toMatch(/rejected +none/);
+    expect(result.stdout).not.toMatch(/^note/m);
+    expect(result.stdout).not.toMatch(/^warnings/m);
   });
 });

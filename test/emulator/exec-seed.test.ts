@@ -181,7 +181,7 @@ describe('track emulate --seed', () => {
     writeFileSync(unnamed, 'external_id\nu1\n');
     const r = runCli(['emulate', '--port', '0', '--db', ':memory:', '--seed', unnamed]);
     expect(r.status).toBe(2);
-    expect(r.stderr).toContain('name it .csv, .ndjson or .jsonl');
+    expect(r.stderr).toContain('name it .csv, .ndjson, .jsonl or .json (each optionally .gz), or .parquet');
     expect(r.stderr).not.toContain('--format');
   });
 });

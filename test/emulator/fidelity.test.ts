@@ -63,15 +63,27 @@ describe('operations on arrays of objects', () => {
     expect(custom({ pets: { $remove: [{ $identifier_key: 'id', $identifier_value: 1 }] } })).toEqual({ pets: [pets[1]] });
   });
 
-  it('$update deep-merges $new_object into the matched elements and creates none', () => {
+  const update = { $update: [
+    { $identifier_key: 'id', $identifier_value: 1, $new_object: { name: 'Max', vet: { phone: '123' } } },
+    { $identifier_key: 'id', $identifier_value: 9, $new_object: { name: 'Ghost' } },
+  ] };
+
+  it('$update with _merge_objects deep-merges $new_object into the matched elements and creates none', () => {
     h = testHandler();
     custom({ pets });
-    const update = { $update: [
-      { $identifier_key: 'id', $identifier_value: 1, $new_object: { name: 'Max', vet: { phone: '123' } } },
-      { $identifier_key: 'id', $identifier_value: 9, $new_object: { name: 'Ghost' } },
-    ] };
-    expect(custom({ pets: update })).toEqual({
+    expect(custom({ pets: update, _merge_objects: true })).toEqual({
       pets: [{ id: 1, type: 'dog', name: 'Max', vet: { city: 'Oslo', phone: '123' } }, pets[1]],
+    });
+  });
+
+  it('$update without _merge_objects replaces each matched element whole with $new_object and creates none', () => {
+    h = testHandler();
+    custom({ pets: [...pets, { id: 1, type: 'fish' }] });
+    expect(custom({ pets: update })).toEqual({
+      pets: [{ name: 'Max', vet: { phone: '123' } }, pets[1], { name: 'Max', vet: { phone: '123' } }],
+    });
+    expect(custom({ pets: { $update: [{ $identifier_key: 'id', $identifier_value: 2, $new_object: { id: 2, type: 'cat' } }] }, _merge_objects: false })).toEqual({
+      pets: [{ name: 'Max', vet: { phone: '123' } }, { id: 2, type: 'cat' }, { name: 'Max', vet: { phone: '123' } }],
     });
   });
 

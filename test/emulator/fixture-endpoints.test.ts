@@ -93,6 +93,16 @@ describe('GET /_track/requests', () => {
     expect(page).toContain('1 request shown');
   });
 
+  it('finds a request by a phone however either side writes it, as the emulator matches phones', () => {
+    h = testHandler();
+    // a 10-digit U.S. number without its country code names +14155552671 (decisions.md "Identifying the user")
+    h.track({ events: [{ phone: '4155552671', name: 'played', time: '2024-01-01T00:00:00Z' }] });
+    h.track({ attributes: [{ external_id: 'u', phone: '+1 (415) 555-2671' }] });
+    h.track({ attributes: [{ phone: '+14155550100' }] });
+    for (const query of ['%2B14155552671', '4155552671', '(415)%20555-2671']) expect(logged(`?phone=${query}`), query).toHaveLength(2);
+    expect(logged('?phone=not-a-number')).toEqual([]);
+  });
+
   it('takes a status in any case and a path as the server routes it', () => {
     h = testHandler();
     h.track({ attributes: [{ external_id: 'a' }] });

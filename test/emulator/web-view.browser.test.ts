@@ -20,7 +20,7 @@ if (!present && process.env.CI) {
 }
 if (!present) console.warn(`web view browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set TRACK_CHROMIUM)`);
 
-const SCREENSHOTS = mkdtempSync(join(tmpdir(), 'track-web-view-'));
+const SCREENSHOTS = process.env.TRACK_SCREENSHOTS ?? mkdtempSync(join(tmpdir(), 'track-web-view-'));
 const KEY = 'browser-key';
 const EVIL = '<script>window.pwned = 1</script>';
 
@@ -123,6 +123,25 @@ describe.skipIf(!present)('the web view in a browser', () => {
     await row(page).locator('summary').click();
     expect(await row(page).locator('pre').textContent()).toContain(EVIL);
     expect(await page.evaluate(() => window.pwned)).toBeUndefined();
+    await page.close();
+  });
+
+  it('draws the run page: charts in the first screen, their bars the counts the emulator holds', async () => {
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    await page.goto(`${emulator.url}/_track/`);
+    await page.click('header a:text-is("Run")');
+    await expect.poll(() => page.locator('#run-figures').textContent()).toMatch(/requests/);
+    for (const chart of ['requests-per-second', 'statuses', 'items', 'minor-errors']) await onScreen(page, `svg[data-chart="${chart}"]`);
+    const bars = async (chart: string): Promise<Record<string, number>> =>
+      Object.fromEntries(await page.locator(`svg[data-chart="${chart}"] g.bar`).evaluateAll((gs) => gs.map((g) => [(g as unknown as { dataset: Record<string, string> }).dataset.label, Number((g as unknown as { dataset: Record<string, string> }).dataset.value)])));
+    const logged = emulator.requests({ limit: 1000 });
+    expect(await bars('statuses')).toEqual({ 201: logged.filter((r) => r.status === 201).length });
+    expect(Object.values(await bars('minor-errors'))).toEqual([1]);
+    expect(Object.keys(await bars('minor-errors'))[0]).toMatch(/^time: /);
+    // the figure line names the same counts, with the bars' text drawn on screen
+    expect(await page.locator('#run-figures').textContent()).toContain(`${logged.length} requests`);
+    await onScreen(page, 'svg[data-chart="statuses"] g.bar text', `${logged.length} requests`);
+    await screenshot(page, 'run');
     await page.close();
   });
 

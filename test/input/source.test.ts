@@ -5,7 +5,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { InputError, UsageError } from '../../src/errors.js';
-import { checkReadable, formatOf, inputBytes } from '../../src/input/source.js';
+import { checkFormat, checkReadable, formatOf, inputBytes } from '../../src/input/source.js';
 
 async function text(bytes: AsyncIterable<Buffer>): Promise<string> {
   const parts: Buffer[] = [];
@@ -25,7 +25,27 @@ describe('formatOf', () => {
 
   it('is a usage error for standard input or an unknown extension without --format', () => {
     expect(() => formatOf('-')).toThrow(UsageError);
-    expect(() => formatOf('users.json')).toThrow(/users\.json: cannot tell the format/);
+    expect(() => formatOf('users.txt')).toThrow(/users\.txt: cannot tell the format/);
+    expect(() => formatOf('s3://b/exports/_SUCCESS')).toThrow(/give --format, or leave it out with a glob/);
+  });
+
+  it('knows JSON, Parquet and the names of objects in storage, a URL by its path', () => {
+    expect(formatOf('users.json')).toBe('json');
+    expect(formatOf('users.json.gz')).toBe('json');
+    expect(formatOf('part-0001.snappy.parquet')).toBe('parquet');
+    expect(() => formatOf('users.parquet.gz')).toThrow(/cannot tell the format/);
+    expect(formatOf('s3://bucket/exports/part-1.ndjson.gz')).toBe('ndjson');
+    expect(formatOf('https://bucket.example.com/users.csv?X-Amz-Signature=abc.json')).toBe('csv');
+  });
+
+  it('says to save a workbook as CSV, by its name or by its first bytes', async () => {
+    expect(() => formatOf('users.xlsx')).toThrow(/save it as CSV/);
+    const dir = mkdtempSync(join(tmpdir(), 'track-source-'));
+    const zip = join(dir, 'export');
+    writeFileSync(zip, Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x14, 0x00, 0x06, 0x00, 0x08]));
+    await expect(checkFormat(zip)).rejects.toThrow(/export: is a ZIP archive .*save it as CSV/);
+    writeFileSync(join(dir, 'renamed.csv'), Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0x00]));
+    await expect(text(inputBytes(join(dir, 'renamed.csv')))).rejects.toThrow(/renamed\.csv: is an Excel workbook .*save it as CSV/);
   });
 });
 
@@ -44,9 +64,9 @@ describe('inputBytes', () => {
   it('reads standard input, gzipped or not, even in one-byte chunks', async () => {
     const packed = gzipSync('id\n4\n');
     const oneByte = Readable.from((function* () { for (const b of packed) yield Buffer.from([b]); })());
-    expect(await text(inputBytes('-', oneByte))).toBe('id\n4\n');
-    expect(await text(inputBytes('-', Readable.from([Buffer.from('x')])))).toBe('x');
-    expect(await text(inputBytes('-', Readable.from([])))).toBe('');
+    expect(await text(inputBytes('-', { stdin: oneByte }))).toBe('id\n4\n');
+    expect(await text(inputBytes('-', { stdin: Readable.from([Buffer.from('x')]) }))).toBe('x');
+    expect(await text(inputBytes('-', { stdin: Readable.from([]) }))).toBe('');
   });
 
   it('names the file when it is missing, not gzip after all, or not a file', async () => {

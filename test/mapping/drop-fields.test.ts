@@ -33,8 +33,10 @@ describe('withoutInvalidFields', () => {
 
 describe('phone advice', () => {
   it('says to give --default-country for a number written without its country code', () => {
-    expect(itemErrors('attributes', { external_id: 'u1', phone: '(415) 555-2671' })).toEqual([
-      'phone: is not a valid phone number without its country code; give --default-country (such as --default-country US) to read national numbers in that country, got "(415) 555-2671"',
+    // a valid 10-digit U.S. number is read as U.S. without one (decisions.md); a national number of another country is not
+    expect(itemErrors('attributes', { external_id: 'u1', phone: '(415) 555-2671' })).toEqual([]);
+    expect(itemErrors('attributes', { external_id: 'u1', phone: '020 7946 0958' })).toEqual([
+      'phone: is not a valid phone number without its country code; give --default-country (such as --default-country US) to read national numbers in that country, got "020 7946 0958"',
     ]);
     expect(itemErrors('attributes', { external_id: 'u1', phone: '+1 123' })).toEqual(['phone: is not a valid phone number, got "+1 123"']);
   });

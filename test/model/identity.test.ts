@@ -72,6 +72,9 @@ describe.each([...ARRAY_NAMES])('identifier presence in %s', (kind) => {
     ['the right length but not a real number (area code 123)', '+1 123 456 7890'],
     ['letters', 'call me'],
     ['a number, not a string', 14155552671],
+    ['ten digits that are no valid U.S. number', '1234567890'],
+    ['a national number of another country (London)', '2071838750'],
+    ['eleven digits with the U.S. country code but no +', '14155552671'],
   ])('rejects a phone identifier that is %s', (_label, phone) => {
     expectRejected(kind, bareItem(kind, { phone }), /^phone:/);
   });
@@ -80,6 +83,8 @@ describe.each([...ARRAY_NAMES])('identifier presence in %s', (kind) => {
     ['punctuated', '+1 (415) 555-2671'],
     ['E.164', '+14155552671'],
     ['a UK number', '+44 20 7946 0958'],
+    ['a valid 10-digit U.S. number without a country code', '4155552671'],
+    ['a punctuated 10-digit U.S. number without a country code', '(415) 555-2671'],
   ])('accepts a phone identifier that is %s', (_label, phone) => {
     expectAccepted(kind, bareItem(kind, { phone }));
   });
@@ -202,6 +207,7 @@ describe('identityOf', () => {
     ['service_id', { service_id: 'b-1', email: 'ada@example.com' }, { by: 'service_id', value: 'b-1' }],
     ['email over phone', { email: 'Ada@Example.COM', phone: '+14155552671' }, { by: 'email', value: 'ada@example.com' }],
     ['phone, in E.164', { phone: '+1 (415) 555-2671' }, { by: 'phone', value: '+14155552671' }],
+    ['a 10-digit U.S. phone, in E.164', { phone: '415 555 2671' }, { by: 'phone', value: '+14155552671' }],
     ['anonymous import', { push_token_import: true, email: 'ada@example.com', push_tokens: PUSH_TOKENS }, { by: 'anonymous' }],
   ])('names the user by %s', (_label, item, identity) => {
     expect(identityOf(item)).toEqual(identity);
@@ -251,11 +257,15 @@ describe('normalizePhone', () => {
     ['+44 20 7946 0958', '+442079460958'],
     ['+33 6 12 34 56 78', '+33612345678'],
     ['+49 30 123456', '+4930123456'],
+    // decisions.md: a valid 10-digit U.S. number without a country code is read as U.S.
+    ['4155552671', '+14155552671'],
+    ['(415) 555-2671', '+14155552671'],
+    [' 415.555.2671 ', '+14155552671'],
   ])('gives %j in E.164 as %j', (input, e164) => {
     expect(normalizePhone(input)).toBe(e164);
   });
 
-  it.each(['+1 555', '12345', '', 'not a phone', '+1 415 555 26711234', '+1 123 456 7890', '+1 (415) 155-2671'])('says %j is not a valid phone number', (input) => {
+  it.each(['+1 555', '12345', '', 'not a phone', '+1 415 555 26711234', '+1 123 456 7890', '+1 (415) 155-2671', '1234567890', '2071838750', '14155552671', '415555267', '4155552671 ext 2', 'tel 4155552671'])('says %j is not a valid phone number', (input) => {
     expect(normalizePhone(input)).toBeUndefined();
   });
 });

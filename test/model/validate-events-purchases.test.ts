@@ -116,6 +116,12 @@ describe('purchases', () => {
     ['quantity 100', { quantity: 100 }],
     ['an app_id', { app_id: 'app-1' }],
     ['properties of strings and numbers', { properties: { colour: 'red', size: 42 } }],
+    // decisions.md "Events and purchases": the types of event properties, as the service's purchase object documents them
+    ['a boolean property (the docs\' "sharpened": true)', { properties: { number: 2, sharpened: true } }],
+    ['an array of objects property (an order\'s products)', { properties: { products: [{ name: 'Monitor', product_amount: 19.99 }, { name: 'Keyboard', product_amount: 199.99 }] } }],
+    ['a nested object property', { properties: { colour: 'red', gift: { wrap: true } } }],
+    ['an array property', { properties: { tags: ['a'] } }],
+    ['a time property', { properties: { shipped_at: '2024-03-07T10:00:00Z' } }],
     ['a time with an offset', { time: '2024-03-07T10:00:00+02:00' }],
     ['a time without an offset', { time: '2024-03-07T10:00:00' }],
   ])('accepts a purchase with %s', (_label, extra) => {
@@ -147,11 +153,9 @@ describe('purchases', () => {
     ['a free-form time', { time: 'Mar 7 2024 10:00' }, /^time:/],
     ['a numeric app_id', { app_id: 1 }, /^app_id:/],
     ['properties given as an array', { properties: ['red'] }, /^properties:/],
-    // spec 2.6: a purchase's properties are a key/value map of strings and numbers (an event's are free-form)
-    ['a nested object property', { properties: { colour: 'red', gift: { wrap: true } } }, /^properties\.gift: purchase properties are strings and numbers, got an object/],
-    ['an array property', { properties: { tags: ['a'] } }, /^properties\.tags: purchase properties are strings and numbers, got an array/],
-    ['a boolean property', { properties: { gift: true } }, /^properties\.gift: purchase properties are strings and numbers, got true/],
-    ['a null property', { properties: { gift: null } }, /^properties\.gift: purchase properties are strings and numbers, got null/],
+    // null is none of the types the service's purchase object lists
+    ['a null property', { properties: { gift: null } }, /^properties\.gift: purchase properties are strings, numbers, booleans, times, arrays or objects, got null/],
+    ['a string over 255 characters inside an array of objects', { properties: { products: [{ name: 'x'.repeat(256) }] } }, /^properties\.products\[0\]\.name: property strings are at most 255/],
     ['a non-boolean _update_existing_only', { _update_existing_only: 1 }, /^_update_existing_only:/],
   ])('rejects a purchase with %s', (_label, extra, field) => {
     expectRejected('purchases', purchase(extra), field);

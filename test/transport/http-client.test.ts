@@ -1,8 +1,8 @@
-import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { createTrackClient, resolveEndpoint, type TrackClient } from '../../src/transport/http-client.js';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { freePort } from '../helpers/free-port.js';
 
 const KEY = 'sk-test-0123456789abcdef';
 let server: FaultServer | undefined;
@@ -16,13 +16,7 @@ afterEach(async () => {
 });
 
 /** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
-  const { port } = probe.address() as { port: number };
-  await new Promise((r) => probe.close(r));
-  return port;
-}
+const closedPort = freePort;
 
 describe('resolveEndpoint', () => {
   it('appends /users/track to a base URL, keeps a full one, drops credentials', () => {

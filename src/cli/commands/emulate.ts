@@ -7,7 +7,9 @@ import type { Emulator } from '../../emulator/server.js';
 import { UsageError } from '../../errors.js';
 import { describeLimits, resolveLimits } from '../../model/limits.js';
 import { MAX_REQUEST_LOG_SIZE } from '../../emulator/defaults.js';
-import { EMULATE_DEFAULTS, collect, number, positiveInteger, wholeNumber, type EmulateFlags } from '../options.js';
+import { isRemote } from '../../input/location.js';
+import type { RemoteSettings } from '../../input/remote.js';
+import { EMULATE_DEFAULTS, collect, number, positiveInteger, s3Endpoint, storageFrom, wholeNumber, type EmulateFlags } from '../options.js';
 
 /**
  * The signals that would end this process: each stops the --exec command (passed on to its process
@@ -21,8 +23,9 @@ const STOP_SIGNALS = (
 ).filter((signal) => signal in constants.signals);
 
 /** The emulator's options the flags ask for; its lines go to `log`. */
-function emulatorOptions(flags: EmulateFlags, log: (line: string) => void): EmulatorOptions & { seed?: string[] } {
+function emulatorOptions(flags: EmulateFlags, log: (line: string) => void): EmulatorOptions & { seed?: string[]; storage?: RemoteSettings } {
   return {
+    storage: flags.seed?.some(isRemote) === true ? storageFrom(flags, process.env) : undefined,
     port: flags.port,
     host: flags.host,
     db: flags.db,
@@ -142,7 +145,8 @@ export function registerEmulate(program: Command): void {
     .option('--latency <ms|min-max>', 'delay before each answer')
     .option('--max-body <bytes>', 'largest request body accepted', number('--max-body'), EMULATE_DEFAULTS.maxBody)
     .option('--quiet', 'log nothing but the start lines')
-    .option('--seed <file>', 'load this CSV or NDJSON file, read as `track upload` reads it, before serving and again on each reset (repeatable)', collect)
+    .option('--seed <file>', 'load this CSV, NDJSON, JSON or Parquet file (or s3://, https:// input), read as `track upload` reads it, before serving and again on each reset (repeatable)', collect)
+    .option('--s3-endpoint <url>', 'an S3-compatible store for s3:// seeds, addressed path-style (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL)', s3Endpoint)
     .option('--request-log <n>', `requests the request log keeps (GET /_track/requests); 0 keeps none, at most ${MAX_REQUEST_LOG_SIZE.toLocaleString('en-US')}`, wholeNumber('--request-log', 0, MAX_REQUEST_LOG_SIZE), EMULATE_DEFAULTS.requestLog)
     .option('--exec <command>', 'start, run COMMAND through the shell with TRACK_URL and TRACK_API_KEY set, stop, and exit with its status (port 0 and :memory: unless given)')
     .addHelpText(
@@ -152,7 +156,8 @@ export function registerEmulate(program: Command): void {
         'One emulator at a time per database file: it holds <db>.lock while it runs, and a second is refused (exit 2).\n\n' +
         'Its own endpoints: GET /_track/ (a web view of profiles and requests), GET /_track/requests?limit=N\n' +
         '(filters: status, path, and external_id, email, phone or alias: the requests with an item naming that user), DELETE /_track/requests, POST /_track/reset (back to the --seed\n' +
-        'files). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
+        'files), GET /_track/run (charts of the run: requests per second against the rate limit, statuses, items, minor\n' +
+        'errors) and GET /metrics (Prometheus text format). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
         'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)\n' +
         'The command runs in a process group of its own: a signal that would end track (SIGINT from Ctrl-C, SIGQUIT\n' +
         'from Ctrl-\\, SIGTERM, SIGHUP, SIGUSR2...) is passed on to all of it, and the group is killed (SIGKILL) at a\n' +

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { UsageError } from '../../errors.js';
 import type { UserAlias } from '../../model/types.js';
-import { positiveInteger } from '../options.js';
+import { EMULATE_DEFAULTS, positiveInteger } from '../options.js';
 import { EXIT } from '../run.js';
 import { openEmulatorDb } from './emulator-db.js';
 
@@ -26,6 +26,7 @@ function parseAlias(text: string): UserAlias {
 
 async function runInspect(flags: InspectFlags): Promise<void> {
   const alias = flags.alias === undefined ? undefined : parseAlias(flags.alias);
+  // a phone is matched as the emulator stores it (emulator/inspect.ts): in E.164, a valid 10-digit U.S. number read as U.S.
   const filter = { externalId: flags.externalId, serviceId: flags.serviceId, email: flags.email, phone: flags.phone, alias };
   const given = Object.entries({ 'external_id': flags.externalId, service_id: flags.serviceId, email: flags.email, phone: flags.phone, alias: flags.alias })
     .filter(([, value]) => value !== undefined)
@@ -56,11 +57,11 @@ export function registerInspect(program: Command): void {
   program
     .command('inspect')
     .description('print profiles of an emulator database, with their events and purchases, as JSON')
-    .requiredOption('--db <path>', 'SQLite database file written by `track emulate`')
+    .option('--db <path>', 'SQLite database file written by `track emulate`', EMULATE_DEFAULTS.db)
     .option('--external-id <id>', 'only the profile with this external_id')
     .option('--service-id <id>', "only the profile with this service_id (the emulator's own id)")
     .option('--email <email>', 'only profiles with this email')
-    .option('--phone <phone>', 'only profiles with this phone number')
+    .option('--phone <phone>', 'only profiles with this phone number (E.164, or a 10-digit U.S. number as the emulator reads it)')
     .option('--alias <name:label>', 'only the profile with this user alias')
     .option('--count', 'print only the number of profiles that match (at most --limit, when given)')
     .option('--limit <n>', 'at most this many profiles', positiveInteger('--limit'))

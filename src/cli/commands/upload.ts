@@ -2,16 +2,17 @@
 // --dry-run it stops before the network and reports what would be sent.
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
-import type { SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addReadOptions, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
+import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
+import type { ReadProgress, SendOptions, UploadOptions } from '../../upload/upload.js';
+import { addOutputOptions, addReadOptions, INPUTS_HELP, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import type { Meter } from '../output/progress.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
   const command = program
     .command('upload')
-    .description('upload CSV or NDJSON files to POST /users/track')
-    .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input')
+    .description('upload CSV, NDJSON, JSON or Parquet files to POST /users/track')
+    .argument('<files...>', INPUTS_HELP)
     .option('--dry-run', 'do everything but send: check, batch, report (and --out the requests)')
     .option('--url <url>', 'the service base URL, e.g. https://rest.example.com (or TRACK_URL)')
     .option('--api-key <key>', 'API key with the users.track permission (or TRACK_API_KEY; never printed)')
@@ -28,7 +29,7 @@ export function registerUpload(program: Command): void {
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
     .option('--quiet', 'no progress output');
-  addReadOptions(command)
+  addOutputOptions(addReadOptions(command), true)
     .addHelpText(
       'after',
       '\nExit status: 0 every row accepted, 1 finished with rows rejected (see the rejects file), 2 usage or\n' +
@@ -53,9 +54,19 @@ export function registerUpload(program: Command): void {
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
   const { noticeLine, progressLine, startSpinner } = await import('../output/progress.js');
+  const { both, openRunOutputs, originOf } = await import('../output/run-outputs.js');
   const stop = new AbortController();
   const abort = new AbortController();
-  const quiet = flags.quiet === true;
+  const ndjson = flags.progress === 'ndjson';
+  // NDJSON progress takes stderr: no human lines there
+  const quiet = flags.quiet === true || ndjson;
+  const { maxTotal, maxPerArray } = options.limits ?? {};
+  const outputs = await openRunOutputs(flags, process.env, {
+    command: 'upload',
+    inputs: options.inputs,
+    target: originOf(send.url),
+    limits: { maxTotal, maxPerArray, rate: send.rate ?? UPLOAD_DEFAULTS.rate, hourly: send.hourly, concurrency: send.concurrency, retries: send.retries },
+  });
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
@@ -68,18 +79,21 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
           if (spinner !== undefined) spinner.text = progressLine(meter);
           else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
         },
-        spinner !== undefined ? 200 : 5000,
+        spinner !== undefined ? 200 : flags.progressInterval * 1000,
       );
   await runAndReport('upload', flags, {
     ended: () => {
       if (ticker !== undefined) clearInterval(ticker);
       spinner?.stop();
     },
-    stop: () => {
-      process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
+    outputs,
+    stop: (signal) => {
+      outputs?.stop(signal, 'finish');
+      if (!ndjson) process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
       stop.abort();
     },
-    abort: () => {
+    abort: (signal) => {
+      outputs?.stop(signal, 'abort');
       abort.abort();
       // the journal is append-only and tolerates a torn last line; give the abort a moment, then go
       setTimeout(() => process.exit(EXIT.interrupted), 2000).unref();
@@ -87,18 +101,20 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     options: {
       ...options,
       stopSignal: stop.signal,
-      onProgress: ({ rows, bytes }) => {
+      onProgress: both(({ rows, bytes }: ReadProgress) => {
         meter.rows = rows;
         meter.bytes += bytes;
-      },
+      }, outputs?.read),
+      onReject: outputs?.reject,
       send: {
         ...send,
         abortSignal: abort.signal,
         // progress is built for every settled request; with --quiet nothing would ever show it
-        onProgress: quiet ? undefined : (progress) => (meter.delivery = progress),
-        onNotice: quiet
-          ? undefined
-          : (notice) => {
+        onProgress: both(quiet ? undefined : (progress: DeliveryProgress) => (meter.delivery = progress), outputs?.delivery),
+        onNotice: both(
+          quiet
+            ? undefined
+            : (notice: DeliveryNotice) => {
               if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
               const line = noticeLine(notice, spinner !== undefined, send.hourly, lastPause);
               if (line === undefined) return;
@@ -106,6 +122,8 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
               process.stderr.write(`${line}\n`);
               spinner?.render();
             },
+          outputs?.notice,
+        ),
       },
     },
   });

@@ -2,27 +2,31 @@
 // nothing. `track upload --dry-run` is the same run under another name.
 import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
-import type { UploadOptions } from '../../upload/upload.js';
+import type { ReadProgress, UploadOptions } from '../../upload/upload.js';
+import type { OutputFlags } from '../output/run-outputs.js';
 import { quietOnClosedStdout, runAndReport } from '../run.js';
-import { addPaceOptions, addReadOptions, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
+import { addOutputOptions, addPaceOptions, addReadOptions, INPUTS_HELP, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
     .command('validate')
     .description('check input files as an upload would read them; nothing is sent')
-    .argument('<files...>', 'CSV or NDJSON files (.csv, .ndjson, .jsonl, optionally .gz); - reads standard input');
-  addPaceOptions(addReadOptions(command))
+    .argument('<files...>', INPUTS_HELP);
+  addOutputOptions(addPaceOptions(addReadOptions(command)), false)
     .option('--preview <n>', 'first print the first N rows of each file as the items they become (with --json, in the summary)', wholeNumber('--preview', 1))
+    .option('--quiet', 'no progress output')
     .addHelpText('after', '\nExit status: 0 every row is valid, 1 some row was rejected (see the rejects file), 2 usage error, 3 a file it\n' + 'writes could not be written (a full disk), 130 interrupted (Ctrl-C).')
-    .action(async (files: string[], flags: ReadFlags & { preview?: number }) => {
+    .action(async (files: string[], flags: ReadFlags & { preview?: number; quiet?: boolean }) => {
       const options = uploadOptionsFrom(files, flags, process.env);
       if (flags.preview === undefined) return runDryRun('validate', options, flags);
-      const [{ previewRows, formatPreview }, { readColumnMap }, { readAhead, STDIN }] = await Promise.all([
+      const [{ previewRows, formatPreview }, { checkHeaders, readColumnMap }, { readAhead, STDIN }] = await Promise.all([
         import('../../upload/preview.js'),
         import('../../upload/check.js'),
         import('../../input/source.js'),
       ]);
       const map = options.mapFile === undefined ? undefined : await readColumnMap(options.mapFile);
+      // a header or a map that cannot be used stops the run before any row is previewed
+      await checkHeaders(options, map);
       // standard input's first rows are read for the preview and kept, and the run reads it from the start
       const stdin = files.includes(STDIN) ? readAhead(process.stdin) : undefined;
       const preview = await previewRows({ ...options, map }, flags.preview, stdin?.ahead);
@@ -42,35 +46,46 @@ export function registerValidate(program: Command): void {
  */
 const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 
-/** Runs a dry run: progress on a terminal, then the summary, then the exit status. */
+/** Runs a dry run: progress on a terminal (unless --quiet or --json), then the summary, then the exit status. */
 export async function runDryRun(
   verb: string,
   options: UploadOptions,
-  flags: { json?: boolean; rate: number; hourly?: number },
+  flags: OutputFlags & { json?: boolean; quiet?: boolean; rate: number; hourly?: number },
   extra?: Record<string, unknown>,
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
   const { readingLine, startSpinner } = await import('../output/progress.js');
+  const { both, openRunOutputs } = await import('../output/run-outputs.js');
+  const { maxTotal, maxPerArray } = options.limits ?? {};
+  const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
-  const spinner = process.stderr.isTTY === true && flags.json !== true ? await startSpinner('reading') : undefined;
+  const spinner = process.stderr.isTTY === true && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
     pace: { rate: flags.rate, hourly: flags.hourly },
     extra,
-    stop: () => stop.abort(),
+    outputs,
+    stop: (signal) => {
+      outputs?.stop(signal, 'finish');
+      stop.abort();
+    },
     ended: () => spinner?.stop(),
     options: {
         ...options,
         stopSignal: stop.signal,
-        onProgress: spinner
-          ? ({ file, rows, requests }) => {
-              const now = Date.now();
-              if (now - last < 100) return;
-              last = now;
-              spinner.text = readingLine(file, rows, requests);
-            }
-          : undefined,
+        onProgress: both(
+          spinner
+            ? ({ file, rows, requests }: ReadProgress) => {
+                const now = Date.now();
+                if (now - last < 100) return;
+                last = now;
+                spinner.text = readingLine(file, rows, requests);
+              }
+            : undefined,
+          outputs?.read,
+        ),
+        onReject: outputs?.reject,
       },
     });
 }

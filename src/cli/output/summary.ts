@@ -132,13 +132,18 @@ const errorJson = (error: Error | undefined): { name: string; message: string } 
 
 /** The summary as JSON: errors as their name and message; an upload's with what its delivery did. */
 export function summaryJson(command: string, summary: UploadSummary, pace?: Pace): string {
+  return `${JSON.stringify(summaryObject(command, summary, pace))}\n`;
+}
+
+/** The value summaryJson prints (what the run's `end` event carries). */
+export function summaryObject(command: string, summary: UploadSummary, pace?: Pace): Record<string, unknown> {
   const fatal = errorJson(summary.fatal);
   const d = summary.delivery;
   // spent: the data points of items the server accepted (none in a dry run)
   const dataPoints = { sent: d?.dataPoints ?? 0, avoided: summary.dataPoints.avoided, planned: summary.dataPoints.planned };
-  if (command !== 'upload') return `${JSON.stringify({ command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal })}\n`;
+  if (command !== 'upload') return { command, ...summary, dataPoints, estimate: pace && estimateOf(summary, pace), fatal };
   const delivery = d === undefined ? undefined : { ...d, fatal: errorJson(d.fatal) };
-  return `${JSON.stringify({ command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 })}\n`;
+  return { command, ...summary, dataPoints, fatal, delivery, rowsPossiblyDuplicated: d?.rowsPossiblyDuplicated ?? 0 };
 }
 
 /** Writes an error that stopped the run to stderr, with its stack when TRACK_DEBUG asks and it is not one of ours. */

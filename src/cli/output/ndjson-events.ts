@@ -1,0 +1,39 @@
+// The run's events as NDJSON: one JSON object a line, on stderr (--progress ndjson) or in a file
+// (--events FILE). Each line is written whole in one write, at once: a process killed at any point
+// (kill -9 included) leaves a file whose every complete line parses.
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { UsageError } from '../../errors.js';
+import type { RunConsumer, RunEvent } from './run-events.js';
+
+/** Writes each event as a line to `write`; progress every `progressEvery` seconds. */
+export function ndjsonEvents(write: (line: string) => void, progressEvery: number): RunConsumer {
+  return { progressEvery, event: (event: RunEvent) => write(`${JSON.stringify(event)}\n`) };
+}
+
+/** The events written to a file, created (or emptied) before the run starts. */
+export function eventsFile(path: string, progressEvery: number, warn: (message: string) => void): RunConsumer {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'w');
+  } catch (error) {
+    throw new UsageError(`--events ${path}: cannot write it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  let failed = false;
+  const consumer = ndjsonEvents((line) => {
+    if (fd === undefined || failed) return;
+    try {
+      writeSync(fd, line);
+    } catch (error) {
+      // a full disk must not stop the upload: the events file stops where it could
+      failed = true;
+      warn(`--events ${path}: stopped writing (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    }
+  }, progressEvery);
+  return {
+    ...consumer,
+    close: async () => {
+      if (fd !== undefined) closeSync(fd);
+      fd = undefined;
+    },
+  };
+}

@@ -1,0 +1,94 @@
+// Which outputs watch a run, from its flags and environment: NDJSON progress on stderr, the events
+// file, GitHub Actions' summary and annotations, the HTML report, the metrics push. Each is loaded
+// only when asked for; a run that asks for none loads none of them.
+import { stat } from 'node:fs/promises';
+import { UsageError } from '../../errors.js';
+import { STDIN } from '../../input/source.js';
+import { createRunEvents, type RunConsumer, type RunEvents, type StartEvent } from './run-events.js';
+
+export { both } from './run-events.js';
+
+/** The scheme, host and port a URL names (never a path, a query or credentials); the text as given when it is no URL. */
+export function originOf(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return url;
+  }
+}
+
+/** The flags of the run's outputs (upload and validate; --report and --metrics-push are upload's). */
+export interface OutputFlags {
+  progress?: 'human' | 'ndjson';
+  progressInterval: number;
+  events?: string;
+  /** --no-ci-output sets it false. */
+  ciOutput?: boolean;
+  report?: string;
+  metricsPush?: string;
+  json?: boolean;
+}
+
+/** Human progress lines are off: NDJSON takes stderr. */
+export const ndjsonProgress = (flags: OutputFlags): boolean => flags.progress === 'ndjson';
+
+/**
+ * The flags of the outputs, checked before any of their files is opened (a usage error leaves an
+ * earlier events file as it was): --events and --report name files the run writes, never one of its
+ * inputs (it would be emptied) nor each other; the report's folder can be written; the gateway's URL
+ * is a URL.
+ */
+async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[]): Promise<void> {
+  if (flags.metricsPush !== undefined) (await import('./metrics-push.js')).pushTarget(flags.metricsPush);
+  if (flags.events === undefined && flags.report === undefined) return;
+  const { checkWritable, isOneOf } = await import('../../upload/check.js');
+  for (const [flag, path] of [['--events', flags.events], ['--report', flags.report]] as const) {
+    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
+  }
+  if (flags.events !== undefined && flags.report !== undefined && (await isOneOf(flags.events, [flags.report]))) {
+    throw new UsageError(`--events and --report name the same file ${flags.report}`);
+  }
+  if (flags.report !== undefined) await checkWritable('--report', flags.report);
+}
+
+/** The outputs the flags and the environment ask for, and the run's events that feed them; undefined when none is asked for. */
+export async function openRunOutputs(
+  flags: OutputFlags,
+  env: NodeJS.ProcessEnv,
+  start: Omit<StartEvent, 'type' | 'time' | 'inputs'> & { inputs: readonly string[] },
+): Promise<RunEvents | undefined> {
+  const ndjson = ndjsonProgress(flags);
+  const github = env.GITHUB_ACTIONS === 'true' && flags.ciOutput !== false;
+  if (!ndjson && flags.events === undefined && !github && flags.report === undefined && flags.metricsPush === undefined) return undefined;
+  await checkOutputFlags(flags, start.inputs);
+  const every = flags.progressInterval;
+  const consumers: RunConsumer[] = [];
+  let events: RunEvents | undefined;
+  const warn = (message: string): void => events?.warn(message);
+  if (ndjson) consumers.push((await import('./ndjson-events.js')).ndjsonEvents((line) => process.stderr.write(line), every));
+  else consumers.push({ event: (e) => e.type === 'warning' && process.stderr.write(`track: warning: ${e.message}\n`) });
+  if (flags.events !== undefined) consumers.push((await import('./ndjson-events.js')).eventsFile(flags.events, every, warn));
+  if (flags.report !== undefined) consumers.push((await import('./report.js')).htmlReport(flags.report));
+  if (flags.metricsPush !== undefined) consumers.push((await import('./metrics-push.js')).metricsPush(flags.metricsPush, every, warn));
+  if (github) {
+    // the runner reads annotations on stdout and stderr: on the one that carries no JSON (--json: the
+    // summary alone on stdout; --progress ndjson: only events on stderr), none when both do
+    const stream = flags.json !== true ? process.stdout : ndjson ? undefined : process.stderr;
+    const annotate = stream === undefined ? undefined : (line: string): void => void stream.write(`${line}\n`);
+    const { githubActions } = await import('./github-actions.js');
+    consumers.push(
+      githubActions(
+        start.command,
+        { summaryPath: env.GITHUB_STEP_SUMMARY || undefined, outputPath: env.GITHUB_OUTPUT || undefined, workspace: env.GITHUB_WORKSPACE || undefined, runnerTemp: env.RUNNER_TEMP || undefined },
+        { annotate, warn },
+      ),
+    );
+  }
+  const inputs = await Promise.all(
+    start.inputs.map(async (file) => ({ file, bytes: file === STDIN ? null : await stat(file).then((s) => s.size, () => null) })),
+  );
+  const totalBytes = inputs.reduce((sum, input) => sum + (input.bytes ?? 0), 0);
+  events = createRunEvents(consumers, { totalBytes, errorsAsEvents: ndjson });
+  events.start({ ...start, inputs });
+  return events;
+}

@@ -1,0 +1,157 @@
+// A `.json` file: a top-level array of objects, streamed an element at a time in constant memory by
+// @streamparser/json (a document of one array is never held whole), or NDJSON when its first byte
+// that is not a space is `{`. Each element is a row numbered from 1, read as an NDJSON line is: a
+// number JavaScript cannot hold as written, text not valid in the file's encoding, or nesting too
+// deep rejects the element, not the file. JSON that is broken stops the reading there, naming the
+// byte: past it, where the next element begins cannot be known.
+import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
+import { InputError } from '../errors.js';
+import { numberTextProblem } from '../model/exact-numbers.js';
+import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
+import { MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
+
+/** A number JavaScript cannot hold as written, kept as its text until its element is checked. */
+class UnheldNumber {
+  constructor(
+    readonly text: string,
+    readonly problem: string,
+  ) {}
+}
+
+/** A tokenizer that keeps numbers it cannot hold exactly as UnheldNumber (the rule of NDJSON numbers). */
+class ExactTokenizer extends Tokenizer {
+  unheld = 0;
+
+  protected override parseNumber(text: string): number {
+    const n = Number(text);
+    // shorter numbers without an exponent are always held exactly
+    if (text.length < 16 && !text.includes('e') && !text.includes('E')) return n;
+    const problem = numberTextProblem(text);
+    if (problem === undefined) return n;
+    this.unheld += 1;
+    return new UnheldNumber(text, problem) as unknown as number;
+  }
+}
+
+/** The first UnheldNumber in a value, with its path (`properties.big`, `tags[2]`). */
+function firstUnheld(value: unknown, path = ''): { path: string; number: UnheldNumber } | undefined {
+  if (value instanceof UnheldNumber) return { path, number: value };
+  if (typeof value !== 'object' || value === null) return undefined;
+  for (const [key, inner] of Object.entries(value)) {
+    const found = firstUnheld(inner, Array.isArray(value) ? `${path}[${key}]` : path === '' ? key : `${path}.${key}`);
+    if (found !== undefined) return found;
+  }
+  return undefined;
+}
+
+/** The element's JSON with each number as written: what the rejects file keeps of it. */
+const writtenText = (value: unknown): string =>
+  JSON.stringify(value, (_key, inner: unknown) => (inner instanceof UnheldNumber ? `\u0000${inner.text}\u0000` : inner)).replace(/"\\u0000([^"\\]*)\\u0000"/g, '$1');
+
+export interface JsonArrayOptions {
+  /** The encoding of the bytes (default utf-8). */
+  encoding?: InputEncoding;
+}
+
+/** What is read of an element: the record, once it is whole. */
+function elementRecord(row: number, value: unknown, chars: number, unheld: boolean, deepest: number, damaged: boolean, encoding?: InputEncoding): NdjsonRecord {
+  if (deepest > MAX_LINE_DEPTH) return { line: row, text: '', error: `row: nests deeper than ${MAX_LINE_DEPTH} levels; it was not read` };
+  if (unheld) {
+    const found = firstUnheld(value)!;
+    return { line: row, text: writtenText(value), error: `${found.path === '' ? 'row' : found.path}: ${found.number.problem}` };
+  }
+  if (damaged) {
+    const text = JSON.stringify(value);
+    const undecodable = undecodableIn(text);
+    if (undecodable !== undefined) return { line: row, text: withoutMarks(text), error: `row: ${undecodableMessage(undecodable, encoding)}` };
+  }
+  return { line: row, value, chars };
+}
+
+/** The elements of a top-level JSON array, a chunk of input text at a time. */
+async function* arrayElements(chunks: AsyncIterator<string>, file: string, options: JsonArrayOptions, damaged: () => boolean): AsyncGenerator<NdjsonRecord[]> {
+  const tokenizer = new ExactTokenizer();
+  const parser = new TokenParser({ paths: ['$.*'], keepStack: false });
+  let batch: NdjsonRecord[] = [];
+  let row = 0;
+  let depth = 0;
+  let deepest = 0;
+  let start = 0;
+  let unheldBefore = 0;
+  let endOffset = 0;
+  tokenizer.onToken = (info: ParsedTokenInfo) => {
+    if (depth === 1 && info.token !== TokenType.COMMA && info.token !== TokenType.RIGHT_BRACKET) start = info.offset;
+    if (info.token === TokenType.LEFT_BRACE || info.token === TokenType.LEFT_BRACKET) deepest = Math.max(deepest, (depth += 1));
+    else if (info.token === TokenType.RIGHT_BRACE || info.token === TokenType.RIGHT_BRACKET) depth -= 1;
+    endOffset = info.offset;
+    parser.write(info);
+  };
+  parser.onValue = ({ value, stack }) => {
+    if (stack.length !== 1) return;
+    row += 1;
+    const unheld = tokenizer.unheld > unheldBefore;
+    unheldBefore = tokenizer.unheld;
+    batch.push(elementRecord(row, value, endOffset - start + 1, unheld, deepest - 1, damaged(), options.encoding));
+    deepest = depth;
+  };
+  const fail = (error: unknown): never => {
+    throw new InputError(`is not a valid JSON array: ${(error as Error).message}${row > 0 ? ` (after row ${row}, which was read)` : ''}`, file);
+  };
+  try {
+    for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
+      if (next.value !== '') tokenizer.write(next.value);
+      if (batch.length > 0) yield batch;
+      batch = [];
+    }
+    tokenizer.end();
+  } catch (error) {
+    if (batch.length > 0) yield batch;
+    batch = [];
+    if (error instanceof InputError) throw error;
+    fail(error);
+  }
+  if (!parser.isEnded) fail(new Error('the file ends before the array is closed with ]'));
+  if (batch.length > 0) yield batch;
+}
+
+/**
+ * The rows of a `.json` input: the elements of its top-level array, or its lines when it is NDJSON
+ * (its first character that is not a space is `{`). Anything else is an InputError naming the file.
+ */
+export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, options: JsonArrayOptions = {}): AsyncGenerator<NdjsonRecord[]> {
+  const source = bytes[Symbol.asyncIterator]();
+  // the bytes read to find the first character are handed on whole to the reader chosen
+  const seen: Buffer[] = [];
+  let lead: string | undefined;
+  const probe = createDecoding(options.encoding);
+  while (lead === undefined) {
+    const next = await source.next();
+    if (next.done === true) break;
+    seen.push(next.value);
+    const text = probe.write(next.value).replace(/^\uFEFF/, '').trimStart();
+    if (text !== '') lead = text[0];
+  }
+  const replayed = async function* (): AsyncGenerator<Buffer> {
+    yield* seen;
+    for (let next = await source.next(); next.done !== true; next = await source.next()) yield next.value;
+  };
+  if (lead === undefined) return; // an empty file holds no rows
+  if (lead === '{') {
+    yield* readNdjson(replayed(), options);
+    return;
+  }
+  if (lead !== '[') {
+    throw new InputError(`is not a JSON array of objects (it begins with ${JSON.stringify(lead)}); a .json input holds [ {...}, {...} ], or one object a line`, file);
+  }
+  const decoding = createDecoding(options.encoding);
+  const texts = (async function* (): AsyncGenerator<string> {
+    let first = true;
+    for await (const chunk of replayed()) {
+      const text = decoding.write(chunk);
+      yield first ? text.replace(/^\uFEFF/, '') : text;
+      first = false;
+    }
+    yield decoding.end();
+  })();
+  yield* arrayElements(texts, file, options, () => decoding.damaged);
+}

@@ -1,0 +1,60 @@
+// Where an input lives, from its name alone: standard input, a local file, an object in S3 (or a
+// store that speaks its API) named by s3://bucket/key, a prefix or a glob, or one object at an
+// http(s):// URL (a presigned URL included).
+
+export type Location =
+  | { kind: 'stdin' }
+  | { kind: 'file'; path: string }
+  /** `key` is an object's key, a prefix (empty, or ending in `/`) or a glob; see s3Pattern. */
+  | { kind: 's3'; bucket: string; key: string }
+  | { kind: 'http'; url: string };
+
+const REMOTE = /^(s3|https?):\/\//i;
+
+/** An input read over the network. */
+export const isRemote = (input: string): boolean => REMOTE.test(input);
+
+export function locate(input: string): Location {
+  if (input === '-') return { kind: 'stdin' };
+  if (/^s3:\/\//i.test(input)) {
+    const rest = input.slice(5);
+    const slash = rest.indexOf('/');
+    return slash === -1 ? { kind: 's3', bucket: rest, key: '' } : { kind: 's3', bucket: rest.slice(0, slash), key: rest.slice(slash + 1) };
+  }
+  if (/^https?:\/\//i.test(input)) return { kind: 'http', url: input };
+  return { kind: 'file', path: input };
+}
+
+/** The characters that make an s3:// key a glob. */
+const GLOB = /[*?[{]/;
+
+/** What an s3:// key names: one object, every object under a prefix, or the objects a glob matches under its fixed start. */
+export function s3Pattern(key: string): { kind: 'object' } | { kind: 'prefix' } | { kind: 'glob'; prefix: string } {
+  const glob = GLOB.exec(key);
+  if (glob !== null) return { kind: 'glob', prefix: key.slice(0, key.lastIndexOf('/', glob.index) + 1) };
+  return key === '' || key.endsWith('/') ? { kind: 'prefix' } : { kind: 'object' };
+}
+
+/** The name part of an input (for its format and the files named after it): a URL's path, without its query. */
+export function nameOf(input: string): string {
+  const where = locate(input);
+  if (where.kind === 'http') {
+    try {
+      return decodeURIComponent(new URL(where.url).pathname);
+    } catch {
+      return where.url;
+    }
+  }
+  if (where.kind === 's3') return `${where.bucket}/${where.key}`;
+  return input;
+}
+
+/**
+ * The name of the rejects file and journal of a run whose first input is remote, kept in the
+ * current folder: the last part of its key or path that is no glob (`s3://b/exports/users/*.gz` ->
+ * `users`), or the bucket's name.
+ */
+export function localName(input: string): string {
+  const parts = nameOf(input).split('/').filter((part) => part !== '' && !GLOB.test(part));
+  return parts.at(-1) ?? 'input';
+}

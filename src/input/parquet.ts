@@ -1,0 +1,119 @@
+// A Parquet file's rows, read a row group at a time (in batches of at most 65,536 rows) by
+// parquet-wasm, which decodes every codec a Parquet writer uses by default (snappy, gzip, zstd,
+// brotli, LZ4, LZ4_RAW) into Arrow data; parquet-values.ts reads that into plain values. The
+// decoding runs in a thread of its own (parquet-decoder.ts), a batch ahead, through ranges of the
+// file or the object in storage (a Parquet file is read from its end, where its footer is), so no
+// file is ever held whole. Loaded only for Parquet inputs: the decoder is 5 MB of WebAssembly.
+import { Worker } from 'node:worker_threads';
+import { tableFromIPC } from 'apache-arrow';
+import { InputError, SourceError, UsageError } from '../errors.js';
+import type { ValueAt } from '../model/typed-values.js';
+import type { DecoderData, DecoderMessage } from './parquet-decoder.js';
+import { valueBytesBound, valuesOf } from './parquet-values.js';
+import type { RemoteInputs } from './remote.js';
+
+/** A batch of rows: the first's number in the file (from 1), how many, and each column's values. */
+export interface ParquetBatch {
+  firstRow: number;
+  rows: number;
+  /** In the order of `columns` of the file. */
+  values: ValueAt[];
+  /** At least the bytes of JSON the values of any one row take together (Infinity: measure each row). */
+  rowValueBytes: number;
+}
+
+export interface ParquetFileRows {
+  /** The top-level column names, in the file's order. */
+  columns: string[];
+  /** Rows in the file, by its footer. */
+  rows: number;
+  /** The file's size. */
+  bytes: number;
+  /** The rows, as they are decoded; the decoding thread ends with them (or when the iteration is left). */
+  batches(): AsyncGenerator<ParquetBatch>;
+  /** Ends the decoding thread when the rows are not read. */
+  close(): Promise<void>;
+}
+
+/**
+ * The decoder's module beside this one. A worker thread runs JavaScript only, so when this module
+ * runs from the TypeScript sources (the tests), the built one is loaded (the tests build it first).
+ */
+const DECODER = import.meta.url.endsWith('.ts') ? new URL('../../dist/input/parquet-decoder.js', import.meta.url) : new URL('./parquet-decoder.js', import.meta.url);
+
+/** An error the decoding thread relayed, as the class a person's exit status depends on. */
+function revive(message: Extract<DecoderMessage, { type: 'error' }>): Error {
+  if (message.name === 'InputError') return new InputError(message.message);
+  if (message.name === 'UsageError') return new UsageError(message.message);
+  return Object.assign(new Error(message.message), { name: message.name === 'SourceError' ? 'SourceError' : message.name });
+}
+
+/** The decoding thread's messages, one at a time; its error or its unexpected end is thrown. */
+function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask(): void; close(): Promise<void> } {
+  const worker = new Worker(DECODER, { workerData: data });
+  const inbox: DecoderMessage[] = [];
+  let failure: Error | undefined;
+  let wake: (() => void) | undefined;
+  worker.on('message', (message: DecoderMessage) => {
+    inbox.push(message);
+    wake?.();
+  });
+  worker.on('error', (error) => {
+    failure ??= error;
+    wake?.();
+  });
+  worker.on('exit', () => {
+    failure ??= new Error(`the thread decoding ${data.file} stopped before it was done`);
+    wake?.();
+  });
+  return {
+    async next() {
+      while (inbox.length === 0) {
+        if (failure !== undefined) throw failure;
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+      const message = inbox.shift()!;
+      if (message.type === 'error') throw revive(message);
+      return message;
+    },
+    ask: () => worker.postMessage('next'),
+    close: async () => {
+      await worker.terminate();
+    },
+  };
+}
+
+/** Opens a Parquet file (a path or a listed object's URL); its rows are decoded as `batches()` is iterated. */
+export async function openParquet(file: string, remote?: RemoteInputs): Promise<ParquetFileRows> {
+  const decoder = decoderOf({ file, remote });
+  let opened: DecoderMessage;
+  try {
+    opened = await decoder.next();
+  } catch (error) {
+    await decoder.close();
+    throw error instanceof InputError || error instanceof UsageError || error instanceof SourceError ? error : new InputError(`cannot be read as Parquet (${(error as Error).message})`, file);
+  }
+  if (opened.type !== 'opened') throw new Error(`unreachable: the decoder began with ${opened.type}`);
+  const columns = tableFromIPC(opened.schema).schema.fields.map((field) => field.name);
+
+  async function* batches(): AsyncGenerator<ParquetBatch> {
+    let firstRow = 1;
+    try {
+      for (;;) {
+        decoder.ask();
+        const message = await decoder.next();
+        if (message.type !== 'batch') return;
+        for (const part of tableFromIPC(message.ipc).batches) {
+          const values = part.data.children.map((column) => valuesOf(column));
+          const rowValueBytes = part.data.children.reduce((sum, column) => sum + valueBytesBound(column), 0);
+          yield { firstRow, rows: part.numRows, values, rowValueBytes };
+          firstRow += part.numRows;
+        }
+      }
+    } finally {
+      await decoder.close();
+    }
+  }
+  return { columns, rows: opened.rows, bytes: opened.bytes, batches, close: decoder.close };
+}

@@ -1,0 +1,150 @@
+// Objects in storage as inputs: an s3:// input expanded into the objects it names (in key order),
+// an http(s):// URL checked, each object's identity (URL, ETag, size) taken once, and its bytes read
+// as that identity (a changed object is refused, not mixed). A read the network breaks is taken up
+// again from the byte it stopped at, after a backoff; when the tries run out it is a SourceError.
+// The clients (s3.ts, http-object.ts) are loaded only when an input needs them.
+import { InputError, SourceError } from '../errors.js';
+import { backoffDelay } from '../transport/backoff.js';
+import { locate } from './location.js';
+
+/** How objects in storage are reached; plain values, as they cross to the planning thread. */
+export interface RemoteSettings {
+  /** --s3-endpoint (or AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL): an S3-compatible store, addressed path-style. */
+  s3Endpoint?: string;
+  /** Tries after the first when the network breaks a read (default 4), and the first backoff's ceiling in ms (default 500). */
+  retries?: number;
+  retryBaseMs?: number;
+}
+
+/** One object as a run knows it: what its rows are recorded under, and what tells a changed one. */
+export interface RemoteObject {
+  url: string;
+  size: number;
+  /** The ETag (or, from a web server that sends none, its Last-Modified); empty when it sends neither. */
+  etag: string;
+}
+
+/** The objects a run reads, by URL, and how to reach them. */
+export interface RemoteInputs {
+  settings: RemoteSettings;
+  objects: Readonly<Record<string, RemoteObject>>;
+}
+
+/** What a store does for a reader: list what an input names, and open an object's bytes from an offset. */
+export interface ObjectStore {
+  list(input: string): Promise<RemoteObject[]>;
+  /** The bytes from `start` up to `end` (exclusive; the object's end when undefined), of the object as identified. */
+  open(object: RemoteObject, start: number, end?: number): Promise<AsyncIterable<Uint8Array>>;
+  close(): void;
+}
+
+const DEFAULT_RETRIES = 4;
+const DEFAULT_RETRY_BASE_MS = 500;
+
+const stores = new Map<string, Promise<ObjectStore>>();
+
+/** The store that serves an input (one per kind and endpoint, made when first needed). */
+function storeFor(input: string, settings: RemoteSettings): Promise<ObjectStore> {
+  const kind = locate(input).kind;
+  const key = kind === 's3' ? `s3 ${settings.s3Endpoint ?? ''}` : 'http';
+  let store = stores.get(key);
+  if (store === undefined) {
+    store = kind === 's3' ? import('./s3.js').then((m) => m.s3Store(settings)) : import('./http-object.js').then((m) => m.httpStore());
+    stores.set(key, store);
+  }
+  return store;
+}
+
+/** Closes the clients this thread made; a later input makes them anew. */
+export async function closeRemoteStores(): Promise<void> {
+  const open = [...stores.values()];
+  stores.clear();
+  for (const store of open) (await store.catch(() => undefined))?.close();
+}
+
+/**
+ * The objects an input names, in key order, each with its identity: one object, every object under
+ * a prefix, or those a glob matches. Anything that makes the input unreadable (no such bucket or
+ * object, nothing matched, no credentials, access denied) is an InputError naming it.
+ */
+export async function listRemote(input: string, settings: RemoteSettings): Promise<RemoteObject[]> {
+  const store = await storeFor(input, settings);
+  return retrying(input, settings, 'listing it', () => store.list(input));
+}
+
+function objectOf(url: string, remote: RemoteInputs | undefined): { object: RemoteObject; settings: RemoteSettings } {
+  const object = remote?.objects[url];
+  if (object === undefined || remote === undefined) throw new Error(`unreachable: ${url} was not listed before it was read`);
+  return { object, settings: remote.settings };
+}
+
+/** Runs `attempt` again after a backoff while it fails for a cause other than the input (InputError). */
+async function retrying<T>(url: string, settings: RemoteSettings, what: string, attempt: (failures: number) => Promise<T>): Promise<T> {
+  const retries = settings.retries ?? DEFAULT_RETRIES;
+  for (let failures = 0; ; failures += 1) {
+    try {
+      return await attempt(failures);
+    } catch (error) {
+      if (error instanceof InputError || error instanceof SourceError) throw error;
+      if (failures >= retries) throw new SourceError(`${what}: ${failures + 1} tries failed, the last with ${causeOf(error)}`, url);
+      await pause(retryDelay(failures + 1, settings));
+    }
+  }
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Between half and all of the backoff's ceiling for the nth failure in a row: never at once, never all together. */
+const retryDelay = (failure: number, settings: RemoteSettings): number =>
+  backoffDelay(failure, { baseMs: settings.retryBaseMs ?? DEFAULT_RETRY_BASE_MS, capMs: 30_000 }, () => 0.5 + Math.random() / 2);
+
+/** A network error as a person reads it: its code and message. */
+export function causeOf(error: unknown): string {
+  const e = error as { code?: string; name?: string; message?: string; cause?: unknown };
+  const inner = e.cause as { code?: string; message?: string } | undefined;
+  const code = e.code ?? inner?.code;
+  const message = e.message !== undefined && e.message !== '' ? e.message : inner?.message ?? String(error);
+  return code !== undefined && !message.includes(code) ? `${code} (${message})` : message;
+}
+
+/** The bytes of a listed object from its start, taken up again where the network broke them off. */
+export async function* remoteBytes(url: string, remote: RemoteInputs | undefined): AsyncGenerator<Buffer> {
+  const { object, settings } = objectOf(url, remote);
+  const store = await storeFor(url, settings);
+  let offset = 0;
+  /** Failures since bytes last came. */
+  let failures = 0;
+  while (offset < object.size) {
+    try {
+      for await (const chunk of await store.open(object, offset)) {
+        offset += chunk.length;
+        failures = 0;
+        yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+      }
+      if (offset < object.size) throw new Error(`the connection ended at byte ${offset} of ${object.size}`);
+    } catch (error) {
+      if (error instanceof InputError || error instanceof SourceError) throw error;
+      failures += 1;
+      if (failures > (settings.retries ?? DEFAULT_RETRIES)) {
+        throw new SourceError(`reading stopped at byte ${offset} of ${object.size}; ${failures} tries failed, the last with ${causeOf(error)}`, url);
+      }
+      await pause(retryDelay(failures, settings));
+    }
+  }
+}
+
+/** The bytes of a listed object from `start` to `end` (exclusive), read whole, tried again as remoteBytes does. */
+export async function remoteRange(url: string, remote: RemoteInputs | undefined, start: number, end: number): Promise<Uint8Array> {
+  const { object, settings } = objectOf(url, remote);
+  const store = await storeFor(url, settings);
+  return retrying(url, settings, `reading bytes ${start}-${end - 1}`, async () => {
+    const out = new Uint8Array(end - start);
+    let at = 0;
+    for await (const chunk of await store.open(object, start, end)) {
+      out.set(chunk.subarray(0, out.length - at), at);
+      at += chunk.length;
+    }
+    if (at < out.length) throw new Error(`the connection ended after ${at} of ${out.length} bytes`);
+    return out;
+  });
+}

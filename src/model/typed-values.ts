@@ -1,0 +1,26 @@
+// Values a typed input (Parquet) gives that JSON has no type for, kept apart from text so that the
+// mapping can treat each as its type says: a decimal's exact digits, a time not adjusted to UTC
+// (read in --timezone), bytes that are no text, a type with no JSON form.
+
+/** An exact decimal number as text (`-12.50`). */
+export class Decimal {
+  constructor(readonly text: string) {}
+}
+
+/** A TIMESTAMP not adjusted to UTC: the wall-clock time it names, in ms as if it were UTC. */
+export class LocalTime {
+  constructor(readonly wallMs: number) {}
+}
+
+/** BYTE_ARRAY bytes that are not UTF-8 text. */
+export class NotText {
+  constructor(readonly bytes: number) {}
+}
+
+/** A value of a type that has no JSON form here (an interval, a union); `type` names it. */
+export class Unsupported {
+  constructor(readonly type: string) {}
+}
+
+/** A column's value at a row of its batch (undefined or null for none): how a typed input gives its rows. */
+export type ValueAt = (row: number) => unknown;

@@ -1,0 +1,47 @@
+// The delta state keeps each target under the URL it was given (`http://localhost:4000/users/track`),
+// so the same server named another way (`http://127.0.0.1:4000`) is a target it knows nothing of, and
+// a --delta run sends everything again. When that happens, the run says which name the state knows.
+import { existsSync } from 'node:fs';
+import { hostname, networkInterfaces } from 'node:os';
+import { listState } from '../records/state.js';
+
+const ENDPOINT_PATH = '/users/track';
+
+/** Names and addresses of this machine: a URL naming any of them reaches the same server on the same port. */
+function isThisMachine(host: string): boolean {
+  const name = host.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+  if (name === 'localhost' || name.endsWith('.localhost') || /^127\.\d+\.\d+\.\d+$/.test(name)) return true;
+  if (name === '::1' || name === '0.0.0.0' || name === '::' || name === hostname().toLowerCase()) return true;
+  return Object.values(networkInterfaces()).some((addresses) => addresses?.some((address) => address.address.toLowerCase() === name) === true);
+}
+
+/** Whether two targets are one endpoint on one host under two names. */
+export function sameHostOtherName(a: string, b: string): boolean {
+  if (a === b) return false;
+  let x: URL;
+  let y: URL;
+  try {
+    x = new URL(a);
+    y = new URL(b);
+  } catch {
+    return false;
+  }
+  if (x.protocol !== y.protocol || x.port !== y.port || x.pathname !== y.pathname) return false;
+  const plain = (host: string): string => host.replace(/\.$/, '');
+  return plain(x.hostname) === plain(y.hostname) || (isThisMachine(x.hostname) && isThisMachine(y.hostname));
+}
+
+/**
+ * A note for a run whose state knows nothing of `target` but knows the same host under another
+ * name (read through the state's own listing), or undefined.
+ */
+export function otherNameNote(statePath: string, target: string): string | undefined {
+  if (!existsSync(statePath)) return undefined;
+  const other = listState(statePath).find((known) => known.users + known.activities > 0 && sameHostOtherName(known.url, target));
+  if (other === undefined) return undefined;
+  const url = other.url.endsWith(ENDPOINT_PATH) ? other.url.slice(0, -ENDPOINT_PATH.length) : other.url;
+  return (
+    `--state ${statePath} knows nothing of ${target}, but knows ${other.url}, the same host under another name: ` +
+    `this run compares with nothing and sends every value again; if they are one server, give --url ${url}`
+  );
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { readJson } from '../../src/input/json-array.js';
+import { MAX_LINE_DEPTH } from '../../src/input/ndjson.js';
+import { chunksOf, collect } from './helpers.js';
+
+const read = (text: string | Buffer, chunk = Infinity) => collect(readJson(chunksOf(text, chunk), 'users.json'));
+
+describe('readJson', () => {
+  it('gives each element of a pretty-printed array as a row numbered from 1, in any chunking', async () => {
+    const text = '\ufeff[\n  {"external_id": "u1", "name": "Zoë ✓ 𝄞"},\n  {"external_id": "u2", "visits": 3}\n]\n';
+    const whole = await read(text);
+    expect(whole).toEqual([
+      { line: 1, value: { external_id: 'u1', name: 'Zoë ✓ 𝄞' }, chars: expect.any(Number) },
+      { line: 2, value: { external_id: 'u2', visits: 3 }, chars: expect.any(Number) },
+    ]);
+    expect(await read(text, 1)).toEqual(whole);
+    expect(await read('[]')).toEqual([]);
+    expect(await read('  \n')).toEqual([]);
+  });
+
+  it('reads NDJSON when the first character that is not a space is {', async () => {
+    expect(await read('\n{"a":1}\n{"b":2}\n')).toEqual([
+      { line: 2, value: { a: 1 }, chars: 7 },
+      { line: 3, value: { b: 2 }, chars: 7 },
+    ]);
+  });
+
+  it('rejects an element holding a number JavaScript cannot hold, naming where, and keeps its text', async () => {
+    const records = await read('[{"external_id":"u1","properties":{"big":12345678901234567890}},{"n":1.5e3}]');
+    expect(records[0]).toEqual({
+      line: 1,
+      text: '{"external_id":"u1","properties":{"big":12345678901234567890}}',
+      error: expect.stringMatching(/^properties\.big: 12345678901234567890 is a whole number beyond/),
+    });
+    expect(records[1]).toMatchObject({ line: 2, value: { n: 1500 } });
+  });
+
+  it('rejects an element nested too deep without failing the file', async () => {
+    const deep = `${'['.repeat(MAX_LINE_DEPTH + 2)}1${']'.repeat(MAX_LINE_DEPTH + 2)}`;
+    const records = await read(`[${deep},{"a":1}]`);
+    expect(records[0]).toMatchObject({ line: 1, error: expect.stringMatching(/nests deeper than/) });
+    expect(records[1]).toMatchObject({ line: 2, value: { a: 1 } });
+  });
+
+  it('stops at JSON that is broken, naming the file and the rows read before', async () => {
+    await expect(read('[{"a":1},{"a":2},{"a"3}]')).rejects.toThrow(/^users\.json: is not a valid JSON array: .*\(after row 2, which was read\)/);
+    await expect(read('[{"a":1},')).rejects.toThrow(/users\.json: is not a valid JSON array/);
+    await expect(read('[{"a":1}] [2]')).rejects.toThrow(/users\.json: is not a valid JSON array/);
+  });
+
+  it('says what a .json file must hold when it is neither', async () => {
+    await expect(read('"text"')).rejects.toThrow(/users\.json: is not a JSON array of objects \(it begins with "\\""\)/);
+  });
+});
