@@ -10,7 +10,7 @@ import type { DateOrder } from '../mapping/times.js';
 import { countryCode, isTimeZoneName } from '../model/places.js';
 import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
-import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_RETRIES } from '../transport/defaults.js';
+import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFAULT_REQUEST_LOG_SIZE } from '../emulator/defaults.js';
 import type { SendOptions, UploadOptions } from '../upload/upload.js';
 import type { OutputFlags } from './output/run-outputs.js';
@@ -39,6 +39,15 @@ export function wholeNumber(flag: string, min: number, max = Number.MAX_SAFE_INT
 }
 
 export const positiveInteger = (flag: string): ((value: string) => number) => wholeNumber(flag, 1);
+
+/** Seconds above 0 (fractions allowed, at most a day), or a usage error naming the flag. */
+export function seconds(flag: string): (value: string) => number {
+  return (value) => {
+    const n = Number(value);
+    if (value.trim() === '' || !Number.isFinite(n) || n <= 0 || n > 86_400) throw new UsageError(`${flag}: expected seconds above 0 (at most 86400), got "${value}"`);
+    return n;
+  };
+}
 
 /** The flags of `track emulate` as its action receives them. */
 export interface EmulateFlags {
@@ -117,8 +126,10 @@ export interface UploadFlags extends ReadFlags {
   apiKey?: string;
   concurrency: number;
   retries: number;
+  requestTimeout: number;
   onUnknown: 'retry' | 'reject';
-  journal?: string;
+  /** A path, or false for --no-journal. */
+  journal?: string | false;
   resume?: boolean;
   restart?: boolean;
   quiet?: boolean;
@@ -133,6 +144,7 @@ export const UPLOAD_DEFAULTS = {
   concurrency: DEFAULT_CONCURRENCY,
   rate: DEFAULT_RATE,
   retries: DEFAULT_RETRIES,
+  requestTimeout: DEFAULT_REQUEST_TIMEOUT_S,
   onUnknown: 'retry',
   state: './track-state.sqlite',
   progressInterval: 5,
@@ -221,7 +233,7 @@ export function addReadOptions(command: Command): Command {
         .choices(['ndjson', 'csv'])
         .default(UPLOAD_DEFAULTS.rejectsFormat),
     )
-    .option('--out <file>', 'also write each request body to this file, one a line: in a dry run each planned one, in an upload each as it is sent')
+    .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
@@ -290,6 +302,26 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
   };
 }
 
+/** Loopback names: an emulator started by `track emulate --exec` listens on one of them. */
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * Whether `url` is the emulator `track emulate --exec` started for the command this process runs in:
+ * it sets TRACK_EMULATOR_URL in the command's environment (and only there), and the emulator
+ * listens on a loopback address and a port of its own. A run to it keeps no journal by default: the
+ * emulator forgets everything when the command ends, and its next port would leave another journal.
+ */
+export function isExecEmulator(url: string, emulatorUrl: string | undefined): boolean {
+  if (emulatorUrl === undefined || emulatorUrl === '') return false;
+  try {
+    const target = new URL(url);
+    const emulator = new URL(emulatorUrl);
+    return target.origin === emulator.origin && LOOPBACK.has(target.hostname);
+  } catch {
+    return false;
+  }
+}
+
 /** Where and how to send: the flags over the environment (TRACK_URL, TRACK_API_KEY); both must be given one way. */
 export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): SendOptions {
   const url = flags.url ?? (env.TRACK_URL || undefined);
@@ -303,8 +335,10 @@ export function sendOptionsFrom(flags: UploadFlags, env: NodeJS.ProcessEnv): Sen
     rate: flags.rate,
     hourly: flags.hourly,
     retries: flags.retries,
+    requestTimeoutMs: flags.requestTimeout * 1000,
     onUnknown: flags.onUnknown,
-    journalPath: flags.journal,
+    journalPath: typeof flags.journal === 'string' ? flags.journal : undefined,
+    noJournal: flags.journal === false || (flags.journal === undefined && isExecEmulator(url, env.TRACK_EMULATOR_URL)),
     resume: flags.resume === true,
     restart: flags.restart === true,
   };

@@ -87,9 +87,10 @@ export async function runAndReport(
     run.ended();
     removeSignals();
   }
-  quietOnClosedStdout();
   const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace);
-  process.stdout.write(flags.json === true ? `${JSON.stringify(json)}\n` : formatSummary(verb, summary, run.options.limits, run.pace));
+  // with --out -, standard output carries the request bodies alone
+  const report = run.options.outPath === '-' ? process.stderr : process.stdout;
+  report.write(flags.json === true ? `${JSON.stringify(json)}\n` : formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined && run.outputs?.errorsAsEvents !== true) reportFatal(fatal);
   process.exitCode = exitCodeOfRun(summary);
@@ -99,15 +100,18 @@ export async function runAndReport(
 let quiet = false;
 
 /**
- * Output to a pipe its reader closed early (`| head -1`) is left unwritten, quietly: the run still
- * ends as it would have (its rejects file written) and with its own exit status, not a stack trace.
+ * Output to a pipe its reader closed early (`track upload --help | head -1`, `--json | head`) is left
+ * unwritten, quietly: the run still ends as it would have (its rejects file written) and with its own
+ * exit status, not a stack trace. Set before anything is written, for every command.
  */
-export function quietOnClosedStdout(): void {
+export function quietOnClosedOutput(): void {
   if (quiet) return;
   quiet = true;
-  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
-  });
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+    });
+  }
 }
 
 function overrideExits(command: Command): void {
@@ -119,6 +123,7 @@ function overrideExits(command: Command): void {
 const progressEvents = (program: Command): boolean => program.commands.some((command) => command.opts().progress === 'ndjson');
 
 export async function runMain(program: Command, argv: string[]): Promise<void> {
+  quietOnClosedOutput();
   overrideExits(program);
   try {
     await program.parseAsync(argv);

@@ -39,11 +39,14 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
   let count = 0;
   /** Lines written since the last sync. */
   let unsynced = false;
+  let closed = false;
   const check = (): void => {
     if (failure !== undefined) throw failure;
   };
   const writeLine = async (json: string | Uint8Array): Promise<void> => {
     check();
+    // a write after the end would wait for a 'drain' that never comes
+    if (closed) throw new OutputError(`cannot write the ${what} file ${path}: it was closed`, path);
     count += 1;
     unsynced = true;
     const more = typeof json === 'string' ? stream.write(`${json}\n`) : (stream.write(json), stream.write(NEWLINE));
@@ -87,6 +90,7 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     write: (value) => writeLine(JSON.stringify(value)),
     sync,
     async close(options) {
+      closed = true;
       if (failure === undefined) await new Promise<void>((resolve) => stream.end(() => resolve()));
       else stream.destroy();
       check();

@@ -6,7 +6,7 @@ import { UsageError } from '../errors.js';
 import { startEmulator, type FixtureOptions } from './fixture.js';
 
 export interface ExecOptions extends FixtureOptions {
-  /** The command's environment, to which TRACK_URL and TRACK_API_KEY are added (default: this process's). */
+  /** The command's environment, to which TRACK_URL, TRACK_API_KEY and TRACK_EMULATOR_URL are added (default: this process's). */
   env?: NodeJS.ProcessEnv;
   /** The command's standard streams (default: this process's). */
   stdio?: StdioOptions;
@@ -114,7 +114,8 @@ export async function execWithEmulator(command: string, options: ExecOptions = {
         // a process group of its own (and a session: node sets both), so the group can be signalled whole
         detached: true,
         stdio: stdio ?? 'inherit',
-        env: { ...(env ?? process.env), TRACK_URL: emulator.url, TRACK_API_KEY: emulator.apiKey },
+        // TRACK_EMULATOR_URL: `track upload` to it keeps no journal (cli/options.ts isExecEmulator)
+        env: { ...(env ?? process.env), TRACK_URL: emulator.url, TRACK_API_KEY: emulator.apiKey, TRACK_EMULATOR_URL: emulator.url },
       });
       const pgid = child.pid;
       // whatever ends this process, the command's group is not left running

@@ -6,11 +6,12 @@ import { InputError } from '../errors.js';
 import { createRangeSet, difference, type RangeSet } from './range-set.js';
 
 /**
- * Version 3 names the target in the header and adds the rows in flight (`sent`) and the end of a
- * run (`end`); version 2 added items of a request line settled on their own. 1 and 2 are read too.
+ * Version 4 adds the rejects the rejects file could not take (`owed`); version 3 names the target in
+ * the header and adds the rows in flight (`sent`) and the end of a run (`end`); version 2 added items
+ * of a request line settled on their own. 1 to 3 are read too.
  */
-export const JOURNAL_HEADER = { journal: 'track-upload', version: 3 } as const;
-const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3];
+export const JOURNAL_HEADER = { journal: 'track-upload', version: 4 } as const;
+const READABLE_VERSIONS: readonly unknown[] = [1, 2, 3, 4];
 
 /** An input file as the journal knows it: when any of these differ, its line numbers mean other rows. */
 export interface FileIdentity {
@@ -59,6 +60,8 @@ export interface ParsedJournal {
   files: JournalFile[];
   /** The last run's end, when it ended on its own terms (not killed). */
   end?: JournalEnd;
+  /** Rejects of settled rows that the rejects file could not take (a full disk): a resumed run writes them. */
+  owed: unknown[];
   /** Bytes of the text that hold whole, valid lines; anything after is a torn tail to cut off. */
   validBytes: number;
   tornTail: boolean;
@@ -103,6 +106,11 @@ export function endLine(end: JournalEnd): string {
   return `${JSON.stringify({ end: end.at, complete: end.complete })}\n`;
 }
 
+/** A reject the rejects file could not take, carried here so that its row can settle. */
+export function owedLine(record: unknown): string {
+  return `${JSON.stringify({ owed: record })}\n`;
+}
+
 /** Items settled on their own: [line, place of the item among its line's items]. */
 export function itemsLine(index: number, items: Array<[number, number]>): string {
   return `${JSON.stringify({ file: index, items })}\n`;
@@ -114,6 +122,7 @@ type Entry =
   | { type: 'sent'; index: number; ranges: Array<[number, number]> }
   | { type: 'unsent'; index: number; ranges: Array<[number, number]> }
   | { type: 'again'; rows: number }
+  | { type: 'owed'; record: unknown }
   | { type: 'rows'; index: number; rows: number }
   | { type: 'newer'; version: unknown }
   | { type: 'file'; index: number; identity: FileIdentity }
@@ -140,6 +149,7 @@ function readEntry(text: string): Entry | undefined {
   if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
   if (typeof v.end === 'string' && typeof v.complete === 'boolean') return { type: 'end', end: { at: v.end, complete: v.complete } };
   if (isCount(v.again)) return { type: 'again', rows: v.again };
+  if (typeof v.owed === 'object' && v.owed !== null) return { type: 'owed', record: v.owed };
   if (!isCount(v.file)) return undefined;
   if (isCount(v.rows)) return { type: 'rows', index: v.file, rows: v.rows };
   if (Array.isArray(v.sent) && isRanges(v.sent)) return { type: 'sent', index: v.file, ranges: v.sent };
@@ -162,11 +172,21 @@ const HEAD = `{"journal":"${JOURNAL_HEADER.journal}"`;
 
 /** Reads a journal's bytes; `where` names it in messages. */
 export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
+  // nothing is sent before the header and the input files are written, in one write: a journal
+  // without its whole first line cannot tell which rows an earlier run sent, so it is not read as
+  // one that sent none
+  const unreadable = (what: string): InputError =>
+    new InputError(
+      `the resume journal is ${what}, so it cannot tell which rows were sent; restore it from a copy, or give --restart to send every row again (rows the earlier run delivered are then sent twice)`,
+      where,
+    );
+  if (bytes.toString('utf8').trim() === '') throw unreadable('empty');
   const files = new Map<number, JournalFile>();
   let target: string | undefined;
   let remembers: string[] = [];
   let end: JournalEnd | undefined;
   let unreported = 0;
+  const owed: unknown[] = [];
   let offset = 0;
   let lineNo = 0;
   let validBytes = 0;
@@ -181,8 +201,9 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     const entry = text.trim() === '' ? undefined : readEntry(text);
     const isLast = next >= bytes.length;
     if (entry === undefined) {
+      if (lineNo === 1 && isLast && (HEAD.startsWith(text) || text.startsWith(HEAD))) throw unreadable('cut short inside its first line');
       // only the last line can have been cut short by a kill; it is dropped, never half-read
-      if (isLast && (lineNo > 1 || HEAD.startsWith(text) || text.startsWith(HEAD))) {
+      if (isLast && lineNo > 1) {
         tornTail = true;
         break;
       }
@@ -202,6 +223,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     else end = entry.type === 'end' ? entry.end : undefined;
     if (entry.type === 'end') unreported = 0;
     else if (entry.type === 'again') unreported += entry.rows;
+    else if (entry.type === 'owed') owed.push(entry.record);
     if (entry.type === 'file') {
       files.set(entry.index, { index: entry.index, identity: entry.identity, settled: createRangeSet(), settledItems: new Map(), sent: createRangeSet() });
     } else if (entry.type === 'ranges' || entry.type === 'items' || entry.type === 'sent' || entry.type === 'unsent' || entry.type === 'rows') {
@@ -230,5 +252,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     // a whole entry cut off just before its newline is kept; the next append starts a new line
     if (newline === -1) missingNewline = true;
   }
-  return { target, remembers, unreported, files: [...files.values()], end, validBytes, tornTail, missingNewline };
+  // the input files are written with the header: a journal naming none was cut short as well
+  if (files.size === 0) throw unreadable('cut short before it names the input files');
+  return { target, remembers, unreported, files: [...files.values()], end, owed, validBytes, tornTail, missingNewline };
 }

@@ -1,10 +1,10 @@
 // Reading a journal: an earlier run's, to resume it or to tell what it holds, and the identity of
 // the input files it names (a file changed since its rows were recorded cannot be resumed).
 import { statSync } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError } from '../errors.js';
-import { parseJournal, type FileIdentity, type ParsedJournal } from './journal-format.js';
+import { parseJournal, type FileIdentity, type JournalFile, type ParsedJournal } from './journal-format.js';
 import type { JournalOptions } from './journal.js';
 import { difference, type RangeSet } from './range-set.js';
 
@@ -78,6 +78,45 @@ export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeS
 export const isWhole = (f: ParsedJournal['files'][number]): boolean =>
   f.rows !== undefined && f.settled.size === f.rows && f.settledItems.size === 0 && rowsInDoubt(f).size === 0;
 
+/** Deflate packs at most about 1,032 bytes into one. */
+const MOST_GZIP_RATIO = 1032;
+
+/**
+ * The last line a file of this identity can have: a line (or an element of a JSON array) takes a
+ * byte at least, once unpacked. A Parquet file's rows can take less than a byte each (a column of one
+ * value is stored once), and an object in storage is not read here: no bound for them.
+ */
+async function lastPossibleLine(identity: FileIdentity): Promise<number> {
+  const head = Buffer.alloc(4);
+  const handle = await open(identity.path, 'r').catch(() => undefined);
+  if (handle === undefined) return Number.MAX_SAFE_INTEGER;
+  try {
+    await handle.read(head, 0, 4, 0);
+  } finally {
+    await handle.close();
+  }
+  if (head.toString('latin1') === 'PAR1') return Number.MAX_SAFE_INTEGER;
+  const gzipped = head[0] === 0x1f && head[1] === 0x8b;
+  return (gzipped ? identity.size * MOST_GZIP_RATIO : identity.size) + 1;
+}
+
+/**
+ * Refuses a journal that names lines the file cannot have (`[[2, 9007199254740991]]`): a resume
+ * would skip rows that were never sent.
+ */
+async function checkLines(file: JournalFile, journalPath: string): Promise<void> {
+  const last = (set: RangeSet): number => set.ranges().at(-1)?.[1] ?? 0;
+  let named = Math.max(last(file.settled), last(file.sent), file.rows ?? 0);
+  for (const line of file.settledItems.keys()) named = Math.max(named, line);
+  const possible = await lastPossibleLine(file.identity);
+  if (named <= possible) return;
+  throw new InputError(
+    `the resume journal is damaged: it names line ${named} of ${file.identity.path}, which holds ${file.identity.size} bytes; ` +
+      'restore the journal from a copy, or give --restart to send every row again (rows the earlier run delivered are then sent twice)',
+    journalPath,
+  );
+}
+
 /** What earlier runs of a journal left, as a resumed run needs it. */
 export interface EarlierRuns {
   previous: ParsedJournal;
@@ -108,7 +147,7 @@ export async function readEarlierRuns(
   journalPath: string,
   identities: readonly FileIdentity[],
 ): Promise<EarlierRuns> {
-  let previous: ParsedJournal = { files: [], remembers: [], unreported: 0, validBytes: 0, tornTail: false, missingNewline: false };
+  let previous: ParsedJournal = { files: [], remembers: [], unreported: 0, owed: [], validBytes: 0, tornTail: false, missingNewline: false };
   if (options.resume) {
     const found = await findJournal(journalPath);
     if (found === undefined) {
@@ -144,6 +183,7 @@ export async function readEarlierRuns(
     }
     known.set(f.identity.path, f.identity);
     if (isWhole(f)) wholeEarlier.set(f.identity.path, f.rows!);
+    if (now !== undefined) await checkLines(f, journalPath);
     settledEarlier.set(f.identity.path, f.settled);
     itemsEarlier.set(f.identity.path, f.settledItems);
     const doubt = rowsInDoubt(f);

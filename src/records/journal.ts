@@ -3,10 +3,10 @@
 // operating system (a write, no fsync: that survives the process being killed, and costs a few
 // microseconds), so after any stop of the process, kill -9 included, a resume knows which rows may
 // have reached the server. Settled rows are appended every 200 ms, each time after the rejects file
-// is synced, and everything written is then fsynced, so a machine that loses power loses at most
-// that much of the journal. Reading an earlier run's journal is in journal-read.ts. At about 390
-// lines this is one object with a lifetime whose methods share its buffers and open file; split
-// further, each part would reach into the others' state.
+// is synced (the rejects it could not take are carried here instead), and everything written is then
+// fsynced, so a machine that loses power loses at most that much of the journal. Reading an earlier
+// run's journal is in journal-read.ts. At about 400 lines this is one object with a lifetime whose
+// methods share its buffers and open file; split further, each part would reach into the others' state.
 import { writeSync } from 'node:fs';
 import { open, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -20,6 +20,7 @@ import {
   fileLine,
   headerLine,
   itemsLine,
+  owedLine,
   rangesLine,
   rowsLine,
   sentLine,
@@ -46,9 +47,10 @@ export interface JournalOptions {
   flushIntervalMs?: number;
   /**
    * Runs before each write that records rows as settled: whatever those rows need on disk first
-   * (their lines in the rejects file) must be made durable here.
+   * (their lines in the rejects file) must be made durable here; what cannot be (the rejects file is
+   * full) is returned, and the journal carries it (`owed`) with the rows it settles.
    */
-  beforeSettling?: () => Promise<void>;
+  beforeSettling?: () => Promise<unknown[] | undefined | void>;
 }
 
 /** What a resumed run leaves out of its plan, as one cloneable value (it crosses to the planning thread). */
@@ -91,6 +93,8 @@ export interface Journal {
   sentAgain(rows: number): void;
   /** Rows earlier runs sent again and never reported (they were killed before their summary): this run reports them. */
   readonly unreported: number;
+  /** Rejects the journal carries for earlier runs, which their rejects file could not take. */
+  readonly owed: readonly unknown[];
   /** Marks every row behind a request's items as settled. */
   record(request: SettledRequest): void;
   /** Marks rows as settled (for example rows the uploader rejected before sending). */
@@ -137,8 +141,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     if (options.resume) {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
-      if (previous.validBytes === 0) head += headerLine(options.target, options.remembers); // killed before its first line was whole
-      else if (previous.missingNewline) head += '\n';
+      if (previous.missingNewline) head += '\n';
     } else {
       handle = await open(journalPath, 'w');
       head += headerLine(options.target, options.remembers);
@@ -222,10 +225,14 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 
   /** Writes the settled entries (after what they need on disk first) and syncs everything written so far. */
   const writeOut = async (): Promise<void> => {
-    const text = take();
-    // the rows settled here include rejected ones: their reject lines must be on disk before they count as settled
-    if (text !== '') await options.beforeSettling?.();
-    if (text !== '') writeNow(text);
+    let text = take();
+    // the rows settled here include rejected ones: their reject lines must be on disk before they
+    // count as settled, or else be here, before them
+    if (text !== '') {
+      const owed = await options.beforeSettling?.();
+      if (owed !== undefined) text = owed.map(owedLine).join('') + text;
+      writeNow(text);
+    }
     try {
       await handle.datasync();
     } catch (error) {
@@ -348,6 +355,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     inDoubtRanges,
     inDoubt,
     unreported: previous.unreported,
+    owed: previous.owed,
     inDoubtRows,
     sending(request) {
       try {

@@ -7,3 +7,5 @@ export const DEFAULT_CONCURRENCY = 8;
 export const DEFAULT_RATE = 1_000;
 /** Tries after the first for 5xx, network errors and unknown outcomes. */
 export const DEFAULT_RETRIES = 5;
+/** Seconds a request may take before its outcome counts as unknown (--request-timeout). */
+export const DEFAULT_REQUEST_TIMEOUT_S = 60;

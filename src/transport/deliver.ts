@@ -1,19 +1,22 @@
 // Sends a plan of requests: `concurrency` in flight, paced, one user's requests in file order,
-// retried through failures, each final outcome journaled and its rejected items handed back.
+// retried through failures, each final outcome journaled and its rejected items handed back. What
+// a caller gives it is in deliver-options.ts.
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { RejectRecord } from '../model/request.js';
 import { ARRAY_NAMES } from '../model/types.js';
-import { DEFAULT_BACKOFF, type BackoffPolicy } from './backoff.js';
-import { systemClock, type Clock } from './clock.js';
-import type { TrackClient } from './http-client.js';
-import { createPacer, type Pacer } from './pacer.js';
+import { DEFAULT_BACKOFF } from './backoff.js';
+import { systemClock } from './clock.js';
+import type { DeliverOptions } from './deliver-options.js';
+import { createPacer } from './pacer.js';
 import { distinctRows, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
 import { itemCounts, jsonBytes, requestJson, type RequestToSend } from './request.js';
-import { sendRequest, type DeliveryNotice, type OnUnknown, type SendContext, type SendOutcome } from './send-request.js';
-import { addWarning, emptyDeliverySummary, progressOf, type DeliveryProgress, type DeliverySummary } from './summary.js';
+import { sendRequest, type SendContext, type SendOutcome } from './send-request.js';
+import { addWarning, emptyDeliverySummary, progressOf, type DeliverySummary } from './summary.js';
 import { createUserOrder, type Turn } from './user-order.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRIES } from './defaults.js';
+
+export type { DeliverOptions } from './deliver-options.js';
 
 export const DEFAULT_MAX_RATE_LIMIT_WAITS = 30;
 const DEFAULT_RATE_LIMIT_WAIT_MS = 1_000;
@@ -22,63 +25,11 @@ const MAX_HELD_BYTES = 16 * 1024 * 1024;
 /** An hourly window may ask for up to an hour; more than that is a server to stop for. */
 export const DEFAULT_MAX_WAIT_MS = 61 * 60_000;
 
-export interface DeliverOptions {
-  client: Pick<TrackClient, 'post' | 'endpoint'>;
-  /** Requests in flight at once (posting, backing off or waiting on the pacer). */
-  concurrency?: number;
-  /** Most requests started in any one-second window; undefined for no cap. */
-  rate?: number;
-  /** Most requests started in any hour; undefined for no cap. */
-  hourly?: number;
-  /** Tries after the first for 5xx, network errors and unknown outcomes. */
-  retries?: number;
-  backoff?: BackoffPolicy;
-  /** 429 answers one request may take before the run stops. */
-  maxRateLimitWaits?: number;
-  /** The longest wait a 429 may ask for before the run stops instead; default 61 minutes. */
-  maxWaitMs?: number;
-  /** A request that may have been applied: send it again (default), or reject its items unsent. */
-  onUnknown?: OnUnknown;
-  /** Where settled rows are recorded (see openJournal). */
-  journal?: {
-    record(request: RequestToSend): void;
-    flush(): Promise<void>;
-  };
-  /** Awaited before a request is first posted (the journal records its rows as sent); a failure stops the run, the request unsent. */
-  beforeFirstPost?: (request: RequestToSend) => Promise<void>;
-  /** Rows of a request that an earlier run may have delivered already: counted as possibly duplicated when it is posted. */
-  inDoubtRows?: (request: RequestToSend) => number;
-  /** A request recorded as sent (beforeFirstPost) that certainly was not applied: it never left, or was refused unapplied. */
-  notApplied?: (request: RequestToSend) => void;
-  /** Told before a request is posted again after an outcome that could not be known, with the rows that may be doubled. */
-  sentAgain?: (rows: number) => void;
-  /** Rows earlier runs sent again and never reported (killed first): counted in this run's possibly duplicated. */
-  carriedDuplicates?: number;
-  /**
-   * Told of a request the server accepted, with the items (by place in the body) its minor errors
-   * refused, before its rows are journaled (the delta state learns what was accepted).
-   */
-  onAccepted?: (request: RequestToSend, rejected: ReadonlySet<number>) => void;
-  /** Receives each rejected item; awaited before its rows are journaled. */
-  onReject?: (record: RejectRecord) => void | Promise<void>;
-  /** Called after each request settles or is given up. */
-  onProgress?: (progress: DeliveryProgress) => void;
-  /** 429 pauses, retries and unknown outcomes as they happen. */
-  onNotice?: (notice: DeliveryNotice) => void;
-  /** Graceful stop: take no more requests, start no new attempts, let posts on the wire finish. */
-  stopSignal?: AbortSignal;
-  /** Hard stop: cut off posts on the wire too. */
-  abortSignal?: AbortSignal;
-  clock?: Clock;
-  random?: () => number;
-  /** Replaces the pacer built from rate and hourly. */
-  pacer?: Pacer;
-  windowMarginMs?: number;
-}
 
 /** Why a request given up got no verdict from the server, for the summary. */
 function notDeliveredReason(outcome: Extract<SendOutcome, { kind: 'fatal' | 'abandoned' }>): string {
   if (outcome.error !== undefined) return outcome.error.message;
+  if (outcome.kind === 'abandoned' && outcome.cutOff === true) return 'cut off after it was sent (a second Ctrl-C or signal)';
   if (outcome.kind === 'abandoned' && outcome.reason !== undefined) return `stopped while waiting to try again (${outcome.reason})`;
   if (outcome.rateLimited > 0) return 'stopped while waiting out a 429 (rate limited)';
   return outcome.attempts > 0 ? 'stopped before it was answered' : 'stopped before it was sent';
@@ -112,9 +63,13 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
   const abort = new AbortController();
   // every request in flight listens to both
   setMaxListeners(0, stop.signal, abort.signal);
+  /** Requests posted and not answered yet: what a stop waits for. */
+  let posting = 0;
   const onStop = (): void => {
     summary.stopped = true;
     stop.abort(new Error('stopped'));
+    // told at once, so that a person sees the stop was taken and what it waits for
+    options.onNotice?.({ type: 'stopping', inFlight: posting });
   };
   const onAbort = (): void => {
     summary.aborted = true;
@@ -131,6 +86,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
   };
 
+  /** A request taken and left without a final outcome: a resume sends its rows. */
+  const abandoned = (request: RequestToSend): void => {
+    summary.requestsAbandoned += 1;
+    summary.rowsAbandoned += distinctRows(request);
+  };
+
   const fail = (error: unknown): void => {
     summary.fatal ??= error instanceof Error ? error : new Error(String(error));
     stop.abort(summary.fatal);
@@ -138,10 +99,15 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
 
   const ctx: SendContext = {
     post: async (json, signal, onSent) => {
-      const result = await options.client.post(json, signal, onSent);
-      const answer = result.kind === 'response' ? String(result.status) : 'failed';
-      summary.answers[answer] = (summary.answers[answer] ?? 0) + 1;
-      return result;
+      posting += 1;
+      try {
+        const result = await options.client.post(json, signal, onSent);
+        const answer = result.kind === 'response' ? String(result.status) : 'failed';
+        summary.answers[answer] = (summary.answers[answer] ?? 0) + 1;
+        return result;
+      } finally {
+        posting -= 1;
+      }
     },
     endpoint: options.client.endpoint,
     pacer,
@@ -167,8 +133,17 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     options.onProgress?.(progressOf({ ...summary, elapsedMs: now - startedAt }, inFlight, Math.max(0, pacer.heldUntil - now)));
   };
 
-  const reject = async (records: RejectRecord[]): Promise<void> => {
-    for (const record of records) await options.onReject?.(record);
+  /** Hands each reject over; what one that cannot be taken threw is returned, once every one was offered. */
+  const reject = async (records: RejectRecord[]): Promise<unknown> => {
+    let failure: unknown;
+    for (const record of records) {
+      try {
+        await options.onReject?.(record);
+      } catch (error) {
+        failure ??= error;
+      }
+    }
+    return failure;
   };
 
   /** Counts an outcome, hands back its rejects, and journals its rows when it is final. `marked`: recorded as sent. */
@@ -187,7 +162,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       if (outcome.possiblyApplied) summary.rowsPossiblyDuplicated += rows;
     }
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
-      summary.requestsAbandoned += 1;
+      abandoned(request);
       notDelivered(notDeliveredReason(outcome));
       if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
       if (outcome.error !== undefined) fail(outcome.error);
@@ -200,7 +175,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     try {
       await settleFinal(request, outcome, counts);
     } catch (error) {
-      summary.requestsAbandoned += 1;
+      abandoned(request);
       throw error;
     }
     summary.requestsSettled += 1;
@@ -211,11 +186,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     outcome: Extract<SendOutcome, { kind: 'accepted' | 'rejected' | 'unknown-rejected' }>,
     counts: ReturnType<typeof itemCounts>,
   ): Promise<void> => {
+    let failure: unknown;
     switch (outcome.kind) {
       case 'accepted': {
         const joined = joinMinorErrors(request, outcome.response?.errors);
         for (const warning of joined.unmatched) addWarning(summary, warning);
-        await reject(joined.rejects);
+        failure = await reject(joined.rejects);
         for (const kind of ARRAY_NAMES) {
           summary.items[kind].accepted += counts[kind] - joined.rejectedPerKind[kind];
           summary.items[kind].rejected += joined.rejectedPerKind[kind];
@@ -227,12 +203,15 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       }
       case 'rejected':
       case 'unknown-rejected':
-        await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
+        failure = await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
         for (const kind of ARRAY_NAMES) summary.items[kind].rejected += counts[kind];
         break;
     }
-    // after the rejects are handed over: a crash in between sends the rows again rather than lose them
+    // after the rejects are handed over: a crash in between sends the rows again rather than lose them.
+    // Rejects that could not be taken stop the run, but the outcome is known: the rows settle (the
+    // journal carries what the rejects file could not take) and the server is not asked again
     options.journal?.record(request);
+    if (failure !== undefined) fail(failure);
   };
 
   const run = async (request: RequestToSend, turn: Turn): Promise<void> => {
@@ -240,7 +219,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       await turn.ready;
       await limit(async () => {
         if (stop.signal.aborted) {
-          summary.requestsAbandoned += 1;
+          abandoned(request);
           notDelivered('stopped before it was sent');
           return;
         }
@@ -277,6 +256,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
   stop.signal.addEventListener(
     'abort',
     () => {
+      options.onStop?.();
       roomMade?.();
       stopWhileReading?.();
     },

@@ -2,6 +2,7 @@
 // apart "no answer, and the request never left" from "no answer after it was sent" (spec 4, 5).
 import { Pool, type Dispatcher } from 'undici';
 import { UsageError } from '../errors.js';
+import { DEFAULT_REQUEST_TIMEOUT_S } from './defaults.js';
 import { resolveEndpoint } from './endpoint.js';
 import type { HeaderMap } from './rate-limit-headers.js';
 
@@ -13,7 +14,7 @@ export interface TrackClientOptions {
   apiKey: string;
   /** Keep-alive connections in the pool; match the number of requests in flight. */
   connections?: number;
-  /** Longest wait for the answer's headers, and between chunks of its body. */
+  /** Longest a request may take, from its dispatch to the end of its answer (--request-timeout). */
   timeoutMs?: number;
   connectTimeoutMs?: number;
 }
@@ -28,6 +29,11 @@ export type PostResult =
       aborted: boolean;
       /** What went wrong, for a person; never holds the API key. */
       reason: string;
+      /**
+       * `timeout`: no whole answer within the time limit; `no-tls`: the server answered the TLS
+       * handshake with something else (plain HTTP, most likely).
+       */
+      cause?: 'timeout' | 'no-tls';
     };
 
 export interface TrackClient {
@@ -44,7 +50,7 @@ export interface TrackClient {
   destroy(): Promise<void>;
 }
 
-export const DEFAULT_TIMEOUT_MS = 60_000;
+export const DEFAULT_TIMEOUT_MS = DEFAULT_REQUEST_TIMEOUT_S * 1000;
 const MAX_RESPONSE_BYTES = 1 << 20;
 
 function checkApiKey(apiKey: string): void {
@@ -57,12 +63,14 @@ export function createTrackClient(options: TrackClientOptions): TrackClient {
   checkApiKey(options.apiKey);
   const endpoint = resolveEndpoint(options.url);
   const timeout = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  // the time limit is one deadline per request, kept here (dispatchPost): undici's own timeouts
+  // measure quiet spells, which a server sending a byte now and then never ends
   const pool = new Pool(endpoint.origin, {
     connections: options.connections ?? 16,
     pipelining: 1,
-    headersTimeout: timeout,
-    bodyTimeout: timeout,
-    connect: { timeout: options.connectTimeoutMs ?? 10_000 },
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: Math.min(options.connectTimeoutMs ?? 10_000, timeout) },
   });
   const path = `${endpoint.pathname}${endpoint.search}`;
   const headers = {
@@ -75,7 +83,8 @@ export function createTrackClient(options: TrackClientOptions): TrackClient {
   return {
     endpoint: `${endpoint.origin}${endpoint.pathname}`,
     post(json, signal, onSent) {
-      return dispatchPost(pool, { path, method: 'POST', headers, body: typeof json === 'string' ? Buffer.from(json) : json }, redact, signal, onSent);
+      const body = typeof json === 'string' ? Buffer.from(json) : json;
+      return dispatchPost(pool, { path, method: 'POST', headers, body }, { redact, signal, onSent, timeoutMs: timeout });
     },
     close: () => pool.close(),
     destroy: () => pool.destroy(),
@@ -91,6 +100,17 @@ function describe(error: unknown): string {
   if (typeof causeCode === 'string' && causeCode !== code) parts.push(`(${causeCode})`);
   return parts.filter((p) => p !== undefined && p !== '').join(' ');
 }
+
+/** Error codes and texts of a TLS handshake answered by a server that does not speak TLS. */
+const NO_TLS_CODES = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_RECORD_LAYER_FAILURE']);
+const NO_TLS_TEXT = /wrong version number|packet length too long|record layer failure/i;
+
+function isNoTls(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (typeof code === 'string' && NO_TLS_CODES.has(code)) || NO_TLS_TEXT.test(error.message);
+}
+
+const seconds = (ms: number): string => `${Number((ms / 1000).toFixed(3))} s`;
 
 function readHeaders(raw: Buffer[] | string[] | null): Record<string, string> {
   const out: Record<string, string> = {};
@@ -109,13 +129,14 @@ function readHeaders(raw: Buffer[] | string[] | null): Record<string, string> {
 function dispatchPost(
   pool: Pool,
   request: Dispatcher.DispatchOptions,
-  redact: (text: string) => string,
-  signal: AbortSignal | undefined,
-  onSent: (() => void) | undefined,
+  options: { redact: (text: string) => string; signal?: AbortSignal; onSent?: () => void; timeoutMs: number },
 ): Promise<PostResult> {
+  const { redact, signal, onSent, timeoutMs } = options;
   return new Promise((resolve) => {
     let sent = false;
     let aborted = false;
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
     let status = 0;
     let headers: Record<string, string> = {};
     const chunks: Buffer[] = [];
@@ -130,6 +151,7 @@ function dispatchPost(
     const finish = (result: PostResult): void => {
       if (settled) return;
       settled = true;
+      clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       resolve(result);
     };
@@ -138,12 +160,20 @@ function dispatchPost(
       return;
     }
     signal?.addEventListener('abort', onAbort, { once: true });
+    const timeoutError = (): Error => new Error(`no answer within ${seconds(timeoutMs)}, the --request-timeout`);
+    if (timeoutMs > 0) {
+      timer = setTimeout(() => {
+        timedOut = true;
+        abortRequest?.(timeoutError());
+      }, timeoutMs);
+    }
 
     const handler = {
       onConnect(abort: (error?: Error) => void): void {
         sent = false;
         abortRequest = abort;
         if (aborted) abort(new Error('request aborted'));
+        else if (timedOut) abort(timeoutError());
       },
       onRequestSent(): void {
         if (!sent) onSent?.();
@@ -171,7 +201,12 @@ function dispatchPost(
           finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')) });
           return;
         }
-        finish({ kind: 'failed', sent, aborted, reason: redact(describe(error)) });
+        if (timedOut && !aborted) {
+          finish({ kind: 'failed', sent, aborted, reason: timeoutError().message, cause: 'timeout' });
+          return;
+        }
+        const cause = !sent && isNoTls(error) ? 'no-tls' : undefined;
+        finish({ kind: 'failed', sent, aborted, reason: redact(describe(error)), ...(cause === undefined ? {} : { cause }) });
       },
     };
     pool.dispatch(request, handler as Dispatcher.DispatchHandler);

@@ -2,12 +2,13 @@
 // joined through input_array and index to the item's origin (decisions.md "Wire format").
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { rejectRecord, type ItemOrigin, type RejectRecord } from '../model/request.js';
-import { itemCounts, type KindCounts, type RequestToSend } from './request.js';
+import { forEachRow, itemCounts, type KindCounts, type RequestToSend } from './request.js';
 
 /** Distinct (file, line) rows behind a request's items. */
 export function distinctRows(request: RequestToSend): number {
   const rows = new Set<string>();
-  for (const kind of ARRAY_NAMES) for (const o of request.origins[kind] ?? []) rows.add(`${o.file}\u0000${o.line}`);
+  // by the request's lines when it has them: no origin is built
+  forEachRow(request, (file, line) => rows.add(`${file}\u0000${line}`));
   return rows.size;
 }
 

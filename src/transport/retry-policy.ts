@@ -84,6 +84,13 @@ function withMessage(status: number, body: string): string {
 export function classifyResult(result: PostResult, wallNowMs: number): Verdict {
   if (result.kind === 'failed') {
     if (result.aborted) return { kind: 'aborted', sent: result.sent };
+    if (result.cause === 'no-tls') {
+      // every request would meet the same answer: say what to change, once
+      return { kind: 'fatal', message: 'the server does not speak TLS: try http:// instead of https:// in --url' };
+    }
+    if (result.cause === 'timeout') {
+      return result.sent ? { kind: 'unknown', reason: result.reason } : { kind: 'retry', reason: `could not send the request: ${result.reason}` };
+    }
     return result.sent
       ? { kind: 'unknown', reason: `connection broke after the request was sent: ${result.reason}` }
       : { kind: 'retry', reason: `could not send the request: ${result.reason}` };

@@ -16,7 +16,9 @@ export type DeliveryNotice =
   /** All sending waits more than a few seconds: until `untilWallMs` (epoch ms), for `reason`. */
   | { type: 'waiting'; reason: WaitReason; untilWallMs: number }
   | { type: 'retry'; seq: number; failure: number; delayMs: number; reason: string }
-  | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string };
+  | { type: 'unknown-outcome'; seq: number; action: OnUnknown; reason: string }
+  /** The stop signal came: no request starts now, and the `inFlight` posted wait for their answers. */
+  | { type: 'stopping'; inFlight: number };
 
 export interface SendContext {
   post(json: string | Uint8Array, signal?: AbortSignal, onSent?: () => void): Promise<PostResult>;
@@ -61,8 +63,11 @@ export type Ending =
   /** The outcome could not be known and onUnknown is 'reject'. */
   | { kind: 'unknown-rejected'; message: string }
   | { kind: 'fatal'; error: DeliveryError }
-  /** Given up unsent or unanswered: a stop, or (with `error`) the journal or --out could not record it. */
-  | { kind: 'abandoned'; error?: Error; reason?: string };
+  /**
+   * Given up unsent or unanswered: a stop (`reason`: the failure it was waiting to try again after;
+   * `cutOff`: posted, and cut off by the abort), or (with `error`) the journal or --out could not record it.
+   */
+  | { kind: 'abandoned'; error?: Error; reason?: string; cutOff?: boolean };
 
 export type SendOutcome = AttemptStats & Ending;
 
@@ -156,7 +161,7 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
           stats.unknownOutcomes += 1;
           stats.possiblyApplied = true;
         }
-        return ended(stats, { kind: 'abandoned', reason: verdict.sent ? 'cut off after it was sent (Ctrl-C twice)' : lastReason });
+        return ended(stats, verdict.sent ? { kind: 'abandoned', cutOff: true } : { kind: 'abandoned', reason: lastReason });
       case 'rate-limited': {
         stats.rateLimited += 1;
         if (stats.rateLimited > ctx.maxRateLimitWaits) {

@@ -23,6 +23,8 @@ export interface DeliverySummary {
   requestsSettled: number;
   /** Requests taken but left without a final outcome (stop, abort, fatal error): a resume sends them. */
   requestsAbandoned: number;
+  /** The rows of those requests. */
+  rowsAbandoned: number;
   /** HTTP posts, first tries and retries. */
   attempts: number;
   /** Posts made again after a 5xx, a network error or an unknown outcome. */
@@ -68,6 +70,7 @@ export function emptyDeliverySummary(): DeliverySummary {
     notDelivered: {},
     requestsSettled: 0,
     requestsAbandoned: 0,
+    rowsAbandoned: 0,
     attempts: 0,
     retries: 0,
     rateLimited: 0,

@@ -11,6 +11,7 @@ import { EXTRA_CELLS_KEY, MISSING_COLUMNS_KEY, REJECT_COLUMNS } from '../mapping
 import { readRowsHeader } from '../mapping/kind-column.js';
 import type { RejectRecord } from '../model/request.js';
 import type { NdjsonWriter } from '../input/ndjson-writer.js';
+import { UsageError } from '../errors.js';
 import { csvOptions } from './plan-csv.js';
 import type { UploadOptions } from './upload.js';
 
@@ -40,13 +41,33 @@ async function inputKeys(options: Pick<UploadOptions, 'inputs' | 'format' | 'enc
   return keys;
 }
 
-/** The header an earlier run wrote to the file, when it is resumed. */
+/** The header an earlier run wrote to the file, when it is resumed; undefined for a file without a whole first line. */
 async function headerOf(path: string): Promise<string[] | undefined> {
   const text = await readFile(path, 'utf8').catch(() => '');
-  if (text === '') return undefined;
-  const parsed = Papa.parse<string[]>(text.slice(0, text.indexOf('\n') + 1 || undefined), { newline: '\n' });
+  // a first line cut short (a kill) is cut off when the file is resumed (rejectsSoFar)
+  const end = text.indexOf('\n');
+  if (end === -1) return undefined;
+  const parsed = Papa.parse<string[]>(text.slice(0, end + 1), { newline: '\n' });
   const header = parsed.data[0];
   return header === undefined ? undefined : header.map((cell) => cell.replace(/\r$/, ''));
+}
+
+/**
+ * A resumed run adds to its CSV rejects file under the header the file begins with: one without the
+ * inputs' columns and the `_` ones (another file, or a damaged one) would take each reject as a row
+ * of empty cells. Refused before anything is written or sent.
+ */
+export async function checkRejectsHeader(path: string, options: Pick<UploadOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'> & { remote?: RemoteInputs }): Promise<void> {
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return;
+  const earlier = await headerOf(path);
+  if (earlier === undefined) return;
+  const lacks = [...(await inputKeys(options)), ...REJECT_COLUMNS].filter((key) => !earlier.includes(key));
+  if (lacks.length === 0) return;
+  const shown = lacks.slice(0, 5).map((key) => JSON.stringify(key)).join(', ') + (lacks.length > 5 ? `, and ${lacks.length - 5} more` : '');
+  throw new UsageError(
+    `the rejects file ${path} does not begin with the header of these inputs (it lacks ${shown}): it is another file, or a damaged one, ` +
+      'and a resumed run would write its rejects under the wrong columns. Move it away (or give --rejects another file) and resume again; nothing was sent',
+  );
 }
 
 /** A reject as the cells of a row under `header`: what does not fit a column is told in `_errors`. */

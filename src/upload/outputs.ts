@@ -1,10 +1,12 @@
 // The files a run writes besides the journal: the rejects file and --out. Each opens with its first
 // line, so a run that fails its checks leaves an earlier run's file as it was; a resumed run adds to
 // its rejects file without writing a row twice.
+import { once } from 'node:events';
 import { readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
-import { UsageError } from '../errors.js';
+import { OutputError, UsageError } from '../errors.js';
 import type { RemoteInputs } from '../input/remote.js';
+import { checkWritable, isOneOf } from './check.js';
 import { formatOf } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
 import type { UploadOptions } from './upload.js';
@@ -60,6 +62,76 @@ export function heldNote(held: number, path: string): string[] {
   return [`${what} in ${path} already, from the run this one resumes: not written again`];
 }
 
+/** The rejects of a run as the journal settles them (see rejectsLedger). */
+export interface RejectsLedger {
+  /** Writes a reject, unless the file holds it already (a resumed run's); throws when the file cannot take it. */
+  write(record: RejectRecord): Promise<void>;
+  /**
+   * The journal's `beforeSettling`: syncs the file, and returns the rejects written since the last
+   * sync when it cannot (a full disk), for the journal to carry instead.
+   */
+  settle(): Promise<RejectRecord[] | undefined>;
+  /** Writes the rejects an earlier run's journal carried that the file does not hold yet; how many. */
+  writeOwed(records: readonly unknown[]): Promise<number>;
+  /** Rejects counted by this run and not written, as the file held them already. */
+  readonly held: number;
+}
+
+/**
+ * The rejects file as the journal sees it. A row that needs a reject line settles once the line is on
+ * disk; a rejects file that cannot be written (a full disk) must not hold back the settling of rows
+ * whose outcome is known, nor make a resume send again rows the server accepted. So until the file is
+ * synced its rejects are kept here too, and when it cannot be, the journal carries them (`owed`) and
+ * settles the rows; a resumed run writes them first. `written`: the rejects the file holds already.
+ */
+export function rejectsLedger(writer: NdjsonWriter, written: Set<string>, journaled: boolean): RejectsLedger {
+  let held = 0;
+  let unsynced: RejectRecord[] = [];
+  return {
+    async write(record) {
+      if (written.size > 0 && written.has(rejectKey(record))) {
+        held += 1;
+        return;
+      }
+      // kept before it is written: a write that fails leaves it owed
+      if (journaled) unsynced.push(record);
+      await writer.write(record);
+    },
+    async settle() {
+      const taken = unsynced;
+      unsynced = [];
+      try {
+        await writer.sync();
+        return undefined;
+      } catch {
+        // the run stops on the file's error where it was written; here the rows settle all the same
+        return taken;
+      }
+    },
+    async writeOwed(records) {
+      let count = 0;
+      for (const record of records as RejectRecord[]) {
+        const key = rejectKey(record);
+        if (written.has(key)) continue;
+        await writer.write(record);
+        // the rows of some are planned again (rejected before sending, they were not settled): not written twice
+        written.add(key);
+        count += 1;
+      }
+      return count;
+    },
+    get held() {
+      return held;
+    },
+  };
+}
+
+/** What a resumed run says of the rejects the run before could not write, written now. */
+export function owedNote(count: number, path: string): string[] {
+  if (count === 0) return [];
+  return [`${count === 1 ? '1 reject' : `${count.toLocaleString('en-US')} rejects`} the run before could not write (its rejects file was full) ${count === 1 ? 'was' : 'were'} written to ${path} now, from its journal`];
+}
+
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
 export function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { open(): Promise<void> } {
   let writer: Promise<NdjsonWriter> | undefined;
@@ -89,6 +161,65 @@ export function lazyWriter(path: string, what: string, append: boolean): NdjsonW
       if (writer !== undefined) await (await writer).close(closing);
       // nothing written in a run that went through: an earlier run's file would mislead
       else if (closing?.removeIfEmpty === true) await removeStaleFile(path);
+    },
+  };
+}
+
+/** `--out -`: the request bodies go to standard output (and the summary to standard error). */
+export const STDOUT = '-';
+
+/** The rejects file and --out must be files of their own, in folders this run can write. */
+export async function checkOutputs(inputs: readonly string[], rejectsPath: string, outPath: string | undefined): Promise<void> {
+  const out = outPath === STDOUT ? undefined : outPath;
+  for (const [flag, path] of [['--rejects', rejectsPath], ['--out', out]] as const) {
+    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
+  }
+  if (out !== undefined && (await isOneOf(out, [rejectsPath]))) throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
+  await checkWritable('--rejects', rejectsPath);
+  if (out !== undefined) await checkWritable('--out', out);
+}
+
+/** The --out writer: a file opened with its first line, or standard output. */
+export function outWriter(path: string): NdjsonWriter & { open(): Promise<void> } {
+  return path === STDOUT ? stdoutWriter() : lazyWriter(path, 'requests', false);
+}
+
+/**
+ * Request bodies on standard output, with backpressure. A reader that goes away (`| head`) fails the
+ * next write with a message, not a stack trace; standard output itself is left open.
+ */
+function stdoutWriter(): NdjsonWriter & { open(): Promise<void> } {
+  const stream = process.stdout;
+  let count = 0;
+  let failure: OutputError | undefined;
+  const failed = (error: NodeJS.ErrnoException): void => {
+    const why = error.code === 'EPIPE' ? 'EPIPE (its reader closed it)' : (error.code ?? error.message);
+    failure ??= new OutputError(`cannot write the requests to standard output: ${why}`, STDOUT);
+  };
+  stream.on('error', failed);
+  const writeLine = async (json: string | Uint8Array): Promise<void> => {
+    if (failure !== undefined) throw failure;
+    count += 1;
+    const line = typeof json === 'string' ? `${json}\n` : Buffer.concat([json, Buffer.from('\n')]);
+    // once() also settles on 'error', and leaves no listener behind either way
+    if (!stream.write(line, (error) => error && failed(error))) await once(stream, 'drain').catch(() => undefined);
+    if (failure !== undefined) throw failure;
+  };
+  return {
+    path: STDOUT,
+    get count() {
+      return count;
+    },
+    open: async () => undefined,
+    writeLine,
+    write: (value) => writeLine(JSON.stringify(value)),
+    // a pipe or a terminal: nothing to sync
+    sync: async () => {
+      if (failure !== undefined) throw failure;
+    },
+    close: async () => {
+      stream.off('error', failed);
+      if (failure !== undefined) throw failure;
     },
   };
 }

@@ -11,21 +11,37 @@ import { findJournal, identifyFile, rowsInDoubt, type ParsedJournal } from '../r
 import type { RemoteIdentities } from '../records/journal-read.js';
 import { checkWritable, isOneOf } from './check.js';
 
-/** The target as a file-name part: `https://rest.example.com:8443/v2` -> `rest.example.com-8443-v2`. */
-function targetSlug(endpoint: URL): string {
+/**
+ * The target as a file-name part, its scheme first: `https://rest.example.com:8443/v2` ->
+ * `https-rest.example.com-8443-v2` (an http:// and an https:// run to one host and port are two
+ * targets). `scheme: false` gives the name journals had before they named it.
+ */
+function targetSlug(endpoint: URL, scheme = true): string {
   const prefix = endpoint.pathname.replace(/\/users\/track$/, '');
-  const text = `${endpoint.hostname}${endpoint.port === '' ? '' : `-${endpoint.port}`}${prefix}`;
+  const text = `${scheme ? `${endpoint.protocol}-` : ''}${endpoint.hostname}${endpoint.port === '' ? '' : `-${endpoint.port}`}${prefix}`;
   return text.replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '');
 }
 
 /**
- * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.127.0.0.1-4000.journal` beside it (an input in
- * storage, `s3://bucket/users/`, in the current folder): each target resumes its own run.
+ * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.http-127.0.0.1-4000.journal` beside it (an input
+ * in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run.
  */
-export function defaultJournalPath(firstInput: string, endpoint: URL): string {
+export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true): string {
   const remote = isRemote(firstInput);
   const name = (remote ? localName(firstInput) : basename(firstInput)).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(remote ? '.' : dirname(firstInput), `${name}.${targetSlug(endpoint)}.journal`);
+  return join(remote ? '.' : dirname(firstInput), `${name}.${targetSlug(endpoint, scheme)}.journal`);
+}
+
+/**
+ * The journal of this target beside the first input: under today's name, or under the name without
+ * the scheme that an earlier version gave it (taken only when its header names this very target).
+ */
+async function journalBeside(firstInput: string, endpoint: URL, target: string): Promise<string> {
+  const path = defaultJournalPath(firstInput, endpoint);
+  if ((await stat(path).catch(() => undefined)) !== undefined) return path;
+  const before = defaultJournalPath(firstInput, endpoint, false);
+  const found = await readableJournal(before);
+  return found?.target === target ? before : path;
 }
 
 const count = (n: number): string => n.toLocaleString('en-US');
@@ -106,10 +122,10 @@ async function checkRerun(
   // the same files given in another order, or with others, keep their journal under another name;
   // a --journal given names the one journal to look at (one that does not exist starts fresh)
   const folders = new Set(options.journalPath === undefined ? localFiles(inputs).map((file) => dirname(resolve(file))) : []);
-  const suffix = `.${targetSlug(new URL(target))}.journal`;
+  const suffixes = [`.${targetSlug(new URL(target))}.journal`, `.${targetSlug(new URL(target), false)}.journal`];
   for (const folder of folders) {
     const names = await readdir(folder).catch(() => [] as string[]);
-    const beside = names.filter((n) => n.endsWith(suffix)).map((name) => join(folder, name));
+    const beside = names.filter((n) => suffixes.some((suffix) => n.endsWith(suffix))).map((name) => join(folder, name));
     // journals kept beside an input in another folder, which named this folder's files too
     const elsewhere = names.includes(JOURNALS_NOTE) ? await journalsNoted(join(folder, JOURNALS_NOTE), target) : [];
     for (const path of new Set([...beside, ...elsewhere])) {
@@ -184,7 +200,7 @@ export interface Target {
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
 export async function checkTarget(
   inputs: readonly string[],
-  options: { url: string; journalPath?: string; resume?: boolean; restart?: boolean; rerunSafe?: RerunSafe; remote?: RemoteIdentities; namedAfter?: string },
+  options: { url: string; journalPath?: string; noJournal?: boolean; resume?: boolean; restart?: boolean; rerunSafe?: RerunSafe; remote?: RemoteIdentities; namedAfter?: string },
 ): Promise<Target> {
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
@@ -192,11 +208,24 @@ export async function checkTarget(
   if (options.resume === true && options.restart === true) throw new UsageError('give --resume or --restart, not both');
   const fromStdin = inputs.includes(STDIN);
   if (fromStdin && options.resume === true) throw new UsageError('--resume cannot be used with standard input (-): it cannot be read again');
-  const journalPath = options.journalPath ?? defaultJournalPath(options.namedAfter ?? inputs[0], endpoint);
-  if (!fromStdin && (await isOneOf(journalPath, inputs))) throw new UsageError(`--journal ${journalPath} is also an input file`);
+  if (options.noJournal === true) {
+    if (options.journalPath !== undefined) throw new UsageError('give --journal or --no-journal, not both');
+    // --restart asks for what a run without a journal does anyway
+    if (options.resume === true) {
+      throw new UsageError('--resume reads the journal of a run, and this one keeps none (--no-journal, or the emulator of track emulate --exec): give --journal PATH');
+    }
+  }
   // the same messages as a dry run for a missing or unreadable input, before the journal looks at it
-  for (const file of inputs) await checkReadable(file);
-  if (fromStdin) return { endpoint, target };
+  const readable = async (): Promise<void> => {
+    for (const file of inputs) await checkReadable(file);
+  };
+  if (fromStdin || options.noJournal === true) {
+    await readable();
+    return { endpoint, target };
+  }
+  const journalPath = options.journalPath ?? (await journalBeside(options.namedAfter ?? inputs[0], endpoint, target));
+  if (await isOneOf(journalPath, inputs)) throw new UsageError(`--journal ${journalPath} is also an input file`);
+  await readable();
   await checkJournalPath(journalPath);
   const note = await checkRerun(journalPath, target, inputs, options);
   return { endpoint, target, journalPath, note };

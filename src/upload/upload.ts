@@ -13,8 +13,8 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, csvKinds, defaultRejectsPath, isOneOf, ndjsonMayAdd, readColumnMap } from './check.js';
-import { checkRejectsFormat, heldNote, lazyWriter, rejectKey, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
-import type { PlanEvent, PlanOptions } from './plan.js';
+import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
 import { addPlanEvent, countReasons, emptyPlanSummary, type PlanSummary } from './summary.js';
 
@@ -33,9 +33,13 @@ export interface SendOptions {
   hourly?: number;
   /** Tries after the first for 5xx, network errors and unknown outcomes. */
   retries?: number;
+  /** Longest a request may take; past it, its outcome is unknown (default 60 s). */
+  requestTimeoutMs?: number;
   onUnknown?: OnUnknown;
   /** The journal file; default `<first input>.<target>.journal` beside it. */
   journalPath?: string;
+  /** Keep no journal (a throwaway target): no --resume, and no guard against sending the same rows twice. */
+  noJournal?: boolean;
   /** Skip the rows an earlier run's journal settled, and add to its rejects file. */
   resume?: boolean;
   /** Start over even though the journal holds a run of the same inputs to the same target. */
@@ -83,7 +87,7 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
   rejectsPath?: string;
   /** NDJSON records (default), or CSV rows under the inputs' header with `_file`, `_line`, `_errors`. */
   rejectsFormat?: RejectsFormat;
-  /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent. */
+  /** Write each request body here, one a line: in a dry run every planned one, in a delivery each as it is first sent; `-` is standard output. */
   outPath?: string;
   /** Where to deliver the requests; without it the run is a dry run. */
   send?: SendOptions;
@@ -101,14 +105,18 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
 export interface UploadSummary extends PlanSummary {
   /** The rejects file, when anything was written to it. */
   rejectsPath?: string;
+  /** The journal a --resume of this run reads (none for standard input). */
+  journalPath?: string;
   outPath?: string;
   elapsedMs: number;
   /** What the delivery did; undefined in a dry run. */
   delivery?: DeliverySummary;
   /** Items the server refused (each a line of the rejects file), by reason; empty in a dry run. */
   refusedReasons: Record<string, number>;
-  /** The run was stopped (stopSignal) before it read every row. */
+  /** The run was stopped by its stopSignal (Ctrl-C, SIGTERM): rows may be unread or unsettled. */
   interrupted: boolean;
+  /** Every row of every input was read (not so when a stop or an error ended the plan first). */
+  readToEnd: boolean;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
   fatal?: Error;
 }
@@ -142,14 +150,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   for (const file of inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
   const rejectsPath = options.rejectsPath ?? defaultRejectsPath(named[0], options.rejectsFormat);
-  for (const [flag, path] of [['--rejects', rejectsPath], ['--out', options.outPath]] as const) {
-    if (path !== undefined && (await isOneOf(path, inputs))) throw new UsageError(`${flag} ${path} is also an input file`);
-  }
-  if (options.outPath !== undefined && (await isOneOf(options.outPath, [rejectsPath]))) {
-    throw new UsageError(`--out and --rejects name the same file ${rejectsPath}`);
-  }
-  await checkWritable('--rejects', rejectsPath);
-  if (options.outPath !== undefined) await checkWritable('--out', options.outPath);
+  await checkOutputs(inputs, rejectsPath, options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
@@ -157,6 +158,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
   // the columns a map names that no file has: standard input's header must have them
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
+  if (send?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
 
   // the state learns from a delivery's acknowledgements; a dry run only reads it (in the plan), and
   // a state file that cannot be used is a usage error before anything is written
@@ -177,21 +179,22 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 2. outputs: the rejects file and --out open with their first line; the journal after the rejects file
   const resume = send?.resume === true;
   const rejects = rejectsWriter(rejectsPath, resume, { ...options, inputs, remote, map });
-  const out = options.outPath === undefined ? undefined : lazyWriter(options.outPath, 'requests', false);
+  const out = options.outPath === undefined ? undefined : outWriter(options.outPath);
   let journal: Journal | undefined;
   if (target?.journalPath !== undefined) {
     // what the state remembers of this run's sends: a later run may then leave them out (the re-run guard)
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
-    journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, remembers, beforeSettling: () => rejects.sync() });
+    journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, remembers, beforeSettling: () => rejected.settle() });
     await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
   }
   const ledger = journal === undefined ? undefined : lineLedger(journal);
-  // a resumed run adds to its rejects file, and does not write again a row it holds
+  // a resumed run adds to its rejects file, and does not write again a row it holds; it first writes
+  // the rejects the run before could not (its journal carried them)
   const written = resume ? await rejectsSoFar(rejectsPath, options.rejectsFormat) : new Set<string>();
-  let held = 0;
+  const rejected = rejectsLedger(rejects, written, journal !== undefined);
+  const owed = journal === undefined || journal.owed.length === 0 ? 0 : await rejected.writeOwed(journal.owed);
   const writeReject = async (record: RejectRecord): Promise<void> => {
-    if (written.size === 0 || !written.has(rejectKey(record))) await rejects.write(record);
-    else held += 1;
+    await rejected.write(record);
     options.onReject?.(record);
   };
   const refusedReasons: Record<string, number> = {};
@@ -207,23 +210,21 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     delta === undefined || deltaTarget === undefined
       ? undefined
       : { statePath: delta.statePath, target: deltaTarget, attributes: delta.attributes, full: delta.full, activities: delta.activities };
-  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, stopSignal, delta: planDelta, remote };
+  const planOptions = { inputs, format, encoding, kind, map, mapColumnsOfStdin, reading, limits, maxBodyBytes, skips, delta: planDelta, remote };
   // each loaded only when used: a plan in the worker keeps the batcher and the validator out of this
   // thread, and a dry run loads no network client. A --delta run against a state that knows the
   // target plans here too: it mostly sends little, and then the plan, its whole cost, is cheaper in
   // one thread than handed across two (the unchanged re-upload of 1,000,000 rows: 3.0-3.2 s here
   // against 4.1-4.8 s in the worker; a run that changes most rows is slower here: --full plans apart)
   const planHere = delta?.attributes === true && !delta.full && stateKnown;
-  const events: AsyncIterable<PlanEvent<RequestToSend>> =
-    send !== undefined && options.thread !== false && !planHere && !inputs.includes(STDIN)
-      ? (await import('./worker/plan-in-worker.js')).planInWorker(planOptions)
-      : (await import('./plan.js')).planEvents({ ...planOptions, stdin });
+  const inWorker = send !== undefined && options.thread !== false && !planHere && !inputs.includes(STDIN);
+  const plan = await (await import('./start-plan.js')).startPlan(planOptions, { inWorker, stdin, stopSignal });
   let summary = emptyPlanSummary();
   let readAll = false;
   /** The file being read: once the next begins, it was read to its end (a resumed run need not read it again once all its rows settle). */
   let current: string | undefined;
   async function* requests(): AsyncGenerator<RequestToSend> {
-    for await (const event of events) {
+    for await (const event of plan.events) {
       if (event.type === 'file' && current !== undefined) journal?.readToEnd(current, summary.files.find((f) => f.file === current)?.rows ?? 0);
       if (event.type === 'file') current = event.file;
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
@@ -249,7 +250,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           break;
       }
     }
-    readAll = true;
+    // a plan told to stop ends early as if done: only one that ended by itself read every row
+    readAll = !plan.stopped;
     // the last chunk's rejects and requests come after its tally: the reader is told the whole plan
     const last = summary.files.at(-1)?.file;
     if (last !== undefined) options.onProgress?.({ file: last, rows: summary.rows, requests: summary.requests, bytes: 0, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
@@ -261,9 +263,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   try {
     if (send !== undefined) {
       const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
-      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency });
+      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs });
+      const sending = requests();
       try {
-        delivery = await deliver(requests(), {
+        delivery = await deliver(sending, {
           client,
           concurrency: send.concurrency,
           rate: send.rate,
@@ -296,8 +299,13 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
           abortSignal: send.abortSignal,
+          onStop: plan.stop,
         });
       } finally {
+        // the plan may be on a row when the delivery stops: it is let finish that row before the
+        // outputs close. An error the stopped plan meets then changes nothing the run reports.
+        plan.stop();
+        await sending.return(undefined).catch(() => undefined);
         await client.close();
       }
     } else {
@@ -311,6 +319,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   }
 
   // 5. close: what fails here is the run's fatal error, not a lost summary
+  plan.release();
   const went = fatal === undefined && delivery?.fatal === undefined;
   const closing = async (close: () => Promise<void> | undefined): Promise<void> => {
     try {
@@ -323,6 +332,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
   await closing(async () => state?.close());
+  // rows the plan settled on its way out need their reject lines synced, before the file closes
+  await closing(() => journal?.flush());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
@@ -334,13 +345,21 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // 6. the summary
   return {
     ...summary,
-    notes: [...summary.notes, ...(target?.note === undefined ? [] : [target.note]), ...(stateNote === undefined ? [] : [stateNote]), ...heldNote(held, rejectsPath)],
+    notes: [
+      ...summary.notes,
+      ...(target?.note === undefined ? [] : [target.note]),
+      ...(stateNote === undefined ? [] : [stateNote]),
+      ...heldNote(rejected.held, rejectsPath),
+      ...owedNote(owed, rejectsPath),
+    ],
     rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
+    journalPath: journal?.path,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
     delivery,
     refusedReasons,
-    interrupted: !readAll && options.stopSignal?.aborted === true,
+    interrupted: options.stopSignal?.aborted === true,
+    readToEnd: readAll,
     fatal,
   };
 }

@@ -255,7 +255,7 @@ describe('a run killed after some parts', () => {
     const dir = servers.tmp.dir;
     const args = ['upload', 's3://exports/parts/*.ndjson.gz', '--url', emulator.url, '--api-key', 'k', '--max-total', '10', '--rate', '4', '--quiet'];
     const child = spawn(process.execPath, [BIN, ...args], { cwd: dir, env: { ...process.env, ...S3_ENV, AWS_ENDPOINT_URL_S3: s3.endpoint, HOME: dir } });
-    const journal = join(dir, 'parts.127.0.0.1-' + new URL(emulator.url).port + '.journal');
+    const journal = join(dir, 'parts.http-127.0.0.1-' + new URL(emulator.url).port + '.journal');
     // killed once the first part is read and every one of its rows settled
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, 100));

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { freePort } from './free-port.js';
 
 export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 export const BIN = join(ROOT, 'bin', 'track.js');
@@ -74,3 +75,6 @@ export function runCliAsync(args: string[], options: { env?: Record<string, stri
     child.on('close', (status) => resolve({ status, stdout, stderr }));
   });
 }
+
+/** A loopback port nothing listens on. */
+export const closedPort = freePort;

@@ -1,5 +1,6 @@
 import { appendFile, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { gzipSync } from 'node:zlib';
 import { join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
@@ -33,7 +34,7 @@ describe('journal', () => {
 
     const text = await readFile(journalPath, 'utf8');
     const entries = lines(text);
-    expect(entries[0]).toEqual({ journal: 'track-upload', version: 3, target: TARGET });
+    expect(entries[0]).toEqual({ journal: 'track-upload', version: 4, target: TARGET });
     const info = await stat(input);
     expect(entries[1]).toEqual({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
     expect(entries.slice(2)).toEqual([
@@ -99,7 +100,7 @@ describe('journal', () => {
     const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(resumed.settledRanges(input)).toEqual([[2, 5]]);
     await resumed.close();
-    await writeFile(journalPath, `{"journal":"track-upload","version":4}\n${file}\n`);
+    await writeFile(journalPath, `{"journal":"track-upload","version":5}\n${file}\n`);
     await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true })).rejects.toThrow(/newer version of track/);
   });
 
@@ -168,15 +169,57 @@ describe('journal', () => {
     ]);
   });
 
-  it('resumes from a journal cut short inside its first line', async () => {
-    await writeFile(journalPath, '{"journal":"track-up');
+  it('refuses a journal emptied or cut short before it names its files: it cannot tell which rows were sent', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    first.recordRows(input, [2, 3]);
+    await first.close();
+    const whole = await readFile(journalPath, 'utf8');
+    const cuts = {
+      empty: '',
+      'cut short inside its first line': whole.slice(0, 20),
+      'cut short before it names the input files': whole.slice(0, whole.indexOf('\n') + 1),
+    };
+    for (const [what, text] of Object.entries(cuts)) {
+      await writeFile(journalPath, text);
+      const message = `${journalPath}: the resume journal is ${what}, so it cannot tell which rows were sent; restore it from a copy, or give --restart`;
+      await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true }), what).rejects.toThrow(message);
+      await expect(readJournal(journalPath)).rejects.toThrow(InputError);
+      // nothing was written to it
+      expect(await readFile(journalPath, 'utf8')).toBe(text);
+    }
+  });
+
+  it('refuses a journal naming lines its file cannot have', async () => {
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    first.recordRows(input, [2, 3]);
+    await first.close();
+    const whole = await readFile(journalPath, 'utf8');
+    const { size } = await stat(input);
+    for (const entry of ['{"file":0,"lines":[[2,9007199254740991]]}', '{"file":0,"sent":[[4,5000]]}', '{"file":0,"items":[[5000,0]]}', '{"file":0,"rows":5000}']) {
+      await writeFile(journalPath, `${whole}${entry}\n`);
+      await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true }), entry).rejects.toThrow(
+        new RegExp(`the resume journal is damaged: it names line \\d+ of ${resolve(input)}, which holds ${size} bytes; restore the journal from a copy, or give --restart`),
+      );
+    }
+    // the last line a file of `size` bytes can have is line size + 1
+    await writeFile(journalPath, `${whole}{"file":0,"lines":[[2,${size + 1}]]}\n`);
     const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
-    expect(resumed.skipRow(input, 2)).toBe(false);
-    resumed.recordRows(input, [2]);
+    expect(resumed.settledBefore(input)).toBe(size);
     await resumed.close();
-    const parsed = await readJournal(journalPath);
-    expect(parsed.tornTail).toBe(false);
-    expect(parsed.files[0].settled.ranges()).toEqual([[2, 2]]);
+  });
+
+  it('allows a gzipped file the lines its bytes can unpack to', async () => {
+    const gz = join(dir, 'users.csv.gz');
+    await writeFile(gz, gzipSync(await readFile(input)));
+    const first = await openJournal({ path: journalPath, files: [gz], target: TARGET, resume: false });
+    await first.close();
+    const { size } = await stat(gz);
+    await appendFile(journalPath, `{"file":0,"lines":[[2,${size * 100}]]}\n`);
+    const resumed = await openJournal({ path: journalPath, files: [gz], target: TARGET, resume: true });
+    expect(resumed.settledBefore(gz)).toBe(size * 100 - 1);
+    await resumed.close();
+    await appendFile(journalPath, `{"file":0,"lines":[[2,${size * 2000}]]}\n`);
+    await expect(openJournal({ path: journalPath, files: [gz], target: TARGET, resume: true })).rejects.toThrow(/the resume journal is damaged: it names line/);
   });
 
   it('will not write the journal over an input file', async () => {
@@ -289,6 +332,29 @@ describe('journal', () => {
     const parsed = await readJournal(journalPath);
     expect(parsed.files[0].settled.ranges()).toEqual([[2, 6]]);
     expect(parsed.files[0].sent.ranges()).toEqual([[2, 6]]);
+  });
+
+  it('carries what beforeSettling could not make durable, before the rows it settles, and gives it back on resume', async () => {
+    const owed = [{ file: 'users.csv', line: 12, kind: 'attributes', row: { external_id: 'u10' }, errors: ['email: bad'] }];
+    let full = false;
+    const journal = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false, beforeSettling: async () => (full ? owed : undefined) });
+    journal.recordRows(input, [2]);
+    await journal.flush();
+    full = true;
+    journal.recordRows(input, [12, 13]);
+    await journal.flush();
+    await journal.close();
+    const entries = lines(await readFile(journalPath, 'utf8'));
+    const at = entries.findIndex((e) => 'owed' in e);
+    expect(entries[at]).toEqual({ owed: owed[0] });
+    expect(entries[at + 1]).toEqual({ file: 0, lines: [[12, 13]] });
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    expect(resumed.owed).toEqual(owed);
+    expect(resumed.settledRanges(input)).toEqual([
+      [2, 2],
+      [12, 13],
+    ]);
+    await resumed.close();
   });
 
   it('names its target, and refuses to resume a run made to another one', async () => {

@@ -326,17 +326,25 @@ describe('deliver: stopping on fatal errors', () => {
     expect(journal.lines).toEqual(range(lineOf(0), lineOf(3)));
   });
 
-  it('stops when the rejects cannot be written', async () => {
+  it('stops when the rejects cannot be written, the request whose rejects were offered settled all the same', async () => {
     await setUp(() => ({ kind: 'status', status: 400 }));
+    const journal = recordingJournal();
+    const offered: number[] = [];
     const summary = await deliver(fromArray(buildPlan({ requests: 4, itemsPer: 2 })), {
       client,
       concurrency: 1,
-      onReject: () => {
+      journal,
+      onReject: (record) => {
+        offered.push(record.line);
         throw new Error('ENOSPC');
       },
     });
     expect(summary.fatal?.message).toBe('ENOSPC');
-    expect(summary.requestsSettled).toBe(0);
-    expect(summary.requestsAbandoned).toBe(summary.requestsPulled);
+    // every reject of the first request was offered (the journal's beforeSettling carries them), and its rows settled
+    expect(offered).toEqual([lineOf(0), lineOf(0) + 1]);
+    expect(summary.requestsSettled).toBe(1);
+    expect(journal.lines).toEqual(range(lineOf(0), lineOf(1)));
+    expect(summary.requestsAbandoned).toBe(summary.requestsPulled - 1);
+    expect(server.received).toHaveLength(1);
   });
 });

@@ -1,8 +1,10 @@
+import { createServer as createHttpServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/errors.js';
 import { createTrackClient, resolveEndpoint, type TrackClient } from '../../src/transport/http-client.js';
+import { classifyResult } from '../../src/transport/retry-policy.js';
+import { closedPort } from '../helpers/cli.js';
 import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
-import { freePort } from '../helpers/free-port.js';
 
 const KEY = 'sk-test-0123456789abcdef';
 let server: FaultServer | undefined;
@@ -14,9 +16,6 @@ afterEach(async () => {
   client = undefined;
   server = undefined;
 });
-
-/** A port nothing listens on. */
-const closedPort = freePort;
 
 describe('resolveEndpoint', () => {
   it('appends /users/track to a base URL, keeps a full one, drops credentials', () => {
@@ -65,9 +64,41 @@ describe('track client', () => {
   it('reports an unanswered request that timed out as sent', async () => {
     server = await startFaultServer(() => ({ kind: 'hang' }));
     client = createTrackClient({ url: server.url, apiKey: KEY, timeoutMs: 100 });
+    const started = performance.now();
     const result = await client.post('{}');
-    expect(result).toMatchObject({ kind: 'failed', sent: true, aborted: false });
-    expect(result.kind === 'failed' && result.reason).toMatch(/timeout/i);
+    expect(result).toMatchObject({ kind: 'failed', sent: true, aborted: false, cause: 'timeout' });
+    expect(result.kind === 'failed' && result.reason).toBe('no answer within 0.1 s, the --request-timeout');
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('holds a request to one deadline, however slowly the server sends its answer', async () => {
+    // headers at once, then a byte of body every 50 ms, never ending: no quiet spell for undici's timeouts
+    const trickle = createHttpServer((req, res) => {
+      req.resume();
+      res.writeHead(201, { 'content-type': 'application/json' });
+      const drip = setInterval(() => res.write(' '), 50);
+      res.on('close', () => clearInterval(drip));
+    });
+    await new Promise<void>((r) => trickle.listen(0, '127.0.0.1', r));
+    try {
+      client = createTrackClient({ url: `http://127.0.0.1:${(trickle.address() as { port: number }).port}`, apiKey: KEY, timeoutMs: 300 });
+      const started = performance.now();
+      // the status came, so the server had decided: the answer stands without the rest of its body
+      expect(await client.post('{}')).toMatchObject({ kind: 'response', status: 201 });
+      expect(performance.now() - started).toBeLessThan(5_000);
+    } finally {
+      trickle.closeAllConnections();
+      await new Promise((r) => trickle.close(r));
+    }
+  });
+
+  it('tells a server that does not speak TLS from other failures, and classifies it as fatal', async () => {
+    server = await startFaultServer();
+    client = createTrackClient({ url: server.url.replace('http://', 'https://'), apiKey: KEY });
+    const result = await client.post('{}');
+    expect(result).toMatchObject({ kind: 'failed', sent: false, cause: 'no-tls' });
+    expect(classifyResult(result, Date.now())).toEqual({ kind: 'fatal', message: 'the server does not speak TLS: try http:// instead of https:// in --url' });
+    expect(server.received).toHaveLength(0);
   });
 
   it('reports a refused connection as not sent', async () => {

@@ -4,6 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RejectRecord } from '../../src/model/request.js';
+import { checkRejectsHeader } from '../../src/upload/csv-rejects.js';
 import { heldNote, rejectKey, rejectsSoFar, rejectsWriter } from '../../src/upload/outputs.js';
 import { tempDir } from '../helpers/cli.js';
 
@@ -32,5 +33,24 @@ describe('CSV rejects on resume', () => {
     expect(heldNote(2, 'in.rejects.csv')).toEqual([
       '2 of the rejected rows and dropped fields counted here were in in.rejects.csv already, from the run this one resumes: not written again',
     ]);
+  });
+
+  it('takes an earlier file that begins with the inputs’ header and the _ columns, or with no whole line yet; refuses any other', async () => {
+    const input = join(tmp.dir, 'h.csv');
+    writeFileSync(input, 'external_id,phone\nu1,123\n');
+    const path = join(tmp.dir, 'h.rejects.csv');
+    const check = () => checkRejectsHeader(path, { inputs: [input] });
+    writeFileSync(path, 'external_id,phone,_file,_line,_kind,_column,_errors\nu1,123,h.csv,2,attributes,,bad\n');
+    await expect(check()).resolves.toBeUndefined();
+    // a column the first reject added beyond the inputs' header
+    writeFileSync(path, 'external_id,phone,extra,_file,_line,_kind,_column,_errors\n');
+    await expect(check()).resolves.toBeUndefined();
+    // a first line cut short by a kill is cut off when the file is resumed
+    writeFileSync(path, 'external_id,pho');
+    await expect(check()).resolves.toBeUndefined();
+    writeFileSync(path, 'email,plan\nx,y\n');
+    await expect(check()).rejects.toThrow(`the rejects file ${path} does not begin with the header of these inputs (it lacks "external_id", "phone", "_file", "_line", "_kind", and 2 more)`);
+    writeFileSync(path, 'external_id,phone\n');
+    await expect(check()).rejects.toThrow(/it lacks "_file", "_line", "_kind", "_column", "_errors"\)/);
   });
 });

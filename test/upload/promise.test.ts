@@ -1,15 +1,15 @@
 // `track upload` keeps its promise when people and machines misbehave: a re-run without --resume,
 // kill -9 then --resume, a full disk, a bad second input, --out during an upload, an honest summary.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCliAsync as runCli } from '../helpers/cli.js';
 import { range, storedNs, writeEventsCsv } from '../helpers/events.js';
 import type { FaultServer } from '../helpers/fault-server.js';
 import { useServers } from '../helpers/servers.js';
+import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
-const isRoot = process.getuid?.() === 0;
 const { tmp, emulator, faultServer } = useServers();
 let faults: FaultServer;
 
@@ -81,7 +81,7 @@ describe('no accidental second run', () => {
     for (const files of [[b, a], [a], [b], [b, eventsCsv(5, 'c.csv')]]) {
       const r = await up([...files, '--url', emu.url]);
       expect(r.status, files.join(' ')).toBe(2);
-      expect(r.stderr).toMatch(/its journal is .*a\.127\.0\.0\.1-\d+\.journal/);
+      expect(r.stderr).toMatch(/its journal is .*a\.http-127\.0\.0\.1-\d+\.journal/);
     }
     expect(storedNs(emu)).toHaveLength(120);
     // the journal named goes on from where it was
@@ -100,7 +100,7 @@ describe('no accidental second run', () => {
     expect((await up([users, events, '--url', emu.url, '--quiet'])).status).toBe(0);
     const alone = await up([events, '--url', emu.url]);
     expect(alone.status).toBe(2);
-    expect(alone.stderr).toMatch(/its journal is .*attrs\/users\.127\.0\.0\.1-\d+\.journal/);
+    expect(alone.stderr).toMatch(/its journal is .*attrs\/users\.http-127\.0\.0\.1-\d+\.journal/);
     expect(storedNs(emu)).toEqual(range(20));
   });
 
@@ -331,20 +331,6 @@ describe('an honest summary', () => {
 });
 
 
-/** A tmpfs of `size` at a fresh directory, for as long as fn runs. */
-async function withSmallDisk(size: string, fn: (dir: string) => Promise<void>): Promise<void> {
-  const dir = join(tmp.dir, 'small');
-  mkdirSync(dir);
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { encoding: 'utf8' });
-  if (mounted.status !== 0) throw new Error(`mount failed: ${mounted.stderr}`);
-  try {
-    await fn(dir);
-  } finally {
-    spawnSync('umount', [dir]);
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 describe.skipIf(!isRoot)('a full disk', () => {
   it('of the rejects file: the run stops, names the file, prints its summary; a resume on a roomy disk loses no row', async () => {
     const emu = await emulator();
@@ -353,7 +339,7 @@ describe.skipIf(!isRoot)('a full disk', () => {
     const lines = ['external_id,name,time,properties.n,properties.pad'];
     for (let i = 0; i < 3000; i += 1) lines.push(`user-${i % 40},${i % 3 === 0 ? '' : 'seeded'},2024-03-07T10:00:00Z,${i},${'x'.repeat(200)}`);
     writeFileSync(path, `${lines.join('\n')}\n`);
-    await withSmallDisk('64k', async (small) => {
+    await withSmallDisk(tmp.dir, '64k', async (small) => {
       const r = await up([path, '--url', emu.url, '--rejects', join(small, 'r.ndjson'), '--json']);
       expect(r.status).toBe(3);
       expect(r.stderr).toMatch(new RegExp(`cannot write the rejects file ${join(small, 'r.ndjson')}: ENOSPC`));
@@ -376,7 +362,7 @@ describe.skipIf(!isRoot)('a full disk', () => {
   it('of the journal: the run stops, names the journal, prints valid JSON; a resume from a copy on a roomy disk counts every duplicate', async () => {
     const emu = await emulator({ latency: '2-10' });
     const file = eventsCsv(20_000);
-    await withSmallDisk('8k', async (small) => {
+    await withSmallDisk(tmp.dir, '8k', async (small) => {
       const journal = join(small, 'events.journal');
       const r = await up([file, '--url', emu.url, '--journal', journal, '--json']);
       expect(r.status).toBe(3);

@@ -23,8 +23,8 @@ const eventsCsv = (rows: number, name = 'events.csv'): string => writeEventsCsv(
 
 /** The journal an upload of `<stem>.csv` (or .ndjson) keeps for its target: `<stem>.<host>-<port>.journal`. */
 function journalOf(stem: string, url: string): string {
-  const { hostname, port } = new URL(url);
-  return join(tmp.dir, `${stem}.${hostname}-${port}.journal`);
+  const { protocol, hostname, port } = new URL(url);
+  return join(tmp.dir, `${stem}.${protocol.slice(0, -1)}-${hostname}-${port}.journal`);
 }
 
 describe('track upload', () => {

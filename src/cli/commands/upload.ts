@@ -2,10 +2,8 @@
 // --dry-run it stops before the network and reports what would be sent.
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
-import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
-import type { ReadProgress, SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addOutputOptions, addReadOptions, INPUTS_HELP, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
-import type { Meter } from '../output/progress.js';
+import type { SendOptions, UploadOptions } from '../../upload/upload.js';
+import { addOutputOptions, addReadOptions, INPUTS_HELP, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
@@ -20,12 +18,14 @@ export function registerUpload(program: Command): void {
     .option('--rate <n>', 'most requests started in any one second', wholeNumber('--rate', 1), UPLOAD_DEFAULTS.rate)
     .option('--hourly <n>', 'most requests started in any hour (off by default)', wholeNumber('--hourly', 1))
     .option('--retries <n>', 'tries after the first for 5xx, network errors and unknown outcomes', wholeNumber('--retries', 0), UPLOAD_DEFAULTS.retries)
+    .option('--request-timeout <seconds>', "longest a request may take; past it its outcome is unknown (see --on-unknown)", seconds('--request-timeout'), UPLOAD_DEFAULTS.requestTimeout)
     .addOption(
       new Option('--on-unknown <action>', 'a request that may have been applied (connection broke after sending): send again, or reject its rows')
         .choices(['retry', 'reject'])
         .default('retry'),
     )
-    .option('--journal <file>', 'where sent and acknowledged rows are recorded (default: <first input>.<target>.journal beside it)')
+    .option('--journal <file>', 'where sent and acknowledged rows are recorded (default: <first input>.<scheme>-<host>-<port>.journal beside it)')
+    .option('--no-journal', 'keep no journal, for a throwaway target (no --resume; the default against the emulator of track emulate --exec)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
     .option('--quiet', 'no progress output');
@@ -53,13 +53,11 @@ export function registerUpload(program: Command): void {
 
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
-  const { noticeLine, progressLine, startSpinner } = await import('../output/progress.js');
+  const { startUploadProgress } = await import('../output/progress.js');
   const { both, openRunOutputs, originOf } = await import('../output/run-outputs.js');
   const stop = new AbortController();
   const abort = new AbortController();
   const ndjson = flags.progress === 'ndjson';
-  // NDJSON progress takes stderr: no human lines there
-  const quiet = flags.quiet === true || ndjson;
   const { maxTotal, maxPerArray } = options.limits ?? {};
   const outputs = await openRunOutputs(flags, process.env, {
     command: 'upload',
@@ -69,28 +67,23 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
   });
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
-  const meter: Meter = { rows: 0, bytes: 0, totalBytes, startedAt: Date.now() };
-  const lastPause = { pauseEnds: 0 };
-  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
-  const ticker = quiet
-    ? undefined
-    : setInterval(
-        () => {
-          if (spinner !== undefined) spinner.text = progressLine(meter);
-          else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
-        },
-        spinner !== undefined ? 200 : flags.progressInterval * 1000,
-      );
+  // NDJSON progress takes stderr: no human lines there, not even the stop line (a 'stop' event tells it)
+  const progress = await startUploadProgress({
+    quiet: flags.quiet === true || ndjson,
+    silent: ndjson,
+    totalBytes,
+    hourly: send.hourly,
+    timeoutSeconds: flags.requestTimeout,
+    intervalMs: flags.progressInterval * 1000,
+  });
   await runAndReport('upload', flags, {
-    ended: () => {
-      if (ticker !== undefined) clearInterval(ticker);
-      spinner?.stop();
-    },
+    ended: () => progress.end(),
     outputs,
     stop: (signal) => {
       outputs?.stop(signal, 'finish');
-      if (!ndjson) process.stderr.write('\nstopping: letting requests in flight finish and saving the journal (Ctrl-C again to abort at once)\n');
+      // the delivery, when it has begun, tells at once what it waits for (a 'stopping' notice)
       stop.abort();
+      progress.stopping();
     },
     abort: (signal) => {
       outputs?.stop(signal, 'abort');
@@ -101,29 +94,13 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     options: {
       ...options,
       stopSignal: stop.signal,
-      onProgress: both(({ rows, bytes }: ReadProgress) => {
-        meter.rows = rows;
-        meter.bytes += bytes;
-      }, outputs?.read),
+      onProgress: both(progress.onRead, outputs?.read),
       onReject: outputs?.reject,
       send: {
         ...send,
         abortSignal: abort.signal,
-        // progress is built for every settled request; with --quiet nothing would ever show it
-        onProgress: both(quiet ? undefined : (progress: DeliveryProgress) => (meter.delivery = progress), outputs?.delivery),
-        onNotice: both(
-          quiet
-            ? undefined
-            : (notice: DeliveryNotice) => {
-              if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
-              const line = noticeLine(notice, spinner !== undefined, send.hourly, lastPause);
-              if (line === undefined) return;
-              spinner?.clear();
-              process.stderr.write(`${line}\n`);
-              spinner?.render();
-            },
-          outputs?.notice,
-        ),
+        onProgress: both(progress.onDelivery, outputs?.delivery),
+        onNotice: both(progress.onNotice, outputs?.notice),
       },
     },
   });

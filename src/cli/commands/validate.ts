@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import type { ReadProgress, UploadOptions } from '../../upload/upload.js';
 import type { OutputFlags } from '../output/run-outputs.js';
-import { quietOnClosedStdout, runAndReport } from '../run.js';
+import { runAndReport } from '../run.js';
 import { addOutputOptions, addPaceOptions, addReadOptions, INPUTS_HELP, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
@@ -32,8 +32,8 @@ export function registerValidate(program: Command): void {
       const preview = await previewRows({ ...options, map }, flags.preview, stdin?.ahead);
       const run = stdin === undefined ? options : { ...options, stdin: stdin.again() };
       if (flags.json === true) return runDryRun('validate', run, flags, { preview });
-      quietOnClosedStdout();
-      process.stdout.write(formatPreview(preview));
+      // with --out -, standard output carries the request bodies alone
+      (options.outPath === '-' ? process.stderr : process.stdout).write(formatPreview(preview));
       await runDryRun('validate', run, flags);
     });
 }

@@ -1,7 +1,8 @@
 // Progress while a run goes: a spinner line on a terminal (a timestamped line every 5 s otherwise),
-// and the notices worth a line of their own (long waits, 429 pauses).
+// the notices worth a line of their own (long waits, 429 pauses), and what a stopped run waits for.
 import type { Ora } from 'ora';
 import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
+import type { ReadProgress } from '../../upload/upload.js';
 import { LONG_WAIT_MS, type WaitReason } from '../../transport/pacer.js';
 
 /** A count as a person reads it: 1,234,567. */
@@ -51,8 +52,17 @@ export function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: num
   }
 }
 
+/** What a stopped upload waits for, as soon as the stop is taken: `stopping: 8 requests in flight; Ctrl-C again to abort`. */
+export function stoppingLine(inFlight: number | undefined, timeoutSeconds: number): string {
+  if (inFlight === undefined || inFlight === 0) return 'stopping: no request in flight, saving the journal; Ctrl-C again to abort';
+  const requests = inFlight === 1 ? '1 request' : `${number(inFlight)} requests`;
+  return `stopping: ${requests} in flight, waiting for ${inFlight === 1 ? 'its answer' : 'their answers'} (at most ${timeoutSeconds} s each, --request-timeout); Ctrl-C again to abort`;
+}
+
 /** What the progress line of an upload shows, kept up to date as reading and sending go. */
 export interface Meter {
+  /** Set by the first Ctrl-C: the line then says what the run waits for, and no ETA. */
+  stopping?: { inFlight: number | undefined };
   /** Epoch ms until which all sending waits (a long wait told by the deliverer). */
   waitingUntil?: number;
   rows: number;
@@ -69,10 +79,87 @@ export function progressLine(m: Meter): string {
   const elapsed = Date.now() - m.startedAt;
   const rate = d === undefined || elapsed === 0 ? 0 : (d.requestsSent * 1000) / elapsed;
   const parts = [`rows read ${number(m.rows)}`, `sent ${number(sum('sent'))}`, `accepted ${number(sum('accepted'))}`, `rejected ${number(sum('rejected'))}`, `${rate.toFixed(1)} req/s`];
+  if (m.stopping !== undefined) {
+    // the line of its own said the rest; no rate or ETA while nothing more is sent
+    const n = m.stopping.inFlight ?? 0;
+    return `stopping: ${n === 1 ? '1 request' : `${number(n)} requests`} in flight; Ctrl-C again to abort | ${parts.slice(0, 4).join(', ')}`;
+  }
   if (m.waitingUntil !== undefined && m.waitingUntil > Date.now()) parts.push(`waiting until ${clockTime(m.waitingUntil)}`);
   else if (m.totalBytes > 0 && m.bytes > 0 && m.bytes < m.totalBytes) {
     parts.push(`ETA ${duration((elapsed * (m.totalBytes - m.bytes)) / m.bytes)}`);
   }
   if (d !== undefined && d.heldForMs > 0) parts.push(`held ${duration(d.heldForMs)} by the rate limit`);
   return parts.join(', ');
+}
+
+/** The progress of an upload on stderr, fed by the run's callbacks. */
+export interface UploadProgress {
+  onRead: (read: ReadProgress) => void;
+  /** Undefined with --quiet: progress is built for every settled request, and nothing would show it. */
+  onDelivery?: (progress: DeliveryProgress) => void;
+  onNotice: (notice: DeliveryNotice) => void;
+  /** The first Ctrl-C was taken: said at once, unless the delivery has said it with what it waits for. */
+  stopping: () => void;
+  /** The run is over: the spinner and the ticker stop. */
+  end: () => void;
+}
+
+export async function startUploadProgress(options: {
+  quiet: boolean;
+  /** Nothing at all on stderr, the stop line included (NDJSON progress events take it). */
+  silent?: boolean;
+  totalBytes: number;
+  hourly?: number;
+  timeoutSeconds: number;
+  /** Between progress lines when stderr is not a terminal (default 5 s). */
+  intervalMs?: number;
+}): Promise<UploadProgress> {
+  const { quiet, hourly, timeoutSeconds } = options;
+  const meter: Meter = { rows: 0, bytes: 0, totalBytes: options.totalBytes, startedAt: Date.now() };
+  const lastPause = { pauseEnds: 0 };
+  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
+  const tick = (): void => {
+    if (spinner !== undefined) spinner.text = progressLine(meter);
+    else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);
+  };
+  const ticker = quiet ? undefined : setInterval(tick, spinner !== undefined ? 200 : (options.intervalMs ?? 5000));
+  /** A line of its own above the spinner. */
+  const say = (line: string): void => {
+    spinner?.clear();
+    process.stderr.write(`${line}\n`);
+    spinner?.render();
+  };
+  // the first Ctrl-C is answered at once, on the spinner and in a line of its own, whatever --quiet says
+  const tellStopping = (inFlight: number | undefined): void => {
+    meter.stopping = { inFlight };
+    if (options.silent === true) return;
+    if (spinner !== undefined) spinner.text = progressLine(meter);
+    say(`\n${stoppingLine(inFlight, timeoutSeconds)}`);
+  };
+  return {
+    onRead: ({ rows, bytes }) => {
+      meter.rows = rows;
+      meter.bytes += bytes;
+    },
+    onDelivery: quiet
+      ? undefined
+      : (progress) => {
+          meter.delivery = progress;
+          if (meter.stopping !== undefined) meter.stopping.inFlight = progress.inFlight;
+        },
+    onNotice: (notice) => {
+      if (notice.type === 'stopping') return tellStopping(notice.inFlight);
+      if (quiet) return;
+      if (notice.type === 'waiting') meter.waitingUntil = notice.untilWallMs;
+      const line = noticeLine(notice, spinner !== undefined, hourly, lastPause);
+      if (line !== undefined) say(line);
+    },
+    stopping: () => {
+      if (meter.stopping === undefined) tellStopping(undefined);
+    },
+    end: () => {
+      if (ticker !== undefined) clearInterval(ticker);
+      spinner?.stop();
+    },
+  };
 }

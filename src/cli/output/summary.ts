@@ -92,17 +92,28 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     lines.push(...reasonLines(summary.warningReasons));
     for (const example of summary.warningExamples) lines.push(`            ${example}`);
   }
-  const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath}`;
+  const written = summary.outPath === undefined ? '' : `, written to ${summary.outPath === '-' ? 'standard output' : summary.outPath}`;
   const planned = verb === 'upload' ? 'planned' : 'would be sent';
   lines.push(`requests    ${number(summary.requests)} ${planned} (${limitsText(limits)})${written}`);
   lines.push(...dataPointLines(summary, pace));
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
-  if (summary.interrupted) lines.push(chalk.yellow('interrupted before every row was read (Ctrl-C)'));
-  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs));
+  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs, summary.journalPath !== undefined));
+  if (summary.interrupted) lines.push(chalk.yellow(`interrupted ${interruptedText(summary)}`));
   return `${lines.join('\n')}\n`;
 }
 
-function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
+/** What a run stopped by a signal left: the rows read, those unsettled, and whether the input was read to its end. */
+function interruptedText(summary: UploadSummary): string {
+  const read = summary.readToEnd ? 'after every row was read' : `after ${counted(summary.rows, 'row')} of the input ${summary.rows === 1 ? 'was' : 'were'} read`;
+  const d = summary.delivery;
+  if (d === undefined) return `by a signal (Ctrl-C, SIGTERM) ${read}`;
+  const unread = summary.readToEnd ? '' : ', and the rest of the input is not read yet';
+  // a run without a journal (standard input) cannot be resumed
+  const resume = summary.journalPath !== undefined && (d.rowsAbandoned > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
+  return `by a signal (Ctrl-C, SIGTERM) ${read}: ${number(d.rowsAbandoned)} rows unsettled${unread}${resume}`;
+}
+
+function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean): string[] {
   const lines: string[] = [];
   for (const kind of ['attributes', 'events', 'purchases'] as const) {
     const t = d.items[kind];
@@ -120,7 +131,10 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number): string[] {
   if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
     lines.push(chalk.yellow(`resent      ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated: the run before stopped while they were in flight`));
   }
-  if (d.requestsAbandoned > 0) lines.push(chalk.yellow(`unsettled   ${number(d.requestsAbandoned)} requests: run again with --resume to send them`));
+  if (d.requestsAbandoned > 0) {
+    const resume = resumable ? ': run again with --resume to send them' : '';
+    lines.push(chalk.yellow(`unsettled   ${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')})${resume}`));
+  }
   lines.push(`elapsed     ${duration(elapsedMs)}, ${number((accepted * 1000) / Math.max(1, elapsedMs))} rows/s accepted`);
   for (const warning of d.warnings) lines.push(chalk.yellow(`warning     ${warning}`));
   if (d.fatal !== undefined) lines.push(chalk.red(`stopped     ${d.fatal.message}`));

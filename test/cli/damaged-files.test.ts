@@ -1,0 +1,91 @@
+// Damaged files are named and refused: a resumed run whose CSV rejects file does not begin with the
+// inputs' header, whose journal is empty, cut short in its first line or names lines its file
+// cannot have, stops before sending (exit 2), naming the file and what to do, and changes nothing.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCliAsync } from '../helpers/cli.js';
+import { writeCrmCsv } from '../helpers/crm.js';
+import type { FaultServer } from '../helpers/fault-server.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp, faultServer } = useServers();
+
+/** A first run stopped by a refused key after the plan rejected some rows: a resume has rows left to send and reject. */
+async function stoppedRun(server: FaultServer, extra: string[] = []): Promise<{ file: string; journal: string }> {
+  const file = writeCrmCsv(tmp.dir, 2000);
+  server.script(() => ({ kind: 'status', status: 401 }));
+  const first = await runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--journal', 'j.journal', '--quiet', ...extra], { cwd: tmp.dir });
+  expect(first.status, first.stderr).toBe(3);
+  server.script(() => undefined);
+  server.forget();
+  return { file, journal: join(tmp.dir, 'j.journal') };
+}
+
+const resume = (server: FaultServer, file: string, extra: string[] = []) =>
+  runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--journal', 'j.journal', '--quiet', '--resume', ...extra], { cwd: tmp.dir });
+
+describe('a CSV rejects file that does not begin with the inputs’ header', () => {
+  for (const [what, first] of [
+    ['garbage', 'xx garbage %%'],
+    ['a foreign header', 'email,plan'],
+  ] as const) {
+    it(`(${what}) is refused by --resume before anything is sent, and left as it was`, async () => {
+      const server = await faultServer();
+      const csv = ['--rejects-format', 'csv', '--rejects', 'rej.csv'];
+      const { file } = await stoppedRun(server, csv);
+      const path = join(tmp.dir, 'rej.csv');
+      const lines = readFileSync(path, 'utf8').split('\n');
+      expect(lines.length).toBeGreaterThan(10);
+      const damaged = [first, ...lines.slice(1)].join('\n');
+      writeFileSync(path, damaged);
+      const r = await resume(server, file, csv);
+      expect(r.status).toBe(2);
+      expect(r.stderr).toMatch(/track: the rejects file rej\.csv does not begin with the header of these inputs \(it lacks "external_id", .*\): it is another file, or a damaged one.*Move it away \(or give --rejects another file\) and resume again; nothing was sent/);
+      expect(server.received).toHaveLength(0);
+      expect(readFileSync(path, 'utf8')).toBe(damaged);
+
+      // its own header back in place, the resume goes on and adds whole rows under it
+      writeFileSync(path, lines.join('\n'));
+      const again = await resume(server, file, csv);
+      expect(again.status, again.stderr).toBe(1);
+      const added = readFileSync(path, 'utf8').trimEnd().split('\n').slice(lines.length - 1);
+      expect(added.length).toBeGreaterThan(0);
+      for (const line of added) expect(line).toMatch(/crm\.csv,\d+,attributes,/);
+    });
+  }
+});
+
+describe('a damaged journal', () => {
+  for (const [what, damage, message] of [
+    ['emptied', () => '', 'is empty'],
+    ['cut inside its first line', (text: string) => text.slice(0, 25), 'is cut short inside its first line'],
+  ] as const) {
+    it(`(${what}) is refused by --resume and by a run without it, before anything is sent`, async () => {
+      const server = await faultServer();
+      const { file, journal } = await stoppedRun(server);
+      writeFileSync(journal, damage(readFileSync(journal, 'utf8')));
+      for (const run of [() => resume(server, file), () => runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--journal', 'j.journal', '--quiet'], { cwd: tmp.dir })]) {
+        const r = await run();
+        expect(r.status).toBe(2);
+        expect(r.stderr).toContain(`j.journal: the resume journal ${message}, so it cannot tell which rows were sent; restore it from a copy, or give --restart to send every row again`);
+        expect(r.stderr).not.toContain('sent nothing');
+      }
+      expect(server.received).toHaveLength(0);
+      // --restart is the way on, and sends every row
+      const restart = await runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--journal', 'j.journal', '--quiet', '--restart', '--drop-invalid-fields'], { cwd: tmp.dir });
+      expect(restart.status, restart.stderr).toBe(1);
+      expect(server.received.length).toBeGreaterThan(0);
+    });
+  }
+
+  it('(a line naming rows beyond the end of its file) is refused by --resume before anything is sent', async () => {
+    const server = await faultServer();
+    const { file, journal } = await stoppedRun(server);
+    writeFileSync(journal, `${readFileSync(journal, 'utf8')}{"file":0,"lines":[[2,9007199254740991]]}\n`);
+    const r = await resume(server, file);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/j\.journal: the resume journal is damaged: it names line 9007199254740991 of .*crm\.csv, which holds \d+ bytes; restore the journal from a copy, or give --restart/);
+    expect(server.received).toHaveLength(0);
+  });
+});

@@ -1,0 +1,68 @@
+// An honest stop: a run stopped by SIGINT or SIGTERM without a terminal says so every time, in the
+// JSON summary (`interrupted: true`) and in the text one (the rows read and those left unsettled),
+// however the signal falls: here while sending outpaces planning, so that the delivery is often
+// waiting on the planning thread when it comes.
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BIN } from '../helpers/cli.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp, faultServer } = useServers();
+
+/** A CRM table of `rows` users and 13 columns, every row valid. */
+function crmTable(rows: number): string {
+  const path = join(tmp.dir, 'users.csv');
+  const lines = ['external_id,email,phone,first_name,last_name,dob,country,plan,company,city,zip,score,signed_up'];
+  for (let i = 0; i < rows; i += 1) {
+    const phone = `+1415555${String(1000 + (i % 9000))}`;
+    lines.push(`E-${i},u${i}@example.com,${phone},First${i},Last${i},1990-05-02,US,team,Globex ${i},Springfield,0${2134 + (i % 100)},${i},2024-03-07T10:00:00Z`);
+  }
+  writeFileSync(path, `${lines.join('\n')}\n`);
+  return path;
+}
+
+/** Runs the upload and sends `signal` once the server has taken `after` requests; the exit status and output. */
+function stopped(args: string[], signal: NodeJS.Signals, server: { received: unknown[] }, after: number) {
+  return new Promise<{ status: number | null; stdout: string }>((resolve) => {
+    const child = spawn(process.execPath, [BIN, 'upload', ...args], { cwd: tmp.dir, env: { ...process.env, NO_COLOR: '1' } });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const poll = setInterval(() => {
+      if (server.received.length < after) return;
+      clearInterval(poll);
+      child.kill(signal);
+    }, 5);
+    child.on('close', (status) => {
+      clearInterval(poll);
+      resolve({ status, stdout });
+    });
+  });
+}
+
+describe('a run stopped by a signal, without a terminal', () => {
+  it('says it was interrupted, every time, with what it left unsettled', async () => {
+    const server = await faultServer();
+    const file = crmTable(100_000);
+    const common = [file, '--url', server.url, '--api-key', 'k', '--rate', '1000000', '--restart'];
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      for (let i = 0; i < 3; i += 1) {
+        server.forget();
+        // the text summary once, the JSON one the other times
+        const json = i > 0;
+        const run = await stopped(json ? [...common, '--json'] : common, signal, server, 40);
+        expect(run.status, `${signal} ${i}`).toBe(130);
+        if (!json) {
+          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
+          continue;
+        }
+        const summary = JSON.parse(run.stdout);
+        expect(summary.interrupted, `${signal} ${i}: ${summary.rows} rows read`).toBe(true);
+        expect(summary.readToEnd).toBe(false);
+        expect(summary.rows).toBeLessThan(100_000);
+        expect(summary.delivery.stopped).toBe(true);
+      }
+    }
+  }, 120_000);
+});

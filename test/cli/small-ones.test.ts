@@ -1,0 +1,141 @@
+// Small promises of the CLI: output into a pipe closed early ends without a stack trace; `--out -`
+// writes the request bodies to standard output; the journal's name holds the target's scheme; a TLS
+// handshake answered in plain HTTP is said once, as such; --no-journal, and no journal against the
+// emulator `track emulate --exec` started; `.track-journals` is ignored by git.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { isExecEmulator } from '../../src/cli/options.js';
+import { resolveEndpoint } from '../../src/transport/endpoint.js';
+import { defaultJournalPath } from '../../src/upload/rerun.js';
+import { BIN, ROOT, runCliAsync } from '../helpers/cli.js';
+import { writeCrmCsv } from '../helpers/crm.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp, emulator, faultServer } = useServers();
+const journals = (): string[] => readdirSync(tmp.dir).filter((name) => name.endsWith('.journal') || name === '.track-journals');
+
+/** `track ARGS | READER` in bash: track's exit status and its standard error (the reader's output is dropped). */
+function piped(args: string[], reader: string): { status: number; stderr: string } {
+  const quoted = args.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  const r = spawnSync('bash', ['-c', `'${process.execPath}' '${BIN}' ${quoted} 2>err.txt | ${reader} > /dev/null; exit \${PIPESTATUS[0]}`], { cwd: tmp.dir, encoding: 'utf8' });
+  return { status: r.status ?? -1, stderr: readFileSync(join(tmp.dir, 'err.txt'), 'utf8') };
+}
+
+describe('output into a pipe closed early', () => {
+  it('ends with the run’s own status and no stack trace: --help, --json, --out -', async () => {
+    const file = writeCrmCsv(tmp.dir, 2000);
+    for (const args of [['upload', '--help'], ['--help'], ['emulate', '--help']]) {
+      const r = piped(args, 'head -1');
+      expect(r.stderr, args.join(' ')).toBe('');
+      expect(r.status, args.join(' ')).toBe(0);
+    }
+    const json = piped(['validate', file, '--json', '--drop-invalid-fields'], 'head -c 1');
+    expect(json.stderr).toBe('');
+    expect(json.status).toBe(1);
+    // the reader of the requests went away: said in a line, exit 3
+    const out = piped(['validate', file, '--out', '-', '--drop-invalid-fields'], 'head -1');
+    expect(out.stderr).not.toMatch(/\n\s+at /);
+    expect(out.stderr).toContain('track: cannot write the requests to standard output: EPIPE (its reader closed it)');
+    expect(out.status).toBe(3);
+  });
+
+  it('--out - writes the request bodies alone to standard output, the summary to standard error', async () => {
+    const file = writeCrmCsv(tmp.dir, 200);
+    const r = await runCliAsync(['validate', file, '--out', '-', '--drop-invalid-fields'], { cwd: tmp.dir });
+    expect(r.status).toBe(1);
+    const bodies = r.stdout.trimEnd().split('\n').map((line) => JSON.parse(line) as { attributes: unknown[] });
+    expect(bodies).toHaveLength(4);
+    expect(r.stderr).toMatch(/requests +4 would be sent \(at most 50 items each\), written to standard output/);
+    const json = await runCliAsync(['validate', file, '--out', '-', '--drop-invalid-fields', '--json'], { cwd: tmp.dir });
+    const summary = JSON.parse(json.stderr) as { items: { attributes: number }; outPath: string };
+    expect(summary.outPath).toBe('-');
+    expect(json.stdout.trimEnd().split('\n').reduce((n, line) => n + (JSON.parse(line) as { attributes: unknown[] }).attributes.length, 0)).toBe(summary.items.attributes);
+    expect(existsSync(join(tmp.dir, '-'))).toBe(false);
+  });
+});
+
+describe('the journal of a target', () => {
+  it('is named with the scheme: an http:// and an https:// run to one host and port are two targets', () => {
+    expect(defaultJournalPath('/data/users.csv.gz', resolveEndpoint('http://127.0.0.1:4000'))).toBe('/data/users.http-127.0.0.1-4000.journal');
+    expect(defaultJournalPath('/data/users.csv', resolveEndpoint('https://rest.example.com:8443/v2'))).toBe('/data/users.https-rest.example.com-8443-v2.journal');
+  });
+
+  it('of an earlier version, named without the scheme, is still found for its target', async () => {
+    const emu = await emulator();
+    const file = writeCrmCsv(tmp.dir, 100);
+    const first = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--drop-invalid-fields'], { cwd: tmp.dir });
+    expect(first.status).toBe(1);
+    const [name] = journals();
+    expect(name).toMatch(/^crm\.http-127\.0\.0\.1-\d+\.journal$/);
+    const legacy = name.replace('.http-', '.');
+    writeFileSync(join(tmp.dir, legacy), readFileSync(join(tmp.dir, name)));
+    spawnSync('rm', [join(tmp.dir, name)]);
+    const again = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--drop-invalid-fields'], { cwd: tmp.dir });
+    expect(again.status).toBe(2);
+    expect(again.stderr).toContain(`its journal is ${join(tmp.dir, legacy)}`);
+    const resumed = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--resume', '--drop-invalid-fields', '--json'], { cwd: tmp.dir });
+    expect(resumed.status).toBe(0);
+    expect(JSON.parse(resumed.stdout).skipped).toBe(100);
+  });
+
+  it('an https:// run against a plain-http server is its own target, and says the server does not speak TLS, once', async () => {
+    const server = await faultServer();
+    const file = writeCrmCsv(tmp.dir, 300);
+    const plain = await runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--quiet', '--drop-invalid-fields'], { cwd: tmp.dir });
+    expect(plain.status).toBe(1);
+    server.forget();
+    const tls = await runCliAsync(['upload', file, '--url', server.url.replace('http:', 'https:'), '--api-key', 'k', '--drop-invalid-fields', '--json'], { cwd: tmp.dir });
+    expect(tls.status).toBe(3);
+    expect(tls.stderr).toBe('track: the server does not speak TLS: try http:// instead of https:// in --url\n');
+    const d = JSON.parse(tls.stdout).delivery;
+    expect(d.retries).toBe(0);
+    expect(d.requestsSent).toBe(0);
+    expect(server.received).toHaveLength(0);
+    expect(journals().sort()).toEqual([expect.stringMatching(/^crm\.http-127/), expect.stringMatching(/^crm\.https-127/)]);
+  });
+});
+
+describe('no journal', () => {
+  it('--no-journal keeps none: the run may go again, and --resume is refused', async () => {
+    const emu = await emulator();
+    const file = writeCrmCsv(tmp.dir, 100);
+    const args = ['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--drop-invalid-fields', '--no-journal'];
+    expect((await runCliAsync(args, { cwd: tmp.dir })).status).toBe(1);
+    expect((await runCliAsync(args, { cwd: tmp.dir })).status).toBe(1);
+    expect(journals()).toEqual([]);
+    const resume = await runCliAsync([...args, '--resume'], { cwd: tmp.dir });
+    expect(resume.status).toBe(2);
+    expect(resume.stderr).toContain('--resume reads the journal of a run, and this one keeps none');
+  });
+
+  it('an upload to the emulator track emulate --exec started keeps none unless --journal is given; one elsewhere keeps its own', async () => {
+    const other = await emulator();
+    writeCrmCsv(tmp.dir, 100);
+    const upload = `'${process.execPath}' '${BIN}' upload crm.csv --quiet --drop-invalid-fields`;
+    const script = `${upload}; ${upload}; ${upload} --journal kept.journal; ${upload} --url ${other.url} --api-key k; true`;
+    // not spawnSync: the other emulator answers from this process
+    const r = await runCliAsync(['emulate', '--quiet', '--exec', script], { cwd: tmp.dir });
+    expect(r.status, r.stderr).toBe(0);
+    // run twice to the same emulator without a journal: nothing refused the second
+    expect(r.stderr).not.toContain('Running it again would send those rows again');
+    expect(journals().sort()).toEqual(['crm.http-127.0.0.1-' + new URL(other.url).port + '.journal', 'kept.journal']);
+  });
+
+  it('knows the emulator of --exec by its loopback origin alone', () => {
+    expect(isExecEmulator('http://127.0.0.1:4567', 'http://127.0.0.1:4567')).toBe(true);
+    expect(isExecEmulator('http://127.0.0.1:4567/', 'http://127.0.0.1:4567')).toBe(true);
+    expect(isExecEmulator('http://127.0.0.1:4568', 'http://127.0.0.1:4567')).toBe(false);
+    expect(isExecEmulator('https://127.0.0.1:4567', 'http://127.0.0.1:4567')).toBe(false);
+    expect(isExecEmulator('http://rest.example.com', 'http://rest.example.com')).toBe(false);
+    expect(isExecEmulator('http://127.0.0.1:4567', undefined)).toBe(false);
+    expect(isExecEmulator('http://127.0.0.1:4567', 'not a url')).toBe(false);
+  });
+
+  it('the repository ignores .track-journals as it does journals', () => {
+    const ignored = readFileSync(join(ROOT, '.gitignore'), 'utf8').split('\n');
+    expect(ignored).toContain('.track-journals');
+    expect(ignored).toContain('*.journal');
+  });
+});
