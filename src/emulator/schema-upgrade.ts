@@ -39,23 +39,37 @@ DROP TABLE ${table};
 ALTER TABLE ${table}_rebuilt RENAME TO ${table};`;
 }
 
+const rowsOf = (db: Database.Database, table: string): number => db.prepare<[], number>(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number;
+const counted = (n: number): string => `${n.toLocaleString('en-US')} row${n === 1 ? '' : 's'}`;
+
 /**
  * Brings the activity tables of a file an earlier build made (or opened since) to the current
  * shape, keeping every row of every profile under its id: a one-off rebuild of a few seconds per
- * million rows. Run before SCHEMA, which then adds what is missing, and before foreign keys are
- * turned on.
+ * million rows, said to `note` as it begins and as it ends (with the rows of profiles no longer in
+ * the file, which it leaves out). Run before SCHEMA, which then adds what is missing, and before
+ * foreign keys are turned on.
  */
-export function upgradeActivityTables(db: Database.Database): void {
+export function upgradeActivityTables(db: Database.Database, note?: (line: string) => void): void {
   const work = (): ActivityTable[] => ACTIVITY_TABLES.filter((table) => needsRebuild(db, table));
   if (work().length === 0) return;
   db.pragma('foreign_keys = OFF');
   // the sort that builds the index goes to a temporary file, not to memory
   const tempStore = db.pragma('temp_store', { simple: true });
   db.pragma('temp_store = FILE');
+  const started = performance.now();
   try {
     // looked at again inside the write lock: another process may have done it meanwhile
     db.transaction(() => {
-      for (const table of work()) db.exec(rebuildActivityTable(table));
+      const tables = work().map((table) => ({ table, before: rowsOf(db, table) }));
+      if (tables.length === 0) return;
+      note?.(
+        `${db.name} was written by an earlier version of track: rebuilding its ${tables.map((t) => `${t.table} (${counted(t.before)})`).join(' and ')} ` +
+          'once, for this version (a few seconds a million rows)',
+      );
+      for (const { table } of tables) db.exec(rebuildActivityTable(table));
+      const left = tables.reduce((n, t) => n + t.before - rowsOf(db, t.table), 0);
+      const leftOut = left === 0 ? '' : `; ${counted(left)} of profiles no longer in the file left out`;
+      note?.(`${db.name}: rebuilt in ${((performance.now() - started) / 1000).toFixed(1)} s${leftOut}`);
     }).immediate();
   } finally {
     db.pragma(`temp_store = ${Number(tempStore)}`);

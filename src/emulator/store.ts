@@ -47,11 +47,12 @@ export class Store {
   /**
    * `checkpointThread`: checkpoint the log from a worker thread rather than on commit (the server
    * does; a short-lived command has nothing to gain from starting a thread). `sweep`: when the heads
-   * of activity rows are written (activity-heads.ts; tests make it small).
+   * of activity rows are written (activity-heads.ts; tests make it small). `note`: told when a file
+   * an earlier build made is rebuilt, as it begins and ends (schema-upgrade.ts).
    */
   constructor(
     readonly path: string,
-    options: { checkpointThread?: boolean; sweep?: SweepSizes } = {},
+    options: { checkpointThread?: boolean; sweep?: SweepSizes; note?: (line: string) => void } = {},
   ) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -61,7 +62,7 @@ export class Store {
     // a larger page cache and memory-mapped reads keep lookups off the read() path
     this.db.pragma('cache_size = -65536');
     this.db.pragma('mmap_size = 268435456');
-    upgradeActivityTables(this.db);
+    upgradeActivityTables(this.db, options.note);
     // each request is a savepoint in the group's transaction: its undo pages (the statement journal)
     // kept in memory, not in a temporary file opened, written and deleted for every request
     this.db.pragma('temp_store = MEMORY');

@@ -412,7 +412,13 @@ describe('a file an earlier version made', () => {
     })();
     old.close();
 
-    store = new Store(path);
+    // the one-off rebuild is said as it begins and as it ends, never done silently
+    const notes: string[] = [];
+    store = new Store(path, { note: (line) => notes.push(line) });
+    expect(notes).toHaveLength(2);
+    expect(notes[0]).toBe(`${path} was written by an earlier version of track: rebuilding its events (10,000 rows) and purchases (0 rows) once, for this version (a few seconds a million rows)`);
+    expect(notes[1].startsWith(`${path}: rebuilt in `)).toBe(true);
+    expect(notes[1]).toMatch(/ \d+\.\d s$/);
     const s = store;
     const [a, b, c] = ['a', 'b', 'c'].map((externalId) => s.profileByExternalId(externalId)!.id);
     expect(s.eventsOf(b).map((e) => e.id)).toEqual(Array.from({ length: 3333 }, (_, i) => 3 * i + 2));
@@ -425,6 +431,10 @@ describe('a file an earlier version made', () => {
     expect(s.recentActivity(c, 2).events.map((e) => e.name)).toEqual(['next', 'e9998']);
     s.close();
     store = undefined;
+    // rebuilt once: opened again, nothing to say
+    const again: string[] = [];
+    new Store(path, { note: (line) => again.push(line) }).close();
+    expect(again).toEqual([]);
     const reader = new Database(path, { readonly: true });
     expect(reader.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'events'").pluck().all()).toEqual([]);
     expect(reader.prepare('SELECT COUNT(*) FROM events_heads').pluck().get()).toBe(3);
@@ -465,7 +475,11 @@ describe('a file an earlier version made', () => {
     old.prepare('DELETE FROM profiles WHERE id = ?').run(gone);
     old.close();
 
-    store = new Store(path);
+    const notes: string[] = [];
+    store = new Store(path, { note: (line) => notes.push(line) });
+    expect(notes[0]).toContain('rebuilding its events (2 rows) and purchases (1 row) once');
+    // the deleted profile's event and purchase are left out, and said to be
+    expect(notes[1]).toMatch(/: rebuilt in \d+\.\d s; 2 rows of profiles no longer in the file left out$/);
     expect(store.counts()).toEqual({ profiles: 1, events: 1, purchases: 0 });
     expect(store.integrityCheck()).toBe('ok');
     // the deleted profile's id, given to someone new, brings none of its rows

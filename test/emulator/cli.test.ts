@@ -1,4 +1,5 @@
 // The emulator through the real CLI binary, on port 0.
+import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -116,6 +117,26 @@ describe('track inspect and cleanup', () => {
     expect(dry.stdout).toMatch(/^1 push-import profile/);
     expect(runCli(['cleanup', '--db', db]).stdout).toMatch(/deleted 1/);
     expect(JSON.parse(runCli(['inspect', '--db', db]).stdout)).toHaveLength(2);
+  });
+
+  it('says on stderr that it rebuilds a file an earlier version wrote, once', () => {
+    const db = join(tmp.dir, 'earlier.sqlite');
+    // the events table as the version before linked rows made it
+    const old = new Store(db);
+    old.createProfile({ externalId: 'a' });
+    old.close();
+    const raw = new Database(db);
+    raw.exec('DROP TABLE events; CREATE TABLE events (id INTEGER PRIMARY KEY, profile_id INTEGER NOT NULL, name TEXT NOT NULL, time TEXT NOT NULL, app_id TEXT, properties TEXT)');
+    raw.exec("CREATE INDEX events_by_profile ON events(id >> 12, profile_id); INSERT INTO events (profile_id, name, time) VALUES (1, 'signup', '2024-01-01T00:00:00Z')");
+    raw.close();
+    const first = runCli(['inspect', '--db', db]);
+    expect(first.status).toBe(0);
+    expect(first.stderr).toContain(`track: ${db} was written by an earlier version of track: rebuilding its events (1 row) once`);
+    expect(first.stderr).toMatch(/rebuilt in \d+\.\d s\n$/);
+    expect(JSON.parse(first.stdout)[0].events.map((e: { name: string }) => e.name)).toEqual(['signup']);
+    const second = runCli(['inspect', '--db', db]);
+    expect(second.stderr).toBe('');
+    expect(second.stdout).toBe(first.stdout);
   });
 
   it('says which file is missing instead of creating one', () => {
