@@ -9,7 +9,9 @@
 // with 100,000 other profiles; BENCH_EXPORT_EVENTS sets the larger), beside the floor: the same
 // answer from a database holding only those 50 profiles and their rows. The goal: the 3M export
 // within 2x the 10k one. The three emulators run at once and are asked in turn, so a slow moment of
-// the machine falls on all three alike.
+// the machine falls on all three alike. The same for the web view's profile page of one target
+// (GET /_track/?profile=...) and for what `track inspect --external-id` does for one target once
+// started (open the file, read the profile, close it).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +24,7 @@ import { seedActivity, targetIds } from './activity-db.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { Store } = await import(join(ROOT, 'dist/emulator/store.js'));
+const { inspectProfiles } = await import(join(ROOT, 'dist/emulator/inspect.js'));
 const dir = mkdtempSync(join(tmpdir(), 'track-export-bench-'));
 const KEY = 'bench';
 const ATTRIBUTES = 250_000;
@@ -111,6 +114,37 @@ function exportOnce(url, ids) {
   });
 }
 
+/** One GET of the web view's profile page: its wall time in ms, its answer checked. */
+async function timedProfilePage(url, serviceId) {
+  const started = performance.now();
+  const res = await request(`${url}/_track/?profile=${encodeURIComponent(serviceId)}`, { headers: { authorization: `Bearer ${KEY}` } });
+  const page = await res.body.text();
+  const ms = performance.now() - started;
+  if (res.statusCode !== 200 || !page.includes('Events (20)')) throw new Error(`profile page answered ${res.statusCode} without its 20 events`);
+  return ms;
+}
+
+/**
+ * What `track inspect --external-id` does past its start, in this process: open the file, read the
+ * profile with its events and purchases, close; its wall time in ms, its answer checked.
+ */
+function timedInspect(db, externalId) {
+  const started = performance.now();
+  const store = new Store(db);
+  const [profile] = inspectProfiles(store, { externalId });
+  store.close();
+  const ms = performance.now() - started;
+  if (profile.events.length !== 20) throw new Error(`inspect found ${profile.events.length} events, not 20`);
+  return ms;
+}
+
+/** p50 and p99 of each server's `key` times, and the largest against the middle size. */
+function report(what, servers, key, decimals = 2) {
+  const [floor, small, big] = servers.map((s) => ({ label: s.label, p50: percentile(s[key], 50), p99: percentile(s[key], 99) }));
+  for (const s of [floor, small, big]) console.log(`${what}, ${s.label}: p50 ${s.p50.toFixed(decimals)} ms, p99 ${s.p99.toFixed(decimals)} ms (p50 ${(s.p50 / floor.p50).toFixed(2)}x the floor)`);
+  console.log(`${what} with ${big.label} against ${small.label}: p50 ${(big.p50 / small.p50).toFixed(2)}x, p99 ${(big.p99 / small.p99).toFixed(2)}x (goal < 2x)`);
+}
+
 /** One export of the target ids: its wall time in ms, its answer checked. */
 async function timedExport(url, ids) {
   const started = performance.now();
@@ -134,7 +168,10 @@ async function exportAgainstEvents() {
       const path = join(dir, `events-${size.events}.sqlite`);
       const { seconds, counts } = seedActivity(path, size);
       console.log(`${label}: seeded ${counts.profiles.toLocaleString('en')} profiles, ${counts.events.toLocaleString('en')} events, ${counts.purchases.toLocaleString('en')} purchases in ${seconds.toFixed(1)} s`);
-      servers.push({ label, ...(await startEmulator(path)), times: [] });
+      const store = new Store(path);
+      const serviceId = store.profileByExternalId(targetIds()[0]).serviceId;
+      store.close();
+      servers.push({ label, path, serviceId, ...(await startEmulator(path)), times: [], pages: [], inspects: [] });
     }
     globalThis.gc?.();
     const ids = targetIds();
@@ -143,12 +180,18 @@ async function exportAgainstEvents() {
       for (const server of servers) {
         const { ms, events } = await timedExport(server.url, ids);
         if (events !== 1_000) throw new Error(`${server.label}: the export counts ${events} events of the targets, not 1,000`);
+        const page = await timedProfilePage(server.url, server.serviceId);
         if (round >= 0) server.times.push(ms); // the first 20 rounds warm up
+        if (round >= 0) server.pages.push(page);
       }
     }
-    const [floor, small, big] = servers.map((s) => ({ label: s.label, p50: percentile(s.times, 50), p99: percentile(s.times, 99) }));
-    for (const s of [floor, small, big]) console.log(`export of ${ids.length} ids, ${s.label}: p50 ${s.p50.toFixed(2)} ms, p99 ${s.p99.toFixed(2)} ms (p50 ${(s.p50 / floor.p50).toFixed(2)}x the floor)`);
-    console.log(`export with ${big.label} against ${small.label}: p50 ${(big.p50 / small.p50).toFixed(2)}x, p99 ${(big.p99 / small.p99).toFixed(2)}x (goal < 2x)`);
+    const INSPECTS = Number(process.env.BENCH_EXPORT_INSPECTS ?? 50);
+    for (let round = 0; round < INSPECTS; round += 1) {
+      for (const server of servers) server.inspects.push(timedInspect(server.path, ids[round % ids.length]));
+    }
+    report(`export of ${ids.length} ids`, servers, 'times');
+    report('the web view\'s profile page of one target', servers, 'pages');
+    report('track inspect --external-id of one target (past its start)', servers, 'inspects');
   } finally {
     for (const server of servers) {
       server.proc.kill('SIGTERM');

@@ -28,7 +28,6 @@ const killPid = (pid: number | undefined) => ({
   },
 });
 
-
 /**
  * `track emulate --exec` of a command that starts `sleep 300` (its pid written to a file) and waits
  * for it, with `ignore` (a shell trap's list, which the sleep inherits) ignored; resolves once it runs.
