@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/emulator/store.js';
 import { postJson, runCli, spawnEmulator, tempDir } from '../helpers/cli.js';
+import { until } from '../helpers/processes.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -60,6 +61,49 @@ describe('track emulate', () => {
       store.close();
     }
   });
+
+  it('killed -9 while requests are being written, keeps every acknowledged item once and nothing never sent', async () => {
+    const db = join(tmp.dir, 'killed.sqlite');
+    const emu = await spawnEmulator(['--db', db, '--api-key', 'k', '--quiet']);
+    const acknowledged = new Set<number>();
+    let sent = 0;
+    let killed = false;
+    // four connections writing events and purchases of 50 users, each item numbered, until the kill
+    const writers = Array.from({ length: 4 }, async () => {
+      while (!killed) {
+        const numbers = Array.from({ length: 20 }, () => (sent += 1));
+        const events = numbers.filter((n) => n % 5 !== 0).map((n) => ev(`u${n % 50}`, n));
+        const purchases = numbers.filter((n) => n % 5 === 0).map((n) => ({ external_id: `u${n % 50}`, product_id: 'p', currency: 'USD', price: 1, time: '2024-01-01T00:00:00Z', properties: { n } }));
+        try {
+          if ((await postJson(`${emu.url}/users/track`, 'k', { events, purchases })).status === 201) for (const n of numbers) acknowledged.add(n);
+        } catch {
+          return; // the connection the kill broke
+        }
+      }
+    });
+    await until(() => acknowledged.size >= 2000, 20_000);
+    killed = true;
+    emu.proc.kill('SIGKILL');
+    await emu.exited;
+    await Promise.all(writers);
+    const store = new Store(db);
+    let stored: number[];
+    try {
+      expect(store.integrityCheck()).toBe('ok');
+      const profiles = store.allProfiles();
+      stored = profiles.flatMap((p) => [...store.eventsOf(p.id), ...store.purchasesOf(p.id)].map((x) => (x.properties as { n: number }).n));
+      expect(store.counts().events + store.counts().purchases).toBe(stored.length);
+    } finally {
+      store.close();
+    }
+    expect(new Set(stored).size).toBe(stored.length);
+    expect([...acknowledged].filter((n) => !stored.includes(n))).toEqual([]);
+    expect(stored.filter((n) => n > sent)).toEqual([]);
+    // track inspect reads the same, and what the export counts agrees
+    const inspected = JSON.parse(runCli(['inspect', '--db', db]).stdout) as { events: unknown[]; purchase_log: unknown[]; custom_events: { count: number }[] }[];
+    expect(inspected.reduce((n, p) => n + p.events.length + p.purchase_log.length, 0)).toBe(stored.length);
+    expect(inspected.reduce((n, p) => n + p.custom_events.reduce((m, e) => m + e.count, 0), 0)).toBe(inspected.reduce((n, p) => n + p.events.length, 0));
+  }, 60_000);
 
   it('takes explicit batch limits over the profile (--max-total, --max-per-array)', async () => {
     const items = (n: number) => Array.from({ length: n }, (_, i) => ev(`u${i}`, i));
