@@ -223,7 +223,7 @@ export function addReadOptions(command: Command): Command {
     .option('--timezone <zone>', 'IANA time zone of times written without an offset', timeZone, UPLOAD_DEFAULTS.timezone)
     .addOption(new Option('--date-order <order>', 'how slashed dates such as 03/04/2023 are read: month first or day first').choices(['mdy', 'dmy']))
     .option('--drop-invalid-fields', "send an attributes row without its invalid fields (not its identifier); each goes to the rejects file")
-    .option('--empty-as-null', 'an empty CSV cell of an attributes row sends null for its attribute, removing it (never an identifier; events and purchases are never cleared)')
+    .option('--empty-as-null', 'an empty CSV cell (or a Parquet null) of an attributes row sends null for its attribute, removing it (never an identifier; events and purchases are never cleared)')
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))

@@ -2,7 +2,7 @@
 // read with papaparse's parser over chunks of text, so a 50-million-row file streams through in
 // constant memory. A row holding bytes not valid in the file's encoding says so (see decode.ts).
 import Papa from 'papaparse';
-import { InputError } from '../errors.js';
+import { InputError, SourceError } from '../errors.js';
 import { CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../model/csv-reasons.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 
@@ -31,6 +31,8 @@ export interface CsvOptions {
   delimiter?: Delimiter;
   /** Told the delimiter found in the header line, when it was not given. */
   detected?: (delimiter: Delimiter) => void;
+  /** Told once every byte is read: whether some text beyond ASCII was valid UTF-8 (TextDecoding.beyondAscii). */
+  textRead?: (beyondAscii: boolean) => void;
 }
 
 /** Header names that name the user (after spaces, case and an annotation): a delimiter that splits one out is likely the file's. */
@@ -285,8 +287,10 @@ export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, optio
     const records = take(`${text(decoder.end())}\n`, true);
     if (decoder.damaged) markUndecodable(records, options.encoding);
     if (records.length > 0) yield records;
+    options.textRead?.(decoder.beyondAscii);
   } catch (error) {
-    if (error instanceof InputError) throw error;
+    // a read the network broke is no fault of the CSV: it stays the SourceError it is (exit 3)
+    if (error instanceof InputError || error instanceof SourceError) throw error;
     throw new InputError(`cannot read it as CSV (${(error as Error).message})`, file);
   }
 }

@@ -3,7 +3,7 @@
 // find in the row it fell in, to reject that row with the byte and its place in the file. A mark is
 // lone low surrogates, which no valid input decodes to: U+DFFF, then the byte (or UTF-16 unit) as
 // two characters U+DC00 + 8 bits, then its offset in the file as five such characters.
-import { isUtf8 } from 'node:buffer';
+import { isAscii, isUtf8 } from 'node:buffer';
 
 export const INPUT_ENCODINGS = ['utf-8', 'latin1', 'windows-1252', 'utf-16le'] as const;
 export type InputEncoding = (typeof INPUT_ENCODINGS)[number];
@@ -17,6 +17,11 @@ export interface TextDecoding {
   end(): string;
   /** True once some bytes were not valid: from then on, text may hold marks (see undecodableIn). */
   readonly damaged: boolean;
+  /**
+   * UTF-8: true once some text beyond ASCII was valid (a file of UTF-8 text, whatever bytes elsewhere
+   * are not); false for the other encodings, which say nothing of it.
+   */
+  readonly beyondAscii: boolean;
 }
 
 const MARK = 0xdfff;
@@ -64,16 +69,22 @@ function utf8(): TextDecoding {
   let carry: Buffer | undefined;
   let offset = 0;
   let damaged = false;
+  let beyondAscii = false;
   const decode = (bytes: Buffer, end: number): string => {
     const base = offset;
     offset += end;
-    if (isUtf8(bytes.subarray(0, end))) return bytes.toString('utf8', 0, end);
+    const whole = bytes.subarray(0, end);
+    if (isUtf8(whole)) {
+      if (!beyondAscii && !isAscii(whole)) beyondAscii = true;
+      return bytes.toString('utf8', 0, end);
+    }
     damaged = true;
     let text = '';
     let run = 0;
     for (let i = 0; i < end; ) {
       const length = sequenceLength(bytes, i, end);
       if (length > 0) {
+        if (length > 1) beyondAscii = true;
         i += length;
         continue;
       }
@@ -97,6 +108,9 @@ function utf8(): TextDecoding {
     },
     get damaged() {
       return damaged;
+    },
+    get beyondAscii() {
+      return beyondAscii;
     },
   };
 }
@@ -145,12 +159,13 @@ function utf16le(): TextDecoding {
     get damaged() {
       return damaged;
     },
+    beyondAscii: false,
   };
 }
 
 /** Single-byte encodings: every byte is a character. */
 function singleByte(decode: (bytes: Buffer) => string): TextDecoding {
-  return { write: decode, end: () => '', damaged: false };
+  return { write: decode, end: () => '', damaged: false, beyondAscii: false };
 }
 
 export function createDecoding(encoding: InputEncoding = 'utf-8'): TextDecoding {

@@ -4,8 +4,8 @@
 // number JavaScript cannot hold as written, text not valid in the file's encoding, or nesting too
 // deep rejects the element, not the file. JSON that is broken stops the reading there, naming the
 // byte: past it, where the next element begins cannot be known.
-import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
-import { InputError } from '../errors.js';
+import { Tokenizer, TokenParser, TokenParserError, TokenType, type ParsedTokenInfo } from '@streamparser/json';
+import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 import { MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
@@ -79,7 +79,10 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
   let start = 0;
   let unheldBefore = 0;
   let endOffset = 0;
+  /** Where the token being read starts, in bytes of the text: where broken JSON is named. */
+  let at = 0;
   tokenizer.onToken = (info: ParsedTokenInfo) => {
+    at = info.offset;
     if (depth === 1 && info.token !== TokenType.COMMA && info.token !== TokenType.RIGHT_BRACKET) start = info.offset;
     if (info.token === TokenType.LEFT_BRACE || info.token === TokenType.LEFT_BRACKET) deepest = Math.max(deepest, (depth += 1));
     else if (info.token === TokenType.RIGHT_BRACE || info.token === TokenType.RIGHT_BRACKET) depth -= 1;
@@ -95,7 +98,10 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
     deepest = depth;
   };
   const fail = (error: unknown): never => {
-    throw new InputError(`is not a valid JSON array: ${(error as Error).message}${row > 0 ? ` (after row ${row}, which was read)` : ''}`, file);
+    const message = (error as Error).message;
+    // the tokenizer names the place itself; the parser, which gets tokens, does not
+    const where = error instanceof TokenParserError ? ` at byte ${at}` : '';
+    throw new InputError(`is not a valid JSON array: ${message}${where}${row > 0 ? ` (after row ${row}, which was read)` : ''}`, file);
   };
   try {
     for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
@@ -107,7 +113,7 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
   } catch (error) {
     if (batch.length > 0) yield batch;
     batch = [];
-    if (error instanceof InputError) throw error;
+    if (error instanceof InputError || error instanceof SourceError) throw error;
     fail(error);
   }
   if (!parser.isEnded) fail(new Error('the file ends before the array is closed with ]'));

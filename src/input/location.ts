@@ -35,6 +35,37 @@ export function s3Pattern(key: string): { kind: 'object' } | { kind: 'prefix' } 
   return key === '' || key.endsWith('/') ? { kind: 'prefix' } : { kind: 'object' };
 }
 
+/**
+ * The query parameters that sign a URL rather than name what it points at, each set by the one
+ * that marks it: S3's presigned URLs (X-Amz-*, with the client's x-id), GCS's (X-Goog-*), the older
+ * S3, GCS and CloudFront signatures (Signature), and Azure's SAS tokens (sig).
+ */
+const SIGNING: ReadonlyArray<[mark: RegExp, names: RegExp]> = [
+  [/^x-amz-signature$/i, /^(x-amz-.*|x-id)$/i],
+  [/^x-goog-signature$/i, /^x-goog-.*$/i],
+  [/^signature$/i, /^(signature|expires|awsaccesskeyid|googleaccessid|key-pair-id|policy)$/i],
+  [/^sig$/i, /^(sig|sv|ss|srt|sp|se|st|spr|sr|si|sip|sdd|ses|skoid|sktid|skt|ske|sks|skv|saoid|suoid|scid)$/i],
+];
+
+/**
+ * An http(s):// URL without the parameters that sign it: what a journal, a summary and a message
+ * name the object by. A URL signed anew (the old signature expired) names the same object, and a
+ * signature, which grants reading it, is never written or shown.
+ */
+export function withoutSignature(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return url;
+  }
+  const names = [...parsed.searchParams.keys()];
+  const unsigned = SIGNING.filter(([mark]) => names.some((name) => mark.test(name))).map(([, signing]) => signing);
+  if (unsigned.length === 0) return url;
+  for (const name of names) if (unsigned.some((signing) => signing.test(name))) parsed.searchParams.delete(name);
+  return parsed.toString();
+}
+
 /** The name part of an input (for its format and the files named after it): a URL's path, without its query. */
 export function nameOf(input: string): string {
   const where = locate(input);

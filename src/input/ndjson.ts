@@ -33,6 +33,8 @@ export interface NdjsonOptions {
   maxLineChars?: number;
   /** The encoding of the bytes (default utf-8). */
   encoding?: InputEncoding;
+  /** Told once every byte is read: whether some text beyond ASCII was valid UTF-8 (TextDecoding.beyondAscii). */
+  textRead?: (beyondAscii: boolean) => void;
 }
 
 const BLANK = /^\s*$/;
@@ -136,6 +138,7 @@ export async function* readNdjson(bytes: AsyncIterable<Buffer>, options: NdjsonO
   if (overlong !== undefined) batch.push(tooLong(overlong, pending, maxLineChars));
   else if (pending.length > 0) take(pending, batch);
   if (batch.length > 0) yield batch;
+  options.textRead?.(decoder.beyondAscii);
 }
 
 function tooLong(line: number, start: string, max: number): NdjsonRecord {

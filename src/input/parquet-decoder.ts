@@ -47,8 +47,36 @@ class RangeBlob {
   }
 }
 
+/** What a file or an object is read through. */
+interface Source {
+  blob: RangeBlob;
+  close(): Promise<void>;
+}
+
+/** Told of the first read that failed, before parquet-wasm hears of it. */
+type OnFailure = (error: unknown) => void;
+
+/**
+ * Ranges read by `read`, the first error of which goes to `onFailure` as it happens: parquet-wasm
+ * turns a failed read into a trap of its own ("unreachable", which ends the thread), saying nothing
+ * of the URL or the cause.
+ */
+function sourceOf(size: number, read: (start: number, end: number) => Promise<Uint8Array>, close: () => Promise<void>, onFailure: OnFailure): Source {
+  let failed = false;
+  const told = async (start: number, end: number): Promise<Uint8Array> => {
+    try {
+      return await read(start, end);
+    } catch (error) {
+      if (!failed) onFailure(error);
+      failed = true;
+      throw error;
+    }
+  };
+  return { blob: new RangeBlob(size, told), close };
+}
+
 /** Ranges of a local file, read where they lie (Node's file Blob read the same ranges 2.5 times slower). */
-async function localBlob(file: string): Promise<{ blob: RangeBlob; close(): Promise<void> }> {
+async function localBlob(file: string, onFailure: OnFailure): Promise<Source> {
   let handle: FileHandle;
   try {
     handle = await open(file, 'r');
@@ -65,15 +93,15 @@ async function localBlob(file: string): Promise<{ blob: RangeBlob; close(): Prom
     }
     return bytes;
   };
-  return { blob: new RangeBlob(size, read), close: () => handle.close() };
+  return sourceOf(size, read, () => handle.close(), onFailure);
 }
 
-async function blobOf({ file, remote }: DecoderData): Promise<{ blob: RangeBlob; close(): Promise<void> }> {
+async function blobOf({ file, remote }: DecoderData, onFailure: OnFailure): Promise<Source> {
   if (file === '-') throw new UsageError('Parquet cannot be read from standard input (-): it is read from its end; give the file');
-  if (!isRemote(file)) return localBlob(file);
+  if (!isRemote(file)) return localBlob(file, onFailure);
   const object = remote?.objects[file];
   if (object === undefined) throw new Error(`unreachable: ${file} was not listed before it was read`);
-  return { blob: new RangeBlob(object.size, (start, end) => remoteRange(file, remote, start, end)), close: async () => undefined };
+  return sourceOf(object.size, (start, end) => remoteRange(file, remote, start, end), async () => undefined, onFailure);
 }
 
 /** What parquet-wasm says of a file it cannot read, for the person reading it. */
@@ -93,7 +121,10 @@ async function* decoded(parquet: ParquetFile, groups: number): AsyncGenerator<Ui
 
 async function serve(port: NonNullable<typeof parentPort>, data: DecoderData): Promise<void> {
   const post = (message: DecoderMessage, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer);
-  const source = await blobOf(data);
+  const source = await blobOf(data, (error) => {
+    const problem = readProblem(error, data.file);
+    post({ type: 'error', name: problem.name, message: problem.message });
+  });
   try {
     const parquet = await ParquetFile.fromFile(source.blob as unknown as Blob);
     const metadata = parquet.metadata();

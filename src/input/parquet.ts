@@ -42,10 +42,11 @@ export interface ParquetFileRows {
 const DECODER = import.meta.url.endsWith('.ts') ? new URL('../../dist/input/parquet-decoder.js', import.meta.url) : new URL('./parquet-decoder.js', import.meta.url);
 
 /** An error the decoding thread relayed, as the class a person's exit status depends on. */
-function revive(message: Extract<DecoderMessage, { type: 'error' }>): Error {
+function revive(message: Extract<DecoderMessage, { type: 'error' }>, file: string): Error {
   if (message.name === 'InputError') return new InputError(message.message);
   if (message.name === 'UsageError') return new UsageError(message.message);
-  return Object.assign(new Error(message.message), { name: message.name === 'SourceError' ? 'SourceError' : message.name });
+  if (message.name === 'SourceError') return new SourceError(message.message.replace(`${file}: `, ''), file);
+  return Object.assign(new Error(message.message), { name: message.name });
 }
 
 /** The decoding thread's messages, one at a time; its error or its unexpected end is thrown. */
@@ -58,12 +59,14 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
     inbox.push(message);
     wake?.();
   });
+  // the thread's own error is taken once it has ended: an error it relayed first says more (a read
+  // that failed ends it with parquet-wasm's trap)
+  let thrown: Error | undefined;
   worker.on('error', (error) => {
-    failure ??= error;
-    wake?.();
+    thrown ??= error;
   });
   worker.on('exit', () => {
-    failure ??= new Error(`the thread decoding ${data.file} stopped before it was done`);
+    failure ??= thrown ?? new Error(`the thread decoding ${data.file} stopped before it was done`);
     wake?.();
   });
   return {
@@ -74,7 +77,7 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
         wake = undefined;
       }
       const message = inbox.shift()!;
-      if (message.type === 'error') throw revive(message);
+      if (message.type === 'error') throw revive(message, data.file);
       return message;
     },
     ask: () => worker.postMessage('next'),

@@ -5,7 +5,7 @@
 // The clients (s3.ts, http-object.ts) are loaded only when an input needs them.
 import { InputError, SourceError } from '../errors.js';
 import { backoffDelay } from '../transport/backoff.js';
-import { locate } from './location.js';
+import { locate, withoutSignature } from './location.js';
 
 /** How objects in storage are reached; plain values, as they cross to the planning thread. */
 export interface RemoteSettings {
@@ -14,11 +14,16 @@ export interface RemoteSettings {
   /** Tries after the first when the network breaks a read (default 4), and the first backoff's ceiling in ms (default 500). */
   retries?: number;
   retryBaseMs?: number;
+  /** How long a listing or a read may wait for its next bytes before it is taken for broken, in ms (default 30 s). */
+  idleMs?: number;
 }
 
 /** One object as a run knows it: what its rows are recorded under, and what tells a changed one. */
 export interface RemoteObject {
+  /** What the run names it by (an http(s):// URL without the parameters that sign it). */
   url: string;
+  /** The URL it is read from, when that is not `url` (a presigned URL). */
+  href?: string;
   size: number;
   /** The ETag (or, from a web server that sends none, its Last-Modified); empty when it sends neither. */
   etag: string;
@@ -32,14 +37,81 @@ export interface RemoteInputs {
 
 /** What a store does for a reader: list what an input names, and open an object's bytes from an offset. */
 export interface ObjectStore {
-  list(input: string): Promise<RemoteObject[]>;
-  /** The bytes from `start` up to `end` (exclusive; the object's end when undefined), of the object as identified. */
-  open(object: RemoteObject, start: number, end?: number): Promise<AsyncIterable<Uint8Array>>;
+  /** `watch` aborts a request that waits too long for its answer; `run()` starts its time anew (each page of a listing). */
+  list(input: string, watch: IdleWatch): Promise<RemoteObject[]>;
+  /** The bytes from `start` up to `end` (exclusive; the object's end when undefined), of the object as identified; `stop` cuts the read off. */
+  open(object: RemoteObject, start: number, end?: number, stop?: AbortSignal): Promise<AsyncIterable<Uint8Array>>;
   close(): void;
+}
+
+/**
+ * The error for an answer that is not of the object as listed, or undefined: a store that does not
+ * keep to If-Match sends the object as it is now, and its ETag or size tells it apart. `size` is the
+ * whole object's (a 206's Content-Range total, a 200's Content-Length).
+ */
+export function changedAnswer(object: RemoteObject, etag: string | undefined, size: number | undefined): InputError | undefined {
+  // quoted or not, as stores differ between their listings and their answers
+  const bare = (tag: string): string => tag.replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+  const otherEtag = object.etag !== '' && etag !== undefined && bare(etag) !== bare(object.etag);
+  const otherSize = size !== undefined && size !== object.size;
+  if (!otherEtag && !otherSize) return undefined;
+  return new InputError('changed while this run read it (its ETag or size is no longer the one listed); run again to read it anew', object.url);
+}
+
+/** The object's size in an answer: the total of a 206's Content-Range (`bytes 0-9/1234`), else a 200's length. */
+export function totalSize(contentRange: string | undefined, contentLength: number | undefined, ranged: boolean): number | undefined {
+  if (contentRange !== undefined) {
+    const total = /\/(\d+)$/.exec(contentRange)?.[1];
+    return total === undefined ? undefined : Number(total);
+  }
+  return ranged ? undefined : contentLength;
 }
 
 const DEFAULT_RETRIES = 4;
 const DEFAULT_RETRY_BASE_MS = 500;
+const DEFAULT_IDLE_MS = 30_000;
+
+/**
+ * A signal that aborts when `ms` pass with the watch running and no `run()` (nor `hold()`), or when
+ * `stop` aborts: a server that stops answering without closing the connection would hold a read
+ * forever. `silent()` says the time ran out.
+ */
+export interface IdleWatch {
+  signal: AbortSignal;
+  /** Starts the time anew (bytes came; a new request goes). */
+  run(): void;
+  /** Stops the time while the reader holds what came (or the watch is done). */
+  hold(): void;
+  silent(): boolean;
+}
+
+function idleWatch(ms: number, stop?: AbortSignal): IdleWatch {
+  const own = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const hold = (): void => clearTimeout(timer);
+  const run = (): void => {
+    hold();
+    timer = setTimeout(() => own.abort(), ms);
+  };
+  run();
+  return { signal: stop === undefined ? own.signal : AbortSignal.any([stop, own.signal]), run, hold, silent: () => own.signal.aborted };
+}
+
+/**
+ * Runs `attempt` under an idle watch of the settings' length: an attempt whose time ran out fails
+ * with that as its cause, not the abort it ended in.
+ */
+async function watched<T>(settings: RemoteSettings, attempt: (watch: IdleWatch) => Promise<T>, stop?: AbortSignal): Promise<T> {
+  const ms = settings.idleMs ?? DEFAULT_IDLE_MS;
+  const watch = idleWatch(ms, stop);
+  try {
+    return await attempt(watch);
+  } catch (error) {
+    throw watch.silent() ? Object.assign(new Error(`no answer for ${ms / 1000} s`), { code: 'ETIMEDOUT' }) : error;
+  } finally {
+    watch.hold();
+  }
+}
 
 const stores = new Map<string, Promise<ObjectStore>>();
 
@@ -69,7 +141,7 @@ export async function closeRemoteStores(): Promise<void> {
  */
 export async function listRemote(input: string, settings: RemoteSettings): Promise<RemoteObject[]> {
   const store = await storeFor(input, settings);
-  return retrying(input, settings, 'listing it', () => store.list(input));
+  return retrying(withoutSignature(input), settings, 'listing it', () => watched(settings, (watch) => store.list(input, watch)));
 }
 
 function objectOf(url: string, remote: RemoteInputs | undefined): { object: RemoteObject; settings: RemoteSettings } {
@@ -107,28 +179,43 @@ export function causeOf(error: unknown): string {
   return code !== undefined && !message.includes(code) ? `${code} (${message})` : message;
 }
 
-/** The bytes of a listed object from its start, taken up again where the network broke them off. */
-export async function* remoteBytes(url: string, remote: RemoteInputs | undefined): AsyncGenerator<Buffer> {
+/**
+ * The bytes of a listed object from its start, taken up again where the network broke them off.
+ * `stop` is the reader's end: a read it cuts off is not tried again.
+ */
+export async function* remoteBytes(url: string, remote: RemoteInputs | undefined, stop?: AbortSignal): AsyncGenerator<Buffer> {
   const { object, settings } = objectOf(url, remote);
   const store = await storeFor(url, settings);
+  /** The reader is gone: a read it cut off is not tried again (a function: the signal changes under the awaits). */
+  const stopped = (): boolean => stop?.aborted === true;
   let offset = 0;
   /** Failures since bytes last came. */
   let failures = 0;
+  const ms = settings.idleMs ?? DEFAULT_IDLE_MS;
   while (offset < object.size) {
+    const watch = idleWatch(ms, stop);
     try {
-      for await (const chunk of await store.open(object, offset)) {
+      for await (const chunk of await store.open(object, offset, undefined, watch.signal)) {
         offset += chunk.length;
         failures = 0;
+        // the reader may hold the bytes a while (a slow delivery): no time runs meanwhile
+        watch.hold();
         yield Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length);
+        watch.run();
       }
       if (offset < object.size) throw new Error(`the connection ended at byte ${offset} of ${object.size}`);
-    } catch (error) {
+    } catch (thrown) {
+      if (stopped()) return;
+      const error = watch.silent() ? Object.assign(new Error(`no byte came for ${ms / 1000} s`), { code: 'ETIMEDOUT' }) : thrown;
       if (error instanceof InputError || error instanceof SourceError) throw error;
       failures += 1;
       if (failures > (settings.retries ?? DEFAULT_RETRIES)) {
         throw new SourceError(`reading stopped at byte ${offset} of ${object.size}; ${failures} tries failed, the last with ${causeOf(error)}`, url);
       }
       await pause(retryDelay(failures, settings));
+      if (stopped()) return;
+    } finally {
+      watch.hold();
     }
   }
 }
@@ -137,14 +224,17 @@ export async function* remoteBytes(url: string, remote: RemoteInputs | undefined
 export async function remoteRange(url: string, remote: RemoteInputs | undefined, start: number, end: number): Promise<Uint8Array> {
   const { object, settings } = objectOf(url, remote);
   const store = await storeFor(url, settings);
-  return retrying(url, settings, `reading bytes ${start}-${end - 1}`, async () => {
-    const out = new Uint8Array(end - start);
-    let at = 0;
-    for await (const chunk of await store.open(object, start, end)) {
-      out.set(chunk.subarray(0, out.length - at), at);
-      at += chunk.length;
-    }
-    if (at < out.length) throw new Error(`the connection ended after ${at} of ${out.length} bytes`);
-    return out;
-  });
+  return retrying(url, settings, `reading bytes ${start}-${end - 1}`, () =>
+    watched(settings, async (watch) => {
+      const out = new Uint8Array(end - start);
+      let at = 0;
+      for await (const chunk of await store.open(object, start, end, watch.signal)) {
+        watch.run();
+        out.set(chunk.subarray(0, out.length - at), at);
+        at += chunk.length;
+      }
+      if (at < out.length) throw new Error(`the connection ended after ${at} of ${out.length} bytes`);
+      return out;
+    }),
+  );
 }

@@ -2,11 +2,11 @@
 // through --s3-endpoint, read with the official client. Credentials and region come from the
 // standard AWS chain; a prefix lists every object under it and a glob those its pattern matches,
 // in key order. Loaded only when an s3:// input is given: the client takes a while to load.
-import type { S3Client, S3ServiceException } from '@aws-sdk/client-s3';
+import type { GetObjectCommandOutput, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import picomatch from 'picomatch';
 import { InputError } from '../errors.js';
 import { locate, s3Pattern } from './location.js';
-import type { ObjectStore, RemoteObject, RemoteSettings } from './remote.js';
+import { changedAnswer, totalSize, type IdleWatch, type ObjectStore, type RemoteObject, type RemoteSettings } from './remote.js';
 
 /** Where the standard chain looks for credentials, for the message when it finds none. */
 const CREDENTIAL_SOURCES =
@@ -48,8 +48,9 @@ function problem(error: unknown, url: string, bucket: string): unknown {
   }
   if (name === 'NoSuchBucket') return new InputError(`the bucket ${quoted(bucket)} does not exist`, url);
   if (name === 'PermanentRedirect' || status === 301) return new InputError(`the bucket ${quoted(bucket)} is in another region than the one set (AWS_REGION, the profile's region)`, url);
-  if (name === 'PreconditionFailed' || status === 412) {
-    return new InputError('changed while this run read it (its ETag is no longer the one listed); run again to read it anew', url);
+  // a range past the end: the object is shorter than listed
+  if (name === 'PreconditionFailed' || status === 412 || name === 'InvalidRange' || status === 416) {
+    return new InputError('changed while this run read it (its ETag or size is no longer the one listed); run again to read it anew', url);
   }
   if (name === 'InvalidBucketName') return new InputError(`${quoted(bucket)} is not a valid bucket name`, url);
   if (name === 'NoSuchKey' || (status === 404 && name !== 'NotFound')) return new InputError('no such object', url);
@@ -61,9 +62,10 @@ export async function s3Store(settings: RemoteSettings): Promise<ObjectStore> {
   const { GetObjectCommand, HeadBucketCommand, HeadObjectCommand, ListObjectsV2Command } = await import('@aws-sdk/client-s3');
 
   /** Why a HEAD found nothing (it has no body to say): no bucket, or no such object. */
-  const missing = async (url: string, bucket: string, key: string): Promise<InputError> => {
+  const missing = async (url: string, bucket: string, key: string, watch: IdleWatch): Promise<InputError> => {
     try {
-      await s3.send(new HeadBucketCommand({ Bucket: bucket }));
+      watch.run();
+      await s3.send(new HeadBucketCommand({ Bucket: bucket }), { abortSignal: watch.signal });
     } catch (error) {
       const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
       if (e.name === 'NotFound' || e.name === 'NoSuchBucket' || e.$metadata?.httpStatusCode === 404) {
@@ -73,25 +75,26 @@ export async function s3Store(settings: RemoteSettings): Promise<ObjectStore> {
     return new InputError(`no such object (to read every object under it as a prefix, end it with /: s3://${bucket}/${key}/)`, url);
   };
 
-  const head = async (url: string, bucket: string, key: string): Promise<RemoteObject[]> => {
+  const head = async (url: string, bucket: string, key: string, watch: IdleWatch): Promise<RemoteObject[]> => {
     try {
-      const found = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      const found = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }), { abortSignal: watch.signal });
       return [{ url, size: found.ContentLength ?? 0, etag: found.ETag ?? '' }];
     } catch (error) {
       const e = error as { name?: string; $metadata?: { httpStatusCode?: number } };
-      if (e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404) throw await missing(url, bucket, key);
+      if (e.name === 'NotFound' || e.$metadata?.httpStatusCode === 404) throw await missing(url, bucket, key, watch);
       throw problem(error, url, bucket);
     }
   };
 
   /** Every object under `prefix` that `matches` takes, in key order (folder markers left out). */
-  const listed = async (url: string, bucket: string, prefix: string, matches: (key: string) => boolean): Promise<RemoteObject[]> => {
+  const listed = async (url: string, bucket: string, prefix: string, matches: (key: string) => boolean, watch: IdleWatch): Promise<RemoteObject[]> => {
     const objects: Array<RemoteObject & { key: string }> = [];
     let token: string | undefined;
     do {
       let page;
       try {
-        page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        watch.run();
+        page = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }), { abortSignal: watch.signal });
       } catch (error) {
         throw problem(error, url, bucket);
       }
@@ -111,28 +114,35 @@ export async function s3Store(settings: RemoteSettings): Promise<ObjectStore> {
   };
 
   return {
-    async list(input) {
+    async list(input, watch) {
       const where = locate(input);
       if (where.kind !== 's3') throw new Error(`unreachable: ${input} is no s3:// URL`);
       const { bucket, key } = where;
       if (bucket === '') throw new InputError('names no bucket (s3://bucket/key)', input);
       const pattern = s3Pattern(key);
-      if (pattern.kind === 'object') return head(input, bucket, key);
-      if (pattern.kind === 'prefix') return listed(input, bucket, key, () => true);
+      if (pattern.kind === 'object') return head(input, bucket, key, watch);
+      if (pattern.kind === 'prefix') return listed(input, bucket, key, () => true, watch);
       const isMatch = picomatch(key, { dot: true });
-      return listed(input, bucket, pattern.prefix, isMatch);
+      return listed(input, bucket, pattern.prefix, isMatch, watch);
     },
-    async open(object, start, end) {
+    async open(object, start, end, stop) {
       const where = locate(object.url) as { bucket: string; key: string };
       const range = start === 0 && end === undefined ? undefined : `bytes=${start}-${end === undefined ? '' : end - 1}`;
+      let got: GetObjectCommandOutput;
       try {
-        const got = await s3.send(
+        got = await s3.send(
           new GetObjectCommand({ Bucket: where.bucket, Key: where.key, Range: range, IfMatch: object.etag === '' ? undefined : object.etag }),
+          { abortSignal: stop },
         );
-        return got.Body as AsyncIterable<Uint8Array>;
       } catch (error) {
         throw problem(error, object.url, where.bucket);
       }
+      const changed = changedAnswer(object, got.ETag, totalSize(got.ContentRange, got.ContentLength, range !== undefined));
+      if (changed !== undefined) {
+        (got.Body as { destroy?: () => void } | undefined)?.destroy?.();
+        throw changed;
+      }
+      return got.Body as AsyncIterable<Uint8Array>;
     },
     close() {
       s3.destroy();

@@ -114,10 +114,10 @@ export interface BytesOptions {
   remote?: RemoteInputs;
 }
 
-/** The bytes of a file, standard input or an object in storage, as they are read. */
-async function rawBytes(file: string, options: BytesOptions): Promise<Readable> {
+/** The bytes of a file, standard input or an object in storage, as they are read; `stop` ends an object's read. */
+async function rawBytes(file: string, options: BytesOptions, stop: AbortSignal): Promise<Readable> {
   if (file === STDIN) return requireStdin(options.stdin);
-  if (isRemote(file)) return Readable.from((await import('./remote.js')).remoteBytes(file, options.remote), { objectMode: false });
+  if (isRemote(file)) return Readable.from((await import('./remote.js')).remoteBytes(file, options.remote, stop), { objectMode: false });
   return createReadStream(file, { highWaterMark: options.chunkBytes ?? DEFAULT_CHUNK_BYTES });
 }
 
@@ -128,7 +128,9 @@ async function rawBytes(file: string, options: BytesOptions): Promise<Readable> 
  */
 export async function* inputBytes(file: string, options: BytesOptions = {}): AsyncGenerator<Buffer> {
   const { onRead } = options;
-  const source = await rawBytes(file, options);
+  // a reader that stops early (a header read, a preview) ends an object's read with it, retries and all
+  const stop = new AbortController();
+  const source = await rawBytes(file, options, stop.signal);
   if (onRead !== undefined) source.on('data', (chunk: Buffer | string) => onRead(chunk.length));
   const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   try {
@@ -161,6 +163,7 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
   } catch (error) {
     throw readError(file, error);
   } finally {
+    stop.abort();
     if (file !== STDIN) source.destroy();
     else await chunks.return?.();
   }

@@ -1,7 +1,7 @@
 // The --map file: renames and types columns without editing the input. A JSON object from a column
 // as the file's header names it to the header to read it as (`"Zip": "zip:string"`), or to null to
 // leave the column out.
-import { closestName } from './suggest.js';
+import { nameFinder } from './suggest.js';
 
 export type ColumnMap = ReadonlyMap<string, string | null>;
 
@@ -21,16 +21,30 @@ export function validateColumnMap(json: unknown): ColumnMapResult {
 }
 
 /**
+ * The map's entry for a column as the header writes it: under its own name, else under the name
+ * without the spaces around it, as a header name is read (`"Email "` takes the key `"Email"`).
+ * Undefined when the map names it neither way; null when it leaves the column out.
+ */
+export function mapEntryOf(map: ColumnMap | undefined, column: string): string | null | undefined {
+  if (map === undefined) return undefined;
+  const own = map.get(column);
+  return own !== undefined ? own : map.get(column.trim());
+}
+
+/**
  * Why each column a map names (its keys) is in no input's header, with the name it likely means: a map may be
  * meant for several files, so a column only some of them have is fine. Empty when every one is found.
  */
 export function unmatchedColumnProblems(named: Iterable<string>, headers: ReadonlyArray<{ file: string; columns: readonly string[] }>): string[] {
   const all = new Set(headers.flatMap(({ columns }) => columns));
+  const trimmed = new Set([...all].map((name) => name.trim()));
   const problems: string[] = [];
+  let closest: ((name: string) => string | undefined) | undefined;
   for (const column of named) {
-    if (all.has(column)) continue;
+    if (all.has(column) || trimmed.has(column)) continue;
+    closest ??= nameFinder(all);
     const where = headers.length === 1 ? `of ${headers[0].file}` : `of any input (${headers.map(({ file }) => file).join(', ')})`;
-    const likely = closestName(column, all);
+    const likely = closest(column);
     const shown = [...all].slice(0, 20).map((name) => JSON.stringify(name));
     const has = headers.length === 1 ? 'the header has' : 'the headers have';
     const hint = likely !== undefined ? `did you mean ${JSON.stringify(likely)}?` : `${has} ${shown.join(', ')}${all.size > shown.length ? ', ...' : ''}`;

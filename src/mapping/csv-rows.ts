@@ -3,13 +3,13 @@
 import type { ItemOrigin } from '../model/request.js';
 import type { ArrayName } from '../model/types.js';
 import { CellProblem, readInferred, type Annotation, type CellReader } from './cells.js';
-import type { ColumnMap } from './column-map.js';
+import { mapEntryOf, type ColumnMap } from './column-map.js';
 import { parseColumnSpec, readerFor } from './columns.js';
 import type { CellOptions } from './export-cells.js';
 import { identifierNotes, TYPE_COUNT_SLOTS, typeCounter, type TypeCounts } from './header-notes.js';
 import { EMPTY_AS_NULL_FED_BACK, nullsWhenEmpty } from './empty-as-null.js';
 import { inferKind } from './kind.js';
-import { rowMapper, type RowMapper } from './row-mapper.js';
+import { rowMapper, type NullWhenEmpty, type RowMapper } from './row-mapper.js';
 
 /** Keys a rejected row of the wrong width carries in the rejects file, to be removed once fixed. */
 export const EXTRA_CELLS_KEY = '_extra_cells';
@@ -40,6 +40,8 @@ export interface CsvHeader {
   /** The part of jsonBytesBound() that does not depend on the cells. */
   fixedBytes: number;
   mapRow: RowMapper;
+  /** The attributes sent as null when their cells are empty (--empty-as-null); a Parquet file's mapper takes them too. */
+  nulls: readonly NullWhenEmpty[];
   /** For each column read by inference, how many of its cells became each type (see header-notes.ts). */
   typeCounts: TypeCounts[];
 }
@@ -67,7 +69,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   const specs: Array<{ index: number; key: string; source: string; spec: ReturnType<typeof parseColumnSpec> }> = [];
   let fedBack = false;
   header.forEach((source, index) => {
-    const mapped = options.map?.get(source);
+    const mapped = mapEntryOf(options.map, source);
     if (mapped === null) {
       keys.push(undefined);
       return;
@@ -167,7 +169,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   let fixedBytes = 2;
   for (const column of columns) fixedBytes += 6 * column.field.length + 8 * column.path.length + 16;
   const mapRow = rowMapper(columns, nulls);
-  return { ok: true, header: { kind, width: header.length, columns, keys, fixedBytes, mapRow, typeCounts }, notes };
+  return { ok: true, header: { kind, width: header.length, columns, keys, fixedBytes, mapRow, nulls, typeCounts }, notes };
 }
 
 export interface MappedRow {

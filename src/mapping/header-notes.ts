@@ -104,15 +104,37 @@ function ruleOut(counts: Float64Array, text: string, separator: string | undefin
     if (first) counts[4] += 1;
     if (pipe) counts[5] += 1;
     if (text.length > MAX_LIST_ITEM && ((!first && !pipe) || !shortItems(text, separator))) out |= RULED_OUT_LIST;
+    // no tag or category holds a line break: a cell that does is a note or an address
+    else if (text.includes('\n') || text.includes('\r')) out |= RULED_OUT_LIST;
     // a column of names or codes is no list: it stops being looked at, as every cell of a file comes here
     else if (counts[2] >= LIST_SAMPLE && counts[4] + counts[5] === 0) out |= RULED_OUT_LIST;
   }
   counts[3] = out;
 }
 
-/** Whether every part of the text between separators is at most MAX_LIST_ITEM long. */
+/**
+ * Whether every part of the text between separators (the one given, else `;` and `|`) is at most
+ * MAX_LIST_ITEM long, spaces around it aside. It looks from separator to separator, making no
+ * strings but for a long part: every cell of a column of lists comes here.
+ */
 function shortItems(text: string, separator: string | undefined): boolean {
-  return text.split(separator ?? /[;|]/).every((part) => part.trim().length <= MAX_LIST_ITEM);
+  // the next `;` and `|` at or after where the last search began (-1: none left), each searched again only once passed
+  let semicolon = -2;
+  let pipe = -2;
+  const next = (from: number): number => {
+    if (separator !== undefined) return text.indexOf(separator, from);
+    if (semicolon !== -1 && semicolon < from) semicolon = text.indexOf(';', from);
+    if (pipe !== -1 && pipe < from) pipe = text.indexOf('|', from);
+    return semicolon === -1 ? pipe : pipe === -1 ? semicolon : Math.min(semicolon, pipe);
+  };
+  const step = separator?.length ?? 1;
+  for (let start = 0; ; ) {
+    const found = next(start);
+    const end = found === -1 ? text.length : found;
+    if (end - start > MAX_LIST_ITEM && text.slice(start, end).trim().length > MAX_LIST_ITEM) return false;
+    if (found === -1) return true;
+    start = found + step;
+  }
 }
 
 /**

@@ -4,14 +4,14 @@
 // phone, a JSON field) reads the value's text as it reads a cell's. Any other column takes the
 // value as its Parquet type says, where CSV would guess from the text: a number stays a number
 // only while JavaScript holds it exactly, else the row is rejected naming the column. A null is
-// left out, as an empty cell is.
+// left out, as an empty cell is (with --empty-as-null, sent as null where an empty cell would be).
 import { numberTextProblem } from '../model/exact-numbers.js';
 import type { ItemOrigin } from '../model/request.js';
 import { isoString } from '../model/time.js';
 import { Decimal, LocalTime, NotText, Unsupported, type ValueAt } from '../model/typed-values.js';
 import { CellProblem, readArray, readJson, readText, type CellReader } from './cells.js';
 import { readCsvHeader, type CsvHeader, type CsvHeaderOptions, type MappedRow } from './csv-rows.js';
-import { MAX_COMPILED_COLUMNS } from './row-mapper.js';
+import { MAX_COMPILED_COLUMNS, type NullWhenEmpty } from './row-mapper.js';
 import { wallToUtc } from './times.js';
 
 /** How a value becomes a field: the field's value, a problem (the row is rejected), or undefined (left out). */
@@ -104,28 +104,39 @@ export function readParquetHeader(names: readonly string[], options: CsvHeaderOp
   const zone = options.cells?.timeZone ?? 'UTC';
   const kinds = header.columns.map((column): ColumnKind => (plain.has(column.field) ? 'plain' : column.read === readText ? 'text' : 'read'));
   const converts = header.columns.map((column, i) => converter(column.read, kinds[i] === 'plain', zone));
-  const refusedRow = (item: Record<string, unknown>, refused: Array<[number, CellProblem]>): MappedRow => ({
+  const refusedRow: RefusedRow = (item, refused, emptied) => ({
     item,
-    errors: refused.map(([i, problem]) => `${header.columns[i].label}: ${problem.message}`),
-    failed: refused.map(([i]) => header.columns[i].field),
+    ...(refused === undefined
+      ? {}
+      : { errors: refused.map(([i, problem]) => `${header.columns[i].label}: ${problem.message}`), failed: refused.map(([i]) => header.columns[i].field) }),
+    ...(emptied === undefined ? {} : { emptied }),
   });
+  const { columns, nulls } = header;
   const mapRow =
-    header.columns.length > MAX_COMPILED_COLUMNS ? loopMapper(header.columns, converts, refusedRow) : compiledMapper(header.columns, kinds, converts, refusedRow);
+    columns.length > MAX_COMPILED_COLUMNS ? loopMapper(columns, converts, refusedRow, nulls) : compiledMapper(columns, kinds, converts, refusedRow, nulls);
   return { ok: true, header: { csv: header, converts, mapRow }, notes: result.notes };
 }
 
 /** How a column's values are read: as their type says, kept when text (an identifier), or by its reader. */
 type ColumnKind = 'plain' | 'text' | 'read';
-type RefusedRow = (item: Record<string, unknown>, refused: Array<[number, CellProblem]>) => MappedRow;
+/** The mapped row of an item some of whose values were refused, or some of whose attributes were emptied. */
+type RefusedRow = (item: Record<string, unknown>, refused: Array<[number, CellProblem]> | undefined, emptied: string[] | undefined) => MappedRow;
 /** The item of the row `at` of a batch, from its columns' values (in the file's order). */
 type RowMapper = (values: readonly ValueAt[], at: number) => MappedRow;
 
 /**
  * The row mapper for a header, generated as CSV's is (row-mapper.ts): every key a constant, a text
- * or a finite number taken without a call where the column takes it as it is.
+ * or a finite number taken without a call where the column takes it as it is; an attribute of
+ * `nulls` whose values are all null is sent as null, in the place of its first column.
  */
-function compiledMapper(columns: CsvHeader['columns'], kinds: ColumnKind[], converts: Convert[], refusedRow: RefusedRow): RowMapper {
+function compiledMapper(columns: CsvHeader['columns'], kinds: ColumnKind[], converts: Convert[], refusedRow: RefusedRow, nulls: readonly NullWhenEmpty[]): RowMapper {
+  const nullAt = new Map(nulls.map((entry) => [entry.at, entry]));
   const body = columns.map((column, i) => {
+    const entry = nullAt.get(i);
+    const emptied = entry === undefined ? '' : `{ item[${JSON.stringify(entry.name)}] = null; (emptied ??= []).push(${JSON.stringify(entry.name)}); }`;
+    const whenNull = entry === undefined ? '' : `  if (${entry.cells.map((cell) => `values[${cell}](at) == null`).join(' && ')}) ${emptied}\n`;
+    // a list of separators alone holds no value: null where a null would be
+    const leftOut = entry !== undefined && column.path.length === 1 ? ` else if (read === undefined) ${emptied}` : '';
     let target = 'item';
     for (const key of column.path.slice(0, -1)) target = `(${target}[${JSON.stringify(key)}] ??= {})`;
     const store = `${target}[${JSON.stringify(column.path[column.path.length - 1])}]`;
@@ -136,9 +147,9 @@ function compiledMapper(columns: CsvHeader['columns'], kinds: ColumnKind[], conv
           ? `typeof value === 'string'`
           : 'false';
     return (
-      `  value = values[${column.index}](at);\n` +
+      `${whenNull}  value = values[${column.index}](at);\n` +
       `  if (value !== null && value !== undefined) { read = ${asIs} ? value : convert${i}(value); ` +
-      `if (read instanceof CellProblem) (refused ??= []).push([${i}, read]); else if (read !== undefined) ${store} = read; }`
+      `if (read instanceof CellProblem) (refused ??= []).push([${i}, read]); else if (read !== undefined) ${store} = read;${leftOut} }`
     );
   });
   const source = [
@@ -146,32 +157,42 @@ function compiledMapper(columns: CsvHeader['columns'], kinds: ColumnKind[], conv
     `const [${columns.map((_, i) => `convert${i}`).join(', ')}] = converts;`,
     `return function mapRow(values, at) {`,
     `  const item = {};`,
-    `  let value, read, refused;`,
+    `  let value, read, refused, emptied;`,
     ...body,
-    `  return refused === undefined ? { item } : refusedRow(item, refused);`,
+    `  return refused === undefined && emptied === undefined ? { item } : refusedRow(item, refused, emptied);`,
     `};`,
   ].join('\n');
   return new Function('converts', 'CellProblem', 'refusedRow', source)(converts, CellProblem, refusedRow) as RowMapper;
 }
 
 /** What compiledMapper's function does, as a loop: for a header too wide to compile. */
-function loopMapper(columns: CsvHeader['columns'], converts: Convert[], refusedRow: RefusedRow): RowMapper {
+function loopMapper(columns: CsvHeader['columns'], converts: Convert[], refusedRow: RefusedRow, nulls: readonly NullWhenEmpty[]): RowMapper {
+  const nullAt = new Map(nulls.map((entry) => [entry.at, entry]));
   return (values, at) => {
     const item: Record<string, unknown> = {};
     let refused: Array<[number, CellProblem]> | undefined;
+    let emptied: string[] | undefined;
+    const setNull = (name: string): void => {
+      item[name] = null;
+      (emptied ??= []).push(name);
+    };
     for (let i = 0; i < columns.length; i += 1) {
+      const entry = nullAt.get(i);
+      if (entry !== undefined && entry.cells.every((cell) => values[cell](at) == null)) setNull(entry.name);
       const value = values[columns[i].index](at);
       if (value === null || value === undefined) continue;
       const read = converts[i](value);
       if (read instanceof CellProblem) (refused ??= []).push([i, read]);
-      else if (read !== undefined) {
+      else if (read === undefined) {
+        if (entry !== undefined && columns[i].path.length === 1) setNull(entry.name);
+      } else {
         const { path } = columns[i];
         let target = item;
         for (let depth = 0; depth < path.length - 1; depth += 1) target = (target[path[depth]] ??= {}) as Record<string, unknown>;
         target[path[path.length - 1]] = read;
       }
     }
-    return refused === undefined ? { item } : refusedRow(item, refused);
+    return refused === undefined && emptied === undefined ? { item } : refusedRow(item, refused, emptied);
   };
 }
 

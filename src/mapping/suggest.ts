@@ -89,26 +89,88 @@ export function likelyField(name: string): string | undefined {
 export const mapEntry = (column: string, field: string): string => `{${JSON.stringify(column)}: ${JSON.stringify(field)}}`;
 
 /**
- * The name among `names` a mistyped one likely means: the same letters and digits in another case
- * or spacing (`E-mail Address` for `email address`), one holding the other (`Email` in `E-mail
- * Address`), or a slip of about one letter in four (`Email Adress`; none in a name of three);
- * undefined when none is close.
+ * A name as closestName compares it: letters and digits of any script, in one case, without accents
+ * (`E-mail Address` and `email address`, `Straße` and `STRASSE`, `Téléphone` and `telephone`,
+ * `Электронная почта` and `ЭЛЕКТРОННАЯ ПОЧТА` are each one name).
  */
-export function closestName(name: string, names: Iterable<string>): string | undefined {
-  const wanted = squeeze(name);
-  // a slip in a name of three letters makes another name (zip, vip), not a misspelling
-  const allowed = wanted.length < 4 ? 0 : Math.max(1, Math.floor(wanted.length / 4));
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const candidate of names) {
-    const other = squeeze(candidate);
-    if (other === '' || wanted === '') continue;
-    const inside = Math.min(wanted.length, other.length) >= 4 && (other.includes(wanted) || wanted.includes(other));
-    const distance = other === wanted ? 0 : inside ? 1 : editDistance(wanted, other);
-    if (distance <= allowed && distance < bestDistance) {
-      best = candidate;
-      bestDistance = distance;
+const fold = (name: string): string =>
+  name
+    .normalize('NFKD')
+    .replace(/\p{M}/gu, '')
+    .toUpperCase()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]/gu, '');
+
+/** The most slips a name is taken to hold, however long it is: past that, it is another name. */
+const MAX_SLIPS = 8;
+
+/** The rows editDistanceWithin fills, kept between calls (grown when a longer name comes). */
+let rows = [new Int32Array(64), new Int32Array(64), new Int32Array(64)];
+
+/**
+ * editDistance when it is at most `limit`, else `limit + 1`. Only the cells within `limit` of the
+ * diagonal are filled, three rows at a time, and it stops once a row holds none within the limit:
+ * two names of 200,000 characters cost their length times the limit, not their product.
+ */
+export function editDistanceWithin(a: string, b: string, limit: number): number {
+  const far = limit + 1;
+  if (Math.abs(a.length - b.length) > limit) return far;
+  const n = b.length;
+  if (rows[0].length <= n) rows = [new Int32Array(n + 1), new Int32Array(n + 1), new Int32Array(n + 1)];
+  let [before, previous, current] = rows;
+  for (let j = 0; j <= Math.min(n, limit + 1); j += 1) previous[j] = j <= limit ? j : far;
+  for (let i = 1; i <= a.length; i += 1) {
+    const from = Math.max(1, i - limit);
+    const to = Math.min(n, i + limit);
+    // the cells beside the band read as beyond the limit
+    current[from - 1] = from === 1 && i <= limit ? i : far;
+    if (to < n) current[to + 1] = far;
+    const ai = a.charCodeAt(i - 1);
+    const aBefore = i > 1 ? a.charCodeAt(i - 2) : -1;
+    let least = current[from - 1];
+    for (let j = from; j <= to; j += 1) {
+      const bj = b.charCodeAt(j - 1);
+      let best = previous[j - 1] + (ai === bj ? 0 : 1);
+      if (previous[j] + 1 < best) best = previous[j] + 1;
+      if (current[j - 1] + 1 < best) best = current[j - 1] + 1;
+      if (j > 1 && ai === b.charCodeAt(j - 2) && aBefore === bj && before[j - 2] + 1 < best) best = before[j - 2] + 1;
+      current[j] = best < far ? best : far;
+      if (current[j] < least) least = current[j];
     }
+    if (least > limit) return far;
+    const spare = before;
+    before = previous;
+    previous = current;
+    current = spare;
   }
-  return best;
+  return previous[n];
+}
+
+/**
+ * The name among `names` a mistyped one likely means: the same letters and digits in another case,
+ * spacing or accent (`E-mail Address` for `email address`), one holding the other (`Email` in
+ * `E-mail Address`), or a slip of about one letter in four, eight at most (`Email Adress`; none in a
+ * name of three); undefined when none is close. The names are read once, for every name asked
+ * after; thousands of names, or names of any length, cost about their length each.
+ */
+export function nameFinder(names: Iterable<string>): (name: string) => string | undefined {
+  const known = [...names].map((candidate) => ({ candidate, folded: fold(candidate) })).filter(({ folded }) => folded !== '');
+  return (name) => {
+    const wanted = fold(name);
+    if (wanted === '') return undefined;
+    // a slip in a name of three letters makes another name (zip, vip), not a misspelling
+    const allowed = wanted.length < 4 ? 0 : Math.min(MAX_SLIPS, Math.max(1, Math.floor(wanted.length / 4)));
+    let best: string | undefined;
+    let bestDistance = allowed + 1;
+    for (const { candidate, folded } of known) {
+      if (folded === wanted) return candidate;
+      const inside = Math.min(wanted.length, folded.length) >= 4 && (folded.includes(wanted) || wanted.includes(folded));
+      const distance = inside ? 1 : editDistanceWithin(wanted, folded, bestDistance - 1);
+      if (distance < bestDistance) {
+        best = candidate;
+        bestDistance = distance;
+      }
+    }
+    return best;
+  };
 }

@@ -1,8 +1,10 @@
 // Reading a journal: an earlier run's, to resume it or to tell what it holds, and the identity of
 // the input files it names (a file changed since its rows were recorded cannot be resumed).
-import { statSync } from 'node:fs';
+import { createReadStream, statSync } from 'node:fs';
 import { open, readFile, stat } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
 import { resolve } from 'node:path';
+import { createGunzip } from 'node:zlib';
 import { InputError } from '../errors.js';
 import { parseJournal, type FileIdentity, type JournalFile, type ParsedJournal } from './journal-format.js';
 import type { JournalOptions } from './journal.js';
@@ -78,17 +80,28 @@ export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeS
 export const isWhole = (f: ParsedJournal['files'][number]): boolean =>
   f.rows !== undefined && f.settled.size === f.rows && f.settledItems.size === 0 && rowsInDoubt(f).size === 0;
 
-/** Deflate packs at most about 1,032 bytes into one. */
-const MOST_GZIP_RATIO = 1032;
+const LF = 0x0a;
+const CR = 0x0d;
+
+const count = (chunk: Buffer, bytes: number | string): number => {
+  let n = 0;
+  for (let at = chunk.indexOf(bytes); at !== -1; at = chunk.indexOf(bytes, at + 1)) n += 1;
+  return n;
+};
+
+/** Line breaks: \n, \r\n, or \r alone (a CSV file may end its lines so); a \r\n split across chunks counts twice. */
+const lineBreaks = (chunk: Buffer): number => count(chunk, LF) + count(chunk, CR) - count(chunk, '\r\n');
 
 /**
- * The last line a file of this identity can have: a line (or an element of a JSON array) takes a
- * byte at least, once unpacked. A Parquet file's rows can take less than a byte each (a column of one
- * value is stored once), and an object in storage is not read here: no bound for them.
+ * The last line a file can have, counted in its text (unpacked when gzipped): a CSV or NDJSON line
+ * ends at a line break (or the end of the text), and a JSON array's element begins with `{`. A
+ * Parquet file's rows are no lines, and an object in storage is not read here: no bound for them.
+ * Reading stops once the count reaches `named`, the last line a journal names: a healthy journal's
+ * is never past the end.
  */
-async function lastPossibleLine(identity: FileIdentity): Promise<number> {
+async function lastPossibleLine(path: string, named: number): Promise<number> {
   const head = Buffer.alloc(4);
-  const handle = await open(identity.path, 'r').catch(() => undefined);
+  const handle = await open(path, 'r').catch(() => undefined);
   if (handle === undefined) return Number.MAX_SAFE_INTEGER;
   try {
     await handle.read(head, 0, 4, 0);
@@ -97,21 +110,41 @@ async function lastPossibleLine(identity: FileIdentity): Promise<number> {
   }
   if (head.toString('latin1') === 'PAR1') return Number.MAX_SAFE_INTEGER;
   const gzipped = head[0] === 0x1f && head[1] === 0x8b;
-  return (gzipped ? identity.size * MOST_GZIP_RATIO : identity.size) + 1;
+  let breaks = 0;
+  let braces = 0;
+  /** The text ends in a line break: no line follows the last. */
+  let brokenLast = false;
+  const tally = async (text: AsyncIterable<Buffer>): Promise<void> => {
+    for await (const chunk of text) {
+      breaks += lineBreaks(chunk);
+      braces += count(chunk, '{');
+      if (chunk.length > 0) brokenLast = chunk[chunk.length - 1] === LF || chunk[chunk.length - 1] === CR;
+      // each line break ends a line: so many lines there are at least
+      if (Math.max(breaks, braces) >= named) return;
+    }
+  };
+  try {
+    await (gzipped ? pipeline(createReadStream(path), createGunzip(), tally) : pipeline(createReadStream(path), tally));
+  } catch {
+    // a file that cannot be read (or unpacked) to its end is refused by its reading, not here
+    return Number.MAX_SAFE_INTEGER;
+  }
+  return Math.max(brokenLast ? breaks : breaks + 1, braces);
 }
 
 /**
- * Refuses a journal that names lines the file cannot have (`[[2, 9007199254740991]]`): a resume
- * would skip rows that were never sent.
+ * Refuses a journal that names lines the file cannot have (`[[2, 9007199254740991]]`, or line
+ * 100,000 of a file of 2,001 lines): a resume would skip rows that were never sent.
  */
 async function checkLines(file: JournalFile, journalPath: string): Promise<void> {
   const last = (set: RangeSet): number => set.ranges().at(-1)?.[1] ?? 0;
   let named = Math.max(last(file.settled), last(file.sent), file.rows ?? 0);
   for (const line of file.settledItems.keys()) named = Math.max(named, line);
-  const possible = await lastPossibleLine(file.identity);
+  if (named <= 1) return;
+  const possible = await lastPossibleLine(file.identity.path, named);
   if (named <= possible) return;
   throw new InputError(
-    `the resume journal is damaged: it names line ${named} of ${file.identity.path}, which holds ${file.identity.size} bytes; ` +
+    `the resume journal is damaged: it names line ${named} of ${file.identity.path}, which has at most ${possible.toLocaleString('en-US')} lines; ` +
       'restore the journal from a copy, or give --restart to send every row again (rows the earlier run delivered are then sent twice)',
     journalPath,
   );
@@ -183,7 +216,8 @@ export async function readEarlierRuns(
     }
     known.set(f.identity.path, f.identity);
     if (isWhole(f)) wholeEarlier.set(f.identity.path, f.rows!);
-    if (now !== undefined) await checkLines(f, journalPath);
+    // a file changed since is refused below, by what changed
+    if (now !== undefined && sameIdentity(f.identity, now)) await checkLines(f, journalPath);
     settledEarlier.set(f.identity.path, f.settled);
     itemsEarlier.set(f.identity.path, f.settledItems);
     const doubt = rowsInDoubt(f);

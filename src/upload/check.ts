@@ -4,7 +4,7 @@
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import type { InputEncoding } from '../input/decode.js';
+import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
 import type { RemoteInputs } from '../input/remote.js';
@@ -25,12 +25,33 @@ export function defaultRejectsPath(firstInput: string, format: 'ndjson' | 'csv' 
   return join(dirname(firstInput), `${name}.rejects.${format}`);
 }
 
+/**
+ * The text of a --map file as Windows editors save it too: UTF-8 with or without its mark (Notepad),
+ * or UTF-16 after its mark (PowerShell's `>`). Other bytes that are not UTF-8 are told, not matched as
+ * U+FFFD.
+ */
+function mapText(path: string, bytes: Buffer): string {
+  if (bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf) bytes = bytes.subarray(3);
+  const utf16 = (bytes[0] === 0xff && bytes[1] === 0xfe) || (bytes[0] === 0xfe && bytes[1] === 0xff);
+  // UTF-16BE is UTF-16LE with each unit's bytes swapped
+  if (utf16 && bytes[0] === 0xfe) bytes = Buffer.from(bytes.subarray(0, bytes.length & ~1)).swap16();
+  const decoding = createDecoding(utf16 ? 'utf-16le' : 'utf-8');
+  const text = decoding.write(utf16 ? bytes.subarray(2) : bytes) + decoding.end();
+  const found = undecodableIn(text);
+  if (found !== undefined) {
+    const what = `${utf16 ? 'unit' : 'byte'} 0x${found.value.toString(16).toUpperCase().padStart(2, '0')} at byte offset ${found.offset}`;
+    throw new UsageError(`--map ${path}: is not ${utf16 ? 'UTF-16' : 'UTF-8'} (${what}); save it as UTF-8`);
+  }
+  return text;
+}
+
 /** Reads and checks a --map file. */
 export async function readColumnMap(path: string): Promise<ColumnMap> {
   let json: unknown;
   try {
-    json = JSON.parse(await readFile(path, 'utf8'));
+    json = JSON.parse(mapText(path, await readFile(path)));
   } catch (error) {
+    if (error instanceof UsageError) throw error;
     const e = error as NodeJS.ErrnoException;
     throw new UsageError(`--map ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.code ?? `is not valid JSON (${e.message})`}`);
   }
@@ -94,24 +115,29 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
   try {
     const headers = csvFiles.length === 0 ? [] : await readCsvHeaders(csvFiles, options);
     const parquets = parquetFiles.length === 0 ? [] : await readParquetColumns(parquetFiles, options);
-    // a map key that names no column is told first: the header's own problems may follow from it
-    const columns = [
-      ...headers.flatMap(({ file, record }) => ('cells' in record && record.undecodable === undefined ? [{ file, columns: record.cells }] : [])),
-      ...parquets,
-    ];
+    const { csvHeaderProblem, headerReadProblem } = await import('./plan-csv.js');
+    const problemOf = ({ file, record, detected }: (typeof headers)[number]) =>
+      csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+    // a header that cannot be read (its bytes are not in the encoding, a UTF-16 file) is told first:
+    // the map's keys cannot be matched with columns no one knows
+    for (const { file, record } of headers) {
+      const unread = headerReadProblem(record, file, options.encoding);
+      if (unread !== undefined) throw unread;
+    }
+    // a map key that names no column is told next: the header's own problems may follow from it
+    const columns = [...headers.flatMap(({ file, record }) => ('cells' in record ? [{ file, columns: record.cells }] : [])), ...parquets];
     // a resumed run leaves settled files unread: a column only they have is not missing
     const unmatched = map === undefined || settled?.size ? [] : unmatchedColumnProblems(map.keys(), columns);
     if (unmatched.length > 0 && !stdinCsv) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
-    const { csvHeaderProblem } = await import('./plan-csv.js');
-    for (const { file, record, detected } of headers) {
-      const problem = csvHeaderProblem(record, file, { kind: options.kind, map, reading: options.reading, encoding: options.encoding }, detected);
+    for (const header of headers) {
+      const problem = problemOf(header);
       if (problem !== undefined) throw problem;
     }
     if (parquets.length > 0) {
       const { parquetHeader } = await import('./plan-parquet.js');
       for (const { file, columns: names } of parquets) parquetHeader(names, file, { kind: options.kind, map, reading: options.reading });
     }
-    const known = new Set(columns.flatMap((c) => c.columns));
+    const known = new Set(columns.flatMap((c) => c.columns.flatMap((name) => [name, name.trim()])));
     return map === undefined ? [] : [...map.keys()].filter((column) => !known.has(column));
   } finally {
     if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();

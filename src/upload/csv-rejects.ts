@@ -43,7 +43,10 @@ async function inputKeys(options: Pick<UploadOptions, 'inputs' | 'format' | 'enc
 
 /** The header an earlier run wrote to the file, when it is resumed; undefined for a file without a whole first line. */
 async function headerOf(path: string): Promise<string[] | undefined> {
-  const text = await readFile(path, 'utf8').catch(() => '');
+  return headerIn(await readFile(path, 'utf8').catch(() => ''));
+}
+
+function headerIn(text: string): string[] | undefined {
   // a first line cut short (a kill) is cut off when the file is resumed (rejectsSoFar)
   const end = text.indexOf('\n');
   if (end === -1) return undefined;
@@ -59,15 +62,24 @@ async function headerOf(path: string): Promise<string[] | undefined> {
  */
 export async function checkRejectsHeader(path: string, options: Pick<UploadOptions, 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'> & { remote?: RemoteInputs }): Promise<void> {
   if ((await stat(path).catch(() => undefined))?.isFile() !== true) return;
-  const earlier = await headerOf(path);
-  if (earlier === undefined) return;
-  const lacks = [...(await inputKeys(options)), ...REJECT_COLUMNS].filter((key) => !earlier.includes(key));
+  const text = await readFile(path, 'utf8');
+  const earlier = headerIn(text);
+  const keys = await inputKeys(options);
+  const refuse = (what: string): UsageError =>
+    new UsageError(
+      `the rejects file ${path} does not begin with the header of these inputs (${what}): it is another file, or a damaged one, ` +
+        'and a resumed run would write its rejects under the wrong columns. Move it away (or give --rejects another file) and resume again; nothing was sent',
+    );
+  if (earlier === undefined) {
+    // only a header cut short by a kill may be cut off: any other line without its end is someone's text
+    const begins = keys.map(csvCell).join(',');
+    if (text === '' || begins.startsWith(text) || text.startsWith(begins)) return;
+    throw refuse('its one line, without an end, is not the beginning of it');
+  }
+  const lacks = [...keys, ...REJECT_COLUMNS].filter((key) => !earlier.includes(key));
   if (lacks.length === 0) return;
   const shown = lacks.slice(0, 5).map((key) => JSON.stringify(key)).join(', ') + (lacks.length > 5 ? `, and ${lacks.length - 5} more` : '');
-  throw new UsageError(
-    `the rejects file ${path} does not begin with the header of these inputs (it lacks ${shown}): it is another file, or a damaged one, ` +
-      'and a resumed run would write its rejects under the wrong columns. Move it away (or give --rejects another file) and resume again; nothing was sent',
-  );
+  throw refuse(`it lacks ${shown}`);
 }
 
 /** A reject as the cells of a row under `header`: what does not fit a column is told in `_errors`. */

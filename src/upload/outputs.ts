@@ -2,7 +2,7 @@
 // line, so a run that fails its checks leaves an earlier run's file as it was; a resumed run adds to
 // its rejects file without writing a row twice.
 import { once } from 'node:events';
-import { readFile, stat, truncate } from 'node:fs/promises';
+import { appendFile, readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
 import { OutputError, UsageError } from '../errors.js';
 import type { RemoteInputs } from '../input/remote.js';
@@ -31,8 +31,17 @@ export async function rejectsSoFar(path: string, format: RejectsFormat = 'ndjson
   } catch {
     return new Set();
   }
-  const whole = text.lastIndexOf(0x0a) + 1;
-  if (whole < text.length) await truncate(path, whole);
+  let whole = text.lastIndexOf(0x0a) + 1;
+  if (whole < text.length) {
+    // a last line without its end: cut short by a kill, or a whole reject saved without its line
+    // break (an editor, a spreadsheet): a whole one is kept, and ended
+    // (a CSV file's first line is its header, checked before: checkRejectsHeader)
+    if ((format === 'ndjson' || whole > 0) && (await isWholeReject(text, whole, format))) {
+      await appendFile(path, '\n');
+      text = Buffer.concat([text, Buffer.from('\n')]);
+      whole = text.length;
+    } else await truncate(path, whole);
+  }
   const keys = new Set<string>();
   if (format === 'csv') {
     const { csvRejectKeys } = await import('./csv-rejects.js');
@@ -49,6 +58,22 @@ export async function rejectsSoFar(path: string, format: RejectsFormat = 'ndjson
     }
   }
   return keys;
+}
+
+/** The text after `whole` is a reject as the file's format writes one (CSV: under the header of its first line). */
+async function isWholeReject(text: Buffer, whole: number, format: RejectsFormat): Promise<boolean> {
+  const tail = text.subarray(whole).toString('utf8');
+  if (format === 'csv') {
+    const { csvRejectKeys } = await import('./csv-rejects.js');
+    const header = text.subarray(0, text.indexOf(0x0a) + 1).toString('utf8');
+    return csvRejectKeys(`${header}${tail}\n`).length === 1;
+  }
+  try {
+    const record = JSON.parse(tail) as Partial<RejectRecord>;
+    return typeof record.file === 'string' && typeof record.line === 'number';
+  } catch {
+    return false;
+  }
 }
 
 /**

@@ -11,6 +11,26 @@ import { encodingHint } from './encoding-note.js';
 import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 
 /**
+ * Why a CSV file's first record cannot be read as text at all, or undefined: a broken record, bytes
+ * not valid in the encoding, or UTF-16 without its byte order mark read a byte a character (a NUL
+ * beside each letter, which no header name holds). Told before a --map key is matched with it.
+ */
+export function headerReadProblem(record: CsvRecord, file: string, encoding: PlanOptions['encoding']): InputError | undefined {
+  if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
+  if (record.undecodable !== undefined) {
+    const hint = encodingHint(record.undecodable.message, encoding);
+    const message = `the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}${hint === undefined ? '' : `\n  ${hint}`}`;
+    return new InputError(message, file, record.line);
+  }
+  if (encoding === 'utf-16le' || !record.cells.some((cell) => cell.includes('\u0000'))) return undefined;
+  const wide =
+    record.cells[0].charCodeAt(0) === 0
+      ? 'its names hold a NUL byte before each letter, as UTF-16BE text does, which no --encoding reads: save the file as UTF-8'
+      : 'its names hold a NUL byte after each letter, as UTF-16LE text without its mark does: give --encoding utf-16le';
+  return new InputError(`the header cannot be read: ${wide}`, file, record.line);
+}
+
+/**
  * Why a CSV file's first record cannot be its header, as the error to stop the run with; undefined
  * when it can. `detected`: the delimiter found in the header line, when none was given.
  */
@@ -20,12 +40,8 @@ export function csvHeaderProblem(
   options: Pick<PlanOptions, 'kind' | 'map' | 'reading' | 'encoding'>,
   detected?: Delimiter,
 ): InputError | undefined {
-  if ('error' in record) return new InputError(`the header cannot be read: ${record.error}`, file, record.line);
-  if (record.undecodable !== undefined) {
-    const hint = encodingHint(record.undecodable.message, options.encoding);
-    const message = `the header cannot be read: column ${record.undecodable.cell + 1}: ${record.undecodable.message}${hint === undefined ? '' : `\n  ${hint}`}`;
-    return new InputError(message, file, record.line);
-  }
+  const unread = headerReadProblem(record, file, options.encoding);
+  if (unread !== undefined || 'error' in record) return unread;
   const result = readRowsHeader(record.cells, { kind: options.kind, map: options.map, cells: options.reading });
   if (result.ok) return undefined;
   const problems = [...result.problems];
@@ -47,8 +63,8 @@ export const delimiterNote = (delimiter: Delimiter): string =>
   `read with ${shownDelimiter(delimiter)} between cells, as its header line uses (give --delimiter to choose)`;
 
 /** How every CSV file's text is read: the delimiter, given or detected (and then noted). */
-export function csvOptions(options: Pick<PlanOptions, 'encoding' | 'reading'>, detected?: (delimiter: Delimiter) => void): CsvOptions {
-  return { encoding: options.encoding, delimiter: options.reading?.delimiter, detected };
+export function csvOptions(options: Pick<PlanOptions, 'encoding' | 'reading' | 'textRead'>, detected?: (delimiter: Delimiter) => void): CsvOptions {
+  return { encoding: options.encoding, delimiter: options.reading?.delimiter, detected, textRead: options.textRead };
 }
 
 /** The events of a CSV file, a chunk of rows at a time. */
@@ -62,8 +78,9 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
     const before: PlanEvent[] = [];
     for (const record of records) {
       if (header === undefined) {
-        // the map's columns no file had are standard input's (checked first, as for files: the header's problems may follow)
-        if (file === STDIN && options.mapColumnsOfStdin !== undefined && 'cells' in record) {
+        // the map's columns no file had are standard input's (checked first, as for files: the header's problems may
+        // follow), once its header can be read
+        if (file === STDIN && options.mapColumnsOfStdin !== undefined && 'cells' in record && headerReadProblem(record, file, options.encoding) === undefined) {
           const unmatched = unmatchedColumnProblems(options.mapColumnsOfStdin, [{ file: 'standard input', columns: record.cells }]);
           if (unmatched.length > 0) throw new UsageError(`--map:\n  ${unmatched.join('\n  ')}`);
         }

@@ -12,7 +12,9 @@ export async function* ndjsonChunks(file: string, planner: RowPlanner, options: 
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
   const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, remote: options.remote });
   // the JSON parser is loaded for .json inputs only
-  const lines = json ? (await import('../input/json-array.js')).readJson(bytes, file, { encoding: options.encoding }) : readNdjson(bytes, { encoding: options.encoding });
+  const lines = json
+    ? (await import('../input/json-array.js')).readJson(bytes, file, { encoding: options.encoding })
+    : readNdjson(bytes, { encoding: options.encoding, textRead: options.textRead });
   for await (const records of lines) {
     for (const record of records) {
       const line = record.line;

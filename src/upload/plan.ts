@@ -48,6 +48,8 @@ export interface PlanOptions {
   kind?: ArrayName;
   /** --map: renames and types CSV columns. */
   map?: ColumnMap;
+  /** Told once a file's bytes are all read: whether some text beyond ASCII was valid UTF-8 (for the encoding note). */
+  textRead?: (beyondAscii: boolean) => void;
   /** Columns the map names that no file input has: standard input's header must have them (or the run stops). */
   mapColumnsOfStdin?: readonly string[];
   /** Delimiters, times, phones, lists, invalid fields. */
@@ -327,8 +329,9 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   try {
     for (const [i, file] of options.inputs.entries()) {
       yield { type: 'file', file, format: formats[i] };
+      const read = { ...options, textRead: (beyondAscii: boolean) => encoding.textRead(file, beyondAscii) };
       let rows = 0;
-      for await (const events of fileChunks(file, formats[i], planner, options)) {
+      for await (const events of fileChunks(file, formats[i], planner, read)) {
         for (const event of events) {
           if (event.type === 'read') rows += event.rows;
           else if (event.type === 'reject') encoding.rejected(file, event.record.errors);

@@ -70,15 +70,27 @@ export function emptyPlanSummary(): PlanSummary {
 const TOO_LARGE = /^row: the item is \d+ bytes as JSON; a request body may be at most (\d+) bytes$/;
 
 /**
+ * A number that cannot be held, as numberTextProblem names it (the number first, then what it would
+ * become but for null and 0, which every such number becomes): `account_id: 12345678901234567890 is a
+ * whole number beyond ...`. Read again, the reason is left as it is: its counts pass through here twice.
+ */
+const INEXACT_NUMBER =
+  /(^|: )-?\.?\d[\d.eE+-]*(?:\.\.\.)? (is a whole number beyond ±\d+, which a number cannot tell from its neighbours|is too large for a number|is too small for a number|has more digits than a number holds)( \(it would become (?:null|0)\))?(?: \(it would become [^)]*\))?;/;
+/** An element's place in an array, in the path of a value: `pets.$add[2]: must be an object`. */
+const ELEMENT = /\[\d+\](?=[.[:])/g;
+
+/**
  * A problem without the value or the place that caused it, so that rows refused for one reason count
  * together: `email: is not a valid email address` (not `, got "x"`); `Company: bytes not valid UTF-8`
- * (not the byte and its offset); `line: is not valid JSON` (not where the parser stopped).
+ * (not the byte and its offset); `line: is not valid JSON` (not where the parser stopped);
+ * `account_id: is a whole number beyond ...` (not the number); `pets.$add[*]: must be an object`
+ * (not the element's index).
  */
 export function reasonOf(problem: string): string {
   const undecodable = readUndecodableProblem(problem);
   if (undecodable !== undefined) return undecodable.reason;
   const got = problem.indexOf(', got ');
-  const reason = got === -1 ? problem : problem.slice(0, got);
+  const reason = (got === -1 ? problem : problem.slice(0, got)).replace(INEXACT_NUMBER, '$1$2$3;').replace(ELEMENT, '[*]');
   const json = reason.indexOf(' is not valid JSON (');
   if (json !== -1 && reason.endsWith(')')) return reason.slice(0, json + ' is not valid JSON'.length);
   return reason.replace(TOO_LARGE, 'row: the item is larger as JSON than a request body may be ($1 bytes)');

@@ -41,6 +41,28 @@ describe('--encoding', () => {
     expect(rejects[1].row).toEqual({ external_id: 'u\uFFFD2', note: 'plain' });
   });
 
+  it('tells a CSV file of UTF-16 without its mark (as bcp -w writes it) by the NUL beside each letter of its header, before a --map is matched', () => {
+    const text = 'external_id,first_name\r\nu1,Zoë\r\n';
+    writeFileSync(join(dir, 'bare-le.csv'), Buffer.from(text, 'utf16le'));
+    writeFileSync(join(dir, 'bare-be.csv'), Buffer.from(text, 'utf16le').swap16());
+    writeFileSync(join(dir, 'names.map.json'), JSON.stringify({ first_name: 'first_name' }));
+    for (const map of [[], ['--map', 'names.map.json']]) {
+      const le = track(['validate', 'bare-le.csv', ...map], { cwd: dir });
+      expect(le.status).toBe(2);
+      expect(le.stderr).toBe(
+        'track: bare-le.csv:1: the header cannot be read: its names hold a NUL byte after each letter, as UTF-16LE text without its mark does: give --encoding utf-16le\n',
+      );
+      const be = track(['validate', 'bare-be.csv', ...map], { cwd: dir });
+      expect(be.status).toBe(2);
+      expect(be.stderr).toBe(
+        'track: bare-be.csv:1: the header cannot be read: its names hold a NUL byte before each letter, as UTF-16BE text does, which no --encoding reads: save the file as UTF-8\n',
+      );
+    }
+    const read = track(['validate', 'bare-le.csv', '--encoding', 'utf-16le', '--out', 'bare.out.ndjson'], { cwd: dir });
+    expect(read.status).toBe(0);
+    expect(bodies(join(dir, 'bare.out.ndjson'))).toEqual([{ external_id: 'u1', first_name: 'Zoë' }]);
+  });
+
   it('refuses an encoding it does not know', () => {
     const result = track(['validate', 'export.csv', '--encoding', 'ebcdic'], { cwd: dir });
     expect(result.status).toBe(2);

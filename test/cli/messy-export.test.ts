@@ -2,11 +2,12 @@
 // TRUE/FALSE and yes/no/Y/N, `;` lists, empty cells, a broken row) taken through the real CLI into a
 // real emulator on port 0: what the header error suggests, a --map naming no column, the notes that
 // name annotations, reasons and the encoding note, --empty-as-null night over night, and inspect.
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CRM_FLAGS, CRM_MAP, crmCompany, crmRow, crmVip, writeCrmExport } from '../helpers/crm-export.js';
-import { postJson, runCliAsync, spawnEmulator, tempDir, type RunningEmulator } from '../helpers/cli.js';
+import { BIN, postJson, runCliAsync, spawnEmulator, tempDir, type RunningEmulator } from '../helpers/cli.js';
 
 const ROWS = 240;
 let emulator: RunningEmulator;
@@ -60,6 +61,43 @@ describe('a --map naming a column no input has', () => {
     expect(existsSync(join(tmp.dir, 'typo.rejects.ndjson'))).toBe(false);
     expect(readdirSync(tmp.dir).filter((name) => name.includes('journal'))).toEqual([]);
     expect(await requestsLogged()).toHaveLength(before);
+  });
+
+  it('gives way to a header that cannot be read, whose columns no one knows: its encoding is told', async () => {
+    // Excel's "Unicode text" (UTF-16LE with its mark) and a Windows-1252 header, each read as UTF-8
+    writeFileSync(join(tmp.dir, 'unicode.csv'), Buffer.from('\ufeffCustomer ID\tEmail\r\nC-1\ta@example.com\r\n', 'utf16le'));
+    writeFileSync(join(tmp.dir, 'street.csv'), Buffer.from('Customer ID,Straße\r\nC-1,Hauptstraße 1\r\n', 'latin1'));
+    writeFileSync(join(tmp.dir, 'customer.json'), JSON.stringify({ 'Customer ID': 'external_id', Email: 'email', Straße: 'street' }));
+    const unicode = await cli(['validate', 'unicode.csv', '--map', 'customer.json']);
+    expect(unicode.status).toBe(2);
+    expect(unicode.stderr).toMatch(/^track: unicode.csv:1: the header cannot be read: .*\n  the file starts with FF FE, the mark of UTF-16LE .*: give --encoding utf-16le\n$/);
+    const street = await cli(['validate', 'street.csv', '--map', 'customer.json']);
+    expect(street.status).toBe(2);
+    expect(street.stderr).toMatch(/^track: street.csv:1: the header cannot be read: column 2: .*\n  0xDF is "ß" in Windows-1252, .*give --encoding windows-1252\n$/);
+    // standard input's header too, read by the plan
+    const piped = spawnSync(process.execPath, [BIN, 'validate', '-', '--format', 'csv', '--map', 'customer.json'], { cwd: tmp.dir, input: readFileSync(join(tmp.dir, 'unicode.csv')), encoding: 'utf8' });
+    expect(piped.status).toBe(2);
+    expect(piped.stderr).toContain('the file starts with FF FE, the mark of UTF-16LE');
+    expect(piped.stderr).not.toContain('is not a column');
+  });
+
+  it('is read as Windows editors save it, with the UTF-8 mark or in UTF-16 (as PowerShell writes with >); a map in another encoding is told', async () => {
+    const text = JSON.stringify(CRM_MAP, null, 2).replace(/\n/g, '\r\n');
+    writeFileSync(join(tmp.dir, 'bom.json'), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text)]));
+    writeFileSync(join(tmp.dir, 'wide.json'), Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]));
+    writeFileSync(join(tmp.dir, 'plain.json'), text);
+    const plain = await cli(['validate', 'night1.csv', '--map', 'plain.json', ...CRM_FLAGS, '--json']);
+    expect(plain.status).toBe(1);
+    for (const map of ['bom.json', 'wide.json']) {
+      const result = await cli(['validate', 'night1.csv', '--map', map, ...CRM_FLAGS, '--json']);
+      expect(result.stderr).toBe('');
+      expect({ ...JSON.parse(result.stdout), elapsedMs: 0 }).toEqual({ ...JSON.parse(plain.stdout), elapsedMs: 0 });
+    }
+    // "Téléphone" as Windows-1252 writes it: the key would be U+FFFD and match nothing
+    writeFileSync(join(tmp.dir, 'ansi.json'), Buffer.from('{"Contact ID": "external_id", "T\xe9l\xe9phone": "phone"}', 'latin1'));
+    const ansi = await cli(['validate', 'night1.csv', '--map', 'ansi.json', ...CRM_FLAGS]);
+    expect(ansi.status).toBe(2);
+    expect(ansi.stderr).toBe('track: --map ansi.json: is not UTF-8 (byte 0xE9 at byte offset 32); save it as UTF-8\n');
   });
 
   it('may name a column that only some of the inputs have', async () => {

@@ -4,6 +4,8 @@
 // the network or a kill stopped resumed without reading again the parts it settled.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { GetObjectCommand } from '@aws-sdk/client-s3';
@@ -138,6 +140,14 @@ describe('inputs in S3', () => {
     expect(prefix.stderr).toMatch(/s3:\/\/exports\/parts\/_SUCCESS: cannot tell the format .* leave it out with a glob/);
   });
 
+  it('previews the first rows of CSV and Parquet objects (validate --preview)', async () => {
+    const run = await track(['validate', 's3://exports/users.csv', 's3://exports/tables/users.parquet', '--preview', '1']);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('preview of s3://exports/users.csv:\n  line 2 (attributes) {"external_id":"user-000"');
+    expect(run.stdout).toContain('preview of s3://exports/tables/users.parquet:\n  line 1 (attributes) {"external_id":"user-000"');
+  });
+
   it('reads every object under a prefix, with --s3-endpoint', async () => {
     await s3.put('exports', 'only/a.csv', 'external_id,plan\nu1,pro\n');
     await s3.put('exports', 'only/b/c.csv', 'external_id,plan\nu2,team\n');
@@ -195,6 +205,47 @@ describe('inputs in S3', () => {
     expect(run.stderr).toBe('');
     expect(JSON.parse(run.stdout)).toMatchObject({ rows: 240, rejected: 0, items: { attributes: 240 } });
   });
+
+  it('follows a redirect to the object (a sharing link, a CDN), for a streamed CSV and a Parquet file read by ranges', async () => {
+    const signed = async (key: string) => getSignedUrl(s3.client, new GetObjectCommand({ Bucket: 'exports', Key: key }), { expiresIn: 600 });
+    const targets: Record<string, [number, string]> = { '/users.csv': [302, await signed('users.csv')], '/users.parquet': [301, await signed('tables/users.parquet')] };
+    const redirector = createServer((request, answer) => {
+      const [status, location] = targets[request.url ?? ''] ?? [404, ''];
+      answer.writeHead(status, status === 404 ? {} : { location }).end();
+    });
+    await new Promise<void>((resolve) => redirector.listen(0, '127.0.0.1', resolve));
+    try {
+      const base = `http://127.0.0.1:${(redirector.address() as AddressInfo).port}`;
+      const run = await track(['validate', `${base}/users.csv`, `${base}/users.parquet`, '--json']);
+      expect(run.stderr).toBe('');
+      expect(JSON.parse(run.stdout)).toMatchObject({ rows: 240, rejected: 0, files: [{ file: `${base}/users.csv` }, { file: `${base}/users.parquet` }] });
+    } finally {
+      await new Promise((resolve) => redirector.close(resolve));
+    }
+  });
+
+  it('resumes an upload from a presigned URL with the same object signed anew, and never writes or shows a signature', async () => {
+    const emulator = await servers.emulator();
+    const signed = (expiresIn: number) => getSignedUrl(s3.client, new GetObjectCommand({ Bucket: 'exports', Key: 'users.csv' }), { expiresIn });
+    const upload = ['upload', '--url', emulator.url, '--api-key', 'k', '--json'];
+    const first = await track([...upload, await signed(600)]);
+    expect(first.status).toBe(0);
+    expect(JSON.parse(first.stdout).files).toEqual([expect.objectContaining({ file: `${s3.endpoint}/exports/users.csv` })]);
+    const sent = (await emulator.requests({})).length;
+
+    const again = await signed(900);
+    const resumed = await track([...upload, again, '--resume']);
+    expect(resumed.status).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ skipped: 120, items: { attributes: 0 } });
+    expect((await emulator.requests({})).length).toBe(sent);
+    // without --resume, the re-run guard knows the object signed anew as the one it sent
+    const rerun = await track([...upload, again]);
+    expect(rerun.status).toBe(2);
+    expect(rerun.stderr).toMatch(/--resume|--restart/);
+
+    const journal = readFileSync(join(servers.tmp.dir, `users.http-127.0.0.1-${new URL(emulator.url).port}.journal`), 'utf8');
+    for (const text of [first.stdout, first.stderr, resumed.stdout, resumed.stderr, rerun.stderr, journal]) expect(text).not.toMatch(/X-Amz-Signature|X-Amz-Credential/i);
+  });
 });
 
 describe('reading objects over a failing network', () => {
@@ -219,10 +270,46 @@ describe('reading objects over a failing network', () => {
     expect(readFileSync(join(servers.tmp.dir, 'cut.ndjson'), 'utf8')).toBe(readFileSync(join(servers.tmp.dir, 'whole.ndjson'), 'utf8'));
   });
 
+  it('stops a CSV or JSON array object the network keeps breaking as a failure (exit 3) naming the cause, as NDJSON', async () => {
+    await s3.put('exports', 'broken/users.json', `[\n${USERS.map((u) => JSON.stringify({ external_id: u.external_id, visits: u.visits })).join(',\n')}\n]\n`);
+    for (const key of ['users.csv', 'broken/users.json']) {
+      // the first read gives 300 bytes (the header, the array's first rows), every try after it none
+      proxy.cut((request) => request.method === 'GET' && request.url?.startsWith(`/exports/${key}`) === true, (request) => (request.headers.range === undefined ? 300 : 0), Infinity);
+      const run = await viaProxy(['validate', `s3://exports/${key}`]);
+      expect(run.stderr).toMatch(new RegExp(`^track: s3://exports/${key}: reading stopped at byte 300 of \\d+; 5 tries failed`, 'm'));
+      expect(run.stderr).not.toMatch(/as CSV|not a valid JSON array/);
+      expect(run.status).toBe(3);
+    }
+    proxy.cut(() => false, 0, 0);
+  }, 60_000);
+
+  it('reads an object once for its header and once for its rows: a read the header check left is not taken up again', async () => {
+    const rows = Array.from({ length: 100_000 }, (_, i) => `w-${i},Name ${i},${i}`);
+    await s3.put('exports', 'wide/users.csv', `external_id,first_name,visits\n${rows.join('\n')}\n`);
+    proxy.requests.length = 0;
+    const run = await viaProxy(['validate', 's3://exports/wide/users.csv', '--json']);
+    expect(run.status).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ rows: 100_000 });
+    expect(gets('wide/users.csv')).toBe(2);
+  });
+
+  it('names the range and the cause when the network keeps breaking the reads of a Parquet object (exit 3)', async () => {
+    for (const passed of [0, 1]) {
+      // the first `passed` reads of the object go through (its last 8 bytes), every one after them is cut
+      let seen = 0;
+      proxy.cut((request) => request.method === 'GET' && request.url?.startsWith('/exports/tables/users.parquet') === true && ++seen > passed, 0, Infinity);
+      const run = await viaProxy(['validate', 's3://exports/tables/users.parquet']);
+      expect(run.stderr).toMatch(/^track: s3:\/\/exports\/tables\/users\.parquet: reading bytes \d+-\d+: 5 tries failed, the last with /m);
+      expect(run.stderr).not.toMatch(/unreachable|as Parquet/);
+      expect(run.status).toBe(3);
+    }
+    proxy.cut(() => false, 0, 0);
+  }, 60_000);
+
   it('stops with exit 3 and its summary when the retries run out, and resumes without reading settled parts again; a changed part is refused', async () => {
     const emulator = await servers.emulator();
     const upload = ['upload', 's3://exports/parts/*.ndjson.gz', '--url', emulator.url, '--api-key', 'k', '--max-total', '10', '--json'];
-    proxy.cut((request) => request.method === 'GET' && request.url?.startsWith(`/exports/${PARTS[2]}`) === true, 100, Infinity);
+    proxy.cut((request) => request.method === 'GET' && request.url?.startsWith(`/exports/${PARTS[2]}`) === true, (request) => (request.headers.range === undefined ? 100 : 0), Infinity);
     const failed = await viaProxy(upload);
     expect(failed.status).toBe(3);
     expect(failed.stderr).toMatch(/s3:\/\/exports\/parts\/part-002\.ndjson\.gz: reading stopped at byte \d+ of \d+; 5 tries failed/);
@@ -238,7 +325,8 @@ describe('reading objects over a failing network', () => {
 
     proxy.requests.length = 0;
     const resumed = await viaProxy([...upload, '--resume']);
-    expect(resumed.stderr).toBe('');
+    // a run slower than 5 s (a loaded machine) says how far it is on a line, as any run without a terminal
+    expect(resumed.stderr.replace(/^\S+Z rows read .*\n/gm, '')).toBe('');
     expect(resumed.status).toBe(0);
     expect(JSON.parse(resumed.stdout)).toMatchObject({ skipped: 80, delivery: { items: { attributes: { accepted: 40 } } } });
     expect(JSON.parse(resumed.stdout).notes).toEqual(

@@ -68,4 +68,18 @@ describe.skipIf(!hasPython)('Ctrl-C in a terminal', () => {
     expect(quiet.out).not.toContain('reading big.csv');
     expect(quiet.status, quiet.out).toBe(0);
   }, 90_000);
+
+  it('ends on a terminal that reports no width (a pseudo-terminal whose size was never set), with plain progress', async () => {
+    // a spinner drawn there cleared lines without end, and the run never ended
+    const env = { TRACK_URL: server.url, TRACK_API_KEY: 'k', NO_COLOR: '1' };
+    const small = Array.from({ length: 300 }, (_, i) => `u${i},${i}`).join('\n');
+    writeFileSync(join(dir, 'small.csv'), `external_id,score\n${small}\n`);
+    for (const args of [['validate', 'small.csv'], ['upload', '--dry-run', 'small.csv'], ['upload', 'small.csv', '--restart']]) {
+      const run = await runInTerminal([process.execPath, BIN, ...args], { cwd: dir, env, ctrlCAfter: [], deadlineMs: 20_000, columns: 0 });
+      expect(run.killed, `${args.join(' ')}: ${run.out.slice(0, 500)}`).toBe(false);
+      expect(run.status, run.out.slice(0, 500)).toBe(0);
+      expect(run.out).toMatch(/(validate|upload|upload --dry-run): 1 file, 300 rows read/);
+      expect(run.out.length).toBeLessThan(10_000);
+    }
+  }, 90_000);
 });

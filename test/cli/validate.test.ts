@@ -235,6 +235,14 @@ describe('a mistake in the flags', () => {
     [['upload', '--dryrun', 'attributes.csv'], "error: unknown option '--dryrun'\n(Did you mean --dry-run?)\n(track upload --help lists every option)\n"],
     [['validate', 'attributes.csv', '--qiet'], "error: unknown option '--qiet'\n(Did you mean --quiet?)\n(track validate --help lists every option)\n"],
     [['validat', 'attributes.csv'], "error: unknown command 'validat'\n(Did you mean validate?)\n(track --help lists every command)\n"],
+    // written as a config key or an environment variable is written, in another case, or with a value it takes none of
+    [['validate', 'attributes.csv', '--emptyAsNull'], "error: unknown option '--emptyAsNull'\n(Did you mean --empty-as-null?)\n(track validate --help lists every option)\n"],
+    [['validate', 'attributes.csv', '--EMPTY_AS_NULL'], "error: unknown option '--EMPTY_AS_NULL'\n(Did you mean --empty-as-null?)\n(track validate --help lists every option)\n"],
+    [['upload', '--dry-run=yes', 'attributes.csv'], "error: unknown option '--dry-run=yes'\n(Did you mean --dry-run?)\n(track upload --help lists every option)\n"],
+    // an option of a command given before it
+    [['--dry-run', 'upload', 'attributes.csv'], "error: unknown option '--dry-run'\n(--dry-run is an option of track upload: give it after the command)\n(track --help lists every command)\n"],
+    [['--quiet', 'validate', 'attributes.csv'], "error: unknown option '--quiet'\n(--quiet is an option of track validate: give it after the command)\n(track --help lists every command)\n"],
+    [['--quiet'], "error: unknown option '--quiet'\n(--quiet is an option of track emulate, track upload, track validate: give it after the command)\n(track --help lists every command)\n"],
   ])('track %j gives the one-line error, a "did you mean" and the help command, not the whole help', (args, stderr) => {
     const result = track(args, { cwd: dir });
     expect(result.stderr).toBe(stderr);

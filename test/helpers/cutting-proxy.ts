@@ -8,19 +8,23 @@ export interface CuttingProxy {
   url: string;
   /** Requests passed on so far, as `GET /bucket/key` (the query left out). */
   requests: string[];
-  /** Cuts the next `times` answers to requests `matching` after `bytes` bytes of body (Infinity: every one). */
-  cut(matching: (request: IncomingMessage) => boolean, bytes: number, times: number): void;
+  /**
+   * Cuts the next `times` answers to requests `matching` after `bytes` bytes of body (Infinity: every
+   * one); `bytes` may depend on the request. `stall`: the connection is kept open, silent, instead.
+   */
+  cut(matching: (request: IncomingMessage) => boolean, bytes: number | ((request: IncomingMessage) => number), times: number, stall?: boolean): void;
   close(): Promise<void>;
 }
 
 export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   const to = new URL(target);
   const requests: string[] = [];
-  let rule: { matching: (request: IncomingMessage) => boolean; bytes: number; times: number } | undefined;
+  let rule: { matching: (request: IncomingMessage) => boolean; bytes: number | ((request: IncomingMessage) => number); times: number; stall?: boolean } | undefined;
   const server: Server = createServer((incoming, outgoing) => {
     requests.push(`${incoming.method} ${(incoming.url ?? '').split('?')[0]}`);
-    const cutting = rule !== undefined && rule.times > 0 && rule.matching(incoming) ? rule : undefined;
-    if (cutting !== undefined) cutting.times -= 1;
+    const matched = rule !== undefined && rule.times > 0 && rule.matching(incoming) ? rule : undefined;
+    if (matched !== undefined) matched.times -= 1;
+    const cutting = matched === undefined ? undefined : { bytes: typeof matched.bytes === 'number' ? matched.bytes : matched.bytes(incoming) };
     const forward = request(
       { host: to.hostname, port: to.port, method: incoming.method, path: incoming.url, headers: { ...incoming.headers, host: to.host } },
       (answer) => {
@@ -30,15 +34,17 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
           return;
         }
         let sent = 0;
+        // the connection is cut once the bytes let through have left (a destroy at once would drop them)
+        const cut = (): void => {
+          answer.destroy();
+          if (matched?.stall !== true) outgoing.socket?.destroy();
+        };
         answer.on('data', (chunk: Buffer) => {
           const room = cutting.bytes - sent;
-          if (room <= 0) return;
-          outgoing.write(chunk.subarray(0, room));
+          if (room <= 0) return cut();
           sent += Math.min(room, chunk.length);
-          if (sent >= cutting.bytes) {
-            answer.destroy();
-            outgoing.socket?.destroy();
-          }
+          if (sent < cutting.bytes) outgoing.write(chunk);
+          else outgoing.write(chunk.subarray(0, room), cut);
         });
         answer.on('end', () => outgoing.end());
       },
@@ -51,8 +57,8 @@ export async function startCuttingProxy(target: string): Promise<CuttingProxy> {
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
-    cut(matching, bytes, times) {
-      rule = { matching, bytes, times };
+    cut(matching, bytes, times, stall) {
+      rule = { matching, bytes, times, stall };
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -6,12 +6,13 @@ import { spawn, spawnSync } from 'node:child_process';
 
 const DRIVER = String.raw`
 import fcntl, json, os, pty, re, select, struct, sys, termios, time
-argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3]); key = sys.argv[4].encode()
+argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3]); columns = int(sys.argv[4]); key = sys.argv[5].encode()
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(argv[0], argv)
-# a terminal of 30 rows of 120 columns (a new pty has none, and progress output needs a width)
-fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', 30, 120, 0, 0))
+# a terminal of 30 rows of 120 columns (a new pty has none, as a terminal of 0 columns says)
+if columns > 0:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack('HHHH', 30, columns, 0, 0))
 out = b''; sent = 0; start = time.time(); killed = False
 while True:
     r, _, _ = select.select([fd], [], [], 0.05)
@@ -47,17 +48,18 @@ export interface PtyRun {
 /**
  * Runs argv in a terminal; each time the output first matches the next of `ctrlCAfter` (regular
  * expressions, Python's syntax), types Ctrl-C (or `key`: '\x1c' is Ctrl-\). The command is killed
- * after `deadlineMs`.
+ * after `deadlineMs`. The terminal is 120 columns wide, or `columns` (0: a pseudo-terminal whose
+ * size was never set).
  */
 export function runInTerminal(
   argv: string[],
-  options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string>; key?: string },
+  options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string>; columns?: number; key?: string },
 ): Promise<PtyRun> {
   // a person's terminal: the progress spinner draws only where no CI variable is set
   const env: NodeJS.ProcessEnv = { ...process.env, TERM: process.env.TERM ?? 'xterm', ...options.env };
   delete env.CI;
   return new Promise((resolve, reject) => {
-    const args = [JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000), options.key ?? '\x03'];
+    const args = [JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000), String(options.columns ?? 120), options.key ?? '\x03'];
     const child = spawn('python3', ['-c', DRIVER, ...args], {
       cwd: options.cwd,
       env,

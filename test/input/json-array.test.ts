@@ -42,8 +42,15 @@ describe('readJson', () => {
     expect(records[1]).toMatchObject({ line: 2, value: { a: 1 } });
   });
 
-  it('stops at JSON that is broken, naming the file and the rows read before', async () => {
+  it('stops at JSON that is broken, naming the file, the byte and the rows read before', async () => {
     await expect(read('[{"a":1},{"a":2},{"a"3}]')).rejects.toThrow(/^users\.json: is not a valid JSON array: .*\(after row 2, which was read\)/);
+    // the byte where the broken part starts, however the text came in chunks
+    const broken = '[\n  {"a": "é"},\n  {"a": 2}\n  {"a": 3}\n]';
+    const byte = Buffer.byteLength(broken.slice(0, broken.lastIndexOf('{')));
+    for (const chunk of [Infinity, 3]) {
+      await expect(read(broken, chunk)).rejects.toThrow(`in state COMMA at byte ${byte} (after row 2, which was read)`);
+    }
+    await expect(read('[{"a":1}, x]')).rejects.toThrow(/absolute position "10"/);
     await expect(read('[{"a":1},')).rejects.toThrow(/users\.json: is not a valid JSON array/);
     await expect(read('[{"a":1}] [2]')).rejects.toThrow(/users\.json: is not a valid JSON array/);
   });

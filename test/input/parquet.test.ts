@@ -114,6 +114,34 @@ describe('Parquet files', () => {
     expect(parquetRowObject(read, asBatch(rows[2]), 0)).toEqual({ external_id: 7, price: '1234567890123456.78' });
   });
 
+  it('sends a null as null with --empty-as-null, as CSV sends an empty cell: never an identifier or an operation', async () => {
+    const columns = ['external_id', 'email', 'company', 'address.city', 'address.zip', 'visits:inc', 'tags:array'];
+    const rows = [
+      ['u1', null, null, null, null, null, null],
+      ['u2', 'b@x.com', 'Acme', null, '75001', 2, ['a']],
+    ];
+    for (const wide of [false, true]) {
+      // a header too wide to compile is mapped by the loop, to the same items
+      const names = wide ? [...columns, ...Array.from({ length: 1000 }, (_, i) => `c${i}`)] : columns;
+      const padded = rows.map((row) => (wide ? [...row, ...Array.from({ length: 1000 }, () => undefined)] : row));
+      const read = header(names, { cells: { emptyAsNull: true } });
+      const first = mapRow(read, padded[0]);
+      expect(first.item).toEqual({ external_id: 'u1', company: null, address: null, tags: null, ...(wide ? Object.fromEntries(names.slice(7).map((n) => [n, null])) : {}) });
+      expect(first.emptied?.slice(0, 3)).toEqual(['company', 'address', 'tags']);
+      expect(mapRow(read, padded[1])).toEqual({
+        item: { external_id: 'u2', email: 'b@x.com', company: 'Acme', address: { zip: '75001' }, visits: { inc: 2 }, tags: ['a'], ...(wide ? Object.fromEntries(names.slice(7).map((n) => [n, null])) : {}) },
+        emptied: wide ? names.slice(7) : undefined,
+      });
+    }
+    // without the flag a null is left out; events are never cleared
+    expect(mapRow(header(columns), rows[0])).toEqual({ item: { external_id: 'u1' } });
+    expect(mapRow(header(['external_id', 'name', 'time', 'properties.plan'], { cells: { emptyAsNull: true } }), ['u1', 'opened', '2024-01-01T00:00:00Z', null]).item).toEqual({
+      external_id: 'u1',
+      name: 'opened',
+      time: '2024-01-01T00:00:00Z',
+    });
+  });
+
   it('reads a column as its annotation or --map says, as a CSV cell of the same text', async () => {
     const path = join(dir.dir, 'typed.parquet');
     typedFile(path);

@@ -166,6 +166,29 @@ describe('notes that name the annotation', () => {
     expect(notes).toEqual([]);
   });
 
+  it('says nothing of notes holding a semicolon when some cell holds a line break, nor of a column whose first 1,000 texts hold no separator', () => {
+    const notes = [['u1', 'Called twice.\nWants a demo; "ASAP"'], ['u2', 'plain note'], ['u3', 'met at the fair; follow up'], ['u4', 'line one\r\nline two']];
+    expect(notesAfter(['external_id', 'Description'], notes)).toEqual([]);
+    const codes = [...Array.from({ length: 1_000 }, (_, i) => [`u${i}`, `code-${i}`]), ['u1000', 'a;b']];
+    expect(notesAfter(['external_id', 'Code'], codes)).toEqual([]);
+    expect(notesAfter(['external_id', 'Code'], codes.slice(1))).toEqual([expect.stringMatching(/^column "Code" holds lists \(a cell holds ";"\)/)]);
+  });
+
+  it('takes a cell for a list when every part between separators is 64 characters at most, spaces around it aside', () => {
+    // an item of 60 to 70 letters, with up to 8 spaces around it
+    const spaces = fc.integer({ min: 0, max: 8 }).map((n) => ' '.repeat(n));
+    const part = fc.tuple(spaces, fc.integer({ min: 60, max: 70 }), spaces).map(([before, n, after]) => `${before}${'a'.repeat(n)}${after}`);
+    const cell = fc.array(part, { minLength: 2, maxLength: 4 }).chain((parts) => fc.constantFrom(parts.join(';'), parts.join('|'), parts.join(' | ')));
+    fc.assert(
+      fc.property(cell, (text) => {
+        fc.pre(text.trim() !== '' && text.length > 0);
+        const list = text.length <= 64 || text.split(/[;|]/).every((item) => item.trim().length <= 64);
+        expect(notesAfter(['external_id', 'Tags'], [['u1', text]])).toEqual(list ? [expect.stringMatching(/^column "Tags" holds lists/)] : []);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('names the property of an events or a purchases file, which can hold booleans and arrays', () => {
     const rows = [['u1', 'login', '2024-01-01T00:00:00Z', 'TRUE', 'a;b']];
     expect(notesAfter(['external_id', 'name', 'time', 'properties.first', 'properties.tags'], rows)).toEqual([

@@ -194,32 +194,37 @@ describe('journal', () => {
     first.recordRows(input, [2, 3]);
     await first.close();
     const whole = await readFile(journalPath, 'utf8');
-    const { size } = await stat(input);
-    for (const entry of ['{"file":0,"lines":[[2,9007199254740991]]}', '{"file":0,"sent":[[4,5000]]}', '{"file":0,"items":[[5000,0]]}', '{"file":0,"rows":5000}']) {
+    // the header and 40 rows, each ending in a line break: line 41 is the last
+    for (const entry of ['{"file":0,"lines":[[2,9007199254740991]]}', '{"file":0,"sent":[[4,5000]]}', '{"file":0,"items":[[5000,0]]}', '{"file":0,"rows":5000}', '{"file":0,"lines":[[2,42]]}']) {
       await writeFile(journalPath, `${whole}${entry}\n`);
       await expect(openJournal({ path: journalPath, files: [input], target: TARGET, resume: true }), entry).rejects.toThrow(
-        new RegExp(`the resume journal is damaged: it names line \\d+ of ${resolve(input)}, which holds ${size} bytes; restore the journal from a copy, or give --restart`),
+        new RegExp(`the resume journal is damaged: it names line \\d+ of ${resolve(input)}, which has at most 41 lines; restore the journal from a copy, or give --restart`),
       );
     }
-    // the last line a file of `size` bytes can have is line size + 1
-    await writeFile(journalPath, `${whole}{"file":0,"lines":[[2,${size + 1}]]}\n`);
+    await writeFile(journalPath, `${whole}{"file":0,"lines":[[2,41]]}\n`);
     const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
-    expect(resumed.settledBefore(input)).toBe(size);
+    expect(resumed.settledBefore(input)).toBe(40);
     await resumed.close();
   });
 
-  it('allows a gzipped file the lines its bytes can unpack to', async () => {
+  it('counts the lines of a gzipped file unpacked and of a file whose lines end in a carriage return, and the elements of a JSON array on one line', async () => {
     const gz = join(dir, 'users.csv.gz');
     await writeFile(gz, gzipSync(await readFile(input)));
-    const first = await openJournal({ path: journalPath, files: [gz], target: TARGET, resume: false });
-    await first.close();
-    const { size } = await stat(gz);
-    await appendFile(journalPath, `{"file":0,"lines":[[2,${size * 100}]]}\n`);
-    const resumed = await openJournal({ path: journalPath, files: [gz], target: TARGET, resume: true });
-    expect(resumed.settledBefore(gz)).toBe(size * 100 - 1);
-    await resumed.close();
-    await appendFile(journalPath, `{"file":0,"lines":[[2,${size * 2000}]]}\n`);
-    await expect(openJournal({ path: journalPath, files: [gz], target: TARGET, resume: true })).rejects.toThrow(/the resume journal is damaged: it names line/);
+    const cr = join(dir, 'cr.csv');
+    await writeFile(cr, (await readFile(input, 'utf8')).replaceAll('\n', '\r'));
+    const array = join(dir, 'users.json');
+    await writeFile(array, JSON.stringify(Array.from({ length: 40 }, (_, i) => ({ external_id: `u${i}` }))));
+    for (const [file, last] of [[gz, 41], [cr, 41], [array, 40]] as const) {
+      await rm(journalPath, { force: true });
+      const first = await openJournal({ path: journalPath, files: [file], target: TARGET, resume: false });
+      await first.close();
+      await appendFile(journalPath, `{"file":0,"lines":[[2,${last}]]}\n`);
+      const resumed = await openJournal({ path: journalPath, files: [file], target: TARGET, resume: true });
+      expect(resumed.settledBefore(file), file).toBe(last - 1);
+      await resumed.close();
+      await appendFile(journalPath, `{"file":0,"lines":[[2,${last + 1}]]}\n`);
+      await expect(openJournal({ path: journalPath, files: [file], target: TARGET, resume: true }), file).rejects.toThrow(`which has at most ${last} lines`);
+    }
   });
 
   it('will not write the journal over an input file', async () => {

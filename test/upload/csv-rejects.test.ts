@@ -1,6 +1,6 @@
 // --rejects-format csv written and read again by a resumed run: a dropped field's row is known by
 // its column as well as its file and line, so it is not written twice.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RejectRecord } from '../../src/model/request.js';
@@ -48,9 +48,41 @@ describe('CSV rejects on resume', () => {
     // a first line cut short by a kill is cut off when the file is resumed
     writeFileSync(path, 'external_id,pho');
     await expect(check()).resolves.toBeUndefined();
+    // a line without its end that is not the beginning of that header is another file: it was cut off unread
+    for (const other of ['email,plan', 'garbage-no-newline', 'external_id,email']) {
+      writeFileSync(path, other);
+      await expect(check(), other).rejects.toThrow(`the rejects file ${path} does not begin with the header of these inputs (its one line, without an end, is not the beginning of it)`);
+    }
     writeFileSync(path, 'email,plan\nx,y\n');
     await expect(check()).rejects.toThrow(`the rejects file ${path} does not begin with the header of these inputs (it lacks "external_id", "phone", "_file", "_line", "_kind", and 2 more)`);
     writeFileSync(path, 'external_id,phone\n');
     await expect(check()).rejects.toThrow(/it lacks "_file", "_line", "_kind", "_column", "_errors"\)/);
+  });
+
+  it('keeps a last reject saved without its line break (an editor, a spreadsheet), and cuts off one torn by a kill', async () => {
+    const ndjsonPath = join(tmp.dir, 'saved.rejects.ndjson');
+    const whole = '{"file":"in.csv","line":2,"kind":"attributes","row":{"external_id":"u1"},"errors":["bad"]}';
+    const last = '{"file":"in.csv","line":3,"kind":"attributes","row":{"external_id":"u2"},"errors":["bad"]}';
+    for (const [text, kept] of [
+      [`${whole}\n${last}`, `${whole}\n${last}\n`],
+      [last, `${last}\n`],
+      [`${whole}\n${last.slice(0, 40)}`, `${whole}\n`],
+    ]) {
+      writeFileSync(ndjsonPath, text);
+      const held = await rejectsSoFar(ndjsonPath, 'ndjson');
+      expect(readFileSync(ndjsonPath, 'utf8'), text).toBe(kept);
+      expect(held.size).toBe(kept.trimEnd().split('\n').length);
+    }
+    const csvPath = join(tmp.dir, 'saved.rejects.csv');
+    const header = 'external_id,phone,_file,_line,_kind,_column,_errors\n';
+    for (const [text, kept] of [
+      [`${header}u1,123,h.csv,2,attributes,,bad`, `${header}u1,123,h.csv,2,attributes,,bad\n`],
+      [`${header}u1,123,h.csv,2,attributes,,bad\nu2,12`, `${header}u1,123,h.csv,2,attributes,,bad\n`],
+    ]) {
+      writeFileSync(csvPath, text);
+      const held = await rejectsSoFar(csvPath, 'csv');
+      expect(readFileSync(csvPath, 'utf8'), text).toBe(kept);
+      expect(held.size).toBe(1);
+    }
   });
 });

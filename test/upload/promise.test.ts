@@ -286,7 +286,8 @@ describe('an honest summary', () => {
     expect(Object.keys(d.notDelivered).join('\n')).toMatch(/ECONNREFUSED/);
     const plain = await up([file, '--url', 'http://127.0.0.1:9', '--retries', '0', '--restart']);
     expect(plain.stdout).toMatch(/requests +0 sent/);
-    expect(plain.stdout).toMatch(/not sent +\d+ requests got no answer from the server/);
+    expect(plain.stdout).toMatch(/undelivered +\d+ requests got no verdict on their rows:/);
+    expect(plain.stdout).toMatch(/ +\d+ +gave up on .*ECONNREFUSED/);
   });
 
   it('on a stop, counts the rows read as the planning thread read them: never fewer than the rows sent', async () => {
@@ -312,6 +313,11 @@ describe('an honest summary', () => {
     const d = JSON.parse(r.stdout).delivery;
     expect(d.requestsSent).toBe(0);
     expect(Object.keys(d.notDelivered).join('\n')).toMatch(/refused the API key/);
+    // a refused key is an answer, though no verdict on the rows: "got no answer" beside "HTTP 401" contradicted itself
+    const plain = await runCli(['upload', eventsCsv(60), '--url', emu.url, '--api-key', 'wrong', '--restart'], { cwd: tmp.dir });
+    expect(plain.stdout).toMatch(/undelivered +\d+ requests? got no verdict on their rows:/);
+    expect(plain.stdout).toMatch(/ +\d+ +the server refused the API key \(HTTP 401/);
+    expect(plain.stdout).not.toContain('no answer');
   });
 
   it('says when sending resumes after a long wait for the hourly limit', async () => {

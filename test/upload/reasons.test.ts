@@ -42,6 +42,38 @@ describe('reasonOf', () => {
   });
 });
 
+describe('the reasons of a plan', () => {
+  it('count rows refused for a number that cannot be held, or an element of an array, as one reason whatever the number or its place', async () => {
+    const tmp = tempDir();
+    try {
+      const ndjson = join(tmp.dir, 'ids.ndjson');
+      const lines = Array.from({ length: 60 }, (_, i) =>
+        i % 2 === 0
+          ? `{"external_id":"u${i}","account_id":${12345678901234567890n + BigInt(i)}}`
+          : JSON.stringify({ external_id: `p${i}`, pets: { $add: [...Array.from({ length: i % 3 }, () => ({ id: 1 })), 7] } }),
+      );
+      writeFileSync(ndjson, `${lines.join('\n')}\n`);
+      const csv = join(tmp.dir, 'scores.csv');
+      const rows = Array.from({ length: 30 }, (_, i) => `u${i},[${i + 1}.00000000000000000001]`);
+      writeFileSync(csv, `external_id,scores:array\n${rows.join('\n')}\n`);
+      const summary = emptyPlanSummary();
+      for await (const event of planEvents({ inputs: [ndjson, csv] })) addPlanEvent(summary, event);
+      expect(summary.rejected).toBe(90);
+      expect(summary.rejectReasons).toEqual({
+        'account_id: is a whole number beyond ±9007199254740991, which a number cannot tell from its neighbours; quote it as a string to send it as written': 30,
+        'pets.$add[*]: must be an object': 30,
+        'scores: [*]: has more digits than a number holds; quote it as a string to send it as written': 30,
+      });
+      // what a number becomes is kept where every such number becomes it
+      expect(reasonOf('n: 1e400 is too large for a number (it would become null); quote it as a string to send it as written')).toBe(
+        'n: is too large for a number (it would become null); quote it as a string to send it as written',
+      );
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
+
 describe('the encoding note', () => {
   it('names Windows-1252 and the flag for a file whose many rows hold its bytes, with the characters they are', () => {
     const tally = createEncodingTally('utf-8');
@@ -49,7 +81,7 @@ describe('the encoding note', () => {
     tally.rejected('crm.csv', ['email: is not a valid email address']);
     expect(tally.note('crm.csv', 60)).toBe(
       '30 of 60 rows hold bytes that are not valid UTF-8; they look like Windows-1252, as spreadsheets and CRMs on Windows write "é" (0xE9), "ü" (0xFC): ' +
-        'read the file with --encoding windows-1252 (if some of its text reads right as UTF-8, it mixes encodings: fix those rows instead)',
+        'read the file with --encoding windows-1252',
     );
     expect(tally.note('crm.csv', 60)).toBeUndefined();
   });
@@ -63,14 +95,60 @@ describe('the encoding note', () => {
     expect(latin.note('x.csv', 1)).toBeUndefined();
   });
 
-  it('names UTF-16LE for a file that starts with its byte order mark', () => {
+  it('names UTF-16LE for a file that starts with its byte order mark, and UTF-16BE for its own', () => {
     const tally = createEncodingTally('utf-8');
     tally.rejected('wide.ndjson', [`line: ${undecodableMessage({ index: 0, value: 0xff, offset: 0 })}`]);
     expect(tally.note('wide.ndjson', 40)).toMatch(/^1 of 40 rows hold bytes that are not valid UTF-8, and the file starts with FF FE, the mark of UTF-16LE: read it with --encoding utf-16le$/);
     expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0xff, offset: 0 })}`)).toMatch(/UTF-16LE.*--encoding utf-16le/);
+    // FE FF is UTF-16BE's mark, which --encoding utf-16le would read as nonsense
+    const big = createEncodingTally('utf-8');
+    big.rejected('mac.csv', [`line: ${undecodableMessage({ index: 0, value: 0xfe, offset: 0 })}`]);
+    expect(big.note('mac.csv', 40)).toBe('1 of 40 rows hold bytes that are not valid UTF-8, and the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8');
+    expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0xfe, offset: 0 })}`)).toBe(
+      'the file starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save the file as UTF-8 (or UTF-16LE, a spreadsheet\'s "Unicode text")',
+    );
     expect(encodingHint(`column 1: ${undecodableMessage({ index: 0, value: 0x92, offset: 12 })}`)).toBe(
       '0x92 is "’" in Windows-1252, as spreadsheets and CRMs on Windows write it: if that is the file\'s encoding, give --encoding windows-1252',
     );
+  });
+
+  it('tells a file of UTF-8 text to fix its odd rows, not to be read as Windows-1252, and says nothing of one stray byte there', () => {
+    const tally = createEncodingTally('utf-8');
+    for (let i = 0; i < 30; i += 1) tally.rejected('mixed.csv', [undecodable(0xe9, 40 * i)]);
+    tally.textRead('mixed.csv', true);
+    expect(tally.note('mixed.csv', 60)).toBe(
+      '30 of 60 rows hold bytes that are not valid UTF-8, though the rest of its text is UTF-8: those rows were written in another encoding ' +
+        '(their bytes look like Windows-1252: "é" (0xE9)); fix them in the file, as --encoding windows-1252 would misread the rest',
+    );
+    tally.rejected('small.csv', [undecodable(0xe9, 40)]);
+    tally.textRead('small.csv', true);
+    expect(tally.note('small.csv', 20)).toBeUndefined();
+  });
+
+  it('reads whether a file held UTF-8 text beyond ASCII from its bytes, CSV and NDJSON alike', async () => {
+    const tmp = tempDir();
+    try {
+      const notesOf = async (name: string, text: string, odd: (i: number) => boolean): Promise<string[]> => {
+        const file = join(tmp.dir, name);
+        const lines = Array.from({ length: 20 }, (_, i) => text.replace('#', String(i)));
+        // the odd rows hold "José" as Windows-1252 writes it (0xE9), the others as UTF-8 (C3 A9)
+        const bytes = lines.map((line, i) => Buffer.from(`${line}\n`, odd(i) ? 'latin1' : 'utf8'));
+        const header = name.endsWith('.csv') ? 'external_id,first_name\n' : '';
+        writeFileSync(file, Buffer.concat([Buffer.from(header), ...bytes]));
+        const events = [];
+        for await (const event of planEvents({ inputs: [file] })) events.push(event);
+        return events.flatMap((event) => (event.type === 'note' ? [event.note] : []));
+      };
+      const csv = 'u#,José';
+      const ndjson = '{"external_id":"u#","first_name":"José"}';
+      expect(await notesOf('stray.csv', csv, (i) => i === 7)).toEqual([]);
+      expect(await notesOf('stray.ndjson', ndjson, (i) => i === 7)).toEqual([]);
+      expect(await notesOf('mixed.csv', csv, (i) => i % 2 === 0)).toEqual([expect.stringMatching(/^10 of 20 rows .* the rest of its text is UTF-8: .*fix them in the file/)]);
+      expect(await notesOf('mixed.ndjson', ndjson, (i) => i % 2 === 0)).toEqual([expect.stringMatching(/^10 of 20 rows .* the rest of its text is UTF-8: .*fix them in the file/)]);
+      expect(await notesOf('cp1252.ndjson', ndjson, () => true)).toEqual([expect.stringMatching(/^20 of 20 rows .*: read the file with --encoding windows-1252$/)]);
+    } finally {
+      tmp.cleanup();
+    }
   });
 
   it('comes once from the plan, after the rows of its file', async () => {

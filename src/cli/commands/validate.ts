@@ -19,14 +19,15 @@ export function registerValidate(program: Command): void {
     .action(async (files: string[], flags: ReadFlags & { preview?: number; quiet?: boolean }) => {
       const options = uploadOptionsFrom(files, flags, process.env);
       if (flags.preview === undefined) return runDryRun('validate', options, flags);
-      const [{ previewRows, formatPreview }, { checkHeaders, readColumnMap }, { readAhead, STDIN }] = await Promise.all([
+      const [{ previewRows, formatPreview }, { checkHeaders, readColumnMap }, { readAhead, STDIN }, { resolveInputs }] = await Promise.all([
         import('../../upload/preview.js'),
         import('../../upload/check.js'),
         import('../../input/source.js'),
+        import('../../upload/inputs.js'),
       ]);
       const map = options.mapFile === undefined ? undefined : await readColumnMap(options.mapFile);
-      // a header or a map that cannot be used stops the run before any row is previewed
-      await checkHeaders(options, map);
+      // a header or a map that cannot be used stops the run before any row is previewed (each object as listed)
+      await checkHeaders({ ...options, ...(await resolveInputs(options.inputs, options.storage)) }, map);
       // standard input's first rows are read for the preview and kept, and the run reads it from the start
       const stdin = files.includes(STDIN) ? readAhead(process.stdin) : undefined;
       const preview = await previewRows({ ...options, map }, flags.preview, stdin?.ahead);
@@ -54,13 +55,13 @@ export async function runDryRun(
   extra?: Record<string, unknown>,
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
-  const { readingLine, startSpinner } = await import('../output/progress.js');
+  const { readingLine, spinnerFits, startSpinner } = await import('../output/progress.js');
   const { both, openRunOutputs } = await import('../output/run-outputs.js');
   const { maxTotal, maxPerArray } = options.limits ?? {};
   const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
-  const spinner = process.stderr.isTTY === true && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
+  const spinner = spinnerFits() && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;
   let last = 0;
   await runAndReport(verb, flags, {
     pace: { rate: flags.rate, hourly: flags.hourly },

@@ -15,6 +15,13 @@ export function duration(ms: number): string {
 
 const clockTime = (epochMs: number): string => `${new Date(epochMs).toISOString().slice(11, 19)} UTC`;
 
+/**
+ * Whether stderr is a terminal a spinner can be drawn on: one that reports no width (a pseudo-terminal
+ * whose size was never set, as `script` or a CI wrapper gives a command) would have the spinner clear
+ * lines without end, so it gets the plain lines instead.
+ */
+export const spinnerFits = (stream: NodeJS.WriteStream = process.stderr): boolean => stream.isTTY === true && (stream.columns ?? 0) > 0;
+
 /** A spinner on stderr that leaves the terminal's input alone, so that Ctrl-C stays a signal. */
 export async function startSpinner(text: string): Promise<Ora> {
   return (await import('ora')).default({ stream: process.stderr, text, discardStdin: false }).start();
@@ -117,7 +124,7 @@ export async function startUploadProgress(options: {
   const { quiet, hourly, timeoutSeconds } = options;
   const meter: Meter = { rows: 0, bytes: 0, totalBytes: options.totalBytes, startedAt: Date.now() };
   const lastPause = { pauseEnds: 0 };
-  const spinner = !quiet && process.stderr.isTTY === true ? await startSpinner('starting') : undefined;
+  const spinner = !quiet && spinnerFits() ? await startSpinner('starting') : undefined;
   const tick = (): void => {
     if (spinner !== undefined) spinner.text = progressLine(meter);
     else process.stderr.write(`${new Date().toISOString()} ${progressLine(meter)}\n`);

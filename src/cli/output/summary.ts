@@ -122,7 +122,8 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
   const accepted = d.items.attributes.accepted + d.items.events.accepted + d.items.purchases.accepted;
   lines.push(`requests    ${number(d.requestsSent)} sent, ${number(d.retries)} retries, ${number(d.rateLimited)} rate-limited (429)`);
   if (d.requestsNotDelivered > 0) {
-    lines.push(chalk.yellow(`not sent    ${number(d.requestsNotDelivered)} requests got no answer from the server:`));
+    // a 401 or a request over the batch limit is an answer, but no verdict on the rows
+    lines.push(chalk.yellow(`undelivered ${counted(d.requestsNotDelivered, 'request')} got no verdict on their rows:`));
     for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
   }
   if (d.unknownOutcomes > 0) {
