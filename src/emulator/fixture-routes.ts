@@ -6,7 +6,7 @@ import { fatalBody } from '../model/index.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { METRICS_CONTENT_TYPE, type EmulatorMetrics } from './metrics.js';
 import type { RateLimitConfig } from './rate-limit.js';
-import { userFilters, type RequestLog } from './request-log.js';
+import { LOG_BYTES, userFilters, type RequestLog } from './request-log.js';
 import { runPage } from './run-page.js';
 import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
@@ -128,7 +128,9 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     const users = userFilters(params);
     if (typeof users === 'string') return fatal(400, users);
     const found = requestLog.query({ limit, status, path: params.get('path') ?? undefined, ...users });
-    return jsonAnswer(200, { requests: found });
+    // what the log holds in all, as it counts its memory
+    const log = { requests: requestLog.length, bytes: requestLog.bytes, max_bytes: LOG_BYTES };
+    return jsonAnswer(200, { requests: found, log });
   };
 
   const routes: Record<string, Partial<Record<string, (request: EmulatorRequest, params: URLSearchParams) => EmulatorResponse>>> = {

@@ -258,7 +258,7 @@ export function createHandler(config: HandlerConfig): Handler {
       applySeed();
       requestLog.clear();
       run.clear();
-      return config.store.counts().profiles;
+      return config.store.profileCount();
     });
   }
 

@@ -16,7 +16,7 @@ const named = (filter: InspectFilter): boolean => Object.values(filter).some((v)
 
 /** How many profiles match every given filter (all profiles when none is given). */
 export function countProfiles(store: Store, filter: InspectFilter): number {
-  return named(filter) ? matchingProfiles(store, filter).length : store.counts().profiles;
+  return named(filter) ? matchingProfiles(store, filter).length : store.profileCount();
 }
 
 /** Profiles matching every given filter (all when none is given), at most `limit`, in the order they were created. */

@@ -164,7 +164,8 @@ const ID_CACHE_LIMIT = 200_000;
 
 /** The profiles table, as the store reads and writes it. */
 export class ProfileRows {
-  private seq: number;
+  /** The last updated_seq given; read (a scan of the table) only when the first profile is written, not by a reader such as `track inspect`. */
+  private seq: number | undefined;
   private readonly stmt;
   /**
    * external_id -> profile id, for profiles this store found or created. An external ID, once on a
@@ -217,7 +218,6 @@ export class ProfileRows {
       updateUnindexed: db.prepare('UPDATE profiles SET fields = ?, custom = ?, language_from_api = ?, updated_at = ?, updated_seq = ? WHERE id = ?'),
       maxSeq: db.prepare<[], { seq: number | null }>('SELECT MAX(updated_seq) AS seq FROM profiles'),
     };
-    this.seq = this.stmt.maxSeq.get()?.seq ?? 0;
   }
 
   /** Empties the id cache: a write that put an entry there may have been undone, or its profile deleted. */
@@ -231,7 +231,7 @@ export class ProfileRows {
   }
 
   private nextSeq(): number {
-    this.seq += 1;
+    this.seq = (this.seq ?? this.stmt.maxSeq.get()?.seq ?? 0) + 1;
     return this.seq;
   }
 

@@ -1,13 +1,24 @@
 // The request log: the last N requests an app sent and what each was answered, kept in memory so a
 // test can ask the emulator what came (GET /_track/requests) and a person can look (the web view).
-import { ARRAY_NAMES, normalizeEmail, normalizePhone, type ArrayName, type MinorError } from '../model/index.js';
+// Its memory is bounded whatever the requests hold: every part an entry keeps is cut to a size of
+// its own and counted (entryBytes()), and all entries together stay within LOG_BYTES.
+import { ARRAY_NAMES, type ArrayName, type MinorError } from '../model/index.js';
 import { DEFAULT_REQUEST_LOG_SIZE } from './defaults.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
+import { keptText, namedUsers, wantedNames, type UserFilters } from './request-log-users.js';
 import { routePath } from './route-path.js';
+
+export { userFilters } from './request-log-users.js';
 /** A body longer than this is kept cut, as text, with its size. */
 export const LOGGED_BODY_BYTES = 64 * 1024;
-/** The bodies of all entries together: past this, the oldest entries lose their bodies. */
-const LOGGED_BODIES_TOTAL = 64 * 1024 * 1024;
+/** A path longer than this is kept cut, as the body is. */
+export const LOGGED_PATH_BYTES = 2 * 1024;
+/** The answer's message and each minor error are kept to this many characters. */
+const LOGGED_TEXT_CHARS = 1024;
+/** The minor errors an entry keeps: the first this many. */
+const LOGGED_ERRORS = 1000;
+/** All entries together, as entryBytes() counts them: past this, the oldest lose their bodies, then themselves. */
+export const LOG_BYTES = 128 * 1024 * 1024;
 
 /** One logged request as GET /_track/requests answers it. */
 export interface LoggedRequest {
@@ -15,6 +26,8 @@ export interface LoggedRequest {
   time: string;
   method: string;
   path: string;
+  /** The path was longer than LOGGED_PATH_BYTES: `path` is its start. */
+  path_truncated?: true;
   /** null when the connection was closed unanswered (an injected drop). */
   status: number | null;
   dropped?: 'before-apply' | 'after-commit';
@@ -37,7 +50,10 @@ interface Entry {
   time: string;
   method: string;
   path: string;
-  response: EmulatorResponse;
+  pathTruncated: boolean;
+  status: number | null;
+  dropped?: 'before-apply' | 'after-commit';
+  answer: Pick<LoggedRequest, 'message' | 'processed' | 'errors'>;
   /** The body as received (at most LOGGED_BODY_BYTES of it), parsed only when read. */
   body: Buffer | undefined;
   bodyBytes: number;
@@ -45,22 +61,16 @@ interface Entry {
   omitted?: string;
   /** Whom the request's items name (see namedUsers), from the whole parsed body when it was logged. */
   names: ReadonlySet<string>;
+  /** What the entry holds besides its body, as entryBytes() counts it. */
+  bytes: number;
 }
 
-export interface RequestLogQuery {
+export interface RequestLogQuery extends UserFilters {
   limit?: number;
   /** `201`, a class such as `4xx`, or `dropped` (any case). */
   status?: string;
   /** A route, as the server routes it (`/users/track/` is `/users/track`). */
   path?: string;
-  /** The requests with an item (of attributes, events or purchases) naming this user by its external_id, */
-  externalId?: string;
-  /** ... its email (any case), */
-  email?: string;
-  /** ... its phone, */
-  phone?: string;
-  /** ... or its user alias. */
-  alias?: { alias_name: string; alias_label: string };
 }
 
 function parseBody(entry: Entry): unknown {
@@ -74,50 +84,17 @@ function parseBody(entry: Entry): unknown {
   }
 }
 
-/** A phone already in E.164, which needs no parsing: most are. */
-const E164 = /^\+[1-9][0-9]{1,14}$/;
-
-const userName = {
-  externalId: (id: string): string => `e\u0000${id}`,
-  email: (email: string): string => `m\u0000${normalizeEmail(email)}`,
-  // a phone as the emulator matches it (E.164), however it was written: `4155552671` names `+14155552671`
-  phone: (phone: string): string => `p\u0000${E164.test(phone) ? phone : (normalizePhone(phone) ?? phone)}`,
-  alias: (name: string, label: string): string => `a\u0000${name}\u0000${label}`,
-};
-const NO_NAMES: ReadonlySet<string> = new Set();
-
-/** Whom the items of a body name, at the top level of each item: external_id, email, phone, user_alias. */
-function namedUsers(body: unknown): ReadonlySet<string> {
-  if (typeof body !== 'object' || body === null) return NO_NAMES;
-  const names = new Set<string>();
-  for (const name of ARRAY_NAMES) {
-    const items = (body as Record<string, unknown>)[name];
-    if (!Array.isArray(items)) continue;
-    for (const item of items) {
-      if (typeof item !== 'object' || item === null) continue;
-      const { external_id: id, email, phone, user_alias: alias } = item as Record<string, unknown>;
-      if (typeof id === 'string') names.add(userName.externalId(id));
-      if (typeof email === 'string') names.add(userName.email(email));
-      if (typeof phone === 'string') names.add(userName.phone(phone));
-      const { alias_name: aliasName, alias_label: aliasLabel } = (alias ?? {}) as Record<string, unknown>;
-      if (typeof aliasName === 'string' && typeof aliasLabel === 'string') names.add(userName.alias(aliasName, aliasLabel));
-    }
-  }
-  return names.size === 0 ? NO_NAMES : names;
-}
-
-/** The user names a query asks for; every one must be named by the request. */
-function wantedNames(query: RequestLogQuery): string[] {
-  const wanted: string[] = [];
-  if (query.externalId !== undefined) wanted.push(userName.externalId(query.externalId));
-  if (query.email !== undefined) wanted.push(userName.email(query.email));
-  if (query.phone !== undefined) wanted.push(userName.phone(query.phone));
-  if (query.alias !== undefined) wanted.push(userName.alias(query.alias.alias_name, query.alias.alias_label));
-  return wanted;
-}
-
 const REDACTED = '[redacted]';
 const API_KEY_TEXT = Buffer.from('"api_key"');
+
+/** The first `max` bytes of UTF-8 text or less, cut before a character (never inside one), as a copy of their own. */
+function cutUtf8(bytes: Buffer, max: number): Buffer {
+  let end = max;
+  // a byte 10xxxxxx continues a UTF-8 character: cut before the character it belongs to
+  while (end > max - 4 && (bytes[end] & 0xc0) === 0x80) end -= 1;
+  // a copy, so the log does not keep the whole buffer alive
+  return Buffer.from(bytes.subarray(0, end));
+}
 
 /**
  * The body as the log keeps it: an `api_key` field (the legacy way of passing the key) redacted, and
@@ -133,25 +110,26 @@ function loggedBody(raw: Buffer, parsed: unknown): Buffer {
     body = Buffer.from(text);
   }
   if (body.length <= LOGGED_BODY_BYTES) return body === raw ? raw : body;
-  let end = LOGGED_BODY_BYTES;
-  // a byte 10xxxxxx continues a UTF-8 character: cut before the character it belongs to
-  while (end > LOGGED_BODY_BYTES - 4 && (body[end] & 0xc0) === 0x80) end -= 1;
-  // a copy, so the log does not keep the whole buffer alive
-  return Buffer.from(body.subarray(0, end));
+  return cutUtf8(body, LOGGED_BODY_BYTES);
 }
 
-/** The user filters of a query string (external_id, email, phone, alias=NAME:LABEL); a message for a bad one. */
-export function userFilters(params: URLSearchParams): Pick<RequestLogQuery, 'externalId' | 'email' | 'phone' | 'alias'> | string {
-  const given = (name: string): string | undefined => params.get(name) || undefined;
-  const alias = given('alias');
-  const at = alias === undefined ? -1 : alias.lastIndexOf(':');
-  if (alias !== undefined && at <= 0) return `alias: expected NAME:LABEL, got "${alias}"`;
-  return {
-    externalId: given('external_id'),
-    email: given('email'),
-    phone: given('phone'),
-    alias: alias === undefined ? undefined : { alias_name: alias.slice(0, at), alias_label: alias.slice(at + 1) },
-  };
+/** The path as the log keeps it, and whether it was cut (at LOGGED_PATH_BYTES, before a character). */
+function keptPath(path: string): { path: string; cut: boolean } {
+  // at most 3 bytes a character (4 for 2, a surrogate pair): no need to count them
+  if (path.length * 3 <= LOGGED_PATH_BYTES) return { path: keptText(path, path.length), cut: false };
+  const bytes = Buffer.from(path, 'utf8');
+  if (bytes.length <= LOGGED_PATH_BYTES) return { path: bytes.toString('utf8'), cut: false };
+  return { path: cutUtf8(bytes, LOGGED_PATH_BYTES).toString('utf8'), cut: true };
+}
+
+/** The bytes an entry holds besides its body, counted generously: two a character, and each object's own. */
+function entryBytes(entry: Entry): number {
+  const OBJECT = 64;
+  let bytes = 8 * OBJECT + 2 * (entry.time.length + entry.method.length + entry.path.length + (entry.answer.message?.length ?? 0));
+  for (const error of entry.answer.errors) bytes += OBJECT + 2 * error.type.length;
+  // a name in a set: the string's header and characters, and the set's slot
+  for (const name of entry.names) bytes += 40 + 2 * name.length;
+  return bytes;
 }
 
 function statusMatches(status: number | null, wanted: string): boolean {
@@ -175,16 +153,21 @@ export function answerOf(response: EmulatorResponse): Pick<LoggedRequest, 'messa
   }
   // a fatal answer's errors repeat its message; only an answer that counted items names minor errors
   const errors = counted && Array.isArray(body?.errors) ? (body.errors as MinorError[]) : [];
-  return { message: typeof body?.message === 'string' ? body.message : undefined, processed, errors };
+  return {
+    message: typeof body?.message === 'string' ? keptText(body.message, LOGGED_TEXT_CHARS) : undefined,
+    processed,
+    errors: errors.slice(0, LOGGED_ERRORS).map((e) => ({ type: keptText(e.type, LOGGED_TEXT_CHARS), input_array: e.input_array, index: e.index })),
+  };
 }
 
-/** A bounded ring of the last `size` requests (0 keeps none). */
+/** A bounded ring of the last `size` requests (0 keeps none), within LOG_BYTES in all. */
 export class RequestLog {
   private entries: (Entry | undefined)[];
   private next = 0;
   private count = 0;
   private lastId = 0;
-  private bodyBytes = 0;
+  /** What the entries hold, as entryBytes() counts it, their bodies included. */
+  private heldBytes = 0;
   /** The oldest entry that may still hold a body, as an id. */
   private oldestWithBody = 1;
 
@@ -196,40 +179,58 @@ export class RequestLog {
     return this.count;
   }
 
+  /** What the log holds, in bytes as it counts them (at most LOG_BYTES). */
+  get bytes(): number {
+    return this.heldBytes;
+  }
+
   /** Records a request and its answer; `parsed` is its body as the handler parsed it (undefined when it did not). */
   record(request: EmulatorRequest, response: EmulatorResponse, parsed?: unknown): void {
     if (this.size === 0) return;
     const body = request.bodyTooLarge ? undefined : loggedBody(request.body, parsed);
+    const path = keptPath(request.path);
     const entry: Entry = {
       id: (this.lastId += 1),
       // when the answer was decided: an injected --latency delay comes after it
       time: new Date().toISOString(),
-      method: request.method,
-      path: request.path,
-      response,
+      method: keptText(request.method, 32),
+      path: path.path,
+      pathTruncated: path.cut,
+      status: response.drop === undefined ? response.status : null,
+      dropped: response.drop,
+      answer: response.drop === undefined ? answerOf(response) : { processed: {}, errors: [] },
       body,
       bodyBytes: request.bodyBytes ?? request.body.length,
       truncated: body !== undefined && request.body.length > LOGGED_BODY_BYTES,
       omitted: request.bodyTooLarge ? 'over the size limit, not read' : undefined,
       names: namedUsers(parsed),
+      bytes: 0,
     };
+    entry.bytes = entryBytes(entry);
     const old = this.entries[this.next];
-    if (old?.body !== undefined) this.bodyBytes -= old.body.length;
+    if (old !== undefined) this.heldBytes -= old.bytes + (old.body?.length ?? 0);
     this.entries[this.next] = entry;
     this.next = (this.next + 1) % this.size;
     this.count = Math.min(this.count + 1, this.size);
-    this.bodyBytes += entry.body?.length ?? 0;
-    if (this.bodyBytes > LOGGED_BODIES_TOTAL) this.dropOldBodies();
+    this.heldBytes += entry.bytes + (body?.length ?? 0);
+    if (this.heldBytes > LOG_BYTES) this.makeRoom();
   }
 
-  private dropOldBodies(): void {
+  /** Down to half of LOG_BYTES: the oldest bodies go first, then, when that is not enough, the oldest entries. */
+  private makeRoom(): void {
     for (const entry of this.oldestFirst()) {
-      if (this.bodyBytes <= LOGGED_BODIES_TOTAL / 2) break;
+      if (this.heldBytes <= LOG_BYTES / 2) return;
       if (entry.id < this.oldestWithBody || entry.body === undefined) continue;
-      this.bodyBytes -= entry.body.length;
+      this.heldBytes -= entry.body.length;
       entry.body = undefined;
-      entry.omitted = `dropped to keep the log's bodies within ${LOGGED_BODIES_TOTAL / 1024 / 1024} MiB`;
+      entry.omitted = `dropped to keep the log within ${LOG_BYTES / 1024 / 1024} MiB`;
       this.oldestWithBody = entry.id + 1;
+    }
+    while (this.heldBytes > LOG_BYTES / 2 && this.count > 1) {
+      const at = (this.next - this.count + this.size) % this.size;
+      this.heldBytes -= this.entries[at]?.bytes ?? 0;
+      this.entries[at] = undefined;
+      this.count -= 1;
     }
   }
 
@@ -253,7 +254,7 @@ export class RequestLog {
     this.entries = new Array<Entry | undefined>(this.size);
     this.next = 0;
     this.count = 0;
-    this.bodyBytes = 0;
+    this.heldBytes = 0;
     return had;
   }
 
@@ -266,28 +267,27 @@ export class RequestLog {
     for (const entry of this.newestFirst()) {
       if (out.length >= limit) break;
       if (path !== undefined && entry.path !== path) continue;
-      const status = entry.response.drop === undefined ? entry.response.status : null;
-      if (query.status !== undefined && !statusMatches(status, query.status)) continue;
+      if (query.status !== undefined && !statusMatches(entry.status, query.status)) continue;
       if (!wanted.every((name) => entry.names.has(name))) continue;
-      out.push(this.view(entry, status));
+      out.push(view(entry));
     }
     return out;
   }
+}
 
-  private view(entry: Entry, status: number | null): LoggedRequest {
-    const answer = entry.response.drop === undefined ? answerOf(entry.response) : { processed: {}, errors: [] };
-    return {
-      id: entry.id,
-      time: entry.time,
-      method: entry.method,
-      path: entry.path,
-      status,
-      ...(entry.response.drop === undefined ? {} : { dropped: entry.response.drop }),
-      ...answer,
-      body: parseBody(entry),
-      body_bytes: entry.bodyBytes,
-      ...(entry.truncated ? { body_truncated: true as const } : {}),
-      ...(entry.omitted === undefined ? {} : { body_omitted: entry.omitted }),
-    };
-  }
+function view(entry: Entry): LoggedRequest {
+  return {
+    id: entry.id,
+    time: entry.time,
+    method: entry.method,
+    path: entry.path,
+    ...(entry.pathTruncated ? { path_truncated: true as const } : {}),
+    status: entry.status,
+    ...(entry.dropped === undefined ? {} : { dropped: entry.dropped }),
+    ...entry.answer,
+    body: parseBody(entry),
+    body_bytes: entry.bodyBytes,
+    ...(entry.truncated ? { body_truncated: true as const } : {}),
+    ...(entry.omitted === undefined ? {} : { body_omitted: entry.omitted }),
+  };
 }

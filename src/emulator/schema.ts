@@ -1,14 +1,11 @@
 // The emulator's SQLite schema and the queries shaped by it (schema-upgrade.ts: files of earlier builds).
 //
-// Events and purchases are looked up by profile through an index on (id >> 12, profile_id): rows
-// in blocks of 4,096 by id, then by profile. A new row's index entry lands among the few pages of
-// the newest block, so a request of 50 events rewrites a handful of index pages, where an index on
-// profile_id alone spreads them over a page each (and each dirty page is written to the log at
-// commit). The price is on reads: one profile's rows take one index search per block, so a read
-// grows with the table, about 0.5 ms at 2 million events and 2 ms at 8 million (activityQuery()).
-
-/** Rows per block of the activity indexes, as a shift: 2^12 = 4,096. */
-const BLOCK_BITS = 12;
+// Events and purchases have no index: a new row goes at the end of its table, so a request of 50
+// events writes a page or two, however many profiles it names. Each row holds the id of its
+// profile's previous row (prev): a profile's rows are a chain from its newest row back, read one row
+// per step, at a cost that grows with that profile's rows and not with the table (chainQuery()). The
+// newest row of each profile, where its chain starts, is in <table>_heads for the rows up to the
+// table's mark (activity_marks); activity-heads.ts keeps the heads of the rows after it.
 
 /** The tables whose rows are recorded activity: many rows per profile, added and never changed. */
 export const ACTIVITY_TABLES = ['events', 'purchases'] as const;
@@ -23,6 +20,7 @@ export const ACTIVITY_COLUMNS: Record<ActivityTable, readonly (readonly [string,
     ['time', 'TEXT NOT NULL'],
     ['app_id', 'TEXT'],
     ['properties', 'TEXT'],
+    ['prev', 'INTEGER'],
   ],
   purchases: [
     ['id', 'INTEGER PRIMARY KEY'],
@@ -34,19 +32,30 @@ export const ACTIVITY_COLUMNS: Record<ActivityTable, readonly (readonly [string,
     ['time', 'TEXT NOT NULL'],
     ['app_id', 'TEXT'],
     ['properties', 'TEXT'],
+    ['prev', 'INTEGER'],
   ],
 };
 
-/** The columns a new row gives (all but its id), in table order. */
-export const INSERT_COLUMNS: Record<ActivityTable, readonly string[]> = {
-  events: ACTIVITY_COLUMNS.events.slice(1).map(([name]) => name),
-  purchases: ACTIVITY_COLUMNS.purchases.slice(1).map(([name]) => name),
-};
+/** The columns an activity table's rows hold, in table order. */
+export const columnNames = (table: ActivityTable): string[] => ACTIVITY_COLUMNS[table].map(([name]) => name);
 
 // Activity rows name their profile without a foreign key: a key would make every deleted profile a
-// search of the whole table, as the index does not start with profile_id. deleteProfiles() removes them.
+// search of the whole table, which has no index on profile_id. deleteProfiles() removes them.
 export const activityTable = (table: ActivityTable, name: string = table): string =>
   `CREATE TABLE IF NOT EXISTS ${name} (\n${ACTIVITY_COLUMNS[table].map(([column, type]) => `  ${column} ${type}`).join(',\n')}\n);`;
+
+/** Where each profile's chain of rows starts: its newest row among those up to the table's mark. */
+export const headsTable = (table: ActivityTable): string => `CREATE TABLE IF NOT EXISTS ${table}_heads (
+  profile_id INTEGER PRIMARY KEY,
+  last_id INTEGER NOT NULL
+);`;
+
+/** Each activity table's mark: every row up to it has its profile's head in the heads table; and how many rows those are. */
+export const MARKS_TABLE = `CREATE TABLE IF NOT EXISTS activity_marks (
+  name TEXT PRIMARY KEY,
+  through INTEGER NOT NULL,
+  rows INTEGER NOT NULL DEFAULT 0
+);`;
 
 export const SCHEMA = `
 CREATE TABLE IF NOT EXISTS profiles (
@@ -72,7 +81,8 @@ CREATE TABLE IF NOT EXISTS aliases (
   PRIMARY KEY (alias_label, alias_name)
 );
 CREATE INDEX IF NOT EXISTS aliases_profile ON aliases(profile_id);
-${ACTIVITY_TABLES.map((t) => `${activityTable(t)}\nCREATE INDEX IF NOT EXISTS ${t}_by_profile ON ${t}(id >> ${BLOCK_BITS}, profile_id);`).join('\n')}
+${ACTIVITY_TABLES.map((t) => `${activityTable(t)}\n${headsTable(t)}`).join('\n')}
+${MARKS_TABLE}
 CREATE TABLE IF NOT EXISTS push_tokens (
   app_id TEXT NOT NULL,
   token TEXT NOT NULL,
@@ -90,13 +100,21 @@ CREATE TABLE IF NOT EXISTS subscriptions (
 `;
 
 /**
- * A query over one profile's rows of an activity table, through its index one block at a time
- * (blocks 0 to the newest): `select` and `tail` are the query around `FROM <table> a WHERE ...`;
- * the profile id is its one parameter.
+ * The rows of one profile in an activity table as `chain`, from its newest row (@head) back along
+ * prev while the rows are that profile's (@profile), newest first (at most @limit when `limited`).
+ * `columns` are carried along (id and prev always). A link to a row of another profile, or to a later
+ * row, ends the chain: only a deleted row can leave one.
  */
-export function activityQuery(table: ActivityTable, select: string, tail = ''): string {
-  return `WITH RECURSIVE block(n) AS (
-  SELECT 0 UNION ALL SELECT n + 1 FROM block WHERE n < (SELECT max(id) FROM ${table}) >> ${BLOCK_BITS}
-)
-SELECT ${select} FROM block CROSS JOIN ${table} a WHERE a.id >> ${BLOCK_BITS} = block.n AND a.profile_id = ? ${tail}`;
+export function chainCte(table: ActivityTable, columns: readonly string[], limited = false): string {
+  const carried = ['id', 'prev', ...columns.filter((c) => c !== 'id' && c !== 'prev')].map((c) => `a.${c}`).join(', ');
+  return `WITH RECURSIVE chain AS (
+  SELECT ${carried} FROM ${table} a WHERE a.id = @head AND a.profile_id = @profile
+  UNION ALL
+  SELECT ${carried} FROM chain JOIN ${table} a ON a.id = chain.prev WHERE a.profile_id = @profile AND a.id < chain.id${limited ? '\n  LIMIT @limit' : ''}
+)`;
+}
+
+/** A query over one profile's rows (chainCte()): `select` and `tail` around `FROM chain`. */
+export function chainQuery(table: ActivityTable, columns: readonly string[], select: string, tail = '', limited = false): string {
+  return `${chainCte(table, columns, limited)}\nSELECT ${select} FROM chain ${tail}`;
 }

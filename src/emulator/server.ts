@@ -159,7 +159,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
   const unlock = lockDatabase(resolved.db);
   let store: Store | undefined;
   try {
-    store = new Store(resolved.db, { checkpointThread: true });
+    store = new Store(resolved.db, { checkpointThread: true, note: options.log });
     return await serve(resolved, store, options.log, unlock);
   } catch (error) {
     if (store !== undefined) {

@@ -1,9 +1,11 @@
 // The emulator's SQLite store: the only module that opens the database, handing its connection to its
 // parts (profile-rows.ts, activity-rows.ts, schema-upgrade.ts). Every query is a prepared statement;
-// callers group writes with transaction() so a request commits as one.
+// callers group writes with transaction() so a request commits as one. Past 350 lines because it is
+// the one face of its parts: most of its methods are a line handing a call on to one of them.
 import Database from 'better-sqlite3';
 import type { UserAlias } from '../model/index.js';
-import { ActivityRows, type ActivitySummary, type NewEvent, type NewPurchase, type StoredEvent, type StoredPurchase } from './activity-rows.js';
+import type { SweepSizes } from './activity-heads.js';
+import { ActivityRows, type ActivitySummary, type NewEvent, type NewPurchase, type RecentActivity, type StoredEvent, type StoredPurchase } from './activity-rows.js';
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.js';
 import { ProfileRows, type EditableProfile, type Profile } from './profile-rows.js';
 import { ACTIVITY_TABLES, SCHEMA } from './schema.js';
@@ -26,7 +28,7 @@ export function openCheckpointConnection(path: string): { checkpoint: () => void
 }
 
 /** Every table that holds data, children first: what reset() empties. */
-const DATA_TABLES = [...ACTIVITY_TABLES, 'push_tokens', 'subscriptions', 'aliases', 'profiles'];
+const DATA_TABLES = [...ACTIVITY_TABLES, ...ACTIVITY_TABLES.map((t) => `${t}_heads`), 'push_tokens', 'subscriptions', 'aliases', 'profiles'];
 
 /** A profile whose external_id, email, phone or one of whose aliases matches @like (a LIKE pattern; `%%` matches all). */
 const PROFILE_MATCH = `(@like = '%%' OR p.external_id LIKE @like ESCAPE '\\' OR p.email LIKE @like ESCAPE '\\' OR p.phone LIKE @like ESCAPE '\\'
@@ -39,14 +41,18 @@ export class Store {
   private readonly activity: ActivityRows;
   private readonly inTransaction: (fn: () => unknown) => unknown;
   private readonly checkpointThread: CheckpointThread | undefined;
+  /** SQLite's count of other connections' commits, when last looked at. */
+  private dataVersion: number;
 
   /**
    * `checkpointThread`: checkpoint the log from a worker thread rather than on commit (the server
-   * does; a short-lived command has nothing to gain from starting a thread).
+   * does; a short-lived command has nothing to gain from starting a thread). `sweep`: when the heads
+   * of activity rows are written (activity-heads.ts; tests make it small). `note`: told when a file
+   * an earlier build made is rebuilt, as it begins and ends (schema-upgrade.ts).
    */
   constructor(
     readonly path: string,
-    options: { checkpointThread?: boolean } = {},
+    options: { checkpointThread?: boolean; sweep?: SweepSizes; note?: (line: string) => void } = {},
   ) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -56,20 +62,18 @@ export class Store {
     // a larger page cache and memory-mapped reads keep lookups off the read() path
     this.db.pragma('cache_size = -65536');
     this.db.pragma('mmap_size = 268435456');
+    upgradeActivityTables(this.db, options.note);
     // each request is a savepoint in the group's transaction: its undo pages (the statement journal)
     // kept in memory, not in a temporary file opened, written and deleted for every request
     this.db.pragma('temp_store = MEMORY');
-    upgradeActivityTables(this.db);
     this.db.pragma('foreign_keys = ON');
     this.db.exec(SCHEMA);
     const db = this.db;
     this.profiles = new ProfileRows(db);
-    this.activity = new ActivityRows(db);
+    this.activity = new ActivityRows(db, options.sweep);
     this.stmt = {
       idByAlias: db.prepare<[string, string], number>('SELECT profile_id FROM aliases WHERE alias_label = ? AND alias_name = ?').pluck(),
-      // one pass over each activity table for the whole list, however many profiles it names
-      deleteEventsOf: db.prepare<[string]>('DELETE FROM events WHERE profile_id IN (SELECT value FROM json_each(?))'),
-      deletePurchasesOf: db.prepare<[string]>('DELETE FROM purchases WHERE profile_id IN (SELECT value FROM json_each(?))'),
+      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
       deleteProfiles: db.prepare<[string]>('DELETE FROM profiles WHERE id IN (SELECT value FROM json_each(?))'),
       insertAlias: db.prepare('INSERT OR IGNORE INTO aliases (alias_label, alias_name, profile_id) VALUES (?, ?, ?)'),
       aliasesOf: db.prepare<[number], { alias_name: string; alias_label: string }>(
@@ -103,10 +107,9 @@ export class Store {
         .pluck(),
       findProfileIds: db.prepare<{ like: string; limit: number; offset: number }, number>(`SELECT id FROM profiles p WHERE ${PROFILE_MATCH} ORDER BY id LIMIT @limit OFFSET @offset`).pluck(),
       countProfiles: db.prepare<{ like: string }, number>(`SELECT COUNT(*) FROM profiles p WHERE ${PROFILE_MATCH}`).pluck(),
-      counts: db.prepare<[], { profiles: number; events: number; purchases: number }>(
-        'SELECT (SELECT COUNT(*) FROM profiles) AS profiles, (SELECT COUNT(*) FROM events) AS events, (SELECT COUNT(*) FROM purchases) AS purchases',
-      ),
+      countProfilesAll: db.prepare<[], number>('SELECT COUNT(*) FROM profiles').pluck(),
     };
+    this.dataVersion = this.stmt.dataVersion.get() as number;
     // one transaction function for every call: inside another transaction it runs in a savepoint
     this.inTransaction = db.transaction((fn: () => unknown) => fn());
     if (options.checkpointThread === true && !db.memory) {
@@ -116,14 +119,33 @@ export class Store {
     }
   }
 
-  /** Runs fn in one transaction: all of its writes commit together, or none do. */
+  /**
+   * Runs fn in one transaction: all of its writes commit together, or none do. What the store holds in
+   * memory is read again from the file after a rollback, and before a transaction that follows
+   * another connection's commit (`track cleanup` beside a running emulator).
+   */
   transaction<T>(fn: () => T): T {
+    const outermost = !this.db.inTransaction;
+    if (outermost) this.noticeOtherWriters();
+    // the outermost transaction ends by writing what is due of the heads of activity rows
+    const run = outermost ? (): T => this.activity.settledAfter(fn) : fn;
     try {
-      return this.inTransaction(fn) as T;
+      return this.inTransaction(run) as T;
     } catch (error) {
-      this.profiles.forgetIds();
+      this.forgetCached();
       throw error;
     }
+  }
+
+  private forgetCached(): void {
+    this.profiles.forgetIds();
+    this.activity.forget();
+  }
+
+  private noticeOtherWriters(): void {
+    const version = this.stmt.dataVersion.get() as number;
+    if (version !== this.dataVersion) this.forgetCached();
+    this.dataVersion = version;
   }
 
   /** False once SQLite has rolled back a transaction itself (after SQLITE_FULL, for one). */
@@ -199,8 +221,7 @@ export class Store {
     if (ids.length === 0) return;
     const list = JSON.stringify(ids);
     this.transaction(() => {
-      this.stmt.deleteEventsOf.run(list);
-      this.stmt.deletePurchasesOf.run(list);
+      this.activity.deleteOf(ids);
       this.stmt.deleteProfiles.run(list);
     });
     this.profiles.forgetIds();
@@ -235,6 +256,11 @@ export class Store {
 
   purchasesOf(profileId: number): StoredPurchase[] {
     return this.activity.purchasesOf(profileId);
+  }
+
+  /** The profile's newest events and purchases (newest first, at most `limit` of each), and how many it has of each. */
+  recentActivity(profileId: number, limit: number): RecentActivity {
+    return this.activity.recentOf(profileId, limit);
   }
 
   eventSummary(profileId: number): ActivitySummary[] {
@@ -276,8 +302,13 @@ export class Store {
     return this.stmt.pushImportCount.get() as number;
   }
 
+  /** How many profiles, events and purchases there are (events and purchases as counted when added and deleted). */
   counts(): { profiles: number; events: number; purchases: number } {
-    return this.stmt.counts.get() as { profiles: number; events: number; purchases: number };
+    return { profiles: this.profileCount(), ...this.activity.rowCounts() };
+  }
+
+  profileCount(): number {
+    return this.stmt.countProfilesAll.get() as number;
   }
 
   /**
@@ -288,7 +319,7 @@ export class Store {
   findProfiles(text: string, limit: number, offset = 0): { total: number; profiles: Profile[] } {
     const like = `%${text.replace(/[\\%_]/g, '\\$&')}%`;
     const ids = this.stmt.findProfileIds.all({ like, limit, offset });
-    const total = text === '' ? this.counts().profiles : (this.stmt.countProfiles.get({ like }) as number);
+    const total = text === '' ? this.profileCount() : (this.stmt.countProfiles.get({ like }) as number);
     return { total, profiles: ids.map((id) => this.profileById(id)).filter((p) => p !== undefined) };
   }
 
@@ -296,15 +327,20 @@ export class Store {
   reset(): void {
     this.transaction(() => {
       for (const table of DATA_TABLES) this.db.prepare(`DELETE FROM ${table}`).run();
+      this.db.prepare('UPDATE activity_marks SET rows = 0').run();
     });
-    this.profiles.forgetIds();
+    this.forgetCached();
   }
 
-  /** 'ok' when SQLite finds the file sound and every row's references resolve. */
+  /** 'ok' when SQLite finds the file sound, every row's references resolve and every activity row is on its profile's chain. */
   integrityCheck(): string {
-    const integrity = String(this.db.pragma('integrity_check', { simple: true }));
     const dangling = (this.db.pragma('foreign_key_check') as unknown[]).length + (this.stmt.orphanActivity.get() as number);
-    return dangling === 0 ? integrity : `${integrity}; ${dangling} rows reference missing rows`;
+    const offChain = this.activity.chainProblems();
+    return [
+      String(this.db.pragma('integrity_check', { simple: true })),
+      ...(dangling === 0 ? [] : [`${dangling} rows reference missing rows`]),
+      ...(offChain === 0 ? [] : [`${offChain} events or purchases off their profile's chain`]),
+    ].join('; ');
   }
 
   /**
@@ -317,6 +353,13 @@ export class Store {
 
   close(): void {
     this.checkpointThread?.end();
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    try {
+      // the next to open the file finds every head written (and no rows past the mark to read)
+      this.transaction(() => this.activity.writeHeads());
+    } catch {
+      // a file that cannot be written now (a full disk): the next store reads the heads from the rows
+    }
+    this.db.close();
   }
 }

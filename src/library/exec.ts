@@ -14,9 +14,15 @@ export interface ExecOptions extends FixtureOptions {
   onStart?: (emulator: Emulator) => void;
   /**
    * Called once the command runs, with `signalGroup`, which sends a signal to the command's process
-   * group (the shell and everything it started): to pass signals on to it, say (the CLI does).
+   * group (the shell and everything it started), and `stop`, which asks the command to end: the
+   * signal to the group, then SIGKILL to the group at a second stop, or if the command has not ended
+   * `killAfterMs` after the first (the CLI stops it on every signal that would end `track`).
    */
-  onSpawn?: (child: ChildProcess, signalGroup: (signal: NodeJS.Signals) => void) => void;
+  onSpawn?: (child: ChildProcess, signalGroup: (signal: NodeJS.Signals) => void, stop: (signal: NodeJS.Signals) => void) => void;
+  /** Called as stop() kills the command's group: at a second stop, or once `killAfterMs` have passed since the first. */
+  onKill?: (why: 'second stop' | 'time') => void;
+  /** How long the command has to end after the first stop before its group is killed (default 10 s). */
+  killAfterMs?: number;
   /**
    * Aborted before the command starts (a signal while the seed loads, say): the command is not run,
    * the emulator is closed, and the result is that of the signal named by the reason (default SIGTERM).
@@ -37,6 +43,9 @@ function stoppedBy(reason: unknown): ExecResult {
   return { status: 128 + constants.signals[signal], code: null, signal };
 }
 
+/** How long a command stopped by stop() has to end before its process group is killed. */
+export const KILL_AFTER_MS = 10_000;
+
 /** Sends `signal` to process group `pgid`; false once the group is gone. */
 function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   try {
@@ -48,16 +57,45 @@ function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
 }
 
 /**
+ * stop() for a command's process group: the first passes its signal on and gives the command
+ * `killAfterMs` to end; a second, or that time passing, kills the group. Nothing once it has ended.
+ */
+function stopper(pgid: number | undefined, killAfterMs: number, onKill: ExecOptions['onKill']) {
+  let stops = 0;
+  let timer: NodeJS.Timeout | undefined;
+  let ended = false;
+  const kill = (why: 'second stop' | 'time'): void => {
+    clearTimeout(timer);
+    if (ended || pgid === undefined) return;
+    onKill?.(why);
+    signalGroup(pgid, 'SIGKILL');
+  };
+  return {
+    stop: (signal: NodeJS.Signals): void => {
+      if (ended || pgid === undefined) return;
+      stops += 1;
+      if (stops > 1) return kill('second stop');
+      signalGroup(pgid, signal);
+      timer = setTimeout(() => kill('time'), killAfterMs);
+    },
+    ended: (): void => {
+      ended = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
  * Starts the emulator, runs `command` through the shell with TRACK_URL and TRACK_API_KEY set, waits
  * for it, and closes the emulator (a file database is checkpointed and unlocked).
  *
  * The command runs in a process group of its own, so a signal passed on reaches everything it
  * started, not only the shell; once the shell has ended, whatever it left running in that group is
  * sent SIGTERM, and SIGKILL if this process exits first. A terminal's Ctrl-C reaches this process
- * only (the command is not in the terminal's foreground group), which passes it on.
+ * only (the command is not in the terminal's foreground group), which passes it on (onSpawn's stop).
  */
 export async function execWithEmulator(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-  const { env, stdio, onStart, onSpawn, signal: abort, ...emulatorOptions } = options;
+  const { env, stdio, onStart, onSpawn, onKill, killAfterMs, signal: abort, ...emulatorOptions } = options;
   if (command.trim() === '') throw new UsageError('--exec: expected a command to run, got an empty one');
   if (abort?.aborted) return stoppedBy(abort.reason);
   let emulator: Emulator;
@@ -83,18 +121,21 @@ export async function execWithEmulator(command: string, options: ExecOptions = {
       // whatever ends this process, the command's group is not left running
       const killGroup = (): void => void (pgid !== undefined && signalGroup(pgid, 'SIGKILL'));
       process.once('exit', killGroup);
+      const stopping = stopper(pgid, killAfterMs ?? KILL_AFTER_MS, onKill);
       child.once('error', (error) => {
+        stopping.ended();
         process.off('exit', killGroup);
         reject(error);
       });
       child.once('exit', (code, signal) => {
+        stopping.ended();
         // the shell is gone; what it started in the background goes with it (SIGKILL at exit if it stays)
         if (pgid !== undefined) signalGroup(pgid, 'SIGTERM');
         if (pgid === undefined || !signalGroup(pgid, 0)) process.off('exit', killGroup);
         const status = code ?? 128 + (signal === null ? 0 : constants.signals[signal]);
         resolve({ status, code, signal });
       });
-      if (pgid !== undefined) onSpawn?.(child, (sig) => void signalGroup(pgid, sig));
+      if (pgid !== undefined) onSpawn?.(child, (sig) => void signalGroup(pgid, sig), stopping.stop);
     });
   } finally {
     await emulator.close();

@@ -1,9 +1,11 @@
 // The emulator through the real CLI binary, on port 0.
+import Database from 'better-sqlite3';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/emulator/store.js';
 import { postJson, runCli, spawnEmulator, tempDir } from '../helpers/cli.js';
+import { until } from '../helpers/processes.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -59,6 +61,49 @@ describe('track emulate', () => {
       store.close();
     }
   });
+
+  it('killed -9 while requests are being written, keeps every acknowledged item once and nothing never sent', async () => {
+    const db = join(tmp.dir, 'killed.sqlite');
+    const emu = await spawnEmulator(['--db', db, '--api-key', 'k', '--quiet']);
+    const acknowledged = new Set<number>();
+    let sent = 0;
+    let killed = false;
+    // four connections writing events and purchases of 50 users, each item numbered, until the kill
+    const writers = Array.from({ length: 4 }, async () => {
+      while (!killed) {
+        const numbers = Array.from({ length: 20 }, () => (sent += 1));
+        const events = numbers.filter((n) => n % 5 !== 0).map((n) => ev(`u${n % 50}`, n));
+        const purchases = numbers.filter((n) => n % 5 === 0).map((n) => ({ external_id: `u${n % 50}`, product_id: 'p', currency: 'USD', price: 1, time: '2024-01-01T00:00:00Z', properties: { n } }));
+        try {
+          if ((await postJson(`${emu.url}/users/track`, 'k', { events, purchases })).status === 201) for (const n of numbers) acknowledged.add(n);
+        } catch {
+          return; // the connection the kill broke
+        }
+      }
+    });
+    await until(() => acknowledged.size >= 2000, 20_000);
+    killed = true;
+    emu.proc.kill('SIGKILL');
+    await emu.exited;
+    await Promise.all(writers);
+    const store = new Store(db);
+    let stored: number[];
+    try {
+      expect(store.integrityCheck()).toBe('ok');
+      const profiles = store.allProfiles();
+      stored = profiles.flatMap((p) => [...store.eventsOf(p.id), ...store.purchasesOf(p.id)].map((x) => (x.properties as { n: number }).n));
+      expect(store.counts().events + store.counts().purchases).toBe(stored.length);
+    } finally {
+      store.close();
+    }
+    expect(new Set(stored).size).toBe(stored.length);
+    expect([...acknowledged].filter((n) => !stored.includes(n))).toEqual([]);
+    expect(stored.filter((n) => n > sent)).toEqual([]);
+    // track inspect reads the same, and what the export counts agrees
+    const inspected = JSON.parse(runCli(['inspect', '--db', db]).stdout) as { events: unknown[]; purchase_log: unknown[]; custom_events: { count: number }[] }[];
+    expect(inspected.reduce((n, p) => n + p.events.length + p.purchase_log.length, 0)).toBe(stored.length);
+    expect(inspected.reduce((n, p) => n + p.custom_events.reduce((m, e) => m + e.count, 0), 0)).toBe(inspected.reduce((n, p) => n + p.events.length, 0));
+  }, 60_000);
 
   it('takes explicit batch limits over the profile (--max-total, --max-per-array)', async () => {
     const items = (n: number) => Array.from({ length: n }, (_, i) => ev(`u${i}`, i));
@@ -116,6 +161,26 @@ describe('track inspect and cleanup', () => {
     expect(dry.stdout).toMatch(/^1 push-import profile/);
     expect(runCli(['cleanup', '--db', db]).stdout).toMatch(/deleted 1/);
     expect(JSON.parse(runCli(['inspect', '--db', db]).stdout)).toHaveLength(2);
+  });
+
+  it('says on stderr that it rebuilds a file an earlier version wrote, once', () => {
+    const db = join(tmp.dir, 'earlier.sqlite');
+    // the events table as the version before linked rows made it
+    const old = new Store(db);
+    old.createProfile({ externalId: 'a' });
+    old.close();
+    const raw = new Database(db);
+    raw.exec('DROP TABLE events; CREATE TABLE events (id INTEGER PRIMARY KEY, profile_id INTEGER NOT NULL, name TEXT NOT NULL, time TEXT NOT NULL, app_id TEXT, properties TEXT)');
+    raw.exec("CREATE INDEX events_by_profile ON events(id >> 12, profile_id); INSERT INTO events (profile_id, name, time) VALUES (1, 'signup', '2024-01-01T00:00:00Z')");
+    raw.close();
+    const first = runCli(['inspect', '--db', db]);
+    expect(first.status).toBe(0);
+    expect(first.stderr).toContain(`track: ${db} was written by an earlier version of track: rebuilding its events (1 row) once`);
+    expect(first.stderr).toMatch(/rebuilt in \d+\.\d s\n$/);
+    expect(JSON.parse(first.stdout)[0].events.map((e: { name: string }) => e.name)).toEqual(['signup']);
+    const second = runCli(['inspect', '--db', db]);
+    expect(second.stderr).toBe('');
+    expect(second.stdout).toBe(first.stdout);
   });
 
   it('says which file is missing instead of creating one', () => {

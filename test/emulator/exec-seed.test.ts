@@ -1,11 +1,12 @@
 // `track emulate --exec` and `--seed`, and `track inspect`'s counting and limits, through the real CLI binary.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BIN, ROOT, postJson, runCli, runCliAsync, spawnEmulator, tempDir } from '../helpers/cli.js';
+import { isRunning, pidIn, until } from '../helpers/processes.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -19,14 +20,6 @@ const nodeScript = (file: string, source: string): string => {
   return `"${process.execPath}" "${file}"`;
 };
 
-const isRunning = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe('track emulate --exec', () => {
   it('runs the command with TRACK_URL and TRACK_API_KEY, keeps its stdout clean, and exits with its status', async () => {
@@ -84,16 +77,6 @@ describe('track emulate --exec', () => {
 });
 
 describe('track emulate --exec and the command\'s process group', () => {
-  /** Waits until `check` holds, polling every 20 ms, for at most `ms`. */
-  const until = async (check: () => boolean, ms = 5000): Promise<boolean> => {
-    for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 20))) if (check()) return true;
-    return check();
-  };
-  const pidIn = (file: string): number | undefined => {
-    const text = existsSync(file) ? readFileSync(file, 'utf8').trim() : '';
-    return text === '' ? undefined : Number(text);
-  };
-
   it('passes SIGTERM, SIGHUP and SIGINT to everything the command started, and ends what it leaves behind', async () => {
     const runs = (['SIGTERM', 'SIGHUP', 'SIGINT', undefined] as const).map(async (signal, i) => {
       const file = join(tmp.dir, `grandchild-${i}`);

@@ -1,4 +1,4 @@
-// The store's external_id -> profile id cache, its partial-row updates and its checkpointer thread:
+// The store's external_id -> profile id cache, its partial-row updates, its order of updates and its checkpointer thread:
 // none may change what is stored or found.
 import Database from 'better-sqlite3';
 import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
@@ -210,5 +210,24 @@ describe('stopping the emulator', () => {
     const copy = new Database(join(dir, 'copy.sqlite'), { readonly: true });
     expect(copy.prepare('SELECT COUNT(*) FROM events').pluck().get()).toBe(250);
     copy.close();
+  });
+});
+
+describe('the order of updates', () => {
+  it('continues after the file is opened again, though a store that only reads never looks for it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'track-seq-'));
+    dirs.push(dir);
+    const path = join(dir, 'seq.sqlite');
+    store = new Store(path);
+    for (const externalId of ['older', 'newer']) store.createProfile({ externalId, email: 'shared@example.com' });
+    store.close();
+    // a reader (track inspect) writes nothing, and the next writer still knows where the order stands
+    store = new Store(path);
+    expect(store.profilesSharing('email', 'shared@example.com').map((p) => p.externalId)).toEqual(['newer', 'older']);
+    store.close();
+    store = new Store(path);
+    const older = store.editableByExternalId('older')!;
+    store.saveProfile(older);
+    expect(store.profilesSharing('email', 'shared@example.com').map((p) => p.externalId)).toEqual(['older', 'newer']);
   });
 });

@@ -6,7 +6,7 @@ import { spawn, spawnSync } from 'node:child_process';
 
 const DRIVER = String.raw`
 import fcntl, json, os, pty, re, select, struct, sys, termios, time
-argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3]); columns = int(sys.argv[4])
+argv = json.loads(sys.argv[1]); triggers = [re.compile(t.encode()) for t in json.loads(sys.argv[2])]; deadline = float(sys.argv[3]); columns = int(sys.argv[4]); key = sys.argv[5].encode()
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(argv[0], argv)
@@ -25,7 +25,7 @@ while True:
             break
         out += data
     if sent < len(triggers) and triggers[sent].search(out):
-        os.write(fd, b'\x03'); sent += 1
+        os.write(fd, key); sent += 1
     if not killed and time.time() - start > deadline:
         os.kill(pid, 9); killed = True
 _, status = os.waitpid(pid, 0)
@@ -37,7 +37,7 @@ export const hasPython = spawnSync('python3', ['-c', 'import pty'], { encoding: 
 export interface PtyRun {
   /** Exit status; a negative number is the signal that ended it. */
   status: number;
-  /** How many Ctrl-C were typed. */
+  /** How many Ctrl-C (or keys) were typed. */
   ctrlC: number;
   /** The deadline passed and the command was killed. */
   killed: boolean;
@@ -47,18 +47,20 @@ export interface PtyRun {
 
 /**
  * Runs argv in a terminal; each time the output first matches the next of `ctrlCAfter` (regular
- * expressions, Python's syntax), types Ctrl-C. The command is killed after `deadlineMs`. The terminal
- * is 120 columns wide, or `columns` (0: a pseudo-terminal whose size was never set).
+ * expressions, Python's syntax), types Ctrl-C (or `key`: '\x1c' is Ctrl-\). The command is killed
+ * after `deadlineMs`. The terminal is 120 columns wide, or `columns` (0: a pseudo-terminal whose
+ * size was never set).
  */
 export function runInTerminal(
   argv: string[],
-  options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string>; columns?: number },
+  options: { ctrlCAfter: string[]; deadlineMs: number; cwd?: string; env?: Record<string, string>; columns?: number; key?: string },
 ): Promise<PtyRun> {
   // a person's terminal: the progress spinner draws only where no CI variable is set
   const env: NodeJS.ProcessEnv = { ...process.env, TERM: process.env.TERM ?? 'xterm', ...options.env };
   delete env.CI;
   return new Promise((resolve, reject) => {
-    const child = spawn('python3', ['-c', DRIVER, JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000), String(options.columns ?? 120)], {
+    const args = [JSON.stringify(argv), JSON.stringify(options.ctrlCAfter), String(options.deadlineMs / 1000), String(options.columns ?? 120), options.key ?? '\x03'];
+    const child = spawn('python3', ['-c', DRIVER, ...args], {
       cwd: options.cwd,
       env,
       stdio: ['ignore', 'pipe', 'pipe'],

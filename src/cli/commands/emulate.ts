@@ -1,6 +1,7 @@
 // `track emulate`: runs the emulator in the foreground until SIGINT or SIGTERM (decisions.md "Running
 // the emulator"), or, with --exec, around one command whose exit status becomes its own.
 import { Option, type Command } from 'commander';
+import { constants } from 'node:os';
 import type { EmulatorOptions } from '../../emulator/options.js';
 import type { Emulator } from '../../emulator/server.js';
 import { UsageError } from '../../errors.js';
@@ -11,10 +12,15 @@ import type { RemoteSettings } from '../../input/remote.js';
 import { EMULATE_DEFAULTS, collect, number, positiveInteger, s3Endpoint, storageFrom, wholeNumber, type EmulateFlags } from '../options.js';
 
 /**
- * Signals passed on to the --exec command's process group. The command has a group of its own, so a
- * terminal's Ctrl-C reaches only this process, which passes it on.
+ * The signals that would end this process: each stops the --exec command (passed on to its process
+ * group; a second, or 10 s without it ending, kills the group). The command has a group of its own,
+ * so a terminal's Ctrl-C (SIGINT) and Ctrl-\ (SIGQUIT) reach only this process, which passes them on.
+ * Not SIGUSR1 (Node's debugger), SIGPIPE (ignored), SIGPROF (V8's profiler), nor the faults after
+ * which no JavaScript can run (SIGSEGV, SIGBUS, SIGFPE, SIGILL); SIGKILL cannot be caught.
  */
-const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const STOP_SIGNALS = (
+  ['SIGHUP', 'SIGINT', 'SIGQUIT', 'SIGTERM', 'SIGUSR2', 'SIGALRM', 'SIGVTALRM', 'SIGXCPU', 'SIGXFSZ', 'SIGTRAP', 'SIGABRT', 'SIGSYS', 'SIGIO', 'SIGPWR', 'SIGSTKFLT'] as const
+).filter((signal) => signal in constants.signals);
 
 /** The emulator's options the flags ask for; its lines go to `log`. */
 function emulatorOptions(flags: EmulateFlags, log: (line: string) => void): EmulatorOptions & { seed?: string[]; storage?: RemoteSettings } {
@@ -84,31 +90,35 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
 /**
  * --exec: the emulator, then the command with TRACK_URL and TRACK_API_KEY, then the emulator closed
  * and the command's status as ours. The start lines go to stderr, so the command's stdout is its own;
- * SIGINT, SIGTERM and SIGHUP are passed on to the command, and its end ends both.
+ * every signal that would end this process stops the command (STOP_SIGNALS), and its end ends both.
  */
 async function runExec(flags: EmulateFlags, command: string, options: EmulatorOptions): Promise<void> {
-  const { execWithEmulator } = await import('../../library/exec.js');
-  let signalGroup: ((signal: NodeJS.Signals) => void) | undefined;
+  const { execWithEmulator, KILL_AFTER_MS } = await import('../../library/exec.js');
+  let stop: ((signal: NodeJS.Signals) => void) | undefined;
+  let signals = 0;
   // a signal before the command starts (while the seed loads) stops everything: the command never runs
   const beforeStart = new AbortController();
-  const forward = (signal: NodeJS.Signals): void => {
-    if (signalGroup === undefined) beforeStart.abort(signal);
-    else signalGroup(signal);
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (stop === undefined) return beforeStart.abort(signal);
+    if ((signals += 1) === 1) process.stderr.write(`track: ${signal}: passed on to the command; it is killed if it has not ended in ${KILL_AFTER_MS / 1000} s, or at the next signal\n`);
+    stop(signal);
   };
-  for (const signal of FORWARDED_SIGNALS) process.on(signal, forward);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   try {
     const result = await execWithEmulator(command, {
       ...options,
       signal: beforeStart.signal,
       onStart: (emulator) => process.stderr.write(startLines(emulator, flags, options)),
-      onSpawn: (_child, toGroup) => (signalGroup = toGroup),
+      onSpawn: (_child, _toGroup, stopCommand) => (stop = stopCommand),
+      onKill: (why) =>
+        process.stderr.write(`track: the command ${why === 'time' ? `had not ended ${KILL_AFTER_MS / 1000} s after the signal` : 'outlived a second signal'}: its process group is killed (SIGKILL)\n`),
     });
-    if (result.code === null && beforeStart.signal.aborted && signalGroup === undefined) {
+    if (result.code === null && beforeStart.signal.aborted && stop === undefined) {
       process.stderr.write(`track: stopped by ${result.signal} before the command started; it was not run\n`);
     }
     process.exitCode = result.status;
   } finally {
-    for (const signal of FORWARDED_SIGNALS) process.off(signal, forward);
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
 }
 
@@ -149,9 +159,10 @@ export function registerEmulate(program: Command): void {
         'files), GET /_track/run (charts of the run: requests per second against the rate limit, statuses, items, minor\n' +
         'errors) and GET /metrics (Prometheus text format). On a loopback --host they need no key; on any other, one of the API keys.\n\n' +
         'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)\n' +
-        'The command runs in a process group of its own: SIGINT, SIGTERM and SIGHUP sent to track reach all of it,\n' +
-        'and whatever it leaves running is ended with it. If the emulator cannot start (a seed row, the port or the\n' +
-        'database in use), the command is not run and the status is 2.',
+        'The command runs in a process group of its own: a signal that would end track (SIGINT from Ctrl-C, SIGQUIT\n' +
+        'from Ctrl-\\, SIGTERM, SIGHUP, SIGUSR2...) is passed on to all of it, and the group is killed (SIGKILL) at a\n' +
+        'second signal or 10 s later if it has not ended; whatever it leaves running is ended with it. If the\n' +
+        'emulator cannot start (a seed row, the port or the database in use), the command is not run and the status is 2.',
     )
     .action(runEmulate);
 }

@@ -6,5 +6,6 @@ import { InputError } from '../../errors.js';
 export async function openEmulatorDb(path: string): Promise<Store> {
   if (!existsSync(path)) throw new InputError('no emulator database here (start `track emulate --db` with this path first)', path);
   const { Store } = await import('../../emulator/store.js');
-  return new Store(path);
+  // a file an earlier version wrote is rebuilt once: said on stderr, as it may take a while
+  return new Store(path, { note: (line) => process.stderr.write(`track: ${line}\n`) });
 }
