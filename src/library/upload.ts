@@ -147,6 +147,7 @@ const isRows = (input: unknown): input is Rows =>
  * `summary`; rejected rows and a stop by `signal` are told by the summary.
  */
 export async function upload(options: UploadCallOptions): Promise<UploadSummary> {
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('upload(): give one object of options: upload({ inputs: ["users.csv"], url, apiKey })');
   if (!Array.isArray(options.inputs) || options.inputs.length === 0) throw new UsageError('upload(): give inputs: paths, URLs, or rows in memory');
   const env = options.env ?? process.env;
   const flags = flagsOf(options);

@@ -89,6 +89,7 @@ describe('upload() errors', () => {
     await expect(upload({ inputs: ['a.csv', [{ external_id: 'x' }]], dryRun: true })).rejects.toThrow(/not both/);
     await expect(upload({ inputs: ['-'], dryRun: true })).rejects.toThrow(/standard input/);
     await expect(upload({ inputs: [], dryRun: true })).rejects.toThrow(/give inputs/);
+    for (const bad of [null, undefined, 'users.csv', ['users.csv']]) await expect(upload(bad as never)).rejects.toBeInstanceOf(UsageError);
     await expect(upload({ inputs: [[{ n: 1n }]], dryRun: true })).rejects.toThrow(/inputs\[0\], row 1: cannot be written as JSON/);
   });
 });
