@@ -22,6 +22,7 @@ import type { ResumeSkips } from '../records/journal.js';
 import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
 import type { ColumnCounts, createDelta, DeltaOptions } from './delta.js';
 import { createEncodingTally } from './encoding-note.js';
+import type { RejectBatch } from './reject-batch.js';
 import { shardOf, type Shard } from './shard.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
@@ -116,6 +117,8 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'reject'; record: RejectRecord }
   /** A field left out of a row that is sent without it (--drop-invalid-fields), for the rejects file. */
   | { type: 'dropped-field'; record: RejectRecord }
+  /** Rejects and dropped fields of a chunk, each as its line of the rejects file: the planning thread hands them on so (reject-batch.ts). */
+  | { type: 'rejects'; batch: RejectBatch }
   | { type: 'request'; request: R };
 
 /** What mapping a row's cells found beside its item. */
