@@ -15,8 +15,8 @@ import type { UploadOptions } from './upload.js';
 /** How the rejects file is written: NDJSON records, or CSV rows (csv-rejects.ts). */
 export type RejectsFormat = 'ndjson' | 'csv';
 
-/** A file of lines opened with its first one; `writeLines` writes `count` lines of JSON at once (each ending in a line feed). */
-export type LinesFile = NdjsonWriter & { open(): Promise<void>; writeLines(text: string, count: number): Promise<void> };
+/** A file of lines opened with its first one; `writeLines` writes `count` lines of JSON at once (UTF-8, each ending in a line feed). */
+export type LinesFile = NdjsonWriter & { open(): Promise<void>; writeLines(bytes: Uint8Array, count: number): Promise<void> };
 
 export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item' | 'column'>): string =>
   `${record.line}\u0000${record.item ?? ''}\u0000${record.column ?? ''}\u0000${record.file}`;
@@ -137,7 +137,7 @@ export function rejectsLedger(writer: LinesFile, written: Set<string>, journaled
         return;
       }
       if (journaled) unsynced.push(batch);
-      await writer.writeLines(batch.text, batchSize(batch));
+      await writer.writeLines(batch.bytes, batchSize(batch));
     },
     async settle() {
       const taken = unsynced;
@@ -147,7 +147,7 @@ export function rejectsLedger(writer: LinesFile, written: Set<string>, journaled
         return undefined;
       } catch {
         // the run stops on the file's error where it was written; here the rows settle all the same
-        return taken.flatMap((kept) => ('text' in kept ? Array.from({ length: batchSize(kept) }, (_, i) => batchRecord(kept, i)) : [kept]));
+        return taken.flatMap((kept) => ('bytes' in kept ? Array.from({ length: batchSize(kept) }, (_, i) => batchRecord(kept, i)) : [kept]));
       }
     },
     async writeOwed(records) {
@@ -192,10 +192,10 @@ export function lazyWriter(path: string, what: string, append: boolean): LinesFi
       count += 1;
       await (await get()).writeLine(json);
     },
-    async writeLines(text, lines) {
+    async writeLines(bytes, lines) {
       count += lines;
       // one write of the lines: the writer adds the last line feed
-      await (await get()).writeLine(text.slice(0, -1));
+      await (await get()).writeLine(bytes.subarray(0, -1));
     },
     async write(value) {
       count += 1;
@@ -303,7 +303,8 @@ export function rejectsWriter(
     },
     writeLine: (json) => lines.writeLine(json),
     // a CSV row is made of each record, read back from its line
-    async writeLines(text, count) {
+    async writeLines(bytes, count) {
+      const text = new TextDecoder().decode(bytes);
       let at = 0;
       for (let i = 0; i < count; i += 1) {
         const end = text.indexOf('\n', at);

@@ -1,15 +1,17 @@
 // A chunk's rejects as they cross from the planning thread: each already the line the rejects file
-// gets, all of them in one text, with what the sending thread needs of each (its file, line, item
-// and column, for the journal and a resumed run) in typed arrays, and their reasons counted. One
-// reject a message of nested objects cost more to clone than to plan; a rejected row's record is
-// read back from its line only where a record is asked for (CSV rejects, the onReject hook).
+// gets, all of them in one buffer of UTF-8 handed over, with what the sending thread needs of each
+// (its file, line, item and column, for the journal and a resumed run) in typed arrays, and their
+// reasons counted. One reject a message of nested objects cost more to clone than to plan; and the
+// lines wait outside the heap until the rejects file is synced (rejectsLedger), where text kept that
+// long was moved to the old generation, a hundred MB of it in an all-rejected file. A rejected row's
+// record is read back from its line only where a record is asked for (CSV rejects, the onReject hook).
 import type { RejectRecord } from '../model/request.js';
 import { reasonOf } from './summary.js';
 
 export interface RejectBatch {
-  /** The lines one after another, each JSON.stringify(record) and its line feed. */
-  text: string;
-  /** Where each line ends in `text`, after its line feed. */
+  /** The lines one after another, each JSON.stringify(record) and its line feed, as UTF-8 (its own buffer, to hand over). */
+  bytes: Uint8Array;
+  /** Where each line ends in `bytes`, after its line feed. */
   ends: Uint32Array;
   /** The files named, each once; `fileOf` indexes it. */
   files: string[];
@@ -29,9 +31,12 @@ export interface RejectBatch {
 /** How many records a batch holds. */
 export const batchSize = (batch: RejectBatch): number => batch.ends.length;
 
+const utf8 = new TextEncoder();
+const utf8Text = new TextDecoder();
+
 /** The i-th record's line, without its line feed. */
 export function batchLine(batch: RejectBatch, i: number): string {
-  return batch.text.slice(i === 0 ? 0 : batch.ends[i - 1], batch.ends[i] - 1);
+  return utf8Text.decode(batch.bytes.subarray(i === 0 ? 0 : batch.ends[i - 1], batch.ends[i] - 1));
 }
 
 /** The i-th record, read back from its line. */
@@ -94,11 +99,12 @@ export function createRejectBatcher() {
     /** The records gathered since the last call, as a batch (undefined: none). */
     take(): RejectBatch | undefined {
       if (lines.length === 0) return undefined;
+      // a line of JSON holds no line feed of its own, and no byte of a longer UTF-8 character is one
+      const bytes = utf8.encode(`${lines.join('\n')}\n`);
       const ends = new Uint32Array(lines.length);
-      let at = 0;
-      for (let i = 0; i < lines.length; i += 1) ends[i] = at += lines[i].length + 1;
+      for (let i = 0, at = -1; i < lines.length; i += 1) ends[i] = (at = bytes.indexOf(0x0a, at + 1)) + 1;
       const batch: RejectBatch = {
-        text: `${lines.join('\n')}\n`,
+        bytes,
         ends,
         files,
         fileOf: Int32Array.from(fileOf),

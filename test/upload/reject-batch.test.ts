@@ -17,7 +17,7 @@ beforeAll(() => {
 afterAll(() => tmp.cleanup());
 
 const records: RejectRecord[] = [
-  { file: 'a.csv', line: 2, kind: 'attributes', row: { external_id: 'u1', email: 'bad "quoted"\nline' }, errors: ['email: is not a valid email address, got "bad"'] },
+  { file: 'a.csv', line: 2, kind: 'attributes', row: { external_id: 'u1', email: 'bad "quoted"\nliné ✓' }, errors: ['email: is not a valid email address, got "bad"'] },
   { file: 'a.csv', line: 3, kind: 'attributes', column: 'phone', value: '123', row: { external_id: 'u2', phone: '123' }, errors: ['phone: bad'] },
   { file: 'b.ndjson', line: 1, item: 2, kind: 'events', row: { events: [{ name: 'x', n: 1.5, ok: true, none: null }] }, errors: ['events[2].time: missing', 'events[2].name: bad'] },
   { file: 'a.csv', line: 9, kind: 'unknown', row: 'not,a,row,"', errors: ['row: text after a closing quote'] },
@@ -34,7 +34,9 @@ describe('a batch of rejects', () => {
   it('holds each record as its JSON line, known by file, line, item and column', () => {
     const batch = batchOf(records);
     expect(batchSize(batch)).toBe(4);
-    expect(batch.text).toBe(records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+    expect(new TextDecoder().decode(batch.bytes)).toBe(records.map((record) => `${JSON.stringify(record)}\n`).join(''));
+    expect(batch.bytes.byteOffset).toBe(0);
+    expect(batch.bytes.buffer.byteLength).toBe(batch.bytes.byteLength);
     expect(records.map((_, i) => batchRecord(batch, i))).toEqual(records);
     expect(batchKey(batch, 1)).toEqual({ file: 'a.csv', line: 3, column: 'phone' });
     expect(batchKey(batch, 2)).toEqual({ file: 'b.ndjson', line: 1, item: 2 });

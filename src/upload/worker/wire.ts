@@ -11,7 +11,7 @@ import type { ItemOrigin, PlannedRequest } from '../../model/request.js';
 import { ARRAY_NAMES } from '../../model/types.js';
 import type { ItemLines, RequestToSend } from '../../transport/request.js';
 import type { PlanEvent } from '../plan.js';
-import { createRejectBatcher } from '../reject-batch.js';
+import { createRejectBatcher, type RejectBatch } from '../reject-batch.js';
 import type { Posting } from './in-worker.js';
 
 /**
@@ -83,6 +83,8 @@ function layout(sizes: readonly number[], offset = 0) {
  */
 export function createEncoder(inputs: readonly string[]): (events: readonly PlanEvent[]) => Posting<WireMessage[]> | undefined {
   const rejects = createRejectBatcher();
+  /** The chunk's batches of rejects, whose buffers are handed over with it. */
+  let batches: RejectBatch[] = [];
   /** CSV headers already described to the other thread, and the id each was given. */
   const headersSent = new Map<object, number>();
   // most origins in a row share one file
@@ -171,7 +173,9 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
     // a chunk's rejects cross as one batch of their lines, in their place among its other events
     const batched = (): void => {
       const batch = rejects.take();
-      if (batch !== undefined) others.push({ type: 'rejects', batch });
+      if (batch === undefined) return;
+      others.push({ type: 'rejects', batch });
+      batches.push(batch);
     };
     for (const event of events) {
       if (event.type === 'reject' || event.type === 'dropped-field') {
@@ -193,16 +197,25 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
     batched();
     flush();
     if (messages.length === 0) return undefined;
-    let bytes = 0;
-    for (const request of measured) bytes += request.bytes;
-    if (bytes === 0) return { value: messages, bytes: 0 };
-    const buffer = new ArrayBuffer(bytes);
+    let requestBytes = 0;
+    for (const request of measured) requestBytes += request.bytes;
+    // the rejects' lines weigh against the window as the requests do
+    let bytes = requestBytes;
+    const transfer: ArrayBuffer[] = [];
+    for (const batch of batches) {
+      transfer.push(batch.bytes.buffer as ArrayBuffer);
+      bytes += batch.bytes.byteLength;
+    }
+    batches = [];
+    if (requestBytes === 0) return { value: messages, bytes, transfer };
+    const buffer = new ArrayBuffer(requestBytes);
     let offset = 0;
     for (const request of measured) {
       write(request, buffer, offset);
       offset += request.bytes;
     }
-    return { value: messages, bytes, transfer: [buffer] };
+    transfer.push(buffer);
+    return { value: messages, bytes, transfer };
   };
 }
 
