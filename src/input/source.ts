@@ -110,6 +110,8 @@ export interface BytesOptions {
   onRead?: (bytes: number) => void;
   /** Bytes read from a local file at a time (default 64 KiB). */
   chunkBytes?: number;
+  /** Most bytes handed on at a time: a larger read is handed on in pieces of this size (default: as read). */
+  pieceBytes?: number;
   /** The objects in storage this run reads, and how (needed for an input that is one). */
   remote?: RemoteInputs;
 }
@@ -165,8 +167,11 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
       // a failure on either side destroys gunzip with it, which ends the loop below with that error
       pipeline(Readable.from(rest(), { objectMode: false }), gunzip, () => undefined);
       for await (const chunk of gunzip) yield chunk as Buffer;
-    } else {
+    } else if (options.pieceBytes === undefined) {
       yield* rest();
+    } else {
+      const size = options.pieceBytes;
+      for await (const chunk of rest()) for (let at = 0; at < chunk.length; at += size) yield chunk.subarray(at, at + size);
     }
   } catch (error) {
     throw readError(file, error);

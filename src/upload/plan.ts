@@ -64,6 +64,8 @@ export interface PlanOptions {
   skips?: ResumeSkips;
   /** Bytes read from a file at a time (default 64 KiB); the rows of a chunk live until it is planned. */
   chunkBytes?: number;
+  /** Bytes of a file planned at a time, when fewer than are read at a time (not gzipped input). */
+  pieceBytes?: number;
   /** Where `-` reads from (a plan in this thread only). */
   stdin?: Readable;
   /** Stop reading: the plan ends after the chunk it is on (a plan in this thread only). */
