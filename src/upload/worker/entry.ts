@@ -21,15 +21,21 @@ async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<Wir
   const encode = createEncoder(options.inputs);
   let merged: Posting<WireMessage[]> | undefined;
   let chunks = 0;
-  for await (const events of planChunks({ ...options, chunkBytes: CHUNKS_A_READ * CHUNK_BYTES, pieceBytes: CHUNK_BYTES })) {
-    // each chunk is encoded as it is planned: what waits to be posted holds no rows
-    const posting = encode(events);
-    if (posting === undefined) continue;
-    merged = merged === undefined ? posting : joined(merged, posting);
-    if ((chunks += 1) < CHUNKS_A_READ) continue;
-    yield merged;
-    merged = undefined;
-    chunks = 0;
+  try {
+    for await (const events of planChunks({ ...options, chunkBytes: CHUNKS_A_READ * CHUNK_BYTES, pieceBytes: CHUNK_BYTES })) {
+      // each chunk is encoded as it is planned: what waits to be posted holds no rows
+      const posting = encode(events);
+      if (posting === undefined) continue;
+      merged = merged === undefined ? posting : joined(merged, posting);
+      if ((chunks += 1) < CHUNKS_A_READ) continue;
+      yield merged;
+      merged = undefined;
+      chunks = 0;
+    }
+  } catch (error) {
+    // what was planned before an error goes before it
+    if (merged !== undefined) yield merged;
+    throw error;
   }
   if (merged !== undefined) yield merged;
 }
