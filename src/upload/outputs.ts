@@ -9,10 +9,14 @@ import type { RemoteInputs } from '../input/remote.js';
 import { checkWritable, isOneOf } from './check.js';
 import { formatOf } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
+import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
 import type { UploadOptions } from './upload.js';
 
 /** How the rejects file is written: NDJSON records, or CSV rows (csv-rejects.ts). */
 export type RejectsFormat = 'ndjson' | 'csv';
+
+/** A file of lines opened with its first one; `writeLines` writes `count` lines of JSON at once (UTF-8, each ending in a line feed). */
+export type LinesFile = NdjsonWriter & { open(): Promise<void>; writeLines(bytes: Uint8Array, count: number): Promise<void> };
 
 export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item' | 'column'>): string =>
   `${record.line}\u0000${record.item ?? ''}\u0000${record.column ?? ''}\u0000${record.file}`;
@@ -91,6 +95,8 @@ export function heldNote(held: number, path: string): string[] {
 export interface RejectsLedger {
   /** Writes a reject, unless the file holds it already (a resumed run's); throws when the file cannot take it. */
   write(record: RejectRecord): Promise<void>;
+  /** Writes a batch of rejects as write() does each, in one write. */
+  writeBatch(batch: RejectBatch): Promise<void>;
   /**
    * The journal's `beforeSettling`: syncs the file, and returns the rejects written since the last
    * sync when it cannot (a full disk), for the journal to carry instead.
@@ -109,18 +115,29 @@ export interface RejectsLedger {
  * synced its rejects are kept here too, and when it cannot be, the journal carries them (`owed`) and
  * settles the rows; a resumed run writes them first. `written`: the rejects the file holds already.
  */
-export function rejectsLedger(writer: NdjsonWriter, written: Set<string>, journaled: boolean): RejectsLedger {
+export function rejectsLedger(writer: LinesFile, written: Set<string>, journaled: boolean): RejectsLedger {
   let held = 0;
-  let unsynced: RejectRecord[] = [];
+  // a batch is kept as its lines, and read back into records only when the journal must carry them
+  let unsynced: Array<RejectRecord | RejectBatch> = [];
+  const write = async (record: RejectRecord): Promise<void> => {
+    if (written.size > 0 && written.has(rejectKey(record))) {
+      held += 1;
+      return;
+    }
+    // kept before it is written: a write that fails leaves it owed
+    if (journaled) unsynced.push(record);
+    await writer.write(record);
+  };
   return {
-    async write(record) {
-      if (written.size > 0 && written.has(rejectKey(record))) {
-        held += 1;
+    write,
+    async writeBatch(batch) {
+      // a resumed run leaves out the rejects its file holds: one at a time
+      if (written.size > 0) {
+        for (let i = 0; i < batchSize(batch); i += 1) await write(batchRecord(batch, i));
         return;
       }
-      // kept before it is written: a write that fails leaves it owed
-      if (journaled) unsynced.push(record);
-      await writer.write(record);
+      if (journaled) unsynced.push(batch);
+      await writer.writeLines(batch.bytes, batchSize(batch));
     },
     async settle() {
       const taken = unsynced;
@@ -130,7 +147,7 @@ export function rejectsLedger(writer: NdjsonWriter, written: Set<string>, journa
         return undefined;
       } catch {
         // the run stops on the file's error where it was written; here the rows settle all the same
-        return taken;
+        return taken.flatMap((kept) => ('bytes' in kept ? Array.from({ length: batchSize(kept) }, (_, i) => batchRecord(kept, i)) : [kept]));
       }
     },
     async writeOwed(records) {
@@ -158,7 +175,7 @@ export function owedNote(count: number, path: string): string[] {
 }
 
 /** Makes a writer that opens its file only when the first line comes, so a failed run leaves an earlier file as it was. */
-export function lazyWriter(path: string, what: string, append: boolean): NdjsonWriter & { open(): Promise<void> } {
+export function lazyWriter(path: string, what: string, append: boolean): LinesFile {
   let writer: Promise<NdjsonWriter> | undefined;
   const get = (): Promise<NdjsonWriter> => (writer ??= openNdjsonWriter(path, what, { append }));
   let count = 0;
@@ -174,6 +191,11 @@ export function lazyWriter(path: string, what: string, append: boolean): NdjsonW
     async writeLine(json) {
       count += 1;
       await (await get()).writeLine(json);
+    },
+    async writeLines(bytes, lines) {
+      count += lines;
+      // one write of the lines: the writer adds the last line feed
+      await (await get()).writeLine(bytes.subarray(0, -1));
     },
     async write(value) {
       count += 1;
@@ -264,7 +286,7 @@ export function rejectsWriter(
   path: string,
   append: boolean,
   options: Pick<UploadOptions, 'rejectsFormat' | 'inputs' | 'format' | 'encoding' | 'kind' | 'map' | 'reading'> & { remote?: RemoteInputs },
-): NdjsonWriter & { open(): Promise<void> } {
+): LinesFile {
   const lines = lazyWriter(path, 'rejects', append);
   if (options.rejectsFormat !== 'csv') return lines;
   let rows = 0;
@@ -280,6 +302,16 @@ export function rejectsWriter(
       await (await (writeRow ??= import('./csv-rejects.js').then((m) => m.csvRejectLines(lines, append, options))))(value as RejectRecord);
     },
     writeLine: (json) => lines.writeLine(json),
+    // a CSV row is made of each record, read back from its line
+    async writeLines(bytes, count) {
+      const text = new TextDecoder().decode(bytes);
+      let at = 0;
+      for (let i = 0; i < count; i += 1) {
+        const end = text.indexOf('\n', at);
+        await this.write(JSON.parse(text.slice(at, end)));
+        at = end + 1;
+      }
+    },
     sync: () => lines.sync(),
     close: (closing) => lines.close(closing),
   };

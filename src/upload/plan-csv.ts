@@ -92,7 +92,7 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
   let header: CsvHeader | undefined;
   /** A CSV rejects file's rows each say their kind (`_kind`); other files' rows are all read through `header`. */
   let byKind: ReturnType<typeof rowHeaders>;
-  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, remote: options.remote });
+  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, pieceBytes: options.pieceBytes, remote: options.remote });
   let detected: Delimiter | undefined;
   for await (const records of readCsv(bytes, file, csvOptions(options, (d) => (detected = d)))) {
     const before: PlanEvent[] = [];

@@ -22,6 +22,7 @@ import type { ResumeSkips } from '../records/journal.js';
 import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
 import type { ColumnCounts, createDelta, DeltaOptions } from './delta.js';
 import { createEncodingTally } from './encoding-note.js';
+import type { RejectBatch } from './reject-batch.js';
 import { shardOf, type Shard } from './shard.js';
 import { csvChunks } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
@@ -63,6 +64,8 @@ export interface PlanOptions {
   skips?: ResumeSkips;
   /** Bytes read from a file at a time (default 64 KiB); the rows of a chunk live until it is planned. */
   chunkBytes?: number;
+  /** Bytes of a file planned at a time, when fewer than are read at a time (not gzipped input). */
+  pieceBytes?: number;
   /** Where `-` reads from (a plan in this thread only). */
   stdin?: Readable;
   /** Stop reading: the plan ends after the chunk it is on (a plan in this thread only). */
@@ -116,6 +119,8 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'reject'; record: RejectRecord }
   /** A field left out of a row that is sent without it (--drop-invalid-fields), for the rejects file. */
   | { type: 'dropped-field'; record: RejectRecord }
+  /** Rejects and dropped fields of a chunk, each as its line of the rejects file: the planning thread hands them on so (reject-batch.ts). */
+  | { type: 'rejects'; batch: RejectBatch }
   | { type: 'request'; request: R };
 
 /** What mapping a row's cells found beside its item. */

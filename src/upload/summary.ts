@@ -108,9 +108,9 @@ function count(reasons: Record<string, number>, problem: string): void {
   countReason(reasons, reasonOf(problem));
 }
 
-function countReason(reasons: Record<string, number>, reason: string): void {
-  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + 1;
-  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + 1;
+function countReason(reasons: Record<string, number>, reason: string, times = 1): void {
+  if (reason in reasons || Object.keys(reasons).length < MAX_REASONS) reasons[reason] = (reasons[reason] ?? 0) + times;
+  else reasons['(other reasons)'] = (reasons['(other reasons)'] ?? 0) + times;
 }
 
 /** Counts a rejected row under each of its reasons (once each). */
@@ -164,6 +164,14 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     case 'dropped-field':
       summary.droppedFields += 1;
       break;
+    case 'rejects': {
+      // reasons in the order each first came, as one reject at a time would add them
+      const { batch } = event;
+      summary.rejected += batch.rejected;
+      summary.droppedFields += batch.ends.length - batch.rejected;
+      for (const [reason, times] of batch.reasons) countReason(summary.rejectReasons, reason, times);
+      break;
+    }
     case 'request':
       summary.requests += 1;
       break;

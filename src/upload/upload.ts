@@ -16,6 +16,7 @@ import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap
 import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
+import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
 import { addPlanEvent, countReasons, emptyPlanSummary, type PlanSummary } from './summary.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
@@ -223,6 +224,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     await rejected.write(record);
     options.onReject?.(record);
   };
+  const writeRejects = async (batch: RejectBatch): Promise<void> => {
+    await rejected.writeBatch(batch);
+    if (options.onReject !== undefined) for (let i = 0; i < batchSize(batch); i += 1) options.onReject(batchRecord(batch, i));
+  };
   const refusedReasons: Record<string, number> = {};
   const writeRefused = async (record: RejectRecord): Promise<void> => {
     countReasons(refusedReasons, record.errors);
@@ -256,6 +261,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       if (event.type === 'file') current = event.file;
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
       if (event.type === 'reject' || event.type === 'dropped-field') await writeReject(event.record);
+      else if (event.type === 'rejects') await writeRejects(event.batch);
       summary = addPlanEvent(summary, event);
       switch (event.type) {
         case 'read':
@@ -267,6 +273,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
         case 'reject':
           // a row refused before sending is settled too: a resumed run must not refuse it again
           ledger?.settledUnsent(event.record.file, event.record.line, event.record.item);
+          break;
+        case 'rejects':
+          // (a field dropped from a row that is sent settles with its row)
+          if (ledger !== undefined) settleRejected(ledger, event.batch);
           break;
         case 'unchanged':
           // and so is an item of a RequestLine the target holds already
@@ -396,6 +406,15 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
     readToEnd: readAll,
     fatal,
   };
+}
+
+/** The rows of a batch of rejects settled: refused before sending, a resumed run must not refuse them again. */
+function settleRejected(ledger: ReturnType<typeof lineLedger>, batch: RejectBatch): void {
+  for (let i = 0; i < batchSize(batch); i += 1) {
+    if (batch.dropped[i] === 1) continue;
+    const item = batch.items[i];
+    ledger.settledUnsent(batch.files[batch.fileOf[i]], batch.lines[i], item === -1 ? undefined : item);
+  }
 }
 
 /** Of the rows an earlier run settled (left out of this one), how many it rejected: whole rows the rejects file holds. */

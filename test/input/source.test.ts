@@ -69,11 +69,47 @@ describe('inputBytes', () => {
     expect(await text(inputBytes('-', { stdin: Readable.from([]) }))).toBe('');
   });
 
+  it('reads a file a chunk at a time, hands it on in pieces when asked, and counts every byte read', async () => {
+    const body = Array.from({ length: 3000 }, (_, i) => `u${i},é${i}`).join('\n');
+    const path = join(dir, 'chunks.csv');
+    writeFileSync(path, body);
+    const size = Buffer.byteLength(body);
+    let read = 0;
+    const pieces: number[] = [];
+    for await (const piece of inputBytes(path, { chunkBytes: 8192, pieceBytes: 2048, onRead: (n) => (read += n) })) pieces.push(piece.length);
+    expect(read).toBe(size);
+    expect(pieces.reduce((a, b) => a + b, 0)).toBe(size);
+    expect(Math.max(...pieces)).toBe(2048);
+    expect(await text(inputBytes(path, { chunkBytes: 8192, pieceBytes: 2048 }))).toBe(body);
+    // a gzipped file is handed on as it is unpacked
+    writeFileSync(join(dir, 'chunks.csv.gz'), gzipSync(body));
+    expect(await text(inputBytes(join(dir, 'chunks.csv.gz'), { chunkBytes: 1024, pieceBytes: 512 }))).toBe(body);
+  });
+
+  it('lets the event loop turn between the reads of a file (a signal, a timer, a socket is seen to)', async () => {
+    const path = join(dir, 'turns.csv');
+    writeFileSync(path, 'x'.repeat(64 * 1024));
+    let turns = 0;
+    const timer = setInterval(() => (turns += 1), 0);
+    let chunks = 0;
+    try {
+      for await (const chunk of inputBytes(path, { chunkBytes: 1024 })) {
+        expect(chunk.length).toBeLessThanOrEqual(1024);
+        chunks += 1;
+      }
+    } finally {
+      clearInterval(timer);
+    }
+    expect(chunks).toBe(64);
+    expect(turns).toBeGreaterThan(0);
+  });
+
   it('names the file when it is missing, not gzip after all, or not a file', async () => {
     writeFileSync(join(dir, 'broken.csv.gz'), Buffer.concat([gzipSync('id\n5\n').subarray(0, 12)]));
     await expect(checkReadable(join(dir, 'nope.csv'))).rejects.toThrow(InputError);
     await expect(checkReadable(join(dir, 'nope.csv'))).rejects.toThrow(/nope\.csv: no such file/);
     await expect(checkReadable(dir)).rejects.toThrow(/is not a file/);
     await expect(text(inputBytes(join(dir, 'broken.csv.gz')))).rejects.toThrow(/broken\.csv\.gz: .*gzip|broken\.csv\.gz: cannot read/);
+    await expect(text(inputBytes(join(dir, 'gone.csv')))).rejects.toThrow(/gone\.csv: cannot read it \(ENOENT\)/);
   });
 });

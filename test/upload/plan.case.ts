@@ -10,6 +10,7 @@ import type { RejectRecord } from '../../src/model/request.js';
 import type { RequestToSend } from '../../src/transport/request.js';
 import type { ResumeSkips } from '../../src/records/journal.js';
 import type { PlanEvent, PlanOptions } from '../../src/upload/plan.js';
+import { batchRecord, batchSize } from '../../src/upload/reject-batch.js';
 import { summarizePlan, type PlanSummary } from '../../src/upload/summary.js';
 
 export type Planner = (options: Omit<PlanOptions, 'stdin'>) => AsyncIterable<PlanEvent<RequestToSend>>;
@@ -43,7 +44,10 @@ export function outcomeOf(events: ReadonlyArray<PlanEvent<RequestToSend>>): Outc
       origins: JSON.parse(JSON.stringify(request.origins)),
       userKeys: Array.from(request.userKeys),
     })),
-    rejects: events.flatMap((e) => (e.type === 'reject' ? [e.record] : [])),
+    // a batch of rejects (the worker's) read back from its lines, as the rejects file holds them
+    rejects: events.flatMap((e) =>
+      e.type === 'reject' ? [e.record] : e.type === 'rejects' ? Array.from({ length: batchSize(e.batch) }, (_, i) => i).filter((i) => e.batch.dropped[i] === 0).map((i) => batchRecord(e.batch, i)) : [],
+    ),
     lineItems: events.flatMap((e): Array<[string, number, number]> => (e.type === 'line-items' ? [[e.file, e.line, e.items]] : [])),
     summary: summarizePlan(events),
   };

@@ -9,10 +9,16 @@ export type WorkerPlanOptions = Omit<PlanOptions, 'stdin' | 'stopSignal'>;
 
 /** Rows of a chunk live until it is planned: small chunks let them die young (see YOUNG_GENERATION_MB). */
 const CHUNK_BYTES = 16 * 1024;
+/**
+ * A file is read this much at a time, and planned a chunk at a time: fewer, larger reads cost less.
+ * (Posting several chunks' events in one message as well saved no CPU, and kept more in flight: the
+ * peak RSS of a 1M-row upload rose 4 MB.)
+ */
+const READ_BYTES = 4 * CHUNK_BYTES;
 
 async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<WireMessage[]>> {
   const encode = createEncoder(options.inputs);
-  for await (const events of planChunks({ ...options, chunkBytes: CHUNK_BYTES })) {
+  for await (const events of planChunks({ ...options, chunkBytes: READ_BYTES, pieceBytes: CHUNK_BYTES })) {
     const posting = encode(events);
     if (posting !== undefined) yield posting;
   }

@@ -1,5 +1,6 @@
 // A plan's events as they cross between threads, and back, a chunk of input's events in one
-// message: its tally, RequestLines and rejects as they are, and its requests in one buffer, handed
+// message: its tally and RequestLines as they are, its rejects as one batch of their lines
+// (reject-batch.ts), and its requests in one buffer, handed
 // over rather than copied, each request's body (UTF-8 JSON) and its items' origins (lines, files,
 // and a CSV row's cells as one text) one after another. Every message wakes the other thread and
 // every buffer handed over has a cost of its own, so a chunk is one of each. A CSV row's origin is rebuilt here from its cells only when its
@@ -10,6 +11,7 @@ import type { ItemOrigin, PlannedRequest } from '../../model/request.js';
 import { ARRAY_NAMES } from '../../model/types.js';
 import type { ItemLines, RequestToSend } from '../../transport/request.js';
 import type { PlanEvent } from '../plan.js';
+import { createRejectBatcher, type RejectBatch } from '../reject-batch.js';
 import type { Posting } from './in-worker.js';
 
 /**
@@ -80,6 +82,9 @@ function layout(sizes: readonly number[], offset = 0) {
  * files, which origins name by index.
  */
 export function createEncoder(inputs: readonly string[]): (events: readonly PlanEvent[]) => Posting<WireMessage[]> | undefined {
+  const rejects = createRejectBatcher();
+  /** The chunk's batches of rejects, whose buffers are handed over with it. */
+  let batches: RejectBatch[] = [];
   /** CSV headers already described to the other thread, and the id each was given. */
   const headersSent = new Map<object, number>();
   // most origins in a row share one file
@@ -165,9 +170,23 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
       if (others.length > 0) messages.push({ type: 'events', events: others });
       others = [];
     };
+    // a chunk's rejects cross as one batch of their lines, in their place among its other events
+    const batched = (): void => {
+      const batch = rejects.take();
+      if (batch === undefined) return;
+      others.push({ type: 'rejects', batch });
+      batches.push(batch);
+    };
     for (const event of events) {
+      if (event.type === 'reject' || event.type === 'dropped-field') {
+        if (rejects.add(event.record, event.type === 'dropped-field')) continue;
+        batched();
+        others.push({ type: event.type, record: { ...event.record } });
+        continue;
+      }
+      batched();
       if (event.type !== 'request') {
-        others.push(event.type === 'reject' ? { type: 'reject', record: { ...event.record } } : event);
+        others.push(event);
         continue;
       }
       flush();
@@ -175,18 +194,28 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
       measured.push(request);
       messages.push(request.message);
     }
+    batched();
     flush();
     if (messages.length === 0) return undefined;
-    let bytes = 0;
-    for (const request of measured) bytes += request.bytes;
-    if (bytes === 0) return { value: messages, bytes: 0 };
-    const buffer = new ArrayBuffer(bytes);
+    let requestBytes = 0;
+    for (const request of measured) requestBytes += request.bytes;
+    // the rejects' lines weigh against the window as the requests do
+    let bytes = requestBytes;
+    const transfer: ArrayBuffer[] = [];
+    for (const batch of batches) {
+      transfer.push(batch.bytes.buffer as ArrayBuffer);
+      bytes += batch.bytes.byteLength;
+    }
+    batches = [];
+    if (requestBytes === 0) return { value: messages, bytes, transfer };
+    const buffer = new ArrayBuffer(requestBytes);
     let offset = 0;
     for (const request of measured) {
       write(request, buffer, offset);
       offset += request.bytes;
     }
-    return { value: messages, bytes, transfer: [buffer] };
+    transfer.push(buffer);
+    return { value: messages, bytes, transfer };
   };
 }
 
