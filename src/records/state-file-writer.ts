@@ -32,6 +32,8 @@ const IN_DOUBT: readonly [number, number] = [0, 0];
 
 /** New users' rows added by one statement. */
 const ROWS_AT_ONCE = 50;
+/** The names of the statement's arguments of each of its rows: the user's key, where their bytes start (from 1) and how many. */
+const ROW_ARGS = Array.from({ length: ROWS_AT_ONCE }, (_, i) => [`k${i}`, `o${i}`, `l${i}`] as const);
 
 /**
  * Opens (creating it when needed, converting an earlier format, making the index again after a run
@@ -58,8 +60,11 @@ export class StateFileWriter {
   /** The target held no user when the run began: this run's rows are the whole index. */
   #startedEmpty: boolean;
   #index: UserIndex | undefined;
-  /** Rows of new users waiting for their statement: key, where its bytes start and end in #rowBytes, digest, key hash. */
-  #newRows: Array<[string, number, number, number, number]> = [];
+  /** Rows of new users waiting for their statement: their keys, and per row where its bytes start and end in #rowBytes, its digest and its key hash. */
+  #newKeys: string[] = [];
+  #newRows = new Float64Array(ROWS_AT_ONCE * 4);
+  /** The statement's arguments, filled in place: the target, the waiting rows' bytes, and per row its key and where its bytes lie. */
+  readonly #rowArgs: Record<string, unknown> = Object.fromEntries(['t', 'b', ...ROW_ARGS.flat()].map((name) => [name, 0]));
   #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
   #rowsEnd = 0;
   #view: DataView | undefined;
@@ -83,7 +88,8 @@ export class StateFileWriter {
       addName: db.prepare('INSERT OR IGNORE INTO names (name) VALUES (?)'),
       idOfName: db.prepare('SELECT id FROM names WHERE name = ?').pluck(),
       addRow: db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)'),
-      addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`),
+      // each row's attributes are its part of the one blob of the waiting rows: no buffer a row
+      addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${ROW_ARGS.map(([k, o, l]) => `(@t, @${k}, substr(@b, @${o}, @${l}))`).join(', ')}`),
       setRow: db.prepare('UPDATE users SET attrs = ? WHERE id = ?'),
       byId: db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw(),
       addActivity: db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)'),
@@ -178,8 +184,13 @@ export class StateFileWriter {
     }
     if (at === start) return;
     this.#rowsEnd = at;
-    this.#newRows.push([item.userKey, start, at, digest, item.keyHash]);
-    if (this.#newRows.length === ROWS_AT_ONCE) this.#addWaitingRows();
+    const row = this.#newKeys.length * 4;
+    this.#newKeys.push(item.userKey);
+    this.#newRows[row] = start;
+    this.#newRows[row + 1] = at;
+    this.#newRows[row + 2] = digest;
+    this.#newRows[row + 3] = item.keyHash;
+    if (this.#newKeys.length === ROWS_AT_ONCE) this.#addWaitingRows();
   }
 
   /** A view of the waiting rows' buffer (made again when it grew). */
@@ -190,25 +201,36 @@ export class StateFileWriter {
 
   /** Adds the new users' rows waiting, and enters them in the index. */
   #addWaitingRows(): void {
-    const rows = this.#newRows;
-    if (rows.length === 0) return;
-    this.#newRows = [];
+    const keys = this.#newKeys;
+    const count = keys.length;
+    if (count === 0) return;
     this.#willWrite();
+    const rows = this.#newRows;
     const bytes = this.#rowBytes;
-    let last: number;
-    if (rows.length === ROWS_AT_ONCE) {
-      const args: unknown[] = [];
-      for (const [userKey, start, end] of rows) args.push(this.#target, userKey, bytes.subarray(start, end));
+    let last = 0;
+    if (count === ROWS_AT_ONCE) {
+      const args = this.#rowArgs;
+      args.t = this.#target;
+      args.b = bytes.subarray(0, this.#rowsEnd);
+      for (let i = 0; i < count; i += 1) {
+        const [k, o, l] = ROW_ARGS[i];
+        args[k] = keys[i];
+        args[o] = rows[i * 4] + 1;
+        args[l] = rows[i * 4 + 1] - rows[i * 4];
+      }
       last = Number(this.#statements.addRows.run(args).lastInsertRowid);
+      args.b = 0;
     } else {
-      for (const [userKey, start, end] of rows) last = Number(this.#statements.addRow.run(this.#target, userKey, bytes.subarray(start, end)).lastInsertRowid);
+      for (let i = 0; i < count; i += 1) last = Number(this.#statements.addRow.run(this.#target, keys[i], bytes.subarray(rows[i * 4], rows[i * 4 + 1])).lastInsertRowid);
     }
+    keys.length = 0;
     this.#rowsEnd = 0;
     // the rows of one statement take consecutive ids
-    rows.forEach(([, , , digest, keyHash], i) => {
-      this.#additions.add(keyHash, last - rows.length + 1 + i, digest);
-      this.#index?.add(keyHash, last - rows.length + 1 + i, digest);
-    });
+    for (let i = 0; i < count; i += 1) {
+      const id = last - count + 1 + i;
+      this.#additions.add(rows[i * 4 + 3], id, rows[i * 4 + 2]);
+      this.#index?.add(rows[i * 4 + 3], id, rows[i * 4 + 2]);
+    }
   }
 
   /**
@@ -255,7 +277,7 @@ export class StateFileWriter {
     try {
       this.#db.transaction(fn).immediate();
     } catch (error) {
-      this.#newRows = [];
+      this.#newKeys.length = 0;
       this.#rowsEnd = 0;
       throw (this.#failure = writeFailure(this.path, error));
     }

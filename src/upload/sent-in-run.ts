@@ -188,7 +188,10 @@ export function createSentInRun() {
     /** HeldValues: a row's block, while the ring holds it. */
     holds: (at: number): boolean => at >= head - ARENA && at < head,
     keyHashOf(at: number): void {
-      KEY_HASH.set(arena.subarray((at % ARENA) * 4, (at % ARENA) * 4 + 3));
+      const place = (at % ARENA) * 4;
+      KEY_HASH[0] = arena[place];
+      KEY_HASH[1] = arena[place + 1];
+      KEY_HASH[2] = arena[place + 2];
     },
     count: (at: number): number => arena[(at % ARENA) * 4 + 3],
     rowOf: (at: number): number => rows[at % ARENA],
