@@ -32,8 +32,6 @@ const IN_DOUBT: readonly [number, number] = [0, 0];
 
 /** New users' rows added by one statement. */
 const ROWS_AT_ONCE = 50;
-/** The names of the statement's arguments of each of its rows: the user's key, where their bytes start (from 1) and how many. */
-const ROW_ARGS = Array.from({ length: ROWS_AT_ONCE }, (_, i) => [`k${i}`, `o${i}`, `l${i}`] as const);
 
 /**
  * Opens (creating it when needed, converting an earlier format, making the index again after a run
@@ -63,8 +61,8 @@ export class StateFileWriter {
   /** Rows of new users waiting for their statement: their keys, and per row where its bytes start and end in #rowBytes, its digest and its key hash. */
   #newKeys: string[] = [];
   #newRows = new Float64Array(ROWS_AT_ONCE * 4);
-  /** The statement's arguments, filled in place: the target, the waiting rows' bytes, and per row its key and where its bytes lie. */
-  readonly #rowArgs: Record<string, unknown> = Object.fromEntries(['t', 'b', ...ROW_ARGS.flat()].map((name) => [name, 0]));
+  /** The statement's arguments (target, key, bytes of each row), filled in place. */
+  readonly #rowArgs: unknown[] = new Array(ROWS_AT_ONCE * 3).fill(0);
   #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
   #rowsEnd = 0;
   #view: DataView | undefined;
@@ -88,8 +86,7 @@ export class StateFileWriter {
       addName: db.prepare('INSERT OR IGNORE INTO names (name) VALUES (?)'),
       idOfName: db.prepare('SELECT id FROM names WHERE name = ?').pluck(),
       addRow: db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)'),
-      // each row's attributes are its part of the one blob of the waiting rows: no buffer a row
-      addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${ROW_ARGS.map(([k, o, l]) => `(@t, @${k}, substr(@b, @${o}, @${l}))`).join(', ')}`),
+      addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`),
       setRow: db.prepare('UPDATE users SET attrs = ? WHERE id = ?'),
       byId: db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw(),
       addActivity: db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)'),
@@ -210,16 +207,12 @@ export class StateFileWriter {
     let last = 0;
     if (count === ROWS_AT_ONCE) {
       const args = this.#rowArgs;
-      args.t = this.#target;
-      args.b = bytes.subarray(0, this.#rowsEnd);
       for (let i = 0; i < count; i += 1) {
-        const [k, o, l] = ROW_ARGS[i];
-        args[k] = keys[i];
-        args[o] = rows[i * 4] + 1;
-        args[l] = rows[i * 4 + 1] - rows[i * 4];
+        args[3 * i] = this.#target;
+        args[3 * i + 1] = keys[i];
+        args[3 * i + 2] = bytes.subarray(rows[i * 4], rows[i * 4 + 1]);
       }
       last = Number(this.#statements.addRows.run(args).lastInsertRowid);
-      args.b = 0;
     } else {
       for (let i = 0; i < count; i += 1) last = Number(this.#statements.addRow.run(this.#target, keys[i], bytes.subarray(rows[i * 4], rows[i * 4 + 1])).lastInsertRowid);
     }
