@@ -208,7 +208,11 @@ export function digestPart(nameId: number, h1: number, h2: number): number {
   return (a & 0xfffff) * 2 ** 32 + b;
 }
 
-export const addDigest = (digest: number, part: number): number => (digest + part) % TWO_52;
+/** digest + part mod 2^52 (both below 2^52: their sum is exact, and below 2^53). */
+export const addDigest = (digest: number, part: number): number => {
+  const sum = digest + part;
+  return sum >= TWO_52 ? sum - TWO_52 : sum;
+};
 
 /** Where keyHashInto() leaves a user's key's hash: three 32-bit lanes, signed (see HASH). */
 export const KEY_HASH = new Int32Array(3);

@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
-import { activityHash, canonicalJson, hash64, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { activityHash, addDigest, canonicalJson, hash64, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
 import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
@@ -59,6 +59,11 @@ describe('values and records', () => {
       expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
     }
     expect(valueHash(12)).not.toEqual(valueHash(21));
+  });
+
+  it('adds a row digest\'s parts modulo 2^52', () => {
+    const top = 2 ** 52 - 1;
+    for (const [a, b] of [[0, 0], [top, 1], [top, top], [2 ** 51, 2 ** 51], [2 ** 51, 2 ** 51 - 1], [123, 456]]) expect(addDigest(a, b)).toBe((a + b) % 2 ** 52);
   });
 
   it('names users by the identifier the item uses, an email in lower case', () => {
