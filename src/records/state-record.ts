@@ -56,10 +56,14 @@ export function hash64Into(text: string, tag = 0): void {
     h1 = Math.imul(h1 ^ c, 2654435761);
     h2 = Math.imul(h2 ^ c, 1597334677);
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  settleHash(h1, h2);
+}
+
+/** The two lanes of hash64Into mixed, left in HASH. */
+function settleHash(lane1: number, lane2: number): void {
+  const h1 = Math.imul(lane1 ^ (lane1 >>> 16), 2246822507) ^ Math.imul(lane2 ^ (lane2 >>> 13), 3266489909);
   HASH[0] = h1;
-  HASH[1] = h2;
+  HASH[1] = Math.imul(lane2 ^ (lane2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
 }
 
 /** Decimal digits of an integer, most significant last (integerHashInto's scratch: 16 digits at most). */
@@ -89,10 +93,7 @@ function integerHashInto(value: number): void {
     h1 = Math.imul(h1 ^ c, 2654435761);
     h2 = Math.imul(h2 ^ c, 1597334677);
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  HASH[0] = h1;
-  HASH[1] = h2;
+  settleHash(h1, h2);
 }
 
 /** hash64Into() as a pair. */
