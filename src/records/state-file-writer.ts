@@ -58,8 +58,11 @@ export class StateFileWriter {
   /** The target held no user when the run began: this run's rows are the whole index. */
   #startedEmpty: boolean;
   #index: UserIndex | undefined;
-  /** Rows of new users waiting for their statement: key, where its bytes start and end in #rowBytes, digest, key hash. */
-  #newRows: Array<[string, number, number, number, number]> = [];
+  /** Rows of new users waiting for their statement: their keys, and per row where its bytes start and end in #rowBytes, its digest and its key hash. */
+  #newKeys: string[] = [];
+  #newRows = new Float64Array(ROWS_AT_ONCE * 4);
+  /** The statement's arguments (target, key, bytes of each row), filled in place. */
+  readonly #rowArgs: unknown[] = new Array(ROWS_AT_ONCE * 3).fill(0);
   #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
   #rowsEnd = 0;
   #view: DataView | undefined;
@@ -178,8 +181,13 @@ export class StateFileWriter {
     }
     if (at === start) return;
     this.#rowsEnd = at;
-    this.#newRows.push([item.userKey, start, at, digest, item.keyHash]);
-    if (this.#newRows.length === ROWS_AT_ONCE) this.#addWaitingRows();
+    const row = this.#newKeys.length * 4;
+    this.#newKeys.push(item.userKey);
+    this.#newRows[row] = start;
+    this.#newRows[row + 1] = at;
+    this.#newRows[row + 2] = digest;
+    this.#newRows[row + 3] = item.keyHash;
+    if (this.#newKeys.length === ROWS_AT_ONCE) this.#addWaitingRows();
   }
 
   /** A view of the waiting rows' buffer (made again when it grew). */
@@ -190,25 +198,32 @@ export class StateFileWriter {
 
   /** Adds the new users' rows waiting, and enters them in the index. */
   #addWaitingRows(): void {
-    const rows = this.#newRows;
-    if (rows.length === 0) return;
-    this.#newRows = [];
+    const keys = this.#newKeys;
+    const count = keys.length;
+    if (count === 0) return;
     this.#willWrite();
+    const rows = this.#newRows;
     const bytes = this.#rowBytes;
-    let last: number;
-    if (rows.length === ROWS_AT_ONCE) {
-      const args: unknown[] = [];
-      for (const [userKey, start, end] of rows) args.push(this.#target, userKey, bytes.subarray(start, end));
+    let last = 0;
+    if (count === ROWS_AT_ONCE) {
+      const args = this.#rowArgs;
+      for (let i = 0; i < count; i += 1) {
+        args[3 * i] = this.#target;
+        args[3 * i + 1] = keys[i];
+        args[3 * i + 2] = bytes.subarray(rows[i * 4], rows[i * 4 + 1]);
+      }
       last = Number(this.#statements.addRows.run(args).lastInsertRowid);
     } else {
-      for (const [userKey, start, end] of rows) last = Number(this.#statements.addRow.run(this.#target, userKey, bytes.subarray(start, end)).lastInsertRowid);
+      for (let i = 0; i < count; i += 1) last = Number(this.#statements.addRow.run(this.#target, keys[i], bytes.subarray(rows[i * 4], rows[i * 4 + 1])).lastInsertRowid);
     }
+    keys.length = 0;
     this.#rowsEnd = 0;
     // the rows of one statement take consecutive ids
-    rows.forEach(([, , , digest, keyHash], i) => {
-      this.#additions.add(keyHash, last - rows.length + 1 + i, digest);
-      this.#index?.add(keyHash, last - rows.length + 1 + i, digest);
-    });
+    for (let i = 0; i < count; i += 1) {
+      const id = last - count + 1 + i;
+      this.#additions.add(rows[i * 4 + 3], id, rows[i * 4 + 2]);
+      this.#index?.add(rows[i * 4 + 3], id, rows[i * 4 + 2]);
+    }
   }
 
   /**
@@ -255,7 +270,7 @@ export class StateFileWriter {
     try {
       this.#db.transaction(fn).immediate();
     } catch (error) {
-      this.#newRows = [];
+      this.#newKeys.length = 0;
       this.#rowsEnd = 0;
       throw (this.#failure = writeFailure(this.path, error));
     }

@@ -56,10 +56,44 @@ export function hash64Into(text: string, tag = 0): void {
     h1 = Math.imul(h1 ^ c, 2654435761);
     h2 = Math.imul(h2 ^ c, 1597334677);
   }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  settleHash(h1, h2);
+}
+
+/** The two lanes of hash64Into mixed, left in HASH. */
+function settleHash(lane1: number, lane2: number): void {
+  const h1 = Math.imul(lane1 ^ (lane1 >>> 16), 2246822507) ^ Math.imul(lane2 ^ (lane2 >>> 13), 3266489909);
   HASH[0] = h1;
-  HASH[1] = h2;
+  HASH[1] = Math.imul(lane2 ^ (lane2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+}
+
+/** Decimal digits of an integer, most significant last (integerHashInto's scratch: 16 digits at most). */
+const DIGITS = new Uint8Array(16);
+
+/**
+ * hash64Into(String(value), 0x6e) for a safe integer, without making the text: its digits are
+ * hashed as the characters they are (a column of numbers hashes a million of them in a first run).
+ */
+function integerHashInto(value: number): void {
+  let h1 = Math.imul(0xdeadbeef ^ 0x6e, 2654435761);
+  let h2 = Math.imul(0x41c6ce57 ^ 0x6e, 1597334677);
+  // -0 is written "0", as String() writes it
+  if (value < 0) {
+    h1 = Math.imul(h1 ^ 0x2d, 2654435761);
+    h2 = Math.imul(h2 ^ 0x2d, 1597334677);
+  }
+  let rest = Math.abs(value);
+  let digits = 0;
+  do {
+    const next = Math.floor(rest / 10);
+    DIGITS[digits++] = rest - next * 10;
+    rest = next;
+  } while (rest > 0);
+  while (digits > 0) {
+    const c = 0x30 + DIGITS[--digits];
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  settleHash(h1, h2);
 }
 
 /** hash64Into() as a pair. */
@@ -74,7 +108,7 @@ export function valueHashInto(value: unknown): void {
     case 'string':
       return hash64Into(value, 0x73);
     case 'number':
-      return hash64Into(String(value), 0x6e);
+      return Number.isSafeInteger(value) ? integerHashInto(value) : hash64Into(String(value), 0x6e);
     case 'boolean':
       return hash64Into(value ? '1' : '0', 0x62);
     default:
@@ -175,7 +209,11 @@ export function digestPart(nameId: number, h1: number, h2: number): number {
   return (a & 0xfffff) * 2 ** 32 + b;
 }
 
-export const addDigest = (digest: number, part: number): number => (digest + part) % TWO_52;
+/** digest + part mod 2^52 (both below 2^52: their sum is exact, and below 2^53). */
+export const addDigest = (digest: number, part: number): number => {
+  const sum = digest + part;
+  return sum >= TWO_52 ? sum - TWO_52 : sum;
+};
 
 /** Where keyHashInto() leaves a user's key's hash: three 32-bit lanes, signed (see HASH). */
 export const KEY_HASH = new Int32Array(3);

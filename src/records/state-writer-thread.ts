@@ -31,25 +31,58 @@ try {
   port.close();
 }
 
+/** Messages come in while a transaction runs: those waiting are taken together, the records accepted in a row learned in one transaction. */
+let queue: ToWriter[] = [];
 port.on('message', (message: ToWriter) => {
+  if (queue.push(message) === 1) setImmediate(drain);
+});
+
+function drain(): void {
+  const messages = queue;
+  queue = [];
+  for (let at = 0; at < messages.length; ) {
+    const message = messages[at];
+    if (message.type !== 'accepted') {
+      handle(message);
+      at += 1;
+      continue;
+    }
+    let end = at;
+    while (end < messages.length && messages[end].type === 'accepted') end += 1;
+    learn(messages.slice(at, end) as Array<ToWriter & { type: 'accepted' }>);
+    at = end;
+  }
+}
+
+/** Learns the records of messages handed over one after another, in one transaction. */
+function learn(messages: Array<ToWriter & { type: 'accepted' }>): void {
+  let m = 0;
+  let i = 0;
+  try {
+    // each record is read from the one buffer in turn (see ToWriter)
+    writer.accepted(() => {
+      while (m < messages.length && i === messages[m].records.length) {
+        m += 1;
+        i = 0;
+      }
+      if (m === messages.length) return undefined;
+      const { learn, rejected } = messages[m].records[i++];
+      const refused = new Set(rejected);
+      return { learn: inScratch(learn), rejected: (index) => refused.has(index) };
+    });
+    post({ type: 'learned', records: messages.reduce((sum, message) => sum + message.records.length, 0) });
+  } catch (error) {
+    post(failed(error));
+  }
+}
+
+function handle(message: Exclude<ToWriter, { type: 'accepted' }>): void {
   try {
     switch (message.type) {
       case 'sending':
         writer.sending(message.learn);
         post({ type: 'done', id: message.id });
         break;
-      case 'accepted': {
-        // each record is read from the one buffer in turn (see ToWriter)
-        let i = 0;
-        writer.accepted(() => {
-          if (i === message.records.length) return undefined;
-          const { learn, rejected } = message.records[i++];
-          const refused = new Set(rejected);
-          return { learn: inScratch(learn), rejected: (index) => refused.has(index) };
-        });
-        post({ type: 'learned', records: message.records.length });
-        break;
-      }
       case 'close':
         writer.close();
         post({ type: 'closed' });
@@ -60,4 +93,4 @@ port.on('message', (message: ToWriter) => {
     post(failed(error));
     if (message.type === 'close') port.close();
   }
-});
+}

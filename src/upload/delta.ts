@@ -96,13 +96,29 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   const compare = options.attributes && !options.full && !state.empty;
   /** The chunk's counts per attribute (takeColumns). */
   let columns = new Map<string, [number, number, number]>();
+  /** The last item's keys in order, and their counts (undefined: not an attribute): the rows of a file name their attributes in one order. */
+  const lastKeys: string[] = [];
+  const lastCounts: Array<[number, number, number] | undefined> = [];
+  const countsOf = (key: string, place: number): [number, number, number] | undefined => {
+    if (lastKeys[place] === key) return lastCounts[place];
+    let counts: [number, number, number] | undefined;
+    if (!CONTROL_FIELDS.has(key)) {
+      counts = columns.get(key);
+      if (counts === undefined) columns.set(key, (counts = [0, 0, 0]));
+    }
+    lastKeys[place] = key;
+    lastCounts[place] = counts;
+    return counts;
+  };
   /** Counts what of an item's attributes is sent (`sent`: the item as sent, or undefined), as changed or cleared, and what is left out. */
   const countColumns = (item: Record<string, unknown>, sent: Record<string, unknown> | undefined, by: string): void => {
+    let place = 0;
     for (const key in item) {
-      if (key === by || CONTROL_FIELDS.has(key)) continue;
-      let counts = columns.get(key);
-      if (counts === undefined) columns.set(key, (counts = [0, 0, 0]));
-      if (sent === undefined || !(key in sent)) counts[1] += 1;
+      const at = place++;
+      if (key === by) continue;
+      const counts = countsOf(key, at);
+      if (counts === undefined) continue;
+      if (sent === undefined || (sent !== item && !(key in sent))) counts[1] += 1;
       else counts[sent[key] === null ? 2 : 0] += 1;
     }
   };
@@ -130,11 +146,12 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   /**
    * Notes what an item sends of the user whose key's hash KEY_HASH holds (their first row of the
    * run, or a later one; `row`: their row in the state file, when the plan found it), for their later
-   * rows; returns the item's learn mark, which finds its values hashed there.
+   * rows; returns the item's learn mark, which finds its values hashed there. `first`: the user's
+   * first row of the run (the filter of users seen said so: it never misses one).
    */
-  const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean, row = 0): LearnMark => {
+  const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean, row = 0, first = false): LearnMark => {
     seen.add(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2]);
-    const at = sentInRun.begin(whole, row);
+    const at = sentInRun.begin(whole, row, first);
     forEachLearnedValue(sent, identity.by, sentInRun.add);
     return userMark(known, sentInRun.end() ? at : -1);
   };
@@ -209,7 +226,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     if (!compare || !mayKnow) {
       // the state holds no value of the user for an emptied cell to clear (--full sends every attribute)
       const { sent, avoided } = emptied === undefined || options.full ? { sent: item, avoided: 0 } : withoutNames(item, emptied, identity.by);
-      return { item: sent, avoided, learn: remember(sent, identity, true, mayKnow) };
+      return { item: sent, avoided, learn: remember(sent, identity, true, mayKnow, 0, true) };
     }
     // one look for the usual unchanged row: its digest is the row's
     const digest = mayBeSkipped(item, identity.by) ? undefined : itemDigest(item, identity, userPart(), emptied);
@@ -221,7 +238,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
         : (name: string, h1: number, h2: number) => (emptied.includes(name) ? known?.holdsValue(name) !== true : known?.holds(name, h1, h2) === true);
     const { sent, avoided } = cut(item, identity, same, emptied);
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
-    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined, known?.row) };
+    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined, known?.row, true) };
   };
 
   const activity = (kind: 'events' | 'purchases', item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
@@ -249,6 +266,8 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
       if (columns.size === 0) return undefined;
       const taken = Object.fromEntries(columns);
       columns = new Map();
+      lastKeys.length = 0;
+      lastCounts.length = 0;
       return taken;
     },
     close: () => state.close(),

@@ -113,13 +113,13 @@ export function createSentInRun() {
      * Starts the block of the user whose key's hash KEY_HASH holds (and whose row in the state file
      * has the id `row`, 0 when not known): a head of their key's hash and how many values this row
      * gives, what add() gives, then what the run sent before of other attributes. Returns where the
-     * block starts, for HeldValues.
+     * block starts, for HeldValues. `unseen`: the run has not sent the user before (no look for them).
      */
-    begin(isWhole: boolean, row: number): number {
+    begin(isWhole: boolean, row: number, unseen = false): number {
       if (head >= nextSweep) sweep();
       const k1 = KEY_HASH[0];
       const k2 = KEY_HASH[1];
-      let way = find(k1, k2);
+      let way = unseen ? -1 : find(k1, k2);
       oldCount = 0;
       if (way !== -1) {
         const start = startOf(way) + 1;
@@ -188,7 +188,10 @@ export function createSentInRun() {
     /** HeldValues: a row's block, while the ring holds it. */
     holds: (at: number): boolean => at >= head - ARENA && at < head,
     keyHashOf(at: number): void {
-      KEY_HASH.set(arena.subarray((at % ARENA) * 4, (at % ARENA) * 4 + 3));
+      const place = (at % ARENA) * 4;
+      KEY_HASH[0] = arena[place];
+      KEY_HASH[1] = arena[place + 1];
+      KEY_HASH[2] = arena[place + 2];
     },
     count: (at: number): number => arena[(at % ARENA) * 4 + 3],
     rowOf: (at: number): number => rows[at % ARENA],

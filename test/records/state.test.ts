@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
-import { activityHash, canonicalJson, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { activityHash, addDigest, canonicalJson, hash64, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
 import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
@@ -52,6 +52,18 @@ describe('values and records', () => {
     expect(valueHash('1')).not.toEqual(valueHash(1));
     expect(valueHash(null)).not.toEqual(valueHash('null'));
     expect(canonicalJson({ b: 1, a: undefined, c: 'x' })).toBe('{"b":1,"c":"x"}');
+  });
+
+  it('hashes a number as the text of its digits, integers as other numbers (state files written before keep matching)', () => {
+    for (const n of [0, -0, 7, -7, 10, 90210, -1234567, 2 ** 31, -(2 ** 32) - 1, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1.5, -0.25, 1e21, 2 ** 53, NaN, Infinity]) {
+      expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
+    }
+    expect(valueHash(12)).not.toEqual(valueHash(21));
+  });
+
+  it('adds a row digest\'s parts modulo 2^52', () => {
+    const top = 2 ** 52 - 1;
+    for (const [a, b] of [[0, 0], [top, 1], [top, top], [2 ** 51, 2 ** 51], [2 ** 51, 2 ** 51 - 1], [123, 456]]) expect(addDigest(a, b)).toBe((a + b) % 2 ** 52);
   });
 
   it('names users by the identifier the item uses, an email in lower case', () => {

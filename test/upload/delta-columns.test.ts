@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
+import { createDelta } from '../../src/upload/delta.js';
 import { postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -172,5 +173,21 @@ describe('the per-attribute delta report', () => {
     const plain = JSON.parse((await cli(['validate', 'n2.csv', '--json'])).stdout);
     expect(plain.deltaColumns).toBeUndefined();
     expect((await cli(['validate', 'n2.csv'])).stdout).not.toMatch(/^columns/m);
+  });
+});
+
+describe('the counts per attribute', () => {
+  it('count each attribute by name whatever the order of the fields and whichever identifier an item uses, and start anew after each take', () => {
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100);
+    const attributes = (item: Record<string, unknown>, by: 'external_id' | 'email') => delta.item('attributes', item, { by, value: item[by] as string });
+    attributes({ external_id: 'a', plan: 'x', visits: 1 }, 'external_id');
+    attributes({ visits: 2, external_id: 'b', plan: null }, 'external_id');
+    attributes({ email: 'c@example.com', plan: 'y' }, 'email');
+    attributes({ plan: 'z', email: 'd@example.com', _update_existing_only: true }, 'email');
+    expect(delta.takeColumns()).toEqual({ plan: [3, 0, 1], visits: [2, 0, 0] });
+    expect(delta.takeColumns()).toBeUndefined();
+    attributes({ external_id: 'e', plan: 'w' }, 'external_id');
+    expect(delta.takeColumns()).toEqual({ plan: [1, 0, 0] });
   });
 });
