@@ -129,6 +129,15 @@ export function csvRejectLines(
   };
 }
 
+/**
+ * The text after a CSV rejects file's header is one whole row of it: a reject saved without its line
+ * break, not one torn by a kill or a full disk (a cell left out, a quote left open).
+ */
+export function isWholeCsvReject(header: string, tail: string): boolean {
+  const parsed = Papa.parse<Record<string, string>>(`${header}${tail}\n`, { header: true, skipEmptyLines: true });
+  return parsed.errors.length === 0 && parsed.data.length === 1 && csvRejectKeys(`${header}${tail}\n`).length === 1;
+}
+
 /** The rejects a CSV rejects file holds already (a resumed run adds to it), by file, line and the column of a dropped field. */
 export function csvRejectKeys(text: string): Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> {
   const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });

@@ -68,9 +68,8 @@ export async function rejectsSoFar(path: string, format: RejectsFormat = 'ndjson
 async function isWholeReject(text: Buffer, whole: number, format: RejectsFormat): Promise<boolean> {
   const tail = text.subarray(whole).toString('utf8');
   if (format === 'csv') {
-    const { csvRejectKeys } = await import('./csv-rejects.js');
-    const header = text.subarray(0, text.indexOf(0x0a) + 1).toString('utf8');
-    return csvRejectKeys(`${header}${tail}\n`).length === 1;
+    const { isWholeCsvReject } = await import('./csv-rejects.js');
+    return isWholeCsvReject(text.subarray(0, text.indexOf(0x0a) + 1).toString('utf8'), tail);
   }
   try {
     const record = JSON.parse(tail) as Partial<RejectRecord>;

@@ -52,11 +52,12 @@ export function batchKey(batch: RejectBatch, i: number): Pick<RejectRecord, 'fil
 /**
  * A value that JSON text carries as structured cloning would (plain objects and arrays of strings,
  * finite numbers, booleans and null): a row read from CSV or JSON is; one of typed Parquet values
- * (a bigint, bytes, a date) crosses as a record, as before.
+ * (a bigint, bytes, a date) crosses as a record, as before, and so does one holding -0 (an NDJSON
+ * `-0`, a Parquet double), which JSON would hand the onReject hook as 0.
  */
 function isPlain(value: unknown, depth = 0): boolean {
   if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
-  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value === 'number') return Number.isFinite(value) && !Object.is(value, -0);
   if (typeof value !== 'object' || depth > 8) return false;
   if (Array.isArray(value)) return value.every((element) => isPlain(element, depth + 1));
   if (Object.getPrototypeOf(value) !== Object.prototype) return false;

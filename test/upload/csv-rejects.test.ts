@@ -78,6 +78,9 @@ describe('CSV rejects on resume', () => {
     for (const [text, kept] of [
       [`${header}u1,123,h.csv,2,attributes,,bad`, `${header}u1,123,h.csv,2,attributes,,bad\n`],
       [`${header}u1,123,h.csv,2,attributes,,bad\nu2,12`, `${header}u1,123,h.csv,2,attributes,,bad\n`],
+      // torn after its file and line (a full disk cuts a row anywhere), or inside a quoted cell: cut off too
+      [`${header}u1,123,h.csv,2,attributes,,bad\nu2,123,h.csv,3`, `${header}u1,123,h.csv,2,attributes,,bad\n`],
+      [`${header}u1,123,h.csv,2,attributes,,bad\nu2,123,h.csv,3,attributes,,"bad, got ""x`, `${header}u1,123,h.csv,2,attributes,,bad\n`],
     ]) {
       writeFileSync(csvPath, text);
       const held = await rejectsSoFar(csvPath, 'csv');

@@ -52,6 +52,8 @@ describe('a batch of rejects', () => {
     expect(batcher.add({ ...base, row: { bytes: new Uint8Array([1]) } }, false)).toBe(false);
     expect(batcher.add({ ...base, row: { when: new Date(0) } }, false)).toBe(false);
     expect(batcher.add({ ...base, row: { n: Number.NaN } }, false)).toBe(false);
+    expect(batcher.add({ ...base, row: { n: -0 } }, false)).toBe(false);
+    expect(batcher.add({ ...base, row: { nested: { list: [1, -0] } } }, false)).toBe(false);
     expect(batcher.add({ ...base, item: undefined, row: {} }, false)).toBe(false);
     expect(batcher.take()).toBeUndefined();
   });
