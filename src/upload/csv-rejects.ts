@@ -134,15 +134,19 @@ export function csvRejectLines(
  * break, not one torn by a kill or a full disk (a cell left out, a quote left open).
  */
 export function isWholeCsvReject(header: string, tail: string): boolean {
-  const parsed = Papa.parse<Record<string, string>>(`${header}${tail}\n`, { header: true, skipEmptyLines: true });
-  return parsed.errors.length === 0 && parsed.data.length === 1 && csvRejectKeys(`${header}${tail}\n`).length === 1;
+  const parsed = parseRejects(`${header}${tail}\n`);
+  return parsed.errors.length === 0 && parsed.data.length === 1 && keysOf(parsed.data).length === 1;
 }
 
 /** The rejects a CSV rejects file holds already (a resumed run adds to it), by file, line and the column of a dropped field. */
-export function csvRejectKeys(text: string): Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> {
-  const parsed = Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });
+export const csvRejectKeys = (text: string): Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> => keysOf(parseRejects(text).data);
+
+const parseRejects = (text: string) => Papa.parse<Record<string, string>>(text, { header: true, skipEmptyLines: true });
+
+/** The rows' file, line and column, of those that name a file and a line. */
+function keysOf(rows: ReadonlyArray<Record<string, string>>): Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> {
   const found: Array<Pick<RejectRecord, 'file' | 'line' | 'column'>> = [];
-  for (const row of parsed.data) {
+  for (const row of rows) {
     const line = Number(row._line);
     if (typeof row._file !== 'string' || !Number.isInteger(line)) continue;
     found.push(typeof row._column === 'string' && row._column !== '' ? { file: row._file, line, column: row._column } : { file: row._file, line });

@@ -15,8 +15,8 @@ import type { UploadOptions } from './upload.js';
 /** How the rejects file is written: NDJSON records, or CSV rows (csv-rejects.ts). */
 export type RejectsFormat = 'ndjson' | 'csv';
 
-/** A file of lines opened with its first one; `writeLines` writes `count` lines of JSON at once (UTF-8, each ending in a line feed). */
-export type LinesFile = NdjsonWriter & { open(): Promise<void>; writeLines(bytes: Uint8Array, count: number): Promise<void> };
+/** A file of lines opened with its first one; `writeBatch` writes a batch of rejects at once. */
+export type LinesFile = NdjsonWriter & { open(): Promise<void>; writeBatch(batch: RejectBatch): Promise<void> };
 
 export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item' | 'column'>): string =>
   `${record.line}\u0000${record.item ?? ''}\u0000${record.column ?? ''}\u0000${record.file}`;
@@ -136,7 +136,7 @@ export function rejectsLedger(writer: LinesFile, written: Set<string>, journaled
         return;
       }
       if (journaled) unsynced.push(batch);
-      await writer.writeLines(batch.bytes, batchSize(batch));
+      await writer.writeBatch(batch);
     },
     async settle() {
       const taken = unsynced;
@@ -191,10 +191,10 @@ export function lazyWriter(path: string, what: string, append: boolean): LinesFi
       count += 1;
       await (await get()).writeLine(json);
     },
-    async writeLines(bytes, lines) {
-      count += lines;
+    async writeBatch(batch) {
+      count += batchSize(batch);
       // one write of the lines: the writer adds the last line feed
-      await (await get()).writeLine(bytes.subarray(0, -1));
+      await (await get()).writeLine(batch.bytes.subarray(0, -1));
     },
     async write(value) {
       count += 1;
@@ -302,14 +302,8 @@ export function rejectsWriter(
     },
     writeLine: (json) => lines.writeLine(json),
     // a CSV row is made of each record, read back from its line
-    async writeLines(bytes, count) {
-      const text = new TextDecoder().decode(bytes);
-      let at = 0;
-      for (let i = 0; i < count; i += 1) {
-        const end = text.indexOf('\n', at);
-        await this.write(JSON.parse(text.slice(at, end)));
-        at = end + 1;
-      }
+    async writeBatch(batch) {
+      for (let i = 0; i < batchSize(batch); i += 1) await this.write(batchRecord(batch, i));
     },
     sync: () => lines.sync(),
     close: (closing) => lines.close(closing),

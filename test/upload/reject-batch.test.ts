@@ -101,7 +101,7 @@ describe('a batch written to the rejects file', () => {
     const lines = readFileSync(path, 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(lines).toEqual([records[0], records[2], records[3]]);
 
-    const failing = { ...rejectsWriter(join(tmp.dir, 'never.ndjson'), false, { inputs: [] }), sync: () => Promise.reject(new Error('full')), writeLines: async () => undefined };
+    const failing = { ...rejectsWriter(join(tmp.dir, 'never.ndjson'), false, { inputs: [] }), sync: () => Promise.reject(new Error('full')), writeBatch: async () => undefined };
     const unsynced = rejectsLedger(failing, new Set(), journaled);
     await unsynced.writeBatch(batchOf(records));
     expect(await unsynced.settle()).toEqual(records);
