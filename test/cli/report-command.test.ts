@@ -95,6 +95,24 @@ describe('track report', () => {
     expect(track(['report', 'lim1.json', 'lim2.json'], { cwd: dir }).stdout).toMatch(/at most 50 items each/);
   });
 
+  it("of dry runs' shards, estimates all their requests at the one pace, not the shards' times added", () => {
+    const rows = Array.from({ length: 300 }, (_, i) => `u${i},${i}`).join('\n');
+    writeFileSync(join(dir, 'many.csv'), `external_id,visits\n${rows}\n`);
+    const dry = (k: number, rate: string) =>
+      track(['upload', 'many.csv', '--dry-run', '--max-total', '1', '--rate', rate, '--shard', `${k}/2`, '--summary-file', `dry${k}-${rate}.json`], { cwd: dir });
+    for (const k of [1, 2]) expect(dry(k, '10').status).toBe(0);
+    const one = [read('dry1-10.json'), read('dry2-10.json')].map((s) => s.estimate as { requests: number; seconds: number });
+    expect(one[0].requests + one[1].requests).toBe(300);
+    const json = JSON.parse(track(['report', 'dry1-10.json', 'dry2-10.json', '--json'], { cwd: dir }).stdout);
+    expect(json.total.estimate).toMatchObject({ requests: 300, rate: 10, seconds: 30 });
+    // shards given different paces: no one pace to estimate at
+    expect(dry(2, '20').status).toBe(0);
+    const mixed = JSON.parse(track(['report', 'dry1-10.json', 'dry2-20.json', '--json'], { cwd: dir }).stdout);
+    expect(mixed.total.estimate.requests).toBe(300);
+    expect(mixed.total.estimate.rate).toBeUndefined();
+    expect(mixed.total.estimate.seconds).toBeUndefined();
+  });
+
   it('names a file that is not a summary, exit 2', () => {
     writeFileSync(join(dir, 'junk.json'), '{"hello": 1}');
     const r = track(['report', 'junk.json'], { cwd: dir });

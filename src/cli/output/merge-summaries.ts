@@ -3,6 +3,7 @@
 // missing and doubled ones said, and the worst exit status as the verdict.
 import { InputError } from '../../errors.js';
 import { EXIT } from '../run.js';
+import { estimateSeconds } from './summary.js';
 
 /** A run's --json summary as written to --summary-file (or printed by --json). */
 export type SummaryJson = Record<string, unknown> & {
@@ -48,8 +49,8 @@ export function worseStatus(a: number, b: number): number {
 
 /** Keys whose values are not counts: the latest or longest is kept, not the sum. */
 const LONGEST = new Set(['elapsedMs']);
-/** Keys that are settings, not counts: kept when every summary agrees (the shards' batch limits). */
-const SAME = new Set(['limits']);
+/** Keys that are settings, not counts: kept when every summary agrees (the shards' batch limits, a dry run's pace). */
+const SAME = new Set(['limits', 'rate', 'hourly']);
 /** Keys that name one run and mean nothing added up. */
 const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
 
@@ -73,9 +74,20 @@ export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
     for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) {
       if (!OWN.has(k)) sum[k] = addSummaries(a[k], b[k], k);
     }
-    return sum;
+    return key === 'estimate' ? paced(sum) : sum;
   }
   return a === b ? a : undefined;
+}
+
+/**
+ * A dry run's estimate of its shards together: their requests all count against the one account's
+ * pace, so the least time is that of all of them at it (not the shards' times added); none when
+ * the shards were given different paces.
+ */
+function paced(estimate: Record<string, unknown>): Record<string, unknown> {
+  const { requests, rate, hourly } = estimate;
+  const seconds = typeof requests === 'number' && typeof rate === 'number' && (hourly === undefined || typeof hourly === 'number') ? Math.round(estimateSeconds(requests, { rate, hourly }) * 10) / 10 : undefined;
+  return { ...estimate, seconds };
 }
 
 /** The files of two runs: one entry a file, its rows added (every shard reads every file). */
