@@ -230,6 +230,16 @@ describe('usage errors (exit 2)', () => {
   });
 });
 
+describe('a mistake found once the rows are read (standard input: no header before the plan)', () => {
+  it.each([['validate'], ['upload', '--dry-run']])('track %s: the summary says what stopped the run, exit 2', (...command) => {
+    writeFileSync(join(dir, 'zip-map.json'), '{"zip": "zip"}');
+    const result = track([...command, '-', '--format', 'csv', '--map', 'zip-map.json'], { cwd: dir, input: 'external_id,visits\nu1,1\n' });
+    expect(result.status).toBe(2);
+    expect(result.stdout).toMatch(/^stopped +--map:\n +"zip" is not a column of standard input/m);
+    expect(result.stderr).toMatch(/"zip" is not a column of standard input/);
+  });
+});
+
 describe('a mistake in the flags', () => {
   it.each([
     [['upload', '--dryrun', 'attributes.csv'], "error: unknown option '--dryrun'\n(Did you mean --dry-run?)\n(track upload --help lists every option)\n"],

@@ -120,6 +120,8 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   lines.push(...columnLines(summary.deltaColumns));
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
   if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs, summary.journalPath !== undefined));
+  // what stopped a run that sends nothing (a dry run, validate), where a delivery would say it
+  else if (summary.fatal !== undefined) lines.push(chalk.red(`stopped     ${summary.fatal.message}`));
   if (summary.interrupted) lines.push(chalk.yellow(`interrupted ${interruptedText(summary)}`));
   return `${lines.join('\n')}\n`;
 }
