@@ -7,6 +7,7 @@ import { createBatcher, DEFAULT_MAX_BODY_BYTES, soloBodyBytes } from '../batch/b
 import type { Delimiter } from '../input/csv.js';
 import type { InputEncoding } from '../input/decode.js';
 import type { RemoteInputs } from '../input/remote.js';
+import { InputError, SourceError } from '../errors.js';
 import { formatOf, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
@@ -354,8 +355,10 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const formats = options.inputs.map((file) => formatOf(file, options.format));
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   const encoding = createEncodingTally(options.encoding);
+  let reading: string | undefined;
   try {
     for (const [i, file] of options.inputs.entries()) {
+      reading = file;
       yield [{ type: 'file', file, format: formats[i] }];
       const read = { ...options, textRead: (beyondAscii: boolean) => encoding.textRead(file, beyondAscii) };
       let rows = 0;
@@ -370,9 +373,22 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
       const note = encoding.note(file, rows);
       if (note !== undefined) yield [{ type: 'note', file, note }];
     }
+  } catch (error) {
+    // an input that breaks off (damaged, cut short) stops the run after the rows read before it are
+    // sent: they are whole and valid, as those of the requests already full were
+    if (brokeOff(error, reading)) yield* lastRequests(planner);
+    throw error;
   } finally {
     if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
+  yield* lastRequests(planner);
+}
+
+/** Whether an error is the input being read breaking off (not the state's, say, nor a usage error). */
+const brokeOff = (error: unknown, file: string | undefined): boolean => (error instanceof InputError || error instanceof SourceError) && error.file === file;
+
+/** The requests still being filled, as the plan's last events. */
+function* lastRequests(planner: ReturnType<typeof createRowPlanner>): Generator<PlanEvent[]> {
   const last = planner.finish();
   if (last.length > 0) yield last.map((request): PlanEvent => ({ type: 'request', request }));
 }

@@ -1,8 +1,10 @@
 // Damaged files are named and refused: a resumed run whose CSV rejects file does not begin with the
 // inputs' header, whose journal is empty, cut short in its first line or names lines its file
 // cannot have, stops before sending (exit 2), naming the file and what to do, and changes nothing.
+// An input that breaks off partway stops the run once every whole row read before it is sent.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { runCliAsync } from '../helpers/cli.js';
 import { writeCrmCsv } from '../helpers/crm.js';
@@ -91,4 +93,25 @@ describe('a damaged journal', () => {
       expect(server.received).toHaveLength(0);
     });
   }
+});
+
+describe('an input that breaks off partway (a gzip file cut short)', () => {
+  it('sends every whole row read before the break, the request still being filled too, then stops (exit 3) naming the file', async () => {
+    const server = await faultServer();
+    const rows = Array.from({ length: 120 }, (_, i) => `u${i},${i}`);
+    const whole = gzipSync(`external_id,visits\n${rows.join('\n')}\n`);
+    // the last bytes of the deflate stream and its trailer lost: the rows before the break read whole
+    writeFileSync(join(tmp.dir, 'cut.csv.gz'), whole.subarray(0, whole.length - 12));
+    const r = await runCliAsync(['upload', 'cut.csv.gz', '--url', server.url, '--api-key', 'k', '--journal', 'cut.journal', '--json'], { cwd: tmp.dir });
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stderr).toMatch(/cut\.csv\.gz: is not valid gzip data/);
+    const summary = JSON.parse(r.stdout);
+    const sent = server.received.flatMap((request) => request.body?.attributes ?? []);
+    // not one row cut by the break: each sent as it is in the file
+    expect(sent.length).toBe(summary.rows);
+    expect(sent.length).toBeGreaterThan(100);
+    sent.forEach((item, i) => expect(item).toEqual({ external_id: `u${i}`, visits: i }));
+    expect(summary.delivery.items.attributes.accepted).toBe(summary.rows);
+    expect(summary.delivery.requestsAbandoned).toBe(0);
+  });
 });
