@@ -372,6 +372,10 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
       const note = encoding.note(file, rows);
       if (note !== undefined) yield [{ type: 'note', file, note }];
     }
+  } catch (error) {
+    // an input that stops the plan (damaged, cut short) leaves the notes of the files read before it
+    yield* typeNotes(planner);
+    throw error;
   } finally {
     if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }

@@ -3,6 +3,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
 import { textHash } from '../../src/model/identity.js';
@@ -112,6 +113,21 @@ export function planCases(name: string, plan: Planner): void {
       const { summary } = await run(plan, { inputs: [numbers, texts] });
       expect(summary.notes.filter((note) => note.includes('"zip"'))).toEqual([
         expect.stringMatching(/only-numbers\.csv and 1 other file: column "zip" was guessed as 1 number and 2 texts, so profiles will hold mixed types/),
+      ]);
+    });
+
+    it('notes the types its files counted when a later file breaks off and stops the plan', async () => {
+      const header = 'external_id,zip\n';
+      const mixed = file('before-break.csv', `${header}u1,12\nu2,x12\n`);
+      const packed = gzipSync(`${header}${Array.from({ length: 2000 }, (_, i) => `u${i},${i}`).join('\n')}\n`);
+      const cut = file('cut-short.csv.gz', packed.subarray(0, packed.length >> 1));
+      const events: Array<PlanEvent<RequestToSend>> = [];
+      const error = await (async () => {
+        for await (const event of plan({ inputs: [mixed, cut] })) events.push(event);
+      })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InputError);
+      expect(outcomeOf(events).summary.notes.filter((note) => note.includes('"zip"'))).toEqual([
+        expect.stringMatching(/before-break\.csv and 1 other file: column "zip" was guessed as [\d,]+ numbers and 1 text/),
       ]);
     });
 
