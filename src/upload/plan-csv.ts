@@ -71,24 +71,48 @@ const headersRead = new WeakMap<object, Map<string, CsvHeaderResult>>();
  * The files a plan (its row planner) read through each header, the first named: the types of a
  * header's columns are counted over all of them, and noted once, as the plan ends (csvTypeNotes). A
  * folder of 10,000 exports gets a note a column, not a note a file: 10,000 notes were as many strings
- * held to the end of the run, and the heap grew with the number of files.
+ * held to the end of the run, and the heap grew with the number of files. A column's note names the
+ * file its cells were first found of two types in (`mixedIn`): the one to look in.
  */
-const filesRead = new WeakMap<object, Map<CsvHeader, { first: string; files: number }>>();
+const filesRead = new WeakMap<object, Map<CsvHeader, HeaderFiles>>();
+
+interface HeaderFiles {
+  first: string;
+  /** The file being read (or read last) through the header. */
+  last: string;
+  files: number;
+  /** By column: the file its cells were first of two types in, once they were. */
+  mixedIn: Array<string | undefined>;
+}
 
 /** Counts a file read through `header` in the plan of `scope`. */
 function fileRead(scope: object, header: CsvHeader, file: string): void {
   let read = filesRead.get(scope);
   if (read === undefined) filesRead.set(scope, (read = new Map()));
   const files = read.get(header);
-  if (files === undefined) read.set(header, { first: file, files: 1 });
-  else files.files += 1;
+  if (files === undefined) read.set(header, { first: file, last: file, files: 1, mixedIn: [] });
+  else {
+    noteMixed(header, files);
+    files.last = file;
+    files.files += 1;
+  }
+}
+
+/** Names the file read last for each column its cells made of two types (numbers, booleans, texts). */
+function noteMixed(header: CsvHeader, files: HeaderFiles): void {
+  header.typeCounts.forEach(({ counts }, i) => {
+    if (files.mixedIn[i] === undefined && (counts[0] > 0 ? 1 : 0) + (counts[1] > 0 ? 1 : 0) + (counts[2] > 0 ? 1 : 0) > 1) files.mixedIn[i] = files.last;
+  });
 }
 
 /** The notes on the types of the columns a plan read, each over the files of its header. */
 export function csvTypeNotes(scope: object): PlanEvent[] {
   const events: PlanEvent[] = [];
-  for (const [header, { first, files }] of filesRead.get(scope) ?? []) {
-    for (const note of typeNotes(header.typeCounts, header.kind)) events.push({ type: 'note', file: first, note, ...(files > 1 ? { files } : {}) });
+  for (const [header, files] of filesRead.get(scope) ?? []) {
+    noteMixed(header, files);
+    header.typeCounts.forEach((column, i) => {
+      for (const note of typeNotes([column], header.kind)) events.push({ type: 'note', file: files.mixedIn[i] ?? files.first, note, ...(files.files > 1 ? { files: files.files } : {}) });
+    });
   }
   filesRead.delete(scope);
   return events;

@@ -106,14 +106,17 @@ export function planCases(name: string, plan: Planner): void {
       ]);
     });
 
-    it('notes a column whose files each hold one type, and the run two', async () => {
-      const header = 'external_id,zip\n';
-      const numbers = file('only-numbers.csv', `${header}u1,12345\n`);
-      const texts = file('only-texts.csv', `${header}u2,x12\nu3,y34\n`);
-      const { summary } = await run(plan, { inputs: [numbers, texts] });
+    it('notes a column whose files each hold one type, and the run two, naming the file its second type was found in', async () => {
+      const header = 'external_id,zip,plan\n';
+      const numbers = file('only-numbers.csv', `${header}u1,12345,1\n`);
+      const moreNumbers = file('more-numbers.csv', `${header}u2,23456,free\n`);
+      const texts = file('only-texts.csv', `${header}u3,x12,pro\nu4,y34,pro\n`);
+      const { summary } = await run(plan, { inputs: [numbers, moreNumbers, texts] });
+      // the file to look in for the texts among the numbers, not the first of the header's files
       expect(summary.notes.filter((note) => note.includes('"zip"'))).toEqual([
-        expect.stringMatching(/only-numbers\.csv and 1 other file: column "zip" was guessed as 1 number and 2 texts, so profiles will hold mixed types/),
+        expect.stringMatching(/only-texts\.csv and 2 other files: column "zip" was guessed as 2 numbers and 2 texts, so profiles will hold mixed types/),
       ]);
+      expect(summary.notes.filter((note) => note.includes('"plan"'))).toEqual([expect.stringMatching(/more-numbers\.csv and 2 other files: column "plan" was guessed as 1 number and 3 texts/)]);
     });
 
     it('notes the types its files counted when a later file breaks off and stops the plan', async () => {
