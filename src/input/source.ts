@@ -114,12 +114,29 @@ export interface BytesOptions {
   pieceBytes?: number;
   /** The objects in storage this run reads, and how (needed for an input that is one). */
   remote?: RemoteInputs;
+  /**
+   * The reader is done with each chunk before it asks for the next (it decodes it at once): a local
+   * file is then read into one buffer again and again, which then serves the next file read so.
+   */
+  transient?: boolean;
 }
 
+/** An input's bytes as they are read, and how to let go of them (close the file, end the read) when done or stopped early. */
+interface RawBytes {
+  chunks: AsyncIterator<Buffer | string>;
+  close(): Promise<void> | void;
+}
+
+/** A stream read through its iterator; closing destroys it. */
+const streamBytes = (stream: Readable): RawBytes => ({ chunks: stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>, close: () => void stream.destroy() });
+
 /** The bytes of a file, standard input or an object in storage, as they are read; `stop` ends an object's read. */
-async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSignal): Promise<Readable> {
-  if (file === STDIN) return requireStdin(options.stdin);
-  if (isRemote(file)) return Readable.from((await import('./remote.js')).remoteBytes(file, options.remote, stop()), { objectMode: false });
+async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSignal): Promise<RawBytes> {
+  if (file === STDIN) {
+    const chunks = requireStdin(options.stdin)[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>;
+    return { chunks, close: async () => void (await chunks.return?.()) };
+  }
+  if (isRemote(file)) return streamBytes(Readable.from((await import('./remote.js')).remoteBytes(file, options.remote, stop()), { objectMode: false }));
   const chunk = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   let info: Stats | undefined;
   try {
@@ -128,32 +145,75 @@ async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSi
     // the read says what is wrong, as it does for any file
   }
   // a pipe, `<(zcat x.gz)`, is read as it comes, without waiting on it here
-  if (info?.isFile() !== true) return createReadStream(file, { highWaterMark: chunk });
+  if (info?.isFile() !== true) return streamBytes(createReadStream(file, { highWaterMark: chunk }));
+  if (options.transient === true) {
+    const chunks = transientChunks(file, chunk);
+    return { chunks, close: async () => void (await chunks.return(undefined)) };
+  }
   // a small file is read into a buffer its size, not a chunk's: each buffer read counts against the
-  // heap, and thousands of small files read 64 KiB at a time kept the collector busy
-  return Readable.from(fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1))), { objectMode: false });
+  // heap, and thousands of small files read 64 KiB at a time kept the collector busy. A file is read
+  // by its generator alone, no stream around it: a stream, its iterator and their listeners for each
+  // of thousands of small files outlived collections of the young generation, and the heap grew
+  const chunks = fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1)));
+  return { chunks, close: async () => void (await chunks.return(undefined)) };
 }
 
 /**
  * A file's bytes read a chunk at a time by plain reads: the page cache answers them at once, where a
  * read handed to the thread pool (open, read, close) woke a thread each, and thousands of small files
  * spent more time in those than in their rows (a dry run of 10,000 files of 100 rows: 7.4 s of CPU,
- * now 3.5 s).
+ * now 3.5 s). A read that did not fill its buffer leaves the rest to the next read (the one that
+ * finds the end, for a small file read whole): a buffer is allocated only once the last is full.
  */
 async function* fileChunks(file: string, chunk: number): AsyncGenerator<Buffer> {
   const fd = openSync(file, 'r');
   try {
+    let buffer = Buffer.allocUnsafeSlow(chunk);
+    let at = 0;
     for (;;) {
       // a turn of the event loop between reads, as a read handed off gives: a signal (Ctrl-C), a
       // timer and the sockets are seen to while a folder of files is read
       await new Promise((resolve) => setImmediate(resolve));
-      const buffer = Buffer.allocUnsafeSlow(chunk);
+      if (at === chunk) {
+        buffer = Buffer.allocUnsafeSlow(chunk);
+        at = 0;
+      }
+      // (what was handed on before `at` is never written again)
+      const read = readSync(fd, buffer, at, chunk - at, null);
+      if (read === 0) return;
+      yield at === 0 && read === chunk ? buffer : buffer.subarray(at, at + read);
+      at += read;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Buffers that transient reads are done with, for the next: a folder of 10,000 small files read
+ * into a new buffer each left as many buffers for the collector to find, outside the heap, and the
+ * process grew by megabytes before it did (more than two buffers are kept only while more files are
+ * read at once).
+ */
+const spareBuffers: Buffer[] = [];
+const SPARE_BUFFERS = 2;
+
+/** A file's bytes read a chunk at a time into one buffer (a spare one when there is one), each chunk valid until the next is asked for. */
+async function* transientChunks(file: string, chunk: number): AsyncGenerator<Buffer> {
+  const fd = openSync(file, 'r');
+  const spare = spareBuffers.findIndex((buffer) => buffer.length === chunk);
+  const buffer = spare === -1 ? Buffer.allocUnsafeSlow(chunk) : spareBuffers.splice(spare, 1)[0];
+  try {
+    for (;;) {
+      // (a turn of the event loop between reads, as in fileChunks)
+      await new Promise((resolve) => setImmediate(resolve));
       const read = readSync(fd, buffer, 0, chunk, null);
       if (read === 0) return;
       yield read === chunk ? buffer : buffer.subarray(0, read);
     }
   } finally {
     closeSync(fd);
+    if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
   }
 }
 
@@ -170,31 +230,41 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
   // a reader that stops early (a header read, a preview) ends an object's read with it, retries and all
   let stop: AbortController | undefined;
   const source = await rawBytes(file, options, () => (stop ??= new AbortController()).signal);
-  if (onRead !== undefined) source.on('data', (chunk: Buffer | string) => onRead(chunk.length));
-  const chunks = source[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  /** The next chunk read, counted as read. */
+  const next = async (): Promise<Buffer | undefined> => {
+    const read = await source.chunks.next();
+    if (read.done === true) return undefined;
+    const bytes = toBuffer(read.value);
+    onRead?.(bytes.length);
+    return bytes;
+  };
   try {
     // gather the bytes that tell gzip and workbooks apart
     let head: Buffer = Buffer.alloc(0);
     let ended = false;
     while (head.length < SIGNATURE_BYTES) {
-      const next = await chunks.next();
-      if (next.done === true) {
+      const bytes = await next();
+      if (bytes === undefined) {
         ended = true;
         break;
       }
-      head = head.length === 0 ? toBuffer(next.value) : Buffer.concat([head, toBuffer(next.value)]);
+      head = head.length === 0 ? bytes : Buffer.concat([head, bytes]);
+      // (a chunk read transiently is read over by the next)
+      if (head.length < SIGNATURE_BYTES && options.transient === true) head = Buffer.from(head);
     }
     const rest = async function* (): AsyncGenerator<Buffer> {
       if (head.length > 0) yield head;
       if (ended) return;
-      for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) yield toBuffer(next.value);
+      for (let bytes = await next(); bytes !== undefined; bytes = await next()) yield bytes;
     };
     const workbook = workbookProblem(head);
     if (workbook !== undefined) throw new InputError(workbook, file);
     if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
       const gunzip = createGunzip();
       // a failure on either side destroys gunzip with it, which ends the loop below with that error
-      pipeline(Readable.from(rest(), { objectMode: false }), gunzip, () => undefined);
+      // gunzip reads its input as it gets to it: a chunk read transiently is given it as a copy
+      const packed = options.transient === true ? copies(rest()) : rest();
+      pipeline(Readable.from(packed, { objectMode: false }), gunzip, () => undefined);
       for await (const chunk of gunzip) yield chunk as Buffer;
     } else if (options.pieceBytes === undefined) {
       yield* rest();
@@ -207,9 +277,12 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
   } finally {
     // (only an object's read has a signal: aborting makes an error, with its stack, each time)
     stop?.abort();
-    if (file !== STDIN) source.destroy();
-    else await chunks.return?.();
+    await source.close();
   }
+}
+
+async function* copies(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  for await (const chunk of chunks) yield Buffer.from(chunk);
 }
 
 function requireStdin(stdin: Readable | undefined): Readable {

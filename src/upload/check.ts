@@ -157,7 +157,7 @@ async function readCsvHeaders(files: readonly string[], options: InputReading): 
   for (const file of files) {
     let detected: Delimiter | undefined;
     // a little at a time: of a small file (one of thousands), only its first rows are parsed here
-    for await (const records of readCsv(inputBytes(file, { remote: options.remote, chunkBytes: HEADER_CHUNK_BYTES }), file, csvOptions(options, (d) => (detected = d)))) {
+    for await (const records of readCsv(inputBytes(file, { remote: options.remote, chunkBytes: HEADER_CHUNK_BYTES, transient: true }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
       headers.push({ file, record: records[0], detected });
       break;

@@ -61,11 +61,62 @@ export function csvHeaderProblem(
 /**
  * Headers read already, by the scope they were read in (one check of the headers, one plan: the
  * options are the same throughout it) and by their cells: many files of one header (a folder of
- * exports) read it, and make its row mapper, once. What a file counts in it (its columns' types) is
- * cleared as each file begins. A plan's scope is its row planner, not its options: each file is
- * planned with a copy of them.
+ * exports) read it, and make its row mapper, once; what its files count in it (their columns' types)
+ * adds up over them (see filesRead). A plan's scope is its row planner, not its options: each file
+ * is planned with a copy of them.
  */
 const headersRead = new WeakMap<object, Map<string, CsvHeaderResult>>();
+
+/**
+ * The files a plan (its row planner) read through each header, the first named: the types of a
+ * header's columns are counted over all of them, and noted once, as the plan ends (csvTypeNotes). A
+ * folder of 10,000 exports gets a note a column, not a note a file: 10,000 notes were as many strings
+ * held to the end of the run, and the heap grew with the number of files. A column's note names the
+ * file its cells were first found of two types in (`mixedIn`): the one to look in.
+ */
+const filesRead = new WeakMap<object, Map<CsvHeader, HeaderFiles>>();
+
+interface HeaderFiles {
+  first: string;
+  /** The file being read (or read last) through the header. */
+  last: string;
+  files: number;
+  /** By column: the file its cells were first of two types in, once they were. */
+  mixedIn: Array<string | undefined>;
+}
+
+/** Counts a file read through `header` in the plan of `scope`. */
+function fileRead(scope: object, header: CsvHeader, file: string): void {
+  let read = filesRead.get(scope);
+  if (read === undefined) filesRead.set(scope, (read = new Map()));
+  const files = read.get(header);
+  if (files === undefined) read.set(header, { first: file, last: file, files: 1, mixedIn: [] });
+  else {
+    noteMixed(header, files);
+    files.last = file;
+    files.files += 1;
+  }
+}
+
+/** Names the file read last for each column its cells made of two types (numbers, booleans, texts). */
+function noteMixed(header: CsvHeader, files: HeaderFiles): void {
+  header.typeCounts.forEach(({ counts }, i) => {
+    if (files.mixedIn[i] === undefined && (counts[0] > 0 ? 1 : 0) + (counts[1] > 0 ? 1 : 0) + (counts[2] > 0 ? 1 : 0) > 1) files.mixedIn[i] = files.last;
+  });
+}
+
+/** The notes on the types of the columns a plan read, each over the files of its header. */
+export function csvTypeNotes(scope: object): PlanEvent[] {
+  const events: PlanEvent[] = [];
+  for (const [header, files] of filesRead.get(scope) ?? []) {
+    noteMixed(header, files);
+    header.typeCounts.forEach((column, i) => {
+      for (const note of typeNotes([column], header.kind)) events.push({ type: 'note', file: files.mixedIn[i] ?? files.first, note, ...(files.files > 1 ? { files: files.files } : {}) });
+    });
+  }
+  filesRead.delete(scope);
+  return events;
+}
 
 function readHeaderOnce(cells: readonly string[], options: Pick<PlanOptions, 'kind' | 'map' | 'reading'>, scope: object): CsvHeaderResult {
   let known = headersRead.get(scope);
@@ -92,7 +143,8 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
   let header: CsvHeader | undefined;
   /** A CSV rejects file's rows each say their kind (`_kind`); other files' rows are all read through `header`. */
   let byKind: ReturnType<typeof rowHeaders>;
-  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, pieceBytes: options.pieceBytes, remote: options.remote });
+  // each chunk is decoded before the next is read: it is read into the buffer of the last
+  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, pieceBytes: options.pieceBytes, remote: options.remote, transient: true });
   let detected: Delimiter | undefined;
   for await (const records of readCsv(bytes, file, csvOptions(options, (d) => (detected = d)))) {
     const before: PlanEvent[] = [];
@@ -111,7 +163,7 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
         const result = readHeaderOnce(cells, options, planner);
         if (!result.ok) throw new Error('unreachable: the header was checked');
         header = result.header;
-        for (const { counts } of header.typeCounts) counts.fill(0);
+        fileRead(planner, header, file);
         byKind = rowHeaders(cells, headerOptions, header);
         const notes = detected !== undefined && detected !== ',' ? [delimiterNote(detected), ...result.notes] : result.notes;
         before.push({ type: 'header', file, kind: header.kind, notes });
@@ -150,7 +202,8 @@ export async function* csvChunks(file: string, planner: RowPlanner, options: Pla
   }
   if (header === undefined) yield [{ type: 'note', file, note: 'is empty (no header row)' }];
   else {
-    const notes = [header, ...(byKind?.others() ?? [])].flatMap((read) => typeNotes(read.typeCounts, read.kind));
+    // (the header's own are noted as the plan ends; those of its rows of other kinds, a file's own, now)
+    const notes = (byKind?.others() ?? []).flatMap((read) => typeNotes(read.typeCounts, read.kind));
     if (notes.length > 0) yield notes.map((note): PlanEvent => ({ type: 'note', file, note }));
   }
 }

@@ -10,7 +10,8 @@ import type { PlanEvent, PlanOptions, RowPlanner } from './plan.js';
 /** The events of an NDJSON file (or, `json`, a .json file), a chunk of lines at a time. */
 export async function* ndjsonChunks(file: string, planner: RowPlanner, options: PlanOptions, json = false): AsyncGenerator<PlanEvent[]> {
   const itemsOf = createLineMapper({ kind: options.kind, cells: options.reading });
-  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, pieceBytes: options.pieceBytes, remote: options.remote });
+  // NDJSON text is decoded chunk by chunk; a JSON array's reader holds its first chunks (it may read them again)
+  const bytes = inputBytes(file, { stdin: options.stdin, onRead: (n) => planner.bytesRead(n), chunkBytes: options.chunkBytes, pieceBytes: options.pieceBytes, remote: options.remote, transient: !json });
   // the JSON parser is loaded for .json inputs only
   const lines = json
     ? (await import('../input/json-array.js')).readJson(bytes, file, { encoding: options.encoding })

@@ -25,7 +25,7 @@ import type { ColumnCounts, createDelta, DeltaOptions } from './delta.js';
 import { createEncodingTally } from './encoding-note.js';
 import type { RejectBatch } from './reject-batch.js';
 import { shardOf, type Shard } from './shard.js';
-import { csvChunks } from './plan-csv.js';
+import { csvChunks, csvTypeNotes } from './plan-csv.js';
 import { ndjsonChunks } from './plan-ndjson.js';
 
 /** Why a row an earlier run left in flight is rejected rather than sent again (--on-unknown reject). */
@@ -91,7 +91,8 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'file'; file: string; format: InputFormat }
   /** A CSV file's header was read: the kind of its rows, and what a person should know of its columns. */
   | { type: 'header'; file: string; kind: ArrayName; notes: string[] }
-  | { type: 'note'; file: string; note: string }
+  /** A note on a file; `files`: on so many files read through one header, `file` the first of them (their columns' types). */
+  | { type: 'note'; file: string; note: string; files?: number }
   /** The tally of a chunk of rows: rows read and left out, items planned, warnings, and the bytes read for them. */
   | {
       type: 'read';
@@ -368,19 +369,23 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
           else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
         }
         yield events;
-        if (stopped()) return;
+        // (what the files read so far counted of their columns' types is noted all the same)
+        if (stopped()) return yield* typeNotes(planner);
       }
       const note = encoding.note(file, rows);
       if (note !== undefined) yield [{ type: 'note', file, note }];
     }
   } catch (error) {
-    // an input that breaks off (damaged, cut short) stops the run after the rows read before it are
-    // sent: they are whole and valid, as those of the requests already full were
+    // an input that stops the plan (damaged, cut short) leaves the notes of the files read before it
+    yield* typeNotes(planner);
+    // one that breaks off stops the run after the rows read before the break are sent: they are
+    // whole and valid, as those of the requests already full were
     if (brokeOff(error, reading)) yield* lastRequests(planner);
     throw error;
   } finally {
     if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
+  yield* typeNotes(planner);
   yield* lastRequests(planner);
 }
 
@@ -391,6 +396,12 @@ const brokeOff = (error: unknown, file: string | undefined): boolean => (error i
 function* lastRequests(planner: ReturnType<typeof createRowPlanner>): Generator<PlanEvent[]> {
   const last = planner.finish();
   if (last.length > 0) yield last.map((request): PlanEvent => ({ type: 'request', request }));
+}
+
+/** The notes on the types of the CSV columns read, counted over every file of each header. */
+function* typeNotes(planner: RowPlanner): Generator<PlanEvent[]> {
+  const notes = csvTypeNotes(planner);
+  if (notes.length > 0) yield notes;
 }
 
 /** The events of one input, read as its format says; one an earlier run settled whole is not read again. */

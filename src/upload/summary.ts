@@ -2,6 +2,7 @@
 // rejects and warnings by reason, requests. The same events come from a plan made in this thread or
 // in the worker, so the summary is made one way.
 import { readUndecodableProblem } from '../input/decode.js';
+import { grouped } from '../mapping/header-notes.js';
 import type { PlanEvent } from './plan.js';
 import type { InputFormat } from '../input/source.js';
 import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
@@ -132,11 +133,11 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     case 'header': {
       const file = summary.files.findLast((f) => f.file === event.file);
       if (file !== undefined) file.kind = event.kind;
-      summary.notes.push(...event.notes.map((note) => `${event.file}: ${note}`));
+      for (const note of event.notes) addNote(summary, event.file, note);
       break;
     }
     case 'note':
-      summary.notes.push(`${event.file}: ${event.note}`);
+      addNote(summary, event.file, event.note, event.files);
       break;
     case 'read': {
       const file = summary.files.findLast((f) => f.file === event.file);
@@ -181,6 +182,39 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       break;
   }
   return summary;
+}
+
+/**
+ * The notes of each summary being folded, by their text: a note on many files (a header's, an empty
+ * file's) is one line naming the first few of them and how many others, not a line a file held to
+ * the end of the run.
+ */
+const notesByText = new WeakMap<PlanSummary, Map<string, { at: number; named: string[]; last: string; files: number }>>();
+
+/** Files a note names before it counts the others. */
+const NAMED_FILES = 3;
+
+function noteLine(named: readonly string[], files: number, note: string): string {
+  const others = files - named.length;
+  return `${named.join(', ')}${others === 0 ? '' : ` and ${grouped(others)} other ${others === 1 ? 'file' : 'files'}`}: ${note}`;
+}
+
+/** Adds a note on `file` (and the `files` - 1 after it that it speaks for). */
+function addNote(summary: PlanSummary, file: string, note: string, files = 1): void {
+  let known = notesByText.get(summary);
+  if (known === undefined) notesByText.set(summary, (known = new Map()));
+  const seen = known.get(note);
+  if (seen === undefined) {
+    known.set(note, { at: summary.notes.length, named: [file], last: file, files });
+    summary.notes.push(noteLine([file], files, note));
+    return;
+  }
+  // the same note twice on one file says nothing more
+  if (seen.last === file && files === 1) return;
+  seen.last = file;
+  if (seen.named.length < NAMED_FILES && seen.named.length === seen.files) seen.named.push(file);
+  seen.files += files;
+  summary.notes[seen.at] = noteLine(seen.named, seen.files, note);
 }
 
 /** The summary of a whole plan. */

@@ -1,9 +1,10 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { InputError, UsageError } from '../../src/errors.js';
 import { checkFormat, checkReadable, formatOf, inputBytes } from '../../src/input/source.js';
 
@@ -102,6 +103,58 @@ describe('inputBytes', () => {
     }
     expect(chunks).toBe(64);
     expect(turns).toBeGreaterThan(0);
+  });
+
+  it('reads what a file gains while it is read into what the last read left free, keeping the bytes handed on', async () => {
+    const path = join(dir, 'growing.csv');
+    // read into a buffer of the least size, 1,024 bytes
+    writeFileSync(path, 'a'.repeat(1000));
+    const chunks: Buffer[] = [];
+    const bytes = inputBytes(path);
+    for await (const chunk of bytes) {
+      chunks.push(chunk);
+      if (chunks.length === 1) appendFileSync(path, 'b'.repeat(300));
+    }
+    // the first buffer's last 24 bytes took the first of what was added, and a second the rest
+    expect(chunks.map((chunk) => chunk.length)).toEqual([1000, 24, 276]);
+    expect(Buffer.concat(chunks).toString()).toBe(`${'a'.repeat(1000)}${'b'.repeat(300)}`);
+  });
+
+  it('reads a small file into one buffer: the read that finds its end takes what the first left free', async () => {
+    const path = join(dir, 'small.csv');
+    writeFileSync(path, 'id\n1\n');
+    const allocations = vi.spyOn(Buffer, 'allocUnsafeSlow');
+    try {
+      expect(await text(inputBytes(path))).toBe('id\n1\n');
+      expect(allocations).toHaveBeenCalledTimes(1);
+    } finally {
+      allocations.mockRestore();
+    }
+  });
+
+  it('reads a file transiently into one buffer, which serves the next file read so, and gunzips a copy', async () => {
+    const body = Array.from({ length: 3000 }, (_, i) => `u${i},é${i}`).join('\n');
+    const [first, second] = [join(dir, 'transient-1.csv'), join(dir, 'transient-2.csv')];
+    writeFileSync(first, body);
+    writeFileSync(second, body.toUpperCase());
+    // (bytes that do not pack: many chunks for gunzip to be behind on)
+    const noise = randomBytes(512 * 1024).toString('base64');
+    writeFileSync(join(dir, 'transient.csv.gz'), gzipSync(noise));
+    // a reader that decodes each chunk before it asks for the next (as the CSV and NDJSON readers do)
+    const decoded = async (path: string, buffers: Set<ArrayBufferLike>): Promise<string> => {
+      let out = '';
+      for await (const chunk of inputBytes(path, { chunkBytes: 4096, transient: true })) {
+        buffers.add(chunk.buffer);
+        out += chunk.toString('latin1');
+      }
+      return Buffer.from(out, 'latin1').toString('utf8');
+    };
+    const buffers = new Set<ArrayBufferLike>();
+    expect(await decoded(first, buffers)).toBe(body);
+    expect(await decoded(second, buffers)).toBe(body.toUpperCase());
+    expect(buffers.size).toBe(1);
+    // gunzip reads its input later than it is given it: what it unpacks is whole all the same
+    expect(await decoded(join(dir, 'transient.csv.gz'), new Set())).toBe(noise);
   });
 
   it('names the file when it is missing, not gzip after all, or not a file', async () => {

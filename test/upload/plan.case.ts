@@ -3,6 +3,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../../src/errors.js';
 import { textHash } from '../../src/model/identity.js';
@@ -85,17 +86,16 @@ export function planCases(name: string, plan: Planner): void {
       expect(summary.files).toEqual([{ file: csv, format: 'csv', kind: 'attributes', rows: 2 }]);
     });
 
-    it('reads a header many files share once, and notes each file by its own cells', async () => {
+    it('reads a header many files share once, and notes the types of its columns over all of its files, once', async () => {
       const header = 'external_id,zip\n';
       const mixed = file('mixed-zip.csv', `${header}u1,12\nu2,x12\n`);
       const numbers = file('number-zip.csv', `${header}u3,12345\nu4,23456\n`);
       const again = file('mixed-zip-again.csv', `${header}u5,34\nu6,y34\n`);
       const { summary, requests } = await run(plan, { inputs: [mixed, numbers, again] });
       const zipNotes = summary.notes.filter((note) => note.includes('"zip"'));
-      // the counts of one file are not carried into the next
-      expect(zipNotes).toHaveLength(2);
-      expect(zipNotes[0]).toMatch(/^.*mixed-zip\.csv: column "zip" was guessed as 1 number and 1 text/);
-      expect(zipNotes[1]).toMatch(/^.*mixed-zip-again\.csv: column "zip" was guessed as 1 number and 1 text/);
+      // one note, naming the first file and counting every cell of the three
+      expect(zipNotes).toHaveLength(1);
+      expect(zipNotes[0]).toMatch(/^.*mixed-zip\.csv and 2 other files: column "zip" was guessed as 4 numbers and 2 texts, so profiles will hold mixed types/);
       expect(requests.flatMap((r) => origins(r).map((o) => o.row))).toEqual([
         { external_id: 'u1', zip: '12' },
         { external_id: 'u2', zip: 'x12' },
@@ -104,6 +104,47 @@ export function planCases(name: string, plan: Planner): void {
         { external_id: 'u5', zip: '34' },
         { external_id: 'u6', zip: 'y34' },
       ]);
+    });
+
+    it('notes a column whose files each hold one type, and the run two, naming the file its second type was found in', async () => {
+      const header = 'external_id,zip,plan\n';
+      const numbers = file('only-numbers.csv', `${header}u1,12345,1\n`);
+      const moreNumbers = file('more-numbers.csv', `${header}u2,23456,free\n`);
+      const texts = file('only-texts.csv', `${header}u3,x12,pro\nu4,y34,pro\n`);
+      const { summary } = await run(plan, { inputs: [numbers, moreNumbers, texts] });
+      // the file to look in for the texts among the numbers, not the first of the header's files
+      expect(summary.notes.filter((note) => note.includes('"zip"'))).toEqual([
+        expect.stringMatching(/only-texts\.csv and 2 other files: column "zip" was guessed as 2 numbers and 2 texts, so profiles will hold mixed types/),
+      ]);
+      expect(summary.notes.filter((note) => note.includes('"plan"'))).toEqual([expect.stringMatching(/more-numbers\.csv and 2 other files: column "plan" was guessed as 1 number and 3 texts/)]);
+    });
+
+    it('notes the types its files counted when a later file breaks off and stops the plan', async () => {
+      const header = 'external_id,zip\n';
+      const mixed = file('before-break.csv', `${header}u1,12\nu2,x12\n`);
+      const packed = gzipSync(`${header}${Array.from({ length: 2000 }, (_, i) => `u${i},${i}`).join('\n')}\n`);
+      const cut = file('cut-short.csv.gz', packed.subarray(0, packed.length >> 1));
+      const events: Array<PlanEvent<RequestToSend>> = [];
+      const error = await (async () => {
+        for await (const event of plan({ inputs: [mixed, cut] })) events.push(event);
+      })().catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InputError);
+      expect(outcomeOf(events).summary.notes.filter((note) => note.includes('"zip"'))).toEqual([
+        expect.stringMatching(/before-break\.csv and 1 other file: column "zip" was guessed as [\d,]+ numbers and 1 text/),
+      ]);
+    });
+
+    it('notes the columns of each header apart, and the same note on many files once', async () => {
+      const first = file('header-a.csv', 'external_id,zip\nu1,12\nu2,x1\n');
+      const second = file('header-b.csv', 'external_id,zip,plan\nu3,34,free\nu4,y1,pro\nu5,56,free\n');
+      const empty = file('empty-a.csv', '');
+      const alsoEmpty = file('empty-b.csv', '');
+      const { summary } = await run(plan, { inputs: [first, empty, second, alsoEmpty] });
+      expect(summary.notes.filter((note) => note.includes('"zip"'))).toEqual([
+        expect.stringMatching(/header-a\.csv: column "zip" was guessed as 1 number and 1 text/),
+        expect.stringMatching(/header-b\.csv: column "zip" was guessed as 2 numbers and 1 text/),
+      ]);
+      expect(summary.notes.filter((note) => note.includes('is empty'))).toEqual([`${empty}, ${alsoEmpty}: is empty (no header row)`]);
     });
 
     it('leaves out the items of a RequestLine an earlier run settled, and gives the others their places', async () => {

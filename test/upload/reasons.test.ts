@@ -167,3 +167,21 @@ describe('the encoding note', () => {
     }
   });
 });
+
+describe('the notes of a summary', () => {
+  it('gives a note the same for many files once, naming the first three and counting the others', () => {
+    const summary = emptyPlanSummary();
+    const note = (file: string, text: string, files?: number) => addPlanEvent(summary, { type: 'note', file, note: text, files });
+    for (const file of ['a.csv', 'b.csv', 'c.csv', 'd.csv', 'e.csv']) note(file, 'is empty (no header row)');
+    note('f.csv', 'another note');
+    note('f.csv', 'another note');
+    // a note over the files of a header: its first and how many
+    note('g.csv', 'column "zip" was guessed as 3 numbers and 1 text', 4);
+    note('k.csv', 'is empty (no header row)');
+    expect(summary.notes).toEqual([
+      'a.csv, b.csv, c.csv and 3 other files: is empty (no header row)',
+      'f.csv: another note',
+      'g.csv and 3 other files: column "zip" was guessed as 3 numbers and 1 text',
+    ]);
+  });
+});
