@@ -6,7 +6,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
-import { activityHash, addDigest, canonicalJson, hash64, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { activityHash, addDigest, canonicalJson, hash64, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { CONTROL_FIELDS } from '../../src/model/fields.js';
 import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
@@ -55,10 +56,17 @@ describe('values and records', () => {
   });
 
   it('hashes a number as the text of its digits, integers as other numbers (state files written before keep matching)', () => {
-    for (const n of [0, -0, 7, -7, 10, 90210, -1234567, 2 ** 31, -(2 ** 32) - 1, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1.5, -0.25, 1e21, 2 ** 53, NaN, Infinity]) {
+    // twice over: the hashes of small integers are kept once made
+    for (const n of [0, -0, 7, -7, 10, 999, 1023, 1024, 90210, -1234567, 2 ** 31, -(2 ** 32) - 1, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1.5, -0.25, 1e21, 2 ** 53, NaN, Infinity, 0, -0, 7, 1023]) {
+      expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
       expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
     }
     expect(valueHash(12)).not.toEqual(valueHash(21));
+  });
+
+  it('tells the control fields from attributes as CONTROL_FIELDS does', () => {
+    for (const name of CONTROL_FIELDS) expect(isControlField(name), name).toBe(true);
+    for (const name of ['plan', '_merge', 'push_token', 'email_subscribe', '_update_existing', 'push_token_imports']) expect(isControlField(name), name).toBe(CONTROL_FIELDS.has(name));
   });
 
   it('adds a row digest\'s parts modulo 2^52', () => {
