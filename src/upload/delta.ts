@@ -118,7 +118,9 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
       if (key === by) continue;
       const counts = countsOf(key, at);
       if (counts === undefined) continue;
-      if (sent === undefined || (sent !== item && !(key in sent))) counts[1] += 1;
+      // (the item's own value is read as the loop reads it, from its keys' cache)
+      if (sent === item) counts[item[key] === null ? 2 : 0] += 1;
+      else if (sent === undefined || !(key in sent)) counts[1] += 1;
       else counts[sent[key] === null ? 2 : 0] += 1;
     }
   };
