@@ -1,8 +1,8 @@
 // The learn record of a request: what the delta state records of its items once the server accepts
 // them, made where the request is planned and read where it is settled. One buffer a request,
 // handed to the sending thread without a copy: 32-bit words (the items, the values' hashes as the
-// plan holds them, copied rather than encoded one by one), then the texts (attribute names, users'
-// keys) as one UTF-8 run, decoded once.
+// plan holds them, copied rather than encoded one by one, three words a value), then the texts
+// (attribute names, users' keys) as one UTF-8 run, written as they come and decoded once.
 import { identityOf } from '../model/identity.js';
 import { forEachLearnedValue, KEY_HASH, keyHashInto, stateUserKey } from './state-record.js';
 
