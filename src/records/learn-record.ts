@@ -60,16 +60,21 @@ let scratch = new Int32Array(16 * 1024);
 let scratchNames = new Uint8Array(1024);
 let scratchKeys = new Uint8Array(16 * 1024);
 
+/** The array, or when it is shorter than `need`, a copy of its first `used` elements at least twice as long (kept as the next record's scratch unless huge). */
+function withRoom<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(array: T, used: number, need: number, keep: (bigger: T) => void): T {
+  if (need <= array.length) return array;
+  const bigger = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, need));
+  bigger.set(array.subarray(0, used));
+  if (bigger.length <= 4 * 1024 * 1024) keep(bigger);
+  return bigger;
+}
+
 /** A growing run of UTF-8 bytes, written without making a string of what is joined. */
 function textRun(initial: Uint8Array<ArrayBuffer>, keep: (bytes: Uint8Array<ArrayBuffer>) => void) {
   let bytes = initial;
   let at = 0;
   const room = (n: number): void => {
-    if (at + n <= bytes.length) return;
-    const bigger = new Uint8Array(Math.max(bytes.length * 2, at + n));
-    bigger.set(bytes.subarray(0, at));
-    bytes = bigger;
-    if (bigger.length <= 4 * 1024 * 1024) keep(bigger);
+    if (at + n > bytes.length) bytes = withRoom(bytes, at, at + n, keep);
   };
   return {
     /** Appends the text (most are ASCII: a byte a character, until one is not). */
@@ -114,12 +119,11 @@ export function learnRecordWriter(held?: HeldValues) {
   const placeOfHeld: number[] = [];
   const stampOfHeld: number[] = [];
   let record = 0;
+  const keepWords = (bigger: Int32Array<ArrayBuffer>): void => {
+    scratch = bigger;
+  };
   const room = (n: number): void => {
-    if (at + n <= words.length) return;
-    const bigger = new Int32Array(Math.max(words.length * 2, at + n));
-    bigger.set(words.subarray(0, at));
-    words = bigger;
-    if (bigger.length <= 4 * 1024 * 1024) scratch = bigger;
+    if (at + n > words.length) words = withRoom(words, at, at + n, keepWords);
   };
   const placeOf = (name: string): number => {
     let found = placeOfName.get(name);

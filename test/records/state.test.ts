@@ -105,6 +105,28 @@ describe('values and records', () => {
       [2, 'm:ann@example.com', KEY_HASH[0], false, [['plan', false, ...valueHash('free')]]],
     ]);
   });
+
+  it('reads back a learn record larger than the buffers it is written in, and the next record written after it', () => {
+    const names = Array.from({ length: 20 }, (_, i) => `attribute-with-a-rather-long-name-${i}-${'x'.repeat(40)}`);
+    const items = Array.from({ length: 3000 }, (_, u) => ({ external_id: `user-${u}-${'é'.repeat(u % 7)}`, ...Object.fromEntries(names.map((name, i) => [name, u * 100 + i])) }));
+    const writer = learnRecordWriter();
+    for (const item of items) writer.add(userMark(false, -1), item);
+    const big = readLearnRecord(writer.finish());
+    writer.add(userMark(true, -1), { external_id: 'after', plan: 'pro' });
+    const next = readLearnRecord(writer.finish());
+    expect(big.names).toEqual(names);
+    let read = 0;
+    big.forEach((index, item) => {
+      if (item === undefined || item instanceof Uint8Array) throw new Error('a user item was expected');
+      expect(item.userKey).toBe(`e:${items[index].external_id}`);
+      expect(item.count).toBe(20);
+      expect([big.names[item.name(19)], item.h1(19), item.h2(19)]).toEqual([names[19], ...valueHash(index * 100 + 19)]);
+      read += 1;
+    });
+    expect(read).toBe(3000);
+    expect(next.names).toEqual(['plan']);
+    next.forEach((_, item) => expect(item !== undefined && !(item instanceof Uint8Array) && [item.userKey, item.known, item.count]).toEqual(['e:after', true, 1]));
+  });
 });
 
 describe('the state file', () => {
