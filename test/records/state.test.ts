@@ -62,6 +62,10 @@ describe('values and records', () => {
       expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
     }
     expect(valueHash(12)).not.toEqual(valueHash(21));
+    // a kept integer's hash is a number's: not its text's nor a boolean's
+    expect(valueHash(5)).not.toEqual(valueHash('5'));
+    expect(valueHash(1)).not.toEqual(valueHash(true));
+    expect(valueHash(0)).not.toEqual(valueHash(false));
   });
 
   it('tells the control fields from attributes as CONTROL_FIELDS does', () => {

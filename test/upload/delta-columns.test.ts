@@ -231,4 +231,32 @@ describe('the learn records of a plan', () => {
     expect(items(two)).toEqual([[0, 'e:u1', keyHash('e:u1'), true, [['visits', false, ...valueHash(4)], ['city', false, ...valueHash('Lyon')]]]]);
     expect(readLearnRecord(two).names).toEqual(['visits', 'city']);
   });
+
+  it('carry the values of blocks across the end of the ring of values sent, and of blocks it no longer holds, hashed again', () => {
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100_000);
+    // six entries a row (its head and five values): 2^18 entries are held, so the ring wraps about every 43,690 rows, once mid-block
+    const row = (u: number) => ({ external_id: `u${u}-ü`, plan: `p${u % 7}`, visits: u, n: u % 1030, flag: u % 2 === 0, score: { inc: 1 } });
+    const expected = (u: number) => [
+      ['plan', false, ...valueHash(`p${u % 7}`)],
+      ['visits', false, ...valueHash(u)],
+      ['n', false, ...valueHash(u % 1030)],
+      ['flag', false, ...valueHash(u % 2 === 0)],
+      ['score', true, 0, 0],
+    ];
+    const writer = delta.recordWriter();
+    const request = (planned: Array<{ u: number; sent: Record<string, unknown>; mark: ReturnType<typeof delta.item>['learn'] }>) => {
+      for (const { sent, mark } of planned) writer.add(mark, sent);
+      expect(items(writer.finish())).toEqual(planned.map(({ u }, index) => [index, `e:u${u}-ü`, keyHash(`e:u${u}-ü`), false, expected(u)]));
+    };
+    const plan = (u: number) => {
+      const item = row(u);
+      const verdict = delta.item('attributes', item, { by: 'external_id', value: item.external_id });
+      return { u, sent: verdict.item!, mark: verdict.learn };
+    };
+    // the first rows' request is written after the ring has gone round twice: their values are hashed from the items
+    const early = Array.from({ length: 50 }, (_, u) => plan(u));
+    for (let u = 50; u < 100_000; u += 50) request(Array.from({ length: 50 }, (_, i) => plan(u + i)));
+    request(early);
+  });
 });
