@@ -1,8 +1,8 @@
 // The learn record of a request: what the delta state records of its items once the server accepts
 // them, made where the request is planned and read where it is settled. One buffer a request,
 // handed to the sending thread without a copy: 32-bit words (the items, the values' hashes as the
-// plan holds them, copied rather than encoded one by one), then the texts (attribute names, users'
-// keys) as one UTF-8 run, decoded once.
+// plan holds them, copied rather than encoded one by one, three words a value), then the texts
+// (attribute names, users' keys) as one UTF-8 run, written as they come and decoded once.
 import { identityOf } from '../model/identity.js';
 import { forEachLearnedValue, KEY_HASH, keyHashInto, stateUserKey } from './state-record.js';
 
@@ -25,14 +25,14 @@ export const userMark = (known: boolean, at: number): number => 2 + (at + 1) * 2
 export interface HeldValues {
   /** Whether the block at `at` is still held (then the calls below may be made). */
   holds(at: number): boolean;
-  /** The lanes of the user's key's hash (see keyHashInto), into KEY_HASH. */
-  keyHashOf(at: number): void;
+  /** The lanes of the user's key's hash (see keyHashInto), into `into` at `offset`. */
+  keyHashOf(at: number, into: Int32Array, offset: number): void;
   /** The id of the user's row in the state file, when the plan found it there (0: not known). */
   rowOf(at: number): number;
   /** How many values of the row the block holds. */
   count(at: number): number;
-  /** The i-th value: [name (a number of the plan's), forget (1) or not (0), h1, h2] into `into` at `offset`. */
-  value(at: number, i: number, into: Int32Array, offset: number): void;
+  /** The first `count` values, VALUE words each: [name (a number of the plan's), forget (1) or not (0), h1, h2], into `into` at `offset`. */
+  values(at: number, count: number, into: Int32Array, offset: number): void;
   /** The name the plan numbers `name`. */
   nameOf(name: number): string;
 }
@@ -45,56 +45,133 @@ const HEAD = 4;
 const HAS_KNOWN_USERS = 1;
 /** Words of a user's item before their values: tag, key hash lanes 0-2, values, key length, row id (0: not known). */
 const USER_HEAD = 7;
-/** Words of a value: name (its place in the record's names), forget, h1, h2. */
+/**
+ * Words of a value as a record holds it: its name (its place in the record's names) twice over and
+ * 1 when it is forgotten, h1, h2. Values are written first as the plan holds them (VALUE words:
+ * name, forget, h1, h2) and packed in place.
+ */
 const VALUE = 4;
+const PACKED = 3;
 
 const utf8 = new TextEncoder();
 const fromUtf8 = new TextDecoder();
-/** The words a record is made in (one request at a time), before they are copied out. */
+/** The words and the texts' bytes a record is made in (one request at a time), before they are copied out. */
 let scratch = new Int32Array(16 * 1024);
+let scratchNames = new Uint8Array(1024);
+let scratchKeys = new Uint8Array(16 * 1024);
 
-/** Writes the learn record of one request, item by item in body order (attributes, events, purchases). */
+/** The array, or when it is shorter than `need`, a copy of its first `used` elements at least twice as long (kept as the next record's scratch unless huge). */
+function withRoom<T extends Int32Array<ArrayBuffer> | Uint8Array<ArrayBuffer>>(array: T, used: number, need: number, keep: (bigger: T) => void): T {
+  if (need <= array.length) return array;
+  const bigger = new (array.constructor as new (length: number) => T)(Math.max(array.length * 2, need));
+  bigger.set(array.subarray(0, used));
+  if (bigger.length <= 4 * 1024 * 1024) keep(bigger);
+  return bigger;
+}
+
+/** A growing run of UTF-8 bytes, written without making a string of what is joined. */
+function textRun(initial: Uint8Array<ArrayBuffer>, keep: (bytes: Uint8Array<ArrayBuffer>) => void) {
+  let bytes = initial;
+  let at = 0;
+  const room = (n: number): void => {
+    if (at + n > bytes.length) bytes = withRoom(bytes, at, at + n, keep);
+  };
+  return {
+    /** Appends the text (most are ASCII: a byte a character, until one is not). */
+    add(text: string): void {
+      room(text.length * 3);
+      let i = 0;
+      for (; i < text.length; i += 1) {
+        const c = text.charCodeAt(i);
+        if (c >= 0x80) break;
+        bytes[at + i] = c;
+      }
+      at += i;
+      if (i < text.length) at += utf8.encodeInto(text.slice(i), bytes.subarray(at)).written;
+    },
+    get length(): number {
+      return at;
+    },
+    reset(): void {
+      at = 0;
+    },
+    copyTo(into: Uint8Array, offset: number): void {
+      into.set(bytes.subarray(0, at), offset);
+    },
+  };
+}
+
+/**
+ * Writes learn records, one request's at a time, item by item in body order (attributes, events,
+ * purchases): finish() gives the record and starts the next (a plan keeps one writer: a request
+ * made no object of its own to write it, and its record is the only buffer it leaves).
+ */
 export function learnRecordWriter(held?: HeldValues) {
   let words = scratch;
   let at = HEAD;
   let items = 0;
   let flags = 0;
-  const texts: string[] = [];
   const names: string[] = [];
+  const nameText = textRun(scratchNames, (bytes) => (scratchNames = bytes));
+  const keyText = textRun(scratchKeys, (bytes) => (scratchKeys = bytes));
   const placeOfName = new Map<string, number>();
-  /** The record's place of each of the plan's names (held values), when stamped with this record. */
+  /** The record's place of each of the plan's names (held values), when stamped with this record's number. */
   const placeOfHeld: number[] = [];
-  const room = (n: number): void => {
-    if (at + n <= words.length) return;
-    const bigger = new Int32Array(Math.max(words.length * 2, at + n));
-    bigger.set(words.subarray(0, at));
-    words = bigger;
-    if (bigger.length <= 4 * 1024 * 1024) scratch = bigger;
+  const stampOfHeld: number[] = [];
+  let record = 0;
+  const keepWords = (bigger: Int32Array<ArrayBuffer>): void => {
+    scratch = bigger;
   };
-  const place = (name: string): number => {
+  const room = (n: number): void => {
+    if (at + n > words.length) words = withRoom(words, at, at + n, keepWords);
+  };
+  const placeOf = (name: string): number => {
     let found = placeOfName.get(name);
     if (found === undefined) {
       placeOfName.set(name, (found = names.length));
       names.push(name);
+      nameText.add(name);
     }
     return found;
   };
   const hashed = (name: string, forget: boolean, h1: number, h2: number): void => {
-    room(VALUE);
-    words[at] = place(name);
-    words[at + 1] = forget ? 1 : 0;
-    words[at + 2] = h1;
-    words[at + 3] = h2;
-    at += VALUE;
+    room(PACKED);
+    words[at] = placeOf(name) * 2 + (forget ? 1 : 0);
+    words[at + 1] = h1;
+    words[at + 2] = h2;
+    at += PACKED;
   };
-  /** Copies the held values of the block at `block` (their names numbered as the record's). */
+  /** Copies the held values of the block at `block`, packed, their names numbered as the record's. */
   const copyHeld = (source: HeldValues, block: number, count: number): void => {
     room(count * VALUE);
-    for (let i = 0; i < count; i += 1, at += VALUE) {
-      source.value(block, i, words, at);
-      const name = words[at];
-      words[at] = placeOfHeld[name] ??= place(source.nameOf(name));
+    source.values(block, count, words, at);
+    for (let i = 0, from = at; i < count; i += 1, from += VALUE, at += PACKED) {
+      const name = words[from];
+      const forget = words[from + 1];
+      words[at + 1] = words[from + 2];
+      words[at + 2] = words[from + 3];
+      if (stampOfHeld[name] !== record) {
+        stampOfHeld[name] = record;
+        placeOfHeld[name] = placeOf(source.nameOf(name));
+      }
+      words[at] = placeOfHeld[name] * 2 + forget;
     }
+  };
+  /** The user's key, into the record's texts (and hashed into KEY_HASH when `hash`); its length in UTF-16 units, as the reader slices it (-1: no user). */
+  const addKey = (sent: Record<string, unknown>, hash: boolean): number => {
+    // an item named by an external id (the usual one) is keyed by it as stateUserKey does, its key's text not made
+    const id = sent.external_id;
+    if (typeof id === 'string' && sent.push_token_import !== true) {
+      keyText.add('e:');
+      keyText.add(id);
+      if (hash) keyHashInto(`e:${id}`);
+      return id.length + 2;
+    }
+    const userKey = stateUserKey(identityOf(sent));
+    if (userKey === undefined) return -1;
+    keyText.add(userKey);
+    if (hash) keyHashInto(userKey);
+    return userKey.length;
   };
   return {
     /** Adds an item as sent (its values hashed here unless `mark` says where they are held), and how it is learned. */
@@ -107,49 +184,56 @@ export function learnRecordWriter(held?: HeldValues) {
         at += 5;
         return;
       }
-      const identity = mark === LEARN_NONE ? undefined : identityOf(sent);
-      const userKey = identity === undefined ? undefined : stateUserKey(identity);
-      if (userKey === undefined) {
-        words[at++] = LEARN_NONE;
-        return;
-      }
       const known = mark % 2 === 1;
       const block = (mark - 2 - (known ? 1 : 0)) / 2 - 1;
       const isHeld = block >= 0 && held?.holds(block) === true;
-      if (isHeld) held!.keyHashOf(block);
-      else keyHashInto(userKey);
+      const keyLength = mark === LEARN_NONE ? -1 : addKey(sent, !isHeld);
+      if (keyLength === -1) {
+        words[at++] = LEARN_NONE;
+        return;
+      }
       if (known) flags |= HAS_KNOWN_USERS;
       const head = at;
       words[head] = known ? KNOWN_USER : NEW_USER;
-      words.set(KEY_HASH, head + 1);
-      words[head + 5] = userKey.length;
-      words[head + 6] = isHeld ? held!.rowOf(block) : 0;
-      texts.push(userKey);
+      words[head + 5] = keyLength;
       at += USER_HEAD;
       if (isHeld) {
+        held!.keyHashOf(block, words, head + 1);
+        words[head + 6] = held!.rowOf(block);
         const count = held!.count(block);
         copyHeld(held!, block, count);
         words[head + 4] = count;
       } else {
-        forEachLearnedValue(sent, identity!.by, hashed);
-        words[head + 4] = (at - head - USER_HEAD) / VALUE;
+        words.set(KEY_HASH, head + 1);
+        words[head + 6] = 0;
+        forEachLearnedValue(sent, identityOf(sent).by, hashed);
+        words[head + 4] = (at - head - USER_HEAD) / PACKED;
       }
     },
-    /** The record, as a buffer of its own (it may be handed to another thread). */
+    /** The record, as a buffer of its own (it may be handed to another thread); the writer then writes the next. */
     finish(): Uint8Array {
-      const text = utf8.encode(names.join('') + texts.join(''));
       const nameWords = names.length;
       const size = (at + nameWords) * 4;
-      const record = new Uint8Array(size + text.byteLength);
-      const out = new Int32Array(record.buffer, 0, at + nameWords);
+      const bytes = new Uint8Array(size + nameText.length + keyText.length);
+      const out = new Int32Array(bytes.buffer, 0, at + nameWords);
       out[0] = flags;
       out[1] = names.length;
       out[2] = items;
       out[3] = at + nameWords;
-      names.forEach((name, i) => (out[HEAD + i] = name.length));
+      for (let i = 0; i < nameWords; i += 1) out[HEAD + i] = names[i].length;
       out.set(words.subarray(HEAD, at), HEAD + nameWords);
-      record.set(text, size);
-      return record;
+      nameText.copyTo(bytes, size);
+      keyText.copyTo(bytes, size + nameText.length);
+      // the next record
+      at = HEAD;
+      items = 0;
+      flags = 0;
+      names.length = 0;
+      nameText.reset();
+      keyText.reset();
+      placeOfName.clear();
+      record += 1;
+      return bytes;
     },
   };
 }
@@ -195,10 +279,10 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
     row: 0,
     known: false,
     count: 0,
-    name: (i) => words[first + i * VALUE],
-    forget: (i) => words[first + i * VALUE + 1] === 1,
-    h1: (i) => words[first + i * VALUE + 2],
-    h2: (i) => words[first + i * VALUE + 3],
+    name: (i) => words[first + i * PACKED] >>> 1,
+    forget: (i) => (words[first + i * PACKED] & 1) === 1,
+    h1: (i) => words[first + i * PACKED + 1],
+    h2: (i) => words[first + i * PACKED + 2],
   };
   return {
     names,
@@ -222,7 +306,7 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
           cursor.row = words[at + 6] >>> 0;
           textAt += words[at + 5];
           first = at + USER_HEAD;
-          at = first + cursor.count * VALUE;
+          at = first + cursor.count * PACKED;
           fn(index, cursor);
         }
       }

@@ -24,6 +24,9 @@ export function stateUserKey(identity: Identity): string | undefined {
   }
 }
 
+/** Whether a key is a control field (CONTROL_FIELDS): the names of attributes are mostly shorter than any of them. */
+export const isControlField = (key: string): boolean => key.length >= 14 && CONTROL_FIELDS.has(key);
+
 /** JSON with every object's keys in order: two values that are equal compare equal, whatever order their keys came in. */
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
@@ -69,11 +72,34 @@ function settleHash(lane1: number, lane2: number): void {
 /** Decimal digits of an integer, most significant last (integerHashInto's scratch: 16 digits at most). */
 const DIGITS = new Uint8Array(16);
 
+/** The hashes of the integers below SMALL (two lanes each), made when first asked for: counts and flags repeat. */
+const SMALL = 1024;
+const smallHashes = new Int32Array(SMALL * 2);
+const smallHashed = new Uint8Array(SMALL);
+
 /**
  * hash64Into(String(value), 0x6e) for a safe integer, without making the text: its digits are
  * hashed as the characters they are (a column of numbers hashes a million of them in a first run).
  */
 function integerHashInto(value: number): void {
+  // -0 is hashed as 0 (both are written "0")
+  if (value >= 0 && value < SMALL) {
+    if (smallHashed[value] === 1) {
+      HASH[0] = smallHashes[value * 2];
+      HASH[1] = smallHashes[value * 2 + 1];
+      return;
+    }
+    digitsHashInto(value);
+    smallHashes[value * 2] = HASH[0];
+    smallHashes[value * 2 + 1] = HASH[1];
+    smallHashed[value] = 1;
+    return;
+  }
+  digitsHashInto(value);
+}
+
+/** integerHashInto(), from the digits. */
+function digitsHashInto(value: number): void {
   let h1 = Math.imul(0xdeadbeef ^ 0x6e, 2654435761);
   let h2 = Math.imul(0x41c6ce57 ^ 0x6e, 1597334677);
   // -0 is written "0", as String() writes it
@@ -180,7 +206,7 @@ export function forEachLearnedValue(
   const forgetAll = mayBeSkipped(item, identifiedBy);
   const merging = item._merge_objects === true;
   for (const key in item) {
-    if (key === identifiedBy || CONTROL_FIELDS.has(key)) continue;
+    if (key === identifiedBy || isControlField(key)) continue;
     const value = item[key];
     if (forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && value !== null && !Array.isArray(value))) fn(key, true, 0, 0);
     else {

@@ -3,7 +3,6 @@
 // changed"), and what the state learns once the server accepts what is sent.
 import { statSync } from 'node:fs';
 import { attributePoints, dataPoints, isBillableField } from '../model/data-points.js';
-import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
 import type { ArrayName } from '../model/types.js';
 import {
@@ -13,6 +12,7 @@ import {
   forEachLearnedValue,
   HASH,
   isAddingOperation,
+  isControlField,
   KEY_HASH,
   keyHashInto,
   mayBeSkipped,
@@ -102,7 +102,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   const countsOf = (key: string, place: number): [number, number, number] | undefined => {
     if (lastKeys[place] === key) return lastCounts[place];
     let counts: [number, number, number] | undefined;
-    if (!CONTROL_FIELDS.has(key)) {
+    if (!isControlField(key)) {
       counts = columns.get(key);
       if (counts === undefined) columns.set(key, (counts = [0, 0, 0]));
     }
@@ -118,7 +118,9 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
       if (key === by) continue;
       const counts = countsOf(key, at);
       if (counts === undefined) continue;
-      if (sent === undefined || (sent !== item && !(key in sent))) counts[1] += 1;
+      // (the item's own value is read as the loop reads it, from its keys' cache)
+      if (sent === item) counts[item[key] === null ? 2 : 0] += 1;
+      else if (sent === undefined || !(key in sent)) counts[1] += 1;
       else counts[sent[key] === null ? 2 : 0] += 1;
     }
   };
@@ -131,7 +133,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   const itemDigest = (item: Record<string, unknown>, identity: Identity, ofUser: number, emptied: readonly string[] | undefined): number | undefined => {
     let digest = ofUser;
     for (const key in item) {
-      if (key === identity.by || CONTROL_FIELDS.has(key)) continue;
+      if (key === identity.by || isControlField(key)) continue;
       // an emptied cell changes nothing of a row that holds no value of it (one that holds any has another digest)
       if (emptied?.includes(key) === true) continue;
       const value = item[key];
@@ -174,7 +176,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     let changed = 0;
     for (const key in item) {
       const value = item[key];
-      if (key !== identity.by && !CONTROL_FIELDS.has(key)) {
+      if (key !== identity.by && !isControlField(key)) {
         const compared = !sendAll || emptied?.includes(key) === true;
         if (compared && !isAddingOperation(value) && (valueHashInto(value), same(key, HASH[0], HASH[1]))) {
           if (isBillableField(key, identity.by)) avoided += attributePoints(value);
@@ -220,6 +222,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
     // KEY_HASH holds the user's key's hash from here on (nothing else hashes a key meanwhile)
     keyHashInto(userKey);
+    sentInRun.touch(KEY_HASH[0]);
     if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, userKey, emptied);
     // a user the state may know gets what a request sends of them forgotten before it is posted (see state.ts)
     const mayKnow = !state.empty && state.mayKnow(KEY_HASH[0]);
@@ -250,9 +253,10 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     return { item, avoided: 0, learn: mayBeSkipped(item, identity.by) ? LEARN_NONE : hash };
   };
 
+  const records = learnRecordWriter(sentInRun as HeldValues | undefined);
   return {
-    /** A learn record for one request's items (their values as hashed here). */
-    recordWriter: () => learnRecordWriter(sentInRun as HeldValues | undefined),
+    /** The writer of a request's learn record (their values as hashed here): one, whose finish() starts the next record. */
+    recordWriter: () => records,
     /** The verdict on a valid item; `emptied`: the attributes it sets to null because their cells were empty. */
     item(kind: ArrayName, item: Record<string, unknown>, identity: Identity, emptied?: readonly string[]): DeltaVerdict {
       if (kind !== 'attributes') return options.activities ? activity(kind, item, identity) : { item, avoided: 0, learn: LEARN_NONE };

@@ -46,7 +46,7 @@ export function createSentInRun() {
     return id;
   };
   const ways = new Int32Array(BUCKETS * WAYS * WAY);
-  /** A block: a head [key hash lane 0, 1, 2, this row's values], then [name, mode, h1, h2] per value. */
+  /** A block: a head [key hash lane 0, 1, 2, this row's values], then [name, forgotten (1) or not (0), h1, h2] per value (a learn record's layout). */
   const arena = new Int32Array(ARENA * 4);
   /** The state's row id of each block's user (by where the block starts in the ring), 0 when not known. */
   const rows = new Uint32Array(ARENA);
@@ -89,7 +89,18 @@ export function createSentInRun() {
     nextSweep += SWEEP;
   };
 
+  /** The last word touch() read: kept, so that the read is made. */
+  let touched = 0;
+
   return {
+    /**
+     * Reads the bucket of the user whose key's hash starts with k1 and does nothing with it: called
+     * before the filter of users seen is asked, both reads miss the cache at once rather than one
+     * after the other (begin() finds the bucket in the cache).
+     */
+    touch(k1: number): void {
+      touched ^= ways[(k1 & (BUCKETS - 1)) * WAYS * WAY];
+    },
     /** The user's entry (a handle for the calls below), or -1 when the run holds nothing of them. */
     find,
     /** Whether outside what the run sent, the user's values are what the plan read from the state. */
@@ -104,8 +115,8 @@ export function createSentInRun() {
       for (let i = 0; id !== undefined && i < count; i += 1) {
         const at = ((start + i) % ARENA) * 4;
         if (arena[at] !== id) continue;
-        const mode = arena[at + 1];
-        return { mode, same: mode === SENT && arena[at + 2] === h1 && arena[at + 3] === h2 };
+        if (arena[at + 1] === 1) return { mode: FORGOTTEN, same: false };
+        return { mode: SENT, same: arena[at + 2] === h1 && arena[at + 3] === h2 };
       }
       return { mode: NOT_SENT, same: false };
     },
@@ -126,15 +137,15 @@ export function createSentInRun() {
         oldCount = ways[way + 3] & COUNT;
         for (let i = 0; i < oldCount; i += 1) old.set(arena.subarray(((start + i) % ARENA) * 4, ((start + i) % ARENA) * 4 + 4), i * 4);
       } else {
-        // the way whose block is oldest (or one no longer held) gives way
+        // the way whose block is oldest (or one no longer held: at a distance beyond the ring's) gives way
         const first = (k1 & (BUCKETS - 1)) * WAYS * WAY;
         way = first;
-        let oldest = Infinity;
+        let farthest = -1;
         for (let w = first; w < first + WAYS * WAY; w += WAY) {
-          const start = startOf(w);
-          if (start < oldest) {
+          const distance = (ways[w + 3] & USED) === 0 ? Infinity : (headLow - ways[w + 2]) >>> 0;
+          if (distance > farthest) {
             way = w;
-            oldest = start;
+            farthest = distance;
           }
         }
       }
@@ -158,7 +169,7 @@ export function createSentInRun() {
       }
       const at = (head % ARENA) * 4;
       arena[at] = nameId(name);
-      arena[at + 1] = forget ? FORGOTTEN : SENT;
+      arena[at + 1] = forget ? 1 : 0;
       arena[at + 2] = h1;
       arena[at + 3] = h2;
       head += 1;
@@ -187,20 +198,20 @@ export function createSentInRun() {
     },
     /** HeldValues: a row's block, while the ring holds it. */
     holds: (at: number): boolean => at >= head - ARENA && at < head,
-    keyHashOf(at: number): void {
+    keyHashOf(at: number, into: Int32Array, offset: number): void {
       const place = (at % ARENA) * 4;
-      KEY_HASH[0] = arena[place];
-      KEY_HASH[1] = arena[place + 1];
-      KEY_HASH[2] = arena[place + 2];
+      into[offset] = arena[place];
+      into[offset + 1] = arena[place + 1];
+      into[offset + 2] = arena[place + 2];
     },
     count: (at: number): number => arena[(at % ARENA) * 4 + 3],
     rowOf: (at: number): number => rows[at % ARENA],
-    value(at: number, i: number, into: Int32Array, offset: number): void {
-      const place = ((at + 1 + i) % ARENA) * 4;
-      into[offset] = arena[place];
-      into[offset + 1] = arena[place + 1] === FORGOTTEN ? 1 : 0;
-      into[offset + 2] = arena[place + 2];
-      into[offset + 3] = arena[place + 3];
+    values(at: number, count: number, into: Int32Array, offset: number): void {
+      let place = ((at + 1) % ARENA) * 4;
+      for (let i = offset; i < offset + count * 4; i += 1) {
+        into[i] = arena[place];
+        place = place + 1 === arena.length ? 0 : place + 1;
+      }
     },
     nameOf: (name: number): string => nameList[name],
   };

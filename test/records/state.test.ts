@@ -6,7 +6,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
-import { activityHash, addDigest, canonicalJson, hash64, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { activityHash, addDigest, canonicalJson, hash64, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { CONTROL_FIELDS } from '../../src/model/fields.js';
 import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { forgetTarget, listState, openStateReader } from '../../src/records/state.js';
@@ -55,10 +56,21 @@ describe('values and records', () => {
   });
 
   it('hashes a number as the text of its digits, integers as other numbers (state files written before keep matching)', () => {
-    for (const n of [0, -0, 7, -7, 10, 90210, -1234567, 2 ** 31, -(2 ** 32) - 1, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1.5, -0.25, 1e21, 2 ** 53, NaN, Infinity]) {
+    // twice over: the hashes of small integers are kept once made
+    for (const n of [0, -0, 7, -7, 10, 999, 1023, 1024, 90210, -1234567, 2 ** 31, -(2 ** 32) - 1, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, 1.5, -0.25, 1e21, 2 ** 53, NaN, Infinity, 0, -0, 7, 1023]) {
+      expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
       expect(valueHash(n), String(n)).toEqual(hash64(String(n), 0x6e));
     }
     expect(valueHash(12)).not.toEqual(valueHash(21));
+    // a kept integer's hash is a number's: not its text's nor a boolean's
+    expect(valueHash(5)).not.toEqual(valueHash('5'));
+    expect(valueHash(1)).not.toEqual(valueHash(true));
+    expect(valueHash(0)).not.toEqual(valueHash(false));
+  });
+
+  it('tells the control fields from attributes as CONTROL_FIELDS does', () => {
+    for (const name of CONTROL_FIELDS) expect(isControlField(name), name).toBe(true);
+    for (const name of ['plan', '_merge', 'push_token', 'email_subscribe', '_update_existing', 'push_token_imports']) expect(isControlField(name), name).toBe(CONTROL_FIELDS.has(name));
   });
 
   it('adds a row digest\'s parts modulo 2^52', () => {
@@ -96,6 +108,28 @@ describe('values and records', () => {
       [1, undefined],
       [2, 'm:ann@example.com', KEY_HASH[0], false, [['plan', false, ...valueHash('free')]]],
     ]);
+  });
+
+  it('reads back a learn record larger than the buffers it is written in, and the next record written after it', () => {
+    const names = Array.from({ length: 20 }, (_, i) => `attribute-with-a-rather-long-name-${i}-${'x'.repeat(40)}`);
+    const items = Array.from({ length: 3000 }, (_, u) => ({ external_id: `user-${u}-${'é'.repeat(u % 7)}`, ...Object.fromEntries(names.map((name, i) => [name, u * 100 + i])) }));
+    const writer = learnRecordWriter();
+    for (const item of items) writer.add(userMark(false, -1), item);
+    const big = readLearnRecord(writer.finish());
+    writer.add(userMark(true, -1), { external_id: 'after', plan: 'pro' });
+    const next = readLearnRecord(writer.finish());
+    expect(big.names).toEqual(names);
+    let read = 0;
+    big.forEach((index, item) => {
+      if (item === undefined || item instanceof Uint8Array) throw new Error('a user item was expected');
+      expect(item.userKey).toBe(`e:${items[index].external_id}`);
+      expect(item.count).toBe(20);
+      expect([big.names[item.name(19)], item.h1(19), item.h2(19)]).toEqual([names[19], ...valueHash(index * 100 + 19)]);
+      read += 1;
+    });
+    expect(read).toBe(3000);
+    expect(next.names).toEqual(['plan']);
+    next.forEach((_, item) => expect(item !== undefined && !(item instanceof Uint8Array) && [item.userKey, item.known, item.count]).toEqual(['e:after', true, 1]));
   });
 });
 

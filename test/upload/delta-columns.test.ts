@@ -3,7 +3,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
+import { learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
+import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { createDelta } from '../../src/upload/delta.js';
 import { postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
@@ -189,5 +190,73 @@ describe('the counts per attribute', () => {
     expect(delta.takeColumns()).toBeUndefined();
     attributes({ external_id: 'e', plan: 'w' }, 'external_id');
     expect(delta.takeColumns()).toEqual({ plan: [1, 0, 0] });
+  });
+});
+
+describe('the learn records of a plan', () => {
+  /** Each user item of a learn record as read: [index, key, key hash, known, [name, forget, h1, h2]...]. */
+  const items = (bytes: Uint8Array) => {
+    const record = readLearnRecord(bytes);
+    const got: unknown[] = [];
+    record.forEach((index, item) => {
+      if (item === undefined || item instanceof Uint8Array) return;
+      const values = Array.from({ length: item.count }, (_, i) => [record.names[item.name(i)], item.forget(i), item.h1(i), item.h2(i)]);
+      got.push([index, item.userKey, item.keyHash, item.known, values]);
+    });
+    return got;
+  };
+  const keyHash = (key: string): number => (keyHashInto(key), KEY_HASH[0]);
+
+  it('carry what the run sends of each item, as the values it hashed, one record after another from one writer', () => {
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100);
+    const plan = (item: Record<string, unknown>) => {
+      const verdict = delta.item('attributes', item, { by: 'external_id', value: item.external_id as string });
+      return { sent: verdict.item!, mark: verdict.learn };
+    };
+    const first = [plan({ external_id: 'u1', plan: 'pro', visits: 3 }), plan({ external_id: 'Zoë', city: 'Köln', visits: { inc: 1 } })];
+    // a later row of u1 in the run: only what changed is sent (and learned)
+    const second = [plan({ external_id: 'u1', plan: 'pro', visits: 4, city: 'Lyon' })];
+    expect(second[0].sent).toEqual({ external_id: 'u1', visits: 4, city: 'Lyon' });
+    const writer = delta.recordWriter();
+    for (const { sent, mark } of first) writer.add(mark, sent);
+    const one = writer.finish();
+    for (const { sent, mark } of second) writer.add(mark, sent);
+    const two = writer.finish();
+    expect(items(one)).toEqual([
+      [0, 'e:u1', keyHash('e:u1'), false, [['plan', false, ...valueHash('pro')], ['visits', false, ...valueHash(3)]]],
+      [1, 'e:Zoë', keyHash('e:Zoë'), false, [['city', false, ...valueHash('Köln')], ['visits', true, 0, 0]]],
+    ]);
+    // the run sent u1 before: what this request sends of them is forgotten before it is posted
+    expect(items(two)).toEqual([[0, 'e:u1', keyHash('e:u1'), true, [['visits', false, ...valueHash(4)], ['city', false, ...valueHash('Lyon')]]]]);
+    expect(readLearnRecord(two).names).toEqual(['visits', 'city']);
+  });
+
+  it('carry the values of blocks across the end of the ring of values sent, and of blocks it no longer holds, hashed again', () => {
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100_000);
+    // six entries a row (its head and five values): 2^18 entries are held, so the ring wraps about every 43,690 rows, once mid-block
+    const row = (u: number) => ({ external_id: `u${u}-ü`, plan: `p${u % 7}`, visits: u, n: u % 1030, flag: u % 2 === 0, score: { inc: 1 } });
+    const expected = (u: number) => [
+      ['plan', false, ...valueHash(`p${u % 7}`)],
+      ['visits', false, ...valueHash(u)],
+      ['n', false, ...valueHash(u % 1030)],
+      ['flag', false, ...valueHash(u % 2 === 0)],
+      ['score', true, 0, 0],
+    ];
+    const writer = delta.recordWriter();
+    const request = (planned: Array<{ u: number; sent: Record<string, unknown>; mark: ReturnType<typeof delta.item>['learn'] }>) => {
+      for (const { sent, mark } of planned) writer.add(mark, sent);
+      expect(items(writer.finish())).toEqual(planned.map(({ u }, index) => [index, `e:u${u}-ü`, keyHash(`e:u${u}-ü`), false, expected(u)]));
+    };
+    const plan = (u: number) => {
+      const item = row(u);
+      const verdict = delta.item('attributes', item, { by: 'external_id', value: item.external_id });
+      return { u, sent: verdict.item!, mark: verdict.learn };
+    };
+    // the first rows' request is written after the ring has gone round twice: their values are hashed from the items
+    const early = Array.from({ length: 50 }, (_, u) => plan(u));
+    for (let u = 50; u < 100_000; u += 50) request(Array.from({ length: 50 }, (_, i) => plan(u + i)));
+    request(early);
   });
 });
