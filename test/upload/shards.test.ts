@@ -105,8 +105,9 @@ describe('--shard', () => {
     const r = await up([users, '--url', server.url, '--shard', '1/3', '--rate', '6', '--max-total', '25', '--json']);
     expect([0, 1], r.stderr).toContain(r.status);
     const at = server.received.map((q) => q.at);
-    // 2 a second: within any second at most 2 starts
-    for (let i = 2; i < at.length; i += 1) expect(at[i] - at[i - 2]).toBeGreaterThan(990);
+    // 2 a second: within any second at most 2 starts (the whole --rate would put 6 there, 333 ms
+    // apart). The server sees arrivals, which may lag their starts by tens of ms on a busy machine
+    for (let i = 2; i < at.length; i += 1) expect(at[i] - at[i - 2]).toBeGreaterThan(900);
   });
 });
 
