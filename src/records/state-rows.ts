@@ -1,5 +1,6 @@
 // A user's row in the state file and the target's index of them (user-index.ts): the row's bytes
-// and digest, finding a row by its user's key, and the index as the file keeps it.
+// and digest, the packs that hold the rows, finding a row by its user's key, and the index as the
+// file keeps it.
 import type Database from 'better-sqlite3';
 import { endianness } from 'node:os';
 import { addDigest, digestPart, KEY_HASH, keyHashInto, userPart } from './state-record.js';
@@ -7,6 +8,71 @@ import { UserIndex } from './user-index.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 export const ENTRY = 12;
+
+/**
+ * Users' rows a pack holds at most. A pack is one row of the file (one insert for PACK new users,
+ * where each would cost one); a user is found by their slot: their pack's id times PACK, plus their
+ * place in it. Its bytes: per user, the byte lengths of their key (UTF-8) and of their row (32 bits
+ * each, little-endian), then the key and the row.
+ */
+export const PACK = 16;
+/** Bytes before a user's key in a pack. */
+export const PACKED_HEAD = 8;
+
+/** A user's key and row, as a pack holds them. */
+export interface PackedUser {
+  key: string;
+  attrs: Buffer;
+}
+
+/** The users a pack holds, by place. */
+export function unpack(bytes: Buffer): PackedUser[] {
+  const users: PackedUser[] = [];
+  for (let at = 0; at + PACKED_HEAD <= bytes.length; ) {
+    const keyEnd = at + PACKED_HEAD + bytes.readUInt32LE(at);
+    const end = keyEnd + bytes.readUInt32LE(at + 4);
+    users.push({ key: bytes.toString('utf8', at + PACKED_HEAD, keyEnd), attrs: bytes.subarray(keyEnd, end) });
+    at = end;
+  }
+  return users;
+}
+
+/** The user at `place` in a pack, when it holds one there. */
+export function unpackOne(bytes: Buffer, place: number): PackedUser | undefined {
+  let at = 0;
+  for (let i = 0; i < place && at + PACKED_HEAD <= bytes.length; i += 1) at += PACKED_HEAD + bytes.readUInt32LE(at) + bytes.readUInt32LE(at + 4);
+  if (at + PACKED_HEAD > bytes.length) return undefined;
+  const keyEnd = at + PACKED_HEAD + bytes.readUInt32LE(at);
+  return { key: bytes.toString('utf8', at + PACKED_HEAD, keyEnd), attrs: bytes.subarray(keyEnd, keyEnd + bytes.readUInt32LE(at + 4)) };
+}
+
+/** A pack's bytes. */
+export function packBytes(users: readonly PackedUser[]): Buffer {
+  const keys = users.map((user) => Buffer.from(user.key, 'utf8'));
+  const bytes = Buffer.allocUnsafe(users.reduce((sum, user, i) => sum + PACKED_HEAD + keys[i].length + user.attrs.length, 0));
+  let at = 0;
+  users.forEach((user, i) => {
+    bytes.writeUInt32LE(keys[i].length, at);
+    bytes.writeUInt32LE(user.attrs.length, at + 4);
+    keys[i].copy(bytes, at + PACKED_HEAD);
+    user.attrs.copy(bytes, at + PACKED_HEAD + keys[i].length);
+    at += PACKED_HEAD + keys[i].length + user.attrs.length;
+  });
+  return bytes;
+}
+
+/** Users of a target whose rows hold an attribute, and the attributes their rows hold. */
+export function userTotals(db: Database.Database, target: number): { users: number; attributes: number } {
+  let users = 0;
+  let bytes = 0;
+  for (const pack of db.prepare('SELECT users FROM packs WHERE target = ?').pluck().iterate(target) as Iterable<Buffer>) {
+    for (const user of unpack(pack)) {
+      if (user.attrs.length > 0) users += 1;
+      bytes += user.attrs.length;
+    }
+  }
+  return { users, attributes: bytes / ENTRY };
+}
 
 /** A row's attributes by name id. */
 export type RowValues = Map<number, readonly [number, number]>;
@@ -108,21 +174,24 @@ export function patchIndex(db: Database.Database, target: number, changes: Reado
 /** The index made from a target's rows (after a run stopped before it saved its own; seconds a million users). */
 export function indexFromRows(db: Database.Database, target: number): UserIndex {
   const index = new UserIndex();
-  for (const [id, user, attrs] of db.prepare('SELECT id, user, attrs FROM users WHERE target = ?').raw().iterate(target) as Iterable<[number, string, Buffer]>) {
-    keyHashInto(user);
-    index.add(KEY_HASH[0], id, rowDigest(userPart(), attrs));
+  for (const [id, pack] of db.prepare('SELECT id, users FROM packs WHERE target = ?').raw().iterate(target) as Iterable<[number, Buffer]>) {
+    unpack(pack).forEach((user, place) => {
+      keyHashInto(user.key);
+      index.add(KEY_HASH[0], id * PACK + place, rowDigest(userPart(), user.attrs));
+    });
   }
   return index;
 }
 
-/** Reads rows by id, for the users whose key hash leads to them: the one whose key is this user's. */
+/** Reads rows by slot (see PACK), for the users whose key hash leads to them: the one whose key is this user's. */
 export function rowFinder(db: Database.Database, index: UserIndex) {
-  const byId = db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw();
+  const byId = db.prepare('SELECT users FROM packs WHERE id = ?').pluck();
   return (userKey: string, keyHash: number): { id: number; attrs: Buffer } | undefined => {
     let found: { id: number; attrs: Buffer } | undefined;
-    index.find(keyHash, (id) => {
-      const row = byId.get(id) as [string, Buffer] | undefined;
-      if (row !== undefined && row[0] === userKey) found = { id, attrs: row[1] };
+    index.find(keyHash, (slot) => {
+      const pack = byId.get(Math.floor(slot / PACK)) as Buffer | undefined;
+      const user = pack === undefined ? undefined : unpackOne(pack, slot % PACK);
+      if (user !== undefined && user.key === userKey) found = { id: slot, attrs: user.attrs };
       return found !== undefined;
     });
     return found;

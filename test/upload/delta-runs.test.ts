@@ -287,4 +287,50 @@ describe('state files that cannot be used', () => {
       expect.objectContaining({ url: target, users: 2, attributes: 2 }),
     ]);
   }, 60_000);
+
+  it('converts a state file of one user a row (format 3) into packs of users, and still knows each user of each target', async () => {
+    const emu = await emulate();
+    const path = join(tmp.dir, 'format-3.sqlite');
+    const target = `${emu.url}/users/track`;
+    const db = new Database(path);
+    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE targets (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, updated TEXT, users INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1);
+      CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+      CREATE TABLE users (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, user TEXT NOT NULL, attrs BLOB NOT NULL);
+      CREATE TABLE user_index (target INTEGER NOT NULL, part INTEGER NOT NULL, slots BLOB NOT NULL, PRIMARY KEY (target, part)) WITHOUT ROWID;
+      CREATE TABLE activities (target INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (target, hash)) WITHOUT ROWID;`);
+    db.prepare("INSERT INTO meta VALUES ('format', '3')").run();
+    db.prepare('INSERT INTO targets (id, url, users, fresh) VALUES (1, ?, 40, 0), (2, ?, 1, 0)').run(target, 'http://elsewhere/users/track');
+    db.prepare("INSERT INTO names (id, name) VALUES (1, 'plan')").run();
+    const [h1, h2] = valueHash('free');
+    const attrs = Buffer.alloc(12);
+    attrs.writeUInt32LE(1, 0);
+    attrs.writeInt32LE(h1, 4);
+    attrs.writeInt32LE(h2, 8);
+    // the two targets' rows interleaved, as runs against each in turn leave them
+    const row = db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)');
+    for (let i = 0; i < 40; i += 1) {
+      row.run(1, `e:u${i}`, attrs);
+      if (i === 20) row.run(2, 'e:u0', attrs);
+    }
+    db.close();
+    const users = (n: number, changed?: number) =>
+      csv(
+        'users.csv',
+        'external_id,plan',
+        Array.from({ length: n }, (_, i) => [`u${i}`, i === changed ? 'pro' : 'free']),
+      );
+
+    expect(await json([users(41), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
+    const listed = async () => JSON.parse((await runCliAsync(['state', '--state', path, '--json'], { cwd: tmp.dir })).stdout).targets;
+    expect(await listed()).toEqual([
+      expect.objectContaining({ url: target, users: 41, attributes: 41 }),
+      expect.objectContaining({ url: 'http://elsewhere/users/track', users: 1, attributes: 1 }),
+    ]);
+    // a user of a converted pack changes: their pack is written again, the others in it kept
+    expect(await json([users(41, 17), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
+    expect(await json([users(41, 17), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 41, requests: 0 });
+    expect(await json([users(41), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
+    expect(await listed()).toEqual([expect.objectContaining({ url: target, users: 41, attributes: 41 }), expect.objectContaining({ users: 1 })]);
+  }, 60_000);
 });
