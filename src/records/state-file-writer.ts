@@ -10,7 +10,7 @@ import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './lear
 import { addDigest, digestPart } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
 import { ENTRY, indexFromRows, loadIndex, PACK, PACKED_HEAD, packBytes, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, unpack, type PackedUser } from './state-rows.js';
-import { UserIndex } from './user-index.js';
+import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
   /** Called in the transaction that saves the index, before it is committed (a test stops the process there). */
@@ -49,8 +49,10 @@ export class StateFileWriter {
   readonly #db: Database.Database;
   readonly #target: number;
   readonly #nameIds = new Map<string, number>();
-  /** The rows this run added, by key hash (in a first run, the whole index). */
+  /** The rows this run added, by key hash (in a first run, the whole index): see #added. */
   #additions = new UserIndex();
+  /** Rows added since #additions was last needed: made part of it at once, when it is (UserIndex.of, when it is empty). */
+  #pending = new IndexEntries();
   /** The digests of rows the file held before the run that it changed: key hash, row id, digest. */
   #changes: number[] = [];
   /** The target held no user when the run began: this run's rows are the whole index. */
@@ -102,7 +104,7 @@ export class StateFileWriter {
   #indexOf(): UserIndex {
     if (this.#index === undefined) {
       const index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
-      this.#additions.forEach((key, row, digest) => index.add(key, row, digest));
+      this.#added().forEach((key, row, digest) => index.add(key, row, digest));
       for (let i = 0; i < this.#changes.length; i += 3) index.set(this.#changes[i], this.#changes[i + 1], this.#changes[i + 2]);
       this.#index = index;
     }
@@ -125,15 +127,25 @@ export class StateFileWriter {
       });
     const known = item.row > 0 ? usersAt(item.row) : undefined;
     if (known !== undefined) return { slot: item.row, users: known, added: false };
-    search(this.#additions, true);
+    search(this.#added(), true);
     // a user the plan did not find the row of (a later row of one it found, sent whole; a false match of its filter)
     if (found === undefined && !this.#startedEmpty) search(this.#indexOf(), false);
     return found;
   }
 
+  /** The rows this run added, those pending included (a first run that names no user twice makes its index once, at its end). */
+  #added(): UserIndex {
+    const pending = this.#pending;
+    if (pending.count === 0) return this.#additions;
+    this.#pending = new IndexEntries();
+    if (this.#additions.size === 0) this.#additions = UserIndex.of(pending);
+    else pending.forEach((key, row, digest) => this.#additions.add(key, row, digest));
+    return this.#additions;
+  }
+
   /** Notes a row's new digest (a row of this run's, or one the file held before it). */
   #noteDigest(keyHash: number, id: number, digest: number, added: boolean): void {
-    if (added) this.#additions.set(keyHash, id, digest);
+    if (added) this.#added().set(keyHash, id, digest);
     else this.#changes.push(keyHash, id, digest);
     this.#index?.set(keyHash, id, digest);
   }
@@ -204,7 +216,7 @@ export class StateFileWriter {
     this.#rowsEnd = 0;
     const rows = this.#newRows;
     for (let place = 0; place < count; place += 1) {
-      this.#additions.add(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
+      this.#pending.push(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
       this.#index?.add(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
     }
   }
@@ -308,8 +320,8 @@ export class StateFileWriter {
    * slab, when it added none; else the whole index, read and brought up to date.
    */
   #saveIndex(): void {
-    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions);
-    if (this.#index === undefined && this.#additions.size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
+    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#added());
+    if (this.#index === undefined && this.#added().size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
     saveIndex(this.#db, this.#target, this.#indexOf());
   }
 
