@@ -9,7 +9,7 @@ import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, PACK, PACKED_HEAD, packBytes, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, unpack, type PackedUser } from './state-rows.js';
+import { ENTRY, indexFromRows, loadIndex, PACK, packBytes, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, unpack, varintBytes, writeVarint, type PackedUser } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
@@ -169,13 +169,15 @@ export class StateFileWriter {
 
   /** A user the plan did not know: their row is added at the end, from what the request set, in the pack waiting. */
   #addNew(item: LearnedAttributes, ids: readonly number[]): void {
-    // written where the waiting pack is, from `start`: the lengths, the key, the row
-    const room = this.#rowsEnd + PACKED_HEAD + item.userKey.length * 3 + item.count * ENTRY;
+    // written where the waiting pack is, from `start`: the lengths (room set aside for the most they may be), the key, the row
+    const keySize = varintBytes(item.userKey.length * 3);
+    const countSize = varintBytes(item.count);
+    const room = this.#rowsEnd + keySize + countSize + item.userKey.length * 3 + item.count * ENTRY;
     if (this.#rowBytes.length < room) this.#rowBytes = growBuffer(this.#rowBytes, room);
     const bytes = this.#rowBytes;
     const start = this.#rowsEnd;
-    const keyLength = bytes.write(item.userKey, start + PACKED_HEAD, 'utf8');
-    const rowStart = start + PACKED_HEAD + keyLength;
+    const keyLength = bytes.write(item.userKey, start + keySize + countSize, 'utf8');
+    const rowStart = start + keySize + countSize + keyLength;
     const view = this.#rowView();
     let at = rowStart;
     let digest = item.userPart;
@@ -192,8 +194,7 @@ export class StateFileWriter {
       at += ENTRY;
     }
     if (at === rowStart) return;
-    view.setUint32(start, keyLength, true);
-    view.setUint32(start + 4, at - rowStart, true);
+    writeVarint(bytes, writeVarint(bytes, start, keyLength, keySize), (at - rowStart) / ENTRY, countSize);
     this.#rowsEnd = at;
     this.#newRows[this.#newCount * 2] = digest;
     this.#newRows[this.#newCount * 2 + 1] = item.keyHash;

@@ -12,12 +12,11 @@ export const ENTRY = 12;
 /**
  * Users' rows a pack holds at most. A pack is one row of the file (one insert for PACK new users,
  * where each would cost one); a user is found by their slot: their pack's id times PACK, plus their
- * place in it. Its bytes: per user, the byte lengths of their key (UTF-8) and of their row (32 bits
- * each, little-endian), then the key and the row.
+ * place in it. Its bytes: per user, the byte length of their key (UTF-8) and the attributes of their
+ * row (each a varint: 7 bits a byte, low bits first, 0x80 on every byte but the last), then the key
+ * and the row.
  */
 export const PACK = 16;
-/** Bytes before a user's key in a pack. */
-export const PACKED_HEAD = 8;
 
 /** A user's key and row, as a pack holds them. */
 export interface PackedUser {
@@ -25,38 +24,70 @@ export interface PackedUser {
   attrs: Buffer;
 }
 
+/** Bytes of the varint of `value`. */
+export const varintBytes = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5);
+
+/** Writes `value` as a varint of `size` bytes (longer than it needs when the size was set aside before the value was known); where it ends. */
+export function writeVarint(bytes: Buffer, at: number, value: number, size = varintBytes(value)): number {
+  for (let i = 0; i < size - 1; i += 1) {
+    bytes[at + i] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  bytes[at + size - 1] = value;
+  return at + size;
+}
+
+/** Walks a pack's users: calls fn with where each one's key starts and ends and their row ends, until it returns true. */
+function walkPack(bytes: Buffer, fn: (keyStart: number, keyEnd: number, end: number) => boolean): void {
+  let at = 0;
+  const varint = (): number => {
+    let value = 0;
+    for (let scale = 1; ; scale *= 0x80) {
+      const byte = bytes[at++];
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+    }
+  };
+  while (at < bytes.length) {
+    const keyLength = varint();
+    const rowLength = varint() * ENTRY;
+    const keyStart = at;
+    at += keyLength + rowLength;
+    if (fn(keyStart, keyStart + keyLength, at)) return;
+  }
+}
+
 /** The users a pack holds, by place. */
 export function unpack(bytes: Buffer): PackedUser[] {
   const users: PackedUser[] = [];
-  for (let at = 0; at + PACKED_HEAD <= bytes.length; ) {
-    const keyEnd = at + PACKED_HEAD + bytes.readUInt32LE(at);
-    const end = keyEnd + bytes.readUInt32LE(at + 4);
-    users.push({ key: bytes.toString('utf8', at + PACKED_HEAD, keyEnd), attrs: bytes.subarray(keyEnd, end) });
-    at = end;
-  }
+  walkPack(bytes, (keyStart, keyEnd, end) => {
+    users.push({ key: bytes.toString('utf8', keyStart, keyEnd), attrs: bytes.subarray(keyEnd, end) });
+    return false;
+  });
   return users;
 }
 
 /** The user at `place` in a pack, when it holds one there. */
 export function unpackOne(bytes: Buffer, place: number): PackedUser | undefined {
-  let at = 0;
-  for (let i = 0; i < place && at + PACKED_HEAD <= bytes.length; i += 1) at += PACKED_HEAD + bytes.readUInt32LE(at) + bytes.readUInt32LE(at + 4);
-  if (at + PACKED_HEAD > bytes.length) return undefined;
-  const keyEnd = at + PACKED_HEAD + bytes.readUInt32LE(at);
-  return { key: bytes.toString('utf8', at + PACKED_HEAD, keyEnd), attrs: bytes.subarray(keyEnd, keyEnd + bytes.readUInt32LE(at + 4)) };
+  let found: PackedUser | undefined;
+  let i = 0;
+  walkPack(bytes, (keyStart, keyEnd, end) => {
+    if (i++ === place) found = { key: bytes.toString('utf8', keyStart, keyEnd), attrs: bytes.subarray(keyEnd, end) };
+    return found !== undefined;
+  });
+  return found;
 }
 
 /** A pack's bytes. */
 export function packBytes(users: readonly PackedUser[]): Buffer {
   const keys = users.map((user) => Buffer.from(user.key, 'utf8'));
-  const bytes = Buffer.allocUnsafe(users.reduce((sum, user, i) => sum + PACKED_HEAD + keys[i].length + user.attrs.length, 0));
+  const size = (user: PackedUser, i: number): number => varintBytes(keys[i].length) + varintBytes(user.attrs.length / ENTRY) + keys[i].length + user.attrs.length;
+  const bytes = Buffer.allocUnsafe(users.reduce((sum, user, i) => sum + size(user, i), 0));
   let at = 0;
   users.forEach((user, i) => {
-    bytes.writeUInt32LE(keys[i].length, at);
-    bytes.writeUInt32LE(user.attrs.length, at + 4);
-    keys[i].copy(bytes, at + PACKED_HEAD);
-    user.attrs.copy(bytes, at + PACKED_HEAD + keys[i].length);
-    at += PACKED_HEAD + keys[i].length + user.attrs.length;
+    at = writeVarint(bytes, writeVarint(bytes, at, keys[i].length), user.attrs.length / ENTRY);
+    at += keys[i].copy(bytes, at);
+    at += user.attrs.copy(bytes, at);
   });
   return bytes;
 }

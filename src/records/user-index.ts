@@ -1,6 +1,6 @@
 // (Over 350 lines: the index, its persisted form, and the entries it is made of at once belong together.)
-// A target's users in memory, by a 32-bit hash of their key: for each, the id of their row in the
-// state file and the digest of the attributes it holds (keyed by the user: state-record.ts
+// A target's users in memory, by a 32-bit hash of their key: for each, the slot of their row in the
+// state file (its pack and its place there: state-rows.ts) and the digest of the attributes it holds (keyed by the user: state-record.ts
 // keyHashInto). A plan tells an unchanged row by one look here, whatever the order of the file's
 // ids, instead of a search of the file (microseconds each, in no order the disk can help).
 // Two users may share a key hash: a row found here is that user's only once its key is read from the

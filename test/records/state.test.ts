@@ -156,6 +156,35 @@ describe('the state file', () => {
     }
   });
 
+  it('packs users of keys and rows of any length, and finds each one again in its pack', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    // keys of 1 to 300 UTF-8 bytes (lengths of one and two varint bytes), a row of 200 attributes, 40 users: three packs
+    const long = 'é'.repeat(150);
+    const wide = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`a${i}`, i]));
+    const users = Array.from({ length: 40 }, (_, i) => ({ item: { external_id: i === 0 ? 'x' : i === 1 ? long : `u${i}`, plan: `p${i}`, ...(i === 2 ? wide : {}) } }));
+    accept(writer, record(users));
+    writer.close();
+    const state = read(path);
+    expect(state.holds('e:x', 'plan', 'p0')).toBe(true);
+    expect(state.holds(`e:${long}`, 'plan', 'p1')).toBe(true);
+    expect(state.holds('e:u2', 'a199', 199)).toBe(true);
+    expect(state.holds('e:u39', 'plan', 'p39')).toBe(true);
+    expect(state.holds('e:u39', 'plan', 'p38')).toBe(false);
+    expect(state.user('e:u40')).toBeUndefined();
+    state.reader.close();
+    expect(listState(path)).toEqual([expect.objectContaining({ users: 40, attributes: 240 })]);
+    // a user changed in the middle of a pack: the others in it kept
+    const again = openStateFileWriter(path, T);
+    accept(again, record([{ item: { external_id: long, plan: 'changed' }, known: true }]));
+    again.close();
+    const after = read(path);
+    expect(after.holds(`e:${long}`, 'plan', 'changed')).toBe(true);
+    expect(after.holds('e:x', 'plan', 'p0')).toBe(true);
+    expect(after.holds('e:u2', 'a0', 0)).toBe(true);
+    after.reader.close();
+  });
+
   it('refuses a file that is not a state file, naming it', () => {
     const path = join(tmp.dir, 'not.sqlite');
     writeFileSync(path, 'hello, this is text\n'.repeat(100));

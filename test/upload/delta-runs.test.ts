@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readJournal, rowsInDoubt } from '../../src/records/journal.js';
-import { digestPart, addDigest, valueHash } from '../../src/records/state-record.js';
+import { valueHash } from '../../src/records/state-record.js';
+import { rowDigest } from '../../src/records/state-rows.js';
 import { BIN, postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -32,6 +33,15 @@ const write = (name: string, text: string): string => {
   const path = join(tmp.dir, name);
   writeFileSync(path, text);
   return path;
+};
+/** A state row of the one attribute `plan` (name id 1) holding `value`. */
+const planRow = (value: string): Buffer => {
+  const [h1, h2] = valueHash(value);
+  const attrs = Buffer.alloc(12);
+  attrs.writeUInt32LE(1, 0);
+  attrs.writeInt32LE(h1, 4);
+  attrs.writeInt32LE(h2, 8);
+  return attrs;
 };
 const csv = (name: string, header: string, rows: Array<Array<string | number>>): string => write(name, `${header}\n${rows.map((r) => r.join(',')).join('\n')}\n`);
 const up = (args: string[]) => runCliAsync(['upload', ...args, '--api-key', 'k'], { cwd: tmp.dir });
@@ -269,12 +279,8 @@ describe('state files that cannot be used', () => {
     db.prepare("INSERT INTO meta VALUES ('format', '2')").run();
     db.prepare('INSERT INTO targets (id, url) VALUES (1, ?)').run(target);
     db.prepare("INSERT INTO names (id, name) VALUES (1, 'plan')").run();
-    const [h1, h2] = valueHash('free');
-    const attrs = Buffer.alloc(12);
-    attrs.writeUInt32LE(1, 0);
-    attrs.writeInt32LE(h1, 4);
-    attrs.writeInt32LE(h2, 8);
-    db.prepare("INSERT INTO users VALUES (1, 'e:u1', ?, ?)").run(addDigest(0, digestPart(1, h1, h2)), attrs);
+    const attrs = planRow('free');
+    db.prepare("INSERT INTO users VALUES (1, 'e:u1', ?, ?)").run(rowDigest(0, attrs), attrs);
     db.close();
     const file = csv('users.csv', 'external_id,plan', [['u1', 'free'], ['u2', 'free']]);
 
@@ -302,11 +308,7 @@ describe('state files that cannot be used', () => {
     db.prepare("INSERT INTO meta VALUES ('format', '3')").run();
     db.prepare('INSERT INTO targets (id, url, users, fresh) VALUES (1, ?, 40, 0), (2, ?, 1, 0)').run(target, 'http://elsewhere/users/track');
     db.prepare("INSERT INTO names (id, name) VALUES (1, 'plan')").run();
-    const [h1, h2] = valueHash('free');
-    const attrs = Buffer.alloc(12);
-    attrs.writeUInt32LE(1, 0);
-    attrs.writeInt32LE(h1, 4);
-    attrs.writeInt32LE(h2, 8);
+    const attrs = planRow('free');
     // the two targets' rows interleaved, as runs against each in turn leave them
     const row = db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)');
     for (let i = 0; i < 40; i += 1) {
