@@ -9,7 +9,7 @@ import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, PACK, packBytes, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, unpack, varintBytes, writeVarint, type PackedUser } from './state-rows.js';
+import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, unpack, varintBytes, writeVarint, type PackedUser } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
@@ -172,7 +172,9 @@ export class StateFileWriter {
     // written where the waiting pack is, from `start`: the lengths (room set aside for the most they may be), the key, the row
     const keySize = varintBytes(item.userKey.length * 3);
     const countSize = varintBytes(item.count);
-    const room = this.#rowsEnd + keySize + countSize + item.userKey.length * 3 + item.count * ENTRY;
+    const most = keySize + countSize + item.userKey.length * 3 + item.count * ENTRY;
+    if (this.#newCount > 0 && this.#rowsEnd + most > PACK_BYTES) this.#addWaitingRows();
+    const room = this.#rowsEnd + most;
     if (this.#rowBytes.length < room) this.#rowBytes = growBuffer(this.#rowBytes, room);
     const bytes = this.#rowBytes;
     const start = this.#rowsEnd;
