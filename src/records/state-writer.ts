@@ -49,7 +49,7 @@ const RING_BYTES = 4 * 1024 * 1024;
 const NO_REJECTS: number[] = [];
 
 /** Places records in the ring in turn, while the room the writer gave back lets it. */
-function ringOf(size: number) {
+export function ringOf(size: number) {
   const shared = new SharedArrayBuffer(size);
   const bytes = new Uint8Array(shared);
   let head = 0;
@@ -59,8 +59,11 @@ function ringOf(size: number) {
     /** Copies a record into the ring: where, and what it takes of it; undefined when it has no room. */
     place(record: Uint8Array): { at: number; length: number; span: number } | undefined {
       const length = record.byteLength;
-      const at = head + length <= size ? head : 0;
-      const span = at === 0 ? size - head + length : length;
+      // an empty ring starts again at its start
+      if (used === 0) head = 0;
+      const wraps = head + length > size;
+      const at = wraps ? 0 : head;
+      const span = wraps ? size - head + length : length;
       if (used + span > size) return undefined;
       bytes.set(record, at);
       head = at + length;

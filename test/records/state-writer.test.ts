@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
-import { openStateWriter } from '../../src/records/state-writer.js';
+import { openStateWriter, ringOf } from '../../src/records/state-writer.js';
 import { openStateReader } from '../../src/records/state.js';
 import { tempDir } from '../helpers/cli.js';
 
@@ -21,6 +21,29 @@ function record(items: Array<Record<string, unknown>>, known = false): Uint8Arra
   for (const item of items) writer.add(userMark(known, -1), item);
   return writer.finish();
 }
+
+describe('the ring accepted records cross in', () => {
+  it('places records one after another, goes round to its start, and refuses one it has no room for until the writer gives it back', () => {
+    const ring = ringOf(100);
+    const bytes = new Uint8Array(ring.shared);
+    const of = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
+    expect(ring.place(of(40, 1))).toEqual({ at: 0, length: 40, span: 40 });
+    expect(ring.place(of(40, 2))).toEqual({ at: 40, length: 40, span: 40 });
+    expect(bytes.subarray(0, 80)).toEqual(new Uint8Array([...of(40, 1), ...of(40, 2)]));
+    // 30 bytes do not fit at the end: they go to the start, which is in use
+    expect(ring.place(of(30, 3))).toBeUndefined();
+    ring.free(40);
+    // the 20 bytes at the end left unused are taken with them
+    expect(ring.place(of(30, 3))).toEqual({ at: 0, length: 30, span: 50 });
+    expect(bytes.subarray(0, 30)).toEqual(of(30, 3));
+    expect(bytes.subarray(40, 80)).toEqual(of(40, 2));
+    expect(ring.place(of(11, 4))).toBeUndefined();
+    expect(ring.place(of(10, 4))).toEqual({ at: 30, length: 10, span: 10 });
+    ring.free(40 + 50 + 10);
+    expect(ring.place(of(100, 5))).toEqual({ at: 0, length: 100, span: 100 });
+    expect(ring.place(of(101, 6))).toBeUndefined();
+  });
+});
 
 describe('the state writer thread', () => {
   it('learns every record of a burst of hand-overs, and forgets what a request sends only after learning what was accepted before it', async () => {
