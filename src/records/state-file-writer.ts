@@ -2,8 +2,9 @@
 // request is posted, what it sends of users the state may know is held in doubt; once the server
 // accepted its items, what they set is learned. New users' rows are added at the end of the file,
 // PACK of them a row (no search, whatever the order of the ids); a known one's is found through the
-// target's index in memory, and their pack written again. The index in the file is marked out of date by the first write of a run and saved at its
-// end, so a run stopped in between, kill -9 included, leaves it to be made again from the rows.
+// target's index in memory, and their pack written again. The index in the file is marked out of
+// date by the first write of a run and saved at its end, so a run stopped in between, kill -9
+// included, leaves it to be made again from the rows.
 import type Database from 'better-sqlite3';
 import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
@@ -244,13 +245,14 @@ export class StateFileWriter {
     if (found === undefined && values.size === 0) return;
     const bytes = rowBytes(values);
     this.#willWrite();
-    let slot = found?.slot;
+    let slot: number;
     if (found === undefined) slot = Number(this.#statements.addPack.run(this.#target, packBytes([{ key: item.userKey, attrs: bytes }])).lastInsertRowid) * PACK;
     else {
-      found.users[found.slot % PACK] = { key: item.userKey, attrs: bytes };
-      this.#statements.setPack.run(packBytes(found.users), Math.floor(found.slot / PACK));
+      slot = found.slot;
+      found.users[slot % PACK] = { key: item.userKey, attrs: bytes };
+      this.#statements.setPack.run(packBytes(found.users), Math.floor(slot / PACK));
     }
-    this.#noteDigest(item.keyHash, slot!, rowDigest(item.userPart, bytes), found === undefined || found.added);
+    this.#noteDigest(item.keyHash, slot, rowDigest(item.userPart, bytes), found === undefined || found.added);
   }
 
   /** Learns what a request's accepted items set. */

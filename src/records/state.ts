@@ -51,7 +51,7 @@ export interface StateReader {
 
 /** One user's acknowledged attributes. */
 export interface UserState {
-  /** The id of their row in the state file. */
+  /** The slot of their row in the state file (its pack and its place there: state-rows.ts). */
   readonly row: number;
   /** True when the attribute's last acknowledged value has this hash (its two halves). */
   holds(name: string, h1: number, h2: number): boolean;
