@@ -10,7 +10,7 @@ import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, unpack, varintBytes, writeVarint, type PackedUser } from './state-rows.js';
+import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packPlace, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, varintBytes, writeVarint } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
@@ -112,22 +112,23 @@ export class StateFileWriter {
     return this.#index;
   }
 
-  /** The row of the user of a learned item (its slot, and the users of its pack): by the slot the plan found, among this run's rows, or through the whole index. */
+  /** The row of the user of a learned item (its slot, and where it is in its pack): by the slot the plan found, among this run's rows, or through the whole index. */
   #locate(item: LearnedAttributes): Found | undefined {
-    const usersAt = (slot: number): PackedUser[] | undefined => {
+    const at = (slot: number, added: boolean): Found | undefined => {
       const pack = this.#statements.packById.get(Math.floor(slot / PACK)) as Buffer | undefined;
-      const users = pack === undefined ? undefined : unpack(pack);
-      return users?.[slot % PACK]?.key === item.userKey ? users : undefined;
+      if (pack === undefined) return undefined;
+      const place = packPlace(pack, slot % PACK);
+      if (place === undefined || pack.toString('utf8', place.keyStart, place.keyEnd) !== item.userKey) return undefined;
+      return { slot, pack, start: place.start, end: place.end, attrs: pack.subarray(place.keyEnd, place.end), added };
     };
     let found: Found | undefined;
     const search = (index: UserIndex, added: boolean): void =>
       index.find(item.keyHash, (slot) => {
-        const users = usersAt(slot);
-        if (users !== undefined) found = { slot, users, added };
+        found = at(slot, added);
         return found !== undefined;
       });
-    const known = item.row > 0 ? usersAt(item.row) : undefined;
-    if (known !== undefined) return { slot: item.row, users: known, added: false };
+    const known = item.row > 0 ? at(item.row, false) : undefined;
+    if (known !== undefined) return known;
     search(this.#added(), true);
     // a user the plan did not find the row of (a later row of one it found, sent whole; a false match of its filter)
     if (found === undefined && !this.#startedEmpty) search(this.#indexOf(), false);
@@ -235,7 +236,7 @@ export class StateFileWriter {
     this.#addWaitingRows();
     const found = this.#locate(item);
     if (found === undefined && posting) return;
-    const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.users[found.slot % PACK].attrs);
+    const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
     for (let i = 0; i < item.count; i += 1) {
       const nameId = ids[item.name(i)];
       if (posting) values.set(nameId, IN_DOUBT);
@@ -249,8 +250,7 @@ export class StateFileWriter {
     if (found === undefined) slot = Number(this.#statements.addPack.run(this.#target, packBytes([{ key: item.userKey, attrs: bytes }])).lastInsertRowid) * PACK;
     else {
       slot = found.slot;
-      found.users[slot % PACK] = { key: item.userKey, attrs: bytes };
-      this.#statements.setPack.run(packBytes(found.users), Math.floor(slot / PACK));
+      this.#statements.setPack.run(packWith(found.pack, found.start, found.end, { key: item.userKey, attrs: bytes }), Math.floor(slot / PACK));
     }
     this.#noteDigest(item.keyHash, slot, rowDigest(item.userPart, bytes), found === undefined || found.added);
   }
@@ -345,10 +345,13 @@ export class StateFileWriter {
   }
 }
 
-/** A user's row found in the file: their slot, the users of their pack, and whether this run added it. */
+/** A user's row found in the file: their slot, their pack and where they are in it (from `start` to `end`), their row, and whether this run added it. */
 interface Found {
   slot: number;
-  users: PackedUser[];
+  pack: Buffer;
+  start: number;
+  end: number;
+  attrs: Buffer;
   added: boolean;
 }
 

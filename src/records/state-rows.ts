@@ -71,13 +71,26 @@ export function unpack(bytes: Buffer): PackedUser[] {
 
 /** The user at `place` in a pack, when it holds one there. */
 export function unpackOne(bytes: Buffer, place: number): PackedUser | undefined {
-  let found: PackedUser | undefined;
+  const at = packPlace(bytes, place);
+  return at === undefined ? undefined : { key: bytes.toString('utf8', at.keyStart, at.keyEnd), attrs: bytes.subarray(at.keyEnd, at.end) };
+}
+
+/** Where the user at `place` in a pack is (their key and their row, from `start` to `end`), when it holds one there. */
+export function packPlace(bytes: Buffer, place: number): { start: number; keyStart: number; keyEnd: number; end: number } | undefined {
+  let found: { start: number; keyStart: number; keyEnd: number; end: number } | undefined;
   let i = 0;
+  let start = 0;
   walkPack(bytes, (keyStart, keyEnd, end) => {
-    if (i++ === place) found = { key: bytes.toString('utf8', keyStart, keyEnd), attrs: bytes.subarray(keyEnd, end) };
+    if (i++ === place) found = { start, keyStart, keyEnd, end };
+    start = end;
     return found !== undefined;
   });
   return found;
+}
+
+/** A pack's bytes with the user from `start` to `end` given a new row (the others as they are). */
+export function packWith(bytes: Buffer, start: number, end: number, user: PackedUser): Buffer {
+  return Buffer.concat([bytes.subarray(0, start), packBytes([user]), bytes.subarray(end)]);
 }
 
 /** A pack's bytes. */
