@@ -1,3 +1,4 @@
+// (Over 350 lines: the one class that writes a run into the state file, forgetting and learning, new users and known ones.)
 // What a delivery writes to the delta state (in a thread of its own: state-writer.ts): before a
 // request is posted, what it sends of users the state may know is held in doubt; once the server
 // accepted its items, what they set is learned. New users' rows are added at the end of the file,
