@@ -39,25 +39,33 @@ export function writeVarint(bytes: Buffer, at: number, value: number, size = var
   return at + size;
 }
 
-/** Walks a pack's users: calls fn with where each one's key starts and ends and their row ends, until it returns true. */
+/**
+ * Walks a pack's users: calls fn with where each one's key starts and ends and their row ends, until
+ * it returns true. A pack whose lengths run past its end (its bytes damaged) is refused as a damaged
+ * file is (SQLITE_CORRUPT: state-file.ts names the file), where it would be read on without end.
+ */
 function walkPack(bytes: Buffer, fn: (keyStart: number, keyEnd: number, end: number) => boolean): void {
   let at = 0;
   const varint = (): number => {
     let value = 0;
-    for (let scale = 1; ; scale *= 0x80) {
+    for (let scale = 1; at < bytes.length && scale <= 0x80 ** 4; scale *= 0x80) {
       const byte = bytes[at++];
       value += (byte & 0x7f) * scale;
       if (byte < 0x80) return value;
     }
+    throw damagedPack();
   };
   while (at < bytes.length) {
     const keyLength = varint();
     const rowLength = varint() * ENTRY;
     const keyStart = at;
     at += keyLength + rowLength;
+    if (at > bytes.length) throw damagedPack();
     if (fn(keyStart, keyStart + keyLength, at)) return;
   }
 }
+
+const damagedPack = (): Error => Object.assign(new Error('a pack of users in it is malformed'), { code: 'SQLITE_CORRUPT' });
 
 /** The users a pack holds, by place. */
 export function unpack(bytes: Buffer): PackedUser[] {

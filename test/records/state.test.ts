@@ -4,6 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
 import { activityHash, addDigest, canonicalJson, hash64, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
@@ -189,6 +190,26 @@ describe('the state file', () => {
     const path = join(tmp.dir, 'not.sqlite');
     writeFileSync(path, 'hello, this is text\n'.repeat(100));
     expect(() => openStateFileWriter(path, T)).toThrow(/--state .*not\.sqlite is not a state file/);
+  });
+
+  it('refuses a pack of users whose bytes are damaged (cut short, a length past its end), naming the file, where it would read on without end', () => {
+    for (const damage of [Buffer.from([0x85]), Buffer.from([0x04, 0x01, 0x65, 0x3a, 0x75, 0x31, 0x01, 0x00, 0x00, 0x00, 0x0b]), Buffer.from([0x7f, 0x01, 0x41])]) {
+      const path = join(tmp.dir, `damaged-${damage.length}.sqlite`);
+      const writer = openStateFileWriter(path, T);
+      accept(writer, record([{ item: { external_id: 'u1', plan: 'free' } }, { item: { external_id: 'u2', plan: 'free' } }]));
+      writer.close();
+      const db = new Database(path);
+      db.prepare('UPDATE packs SET users = ?').run(damage);
+      db.close();
+      const damaged = new RegExp(`--state .*damaged-${damage.length}\\.sqlite is damaged`);
+      expect(() => listState(path)).toThrow(damaged);
+      const { reader, user } = read(path);
+      expect(() => user('e:u1')).toThrow(damaged);
+      reader.close();
+      const again = openStateFileWriter(path, T);
+      expect(() => accept(again, record([{ item: { external_id: 'u2', plan: 'pro' }, known: true }]))).toThrow(damaged);
+      again.close();
+    }
   });
 
   it('a writer killed while it saves the index at the end of a run leaves a state that knows what it learned, once the index is made again from the rows', () => {
