@@ -108,6 +108,8 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
       if (format !== FORMAT && !EARLIER_FORMATS.includes(format)) throw new Error(`it was written by another version of track (format ${format})`);
       return { db, format };
     }
+    // a file of a later format is refused before anything is written to it (not a table of this format added)
+    if (tables.length > 0 && formatOf(db) !== FORMAT && !EARLIER_FORMATS.includes(formatOf(db))) throw new Error(`it was written by another version of track (format ${formatOf(db)})`);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     if (tables.length > 0 && EARLIER_FORMATS.includes(formatOf(db))) convertEarlierFormat(db);

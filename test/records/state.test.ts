@@ -192,6 +192,19 @@ describe('the state file', () => {
     expect(() => openStateFileWriter(path, T)).toThrow(/--state .*not\.sqlite is not a state file/);
   });
 
+  it('refuses a file of a later format, naming it, and leaves it as it was (no table of this format added to it)', () => {
+    const path = join(tmp.dir, 'later.sqlite');
+    const db = new Database(path);
+    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '5'); CREATE TABLE things (id INTEGER PRIMARY KEY)");
+    db.close();
+    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
+    expect(() => listState(path)).toThrow(/later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all()).toEqual(['meta', 'things']);
+    expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
+    after.close();
+  });
+
   it('refuses a pack of users whose bytes are damaged (cut short, a length past its end), naming the file, where it would read on without end', () => {
     for (const damage of [Buffer.from([0x85]), Buffer.from([0x04, 0x01, 0x65, 0x3a, 0x75, 0x31, 0x01, 0x00, 0x00, 0x00, 0x0b]), Buffer.from([0x7f, 0x01, 0x41])]) {
       const path = join(tmp.dir, `damaged-${damage.length}.sqlite`);
