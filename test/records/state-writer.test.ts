@@ -80,4 +80,31 @@ describe('the state writer thread', () => {
       reader.close();
     }
   });
+  it('learns records in the order they were accepted, whether they crossed in the ring, as text when it was full, or as text being larger than it', async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = await openStateWriter(path, T);
+    // records of about 400 kB (users of 4 kB keys), handed over at once: the 4 MB ring is full after ten of them
+    const big = (r: number, users: number) =>
+      record([{ external_id: 'x', round: r }, ...Array.from({ length: users }, (_, i) => ({ external_id: `${'k'.repeat(4000)}${r}-${i}`, round: r }))], r > 0);
+    const rounds = 30;
+    for (let r = 0; r < rounds; r += 1) {
+      // one record larger than the whole ring, among them
+      writer.accepted(big(r, r === 12 ? 1200 : 100), NONE);
+      // a request about to send x's next value: what was accepted before is learned first
+      if (r === 25) await writer.sending(record([{ external_id: 'x', round: 'next' }], true));
+    }
+    await writer.close();
+
+    const reader = openStateReader(path, T);
+    const user = (key: string) => {
+      keyHashInto(key);
+      return reader.user(key, KEY_HASH[0]);
+    };
+    try {
+      expect(user('e:x')?.holds('round', ...valueHash(rounds - 1))).toBe(true);
+      for (const [r, i] of [[0, 0], [9, 99], [12, 1199], [13, 0], [29, 99]]) expect(user(`e:${'k'.repeat(4000)}${r}-${i}`)?.holds('round', ...valueHash(r)), `${r}-${i}`).toBe(true);
+    } finally {
+      reader.close();
+    }
+  });
 });
