@@ -22,6 +22,16 @@ function record(items: Array<Record<string, unknown>>, known = false): Uint8Arra
   return writer.finish();
 }
 
+/** The state's reader of T, and a user of it by key. */
+function readerOf(path: string) {
+  const reader = openStateReader(path, T);
+  const user = (key: string) => {
+    keyHashInto(key);
+    return reader.user(key, KEY_HASH[0]);
+  };
+  return { reader, user };
+}
+
 describe('the ring accepted records cross in', () => {
   it('places records one after another, goes round to its start, and refuses one it has no room for until the writer gives it back', () => {
     const ring = ringOf(100);
@@ -59,11 +69,7 @@ describe('the state writer thread', () => {
     }
     await writer.close();
 
-    const reader = openStateReader(path, T);
-    const user = (key: string) => {
-      keyHashInto(key);
-      return reader.user(key, KEY_HASH[0]);
-    };
+    const { reader, user } = readerOf(path);
     try {
       expect(user('e:u0')?.holds('plan', ...valueHash('a'))).toBe(false);
       expect(user('e:u0')?.holds('plan', ...valueHash('b'))).toBe(false);
@@ -95,11 +101,7 @@ describe('the state writer thread', () => {
     }
     await writer.close();
 
-    const reader = openStateReader(path, T);
-    const user = (key: string) => {
-      keyHashInto(key);
-      return reader.user(key, KEY_HASH[0]);
-    };
+    const { reader, user } = readerOf(path);
     try {
       expect(user('e:x')?.holds('round', ...valueHash(rounds - 1))).toBe(true);
       for (const [r, i] of [[0, 0], [9, 99], [12, 1199], [13, 0], [29, 99]]) expect(user(`e:${'k'.repeat(4000)}${r}-${i}`)?.holds('round', ...valueHash(r)), `${r}-${i}`).toBe(true);
