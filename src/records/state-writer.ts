@@ -12,8 +12,11 @@ import { namesKnownUsers } from './learn-record.js';
 export interface StateWriter {
   /** Forgets what a request is about to send of users the state may know: the promise settles once it is written. */
   sending(learn: Uint8Array): Promise<void> | undefined;
-  /** Records the request's accepted items but those the server refused (their places in the body). */
-  accepted(learn: Uint8Array, rejected: ReadonlySet<number>): void;
+  /**
+   * Records the request's accepted items but those the server refused (their places in the body):
+   * the promise settles once they are written to the file (it fails with the writer).
+   */
+  accepted(learn: Uint8Array, rejected: ReadonlySet<number>): Promise<void>;
   /** Writes what is waiting, saves the index and gives the file back. */
   close(): Promise<void>;
 }
@@ -127,9 +130,12 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     checkFailed = reject;
   });
   checked.catch(() => undefined);
+  /** Who waits for each accepted record handed over, in order, to be written (the thread learns them in order). */
+  const learning: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
   const fail = (error: Error): void => {
     failure ??= error;
     checkFailed?.(failure);
+    for (const { reject } of learning.splice(0)) reject(failure);
     for (const { reject } of waiting.values()) reject(failure);
     waiting.clear();
     wakeUp();
@@ -147,6 +153,7 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
       } else if (message.type === 'learned') {
         behind -= message.records;
         ring.free(message.ringBytes);
+        for (const { resolve } of learning.splice(0, message.records)) resolve();
         if (behind <= MAX_BEHIND / 2) wakeUp();
       } else if (message.type === 'closed') onClosed?.();
       else {
@@ -209,8 +216,10 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
       batch.records.push(
         placed === undefined ? { learn: Buffer.from(learn.buffer, learn.byteOffset, learn.byteLength).toString('latin1'), rejected: refused } : { ...placed, rejected: refused },
       );
+      const written = new Promise<void>((resolve, reject) => learning.push({ resolve, reject }));
       if (batch.records.length >= ACCEPTED_AT_ONCE) handOver();
       else timer ??= setTimeout(handOver, ACCEPTED_MS).unref();
+      return written;
     },
     async close() {
       try {

@@ -1,6 +1,7 @@
 // The state writer's thread (state-writer.ts, state-writer-thread.ts): accepted records handed over
 // in a burst are learned together, and a request's forgetting, asked for between them, keeps its
-// place: what was accepted before it is learned first, then forgotten.
+// place: what was accepted before it is learned first, then forgotten. An accepted record's promise
+// settles once it is written (the journal waits for it before it holds the rows settled).
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
@@ -86,6 +87,23 @@ describe('the state writer thread', () => {
       reader.close();
     }
   });
+  it("settles an accepted record's promise once it is written to the file, in the order accepted", async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = await openStateWriter(path, T);
+    const settled: number[] = [];
+    const all = Array.from({ length: 40 }, (_, r) => writer.accepted(record([{ external_id: `w${r}`, visits: r }]), NONE).then(() => settled.push(r)));
+    await all[39];
+    expect(settled).toEqual(Array.from({ length: 40 }, (_, r) => r));
+    // read by another connection while the writer still holds the file: each is there
+    const { reader, user } = readerOf(path);
+    try {
+      for (let r = 0; r < 40; r += 1) expect(user(`e:w${r}`)?.holds('visits', ...valueHash(r)), `w${r}`).toBe(true);
+    } finally {
+      reader.close();
+    }
+    await writer.close();
+  });
+
   it('learns records in the order they were accepted, whether they crossed in the ring, as text when it was full, or as text being larger than it', async () => {
     const path = join(tmp.dir, 'state.sqlite');
     const writer = await openStateWriter(path, T);
