@@ -1,16 +1,18 @@
+// (Over 350 lines: the one class that writes a run into the state file, forgetting and learning, new users and known ones.)
 // What a delivery writes to the delta state (in a thread of its own: state-writer.ts): before a
 // request is posted, what it sends of users the state may know is held in doubt; once the server
-// accepted its items, what they set is learned. A new user's row is added at the end of the file
-// (no search, whatever the order of the ids); a known one's is found through the target's index in
-// memory. The index in the file is marked out of date by the first write of a run and saved at its
-// end, so a run stopped in between, kill -9 included, leaves it to be made again from the rows.
+// accepted its items, what they set is learned. New users' rows are added at the end of the file,
+// PACK of them a row (no search, whatever the order of the ids); a known one's is found through the
+// target's index in memory, and their pack written again. The index in the file is marked out of
+// date by the first write of a run and saved at its end, so a run stopped in between, kill -9
+// included, leaves it to be made again from the rows.
 import type Database from 'better-sqlite3';
 import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, patchIndex, rowBytes, rowDigest, rowValues, saveIndex } from './state-rows.js';
-import { UserIndex } from './user-index.js';
+import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packPlace, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, varintBytes, writeVarint } from './state-rows.js';
+import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
   /** Called in the transaction that saves the index, before it is committed (a test stops the process there). */
@@ -30,8 +32,6 @@ export interface Accepted {
  */
 const IN_DOUBT: readonly [number, number] = [0, 0];
 
-/** New users' rows added by one statement. */
-const ROWS_AT_ONCE = 50;
 
 /**
  * Opens (creating it when needed, converting an earlier format, making the index again after a run
@@ -51,18 +51,18 @@ export class StateFileWriter {
   readonly #db: Database.Database;
   readonly #target: number;
   readonly #nameIds = new Map<string, number>();
-  /** The rows this run added, by key hash (in a first run, the whole index). */
+  /** The rows this run added, by key hash (in a first run, the whole index): see #added. */
   #additions = new UserIndex();
+  /** Rows added since #additions was last needed: made part of it at once, when it is (UserIndex.of, when it is empty). */
+  #pending = new IndexEntries();
   /** The digests of rows the file held before the run that it changed: key hash, row id, digest. */
   #changes: number[] = [];
   /** The target held no user when the run began: this run's rows are the whole index. */
   #startedEmpty: boolean;
   #index: UserIndex | undefined;
-  /** Rows of new users waiting for their statement: their keys, and per row where its bytes start and end in #rowBytes, its digest and its key hash. */
-  #newKeys: string[] = [];
-  #newRows = new Float64Array(ROWS_AT_ONCE * 4);
-  /** The statement's arguments (target, key, bytes of each row), filled in place. */
-  readonly #rowArgs: unknown[] = new Array(ROWS_AT_ONCE * 3).fill(0);
+  /** New users waiting for their pack to be added: how many, and per user their row's digest and their key hash; the pack's bytes are #rowBytes up to #rowsEnd. */
+  #newCount = 0;
+  readonly #newRows = new Float64Array(PACK * 2);
   #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
   #rowsEnd = 0;
   #view: DataView | undefined;
@@ -85,10 +85,9 @@ export class StateFileWriter {
     this.#statements = {
       addName: db.prepare('INSERT OR IGNORE INTO names (name) VALUES (?)'),
       idOfName: db.prepare('SELECT id FROM names WHERE name = ?').pluck(),
-      addRow: db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)'),
-      addRows: db.prepare(`INSERT INTO users (target, user, attrs) VALUES ${Array(ROWS_AT_ONCE).fill('(?, ?, ?)').join(', ')}`),
-      setRow: db.prepare('UPDATE users SET attrs = ? WHERE id = ?'),
-      byId: db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw(),
+      addPack: db.prepare('INSERT INTO packs (target, users) VALUES (?, ?)'),
+      setPack: db.prepare('UPDATE packs SET users = ? WHERE id = ?'),
+      packById: db.prepare('SELECT users FROM packs WHERE id = ?').pluck(),
       addActivity: db.prepare('INSERT OR IGNORE INTO activities (target, hash) VALUES (?, ?)'),
       outOfDate: db.prepare('UPDATE targets SET fresh = 0 WHERE id = ?'),
       touched: db.prepare('UPDATE targets SET updated = ? WHERE id = ?'),
@@ -107,37 +106,49 @@ export class StateFileWriter {
   #indexOf(): UserIndex {
     if (this.#index === undefined) {
       const index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
-      this.#additions.forEach((key, row, digest) => index.add(key, row, digest));
+      this.#added().forEach((key, row, digest) => index.add(key, row, digest));
       for (let i = 0; i < this.#changes.length; i += 3) index.set(this.#changes[i], this.#changes[i + 1], this.#changes[i + 2]);
       this.#index = index;
     }
     return this.#index;
   }
 
-  /** The row of the user of a learned item: by the id the plan found, among this run's rows, or through the whole index. */
-  #locate(item: LearnedAttributes): { id: number; attrs: Buffer; added: boolean } | undefined {
-    const attrsOf = (id: number): Buffer | undefined => {
-      const row = this.#statements.byId.get(id) as [string, Buffer] | undefined;
-      return row !== undefined && row[0] === item.userKey ? row[1] : undefined;
+  /** The row of the user of a learned item (its slot, and where it is in its pack): by the slot the plan found, among this run's rows, or through the whole index. */
+  #locate(item: LearnedAttributes): Found | undefined {
+    const at = (slot: number, added: boolean): Found | undefined => {
+      const pack = this.#statements.packById.get(Math.floor(slot / PACK)) as Buffer | undefined;
+      if (pack === undefined) return undefined;
+      const place = packPlace(pack, slot % PACK);
+      if (place === undefined || pack.toString('utf8', place.keyStart, place.keyEnd) !== item.userKey) return undefined;
+      return { slot, pack, start: place.start, end: place.end, attrs: pack.subarray(place.keyEnd, place.end), added };
     };
-    let found: { id: number; attrs: Buffer; added: boolean } | undefined;
+    let found: Found | undefined;
     const search = (index: UserIndex, added: boolean): void =>
-      index.find(item.keyHash, (id) => {
-        const attrs = attrsOf(id);
-        if (attrs !== undefined) found = { id, attrs, added };
+      index.find(item.keyHash, (slot) => {
+        found = at(slot, added);
         return found !== undefined;
       });
-    const known = item.row > 0 ? attrsOf(item.row) : undefined;
-    if (known !== undefined) return { id: item.row, attrs: known, added: false };
-    search(this.#additions, true);
+    const known = item.row > 0 ? at(item.row, false) : undefined;
+    if (known !== undefined) return known;
+    search(this.#added(), true);
     // a user the plan did not find the row of (a later row of one it found, sent whole; a false match of its filter)
     if (found === undefined && !this.#startedEmpty) search(this.#indexOf(), false);
     return found;
   }
 
+  /** The rows this run added, those pending included (a first run that names no user twice makes its index once, at its end). */
+  #added(): UserIndex {
+    const pending = this.#pending;
+    if (pending.count === 0) return this.#additions;
+    this.#pending = new IndexEntries();
+    if (this.#additions.size === 0) this.#additions = UserIndex.of(pending);
+    else pending.forEach((key, row, digest) => this.#additions.add(key, row, digest));
+    return this.#additions;
+  }
+
   /** Notes a row's new digest (a row of this run's, or one the file held before it). */
   #noteDigest(keyHash: number, id: number, digest: number, added: boolean): void {
-    if (added) this.#additions.set(keyHash, id, digest);
+    if (added) this.#added().set(keyHash, id, digest);
     else this.#changes.push(keyHash, id, digest);
     this.#index?.set(keyHash, id, digest);
   }
@@ -159,13 +170,21 @@ export class StateFileWriter {
     this.#writing = true;
   }
 
-  /** A user the plan did not know: their row is added at the end, from what the request set. */
+  /** A user the plan did not know: their row is added at the end, from what the request set, in the pack waiting. */
   #addNew(item: LearnedAttributes, ids: readonly number[]): void {
-    // written where the waiting rows are (one buffer for them all), from `start`
-    if (this.#rowBytes.length < this.#rowsEnd + item.count * ENTRY) this.#rowBytes = growBuffer(this.#rowBytes, this.#rowsEnd + item.count * ENTRY);
-    const view = this.#rowView();
+    // written where the waiting pack is, from `start`: the lengths (room set aside for the most they may be), the key, the row
+    const keySize = varintBytes(item.userKey.length * 3);
+    const countSize = varintBytes(item.count);
+    const most = keySize + countSize + item.userKey.length * 3 + item.count * ENTRY;
+    if (this.#newCount > 0 && this.#rowsEnd + most > PACK_BYTES) this.#addWaitingRows();
+    const room = this.#rowsEnd + most;
+    if (this.#rowBytes.length < room) this.#rowBytes = growBuffer(this.#rowBytes, room);
+    const bytes = this.#rowBytes;
     const start = this.#rowsEnd;
-    let at = start;
+    const keyLength = bytes.write(item.userKey, start + keySize + countSize, 'utf8');
+    const rowStart = start + keySize + countSize + keyLength;
+    const view = this.#rowView();
+    let at = rowStart;
     let digest = item.userPart;
     for (let i = 0; i < item.count; i += 1) {
       // an operation that adds is not held: a new user has no earlier value of it to forget
@@ -179,15 +198,12 @@ export class StateFileWriter {
       digest = addDigest(digest, digestPart(nameId, h1, h2));
       at += ENTRY;
     }
-    if (at === start) return;
+    if (at === rowStart) return;
+    writeVarint(bytes, writeVarint(bytes, start, keyLength, keySize), (at - rowStart) / ENTRY, countSize);
     this.#rowsEnd = at;
-    const row = this.#newKeys.length * 4;
-    this.#newKeys.push(item.userKey);
-    this.#newRows[row] = start;
-    this.#newRows[row + 1] = at;
-    this.#newRows[row + 2] = digest;
-    this.#newRows[row + 3] = item.keyHash;
-    if (this.#newKeys.length === ROWS_AT_ONCE) this.#addWaitingRows();
+    this.#newRows[this.#newCount * 2] = digest;
+    this.#newRows[this.#newCount * 2 + 1] = item.keyHash;
+    if (++this.#newCount === PACK) this.#addWaitingRows();
   }
 
   /** A view of the waiting rows' buffer (made again when it grew). */
@@ -196,33 +212,18 @@ export class StateFileWriter {
     return this.#view;
   }
 
-  /** Adds the new users' rows waiting, and enters them in the index. */
+  /** Adds the pack of the new users waiting, and enters them in the index. */
   #addWaitingRows(): void {
-    const keys = this.#newKeys;
-    const count = keys.length;
+    const count = this.#newCount;
     if (count === 0) return;
     this.#willWrite();
-    const rows = this.#newRows;
-    const bytes = this.#rowBytes;
-    let last = 0;
-    if (count === ROWS_AT_ONCE) {
-      const args = this.#rowArgs;
-      for (let i = 0; i < count; i += 1) {
-        args[3 * i] = this.#target;
-        args[3 * i + 1] = keys[i];
-        args[3 * i + 2] = bytes.subarray(rows[i * 4], rows[i * 4 + 1]);
-      }
-      last = Number(this.#statements.addRows.run(args).lastInsertRowid);
-    } else {
-      for (let i = 0; i < count; i += 1) last = Number(this.#statements.addRow.run(this.#target, keys[i], bytes.subarray(rows[i * 4], rows[i * 4 + 1])).lastInsertRowid);
-    }
-    keys.length = 0;
+    const pack = Number(this.#statements.addPack.run(this.#target, this.#rowBytes.subarray(0, this.#rowsEnd)).lastInsertRowid);
+    this.#newCount = 0;
     this.#rowsEnd = 0;
-    // the rows of one statement take consecutive ids
-    for (let i = 0; i < count; i += 1) {
-      const id = last - count + 1 + i;
-      this.#additions.add(rows[i * 4 + 3], id, rows[i * 4 + 2]);
-      this.#index?.add(rows[i * 4 + 3], id, rows[i * 4 + 2]);
+    const rows = this.#newRows;
+    for (let place = 0; place < count; place += 1) {
+      this.#pending.push(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
+      this.#index?.add(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
     }
   }
 
@@ -246,10 +247,13 @@ export class StateFileWriter {
     if (found === undefined && values.size === 0) return;
     const bytes = rowBytes(values);
     this.#willWrite();
-    let id = found?.id;
-    if (id === undefined) id = Number(this.#statements.addRow.run(this.#target, item.userKey, bytes).lastInsertRowid);
-    else this.#statements.setRow.run(bytes, id);
-    this.#noteDigest(item.keyHash, id, rowDigest(item.userPart, bytes), found === undefined || found.added);
+    let slot: number;
+    if (found === undefined) slot = Number(this.#statements.addPack.run(this.#target, packBytes([{ key: item.userKey, attrs: bytes }])).lastInsertRowid) * PACK;
+    else {
+      slot = found.slot;
+      this.#statements.setPack.run(packWith(found.pack, found.start, found.end, { key: item.userKey, attrs: bytes }), Math.floor(slot / PACK));
+    }
+    this.#noteDigest(item.keyHash, slot, rowDigest(item.userPart, bytes), found === undefined || found.added);
   }
 
   /** Learns what a request's accepted items set. */
@@ -270,7 +274,7 @@ export class StateFileWriter {
     try {
       this.#db.transaction(fn).immediate();
     } catch (error) {
-      this.#newKeys.length = 0;
+      this.#newCount = 0;
       this.#rowsEnd = 0;
       throw (this.#failure = writeFailure(this.path, error));
     }
@@ -322,8 +326,8 @@ export class StateFileWriter {
    * slab, when it added none; else the whole index, read and brought up to date.
    */
   #saveIndex(): void {
-    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions);
-    if (this.#index === undefined && this.#additions.size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
+    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#added());
+    if (this.#index === undefined && this.#added().size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
     saveIndex(this.#db, this.#target, this.#indexOf());
   }
 
@@ -340,6 +344,16 @@ export class StateFileWriter {
       this.#db.close();
     }
   }
+}
+
+/** A user's row found in the file: their slot, their pack and where they are in it (from `start` to `end`), their row, and whether this run added it. */
+interface Found {
+  slot: number;
+  pack: Buffer;
+  start: number;
+  end: number;
+  attrs: Buffer;
+  added: boolean;
 }
 
 /** [a, b, c, d, e, f, ...] as [[a, b, c], [d, e, f], ...]. */

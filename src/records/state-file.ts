@@ -6,20 +6,23 @@ import Database from 'better-sqlite3';
 import { existsSync, statSync } from 'node:fs';
 import { InputError, UsageError } from '../errors.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
+import { packBytes, PACK, type PackedUser } from './state-rows.js';
 
 /**
- * Format 3 keeps users in the order they were first learned (a row id each, found through the
- * index of each target: user-index.ts, persisted in user_index and rebuilt from the rows when a run
- * was stopped before it saved it: targets.fresh = 0). Format 2 kept them in the order of their keys.
+ * Format 4 keeps users in the order they were first learned, up to PACK of them a row of the file
+ * (a pack: state-rows.ts), each found by their slot through the index of each target (user-index.ts,
+ * persisted in user_index and rebuilt from the packs when a run was stopped before it saved it:
+ * targets.fresh = 0). Format 3 kept one user a row, in the same order; format 2 kept them in the
+ * order of their keys.
  */
-const FORMAT = '3';
-const EARLIER_FORMAT = '2';
+export const FORMAT = '4';
+const EARLIER_FORMATS = ['2', '3'];
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS targets (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, updated TEXT, users INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1);
 CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
-CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, user TEXT NOT NULL, attrs BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS packs (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, users BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS user_index (target INTEGER NOT NULL, part INTEGER NOT NULL, slots BLOB NOT NULL, PRIMARY KEY (target, part)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS activities (target INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (target, hash)) WITHOUT ROWID;
 `;
@@ -102,12 +105,14 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
     if (readonly) {
       if (tables.length === 0) throw new Error('not a state file: it holds no table');
       const format = formatOf(db);
-      if (format !== FORMAT && format !== EARLIER_FORMAT) throw new Error(`it was written by another version of track (format ${format})`);
+      if (format !== FORMAT && !EARLIER_FORMATS.includes(format)) throw new Error(`it was written by another version of track (format ${format})`);
       return { db, format };
     }
+    // a file of a later format is refused before anything is written to it (not a table of this format added)
+    if (tables.length > 0 && formatOf(db) !== FORMAT && !EARLIER_FORMATS.includes(formatOf(db))) throw new Error(`it was written by another version of track (format ${formatOf(db)})`);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    if (tables.length > 0 && formatOf(db) === EARLIER_FORMAT) convertEarlierFormat(db);
+    if (tables.length > 0 && EARLIER_FORMATS.includes(formatOf(db))) convertEarlierFormat(db);
     db.exec(SCHEMA);
     db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)").run(FORMAT);
     const format = formatOf(db);
@@ -127,18 +132,41 @@ function formatOf(db: Database.Database): string {
 }
 
 /**
- * Format 2 -> 3: the users in a table of their own order (their attributes kept), every target's
- * index to be made from its rows when it is next used, and the space of the old table given back.
- * Once, at the first --delta delivery of a newer track; a kill midway leaves format 2 as it was.
+ * Format 2 -> 3 -> 4: the users in the order of their rows (their attributes kept), PACK of them a
+ * row, every target's index to be made from its packs when it is next used, and the space of the old
+ * tables given back. Once, at the first --delta delivery of a newer track; a kill midway leaves the
+ * file in the format it had, or in format 3.
  */
 function convertEarlierFormat(db: Database.Database): void {
+  if (formatOf(db) === '2') {
+    db.transaction(() => {
+      db.exec('ALTER TABLE users RENAME TO users_format_2');
+      db.exec('CREATE TABLE users (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, user TEXT NOT NULL, attrs BLOB NOT NULL)');
+      db.exec('INSERT INTO users (target, user, attrs) SELECT target, user, attrs FROM users_format_2 ORDER BY target, user');
+      db.exec('DROP TABLE users_format_2');
+      db.exec('ALTER TABLE targets ADD COLUMN users INTEGER NOT NULL DEFAULT 0');
+      db.exec('ALTER TABLE targets ADD COLUMN fresh INTEGER NOT NULL DEFAULT 1');
+      db.prepare("UPDATE meta SET value = '3' WHERE key = 'format'").run();
+    }).immediate();
+  }
   db.transaction(() => {
-    db.exec('ALTER TABLE users RENAME TO users_format_2');
     db.exec(SCHEMA);
-    db.exec('INSERT INTO users (target, user, attrs) SELECT target, user, attrs FROM users_format_2 ORDER BY target, user');
-    db.exec('DROP TABLE users_format_2');
-    db.exec('ALTER TABLE targets ADD COLUMN users INTEGER NOT NULL DEFAULT 0');
-    db.exec('ALTER TABLE targets ADD COLUMN fresh INTEGER NOT NULL DEFAULT 1');
+    const add = db.prepare('INSERT INTO packs (target, users) VALUES (?, ?)');
+    const page = db.prepare('SELECT id, target, user, attrs FROM users WHERE id > ? ORDER BY id LIMIT 4096').raw();
+    // each target's users in the order of their rows, read a page at a time (a query is not written to while it is read)
+    const packs = new Map<number, PackedUser[]>();
+    for (let last = 0, rows = page.all(0) as Array<[number, number, string, Buffer]>; rows.length > 0; rows = page.all(last) as typeof rows) {
+      for (const [id, target, key, attrs] of rows) {
+        const pack = packs.get(target) ?? [];
+        pack.push({ key, attrs });
+        packs.set(target, pack);
+        if (pack.length === PACK) add.run(target, packBytes(pack.splice(0)));
+        last = id;
+      }
+    }
+    for (const [target, pack] of packs) if (pack.length > 0) add.run(target, packBytes(pack));
+    db.exec('DROP TABLE users');
+    db.exec('DELETE FROM user_index');
     db.exec('UPDATE targets SET fresh = 0');
     db.prepare("UPDATE meta SET value = ? WHERE key = 'format'").run(FORMAT);
   }).immediate();
@@ -171,7 +199,7 @@ export function forgetTarget(path: string, target: string): boolean {
       const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
       if (id === undefined) return false;
       db.transaction(() => {
-        for (const table of ['users', 'user_index', 'activities']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
+        for (const table of ['packs', 'user_index', 'activities']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
         db.prepare('DELETE FROM targets WHERE id = ?').run(id);
       })();
       db.exec('VACUUM');

@@ -1,5 +1,6 @@
 // A user's row in the state file and the target's index of them (user-index.ts): the row's bytes
-// and digest, finding a row by its user's key, and the index as the file keeps it.
+// and digest, the packs that hold the rows, finding a row by its user's key, and the index as the
+// file keeps it.
 import type Database from 'better-sqlite3';
 import { endianness } from 'node:os';
 import { addDigest, digestPart, KEY_HASH, keyHashInto, userPart } from './state-record.js';
@@ -7,6 +8,125 @@ import { UserIndex } from './user-index.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 export const ENTRY = 12;
+
+/**
+ * Users' rows a pack holds at most. A pack is one row of the file (one insert for PACK new users,
+ * where each would cost one); a user is found by their slot: their pack's id times PACK, plus their
+ * place in it. Its bytes: per user, the byte length of their key (UTF-8) and the attributes of their
+ * row (each a varint: 7 bits a byte, low bits first, 0x80 on every byte but the last), then the key
+ * and the row.
+ */
+export const PACK = 16;
+/** Bytes a pack of new users is closed at (when the next one might not fit): four packs then fill a page of the file, where three packs of 16 longer ones would leave a quarter of it unused. */
+export const PACK_BYTES = 1000;
+
+/** A user's key and row, as a pack holds them. */
+export interface PackedUser {
+  key: string;
+  attrs: Buffer;
+}
+
+/** Bytes of the varint of `value`. */
+export const varintBytes = (value: number): number => (value < 0x80 ? 1 : value < 0x4000 ? 2 : value < 0x200000 ? 3 : value < 0x10000000 ? 4 : 5);
+
+/** Writes `value` as a varint of `size` bytes (longer than it needs when the size was set aside before the value was known); where it ends. */
+export function writeVarint(bytes: Buffer, at: number, value: number, size = varintBytes(value)): number {
+  for (let i = 0; i < size - 1; i += 1) {
+    bytes[at + i] = (value % 0x80) | 0x80;
+    value = Math.floor(value / 0x80);
+  }
+  bytes[at + size - 1] = value;
+  return at + size;
+}
+
+/**
+ * Walks a pack's users: calls fn with where each one's key starts and ends and their row ends, until
+ * it returns true. A pack whose lengths run past its end (its bytes damaged) is refused as a damaged
+ * file is (SQLITE_CORRUPT: state-file.ts names the file), where it would be read on without end.
+ */
+function walkPack(bytes: Buffer, fn: (keyStart: number, keyEnd: number, end: number) => boolean): void {
+  let at = 0;
+  const varint = (): number => {
+    let value = 0;
+    for (let scale = 1; at < bytes.length && scale <= 0x80 ** 4; scale *= 0x80) {
+      const byte = bytes[at++];
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+    }
+    throw damagedPack();
+  };
+  while (at < bytes.length) {
+    const keyLength = varint();
+    const rowLength = varint() * ENTRY;
+    const keyStart = at;
+    at += keyLength + rowLength;
+    if (at > bytes.length) throw damagedPack();
+    if (fn(keyStart, keyStart + keyLength, at)) return;
+  }
+}
+
+const damagedPack = (): Error => Object.assign(new Error('a pack of users in it is malformed'), { code: 'SQLITE_CORRUPT' });
+
+/** The users a pack holds, by place. */
+export function unpack(bytes: Buffer): PackedUser[] {
+  const users: PackedUser[] = [];
+  walkPack(bytes, (keyStart, keyEnd, end) => {
+    users.push({ key: bytes.toString('utf8', keyStart, keyEnd), attrs: bytes.subarray(keyEnd, end) });
+    return false;
+  });
+  return users;
+}
+
+/** The user at `place` in a pack, when it holds one there. */
+export function unpackOne(bytes: Buffer, place: number): PackedUser | undefined {
+  const at = packPlace(bytes, place);
+  return at === undefined ? undefined : { key: bytes.toString('utf8', at.keyStart, at.keyEnd), attrs: bytes.subarray(at.keyEnd, at.end) };
+}
+
+/** Where the user at `place` in a pack is (their key and their row, from `start` to `end`), when it holds one there. */
+export function packPlace(bytes: Buffer, place: number): { start: number; keyStart: number; keyEnd: number; end: number } | undefined {
+  let found: { start: number; keyStart: number; keyEnd: number; end: number } | undefined;
+  let i = 0;
+  let start = 0;
+  walkPack(bytes, (keyStart, keyEnd, end) => {
+    if (i++ === place) found = { start, keyStart, keyEnd, end };
+    start = end;
+    return found !== undefined;
+  });
+  return found;
+}
+
+/** A pack's bytes with the user from `start` to `end` given a new row (the others as they are). */
+export function packWith(bytes: Buffer, start: number, end: number, user: PackedUser): Buffer {
+  return Buffer.concat([bytes.subarray(0, start), packBytes([user]), bytes.subarray(end)]);
+}
+
+/** A pack's bytes. */
+export function packBytes(users: readonly PackedUser[]): Buffer {
+  const keys = users.map((user) => Buffer.from(user.key, 'utf8'));
+  const size = (user: PackedUser, i: number): number => varintBytes(keys[i].length) + varintBytes(user.attrs.length / ENTRY) + keys[i].length + user.attrs.length;
+  const bytes = Buffer.allocUnsafe(users.reduce((sum, user, i) => sum + size(user, i), 0));
+  let at = 0;
+  users.forEach((user, i) => {
+    at = writeVarint(bytes, writeVarint(bytes, at, keys[i].length), user.attrs.length / ENTRY);
+    at += keys[i].copy(bytes, at);
+    at += user.attrs.copy(bytes, at);
+  });
+  return bytes;
+}
+
+/** Users of a target whose rows hold an attribute, and the attributes their rows hold. */
+export function userTotals(db: Database.Database, target: number): { users: number; attributes: number } {
+  let users = 0;
+  let bytes = 0;
+  for (const pack of db.prepare('SELECT users FROM packs WHERE target = ?').pluck().iterate(target) as Iterable<Buffer>) {
+    for (const user of unpack(pack)) {
+      if (user.attrs.length > 0) users += 1;
+      bytes += user.attrs.length;
+    }
+  }
+  return { users, attributes: bytes / ENTRY };
+}
 
 /** A row's attributes by name id. */
 export type RowValues = Map<number, readonly [number, number]>;
@@ -108,21 +228,24 @@ export function patchIndex(db: Database.Database, target: number, changes: Reado
 /** The index made from a target's rows (after a run stopped before it saved its own; seconds a million users). */
 export function indexFromRows(db: Database.Database, target: number): UserIndex {
   const index = new UserIndex();
-  for (const [id, user, attrs] of db.prepare('SELECT id, user, attrs FROM users WHERE target = ?').raw().iterate(target) as Iterable<[number, string, Buffer]>) {
-    keyHashInto(user);
-    index.add(KEY_HASH[0], id, rowDigest(userPart(), attrs));
+  for (const [id, pack] of db.prepare('SELECT id, users FROM packs WHERE target = ?').raw().iterate(target) as Iterable<[number, Buffer]>) {
+    unpack(pack).forEach((user, place) => {
+      keyHashInto(user.key);
+      index.add(KEY_HASH[0], id * PACK + place, rowDigest(userPart(), user.attrs));
+    });
   }
   return index;
 }
 
-/** Reads rows by id, for the users whose key hash leads to them: the one whose key is this user's. */
+/** Reads rows by slot (see PACK), for the users whose key hash leads to them: the one whose key is this user's. */
 export function rowFinder(db: Database.Database, index: UserIndex) {
-  const byId = db.prepare('SELECT user, attrs FROM users WHERE id = ?').raw();
+  const byId = db.prepare('SELECT users FROM packs WHERE id = ?').pluck();
   return (userKey: string, keyHash: number): { id: number; attrs: Buffer } | undefined => {
     let found: { id: number; attrs: Buffer } | undefined;
-    index.find(keyHash, (id) => {
-      const row = byId.get(id) as [string, Buffer] | undefined;
-      if (row !== undefined && row[0] === userKey) found = { id, attrs: row[1] };
+    index.find(keyHash, (slot) => {
+      const pack = byId.get(Math.floor(slot / PACK)) as Buffer | undefined;
+      const user = pack === undefined ? undefined : unpackOne(pack, slot % PACK);
+      if (user !== undefined && user.key === userKey) found = { id: slot, attrs: user.attrs };
       return found !== undefined;
     });
     return found;

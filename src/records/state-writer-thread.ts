@@ -2,17 +2,20 @@
 // what the sending thread hands it, so that no write to the disk ever holds up the sending.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStateFileWriter } from './state-file-writer.js';
-import type { ToWriter, FromWriter } from './state-writer.js';
+import type { ToWriter, FromWriter, HandedRecord } from './state-writer.js';
 
 const port = parentPort!;
-/** Where a record handed over as text is read (the writer reads one at a time). */
+const { path, target, ring } = workerData as { path: string; target: string; ring: SharedArrayBuffer };
+const ringBytes = new Uint8Array(ring);
+/** Where a record handed over is read (the writer reads one at a time): copied out of the ring, which the sending thread fills again once told. */
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
-const inScratch = (text: string): Uint8Array => {
-  if (scratch.length < text.length) scratch = Buffer.allocUnsafeSlow(Math.max(text.length, scratch.length * 2));
-  const length = scratch.write(text, 0, 'latin1');
-  return scratch.subarray(0, length);
+const inScratch = (record: HandedRecord): Uint8Array => {
+  const size = 'learn' in record ? record.learn.length : record.length;
+  if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(size, scratch.length * 2));
+  if ('learn' in record) scratch.write(record.learn, 0, 'latin1');
+  else scratch.set(ringBytes.subarray(record.at, record.at + record.length));
+  return scratch.subarray(0, size);
 };
-const { path, target } = workerData as { path: string; target: string };
 const post = (message: FromWriter): void => port.postMessage(message);
 const failed = (error: unknown): FromWriter => {
   const e = error as Error & { path?: string };
@@ -58,6 +61,7 @@ function drain(): void {
 function learn(messages: Array<ToWriter & { type: 'accepted' }>): void {
   let m = 0;
   let i = 0;
+  let ringSpan = 0;
   try {
     // each record is read from the one buffer in turn (see ToWriter)
     writer.accepted(() => {
@@ -66,11 +70,12 @@ function learn(messages: Array<ToWriter & { type: 'accepted' }>): void {
         i = 0;
       }
       if (m === messages.length) return undefined;
-      const { learn, rejected } = messages[m].records[i++];
-      const refused = new Set(rejected);
-      return { learn: inScratch(learn), rejected: (index) => refused.has(index) };
+      const record = messages[m].records[i++];
+      if ('span' in record) ringSpan += record.span;
+      const refused = record.rejected.length === 0 ? undefined : new Set(record.rejected);
+      return { learn: inScratch(record), rejected: (index) => refused !== undefined && refused.has(index) };
     });
-    post({ type: 'learned', records: messages.reduce((sum, message) => sum + message.records.length, 0) });
+    post({ type: 'learned', records: messages.reduce((sum, message) => sum + message.records.length, 0), ringBytes: ringSpan });
   } catch (error) {
     post(failed(error));
   }

@@ -12,26 +12,33 @@ import { namesKnownUsers } from './learn-record.js';
 export interface StateWriter {
   /** Forgets what a request is about to send of users the state may know: the promise settles once it is written. */
   sending(learn: Uint8Array): Promise<void> | undefined;
-  /** Records the request's accepted items but those the server refused (their places in the body). */
-  accepted(learn: Uint8Array, rejected: ReadonlySet<number>): void;
+  /**
+   * Records the request's accepted items but those the server refused (their places in the body):
+   * the promise settles once they are written to the file (it fails with the writer).
+   */
+  accepted(learn: Uint8Array, rejected: ReadonlySet<number>): Promise<void>;
   /** Writes what is waiting, saves the index and gives the file back. */
   close(): Promise<void>;
 }
 
 /**
- * What the writer's thread is told. Accepted records cross as text, one character a byte: the
- * thread's heap lets a text go at its next small collection, where a buffer handed over would wait
- * for a full one (tens of megabytes of them, in a run of a million users).
+ * An accepted record as it crosses: where it was copied in the ring both threads share (RING_BYTES,
+ * used in turn: `span` is what it takes of it, with the end of the ring it left unused when it went
+ * round), or, when the ring has no room for it, as text, one character a byte. Neither is a buffer
+ * handed over: the thread's heap would keep one until its next full collection (tens of megabytes of
+ * them, in a run of a million users), where a text goes at the next small one.
  */
+export type HandedRecord = ({ at: number; length: number; span: number } | { learn: string }) & { rejected: number[] };
+/** What the writer's thread is told. */
 export type ToWriter =
   | { type: 'sending'; id: number; learn: Uint8Array }
-  | { type: 'accepted'; records: Array<{ learn: string; rejected: number[] }> }
+  | { type: 'accepted'; records: HandedRecord[] }
   | { type: 'close' };
 export type FromWriter =
   | { type: 'ready' }
   | { type: 'checked' }
   | { type: 'done'; id: number }
-  | { type: 'learned'; records: number }
+  | { type: 'learned'; records: number; ringBytes: number }
   | { type: 'closed' }
   | { type: 'failed'; error: { name: string; message: string; path?: string } };
 
@@ -40,6 +47,38 @@ const ACCEPTED_AT_ONCE = 16;
 const ACCEPTED_MS = 20;
 /** Records the thread may have waiting before the next request waits for it (memory stays bounded when the disk is slow). */
 const MAX_BEHIND = 256;
+/** The ring accepted records are copied in (see HandedRecord): room for MAX_BEHIND requests of about 10 kB. */
+const RING_BYTES = 4 * 1024 * 1024;
+const NO_REJECTS: number[] = [];
+
+/** Places records in the ring in turn, while the room the writer gave back lets it. */
+export function ringOf(size: number) {
+  const shared = new SharedArrayBuffer(size);
+  const bytes = new Uint8Array(shared);
+  let head = 0;
+  let used = 0;
+  return {
+    shared,
+    /** Copies a record into the ring: where, and what it takes of it; undefined when it has no room. */
+    place(record: Uint8Array): { at: number; length: number; span: number } | undefined {
+      const length = record.byteLength;
+      // an empty ring starts again at its start
+      if (used === 0) head = 0;
+      const wraps = head + length > size;
+      const at = wraps ? 0 : head;
+      const span = wraps ? size - head + length : length;
+      if (used + span > size) return undefined;
+      bytes.set(record, at);
+      head = at + length;
+      used += span;
+      return { at, length, span };
+    },
+    /** The writer read records that took this much. */
+    free(span: number): void {
+      used -= span;
+    },
+  };
+}
 
 /** The thread's module beside this one (the built one when this runs from the TypeScript sources, in the tests). */
 const ENTRY = import.meta.url.endsWith('.ts') ? new URL('../../dist/records/state-writer-thread.js', import.meta.url) : new URL('./state-writer-thread.js', import.meta.url);
@@ -58,7 +97,8 @@ function revive(error: { name: string; message: string; path?: string }): Error 
 export async function openStateWriter(path: string, target: string): Promise<StateWriter> {
   const release = lockState(path);
   // a small heap: the thread holds little but the index, which is not on it
-  const worker = new Worker(ENTRY, { workerData: { path, target }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  const ring = ringOf(RING_BYTES);
+  const worker = new Worker(ENTRY, { workerData: { path, target, ring: ring.shared }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
   let failure: Error | undefined;
   const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
   /** Accepted records handed over and not learned yet, and who waits for them to be fewer. */
@@ -90,9 +130,12 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     checkFailed = reject;
   });
   checked.catch(() => undefined);
+  /** Who waits for each accepted record handed over, in order, to be written (the thread learns them in order). */
+  const learning: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
   const fail = (error: Error): void => {
     failure ??= error;
     checkFailed?.(failure);
+    for (const { reject } of learning.splice(0)) reject(failure);
     for (const { reject } of waiting.values()) reject(failure);
     waiting.clear();
     wakeUp();
@@ -109,6 +152,8 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
         waiting.delete(message.id);
       } else if (message.type === 'learned') {
         behind -= message.records;
+        ring.free(message.ringBytes);
+        for (const { resolve } of learning.splice(0, message.records)) resolve();
         if (behind <= MAX_BEHIND / 2) wakeUp();
       } else if (message.type === 'closed') onClosed?.();
       else {
@@ -166,9 +211,15 @@ export async function openStateWriter(path: string, target: string): Promise<Sta
     },
     accepted(learn, rejected) {
       if (failure !== undefined) throw failure;
-      batch.records.push({ learn: Buffer.from(learn.buffer, learn.byteOffset, learn.byteLength).toString('latin1'), rejected: [...rejected] });
+      const refused = rejected.size === 0 ? NO_REJECTS : [...rejected];
+      const placed = ring.place(learn);
+      batch.records.push(
+        placed === undefined ? { learn: Buffer.from(learn.buffer, learn.byteOffset, learn.byteLength).toString('latin1'), rejected: refused } : { ...placed, rejected: refused },
+      );
+      const written = new Promise<void>((resolve, reject) => learning.push({ resolve, reject }));
       if (batch.records.length >= ACCEPTED_AT_ONCE) handOver();
       else timer ??= setTimeout(handOver, ACCEPTED_MS).unref();
+      return written;
     },
     async close() {
       try {

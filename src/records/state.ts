@@ -7,8 +7,8 @@
 // look, whatever the order of a file's ids.
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
-import { earlierFormatError, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, rowFinder } from './state-rows.js';
+import { earlierFormatError, FORMAT, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
+import { ENTRY, indexFromRows, loadIndex, rowFinder, userTotals } from './state-rows.js';
 import { HASH, valueHashInto } from './state-record.js';
 
 /** The hash the state keeps of a null: an attribute cleared. */
@@ -51,7 +51,7 @@ export interface StateReader {
 
 /** One user's acknowledged attributes. */
 export interface UserState {
-  /** The id of their row in the state file. */
+  /** The slot of their row in the state file (its pack and its place there: state-rows.ts). */
   readonly row: number;
   /** True when the attribute's last acknowledged value has this hash (its two halves). */
   holds(name: string, h1: number, h2: number): boolean;
@@ -92,7 +92,7 @@ export function openStateReader(path: string, target: string): StateReader {
 function openTarget(path: string, target: string): { db: Database.Database; id: number | undefined } {
   const { db, format } = openStateFile(path, true);
   try {
-    if (format !== '3') throw earlierFormatError(path);
+    if (format !== FORMAT) throw earlierFormatError(path);
     return { db, id: db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined };
   } catch (error) {
     db.close();
@@ -158,7 +158,7 @@ export function stateKnows(path: string, target: string): boolean {
   const { db, id } = openTarget(path, target);
   try {
     if (id === undefined) return false;
-    return db.prepare('SELECT 1 FROM users WHERE target = ? UNION ALL SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(id, id) !== undefined;
+    return db.prepare('SELECT 1 FROM packs WHERE target = ? UNION ALL SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(id, id) !== undefined;
   } catch (error) {
     throw readFailure(path, error);
   } finally {
@@ -169,21 +169,33 @@ export function stateKnows(path: string, target: string): boolean {
 /** What a state file holds, per target. */
 export function listState(path: string): TargetState[] {
   if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
-  const { db } = openStateFile(path, true);
+  const { db, format } = openStateFile(path, true);
   try {
+    if (format !== FORMAT) return listEarlierFormat(db);
     const rows = db
       .prepare(
-        `SELECT url, updated,
-           (SELECT count(*) FROM users WHERE target = t.id AND length(attrs) > 0) AS users,
-           (SELECT coalesce(sum(length(attrs)), 0) FROM users WHERE target = t.id) AS bytes,
-           (SELECT count(*) FROM activities WHERE target = t.id) AS activities
+        `SELECT id, url, updated, (SELECT count(*) FROM activities WHERE target = t.id) AS activities
          FROM targets t ORDER BY url`,
       )
-      .all() as Array<{ url: string; updated: string | null; users: number; bytes: number; activities: number }>;
-    return rows.map((r) => ({ url: r.url, users: r.users, attributes: r.bytes / ENTRY, activities: r.activities, updated: r.updated ?? undefined }));
+      .all() as Array<{ id: number; url: string; updated: string | null; activities: number }>;
+    return rows.map((r) => ({ url: r.url, ...userTotals(db, r.id), activities: r.activities, updated: r.updated ?? undefined }));
   } catch (error) {
     throw readFailure(path, error);
   } finally {
     db.close();
   }
+}
+
+/** What a state file of an earlier format holds (one user a row), until a delivery converts it. */
+function listEarlierFormat(db: Database.Database): TargetState[] {
+  const rows = db
+    .prepare(
+      `SELECT url, updated,
+         (SELECT count(*) FROM users WHERE target = t.id AND length(attrs) > 0) AS users,
+         (SELECT coalesce(sum(length(attrs)), 0) FROM users WHERE target = t.id) AS bytes,
+         (SELECT count(*) FROM activities WHERE target = t.id) AS activities
+       FROM targets t ORDER BY url`,
+    )
+    .all() as Array<{ url: string; updated: string | null; users: number; bytes: number; activities: number }>;
+  return rows.map((r) => ({ url: r.url, users: r.users, attributes: r.bytes / ENTRY, activities: r.activities, updated: r.updated ?? undefined }));
 }

@@ -1,5 +1,6 @@
-// A target's users in memory, by a 32-bit hash of their key: for each, the id of their row in the
-// state file and the digest of the attributes it holds (keyed by the user: state-record.ts
+// (Over 350 lines: the index, its persisted form, and the entries it is made of at once belong together.)
+// A target's users in memory, by a 32-bit hash of their key: for each, the slot of their row in the
+// state file (its pack and its place there: state-rows.ts) and the digest of the attributes it holds (keyed by the user: state-record.ts
 // keyHashInto). A plan tells an unchanged row by one look here, whatever the order of the file's
 // ids, instead of a search of the file (microseconds each, in no order the disk can help).
 // Two users may share a key hash: a row found here is that user's only once its key is read from the
@@ -168,6 +169,78 @@ export class UserIndex {
     }
   }
 
+  /**
+   * The index of these entries, made at once: each bucket holds what it would had they been added one
+   * by one (up to FULL), but the keys are sorted first and each bucket filled once, in order, with no
+   * search and no split (an add in no order reaches the memory of its bucket and its directory in no
+   * order either).
+   */
+  static of(entries: IndexEntries): UserIndex {
+    const index = new UserIndex();
+    const count = entries.count;
+    if (count === 0) return index;
+    const sorted = entries.sorted();
+    const keys = sorted.keys;
+    // the buckets in key order: [first entry, end, depth, prefix] each
+    const buckets: number[] = [];
+    const ranges: number[] = [0, count, 0, 0];
+    let bits = 0;
+    while (ranges.length > 0) {
+      const prefix = ranges.pop()!;
+      const depth = ranges.pop()!;
+      const end = ranges.pop()!;
+      const first = ranges.pop()!;
+      if (end - first <= FULL) {
+        buckets.push(first, end, depth, prefix);
+        bits = Math.max(bits, depth);
+        continue;
+      }
+      if (depth === 32) throw new Error('the state index holds more than 28 users of one key hash');
+      // the entries whose next bit is 1 follow those whose next bit is 0
+      const bit = 2 ** (31 - depth);
+      let low = first;
+      let high = end;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if ((keys[middle] & bit) === 0) low = middle + 1;
+        else high = middle;
+      }
+      ranges.push(low, end, depth + 1, prefix * 2 + 1, first, low, depth + 1, prefix * 2);
+    }
+    index.#fill(sorted, buckets, bits);
+    return index;
+  }
+
+  /** Makes this empty index the buckets given ([first, end, depth, prefix] each, of the sorted entries), and its directory of `bits`. */
+  #fill({ keys, rows, digests }: ReturnType<IndexEntries['sorted']>, buckets: readonly number[], bits: number): void {
+    this.#bits = bits;
+    this.#directory = new Uint32Array(2 ** bits);
+    this.#slabs = [];
+    this.#depths = [];
+    this.#counts = [];
+    this.#buckets = 0;
+    for (let b = 0; b < buckets.length; b += 4) {
+      const [first, end, depth, prefix] = [buckets[b], buckets[b + 1], buckets[b + 2], buckets[b + 3]];
+      const bucket = this.#newBucket(depth);
+      const span = 2 ** (bits - depth);
+      this.#directory.fill(bucket, prefix * span, (prefix + 1) * span);
+      const slab = this.#slabs[Math.floor(bucket / SLAB)];
+      const at = (bucket % SLAB) * BUCKET;
+      this.#counts[Math.floor(bucket / SLAB)][bucket % SLAB] = end - first;
+      for (let e = first; e < end; e += 1) {
+        const key = keys[e];
+        let i = key & (ENTRIES - 1);
+        while (slab[at + ROWS + i] !== 0) i = (i + 1) & (ENTRIES - 1);
+        const digest = digests[e];
+        slab[at + i] = key;
+        slab[at + ROWS + i] = rows[e];
+        slab[at + HIGH + i] = Math.floor(digest / TWO_32);
+        slab[at + LOW + i] = digest >>> 0;
+      }
+    }
+    this.#size = keys.length;
+  }
+
   /** Calls fn with every entry. */
   forEach(fn: (key: number, row: number, digest: number) => void): void {
     this.#slabs.forEach((slab, s) => {
@@ -223,6 +296,72 @@ export class UserIndex {
     this.#depths.forEach((part, i) => depths.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
     this.#counts.forEach((part, i) => counts.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
     return { shape: Uint32Array.of(this.#bits, this.#buckets, this.#size), directory: this.#directory, depths, counts, slabs };
+  }
+}
+
+/** Entries kept to be made an index at once (UserIndex.of): in chunks that never move, as the slabs. */
+export class IndexEntries {
+  static readonly #CHUNK = 65536;
+  readonly #keys: Uint32Array[] = [];
+  readonly #rows: Uint32Array[] = [];
+  readonly #digests: Float64Array[] = [];
+  #count = 0;
+
+  get count(): number {
+    return this.#count;
+  }
+
+  push(anyKey: number, row: number, digest: number): void {
+    if (row < 1 || row >= TWO_32) throw new Error(`a state row id out of range: ${row}`);
+    const chunk = Math.floor(this.#count / IndexEntries.#CHUNK);
+    const at = this.#count % IndexEntries.#CHUNK;
+    if (at === 0) {
+      this.#keys.push(new Uint32Array(IndexEntries.#CHUNK));
+      this.#rows.push(new Uint32Array(IndexEntries.#CHUNK));
+      this.#digests.push(new Float64Array(IndexEntries.#CHUNK));
+    }
+    this.#keys[chunk][at] = anyKey >>> 0;
+    this.#rows[chunk][at] = row;
+    this.#digests[chunk][at] = digest;
+    this.#count += 1;
+  }
+
+  /** Calls fn with each entry, in the order they were pushed. */
+  forEach(fn: (key: number, row: number, digest: number) => void): void {
+    for (let i = 0; i < this.#count; i += 1) {
+      const [chunk, at] = [Math.floor(i / IndexEntries.#CHUNK), i % IndexEntries.#CHUNK];
+      fn(this.#keys[chunk][at], this.#rows[chunk][at], this.#digests[chunk][at]);
+    }
+  }
+
+  /** The entries in the order of their keys (a radix sort, 11 bits at a time, that carries their rows and digests along). */
+  sorted(): { keys: Uint32Array; rows: Uint32Array; digests: Float64Array } {
+    const count = this.#count;
+    const flat = <T extends Uint32Array | Float64Array>(chunks: T[], make: new (length: number) => T): T => {
+      const all = new make(count);
+      chunks.forEach((chunk, i) => all.set(chunk.subarray(0, Math.min(IndexEntries.#CHUNK, count - i * IndexEntries.#CHUNK)), i * IndexEntries.#CHUNK));
+      return all;
+    };
+    let keys: Uint32Array = flat(this.#keys, Uint32Array);
+    let rows: Uint32Array = flat(this.#rows, Uint32Array);
+    let digests: Float64Array = flat(this.#digests, Float64Array);
+    let nextKeys: Uint32Array = new Uint32Array(count);
+    let nextRows: Uint32Array = new Uint32Array(count);
+    let nextDigests: Float64Array = new Float64Array(count);
+    const starts = new Uint32Array(2049);
+    for (const shift of [0, 11, 22]) {
+      starts.fill(0);
+      for (let i = 0; i < count; i += 1) starts[((keys[i] >>> shift) & 0x7ff) + 1] += 1;
+      for (let d = 1; d <= 2048; d += 1) starts[d] += starts[d - 1];
+      for (let i = 0; i < count; i += 1) {
+        const to = starts[(keys[i] >>> shift) & 0x7ff]++;
+        nextKeys[to] = keys[i];
+        nextRows[to] = rows[i];
+        nextDigests[to] = digests[i];
+      }
+      [keys, nextKeys, rows, nextRows, digests, nextDigests] = [nextKeys, keys, nextRows, rows, nextDigests, digests];
+    }
+    return { keys, rows, digests };
   }
 }
 

@@ -43,9 +43,11 @@ export interface DeliverOptions {
   carriedDuplicates?: number;
   /**
    * Told of a request the server accepted, with the items (by place in the body) its minor errors
-   * refused, before its rows are journaled (the delta state learns what was accepted).
+   * refused (the delta state learns what was accepted). When it gives a promise, the request's rows
+   * are journaled once it settles, and only when it fulfils: a row the journal holds as settled is
+   * one the state knows (a stop in between leaves it in doubt, to be counted if sent again).
    */
-  onAccepted?: (request: RequestToSend, rejected: ReadonlySet<number>) => void;
+  onAccepted?: (request: RequestToSend, rejected: ReadonlySet<number>) => Promise<void> | undefined;
   /**
    * Receives each rejected item; awaited before its rows are journaled. One that throws (a full
    * rejects file) stops the run once the request's rejects were all offered, and the request is

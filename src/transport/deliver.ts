@@ -187,6 +187,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     counts: ReturnType<typeof itemCounts>,
   ): Promise<void> => {
     let failure: unknown;
+    let learned: Promise<void> | undefined;
     switch (outcome.kind) {
       case 'accepted': {
         const joined = joinMinorErrors(request, outcome.response?.errors);
@@ -198,7 +199,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
         }
         const points = request.points ?? [];
         for (let i = 0; i < points.length; i += 1) if (!joined.rejectedItems.has(i)) summary.dataPoints += points[i];
-        options.onAccepted?.(request, joined.rejectedItems);
+        learned = options.onAccepted?.(request, joined.rejectedItems);
         break;
       }
       case 'rejected':
@@ -210,7 +211,10 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     // after the rejects are handed over: a crash in between sends the rows again rather than lose them.
     // Rejects that could not be taken stop the run, but the outcome is known: the rows settle (the
     // journal carries what the rejects file could not take) and the server is not asked again
-    options.journal?.record(request);
+    if (learned === undefined) options.journal?.record(request);
+    // journaled once the state holds what it set (not waited for here: the slot goes to the next
+    // request); a state that fails leaves the rows in doubt, and the run stops with its error
+    else learned.then(() => options.journal?.record(request), () => undefined);
     if (failure !== undefined) fail(failure);
   };
 

@@ -336,7 +336,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
           carriedDuplicates: journal?.unreported,
           onReject: writeRefused,
-          onAccepted: state === undefined ? undefined : (request, rejected) => request.learn !== undefined && state.accepted(request.learn, rejected),
+          onAccepted: state === undefined ? undefined : (request, rejected) => (request.learn === undefined ? undefined : state.accepted(request.learn, rejected)),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,

@@ -1,11 +1,12 @@
 // The state writer's thread (state-writer.ts, state-writer-thread.ts): accepted records handed over
 // in a burst are learned together, and a request's forgetting, asked for between them, keeps its
-// place: what was accepted before it is learned first, then forgotten.
+// place: what was accepted before it is learned first, then forgotten. An accepted record's promise
+// settles once it is written (the journal waits for it before it holds the rows settled).
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
-import { openStateWriter } from '../../src/records/state-writer.js';
+import { openStateWriter, ringOf } from '../../src/records/state-writer.js';
 import { openStateReader } from '../../src/records/state.js';
 import { tempDir } from '../helpers/cli.js';
 
@@ -22,6 +23,39 @@ function record(items: Array<Record<string, unknown>>, known = false): Uint8Arra
   return writer.finish();
 }
 
+/** The state's reader of T, and a user of it by key. */
+function readerOf(path: string) {
+  const reader = openStateReader(path, T);
+  const user = (key: string) => {
+    keyHashInto(key);
+    return reader.user(key, KEY_HASH[0]);
+  };
+  return { reader, user };
+}
+
+describe('the ring accepted records cross in', () => {
+  it('places records one after another, goes round to its start, and refuses one it has no room for until the writer gives it back', () => {
+    const ring = ringOf(100);
+    const bytes = new Uint8Array(ring.shared);
+    const of = (n: number, fill: number): Uint8Array => new Uint8Array(n).fill(fill);
+    expect(ring.place(of(40, 1))).toEqual({ at: 0, length: 40, span: 40 });
+    expect(ring.place(of(40, 2))).toEqual({ at: 40, length: 40, span: 40 });
+    expect(bytes.subarray(0, 80)).toEqual(new Uint8Array([...of(40, 1), ...of(40, 2)]));
+    // 30 bytes do not fit at the end: they go to the start, which is in use
+    expect(ring.place(of(30, 3))).toBeUndefined();
+    ring.free(40);
+    // the 20 bytes at the end left unused are taken with them
+    expect(ring.place(of(30, 3))).toEqual({ at: 0, length: 30, span: 50 });
+    expect(bytes.subarray(0, 30)).toEqual(of(30, 3));
+    expect(bytes.subarray(40, 80)).toEqual(of(40, 2));
+    expect(ring.place(of(11, 4))).toBeUndefined();
+    expect(ring.place(of(10, 4))).toEqual({ at: 30, length: 10, span: 10 });
+    ring.free(40 + 50 + 10);
+    expect(ring.place(of(100, 5))).toEqual({ at: 0, length: 100, span: 100 });
+    expect(ring.place(of(101, 6))).toBeUndefined();
+  });
+});
+
 describe('the state writer thread', () => {
   it('learns every record of a burst of hand-overs, and forgets what a request sends only after learning what was accepted before it', async () => {
     const path = join(tmp.dir, 'state.sqlite');
@@ -36,11 +70,7 @@ describe('the state writer thread', () => {
     }
     await writer.close();
 
-    const reader = openStateReader(path, T);
-    const user = (key: string) => {
-      keyHashInto(key);
-      return reader.user(key, KEY_HASH[0]);
-    };
+    const { reader, user } = readerOf(path);
     try {
       expect(user('e:u0')?.holds('plan', ...valueHash('a'))).toBe(false);
       expect(user('e:u0')?.holds('plan', ...valueHash('b'))).toBe(false);
@@ -53,6 +83,46 @@ describe('the state writer thread', () => {
         if (n % 50 === 0) expect(held, `n${n}`).toBeUndefined();
         else expect(held?.holds('visits', ...valueHash(n)), `n${n}`).toBe(true);
       }
+    } finally {
+      reader.close();
+    }
+  });
+  it("settles an accepted record's promise once it is written to the file, in the order accepted", async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = await openStateWriter(path, T);
+    const settled: number[] = [];
+    const all = Array.from({ length: 40 }, (_, r) => writer.accepted(record([{ external_id: `w${r}`, visits: r }]), NONE).then(() => settled.push(r)));
+    await all[39];
+    expect(settled).toEqual(Array.from({ length: 40 }, (_, r) => r));
+    // read by another connection while the writer still holds the file: each is there
+    const { reader, user } = readerOf(path);
+    try {
+      for (let r = 0; r < 40; r += 1) expect(user(`e:w${r}`)?.holds('visits', ...valueHash(r)), `w${r}`).toBe(true);
+    } finally {
+      reader.close();
+    }
+    await writer.close();
+  });
+
+  it('learns records in the order they were accepted, whether they crossed in the ring, as text when it was full, or as text being larger than it', async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = await openStateWriter(path, T);
+    // records of about 400 kB (users of 4 kB keys), handed over at once: the 4 MB ring is full after ten of them
+    const big = (r: number, users: number) =>
+      record([{ external_id: 'x', round: r }, ...Array.from({ length: users }, (_, i) => ({ external_id: `${'k'.repeat(4000)}${r}-${i}`, round: r }))], r > 0);
+    const rounds = 30;
+    for (let r = 0; r < rounds; r += 1) {
+      // one record larger than the whole ring, among them
+      writer.accepted(big(r, r === 12 ? 1200 : 100), NONE);
+      // a request about to send x's next value: what was accepted before is learned first
+      if (r === 25) await writer.sending(record([{ external_id: 'x', round: 'next' }], true));
+    }
+    await writer.close();
+
+    const { reader, user } = readerOf(path);
+    try {
+      expect(user('e:x')?.holds('round', ...valueHash(rounds - 1))).toBe(true);
+      for (const [r, i] of [[0, 0], [9, 99], [12, 1199], [13, 0], [29, 99]]) expect(user(`e:${'k'.repeat(4000)}${r}-${i}`)?.holds('round', ...valueHash(r)), `${r}-${i}`).toBe(true);
     } finally {
       reader.close();
     }

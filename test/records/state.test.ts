@@ -4,6 +4,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
 import { activityHash, addDigest, canonicalJson, hash64, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
@@ -190,10 +191,72 @@ describe('the state file', () => {
     }
   });
 
+  it('packs users of keys and rows of any length, and finds each one again in its pack', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    // keys of 1 to 300 UTF-8 bytes (lengths of one and two varint bytes), a row of 200 attributes, 40 users: three packs
+    const long = 'é'.repeat(150);
+    const wide = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`a${i}`, i]));
+    const users = Array.from({ length: 40 }, (_, i) => ({ item: { external_id: i === 0 ? 'x' : i === 1 ? long : `u${i}`, plan: `p${i}`, ...(i === 2 ? wide : {}) } }));
+    accept(writer, record(users));
+    writer.close();
+    const state = read(path);
+    expect(state.holds('e:x', 'plan', 'p0')).toBe(true);
+    expect(state.holds(`e:${long}`, 'plan', 'p1')).toBe(true);
+    expect(state.holds('e:u2', 'a199', 199)).toBe(true);
+    expect(state.holds('e:u39', 'plan', 'p39')).toBe(true);
+    expect(state.holds('e:u39', 'plan', 'p38')).toBe(false);
+    expect(state.user('e:u40')).toBeUndefined();
+    state.reader.close();
+    expect(listState(path)).toEqual([expect.objectContaining({ users: 40, attributes: 240 })]);
+    // a user changed in the middle of a pack: the others in it kept
+    const again = openStateFileWriter(path, T);
+    accept(again, record([{ item: { external_id: long, plan: 'changed' }, known: true }]));
+    again.close();
+    const after = read(path);
+    expect(after.holds(`e:${long}`, 'plan', 'changed')).toBe(true);
+    expect(after.holds('e:x', 'plan', 'p0')).toBe(true);
+    expect(after.holds('e:u2', 'a0', 0)).toBe(true);
+    after.reader.close();
+  });
+
   it('refuses a file that is not a state file, naming it', () => {
     const path = join(tmp.dir, 'not.sqlite');
     writeFileSync(path, 'hello, this is text\n'.repeat(100));
     expect(() => openStateFileWriter(path, T)).toThrow(/--state .*not\.sqlite is not a state file/);
+  });
+
+  it('refuses a file of a later format, naming it, and leaves it as it was (no table of this format added to it)', () => {
+    const path = join(tmp.dir, 'later.sqlite');
+    const db = new Database(path);
+    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '5'); CREATE TABLE things (id INTEGER PRIMARY KEY)");
+    db.close();
+    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
+    expect(() => listState(path)).toThrow(/later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
+    const after = new Database(path, { readonly: true });
+    expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all()).toEqual(['meta', 'things']);
+    expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
+    after.close();
+  });
+
+  it('refuses a pack of users whose bytes are damaged (cut short, a length past its end), naming the file, where it would read on without end', () => {
+    for (const damage of [Buffer.from([0x85]), Buffer.from([0x04, 0x01, 0x65, 0x3a, 0x75, 0x31, 0x01, 0x00, 0x00, 0x00, 0x0b]), Buffer.from([0x7f, 0x01, 0x41])]) {
+      const path = join(tmp.dir, `damaged-${damage.length}.sqlite`);
+      const writer = openStateFileWriter(path, T);
+      accept(writer, record([{ item: { external_id: 'u1', plan: 'free' } }, { item: { external_id: 'u2', plan: 'free' } }]));
+      writer.close();
+      const db = new Database(path);
+      db.prepare('UPDATE packs SET users = ?').run(damage);
+      db.close();
+      const damaged = new RegExp(`--state .*damaged-${damage.length}\\.sqlite is damaged`);
+      expect(() => listState(path)).toThrow(damaged);
+      const { reader, user } = read(path);
+      expect(() => user('e:u1')).toThrow(damaged);
+      reader.close();
+      const again = openStateFileWriter(path, T);
+      expect(() => accept(again, record([{ item: { external_id: 'u2', plan: 'pro' }, known: true }]))).toThrow(damaged);
+      again.close();
+    }
   });
 
   it('a writer killed while it saves the index at the end of a run leaves a state that knows what it learned, once the index is made again from the rows', () => {

@@ -1,7 +1,7 @@
 // The state's index of a target's users: every entry found again under its key (two users may share
 // one), digests told apart, buckets split as it grows, and the same after it is saved and read back.
 import { describe, expect, it } from 'vitest';
-import { UserIndex } from '../../src/records/user-index.js';
+import { IndexEntries, UserIndex } from '../../src/records/user-index.js';
 
 /** A stream of 32-bit keys (xorshift), some of them signed as the plan gives them. */
 function keys(n: number): number[] {
@@ -47,5 +47,37 @@ describe('UserIndex', () => {
     again.set(12345, 999_999, 1);
     expect(again.has(12345, 1)).toBe(true);
     expect(again.size).toBe(index.size + 1);
+  });
+
+  it('made at once from entries, holds what adding them one by one holds, and grows and is saved as that one', () => {
+    const all = keys(150_000);
+    const entries = new IndexEntries();
+    const one = new UserIndex();
+    // several users under one key, as in the index added to
+    for (let row = 1; row <= 20; row += 1) entries.push(-5, row, row * 10);
+    all.forEach((key, i) => entries.push(key, 100 + i, i * 7919 + 2 ** 40));
+    for (let row = 1; row <= 20; row += 1) one.add(-5, row, row * 10);
+    all.forEach((key, i) => one.add(key, 100 + i, i * 7919 + 2 ** 40));
+    const made = UserIndex.of(entries);
+    expect(made.size).toBe(one.size);
+    const entriesOf = (index: UserIndex): number[][] => {
+      const list: number[][] = [];
+      index.forEach((key, row, digest) => list.push([key, row, digest]));
+      return list.sort((a, b) => a[1] - b[1]);
+    };
+    expect(entriesOf(made)).toEqual(entriesOf(one));
+    all.forEach((key, i) => expect(made.has(key, i * 7919 + 2 ** 40)).toBe(true));
+    const rows: number[] = [];
+    made.find(-5, (row) => (rows.push(row), false));
+    expect(rows.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // it grows (its buckets split) and is saved as one made by adds
+    keys(200_000).slice(150_000).forEach((key, i) => made.add(key, 200_000 + i, i));
+    made.set(all[3], 103, 42);
+    const back = new UserIndex(made.persist());
+    expect(back.size).toBe(200_020);
+    expect(back.has(all[3], 42)).toBe(true);
+    expect(back.has(all[3], 3 * 7919 + 2 ** 40)).toBe(false);
+    expect(keys(200_000).slice(150_000).every((key, i) => back.has(key, i))).toBe(true);
+    expect(UserIndex.of(new IndexEntries()).size).toBe(0);
   });
 });

@@ -109,3 +109,48 @@ describe('deliver: stopping and resuming', () => {
     expect(server.received).toHaveLength(4);
   });
 });
+
+describe('deliver: the journal waits for the delta state', () => {
+  it('journals an accepted request only once the state has what it set: one the state never wrote stays in doubt', async () => {
+    server = await startFaultServer(() => ({ kind: 'ok' }));
+    client = clientFor(server);
+    const journal = recordingJournal();
+    const learnedBy = new Map<number, () => void>();
+    let order = 0;
+    const summary = await deliver(fromArray(buildPlan({ requests: 6, itemsPer: 2 })), {
+      client,
+      concurrency: 2,
+      journal,
+      // the state writes the accepted requests' records later, and the fourth never (the run killed first)
+      onAccepted: () => {
+        const n = order++;
+        return new Promise<void>((resolve) => learnedBy.set(n, resolve));
+      },
+    });
+    expect(summary.requestsSettled).toBe(6);
+    // accepted, and nothing journaled yet: the state holds none of it
+    expect(journal.lines).toEqual([]);
+    for (const n of [0, 1, 2, 4, 5]) learnedBy.get(n)!();
+    await wait(10);
+    expect(journal.lines.length).toBe(5 * 2);
+    // the refused promise of a failed state journals nothing either
+    const failing = recordingJournal();
+    const failed = await deliver(fromArray(buildPlan({ requests: 2, itemsPer: 2 })), {
+      client,
+      concurrency: 1,
+      journal: failing,
+      onAccepted: () => Promise.reject(new Error('the state file is full')),
+    });
+    await wait(10);
+    expect(failed.requestsSettled).toBe(2);
+    expect(failing.lines).toEqual([]);
+  });
+
+  it('journals at once when no state learns the request', async () => {
+    server = await startFaultServer(() => ({ kind: 'ok' }));
+    client = clientFor(server);
+    const journal = recordingJournal();
+    await deliver(fromArray(buildPlan({ requests: 3, itemsPer: 2 })), { client, concurrency: 2, journal, onAccepted: () => undefined });
+    expect(journal.lines.length).toBe(3 * 2);
+  });
+});

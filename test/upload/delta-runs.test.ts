@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readJournal, rowsInDoubt } from '../../src/records/journal.js';
-import { digestPart, addDigest, valueHash } from '../../src/records/state-record.js';
+import { valueHash } from '../../src/records/state-record.js';
+import { rowDigest } from '../../src/records/state-rows.js';
 import { BIN, postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
@@ -32,6 +33,15 @@ const write = (name: string, text: string): string => {
   const path = join(tmp.dir, name);
   writeFileSync(path, text);
   return path;
+};
+/** A state row of the one attribute `plan` (name id 1) holding `value`. */
+const planRow = (value: string): Buffer => {
+  const [h1, h2] = valueHash(value);
+  const attrs = Buffer.alloc(12);
+  attrs.writeUInt32LE(1, 0);
+  attrs.writeInt32LE(h1, 4);
+  attrs.writeInt32LE(h2, 8);
+  return attrs;
 };
 const csv = (name: string, header: string, rows: Array<Array<string | number>>): string => write(name, `${header}\n${rows.map((r) => r.join(',')).join('\n')}\n`);
 const up = (args: string[]) => runCliAsync(['upload', ...args, '--api-key', 'k'], { cwd: tmp.dir });
@@ -269,12 +279,8 @@ describe('state files that cannot be used', () => {
     db.prepare("INSERT INTO meta VALUES ('format', '2')").run();
     db.prepare('INSERT INTO targets (id, url) VALUES (1, ?)').run(target);
     db.prepare("INSERT INTO names (id, name) VALUES (1, 'plan')").run();
-    const [h1, h2] = valueHash('free');
-    const attrs = Buffer.alloc(12);
-    attrs.writeUInt32LE(1, 0);
-    attrs.writeInt32LE(h1, 4);
-    attrs.writeInt32LE(h2, 8);
-    db.prepare("INSERT INTO users VALUES (1, 'e:u1', ?, ?)").run(addDigest(0, digestPart(1, h1, h2)), attrs);
+    const attrs = planRow('free');
+    db.prepare("INSERT INTO users VALUES (1, 'e:u1', ?, ?)").run(rowDigest(0, attrs), attrs);
     db.close();
     const file = csv('users.csv', 'external_id,plan', [['u1', 'free'], ['u2', 'free']]);
 
@@ -286,5 +292,47 @@ describe('state files that cannot be used', () => {
     expect(JSON.parse((await runCliAsync(['state', '--state', path, '--json'], { cwd: tmp.dir })).stdout).targets).toEqual([
       expect.objectContaining({ url: target, users: 2, attributes: 2 }),
     ]);
+  }, 60_000);
+
+  it('converts a state file of one user a row (format 3) into packs of users, and still knows each user of each target', async () => {
+    const emu = await emulate();
+    const path = join(tmp.dir, 'format-3.sqlite');
+    const target = `${emu.url}/users/track`;
+    const db = new Database(path);
+    db.exec(`CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+      CREATE TABLE targets (id INTEGER PRIMARY KEY, url TEXT NOT NULL UNIQUE, updated TEXT, users INTEGER NOT NULL DEFAULT 0, fresh INTEGER NOT NULL DEFAULT 1);
+      CREATE TABLE names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+      CREATE TABLE users (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, user TEXT NOT NULL, attrs BLOB NOT NULL);
+      CREATE TABLE user_index (target INTEGER NOT NULL, part INTEGER NOT NULL, slots BLOB NOT NULL, PRIMARY KEY (target, part)) WITHOUT ROWID;
+      CREATE TABLE activities (target INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (target, hash)) WITHOUT ROWID;`);
+    db.prepare("INSERT INTO meta VALUES ('format', '3')").run();
+    db.prepare('INSERT INTO targets (id, url, users, fresh) VALUES (1, ?, 40, 0), (2, ?, 1, 0)').run(target, 'http://elsewhere/users/track');
+    db.prepare("INSERT INTO names (id, name) VALUES (1, 'plan')").run();
+    const attrs = planRow('free');
+    // the two targets' rows interleaved, as runs against each in turn leave them
+    const row = db.prepare('INSERT INTO users (target, user, attrs) VALUES (?, ?, ?)');
+    for (let i = 0; i < 40; i += 1) {
+      row.run(1, `e:u${i}`, attrs);
+      if (i === 20) row.run(2, 'e:u0', attrs);
+    }
+    db.close();
+    const users = (n: number, changed?: number) =>
+      csv(
+        'users.csv',
+        'external_id,plan',
+        Array.from({ length: n }, (_, i) => [`u${i}`, i === changed ? 'pro' : 'free']),
+      );
+
+    expect(await json([users(41), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
+    const listed = async () => JSON.parse((await runCliAsync(['state', '--state', path, '--json'], { cwd: tmp.dir })).stdout).targets;
+    expect(await listed()).toEqual([
+      expect.objectContaining({ url: target, users: 41, attributes: 41 }),
+      expect.objectContaining({ url: 'http://elsewhere/users/track', users: 1, attributes: 1 }),
+    ]);
+    // a user of a converted pack changes: their pack is written again, the others in it kept
+    expect(await json([users(41, 17), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
+    expect(await json([users(41, 17), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 41, requests: 0 });
+    expect(await json([users(41), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
+    expect(await listed()).toEqual([expect.objectContaining({ url: target, users: 41, attributes: 41 }), expect.objectContaining({ users: 1 })]);
   }, 60_000);
 });
