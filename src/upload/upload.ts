@@ -374,13 +374,22 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // --out holds every request of a run that went through, none included: an empty file, not an earlier run's
   if (out !== undefined && out.count === 0 && went) await closing(() => out.open());
   await closing(() => out?.close());
-  await closing(() => state?.close());
+  // a state that fails leaves the rows it did not write in doubt (deliver journals them once written)
+  let stateWent = true;
+  await closing(async () => {
+    try {
+      await state?.close();
+    } catch (error) {
+      stateWent = false;
+      throw error;
+    }
+  });
   // rows the plan settled on its way out need their reject lines synced, before the file closes
   await closing(() => journal?.flush());
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
-    const complete = readAll && went && !isIncomplete(delivery);
+    const complete = readAll && went && stateWent && !isIncomplete(delivery);
     const rowsRead = readAll ? new Map(summary.files.map((f) => [f.file, f.rows])) : undefined;
     return journal.close({ complete, rowsRead });
   });

@@ -12,6 +12,7 @@ import { valueHash } from '../../src/records/state-record.js';
 import { rowDigest } from '../../src/records/state-rows.js';
 import { BIN, postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
+import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
 const { tmp, faultServer } = useServers();
 const emulators: RunningEmulator[] = [];
@@ -334,5 +335,21 @@ describe('state files that cannot be used', () => {
     expect(await json([users(41, 17), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 41, requests: 0 });
     expect(await json([users(41), '--url', emu.url, '--delta', '--state', path])).toMatchObject({ unchanged: 40, items: { attributes: 1 } });
     expect(await listed()).toEqual([expect.objectContaining({ url: target, users: 41, attributes: 41 }), expect.objectContaining({ users: 1 })]);
+  }, 60_000);
+});
+
+describe.skipIf(!isRoot)('a state file on a full disk', () => {
+  it('stops with exit 3 naming the state, and leaves the journal not complete, though the server may have accepted every request', async () => {
+    const emu = await emulate();
+    const file = csv('users.csv', 'external_id,plan,email', users(1000));
+    await withSmallDisk(tmp.dir, '200k', async (small) => {
+      const r = await up([file, '--url', emu.url, '--delta', '--state', join(small, 's.sqlite'), '--quiet']);
+      expect(r.status, r.stderr).toBe(3);
+      expect(r.stderr).toContain('could not be written');
+    });
+    // the rows accepted while (or after) the state failed are in doubt: the journal must not say the
+    // upload completed (it did say so when the state failed as it closed, every request accepted)
+    const journal = await readJournal(journalOf('users'));
+    expect(journal.end?.complete).not.toBe(true);
   }, 60_000);
 });
