@@ -1,6 +1,8 @@
 // `track upload` and `track validate`: input files -> rows -> checked items -> planned requests ->
 // delivered to the target, or, in a dry run (no target), counted and written to --out. Every row is
 // accounted for: in a request, in the rejects file, or left out on resume because it was settled.
+// Over 350 lines: the run's steps (open, plan, deliver, close in order, summarise) read here in the
+// order they happen; what each step does at length lives in its own module.
 import { UsageError } from '../errors.js';
 import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
 import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
