@@ -11,7 +11,7 @@ import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
-import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packPlace, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, varintBytes, writeVarint } from './state-rows.js';
+import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
@@ -31,7 +31,6 @@ export interface Accepted {
  * under --empty-as-null clears it), so a stop before the answer leaves neither claim.
  */
 const IN_DOUBT: readonly [number, number] = [0, 0];
-
 
 /**
  * Opens (creating it when needed, converting an earlier format, making the index again after a run
@@ -118,8 +117,8 @@ export class StateFileWriter {
     const at = (slot: number, added: boolean): Found | undefined => {
       const pack = this.#statements.packById.get(Math.floor(slot / PACK)) as Buffer | undefined;
       if (pack === undefined) return undefined;
-      const place = packPlace(pack, slot % PACK);
-      if (place === undefined || pack.toString('utf8', place.keyStart, place.keyEnd) !== item.userKey) return undefined;
+      const place = userInPack(pack, slot % PACK, item.userKey);
+      if (place === undefined) return undefined;
       return { slot, pack, start: place.start, end: place.end, attrs: pack.subarray(place.keyEnd, place.end), added };
     };
     let found: Found | undefined;

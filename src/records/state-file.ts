@@ -104,19 +104,17 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
     if (tables.length > 0 && !tables.includes('meta')) throw new Error('not a state file: it holds tables of another program');
     if (readonly) {
       if (tables.length === 0) throw new Error('not a state file: it holds no table');
-      const format = formatOf(db);
-      if (format !== FORMAT && !EARLIER_FORMATS.includes(format)) throw new Error(`it was written by another version of track (format ${format})`);
-      return { db, format };
+      return { db, format: readableFormat(db) };
     }
     // a file of a later format is refused before anything is written to it (not a table of this format added)
-    if (tables.length > 0 && formatOf(db) !== FORMAT && !EARLIER_FORMATS.includes(formatOf(db))) throw new Error(`it was written by another version of track (format ${formatOf(db)})`);
+    const found = tables.length > 0 ? readableFormat(db) : undefined;
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    if (tables.length > 0 && EARLIER_FORMATS.includes(formatOf(db))) convertEarlierFormat(db);
+    if (found !== undefined && found !== FORMAT) convertEarlierFormat(db);
     db.exec(SCHEMA);
     db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)").run(FORMAT);
     const format = formatOf(db);
-    if (format !== FORMAT) throw new Error(`it was written by another version of track (format ${format})`);
+    if (format !== FORMAT) throw anotherVersion(format);
     return { db, format };
   } catch (error) {
     db.close();
@@ -126,6 +124,15 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
     throw new UsageError(`--state ${path} cannot be used: ${message}`);
   }
 }
+
+/** The file's format, when this track reads it (this one, or an earlier one it converts). */
+function readableFormat(db: Database.Database): string {
+  const format = formatOf(db);
+  if (format !== FORMAT && !EARLIER_FORMATS.includes(format)) throw anotherVersion(format);
+  return format;
+}
+
+const anotherVersion = (format: string): Error => new Error(`it was written by another version of track (format ${format})`);
 
 function formatOf(db: Database.Database): string {
   return (db.prepare("SELECT value FROM meta WHERE key = 'format'").pluck().get() as string | undefined) ?? FORMAT;

@@ -77,14 +77,14 @@ export function unpack(bytes: Buffer): PackedUser[] {
   return users;
 }
 
-/** The user at `place` in a pack, when it holds one there. */
-export function unpackOne(bytes: Buffer, place: number): PackedUser | undefined {
+/** Where the user at `place` in a pack is (their row from `keyEnd` to `end`; they begin at `start`), when it holds this user (by key) there. */
+export function userInPack(bytes: Buffer, place: number, userKey: string): { start: number; keyEnd: number; end: number } | undefined {
   const at = packPlace(bytes, place);
-  return at === undefined ? undefined : { key: bytes.toString('utf8', at.keyStart, at.keyEnd), attrs: bytes.subarray(at.keyEnd, at.end) };
+  return at !== undefined && bytes.toString('utf8', at.keyStart, at.keyEnd) === userKey ? at : undefined;
 }
 
 /** Where the user at `place` in a pack is (their key and their row, from `start` to `end`), when it holds one there. */
-export function packPlace(bytes: Buffer, place: number): { start: number; keyStart: number; keyEnd: number; end: number } | undefined {
+function packPlace(bytes: Buffer, place: number): { start: number; keyStart: number; keyEnd: number; end: number } | undefined {
   let found: { start: number; keyStart: number; keyEnd: number; end: number } | undefined;
   let i = 0;
   let start = 0;
@@ -244,8 +244,8 @@ export function rowFinder(db: Database.Database, index: UserIndex) {
     let found: { id: number; attrs: Buffer } | undefined;
     index.find(keyHash, (slot) => {
       const pack = byId.get(Math.floor(slot / PACK)) as Buffer | undefined;
-      const user = pack === undefined ? undefined : unpackOne(pack, slot % PACK);
-      if (user !== undefined && user.key === userKey) found = { id: slot, attrs: user.attrs };
+      const at = pack && userInPack(pack, slot % PACK, userKey);
+      if (pack !== undefined && at !== undefined) found = { id: slot, attrs: pack.subarray(at.keyEnd, at.end) };
       return found !== undefined;
     });
     return found;
