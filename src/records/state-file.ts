@@ -17,6 +17,8 @@ import { packBytes, PACK, type PackedUser } from './state-rows.js';
  */
 export const FORMAT = '4';
 const EARLIER_FORMATS = ['2', '3'];
+/** The size of a new file's pages. */
+const PAGE_BYTES = 16 * 1024;
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -108,6 +110,9 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
     }
     // a file of a later format is refused before anything is written to it (not a table of this format added)
     const found = tables.length > 0 ? readableFormat(db) : undefined;
+    // a new file's pages are 16 KiB, not 4: a first run writes each page to the log and then to the
+    // file, a call each, and a pack of users is about 1 KB (an earlier file keeps its pages' size)
+    if (tables.length === 0) db.pragma(`page_size = ${PAGE_BYTES}`);
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
     if (found !== undefined && found !== FORMAT) convertEarlierFormat(db);

@@ -239,6 +239,34 @@ describe('the state file', () => {
     after.close();
   });
 
+  it('makes a new file of 16 KiB pages, and goes on writing a file of 4 KiB pages made before, which keeps its pages', () => {
+    const path = join(tmp.dir, 'new.sqlite');
+    const writer = openStateFileWriter(path, T);
+    accept(writer, record([{ item: { external_id: 'u1', plan: 'free' } }]));
+    writer.close();
+    const made = new Database(path, { readonly: true });
+    expect(made.pragma('page_size', { simple: true })).toBe(16384);
+    made.close();
+    // a file made with 4 KiB pages, as track made them before
+    const older = join(tmp.dir, 'older.sqlite');
+    writeFileSync(older, readFileSync(path));
+    const db = new Database(older);
+    db.pragma('journal_mode = DELETE');
+    db.pragma('page_size = 4096');
+    db.exec('VACUUM');
+    expect(db.pragma('page_size', { simple: true })).toBe(4096);
+    db.close();
+    const again = openStateFileWriter(older, T);
+    accept(again, record([{ item: { external_id: 'u2', plan: 'pro' } }]));
+    again.close();
+    const kept = new Database(older, { readonly: true });
+    expect(kept.pragma('page_size', { simple: true })).toBe(4096);
+    kept.close();
+    const { reader, holds } = read(older);
+    expect([holds('e:u1', 'plan', 'free'), holds('e:u2', 'plan', 'pro')]).toEqual([true, true]);
+    reader.close();
+  });
+
   it('refuses a pack of users whose bytes are damaged (cut short, a length past its end), naming the file, where it would read on without end', () => {
     for (const damage of [Buffer.from([0x85]), Buffer.from([0x04, 0x01, 0x65, 0x3a, 0x75, 0x31, 0x01, 0x00, 0x00, 0x00, 0x0b]), Buffer.from([0x7f, 0x01, 0x41])]) {
       const path = join(tmp.dir, `damaged-${damage.length}.sqlite`);
