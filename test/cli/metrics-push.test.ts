@@ -169,7 +169,7 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
     } finally {
       await stopGateway(hung.process);
     }
-  }, 40_000);
+  }, 90_000);
 
   it('tells a gateway it cannot reach once, as a warning, and uploads all the same', async () => {
     const emulator = await servers.emulator();
