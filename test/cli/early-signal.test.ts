@@ -15,6 +15,8 @@ import { ndjson } from './run-cli.js';
 
 const { tmp, faultServer } = useServers();
 const HOLD_HOOK = join(ROOT, 'test/helpers/hold-module.mjs');
+/** Far beyond a run that stops at once: only one that does not end reaches it (it is then killed, and fails). */
+const DEADLINE_MS = 30_000;
 
 interface Ended {
   status: number | null;
@@ -42,6 +44,8 @@ async function signalWhileLoading(module: string, args: string[], signals: NodeJ
   }
   for (const signal of signals) child.kill(signal);
   writeFileSync(join(tmp.dir, 'go'), '');
+  const deadline = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
+  void ended.then(() => clearTimeout(deadline));
   return ended;
 }
 
@@ -101,6 +105,17 @@ describe('a stop signal while other commands start', () => {
     expect(summaryOf()).toMatchObject({ command: 'validate', interrupted: true, readToEnd: false, exitStatus: 130 });
     expect(summaryOf().rows).toBeLessThan(100_000);
   }, 60_000);
+
+  // standard input stays open and sends nothing (the test never writes to it nor closes it), as a
+  // terminal's or a pipe's from a program still starting: the stop gives the read up
+  for (const command of [['validate'], ['upload', '--dry-run']]) {
+    it(`${command.join(' ')} of standard input that sends nothing ends as a stop that read nothing`, async () => {
+      const run = await signalWhileLoading('/dist/cli/main.js', [...command, '-', '--format', 'csv', '--summary-file', 'summary.json'], ['SIGINT']);
+      expect(run.signal, `the run did not end: ${run.stderr}`).toBeNull();
+      expect(run.status, run.stderr).toBe(130);
+      expect(summaryOf()).toMatchObject({ interrupted: true, rows: 0, exitStatus: 130 });
+    }, 60_000);
+  }
 
   it('track emulate --exec does not run its command, and ends with 128 + N', async () => {
     const run = await signalWhileLoading('/dist/cli/main.js', ['emulate', '--exec', 'touch ran'], ['SIGTERM']);
