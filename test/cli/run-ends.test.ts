@@ -122,4 +122,27 @@ describe('a signal while standard input is idle', () => {
       expect(stdout).not.toContain('--resume');
     }, 60_000);
   }
+
+  it('validate --preview: once the preview is printed, the read of what follows is given up, exit 130', async () => {
+    // the first rows come, are previewed and kept for the run; then standard input stays open and sends nothing
+    const child = spawn(process.execPath, [BIN, 'validate', '-', '--format', 'csv', '--preview', '1'], { cwd: tmp.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.write('external_id,score\nu1,1\nu2,2\n');
+    let stdout = '';
+    const previewed = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (stdout.includes('preview of -')) resolve();
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // the stop signals are held from before the preview is printed (held-signals.ts): this one is the run's
+    await previewed;
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
+    const status = await exited;
+    clearTimeout(timer);
+    child.stdin.destroy();
+    expect(status, 'the run did not end').toBe(130);
+    expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM\)/);
+  }, 60_000);
 });
