@@ -5,9 +5,10 @@ import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { RunEnding } from './output/run-events.js';
 import type { Pace } from './output/summary.js';
+import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, takeHeldSignal } from './held-signals.js';
 
 /** `noProfile`: `track inspect` was given an identifier that matches no profile. */
-export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, interrupted: 130 } as const;
+export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, interrupted: INTERRUPTED } as const;
 
 /** A person's mistake (a usage or input error) is 2; anything else that stops a run is 3. */
 export function exitCodeFor(error: unknown): number {
@@ -45,7 +46,8 @@ async function checkSummaryFile(path: string, inputs: readonly string[]): Promis
 
 /**
  * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
- * once). Returns the function that removes the handlers.
+ * once); a signal held since the process began (held-signals.ts) is the first, taken at once.
+ * Returns the function that removes the handlers.
  */
 export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
@@ -56,6 +58,8 @@ export function onStopSignals(first: (signal: string) => void, second: (signal: 
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  const held = takeHeldSignal();
+  if (held !== undefined) onSignal(held);
   return () => {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
@@ -191,9 +195,23 @@ function overrideExits(command: Command): void {
 /** The command that ran was given --progress ndjson. */
 const progressEvents = (program: Command): boolean => program.commands.some((command) => command.opts().progress === 'ndjson');
 
+/** The commands that take a stop signal (an upload's or a dry run's stop, the emulator's): any other is ended by one held for it. */
+const TAKES_STOPS = new Set(['upload', 'validate', 'emulate']);
+
+/** A signal held since the process began goes to the command that runs, if it takes stops (held-signals.ts). */
+function handOnHeldSignal(program: Command): void {
+  holdStopSignals();
+  program.hook('preAction', (_program, action) => {
+    let command = action;
+    while (command.parent !== null && command.parent !== program) command = command.parent;
+    if (!TAKES_STOPS.has(command.name())) releaseHeldSignal();
+  });
+}
+
 export async function runMain(program: Command, argv: string[]): Promise<void> {
   quietOnClosedOutput();
   overrideExits(program);
+  handOnHeldSignal(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {
@@ -216,5 +234,7 @@ export async function runMain(program: Command, argv: string[]): Promise<void> {
     process.stderr.write(`track: ${message}\n`);
     if (!known && error instanceof Error && error.stack && process.env.TRACK_DEBUG) process.stderr.write(`${error.stack}\n`);
     process.exitCode = exitCodeFor(error);
+  } finally {
+    dropHeldSignal();
   }
 }

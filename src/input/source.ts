@@ -324,5 +324,25 @@ export function readAhead(stdin: Readable): { ahead: Readable; again(): Readable
       else if (!(await pull())) return;
     }
   };
-  return { ahead: Readable.from(ahead(), { objectMode: false }), again: () => Readable.from(again(), { objectMode: false }) };
+  return { ahead: Readable.from(ahead(), { objectMode: false }), again: () => givingUp(again(), stdin) };
+}
+
+/**
+ * The chunks as a stream whose destroying (a stop) destroys `source` as well: the chunks wait on its
+ * next bytes, which may never come, and a stream made by Readable.from() is not destroyed until the
+ * chunk it waits for has come.
+ */
+function givingUp(chunks: AsyncGenerator<Buffer | string>, source: Readable): Readable {
+  return new Readable({
+    read() {
+      chunks.next().then(
+        (next) => this.push(next.done === true ? null : next.value),
+        (error: Error) => this.destroy(error),
+      );
+    },
+    destroy(error, callback) {
+      source.destroy();
+      callback(error);
+    },
+  });
 }

@@ -23,10 +23,11 @@ export async function startPlan(
   const controller = new AbortController();
   const { signal } = controller;
   const stop = (): void => controller.abort();
+  // a read of standard input waits for its next bytes, which may never come: a stop ends it (one
+  // that came before the run began too, so this is in place first)
+  if (how.stdin !== undefined && options.inputs.includes('-')) signal.addEventListener('abort', () => how.stdin?.destroy(), { once: true });
   if (how.stopSignal?.aborted === true) stop();
   else how.stopSignal?.addEventListener('abort', stop, { once: true });
-  // a read of standard input waits for its next bytes, which may never come: a stop ends it
-  if (how.stdin !== undefined && options.inputs.includes('-')) signal.addEventListener('abort', () => how.stdin?.destroy(), { once: true });
   const events: AsyncIterable<PlanEvent<RequestToSend>> = how.inWorker
     ? (await import('./worker/plan-in-worker.js')).planInWorker({ ...options, stopSignal: signal })
     : (await import('./plan.js')).planEvents({ ...options, stopSignal: signal, stdin: how.stdin });

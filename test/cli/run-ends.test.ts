@@ -3,7 +3,7 @@
 // signal), the process exits soon after its summary, on a file whose rows are rejected and whose
 // fields are dropped (the planning thread then has much to say when the delivery stops). Each case
 // runs ten times: a run that does not end is killed at its deadline and fails the test.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { BIN, closedPort } from '../helpers/cli.js';
 import { writeCrmCsv, runTimed, type TimedRun } from '../helpers/crm.js';
@@ -102,6 +102,18 @@ describe('a run stopped by a signal ends after its summary', () => {
 });
 
 describe('a signal while standard input is idle', () => {
+  /** Sends SIGINT to a run whose standard input is open and idle; its exit status, once it ends by itself (null if killed at the deadline). */
+  async function interrupt(child: ChildProcessWithoutNullStreams): Promise<number | null> {
+    if (child.exitCode !== null) return child.exitCode;
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    child.kill('SIGINT');
+    const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
+    const status = await exited;
+    clearTimeout(timer);
+    child.stdin.destroy();
+    return status;
+  }
+
   for (const command of ['validate', 'upload']) {
     it(`${command}: the read is given up, the summary printed, exit 130`, async () => {
       const emu = await emulator();
@@ -110,16 +122,27 @@ describe('a signal while standard input is idle', () => {
       const child = spawn(process.execPath, [BIN, command, '-', '--format', 'csv', ...target], { cwd: tmp.dir, stdio: ['pipe', 'pipe', 'pipe'] });
       let stdout = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
       expect(await whenReadingStdin(child.pid!)).toBe(true);
-      child.kill('SIGINT');
-      const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS);
-      const status = await exited;
-      clearTimeout(timer);
-      child.stdin.destroy();
-      expect(status, 'the run did not end').toBe(130);
+      expect(await interrupt(child), 'the run did not end').toBe(130);
       expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM\) after 0 rows of the input were read/);
       expect(stdout).not.toContain('--resume');
     }, 60_000);
   }
+
+  it('validate --preview: once the preview is printed, the read of what follows is given up, exit 130', async () => {
+    // the first rows come, are previewed and kept for the run; then standard input stays open and sends nothing
+    const child = spawn(process.execPath, [BIN, 'validate', '-', '--format', 'csv', '--preview', '1'], { cwd: tmp.dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdin.write('external_id,score\nu1,1\nu2,2\n');
+    let stdout = '';
+    const previewed = new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (stdout.includes('preview of -')) resolve();
+      }),
+    );
+    // the stop signals are held from before the preview is printed (held-signals.ts): this one is the run's
+    await previewed;
+    expect(await interrupt(child), 'the run did not end').toBe(130);
+    expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM\)/);
+  }, 60_000);
 });

@@ -5,6 +5,7 @@ import { constants } from 'node:os';
 import type { EmulatorOptions } from '../../emulator/options.js';
 import type { Emulator } from '../../emulator/server.js';
 import { UsageError } from '../../errors.js';
+import { takeHeldSignal } from '../held-signals.js';
 import { describeLimits, resolveLimits } from '../../model/limits.js';
 import { MAX_REQUEST_LOG_SIZE } from '../../emulator/defaults.js';
 import { isRemote } from '../../input/location.js';
@@ -79,9 +80,10 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
     const done = emulator === undefined ? Promise.resolve() : emulator.close();
     void done.then(() => process.exit(0));
   };
-  // handlers first, so a signal right after the start line is never missed
+  // handlers first, so a signal right after the start line is never missed (nor one that came before them)
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  if (takeHeldSignal() !== undefined) return stop();
   const options = emulatorOptions(flags, log);
   emulator = await startEmulator(options);
   process.stdout.write(startLines(emulator, flags, options));
@@ -104,6 +106,8 @@ async function runExec(flags: EmulateFlags, command: string, options: EmulatorOp
     stop(signal);
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+  const held = takeHeldSignal();
+  if (held !== undefined) onSignal(held);
   try {
     const result = await execWithEmulator(command, {
       ...options,

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { setFlagsFromString } from 'node:v8';
 import type { ReadProgress, UploadOptions } from '../../upload/upload.js';
 import type { OutputFlags } from '../output/run-outputs.js';
+import { holdStopSignals, releaseHeldSignal, signalHeld } from '../held-signals.js';
 import { runAndReport } from '../run.js';
 import { addOutputOptions, addPaceOptions, addReadOptions, INPUTS_HELP, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
@@ -28,9 +29,14 @@ export function registerValidate(program: Command): void {
       const map = options.mapFile === undefined ? undefined : await readColumnMap(options.mapFile);
       // a header or a map that cannot be used stops the run before any row is previewed (each object as listed)
       await checkHeaders({ ...options, ...(await resolveInputs(options.inputs, options.storage)) }, map);
+      // a signal that came while the program started stops the run before its preview is read
+      if (signalHeld()) return runDryRun('validate', options, flags);
       // standard input's first rows are read for the preview and kept, and the run reads it from the start
       const stdin = files.includes(STDIN) ? readAhead(process.stdin) : undefined;
+      // the preview may wait on standard input: a signal then ends the process, as it would any program
+      releaseHeldSignal();
       const preview = await previewRows({ ...options, map }, flags.preview, stdin?.ahead);
+      holdStopSignals();
       const run = stdin === undefined ? options : { ...options, stdin: stdin.again() };
       if (flags.json === true) return runDryRun('validate', run, flags, { preview });
       // with --out -, standard output carries the request bodies alone

@@ -138,12 +138,16 @@ export async function startUploadProgress(options: {
     process.stderr.write(`${line}\n`);
     spinner?.render();
   };
-  // the first Ctrl-C is answered at once, on the spinner and in a line of its own, whatever --quiet says
+  // the first Ctrl-C is answered at once, on the spinner and in a line of its own, whatever --quiet says;
+  // the delivery's word on it, when it begins, gets a line only when it tells more
+  let toldStopping: string | undefined;
   const tellStopping = (inFlight: number | undefined): void => {
     meter.stopping = { inFlight };
     if (options.silent === true) return;
     if (spinner !== undefined) spinner.text = progressLine(meter);
-    say(`\n${stoppingLine(inFlight, timeoutSeconds)}`);
+    const line = stoppingLine(inFlight, timeoutSeconds);
+    if (line !== toldStopping) say(`\n${line}`);
+    toldStopping = line;
   };
   return {
     onRead: ({ rows, bytes }) => {

@@ -1,0 +1,59 @@
+// A SIGINT or SIGTERM from the process's first moment is held for the command that takes it: the
+// CLI's modules take a tenth of a second to load, and a scheduler that cancels a job at once must
+// still get a run that ends as a stopped run does (its summary, its events, exit 130), not a process
+// killed before its handlers were in place. Loaded by bin/track.js before anything else: it imports
+// nothing.
+
+/** EXIT.interrupted (run.ts): what a second signal ends the process with. */
+export const INTERRUPTED = 130;
+
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+let holding = false;
+let held: NodeJS.Signals | undefined;
+
+function hold(signal: NodeJS.Signals): void {
+  // a second one before any command took the first ends the process at once, as a second Ctrl-C does
+  if (held !== undefined) process.exit(INTERRUPTED);
+  held = signal;
+}
+
+/** From now on a first SIGINT or SIGTERM is kept for takeHeldSignal() (a signal listener keeps no process alive). */
+export function holdStopSignals(): void {
+  if (holding) return;
+  holding = true;
+  for (const signal of SIGNALS) process.on(signal, hold);
+}
+
+/** Stops holding: the signal held, if any, is returned and forgotten. */
+function stopHolding(): NodeJS.Signals | undefined {
+  if (holding) for (const signal of SIGNALS) process.off(signal, hold);
+  holding = false;
+  const signal = held;
+  held = undefined;
+  return signal;
+}
+
+/**
+ * A command that takes stops calls this once its own handlers are on (a signal from then on reaches
+ * them, never the default that kills the process): the signal that came before them, to act on now.
+ */
+export const takeHeldSignal = (): NodeJS.Signals | undefined => stopHolding();
+
+/** A signal has come and nothing has taken it yet. */
+export const signalHeld = (): boolean => held !== undefined;
+
+/**
+ * A command that takes no stop (inspect, state, report, cleanup, a preview that may wait on standard
+ * input) is ended by a signal as if nothing had held it: at once, by that signal.
+ */
+export function releaseHeldSignal(): void {
+  const signal = stopHolding();
+  if (signal !== undefined) process.kill(process.pid, signal);
+}
+
+/**
+ * The command line ended without a command taking the signal (--help, a usage error found before the
+ * run began): the process ends as it was ending, with its status; the signal found nothing to stop.
+ */
+export const dropHeldSignal = (): void => void stopHolding();
