@@ -254,35 +254,40 @@ export class UserIndex {
   /**
    * Sets the digests of rows the persisted index holds, a slab at a time (`slab(i)` reads the i-th,
    * `write` puts it back), without reading the whole index; false when one of the rows is not there.
+   * A row set twice takes the digest it was set to last.
    */
-  static patch(
-    shape: Uint32Array,
-    directory: Uint32Array,
-    changes: ReadonlyArray<readonly [number, number, number]>,
-    slab: (index: number) => Uint32Array,
-    write: (index: number, slab: Uint32Array) => void,
-  ): boolean {
+  static patch(shape: Uint32Array, directory: Uint32Array, changes: IndexEntries, slab: (index: number) => Uint32Array, write: (index: number, slab: Uint32Array) => void): boolean {
     const bits = shape[0];
-    const bySlab = new Map<number, Array<readonly [number, number, number]>>();
-    for (const change of changes) {
-      const key = change[0] >>> 0;
-      const bucket = directory[bits === 0 ? 0 : key >>> (32 - bits)];
-      const list = bySlab.get(Math.floor(bucket / SLAB));
-      if (list === undefined) bySlab.set(Math.floor(bucket / SLAB), [change]);
-      else list.push(change);
-    }
-    for (const [index, list] of bySlab) {
-      const words = slab(index);
-      for (const [anyKey, row, digest] of list) {
-        const key = anyKey >>> 0;
-        const at = (directory[bits === 0 ? 0 : key >>> (32 - bits)] % SLAB) * BUCKET;
+    const slabs = Math.ceil(shape[1] / SLAB);
+    const bucketOf = (key: number): number => directory[bits === 0 ? 0 : key >>> (32 - bits)];
+    // the changes by slab, each slab's in the order they were set (a counting sort): ends[s] is where slab s's end
+    const ends = new Uint32Array(slabs + 1);
+    let outside = false;
+    changes.forEach((key) => {
+      const s = Math.floor(bucketOf(key) / SLAB);
+      if (s < slabs) ends[s + 1] += 1;
+      else outside = true;
+    });
+    if (outside) return false;
+    for (let s = 1; s <= slabs; s += 1) ends[s] += ends[s - 1];
+    const order = new Uint32Array(changes.count);
+    let n = 0;
+    changes.forEach((key) => {
+      order[ends[Math.floor(bucketOf(key) / SLAB)]++] = n++;
+    });
+    for (let s = 0, first = 0; s < slabs; first = ends[s], s += 1) {
+      if (first === ends[s]) continue;
+      const words = slab(s);
+      for (let c = first; c < ends[s]; c += 1) {
+        const [key, row, digest] = changes.at(order[c]);
+        const at = (bucketOf(key) % SLAB) * BUCKET;
         let i = key & (ENTRIES - 1);
-        for (let n = 0; n < ENTRIES && !(words[at + i] === key && words[at + ROWS + i] === row); n += 1) i = (i + 1) & (ENTRIES - 1);
+        for (let tries = 0; tries < ENTRIES && !(words[at + i] === key && words[at + ROWS + i] === row); tries += 1) i = (i + 1) & (ENTRIES - 1);
         if (!(words[at + i] === key && words[at + ROWS + i] === row)) return false;
         words[at + HIGH + i] = Math.floor(digest / TWO_32);
         words[at + LOW + i] = digest >>> 0;
       }
-      write(index, words);
+      write(s, words);
     }
     return true;
   }
@@ -324,6 +329,12 @@ export class IndexEntries {
     this.#rows[chunk][at] = row;
     this.#digests[chunk][at] = digest;
     this.#count += 1;
+  }
+
+  /** The key, row and digest of the entry pushed `i`-th. */
+  at(i: number): [number, number, number] {
+    const [chunk, at] = [Math.floor(i / IndexEntries.#CHUNK), i % IndexEntries.#CHUNK];
+    return [this.#keys[chunk][at], this.#rows[chunk][at], this.#digests[chunk][at]];
   }
 
   /** Calls fn with each entry, in the order they were pushed. */
