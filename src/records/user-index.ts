@@ -212,7 +212,7 @@ export class UserIndex {
   }
 
   /** Makes this empty index the buckets given ([first, end, depth, prefix] each, of the sorted entries), and its directory of `bits`. */
-  #fill({ keys, rows, digests }: ReturnType<IndexEntries['sorted']>, buckets: readonly number[], bits: number): void {
+  #fill({ keys, rows, digests }: Sorting, buckets: readonly number[], bits: number): void {
     this.#bits = bits;
     this.#directory = new Uint32Array(2 ** bits);
     this.#slabs = [];
@@ -345,34 +345,67 @@ export class IndexEntries {
     }
   }
 
-  /** The entries in the order of their keys (a radix sort, 11 bits at a time, that carries their rows and digests along). */
-  sorted(): { keys: Uint32Array; rows: Uint32Array; digests: Float64Array } {
+  /**
+   * The entries in the order of their keys; this holds none after (its chunks are let go of as they
+   * are read). A radix sort: the entries parted by their keys' first 11 bits straight from the
+   * chunks, then each part sorted by the other 21 bits in a scratch the size of the largest part,
+   * where a sort of the whole at once would hold two more copies of them.
+   */
+  sorted(): Sorting {
     const count = this.#count;
-    const flat = <T extends Uint32Array | Float64Array>(chunks: T[], make: new (length: number) => T): T => {
-      const all = new make(count);
-      chunks.forEach((chunk, i) => all.set(chunk.subarray(0, Math.min(IndexEntries.#CHUNK, count - i * IndexEntries.#CHUNK)), i * IndexEntries.#CHUNK));
-      return all;
-    };
-    let keys: Uint32Array = flat(this.#keys, Uint32Array);
-    let rows: Uint32Array = flat(this.#rows, Uint32Array);
-    let digests: Float64Array = flat(this.#digests, Float64Array);
-    let nextKeys: Uint32Array = new Uint32Array(count);
-    let nextRows: Uint32Array = new Uint32Array(count);
-    let nextDigests: Float64Array = new Float64Array(count);
-    const starts = new Uint32Array(2049);
-    for (const shift of [0, 11, 22]) {
-      starts.fill(0);
-      for (let i = 0; i < count; i += 1) starts[((keys[i] >>> shift) & 0x7ff) + 1] += 1;
-      for (let d = 1; d <= 2048; d += 1) starts[d] += starts[d - 1];
-      for (let i = 0; i < count; i += 1) {
-        const to = starts[(keys[i] >>> shift) & 0x7ff]++;
-        nextKeys[to] = keys[i];
-        nextRows[to] = rows[i];
-        nextDigests[to] = digests[i];
+    const CHUNK = IndexEntries.#CHUNK;
+    const all: Sorting = { keys: new Uint32Array(count), rows: new Uint32Array(count), digests: new Float64Array(count) };
+    const ends = new Uint32Array(2049);
+    this.#keys.forEach((keys, c) => {
+      for (let i = 0, n = Math.min(CHUNK, count - c * CHUNK); i < n; i += 1) ends[(keys[i] >>> 21) + 1] += 1;
+    });
+    for (let d = 1; d <= 2048; d += 1) ends[d] += ends[d - 1];
+    const next = ends.slice(0, 2048);
+    for (let c = 0; c < this.#keys.length; c += 1) {
+      const [keys, rows, digests] = [this.#keys[c], this.#rows[c], this.#digests[c]];
+      for (let i = 0, n = Math.min(CHUNK, count - c * CHUNK); i < n; i += 1) {
+        const to = next[keys[i] >>> 21]++;
+        all.keys[to] = keys[i];
+        all.rows[to] = rows[i];
+        all.digests[to] = digests[i];
       }
-      [keys, nextKeys, rows, nextRows, digests, nextDigests] = [nextKeys, keys, nextRows, rows, nextDigests, digests];
     }
-    return { keys, rows, digests };
+    this.#keys.length = 0;
+    this.#rows.length = 0;
+    this.#digests.length = 0;
+    this.#count = 0;
+    let largest = 0;
+    for (let p = 0; p < 2048; p += 1) largest = Math.max(largest, ends[p + 1] - ends[p]);
+    const scratch: Sorting = { keys: new Uint32Array(largest), rows: new Uint32Array(largest), digests: new Float64Array(largest) };
+    const counts = new Uint32Array(2049);
+    for (let p = 0; p < 2048; p += 1) {
+      const [first, n] = [ends[p], ends[p + 1] - ends[p]];
+      if (n < 2) continue;
+      radixPass(all, first, n, scratch, 0, 0, counts);
+      radixPass(scratch, 0, n, all, first, 11, counts);
+    }
+    return all;
+  }
+}
+
+/** Entries as arrays of their keys, rows and digests. */
+interface Sorting {
+  keys: Uint32Array;
+  rows: Uint32Array;
+  digests: Float64Array;
+}
+
+/** Moves `n` entries from `from` (at `fromAt`) to `to` (at `toAt`) in the order of 11 bits of their keys from `shift` (the order they were in kept among equal ones). */
+function radixPass(from: Sorting, fromAt: number, n: number, to: Sorting, toAt: number, shift: number, counts: Uint32Array): void {
+  counts.fill(0);
+  for (let i = fromAt; i < fromAt + n; i += 1) counts[((from.keys[i] >>> shift) & 0x7ff) + 1] += 1;
+  counts[0] = toAt;
+  for (let d = 1; d <= 2048; d += 1) counts[d] += counts[d - 1];
+  for (let i = fromAt; i < fromAt + n; i += 1) {
+    const at = counts[(from.keys[i] >>> shift) & 0x7ff]++;
+    to.keys[at] = from.keys[i];
+    to.rows[at] = from.rows[i];
+    to.digests[at] = from.digests[i];
   }
 }
 
