@@ -1,0 +1,178 @@
+// The index of a target's users as the state file keeps it: a run that changes only known users
+// patches it in place (the slabs it touches, one at a time), and the index read back then matches
+// the rows; a run killed while it saves it leaves the rows it learned and the index made again.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record.js';
+import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
+import { openStateFileWriter } from '../../src/records/state-file-writer.js';
+import { indexFromRows, loadIndex, patchIndex } from '../../src/records/state-rows.js';
+import { openStateReader } from '../../src/records/state.js';
+import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => (tmp = tempDir()));
+afterEach(() => tmp.cleanup());
+
+const T = 'http://127.0.0.1:4000/users/track';
+const USERS = 5000;
+
+/** Has the writer learn these records, each a request the server accepted whole. */
+function accept(writer: ReturnType<typeof openStateFileWriter>, records: Uint8Array[]): void {
+  let next = 0;
+  writer.accepted(() => (next < records.length ? { learn: records[next++], rejected: () => false } : undefined));
+}
+
+/** A first run's records: users u0 to u(USERS-1), plan "free" and their number, 500 a request. */
+function firstRun(): Uint8Array[] {
+  const records: Uint8Array[] = [];
+  for (let from = 0; from < USERS; from += 500) {
+    const record = learnRecordWriter();
+    for (let i = from; i < from + 500; i += 1) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'free', n: i });
+    records.push(record.finish());
+  }
+  return records;
+}
+
+/**
+ * A record of known users' new plans, as a plan gives it: with the rows it found them at (the
+ * writer then reads no index of its own, and patches the file's at its end).
+ */
+function knownRecord(users: Array<{ i: number; row: number; plan: string }>): Uint8Array {
+  const held: HeldValues = {
+    holds: () => true,
+    keyHashOf(at, into, offset) {
+      keyHashInto(`e:u${users[at].i}`);
+      into.set(KEY_HASH, offset);
+    },
+    rowOf: (at) => users[at].row,
+    count: () => 1,
+    values(at, _count, into, offset) {
+      into.set([0, 0, ...valueHash(users[at].plan)], offset);
+    },
+    nameOf: () => 'plan',
+  };
+  const record = learnRecordWriter(held);
+  users.forEach((user, at) => record.add(userMark(true, at), { external_id: `u${user.i}`, plan: user.plan }));
+  return record.finish();
+}
+
+/** The rows of users u0 to u(USERS-1), as a plan finds them. */
+function rowsOf(path: string): number[] {
+  const reader = openStateReader(path, T);
+  const rows = Array.from({ length: USERS }, (_, i) => {
+    keyHashInto(`e:u${i}`);
+    return reader.user(`e:u${i}`, KEY_HASH[0])!.row;
+  });
+  reader.close();
+  return rows;
+}
+
+/** An index's entries, by row. */
+function entriesOf(index: UserIndex): number[][] {
+  const list: number[][] = [];
+  index.forEach((key, row, digest) => list.push([key, row, digest]));
+  return list.sort((a, b) => a[1] - b[1]);
+}
+
+/** The index the file holds (undefined: out of date) and the one made from its rows. */
+function indexes(path: string): { saved: number[][] | undefined; made: number[][] } {
+  const db = new Database(path, { readonly: true });
+  try {
+    const saved = loadIndex(db, 1);
+    return { saved: saved && entriesOf(saved), made: entriesOf(indexFromRows(db, 1)) };
+  } finally {
+    db.close();
+  }
+}
+
+/** Whether u`i` holds this plan in the state. */
+function holdsPlan(path: string, i: number, plan: string): boolean {
+  const reader = openStateReader(path, T);
+  keyHashInto(`e:u${i}`);
+  const holds = reader.user(`e:u${i}`, KEY_HASH[0])?.holds('plan', ...valueHash(plan)) === true;
+  reader.close();
+  return holds;
+}
+
+describe('the index in the state file', () => {
+  it('a run that changes known users patches it in place: read back, it matches the rows, and finds every user with their row', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    let writer = openStateFileWriter(path, T);
+    accept(writer, firstRun());
+    writer.close();
+    const rows = rowsOf(path);
+    // every 50th user changes; u7 changes twice in the run (its last digest is the one kept)
+    const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50, row: rows[n * 50], plan: 'pro' }));
+    writer = openStateFileWriter(path, T);
+    writer.sending(knownRecord(changed));
+    accept(writer, [knownRecord(changed), knownRecord([{ i: 7, row: rows[7], plan: 'gold' }]), knownRecord([{ i: 7, row: rows[7], plan: 'team' }])]);
+    writer.close();
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(USERS);
+    expect(saved).toEqual(made);
+    expect(rowsOf(path)).toEqual(rows);
+    expect(holdsPlan(path, 50, 'pro')).toBe(true);
+    expect(holdsPlan(path, 51, 'free')).toBe(true);
+    expect(holdsPlan(path, 7, 'team')).toBe(true);
+    expect(holdsPlan(path, 7, 'gold')).toBe(false);
+  });
+
+  it('patched, a row set twice keeps its last digest; a row it does not hold leaves the patch undone (the caller saves it whole)', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    accept(writer, firstRun());
+    writer.close();
+    const before = indexes(path).saved!;
+    const db = new Database(path);
+    const changes = new IndexEntries();
+    for (const [key, row] of before.filter((_, n) => n % 100 === 0)) changes.push(key, row, 12345);
+    changes.push(before[3][0], before[3][1], 1);
+    changes.push(before[3][0], before[3][1], 2);
+    expect(db.transaction(() => patchIndex(db, 1, changes))()).toBe(true);
+    const patched = entriesOf(loadIndex(db, 1)!);
+    expect(patched).toEqual(before.map(([key, row, digest], n) => [key, row, n % 100 === 0 ? 12345 : n === 3 ? 2 : digest]));
+    const unknown = new IndexEntries();
+    unknown.push(before[5][0], before[5][1] + 1, 7);
+    expect(db.transaction(() => patchIndex(db, 1, unknown))()).toBe(false);
+    db.close();
+  });
+
+  it('a writer killed (SIGKILL) while it patches the index leaves the rows it learned, and the index made again from them', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    accept(writer, firstRun());
+    writer.close();
+    const rows = rowsOf(path);
+    const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50 + 1, row: rows[n * 50 + 1], plan: 'pro' }));
+    const learn = join(tmp.dir, 'learn.bin');
+    writeFileSync(learn, knownRecord(changed));
+    const script = join(tmp.dir, 'killed.mjs');
+    writeFileSync(
+      script,
+      `import { readFileSync } from 'node:fs';
+       import { openStateFileWriter } from '${ROOT}/dist/records/state-file-writer.js';
+       const writer = openStateFileWriter(${JSON.stringify(path)}, ${JSON.stringify(T)}, { whileSaving: () => process.kill(process.pid, 'SIGKILL') });
+       const learn = new Uint8Array(readFileSync(${JSON.stringify(learn)}));
+       let given = false;
+       writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected: () => false })));
+       writer.close();`,
+    );
+    const killed = spawnSync(process.execPath, [script], { encoding: 'utf8' });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(readFileSync(learn).length).toBeGreaterThan(0);
+    // the index in the file is out of date (the patch was not committed): it is made from the rows
+    expect(indexes(path).saved).toBeUndefined();
+    expect(holdsPlan(path, 51, 'pro')).toBe(true);
+    expect(holdsPlan(path, 50, 'free')).toBe(true);
+    // a writer makes it again and saves it
+    openStateFileWriter(path, T).close();
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(USERS);
+    expect(saved).toEqual(made);
+  });
+});
