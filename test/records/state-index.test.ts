@@ -27,15 +27,19 @@ function accept(writer: ReturnType<typeof openStateFileWriter>, records: Uint8Ar
   writer.accepted(() => (next < records.length ? { learn: records[next++], rejected: () => false } : undefined));
 }
 
-/** A first run's records: users u0 to u(USERS-1), plan "free" and their number, 500 a request. */
-function firstRun(): Uint8Array[] {
+/** A state file (its path) a first run wrote: users u0 to u(USERS-1), plan "free" and their number, 500 a request. */
+function firstRun(): string {
+  const path = join(tmp.dir, 'state.sqlite');
   const records: Uint8Array[] = [];
   for (let from = 0; from < USERS; from += 500) {
     const record = learnRecordWriter();
     for (let i = from; i < from + 500; i += 1) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'free', n: i });
     records.push(record.finish());
   }
-  return records;
+  const writer = openStateFileWriter(path, T);
+  accept(writer, records);
+  writer.close();
+  return path;
 }
 
 /**
@@ -101,14 +105,11 @@ function holdsPlan(path: string, i: number, plan: string): boolean {
 
 describe('the index in the state file', () => {
   it('a run that changes known users patches it in place: read back, it matches the rows, and finds every user with their row', () => {
-    const path = join(tmp.dir, 'state.sqlite');
-    let writer = openStateFileWriter(path, T);
-    accept(writer, firstRun());
-    writer.close();
+    const path = firstRun();
     const rows = rowsOf(path);
     // every 50th user changes; u7 changes twice in the run (its last digest is the one kept)
     const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50, row: rows[n * 50], plan: 'pro' }));
-    writer = openStateFileWriter(path, T);
+    const writer = openStateFileWriter(path, T);
     writer.sending(knownRecord(changed));
     accept(writer, [knownRecord(changed), knownRecord([{ i: 7, row: rows[7], plan: 'gold' }]), knownRecord([{ i: 7, row: rows[7], plan: 'team' }])]);
     writer.close();
@@ -123,10 +124,7 @@ describe('the index in the state file', () => {
   });
 
   it('patched, a row set twice keeps its last digest; a row it does not hold leaves the patch undone (the caller saves it whole)', () => {
-    const path = join(tmp.dir, 'state.sqlite');
-    const writer = openStateFileWriter(path, T);
-    accept(writer, firstRun());
-    writer.close();
+    const path = firstRun();
     const before = indexes(path).saved!;
     const db = new Database(path);
     const changes = new IndexEntries();
@@ -143,10 +141,7 @@ describe('the index in the state file', () => {
   });
 
   it('a writer killed (SIGKILL) while it patches the index leaves the rows it learned, and the index made again from them', () => {
-    const path = join(tmp.dir, 'state.sqlite');
-    const writer = openStateFileWriter(path, T);
-    accept(writer, firstRun());
-    writer.close();
+    const path = firstRun();
     const rows = rowsOf(path);
     const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50 + 1, row: rows[n * 50 + 1], plan: 'pro' }));
     const learn = join(tmp.dir, 'learn.bin');
