@@ -6,7 +6,7 @@ import { endianness } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { addDigest, digestPart, KEY_HASH, keyHashInto, userPart } from './state-record.js';
-import { type IndexEntries, UserIndex } from './user-index.js';
+import { type IndexEntries, persistedLengths, UserIndex } from './user-index.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 export const ENTRY = 12;
@@ -166,23 +166,41 @@ export function rowDigest(ofUser: number, attrs: Uint8Array): number {
 
 const BIG_ENDIAN = endianness() === 'BE';
 
-/** The index as the file holds it (its shape, directory, depths, counts, then its slabs: little-endian), or undefined when it must be made from the rows (a run stopped before saving it). */
+/**
+ * The index as the file holds it (its shape, directory, depths, counts, then its slabs: little-endian),
+ * or undefined when it must be made from the rows (a run stopped before saving it). One not as
+ * saveIndex wrote it (a part missing, or of another length) is refused as a damaged file is.
+ */
 export function loadIndex(db: Database.Database, target: number): UserIndex | undefined {
-  const fresh = db.prepare('SELECT fresh FROM targets WHERE id = ?').pluck().get(target) as number | undefined;
-  if (fresh === undefined) return new UserIndex();
-  if (fresh !== 1) return undefined;
-  const parts = db.prepare('SELECT slots FROM user_index WHERE target = ? ORDER BY part').pluck().all(target) as Buffer[];
-  if (parts.length < 4) return new UserIndex();
+  const state = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(target) as { fresh: number; users: number } | undefined;
+  if (state === undefined) return new UserIndex();
+  if (state.fresh !== 1) return undefined;
+  const parts = db.prepare('SELECT part, slots FROM user_index WHERE target = ? ORDER BY part').raw().all(target) as Array<[number, Buffer]>;
+  if (parts.length === 0 && state.users === 0) return new UserIndex();
+  const head = indexHead(parts[0]?.[1], parts[1]?.[1]);
+  if (head === undefined || parts.length !== head.lengths.length || parts.some(([part, bytes], i) => part !== i || bytes.length !== head.lengths[i])) throw damagedIndex();
   // the slabs are the buffers SQLite's copies came in (no second copy of the index while it loads)
-  const [shape, directory, depths, counts, ...slabs] = parts;
-  return new UserIndex({ shape: wordsOf(shape), directory: wordsOf(directory), depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(wordsOf) });
+  const [, , [, depths], [, counts], ...slabs] = parts;
+  return new UserIndex({ shape: head.shape, directory: head.directory, depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(([, bytes]) => wordsOf(bytes)) });
+}
+
+const damagedIndex = (): Error => Object.assign(new Error('its index of users is malformed'), { code: 'SQLITE_CORRUPT' });
+
+/** The shape and directory of an index as read, and the byte length of each of its parts; undefined when they are not as saved (a directory naming a bucket it has not). */
+function indexHead(shapeBytes: Buffer | undefined, directoryBytes: Buffer | undefined): { shape: Uint32Array; directory: Uint32Array; lengths: number[] } | undefined {
+  if (shapeBytes?.length !== 12 || directoryBytes === undefined) return undefined;
+  const shape = wordsOf(shapeBytes);
+  const lengths = persistedLengths(shape);
+  if (lengths === undefined || directoryBytes.length !== lengths[1]) return undefined;
+  const directory = wordsOf(directoryBytes);
+  return directory.every((bucket) => bucket < shape[1]) ? { shape, directory, lengths } : undefined;
 }
 
 /**
  * A part of the index as read (its little-endian words), seen where it lies: better-sqlite3 gives
  * each blob in a buffer of its own, which this then owns (copied only when it is not 4-byte aligned).
  */
-function wordsOf(bytes: Buffer): Uint32Array {
+export function wordsOf(bytes: Buffer): Uint32Array {
   if (BIG_ENDIAN) bytes.swap32();
   return bytes.byteOffset % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Uint32Array(new Uint8Array(bytes).buffer);
 }
@@ -203,23 +221,22 @@ export function saveIndex(db: Database.Database, target: number, index: UserInde
 /**
  * Sets the digests of rows the index in the file holds (a run that changed known users and added
  * none), reading and writing only the slabs they are in; marks it as matching the rows. False when
- * it cannot (the index in the file does not hold one of them): the caller then saves it whole.
+ * it cannot (the index in the file does not hold one of them, or is not as saved): the caller then saves it whole.
  */
 export function patchIndex(db: Database.Database, target: number, changes: IndexEntries): boolean {
   const part = db.prepare('SELECT slots FROM user_index WHERE target = ? AND part = ?').pluck();
-  const words = (bytes: Buffer | undefined): Uint32Array | undefined => (bytes === undefined ? undefined : wordsOf(bytes));
-  const shape = words(part.get(target, 0) as Buffer | undefined);
-  const directory = words(part.get(target, 1) as Buffer | undefined);
-  if (shape === undefined || directory === undefined) return false;
+  const head = indexHead(part.get(target, 0) as Buffer | undefined, part.get(target, 1) as Buffer | undefined);
+  if (head === undefined) return false;
   const update = db.prepare('UPDATE user_index SET slots = ? WHERE target = ? AND part = ?');
   const patched = UserIndex.patch(
-    shape,
-    directory,
+    head.shape,
+    head.directory,
     changes,
     (index) => {
       // the slabs read before, done with, are freed first: at most two are held, not the whole index
       collectYoung();
-      return words(part.get(target, index + 4) as Buffer | undefined) ?? new Uint32Array(0);
+      const bytes = part.get(target, index + 4) as Buffer | undefined;
+      return bytes?.length === head.lengths[index + 4] ? wordsOf(bytes) : undefined;
     },
     (index, slab) => {
       const bytes = Buffer.from(slab.buffer, slab.byteOffset, slab.byteLength);

@@ -253,10 +253,11 @@ export class UserIndex {
 
   /**
    * Sets the digests of rows the persisted index holds, a slab at a time (`slab(i)` reads the i-th,
-   * `write` puts it back), without reading the whole index; false when one of the rows is not there.
+   * `write` puts it back), without reading the whole index; false when one of the rows is not there
+   * (or `slab(i)` gives none).
    * A row set twice takes the digest it was set to last.
    */
-  static patch(shape: Uint32Array, directory: Uint32Array, changes: IndexEntries, slab: (index: number) => Uint32Array, write: (index: number, slab: Uint32Array) => void): boolean {
+  static patch(shape: Uint32Array, directory: Uint32Array, changes: IndexEntries, slab: (index: number) => Uint32Array | undefined, write: (index: number, slab: Uint32Array) => void): boolean {
     const bits = shape[0];
     const slabs = Math.ceil(shape[1] / SLAB);
     const bucketOf = (key: number): number => directory[bits === 0 ? 0 : key >>> (32 - bits)];
@@ -278,6 +279,7 @@ export class UserIndex {
     for (let s = 0, first = 0; s < slabs; first = ends[s], s += 1) {
       if (first === ends[s]) continue;
       const words = slab(s);
+      if (words === undefined) return false;
       for (let c = first; c < ends[s]; c += 1) {
         const [key, row, digest] = changes.at(order[c]);
         const at = (bucketOf(key) % SLAB) * BUCKET;
@@ -302,6 +304,18 @@ export class UserIndex {
     this.#counts.forEach((part, i) => counts.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
     return { shape: Uint32Array.of(this.#bits, this.#buckets, this.#size), directory: this.#directory, depths, counts, slabs };
   }
+}
+
+/**
+ * The byte length of each part of an index persisted with this shape ([bits, buckets, users]): its
+ * shape, directory, depths, counts, then its slabs (the last cut to the buckets in use); undefined
+ * for a shape no index has.
+ */
+export function persistedLengths(shape: Uint32Array): number[] | undefined {
+  const [bits, buckets] = shape;
+  if (shape.length !== 3 || bits > 32 || buckets === 0 || buckets > 2 ** bits) return undefined;
+  const slabs = Array.from({ length: Math.ceil(buckets / SLAB) }, (_, i) => Math.min(SLAB, buckets - i * SLAB) * BUCKET * 4);
+  return [12, 2 ** bits * 4, buckets, buckets, ...slabs];
 }
 
 /** Entries kept to be made an index at once (UserIndex.of): in chunks that never move, as the slabs. */

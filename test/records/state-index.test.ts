@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
-import { indexFromRows, loadIndex, patchIndex } from '../../src/records/state-rows.js';
+import { indexFromRows, loadIndex, patchIndex, wordsOf } from '../../src/records/state-rows.js';
 import { openStateReader } from '../../src/records/state.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
@@ -169,5 +169,61 @@ describe('the index in the state file', () => {
     const { saved, made } = indexes(path);
     expect(saved).toHaveLength(USERS);
     expect(saved).toEqual(made);
+  });
+});
+
+describe('a damaged index in the state file', () => {
+  /** Runs fn on the file's database (to damage it). */
+  const damage = (path: string, fn: (db: Database.Database) => void): void => {
+    const db = new Database(path);
+    fn(db);
+    db.close();
+  };
+  const slab = (db: Database.Database): Buffer => db.prepare('SELECT slots FROM user_index WHERE target = 1 AND part = 4').pluck().get() as Buffer;
+  const setSlab = (db: Database.Database, bytes: Buffer): void => void db.prepare('UPDATE user_index SET slots = ? WHERE target = 1 AND part = 4').run(bytes);
+
+  it.each([
+    ['a slab one byte longer', (db: Database.Database) => setSlab(db, Buffer.concat([slab(db), Buffer.alloc(1)]))],
+    ['a slab one word shorter', (db: Database.Database) => setSlab(db, slab(db).subarray(4))],
+    ['a slab missing', (db: Database.Database) => void db.prepare('DELETE FROM user_index WHERE target = 1 AND part = 4').run()],
+    ['its directory missing', (db: Database.Database) => void db.prepare('DELETE FROM user_index WHERE target = 1 AND part = 1').run()],
+    ['every part missing', (db: Database.Database) => void db.prepare('DELETE FROM user_index WHERE target = 1').run()],
+    [
+      'a bucket out of range in its directory',
+      (db: Database.Database) => {
+        const directory = db.prepare('SELECT slots FROM user_index WHERE target = 1 AND part = 1').pluck().get() as Buffer;
+        directory.writeUInt32LE(0xffffffff, 0);
+        db.prepare('UPDATE user_index SET slots = ? WHERE target = 1 AND part = 1').run(directory);
+      },
+    ],
+  ])('with %s, is refused as a damaged file, naming it', (_, how) => {
+    const path = firstRun();
+    damage(path, how);
+    expect(() => openStateReader(path, T)).toThrow(`--state ${path} is damaged`);
+  });
+
+  it('is not patched where a slab has the wrong length: the caller saves it whole, made from the rows', () => {
+    const path = firstRun();
+    const before = indexes(path).saved!;
+    damage(path, (db) => setSlab(db, slab(db).subarray(0, slab(db).length - 4)));
+    const db = new Database(path);
+    const changes = new IndexEntries();
+    changes.push(before[0][0], before[0][1], 12345);
+    expect(db.transaction(() => patchIndex(db, 1, changes))()).toBe(false);
+    db.close();
+  });
+});
+
+describe('the words of a part of the index as read', () => {
+  it('are the little-endian words of its bytes, wherever its bytes lie (copied when not 4-byte aligned)', () => {
+    const words = [1, 0x01020304, 0xffffffff, 7];
+    const bytes = Buffer.alloc(17);
+    words.forEach((word, i) => bytes.writeUInt32LE(word, 1 + i * 4));
+    const unaligned = bytes.subarray(1);
+    expect(unaligned.byteOffset % 4).not.toBe(0);
+    expect(Array.from(wordsOf(unaligned))).toEqual(words);
+    const aligned = Buffer.from(unaligned);
+    expect(aligned.byteOffset % 4).toBe(0);
+    expect(Array.from(wordsOf(aligned))).toEqual(words);
   });
 });
