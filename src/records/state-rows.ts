@@ -254,14 +254,30 @@ export function patchIndex(db: Database.Database, target: number, changes: Index
  * Where the runtime gives no collector to call, the slabs wait for it as before.
  */
 function collectYoung(): void {
-  if (collector === undefined) {
-    setFlagsFromString('--expose-gc');
-    const gc: unknown = runInNewContext('typeof gc === "function" ? gc : null');
-    collector = typeof gc === 'function' ? () => gc({ type: 'minor' }) : null;
-  }
+  if (collector === undefined) collector = youngCollector();
   collector?.();
 }
 let collector: (() => void) | null | undefined;
+
+/**
+ * The runtime's collector of young objects, taken from a context of its own, or null. The flag that
+ * gives one (process-wide: every thread's) is set only while that context is made, then cleared
+ * again, unless the process was started with it: a context or a worker the process makes later,
+ * a library user's included, gets no `gc` it would not have had.
+ */
+function youngCollector(): (() => void) | null {
+  const take = (): unknown => runInNewContext('typeof gc === "function" ? gc : null');
+  let gc = take();
+  if (gc === null) {
+    setFlagsFromString('--expose-gc');
+    try {
+      gc = take();
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
+  }
+  return typeof gc === 'function' ? () => gc({ type: 'minor' }) : null;
+}
 
 /** The index made from a target's rows (after a run stopped before it saved its own; seconds a million users). */
 export function indexFromRows(db: Database.Database, target: number): UserIndex {

@@ -227,3 +227,41 @@ describe('the words of a part of the index as read', () => {
     expect(Array.from(wordsOf(aligned))).toEqual(words);
   });
 });
+
+describe('a patch of the index and the process it runs in', () => {
+  /** Runs a patch of one user's digest in a process of its own (node started with `flags`): what it saw of `gc` after, and the collections it ran. */
+  function patchIn(flags: string[]): { patched: boolean; context: string; worker: string; global: string; collections: number } {
+    const path = firstRun();
+    const script = join(tmp.dir, 'patch.mjs');
+    writeFileSync(
+      script,
+      `import Database from '${ROOT}/node_modules/better-sqlite3/lib/index.js';
+       import { runInNewContext } from 'node:vm';
+       import { Worker } from 'node:worker_threads';
+       import { loadIndex, patchIndex } from '${ROOT}/dist/records/state-rows.js';
+       import { IndexEntries } from '${ROOT}/dist/records/user-index.js';
+       const db = new Database(${JSON.stringify(path)});
+       const changes = new IndexEntries();
+       loadIndex(db, 1).forEach((key, row) => changes.count === 0 && changes.push(key, row, 12345));
+       console.log('patching');
+       const patched = db.transaction(() => patchIndex(db, 1, changes))();
+       console.log('patched');
+       db.close();
+       const worker = await new Promise((resolve) => new Worker('require("node:worker_threads").parentPort.postMessage(typeof globalThis.gc)', { eval: true }).once('message', resolve));
+       console.log(JSON.stringify({ patched, context: runInNewContext('typeof gc'), worker, global: typeof globalThis.gc }));`,
+    );
+    const run = spawnSync(process.execPath, [...flags, '--trace-gc', script], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    const lines = run.stdout.split('\n');
+    const during = lines.slice(lines.indexOf('patching'), lines.indexOf('patched'));
+    return { ...JSON.parse(lines.findLast((line) => line.startsWith('{'))!), collections: during.filter((line) => /Scavenge.*testing/.test(line)).length };
+  }
+
+  it('collects the slabs it let go of, and leaves no gc to a context or a worker made after it', () => {
+    expect(patchIn([])).toEqual({ patched: true, context: 'undefined', worker: 'undefined', global: 'undefined', collections: 1 });
+  });
+
+  it('leaves gc where the process was started with it', () => {
+    expect(patchIn(['--expose-gc'])).toEqual({ patched: true, context: 'function', worker: 'function', global: 'function', collections: 1 });
+  });
+});
