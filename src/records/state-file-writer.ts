@@ -104,10 +104,15 @@ export class StateFileWriter {
    */
   #indexOf(): UserIndex {
     if (this.#index === undefined) {
-      const index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
-      this.#added().forEach((key, row, digest) => index.add(key, row, digest));
-      this.#changes.forEach((key, row, digest) => index.set(key, row, digest));
-      this.#index = index;
+      const saved = loadIndex(this.#db, this.#target);
+      // made from the rows, it holds this run's rows and changes already (written before it is needed):
+      // added again, each new user would be in it twice, and a patch later set only one of the two
+      if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
+      else {
+        this.#added().forEach((key, row, digest) => saved.add(key, row, digest));
+        this.#changes.forEach((key, row, digest) => saved.set(key, row, digest));
+        this.#index = saved;
+      }
     }
     return this.#index;
   }

@@ -172,6 +172,62 @@ describe('the index in the state file', () => {
   });
 });
 
+describe('a run that adds users to a target that had some', () => {
+  it('saves an index that holds each of them once: changed later, their earlier digest is not found (the plan would skip them)', () => {
+    const path = firstRun();
+    const record = learnRecordWriter();
+    record.add(userMark(false, -1), { external_id: 'u6000', plan: 'free', n: 6000 });
+    const adding = openStateFileWriter(path, T);
+    accept(adding, [record.finish()]);
+    adding.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    keyHashInto('e:u6000');
+    const key = KEY_HASH[0];
+    const reader = openStateReader(path, T);
+    const row = reader.user('e:u6000', key)!.row;
+    reader.close();
+    const free = indexes(path).made.find((entry) => entry[1] === row)![2];
+    // a run that changes them only (the index patched in place)
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 6000, row, plan: 'pro' }])]);
+    writer.close();
+    const after = openStateReader(path, T);
+    expect(after.hasRow(key, free)).toBe(false);
+    after.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+  });
+});
+
+describe('users whose keys share a hash', () => {
+  it('keep their own rows and digests through a patch (one changed twice), and are found again after a reopen', () => {
+    // u43111 and u101097: the same first 32 bits of their key hash, the one the index is by
+    const hashOf = (i: number): number => (keyHashInto(`e:u${i}`), KEY_HASH[0]);
+    expect(hashOf(43111)).toBe(hashOf(101097));
+    const path = firstRun();
+    const record = learnRecordWriter();
+    for (const i of [43111, 101097]) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'free', n: i });
+    const adding = openStateFileWriter(path, T);
+    accept(adding, [record.finish()]);
+    adding.close();
+    const rowOf = (i: number): number => {
+      const reader = openStateReader(path, T);
+      const row = reader.user(`e:u${i}`, hashOf(i))!.row;
+      reader.close();
+      return row;
+    };
+    const [a, b] = [rowOf(43111), rowOf(101097)];
+    expect(a).not.toBe(b);
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 101097, row: b, plan: 'pro' }, { i: 43111, row: a, plan: 'gold' }]), knownRecord([{ i: 43111, row: a, plan: 'team' }])]);
+    writer.close();
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(USERS + 2);
+    expect(saved).toEqual(made);
+    expect([rowOf(43111), rowOf(101097)]).toEqual([a, b]);
+    expect([holdsPlan(path, 101097, 'pro'), holdsPlan(path, 43111, 'team'), holdsPlan(path, 43111, 'gold'), holdsPlan(path, 43111, 'pro')]).toEqual([true, true, false, false]);
+  });
+});
+
 describe('a damaged index in the state file', () => {
   /** Runs fn on the file's database (to damage it). */
   const damage = (path: string, fn: (db: Database.Database) => void): void => {
