@@ -10,7 +10,8 @@ import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { indexFromRows, loadIndex, patchIndex, wordsOf } from '../../src/records/state-rows.js';
-import { openStateReader } from '../../src/records/state.js';
+import { listState, openStateReader } from '../../src/records/state.js';
+import { forgetTarget } from '../../src/records/state-file.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
 
@@ -84,11 +85,11 @@ function entriesOf(index: UserIndex): number[][] {
 }
 
 /** The index the file holds (undefined: out of date) and the one made from its rows. */
-function indexes(path: string): { saved: number[][] | undefined; made: number[][] } {
+function indexes(path: string, target = 1): { saved: number[][] | undefined; made: number[][] } {
   const db = new Database(path, { readonly: true });
   try {
-    const saved = loadIndex(db, 1);
-    return { saved: saved && entriesOf(saved), made: entriesOf(indexFromRows(db, 1)) };
+    const saved = loadIndex(db, target);
+    return { saved: saved && entriesOf(saved), made: entriesOf(indexFromRows(db, target)) };
   } finally {
     db.close();
   }
@@ -195,6 +196,41 @@ describe('a run that adds users to a target that had some', () => {
     expect(after.hasRow(key, free)).toBe(false);
     after.close();
     expect(indexes(path).saved).toEqual(indexes(path).made);
+  });
+});
+
+describe('several targets in one file', () => {
+  it('a patch of one leaves the other as it was; forgetting one leaves the other whole', () => {
+    const path = firstRun();
+    const other = 'http://127.0.0.1:4001/users/track';
+    const record = learnRecordWriter();
+    for (let i = 0; i < 300; i += 1) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'basic' });
+    const first = openStateFileWriter(path, other);
+    accept(first, [record.finish()]);
+    first.close();
+    const before = indexes(path, 1).saved;
+    const reader = openStateReader(path, other);
+    keyHashInto('e:u7');
+    const row = reader.user('e:u7', KEY_HASH[0])!.row;
+    reader.close();
+    const writer = openStateFileWriter(path, other);
+    accept(writer, [knownRecord([{ i: 7, row, plan: 'pro' }])]);
+    writer.close();
+    expect(indexes(path, 1).saved).toEqual(before);
+    expect(indexes(path, 2).saved).toEqual(indexes(path, 2).made);
+    expect(indexes(path, 2).saved).toHaveLength(300);
+    expect(holdsPlan(path, 7, 'free')).toBe(true);
+    expect(listState(path).map((target) => [target.url, target.users])).toEqual([
+      [T, USERS],
+      [other, 300],
+    ]);
+    expect(forgetTarget(path, T)).toBe(true);
+    expect(listState(path).map((target) => [target.url, target.users])).toEqual([[other, 300]]);
+    expect(indexes(path, 2).saved).toEqual(indexes(path, 2).made);
+    const after = openStateReader(path, other);
+    keyHashInto('e:u7');
+    expect(after.user('e:u7', KEY_HASH[0])?.holds('plan', ...valueHash('pro'))).toBe(true);
+    after.close();
   });
 });
 
