@@ -1,6 +1,8 @@
 // The index of a target's users as the state file keeps it: a run that changes only known users
 // patches it in place (the slabs it touches, one at a time), and the index read back then matches
-// the rows; a run killed while it saves it leaves the rows it learned and the index made again.
+// the rows; a run killed while it saves it leaves the rows it learned and the index made again; one
+// that adds users holds each once; users of one key hash and targets of one file stay apart; an
+// index not as saved is refused as a damaged file; a patch leaves the process's gc as it found it.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -141,7 +143,7 @@ describe('the index in the state file', () => {
     db.close();
   });
 
-  it('a writer killed (SIGKILL) while it patches the index leaves the rows it learned, and the index made again from them', () => {
+  it('a writer killed (SIGKILL) once it patched the index, before the patch is committed, leaves the rows it learned, and the index made again from them', () => {
     const path = firstRun();
     const rows = rowsOf(path);
     const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50 + 1, row: rows[n * 50 + 1], plan: 'pro' }));
