@@ -348,7 +348,7 @@ describe('a patch of the index and the process it runs in', () => {
     expect(run.status, run.stderr).toBe(0);
     const lines = run.stdout.split('\n');
     const during = lines.slice(lines.indexOf('patching'), lines.indexOf('patched'));
-    return { ...JSON.parse(lines.findLast((line) => line.startsWith('{'))!), collections: during.filter((line) => /Scavenge.*testing/.test(line)).length };
+    return { ...JSON.parse(lines.findLast((line) => line.startsWith('{'))!), collections: during.filter((line) => /(Scavenge|Minor Mark-Sweep).*testing/.test(line)).length };
   }
 
   it('collects the slabs it let go of, and leaves no gc to a context or a worker made after it', () => {
