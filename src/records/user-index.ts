@@ -283,11 +283,15 @@ export class UserIndex {
       for (let c = first; c < ends[s]; c += 1) {
         const [key, row, digest] = changes.at(order[c]);
         const at = (bucketOf(key) % SLAB) * BUCKET;
-        let i = key & (ENTRIES - 1);
-        for (let tries = 0; tries < ENTRIES && !(words[at + i] === key && words[at + ROWS + i] === row); tries += 1) i = (i + 1) & (ENTRIES - 1);
-        if (!(words[at + i] === key && words[at + ROWS + i] === row)) return false;
-        words[at + HIGH + i] = Math.floor(digest / TWO_32);
-        words[at + LOW + i] = digest >>> 0;
+        // every place of the row: an index an earlier version saved after a run that added users to a known target holds each of them twice
+        let found = false;
+        for (let i = 0; i < ENTRIES; i += 1) {
+          if (words[at + i] !== key || words[at + ROWS + i] !== row) continue;
+          words[at + HIGH + i] = Math.floor(digest / TWO_32);
+          words[at + LOW + i] = digest >>> 0;
+          found = true;
+        }
+        if (!found) return false;
       }
       write(s, words);
     }
