@@ -54,8 +54,8 @@ export class StateFileWriter {
   #additions = new UserIndex();
   /** Rows added since #additions was last needed: made part of it at once, when it is (UserIndex.of, when it is empty). */
   #pending = new IndexEntries();
-  /** The digests of rows the file held before the run that it changed: key hash, row id, digest. */
-  #changes: number[] = [];
+  /** The digests of rows the file held before the run that it changed (in the order they were set). */
+  readonly #changes = new IndexEntries();
   /** The target held no user when the run began: this run's rows are the whole index. */
   #startedEmpty: boolean;
   #index: UserIndex | undefined;
@@ -104,10 +104,15 @@ export class StateFileWriter {
    */
   #indexOf(): UserIndex {
     if (this.#index === undefined) {
-      const index = loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
-      this.#added().forEach((key, row, digest) => index.add(key, row, digest));
-      for (let i = 0; i < this.#changes.length; i += 3) index.set(this.#changes[i], this.#changes[i + 1], this.#changes[i + 2]);
-      this.#index = index;
+      const saved = loadIndex(this.#db, this.#target);
+      // made from the rows, it holds this run's rows and changes already (written before it is needed):
+      // added again, each new user would be in it twice, and a patch later set only one of the two
+      if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
+      else {
+        this.#added().forEach((key, row, digest) => saved.add(key, row, digest));
+        this.#changes.forEach((key, row, digest) => saved.set(key, row, digest));
+        this.#index = saved;
+      }
     }
     return this.#index;
   }
@@ -326,7 +331,7 @@ export class StateFileWriter {
    */
   #saveIndex(): void {
     if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#added());
-    if (this.#index === undefined && this.#added().size === 0 && patchIndex(this.#db, this.#target, triples(this.#changes))) return;
+    if (this.#index === undefined && this.#added().size === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
     saveIndex(this.#db, this.#target, this.#indexOf());
   }
 
@@ -353,13 +358,6 @@ interface Found {
   end: number;
   attrs: Buffer;
   added: boolean;
-}
-
-/** [a, b, c, d, e, f, ...] as [[a, b, c], [d, e, f], ...]. */
-function triples(values: readonly number[]): Array<[number, number, number]> {
-  const list: Array<[number, number, number]> = [];
-  for (let i = 0; i < values.length; i += 3) list.push([values[i], values[i + 1], values[i + 2]]);
-  return list;
 }
 
 /** A bigger buffer holding what this one holds. */

@@ -3,8 +3,10 @@
 // file keeps it.
 import type Database from 'better-sqlite3';
 import { endianness } from 'node:os';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { addDigest, digestPart, KEY_HASH, keyHashInto, userPart } from './state-record.js';
-import { UserIndex } from './user-index.js';
+import { type IndexEntries, persistedLengths, UserIndex } from './user-index.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 export const ENTRY = 12;
@@ -164,21 +166,43 @@ export function rowDigest(ofUser: number, attrs: Uint8Array): number {
 
 const BIG_ENDIAN = endianness() === 'BE';
 
-/** The index as the file holds it (its shape, directory, depths, counts, then its slabs: little-endian), or undefined when it must be made from the rows (a run stopped before saving it). */
+/**
+ * The index as the file holds it (its shape, directory, depths, counts, then its slabs: little-endian),
+ * or undefined when it must be made from the rows (a run stopped before saving it). One not as
+ * saveIndex wrote it (a part missing, or of another length) is refused as a damaged file is.
+ */
 export function loadIndex(db: Database.Database, target: number): UserIndex | undefined {
-  const fresh = db.prepare('SELECT fresh FROM targets WHERE id = ?').pluck().get(target) as number | undefined;
-  if (fresh === undefined) return new UserIndex();
-  if (fresh !== 1) return undefined;
-  const parts = db.prepare('SELECT slots FROM user_index WHERE target = ? ORDER BY part').pluck().all(target) as Buffer[];
-  if (parts.length < 4) return new UserIndex();
-  const words = (bytes: Buffer): Uint32Array => {
-    const copy = new Uint32Array(bytes.byteLength / 4);
-    new Uint8Array(copy.buffer).set(bytes);
-    if (BIG_ENDIAN) Buffer.from(copy.buffer).swap32();
-    return copy;
-  };
-  const [shape, directory, depths, counts, ...slabs] = parts;
-  return new UserIndex({ shape: words(shape), directory: words(directory), depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(words) });
+  const state = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(target) as { fresh: number; users: number } | undefined;
+  if (state === undefined) return new UserIndex();
+  if (state.fresh !== 1) return undefined;
+  const parts = db.prepare('SELECT part, slots FROM user_index WHERE target = ? ORDER BY part').raw().all(target) as Array<[number, Buffer]>;
+  if (parts.length === 0 && state.users === 0) return new UserIndex();
+  const head = indexHead(parts[0]?.[1], parts[1]?.[1]);
+  if (head === undefined || parts.length !== head.lengths.length || parts.some(([part, bytes], i) => part !== i || bytes.length !== head.lengths[i])) throw damagedIndex();
+  // the slabs are the buffers SQLite's copies came in (no second copy of the index while it loads)
+  const [, , [, depths], [, counts], ...slabs] = parts;
+  return new UserIndex({ shape: head.shape, directory: head.directory, depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(([, bytes]) => wordsOf(bytes)) });
+}
+
+const damagedIndex = (): Error => Object.assign(new Error('its index of users is malformed'), { code: 'SQLITE_CORRUPT' });
+
+/** The shape and directory of an index as read, and the byte length of each of its parts; undefined when they are not as saved (a directory naming a bucket it has not). */
+function indexHead(shapeBytes: Buffer | undefined, directoryBytes: Buffer | undefined): { shape: Uint32Array; directory: Uint32Array; lengths: number[] } | undefined {
+  if (shapeBytes?.length !== 12 || directoryBytes === undefined) return undefined;
+  const shape = wordsOf(shapeBytes);
+  const lengths = persistedLengths(shape);
+  if (lengths === undefined || directoryBytes.length !== lengths[1]) return undefined;
+  const directory = wordsOf(directoryBytes);
+  return directory.every((bucket) => bucket < shape[1]) ? { shape, directory, lengths } : undefined;
+}
+
+/**
+ * A part of the index as read (its little-endian words), seen where it lies: better-sqlite3 gives
+ * each blob in a buffer of its own, which this then owns (copied only when it is not 4-byte aligned).
+ */
+export function wordsOf(bytes: Buffer): Uint32Array {
+  if (BIG_ENDIAN) bytes.swap32();
+  return bytes.byteOffset % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Uint32Array(new Uint8Array(bytes).buffer);
 }
 
 /** Writes the index over the one the file holds, and marks it as matching the rows (in the caller's transaction). */
@@ -197,25 +221,23 @@ export function saveIndex(db: Database.Database, target: number, index: UserInde
 /**
  * Sets the digests of rows the index in the file holds (a run that changed known users and added
  * none), reading and writing only the slabs they are in; marks it as matching the rows. False when
- * it cannot (the index in the file does not hold one of them): the caller then saves it whole.
+ * it cannot (the index in the file does not hold one of them, or is not as saved): the caller then saves it whole.
  */
-export function patchIndex(db: Database.Database, target: number, changes: ReadonlyArray<readonly [number, number, number]>): boolean {
+export function patchIndex(db: Database.Database, target: number, changes: IndexEntries): boolean {
   const part = db.prepare('SELECT slots FROM user_index WHERE target = ? AND part = ?').pluck();
-  // the bytes as read, seen as words where they lie (SQLite's copy of a blob starts a buffer of its own)
-  const words = (bytes: Buffer | undefined): Uint32Array | undefined => {
-    if (bytes === undefined) return undefined;
-    if (BIG_ENDIAN) bytes.swap32();
-    return bytes.byteOffset % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Uint32Array(new Uint8Array(bytes).buffer);
-  };
-  const shape = words(part.get(target, 0) as Buffer | undefined);
-  const directory = words(part.get(target, 1) as Buffer | undefined);
-  if (shape === undefined || directory === undefined) return false;
+  const head = indexHead(part.get(target, 0) as Buffer | undefined, part.get(target, 1) as Buffer | undefined);
+  if (head === undefined) return false;
   const update = db.prepare('UPDATE user_index SET slots = ? WHERE target = ? AND part = ?');
   const patched = UserIndex.patch(
-    shape,
-    directory,
+    head.shape,
+    head.directory,
     changes,
-    (index) => words(part.get(target, index + 4) as Buffer | undefined) ?? new Uint32Array(0),
+    (index) => {
+      // the slabs read before, done with, are freed first: at most two are held, not the whole index
+      collectYoung();
+      const bytes = part.get(target, index + 4) as Buffer | undefined;
+      return bytes?.length === head.lengths[index + 4] ? wordsOf(bytes) : undefined;
+    },
     (index, slab) => {
       const bytes = Buffer.from(slab.buffer, slab.byteOffset, slab.byteLength);
       update.run(BIG_ENDIAN ? Buffer.from(bytes).swap32() : bytes, target, index + 4);
@@ -223,6 +245,38 @@ export function patchIndex(db: Database.Database, target: number, changes: Reado
   );
   if (patched) db.prepare('UPDATE targets SET fresh = 1 WHERE id = ?').run(target);
   return patched;
+}
+
+/**
+ * Collects the young objects of this thread's heap. A blob read comes in a buffer of its own (1 MiB
+ * for a slab of the index), outside the heap: the collector, which runs by what the heap holds, would
+ * keep every slab a patch read and let go of until the end of the run (24 of them a million users).
+ * Where the runtime gives no collector to call, the slabs wait for it as before.
+ */
+function collectYoung(): void {
+  if (collector === undefined) collector = youngCollector();
+  collector?.();
+}
+let collector: (() => void) | null | undefined;
+
+/**
+ * The runtime's collector of young objects, taken from a context of its own, or null. The flag that
+ * gives one (process-wide: every thread's) is set only while that context is made, then cleared
+ * again, unless the process was started with it: a context or a worker the process makes later,
+ * a library user's included, gets no `gc` it would not have had.
+ */
+function youngCollector(): (() => void) | null {
+  const take = (): unknown => runInNewContext('typeof gc === "function" ? gc : null');
+  let gc = take();
+  if (gc === null) {
+    setFlagsFromString('--expose-gc');
+    try {
+      gc = take();
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
+  }
+  return typeof gc === 'function' ? () => gc({ type: 'minor' }) : null;
 }
 
 /** The index made from a target's rows (after a run stopped before it saved its own; seconds a million users). */

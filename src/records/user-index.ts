@@ -212,7 +212,7 @@ export class UserIndex {
   }
 
   /** Makes this empty index the buckets given ([first, end, depth, prefix] each, of the sorted entries), and its directory of `bits`. */
-  #fill({ keys, rows, digests }: ReturnType<IndexEntries['sorted']>, buckets: readonly number[], bits: number): void {
+  #fill({ keys, rows, digests }: Sorting, buckets: readonly number[], bits: number): void {
     this.#bits = bits;
     this.#directory = new Uint32Array(2 ** bits);
     this.#slabs = [];
@@ -253,36 +253,47 @@ export class UserIndex {
 
   /**
    * Sets the digests of rows the persisted index holds, a slab at a time (`slab(i)` reads the i-th,
-   * `write` puts it back), without reading the whole index; false when one of the rows is not there.
+   * `write` puts it back), without reading the whole index; false when one of the rows is not there
+   * (or `slab(i)` gives none).
+   * A row set twice takes the digest it was set to last.
    */
-  static patch(
-    shape: Uint32Array,
-    directory: Uint32Array,
-    changes: ReadonlyArray<readonly [number, number, number]>,
-    slab: (index: number) => Uint32Array,
-    write: (index: number, slab: Uint32Array) => void,
-  ): boolean {
+  static patch(shape: Uint32Array, directory: Uint32Array, changes: IndexEntries, slab: (index: number) => Uint32Array | undefined, write: (index: number, slab: Uint32Array) => void): boolean {
     const bits = shape[0];
-    const bySlab = new Map<number, Array<readonly [number, number, number]>>();
-    for (const change of changes) {
-      const key = change[0] >>> 0;
-      const bucket = directory[bits === 0 ? 0 : key >>> (32 - bits)];
-      const list = bySlab.get(Math.floor(bucket / SLAB));
-      if (list === undefined) bySlab.set(Math.floor(bucket / SLAB), [change]);
-      else list.push(change);
-    }
-    for (const [index, list] of bySlab) {
-      const words = slab(index);
-      for (const [anyKey, row, digest] of list) {
-        const key = anyKey >>> 0;
-        const at = (directory[bits === 0 ? 0 : key >>> (32 - bits)] % SLAB) * BUCKET;
-        let i = key & (ENTRIES - 1);
-        for (let n = 0; n < ENTRIES && !(words[at + i] === key && words[at + ROWS + i] === row); n += 1) i = (i + 1) & (ENTRIES - 1);
-        if (!(words[at + i] === key && words[at + ROWS + i] === row)) return false;
-        words[at + HIGH + i] = Math.floor(digest / TWO_32);
-        words[at + LOW + i] = digest >>> 0;
+    const slabs = Math.ceil(shape[1] / SLAB);
+    const bucketOf = (key: number): number => directory[bits === 0 ? 0 : key >>> (32 - bits)];
+    // the changes by slab, each slab's in the order they were set (a counting sort): ends[s] is where slab s's end
+    const ends = new Uint32Array(slabs + 1);
+    let outside = false;
+    changes.forEach((key) => {
+      const s = Math.floor(bucketOf(key) / SLAB);
+      if (s < slabs) ends[s + 1] += 1;
+      else outside = true;
+    });
+    if (outside) return false;
+    for (let s = 1; s <= slabs; s += 1) ends[s] += ends[s - 1];
+    const order = new Uint32Array(changes.count);
+    let n = 0;
+    changes.forEach((key) => {
+      order[ends[Math.floor(bucketOf(key) / SLAB)]++] = n++;
+    });
+    for (let s = 0, first = 0; s < slabs; first = ends[s], s += 1) {
+      if (first === ends[s]) continue;
+      const words = slab(s);
+      if (words === undefined) return false;
+      for (let c = first; c < ends[s]; c += 1) {
+        const [key, row, digest] = changes.at(order[c]);
+        const at = (bucketOf(key) % SLAB) * BUCKET;
+        // every place of the row: an index an earlier version saved after a run that added users to a known target holds each of them twice
+        let found = false;
+        for (let i = 0; i < ENTRIES; i += 1) {
+          if (words[at + i] !== key || words[at + ROWS + i] !== row) continue;
+          words[at + HIGH + i] = Math.floor(digest / TWO_32);
+          words[at + LOW + i] = digest >>> 0;
+          found = true;
+        }
+        if (!found) return false;
       }
-      write(index, words);
+      write(s, words);
     }
     return true;
   }
@@ -297,6 +308,18 @@ export class UserIndex {
     this.#counts.forEach((part, i) => counts.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
     return { shape: Uint32Array.of(this.#bits, this.#buckets, this.#size), directory: this.#directory, depths, counts, slabs };
   }
+}
+
+/**
+ * The byte length of each part of an index persisted with this shape ([bits, buckets, users]): its
+ * shape, directory, depths, counts, then its slabs (the last cut to the buckets in use); undefined
+ * for a shape no index has.
+ */
+export function persistedLengths(shape: Uint32Array): number[] | undefined {
+  const [bits, buckets] = shape;
+  if (shape.length !== 3 || bits > 32 || buckets === 0 || buckets > 2 ** bits) return undefined;
+  const slabs = Array.from({ length: Math.ceil(buckets / SLAB) }, (_, i) => Math.min(SLAB, buckets - i * SLAB) * BUCKET * 4);
+  return [12, 2 ** bits * 4, buckets, buckets, ...slabs];
 }
 
 /** Entries kept to be made an index at once (UserIndex.of): in chunks that never move, as the slabs. */
@@ -326,6 +349,12 @@ export class IndexEntries {
     this.#count += 1;
   }
 
+  /** The key, row and digest of the entry pushed `i`-th. */
+  at(i: number): [number, number, number] {
+    const [chunk, at] = [Math.floor(i / IndexEntries.#CHUNK), i % IndexEntries.#CHUNK];
+    return [this.#keys[chunk][at], this.#rows[chunk][at], this.#digests[chunk][at]];
+  }
+
   /** Calls fn with each entry, in the order they were pushed. */
   forEach(fn: (key: number, row: number, digest: number) => void): void {
     for (let i = 0; i < this.#count; i += 1) {
@@ -334,34 +363,67 @@ export class IndexEntries {
     }
   }
 
-  /** The entries in the order of their keys (a radix sort, 11 bits at a time, that carries their rows and digests along). */
-  sorted(): { keys: Uint32Array; rows: Uint32Array; digests: Float64Array } {
+  /**
+   * The entries in the order of their keys; this holds none after (its chunks are let go of as they
+   * are read). A radix sort: the entries parted by their keys' first 11 bits straight from the
+   * chunks, then each part sorted by the other 21 bits in a scratch the size of the largest part,
+   * where a sort of the whole at once would hold two more copies of them.
+   */
+  sorted(): Sorting {
     const count = this.#count;
-    const flat = <T extends Uint32Array | Float64Array>(chunks: T[], make: new (length: number) => T): T => {
-      const all = new make(count);
-      chunks.forEach((chunk, i) => all.set(chunk.subarray(0, Math.min(IndexEntries.#CHUNK, count - i * IndexEntries.#CHUNK)), i * IndexEntries.#CHUNK));
-      return all;
-    };
-    let keys: Uint32Array = flat(this.#keys, Uint32Array);
-    let rows: Uint32Array = flat(this.#rows, Uint32Array);
-    let digests: Float64Array = flat(this.#digests, Float64Array);
-    let nextKeys: Uint32Array = new Uint32Array(count);
-    let nextRows: Uint32Array = new Uint32Array(count);
-    let nextDigests: Float64Array = new Float64Array(count);
-    const starts = new Uint32Array(2049);
-    for (const shift of [0, 11, 22]) {
-      starts.fill(0);
-      for (let i = 0; i < count; i += 1) starts[((keys[i] >>> shift) & 0x7ff) + 1] += 1;
-      for (let d = 1; d <= 2048; d += 1) starts[d] += starts[d - 1];
-      for (let i = 0; i < count; i += 1) {
-        const to = starts[(keys[i] >>> shift) & 0x7ff]++;
-        nextKeys[to] = keys[i];
-        nextRows[to] = rows[i];
-        nextDigests[to] = digests[i];
+    const CHUNK = IndexEntries.#CHUNK;
+    const all: Sorting = { keys: new Uint32Array(count), rows: new Uint32Array(count), digests: new Float64Array(count) };
+    const ends = new Uint32Array(2049);
+    this.#keys.forEach((keys, c) => {
+      for (let i = 0, n = Math.min(CHUNK, count - c * CHUNK); i < n; i += 1) ends[(keys[i] >>> 21) + 1] += 1;
+    });
+    for (let d = 1; d <= 2048; d += 1) ends[d] += ends[d - 1];
+    const next = ends.slice(0, 2048);
+    for (let c = 0; c < this.#keys.length; c += 1) {
+      const [keys, rows, digests] = [this.#keys[c], this.#rows[c], this.#digests[c]];
+      for (let i = 0, n = Math.min(CHUNK, count - c * CHUNK); i < n; i += 1) {
+        const to = next[keys[i] >>> 21]++;
+        all.keys[to] = keys[i];
+        all.rows[to] = rows[i];
+        all.digests[to] = digests[i];
       }
-      [keys, nextKeys, rows, nextRows, digests, nextDigests] = [nextKeys, keys, nextRows, rows, nextDigests, digests];
     }
-    return { keys, rows, digests };
+    this.#keys.length = 0;
+    this.#rows.length = 0;
+    this.#digests.length = 0;
+    this.#count = 0;
+    let largest = 0;
+    for (let p = 0; p < 2048; p += 1) largest = Math.max(largest, ends[p + 1] - ends[p]);
+    const scratch: Sorting = { keys: new Uint32Array(largest), rows: new Uint32Array(largest), digests: new Float64Array(largest) };
+    const counts = new Uint32Array(2049);
+    for (let p = 0; p < 2048; p += 1) {
+      const [first, n] = [ends[p], ends[p + 1] - ends[p]];
+      if (n < 2) continue;
+      radixPass(all, first, n, scratch, 0, 0, counts);
+      radixPass(scratch, 0, n, all, first, 11, counts);
+    }
+    return all;
+  }
+}
+
+/** Entries as arrays of their keys, rows and digests. */
+interface Sorting {
+  keys: Uint32Array;
+  rows: Uint32Array;
+  digests: Float64Array;
+}
+
+/** Moves `n` entries from `from` (at `fromAt`) to `to` (at `toAt`) in the order of 11 bits of their keys from `shift` (the order they were in kept among equal ones). */
+function radixPass(from: Sorting, fromAt: number, n: number, to: Sorting, toAt: number, shift: number, counts: Uint32Array): void {
+  counts.fill(0);
+  for (let i = fromAt; i < fromAt + n; i += 1) counts[((from.keys[i] >>> shift) & 0x7ff) + 1] += 1;
+  counts[0] = toAt;
+  for (let d = 1; d <= 2048; d += 1) counts[d] += counts[d - 1];
+  for (let i = fromAt; i < fromAt + n; i += 1) {
+    const at = counts[(from.keys[i] >>> shift) & 0x7ff]++;
+    to.keys[at] = from.keys[i];
+    to.rows[at] = from.rows[i];
+    to.digests[at] = from.digests[i];
   }
 }
 

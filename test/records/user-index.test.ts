@@ -80,4 +80,52 @@ describe('UserIndex', () => {
     expect(keys(200_000).slice(150_000).every((key, i) => back.has(key, i))).toBe(true);
     expect(UserIndex.of(new IndexEntries()).size).toBe(0);
   });
+
+  it('sorts entries by key, their rows and digests along, in the order pushed among equal keys, and lets go of them', () => {
+    const entries = new IndexEntries();
+    // keys spread over all bits, and many sharing their first 11 bits (one part much larger than the others)
+    const all = [...keys(70_000), ...Array.from({ length: 5000 }, (_, i) => (0x7ff << 21) | ((i * 7919) & 0x1fffff)), 42, 42, 42];
+    all.forEach((key, i) => entries.push(key, i + 1, i * 3 + 2 ** 40));
+    const { keys: sortedKeys, rows, digests } = entries.sorted();
+    expect(entries.count).toBe(0);
+    const expected = all.map((key, i) => [key >>> 0, i + 1, i * 3 + 2 ** 40]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+    expect(Array.from(sortedKeys, (key, i) => [key, rows[i], digests[i]])).toEqual(expected);
+  });
+
+  it('patches a persisted index slab by slab: each slab with a change read and written once, the others not read', () => {
+    const index = new UserIndex();
+    const all = keys(150_000);
+    all.forEach((key, i) => index.add(key, i + 1, i));
+    const { shape, directory, slabs } = index.persist();
+    expect(slabs.length).toBeGreaterThan(3);
+    const changes = new IndexEntries();
+    // users of every slab but the second one
+    const slabOf = (key: number): number => Math.floor(directory[(key >>> 0) >>> (32 - shape[0])] / 2048);
+    all.forEach((key, i) => {
+      if (i % 1000 === 0 && slabOf(key) !== 1) changes.push(key, i + 1, 2 ** 45 + i);
+    });
+    const read: number[] = [];
+    const written: number[] = [];
+    const copies = slabs.map((slab) => slab.slice());
+    expect(UserIndex.patch(shape, directory, changes, (s) => (read.push(s), copies[s]), (s) => written.push(s))).toBe(true);
+    expect(read).toEqual(written);
+    expect(new Set(read).size).toBe(read.length);
+    expect(read).not.toContain(1);
+    expect(read.length).toBe(slabs.length - 1);
+    const patched = new UserIndex({ ...index.persist(), slabs: copies });
+    all.forEach((key, i) => expect(patched.has(key, i % 1000 === 0 && slabOf(key) !== 1 ? 2 ** 45 + i : i)).toBe(true));
+  });
+
+  it('patches every entry of a row it holds twice (as a run that added users to a known target saved it before): none keeps the earlier digest', () => {
+    const index = new UserIndex();
+    keys(1000).forEach((key, i) => index.add(key, i + 1, i));
+    index.add(keys(1000)[7], 8, 7);
+    const persisted = index.persist();
+    const changes = new IndexEntries();
+    changes.push(keys(1000)[7], 8, 99);
+    expect(UserIndex.patch(persisted.shape, persisted.directory, changes, (s) => persisted.slabs[s], () => undefined)).toBe(true);
+    const patched = new UserIndex(persisted);
+    expect(patched.has(keys(1000)[7], 99)).toBe(true);
+    expect(patched.has(keys(1000)[7], 7)).toBe(false);
+  });
 });

@@ -1,0 +1,361 @@
+// The index of a target's users as the state file keeps it: a run that changes only known users
+// patches it in place (the slabs it touches, one at a time), and the index read back then matches
+// the rows; a run killed while it saves it leaves the rows it learned and the index made again; one
+// that adds users holds each once; users of one key hash and targets of one file stay apart; an
+// index not as saved is refused as a damaged file; a patch leaves the process's gc as it found it.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record.js';
+import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
+import { openStateFileWriter } from '../../src/records/state-file-writer.js';
+import { indexFromRows, loadIndex, patchIndex, wordsOf } from '../../src/records/state-rows.js';
+import { listState, openStateReader } from '../../src/records/state.js';
+import { forgetTarget } from '../../src/records/state-file.js';
+import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => (tmp = tempDir()));
+afterEach(() => tmp.cleanup());
+
+const T = 'http://127.0.0.1:4000/users/track';
+const USERS = 5000;
+
+/** Has the writer learn these records, each a request the server accepted whole. */
+function accept(writer: ReturnType<typeof openStateFileWriter>, records: Uint8Array[]): void {
+  let next = 0;
+  writer.accepted(() => (next < records.length ? { learn: records[next++], rejected: () => false } : undefined));
+}
+
+/** A state file (its path) a first run wrote: users u0 to u(USERS-1), plan "free" and their number, 500 a request. */
+function firstRun(): string {
+  const path = join(tmp.dir, 'state.sqlite');
+  const records: Uint8Array[] = [];
+  for (let from = 0; from < USERS; from += 500) {
+    const record = learnRecordWriter();
+    for (let i = from; i < from + 500; i += 1) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'free', n: i });
+    records.push(record.finish());
+  }
+  const writer = openStateFileWriter(path, T);
+  accept(writer, records);
+  writer.close();
+  return path;
+}
+
+/**
+ * A record of known users' new plans, as a plan gives it: with the rows it found them at (the
+ * writer then reads no index of its own, and patches the file's at its end).
+ */
+function knownRecord(users: Array<{ i: number; row: number; plan: string }>): Uint8Array {
+  const held: HeldValues = {
+    holds: () => true,
+    keyHashOf(at, into, offset) {
+      keyHashInto(`e:u${users[at].i}`);
+      into.set(KEY_HASH, offset);
+    },
+    rowOf: (at) => users[at].row,
+    count: () => 1,
+    values(at, _count, into, offset) {
+      into.set([0, 0, ...valueHash(users[at].plan)], offset);
+    },
+    nameOf: () => 'plan',
+  };
+  const record = learnRecordWriter(held);
+  users.forEach((user, at) => record.add(userMark(true, at), { external_id: `u${user.i}`, plan: user.plan }));
+  return record.finish();
+}
+
+/** The rows of users u0 to u(USERS-1), as a plan finds them. */
+function rowsOf(path: string): number[] {
+  const reader = openStateReader(path, T);
+  const rows = Array.from({ length: USERS }, (_, i) => {
+    keyHashInto(`e:u${i}`);
+    return reader.user(`e:u${i}`, KEY_HASH[0])!.row;
+  });
+  reader.close();
+  return rows;
+}
+
+/** An index's entries, by row. */
+function entriesOf(index: UserIndex): number[][] {
+  const list: number[][] = [];
+  index.forEach((key, row, digest) => list.push([key, row, digest]));
+  return list.sort((a, b) => a[1] - b[1]);
+}
+
+/** The index the file holds (undefined: out of date) and the one made from its rows. */
+function indexes(path: string, target = 1): { saved: number[][] | undefined; made: number[][] } {
+  const db = new Database(path, { readonly: true });
+  try {
+    const saved = loadIndex(db, target);
+    return { saved: saved && entriesOf(saved), made: entriesOf(indexFromRows(db, target)) };
+  } finally {
+    db.close();
+  }
+}
+
+/** Whether u`i` holds this plan in the state. */
+function holdsPlan(path: string, i: number, plan: string): boolean {
+  const reader = openStateReader(path, T);
+  keyHashInto(`e:u${i}`);
+  const holds = reader.user(`e:u${i}`, KEY_HASH[0])?.holds('plan', ...valueHash(plan)) === true;
+  reader.close();
+  return holds;
+}
+
+describe('the index in the state file', () => {
+  it('a run that changes known users patches it in place: read back, it matches the rows, and finds every user with their row', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    // every 50th user changes; u7 changes twice in the run (its last digest is the one kept)
+    const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50, row: rows[n * 50], plan: 'pro' }));
+    const writer = openStateFileWriter(path, T);
+    writer.sending(knownRecord(changed));
+    accept(writer, [knownRecord(changed), knownRecord([{ i: 7, row: rows[7], plan: 'gold' }]), knownRecord([{ i: 7, row: rows[7], plan: 'team' }])]);
+    writer.close();
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(USERS);
+    expect(saved).toEqual(made);
+    expect(rowsOf(path)).toEqual(rows);
+    expect(holdsPlan(path, 50, 'pro')).toBe(true);
+    expect(holdsPlan(path, 51, 'free')).toBe(true);
+    expect(holdsPlan(path, 7, 'team')).toBe(true);
+    expect(holdsPlan(path, 7, 'gold')).toBe(false);
+  });
+
+  it('patched, a row set twice keeps its last digest; a row it does not hold leaves the patch undone (the caller saves it whole)', () => {
+    const path = firstRun();
+    const before = indexes(path).saved!;
+    const db = new Database(path);
+    const changes = new IndexEntries();
+    for (const [key, row] of before.filter((_, n) => n % 100 === 0)) changes.push(key, row, 12345);
+    changes.push(before[3][0], before[3][1], 1);
+    changes.push(before[3][0], before[3][1], 2);
+    expect(db.transaction(() => patchIndex(db, 1, changes))()).toBe(true);
+    const patched = entriesOf(loadIndex(db, 1)!);
+    expect(patched).toEqual(before.map(([key, row, digest], n) => [key, row, n % 100 === 0 ? 12345 : n === 3 ? 2 : digest]));
+    const unknown = new IndexEntries();
+    unknown.push(before[5][0], before[5][1] + 1, 7);
+    expect(db.transaction(() => patchIndex(db, 1, unknown))()).toBe(false);
+    db.close();
+  });
+
+  it('a writer killed (SIGKILL) once it patched the index, before the patch is committed, leaves the rows it learned, and the index made again from them', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    const changed = Array.from({ length: USERS / 50 }, (_, n) => ({ i: n * 50 + 1, row: rows[n * 50 + 1], plan: 'pro' }));
+    const learn = join(tmp.dir, 'learn.bin');
+    writeFileSync(learn, knownRecord(changed));
+    const script = join(tmp.dir, 'killed.mjs');
+    writeFileSync(
+      script,
+      `import { readFileSync } from 'node:fs';
+       import { openStateFileWriter } from '${ROOT}/dist/records/state-file-writer.js';
+       const writer = openStateFileWriter(${JSON.stringify(path)}, ${JSON.stringify(T)}, { whileSaving: () => process.kill(process.pid, 'SIGKILL') });
+       const learn = new Uint8Array(readFileSync(${JSON.stringify(learn)}));
+       let given = false;
+       writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected: () => false })));
+       writer.close();`,
+    );
+    const killed = spawnSync(process.execPath, [script], { encoding: 'utf8' });
+    expect(killed.signal).toBe('SIGKILL');
+    expect(readFileSync(learn).length).toBeGreaterThan(0);
+    // the index in the file is out of date (the patch was not committed): it is made from the rows
+    expect(indexes(path).saved).toBeUndefined();
+    expect(holdsPlan(path, 51, 'pro')).toBe(true);
+    expect(holdsPlan(path, 50, 'free')).toBe(true);
+    // a writer makes it again and saves it
+    openStateFileWriter(path, T).close();
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(USERS);
+    expect(saved).toEqual(made);
+  });
+});
+
+describe('a run that adds users to a target that had some', () => {
+  it('saves an index that holds each of them once: changed later, their earlier digest is not found (the plan would skip them)', () => {
+    const path = firstRun();
+    const record = learnRecordWriter();
+    record.add(userMark(false, -1), { external_id: 'u6000', plan: 'free', n: 6000 });
+    const adding = openStateFileWriter(path, T);
+    accept(adding, [record.finish()]);
+    adding.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    keyHashInto('e:u6000');
+    const key = KEY_HASH[0];
+    const reader = openStateReader(path, T);
+    const row = reader.user('e:u6000', key)!.row;
+    reader.close();
+    const free = indexes(path).made.find((entry) => entry[1] === row)![2];
+    // a run that changes them only (the index patched in place)
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 6000, row, plan: 'pro' }])]);
+    writer.close();
+    const after = openStateReader(path, T);
+    expect(after.hasRow(key, free)).toBe(false);
+    after.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+  });
+});
+
+describe('several targets in one file', () => {
+  it('a patch of one leaves the other as it was; forgetting one leaves the other whole', () => {
+    const path = firstRun();
+    const other = 'http://127.0.0.1:4001/users/track';
+    const record = learnRecordWriter();
+    for (let i = 0; i < 300; i += 1) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'basic' });
+    const first = openStateFileWriter(path, other);
+    accept(first, [record.finish()]);
+    first.close();
+    const before = indexes(path, 1).saved;
+    const reader = openStateReader(path, other);
+    keyHashInto('e:u7');
+    const row = reader.user('e:u7', KEY_HASH[0])!.row;
+    reader.close();
+    const writer = openStateFileWriter(path, other);
+    accept(writer, [knownRecord([{ i: 7, row, plan: 'pro' }])]);
+    writer.close();
+    expect(indexes(path, 1).saved).toEqual(before);
+    expect(indexes(path, 2).saved).toEqual(indexes(path, 2).made);
+    expect(indexes(path, 2).saved).toHaveLength(300);
+    expect(holdsPlan(path, 7, 'free')).toBe(true);
+    expect(listState(path).map((target) => [target.url, target.users])).toEqual([
+      [T, USERS],
+      [other, 300],
+    ]);
+    expect(forgetTarget(path, T)).toBe(true);
+    expect(listState(path).map((target) => [target.url, target.users])).toEqual([[other, 300]]);
+    expect(indexes(path, 2).saved).toEqual(indexes(path, 2).made);
+    const after = openStateReader(path, other);
+    keyHashInto('e:u7');
+    expect(after.user('e:u7', KEY_HASH[0])?.holds('plan', ...valueHash('pro'))).toBe(true);
+    after.close();
+  });
+});
+
+describe('users whose keys share a hash', () => {
+  it('keep their own rows and digests through a patch (one changed twice), and are found again after a reopen', () => {
+    // u43111 and u101097: the same first 32 bits of their key hash, the one the index is by
+    const hashOf = (i: number): number => (keyHashInto(`e:u${i}`), KEY_HASH[0]);
+    expect(hashOf(43111)).toBe(hashOf(101097));
+    const path = firstRun();
+    const record = learnRecordWriter();
+    for (const i of [43111, 101097]) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'free', n: i });
+    const adding = openStateFileWriter(path, T);
+    accept(adding, [record.finish()]);
+    adding.close();
+    const rowOf = (i: number): number => {
+      const reader = openStateReader(path, T);
+      const row = reader.user(`e:u${i}`, hashOf(i))!.row;
+      reader.close();
+      return row;
+    };
+    const [a, b] = [rowOf(43111), rowOf(101097)];
+    expect(a).not.toBe(b);
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 101097, row: b, plan: 'pro' }, { i: 43111, row: a, plan: 'gold' }]), knownRecord([{ i: 43111, row: a, plan: 'team' }])]);
+    writer.close();
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(USERS + 2);
+    expect(saved).toEqual(made);
+    expect([rowOf(43111), rowOf(101097)]).toEqual([a, b]);
+    expect([holdsPlan(path, 101097, 'pro'), holdsPlan(path, 43111, 'team'), holdsPlan(path, 43111, 'gold'), holdsPlan(path, 43111, 'pro')]).toEqual([true, true, false, false]);
+  });
+});
+
+describe('a damaged index in the state file', () => {
+  /** Runs fn on the file's database (to damage it). */
+  const damage = (path: string, fn: (db: Database.Database) => void): void => {
+    const db = new Database(path);
+    fn(db);
+    db.close();
+  };
+  const slab = (db: Database.Database): Buffer => db.prepare('SELECT slots FROM user_index WHERE target = 1 AND part = 4').pluck().get() as Buffer;
+  const setSlab = (db: Database.Database, bytes: Buffer): void => void db.prepare('UPDATE user_index SET slots = ? WHERE target = 1 AND part = 4').run(bytes);
+
+  it.each([
+    ['a slab one byte longer', (db: Database.Database) => setSlab(db, Buffer.concat([slab(db), Buffer.alloc(1)]))],
+    ['a slab one word shorter', (db: Database.Database) => setSlab(db, slab(db).subarray(4))],
+    ['a slab missing', (db: Database.Database) => void db.prepare('DELETE FROM user_index WHERE target = 1 AND part = 4').run()],
+    ['its directory missing', (db: Database.Database) => void db.prepare('DELETE FROM user_index WHERE target = 1 AND part = 1').run()],
+    ['every part missing', (db: Database.Database) => void db.prepare('DELETE FROM user_index WHERE target = 1').run()],
+    [
+      'a bucket out of range in its directory',
+      (db: Database.Database) => {
+        const directory = db.prepare('SELECT slots FROM user_index WHERE target = 1 AND part = 1').pluck().get() as Buffer;
+        directory.writeUInt32LE(0xffffffff, 0);
+        db.prepare('UPDATE user_index SET slots = ? WHERE target = 1 AND part = 1').run(directory);
+      },
+    ],
+  ])('with %s, is refused as a damaged file, naming it', (_, how) => {
+    const path = firstRun();
+    damage(path, how);
+    expect(() => openStateReader(path, T)).toThrow(`--state ${path} is damaged`);
+  });
+
+  it('is not patched where a slab has the wrong length: the caller saves it whole, made from the rows', () => {
+    const path = firstRun();
+    const before = indexes(path).saved!;
+    damage(path, (db) => setSlab(db, slab(db).subarray(0, slab(db).length - 4)));
+    const db = new Database(path);
+    const changes = new IndexEntries();
+    changes.push(before[0][0], before[0][1], 12345);
+    expect(db.transaction(() => patchIndex(db, 1, changes))()).toBe(false);
+    db.close();
+  });
+});
+
+describe('the words of a part of the index as read', () => {
+  it('are the little-endian words of its bytes, wherever its bytes lie (copied when not 4-byte aligned)', () => {
+    const words = [1, 0x01020304, 0xffffffff, 7];
+    const bytes = Buffer.alloc(17);
+    words.forEach((word, i) => bytes.writeUInt32LE(word, 1 + i * 4));
+    const unaligned = bytes.subarray(1);
+    expect(unaligned.byteOffset % 4).not.toBe(0);
+    expect(Array.from(wordsOf(unaligned))).toEqual(words);
+    const aligned = Buffer.from(unaligned);
+    expect(aligned.byteOffset % 4).toBe(0);
+    expect(Array.from(wordsOf(aligned))).toEqual(words);
+  });
+});
+
+describe('a patch of the index and the process it runs in', () => {
+  /** Runs a patch of one user's digest in a process of its own (node started with `flags`): what it saw of `gc` after, and the collections it ran. */
+  function patchIn(flags: string[]): { patched: boolean; context: string; worker: string; global: string; collections: number } {
+    const path = firstRun();
+    const script = join(tmp.dir, 'patch.mjs');
+    writeFileSync(
+      script,
+      `import Database from '${ROOT}/node_modules/better-sqlite3/lib/index.js';
+       import { runInNewContext } from 'node:vm';
+       import { Worker } from 'node:worker_threads';
+       import { loadIndex, patchIndex } from '${ROOT}/dist/records/state-rows.js';
+       import { IndexEntries } from '${ROOT}/dist/records/user-index.js';
+       const db = new Database(${JSON.stringify(path)});
+       const changes = new IndexEntries();
+       loadIndex(db, 1).forEach((key, row) => changes.count === 0 && changes.push(key, row, 12345));
+       console.log('patching');
+       const patched = db.transaction(() => patchIndex(db, 1, changes))();
+       console.log('patched');
+       db.close();
+       const worker = await new Promise((resolve) => new Worker('require("node:worker_threads").parentPort.postMessage(typeof globalThis.gc)', { eval: true }).once('message', resolve));
+       console.log(JSON.stringify({ patched, context: runInNewContext('typeof gc'), worker, global: typeof globalThis.gc }));`,
+    );
+    const run = spawnSync(process.execPath, [...flags, '--trace-gc', script], { cwd: ROOT, encoding: 'utf8' });
+    expect(run.status, run.stderr).toBe(0);
+    const lines = run.stdout.split('\n');
+    const during = lines.slice(lines.indexOf('patching'), lines.indexOf('patched'));
+    return { ...JSON.parse(lines.findLast((line) => line.startsWith('{'))!), collections: during.filter((line) => /(Scavenge|Minor Mark-Sweep).*testing/.test(line)).length };
+  }
+
+  it('collects the slabs it let go of, and leaves no gc to a context or a worker made after it', () => {
+    expect(patchIn([])).toEqual({ patched: true, context: 'undefined', worker: 'undefined', global: 'undefined', collections: 1 });
+  });
+
+  it('leaves gc where the process was started with it', () => {
+    expect(patchIn(['--expose-gc'])).toEqual({ patched: true, context: 'function', worker: 'function', global: 'function', collections: 1 });
+  });
+});
