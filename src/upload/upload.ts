@@ -306,7 +306,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   try {
     if (send !== undefined) {
       const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
-      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs });
+      // Parquet is decoded by WebAssembly, which V8 must be free to optimise
+      const baselineWasm = !inputs.some((file) => formatOf(file, options.format) === 'parquet');
+      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs, baselineWasm });
       const sending = requests();
       try {
         delivery = await deliver(sending, {

@@ -1,0 +1,96 @@
+// While a client made with baselineWasm is open, V8 optimises no WebAssembly: undici's HTTP parser
+// stays as its baseline compiler made it (optimising it took 30 MB for a moment, the peak of an
+// upload). Seen through V8's own trace of what it compiled, in child processes, whose flags these
+// are; each check runs beside its counterpart, which shows the optimisation the trace would report.
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { BIN, ROOT } from '../helpers/cli.js';
+import { writeParquet } from '../helpers/parquet.js';
+import { useServers } from '../helpers/servers.js';
+
+const CLIENT = pathToFileURL(join(ROOT, 'dist', 'transport', 'http-client.js')).href;
+
+/** A child node's output, traced with what V8 compiled of WebAssembly and how. */
+function traced(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--trace-wasm-compilation-times', ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+const optimised = (trace: string): number => trace.split('\n').filter((line) => line.includes('using TurboFan')).length;
+
+/**
+ * Posts `posts` requests through a client (baselineWasm as given) to a server of the child's own,
+ * then, once it is closed and `after` is set, runs a hot loop of WebAssembly compiled after it.
+ */
+const CHILD = `
+import { createServer } from 'node:http';
+const { createTrackClient } = await import(process.env.CLIENT);
+const [baselineWasm, posts, after] = [process.env.BASELINE === '1', Number(process.env.POSTS), process.env.AFTER === '1'];
+const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(201); res.end('{"message":"success"}'); }); });
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const client = createTrackClient({ url: 'http://127.0.0.1:' + server.address().port, apiKey: 'k-000000', connections: 2, baselineWasm });
+for (let i = 0; i < posts; i += 1) if ((await client.post('{}')).kind !== 'response') throw new Error('no answer');
+await client.close();
+server.close();
+if (after) {
+  // (n) => the sum of 1..n, by a loop
+  const bytes = [0,97,115,109,1,0,0,0, 1,6,1,96,1,127,1,127, 3,2,1,0, 7,5,1,1,102,0,0, 10,35,1,33, 1,1,127, 2,64, 3,64, 32,0,69,13,1, 32,1,32,0,106,33,1, 32,0,65,1,107,33,0, 12,0, 11,11, 32,1, 11];
+  const { f } = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports;
+  for (let i = 0; i < 20; i += 1) f(100000);
+}
+`;
+
+const client = (baseline: boolean, posts: number, after = false) =>
+  traced(['--input-type=module', '-e', CHILD], { CLIENT, BASELINE: baseline ? '1' : '0', POSTS: String(posts), AFTER: after ? '1' : '0' });
+
+describe('a client with baselineWasm', () => {
+  it('leaves the HTTP parser unoptimised however many answers it reads; without it, V8 optimises the parser', async () => {
+    const [held, free] = await Promise.all([client(true, 300), client(false, 300)]);
+    expect(held.status, held.stderr).toBe(0);
+    expect(free.status, free.stderr).toBe(0);
+    expect(held.stdout).toContain('using Liftoff');
+    expect(optimised(held.stdout)).toBe(0);
+    expect(optimised(free.stdout)).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('lets V8 optimise WebAssembly again once it is closed', async () => {
+    const { status, stdout, stderr } = await client(true, 100, true);
+    expect(status, stderr).toBe(0);
+    // the loop, and only it (33 bytes of code): the parser ran while the client was open
+    expect(stdout.split('\n').filter((line) => line.includes('using TurboFan'))).toEqual([expect.stringContaining('bodysize 33 ')]);
+  }, 30_000);
+});
+
+describe('track upload and WebAssembly', () => {
+  const servers = useServers();
+  const ROWS = 4000; // 80 requests of 50: past the answers after which V8 optimises the parser
+
+  it('optimises none while a CSV file is sent, and leaves V8 free to when a Parquet file is', async () => {
+    const server = await servers.faultServer();
+    const csv = join(servers.tmp.dir, 'users.csv');
+    writeFileSync(csv, `external_id,visits\n${Array.from({ length: ROWS }, (_, i) => `u${i},${i}`).join('\n')}\n`);
+    const parquet = join(servers.tmp.dir, 'users.parquet');
+    writeParquet(
+      parquet,
+      [{ name: 'root', num_children: 2 }, { name: 'external_id', type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'REQUIRED' }, { name: 'visits', type: 'INT32', repetition_type: 'REQUIRED' }],
+      { external_id: Array.from({ length: ROWS }, (_, i) => `p${i}`), visits: Array.from({ length: ROWS }, (_, i) => i) },
+    );
+    const upload = (file: string) =>
+      traced([BIN, 'upload', file, '--url', server.url, '--api-key', 'k-000000', '--quiet', '--no-journal', '--rate', '1000000']);
+    const [sentCsv, sentParquet] = [await upload(csv), await upload(parquet)];
+    expect(sentCsv.status, sentCsv.stderr).toBe(0);
+    expect(sentParquet.status, sentParquet.stderr).toBe(0);
+    expect(server.received.length).toBe(2 * (ROWS / 50));
+    expect(optimised(sentCsv.stdout)).toBe(0);
+    expect(optimised(sentParquet.stdout)).toBeGreaterThan(0);
+  }, 60_000);
+});
