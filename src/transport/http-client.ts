@@ -20,8 +20,8 @@ export interface TrackClientOptions {
   connectTimeoutMs?: number;
   /**
    * While the client is open, V8 optimises no WebAssembly, undici's HTTP parser included (see
-   * holdBaselineWasm): it saves the run 30 MB of memory. The setting is the process's, so a run that
-   * decodes with WebAssembly of its own (Parquet) leaves it off.
+   * holdBaselineWasm): it saves the run 30 MB of memory. The setting is the process's, so only a
+   * process of track's own asks for it, and a run that decodes with WebAssembly (Parquet) does not.
    */
   baselineWasm?: boolean;
 }
@@ -67,7 +67,9 @@ const MAX_RESPONSE_BYTES = 1 << 20;
  * run. The baseline code parses the endpoint's short answers as fast as the run needs (a 1M-row
  * upload takes the same CPU), so while such a client is open V8 optimises no WebAssembly
  * (`--liftoff-only`); once the last one is closed it may again (the flags that one implies are set
- * back to V8's defaults). A process started with flags of its own for WebAssembly is left as it is.
+ * back to V8's defaults). A function first run while it is held keeps its baseline code for the
+ * life of the process (the parser among them), which is why a library call never asks for this.
+ * A process started with flags of its own for WebAssembly is left as it is.
  */
 let baselineClients = 0;
 const OWN_WASM_FLAGS = /^--(no-)?(liftoff|wasm-tier-up|wasm-dynamic-tiering)/;

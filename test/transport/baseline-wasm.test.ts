@@ -12,6 +12,7 @@ import { writeParquet } from '../helpers/parquet.js';
 import { useServers } from '../helpers/servers.js';
 
 const CLIENT = pathToFileURL(join(ROOT, 'dist', 'transport', 'http-client.js')).href;
+const LIBRARY = pathToFileURL(join(ROOT, 'dist', 'index.js')).href;
 
 /** A child node's output, traced with what V8 compiled of WebAssembly and how. */
 function traced(args: string[], env: Record<string, string> = {}): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -69,6 +70,35 @@ describe('a client with baselineWasm', () => {
     expect(stderr).not.toMatch(/flag/i);
     // the loop, and only it (33 bytes of code): the parser ran while the client was open
     expect(stdout.split('\n').filter((line) => line.includes('using TurboFan'))).toEqual([expect.stringContaining('bodysize 33 ')]);
+  }, 30_000);
+});
+
+/**
+ * upload() of the library sends 80 requests to a server of the child's own, then the same undici
+ * parses 300 more answers: V8 optimises the parser in the caller's process as it would without track.
+ */
+const LIBRARY_CHILD = `
+import { createServer } from 'node:http';
+const { upload } = await import(process.env.LIBRARY);
+const { createTrackClient } = await import(process.env.CLIENT);
+const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(201); res.end('{"message":"success"}'); }); });
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const url = 'http://127.0.0.1:' + server.address().port;
+const rows = Array.from({ length: 4000 }, (_, i) => ({ external_id: 'u' + i, visits: i }));
+const summary = await upload({ inputs: [rows], url, apiKey: 'k-000000', journal: false, rate: 1000000 });
+if (summary.requests !== 80) throw new Error('sent ' + summary.requests);
+const client = createTrackClient({ url, apiKey: 'k-000000', connections: 2 });
+for (let i = 0; i < 300; i += 1) if ((await client.post('{}')).kind !== 'response') throw new Error('no answer');
+await client.close();
+server.close();
+`;
+
+describe('upload() of the library', () => {
+  it("leaves the caller's process free to optimise WebAssembly, undici's HTTP parser included", async () => {
+    const { status, stdout, stderr } = await traced(['--input-type=module', '-e', LIBRARY_CHILD], { CLIENT, LIBRARY });
+    expect(status, stderr).toBe(0);
+    expect(stdout).toContain('using Liftoff');
+    expect(optimised(stdout)).toBeGreaterThan(0);
   }, 30_000);
 });
 
