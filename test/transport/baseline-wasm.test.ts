@@ -74,6 +74,33 @@ describe('a client with baselineWasm', () => {
 });
 
 /**
+ * Two clients: the first is closed while the second sends, and a loop of WebAssembly run then must
+ * stay unoptimised; once the second is destroyed, the same loop in a new module is optimised.
+ */
+const TWO_CLIENTS = `
+import { createServer } from 'node:http';
+const { createTrackClient } = await import(process.env.CLIENT);
+const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(201); res.end('{"message":"success"}'); }); });
+await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+const open = () => createTrackClient({ url: 'http://127.0.0.1:' + server.address().port, apiKey: 'k-000000', connections: 2, baselineWasm: true });
+const [first, second] = [open(), open()];
+// (n) => the sum of 1..n, by a loop, exported as the name given (so each module's bytes differ)
+const loop = (name) => {
+  const bytes = [0,97,115,109,1,0,0,0, 1,6,1,96,1,127,1,127, 3,2,1,0, 7,5,1,1,name.charCodeAt(0),0,0, 10,35,1,33, 1,1,127, 2,64, 3,64, 32,0,69,13,1, 32,1,32,0,106,33,1, 32,0,65,1,107,33,0, 12,0, 11,11, 32,1, 11];
+  const f = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports[name];
+  for (let i = 0; i < 20; i += 1) f(100000);
+};
+await first.post('{}');
+const sending = Promise.all(Array.from({ length: 50 }, () => second.post('{}')));
+await first.close();
+loop('f');
+if ((await sending).some((answer) => answer.kind !== 'response')) throw new Error('no answer');
+await second.destroy();
+loop('g');
+server.close();
+`;
+
+/**
  * upload() of the library sends 80 requests to a server of the child's own, then the same undici
  * parses 300 more answers: V8 optimises the parser in the caller's process as it would without track.
  */
@@ -92,6 +119,15 @@ for (let i = 0; i < 300; i += 1) if ((await client.post('{}')).kind !== 'respons
 await client.close();
 server.close();
 `;
+
+describe('clients with baselineWasm in one process', () => {
+  it('hold V8 back until the last is closed or destroyed', async () => {
+    const { status, stdout, stderr } = await traced(['--input-type=module', '-e', TWO_CLIENTS], { CLIENT });
+    expect(status, stderr).toBe(0);
+    // one loop optimised: the one run after the second client was destroyed
+    expect(stdout.split('\n').filter((line) => line.includes('using TurboFan'))).toEqual([expect.stringContaining('bodysize 33 ')]);
+  }, 30_000);
+});
 
 describe('upload() of the library', () => {
   it("leaves the caller's process free to optimise WebAssembly, undici's HTTP parser included", async () => {
