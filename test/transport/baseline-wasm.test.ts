@@ -30,7 +30,8 @@ const optimised = (trace: string): number => trace.split('\n').filter((line) => 
 
 /**
  * Posts `posts` requests through a client (baselineWasm as given) to a server of the child's own,
- * then, once it is closed and `after` is set, runs a hot loop of WebAssembly compiled after it.
+ * then, once it is closed and `after` is set, runs a hot loop of WebAssembly compiled after it, and
+ * the same loop in a module of its own once (cold: a fresh process leaves it to the baseline code).
  */
 const CHILD = `
 import { createServer } from 'node:http';
@@ -47,6 +48,8 @@ if (after) {
   const bytes = [0,97,115,109,1,0,0,0, 1,6,1,96,1,127,1,127, 3,2,1,0, 7,5,1,1,102,0,0, 10,35,1,33, 1,1,127, 2,64, 3,64, 32,0,69,13,1, 32,1,32,0,106,33,1, 32,0,65,1,107,33,0, 12,0, 11,11, 32,1, 11];
   const { f } = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports;
   for (let i = 0; i < 20; i += 1) f(100000);
+  bytes[24] = 103; // exported as g: other bytes, another module
+  new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports.g(1);
 }
 `;
 
@@ -68,7 +71,9 @@ describe('a client with baselineWasm', () => {
     expect(status, stderr).toBe(0);
     // every flag set and set back is one this node's V8 knows
     expect(stderr).not.toMatch(/flag/i);
-    // the loop, and only it (33 bytes of code): the parser ran while the client was open
+    // the hot loop, and only it (33 bytes of code): the parser ran while the client was open, and
+    // the cold one is left to the baseline code as in a fresh process (V8 without dynamic tiering
+    // would optimise every function it compiles)
     expect(stdout.split('\n').filter((line) => line.includes('using TurboFan'))).toEqual([expect.stringContaining('bodysize 33 ')]);
   }, 30_000);
 });
