@@ -26,30 +26,41 @@ function traced(args: string[], env: Record<string, string> = {}): Promise<{ sta
   });
 }
 
-const optimised = (trace: string): number => trace.split('\n').filter((line) => line.includes('using TurboFan')).length;
+/** The lines of V8's trace that tell of a function it optimised. */
+const optimisedLines = (trace: string): string[] => trace.split('\n').filter((line) => line.includes('using TurboFan'));
+const optimised = (trace: string): number => optimisedLines(trace).length;
 
-/**
- * Posts `posts` requests through a client (baselineWasm as given) to a server of the child's own,
- * then, once it is closed and `after` is set, runs a hot loop of WebAssembly compiled after it, and
- * the same loop in a module of its own once (cold: a fresh process leaves it to the baseline code).
- */
-const CHILD = `
+/** What each child starts with: a server of its own, a way to post through a client, and a loop of WebAssembly. */
+const SETUP = `
 import { createServer } from 'node:http';
 const { createTrackClient } = await import(process.env.CLIENT);
-const [baselineWasm, posts, after] = [process.env.BASELINE === '1', Number(process.env.POSTS), process.env.AFTER === '1'];
 const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(201); res.end('{"message":"success"}'); }); });
 await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-const client = createTrackClient({ url: 'http://127.0.0.1:' + server.address().port, apiKey: 'k-000000', connections: 2, baselineWasm });
-for (let i = 0; i < posts; i += 1) if ((await client.post('{}')).kind !== 'response') throw new Error('no answer');
+const url = 'http://127.0.0.1:' + server.address().port;
+const post = async (client, n) => { for (let i = 0; i < n; i += 1) if ((await client.post('{}')).kind !== 'response') throw new Error('no answer'); };
+// (n) => the sum of 1..n, by a loop, exported as the name given (each name makes other bytes, another
+// module), called \`calls\` times with \`n\`
+const loop = (name, calls, n) => {
+  const bytes = [0,97,115,109,1,0,0,0, 1,6,1,96,1,127,1,127, 3,2,1,0, 7,5,1,1,name.charCodeAt(0),0,0, 10,35,1,33, 1,1,127, 2,64, 3,64, 32,0,69,13,1, 32,1,32,0,106,33,1, 32,0,65,1,107,33,0, 12,0, 11,11, 32,1, 11];
+  const f = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports[name];
+  for (let i = 0; i < calls; i += 1) f(n);
+};
+`;
+
+/**
+ * Posts `posts` requests through a client (baselineWasm as given), then, once it is closed and
+ * `after` is set, runs a hot loop of WebAssembly compiled after it, and the same loop in a module of
+ * its own once (cold: a fresh process leaves it to the baseline code).
+ */
+const CHILD = `${SETUP}
+const [baselineWasm, posts, after] = [process.env.BASELINE === '1', Number(process.env.POSTS), process.env.AFTER === '1'];
+const client = createTrackClient({ url, apiKey: 'k-000000', connections: 2, baselineWasm });
+await post(client, posts);
 await client.close();
 server.close();
 if (after) {
-  // (n) => the sum of 1..n, by a loop
-  const bytes = [0,97,115,109,1,0,0,0, 1,6,1,96,1,127,1,127, 3,2,1,0, 7,5,1,1,102,0,0, 10,35,1,33, 1,1,127, 2,64, 3,64, 32,0,69,13,1, 32,1,32,0,106,33,1, 32,0,65,1,107,33,0, 12,0, 11,11, 32,1, 11];
-  const { f } = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports;
-  for (let i = 0; i < 20; i += 1) f(100000);
-  bytes[24] = 103; // exported as g: other bytes, another module
-  new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports.g(1);
+  loop('f', 20, 100000);
+  loop('g', 1, 1);
 }
 `;
 
@@ -74,7 +85,7 @@ describe('a client with baselineWasm', () => {
     // the hot loop, and only it (33 bytes of code): the parser ran while the client was open, and
     // the cold one is left to the baseline code as in a fresh process (V8 without dynamic tiering
     // would optimise every function it compiles)
-    expect(stdout.split('\n').filter((line) => line.includes('using TurboFan'))).toEqual([expect.stringContaining('bodysize 33 ')]);
+    expect(optimisedLines(stdout)).toEqual([expect.stringContaining('bodysize 33 ')]);
   }, 30_000);
 });
 
@@ -82,26 +93,16 @@ describe('a client with baselineWasm', () => {
  * Two clients: the first is closed while the second sends, and a loop of WebAssembly run then must
  * stay unoptimised; once the second is destroyed, the same loop in a new module is optimised.
  */
-const TWO_CLIENTS = `
-import { createServer } from 'node:http';
-const { createTrackClient } = await import(process.env.CLIENT);
-const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(201); res.end('{"message":"success"}'); }); });
-await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-const open = () => createTrackClient({ url: 'http://127.0.0.1:' + server.address().port, apiKey: 'k-000000', connections: 2, baselineWasm: true });
+const TWO_CLIENTS = `${SETUP}
+const open = () => createTrackClient({ url, apiKey: 'k-000000', connections: 2, baselineWasm: true });
 const [first, second] = [open(), open()];
-// (n) => the sum of 1..n, by a loop, exported as the name given (so each module's bytes differ)
-const loop = (name) => {
-  const bytes = [0,97,115,109,1,0,0,0, 1,6,1,96,1,127,1,127, 3,2,1,0, 7,5,1,1,name.charCodeAt(0),0,0, 10,35,1,33, 1,1,127, 2,64, 3,64, 32,0,69,13,1, 32,1,32,0,106,33,1, 32,0,65,1,107,33,0, 12,0, 11,11, 32,1, 11];
-  const f = new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array(bytes))).exports[name];
-  for (let i = 0; i < 20; i += 1) f(100000);
-};
-await first.post('{}');
-const sending = Promise.all(Array.from({ length: 50 }, () => second.post('{}')));
+await post(first, 1);
+const sending = Promise.all(Array.from({ length: 50 }, () => post(second, 1)));
 await first.close();
-loop('f');
-if ((await sending).some((answer) => answer.kind !== 'response')) throw new Error('no answer');
+loop('f', 20, 100000);
+await sending;
 await second.destroy();
-loop('g');
+loop('g', 20, 100000);
 server.close();
 `;
 
@@ -109,18 +110,13 @@ server.close();
  * upload() of the library sends 80 requests to a server of the child's own, then the same undici
  * parses 300 more answers: V8 optimises the parser in the caller's process as it would without track.
  */
-const LIBRARY_CHILD = `
-import { createServer } from 'node:http';
+const LIBRARY_CHILD = `${SETUP}
 const { upload } = await import(process.env.LIBRARY);
-const { createTrackClient } = await import(process.env.CLIENT);
-const server = createServer((req, res) => { req.resume(); req.on('end', () => { res.writeHead(201); res.end('{"message":"success"}'); }); });
-await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-const url = 'http://127.0.0.1:' + server.address().port;
 const rows = Array.from({ length: 4000 }, (_, i) => ({ external_id: 'u' + i, visits: i }));
 const summary = await upload({ inputs: [rows], url, apiKey: 'k-000000', journal: false, rate: 1000000 });
 if (summary.requests !== 80) throw new Error('sent ' + summary.requests);
 const client = createTrackClient({ url, apiKey: 'k-000000', connections: 2 });
-for (let i = 0; i < 300; i += 1) if ((await client.post('{}')).kind !== 'response') throw new Error('no answer');
+await post(client, 300);
 await client.close();
 server.close();
 `;
@@ -130,7 +126,7 @@ describe('clients with baselineWasm in one process', () => {
     const { status, stdout, stderr } = await traced(['--input-type=module', '-e', TWO_CLIENTS], { CLIENT });
     expect(status, stderr).toBe(0);
     // one loop optimised: the one run after the second client was destroyed
-    expect(stdout.split('\n').filter((line) => line.includes('using TurboFan'))).toEqual([expect.stringContaining('bodysize 33 ')]);
+    expect(optimisedLines(stdout)).toEqual([expect.stringContaining('bodysize 33 ')]);
   }, 30_000);
 });
 
