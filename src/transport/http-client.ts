@@ -73,7 +73,8 @@ const MAX_RESPONSE_BYTES = 1 << 20;
  */
 let baselineClients = 0;
 const OWN_WASM_FLAGS = /^--(no-)?(liftoff|wasm-tier-up|wasm-dynamic-tiering)/;
-const ownWasmFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => OWN_WASM_FLAGS.test(flag));
+// V8 reads `_` in a flag's name as `-` (--no_liftoff)
+const ownWasmFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => OWN_WASM_FLAGS.test(flag.replaceAll('_', '-')));
 
 function holdBaselineWasm(): () => void {
   if (ownWasmFlags) return () => {};

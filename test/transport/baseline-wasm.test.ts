@@ -64,10 +64,20 @@ if (after) {
 }
 `;
 
-const client = (baseline: boolean, posts: number, after = false) =>
-  traced(['--input-type=module', '-e', CHILD], { CLIENT, BASELINE: baseline ? '1' : '0', POSTS: String(posts), AFTER: after ? '1' : '0' });
+const client = (baseline: boolean, posts: number, after = false, flags: string[] = []) =>
+  traced([...flags, '--input-type=module', '-e', CHILD], { CLIENT, BASELINE: baseline ? '1' : '0', POSTS: String(posts), AFTER: after ? '1' : '0' });
 
 describe('a client with baselineWasm', () => {
+  it('leaves a process started with WebAssembly flags of its own as it is, however they are spelled', async () => {
+    // --no-liftoff: V8 compiles WebAssembly with TurboFan alone (the baseline flag would bring Liftoff back)
+    const spelled = await Promise.all(['--no-liftoff', '--no_liftoff'].map((flag) => client(true, 50, false, [flag])));
+    for (const { status, stdout, stderr } of spelled) {
+      expect(status, stderr).toBe(0);
+      expect(optimised(stdout)).toBeGreaterThan(0);
+      expect(stdout).not.toContain('using Liftoff');
+    }
+  }, 30_000);
+
   it('leaves the HTTP parser unoptimised however many answers it reads; without it, V8 optimises the parser', async () => {
     const [held, free] = await Promise.all([client(true, 300), client(false, 300)]);
     expect(held.status, held.stderr).toBe(0);
