@@ -38,6 +38,13 @@ export interface SendOptions {
   retries?: number;
   /** Longest a request may take; past it, its outcome is unknown (default 60 s). */
   requestTimeoutMs?: number;
+  /**
+   * While the requests are sent, V8 optimises no WebAssembly in this process (`--liftoff-only`),
+   * which spares the 30 MB it takes to optimise undici's HTTP parser. The flag is the process's, and
+   * a function first run meanwhile stays unoptimised for the process's life: `track upload` asks
+   * for it in a process of its own; upload() of the library leaves its caller's process alone.
+   */
+  baselineWasm?: boolean;
   onUnknown?: OnUnknown;
   /** The journal file; default `<first input>.<target>.journal` beside it. */
   journalPath?: string;
@@ -306,7 +313,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   try {
     if (send !== undefined) {
       const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
-      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs });
+      // Parquet is decoded by WebAssembly, which V8 must be free to optimise
+      const baselineWasm = send.baselineWasm === true && !inputs.some((file) => formatOf(file, options.format) === 'parquet');
+      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs, baselineWasm });
       const sending = requests();
       try {
         delivery = await deliver(sending, {
