@@ -19,6 +19,9 @@ export interface StateFileWriterOptions {
   whileSaving?: () => void;
 }
 
+
+/** The key in meta saying the indexes of the file were made again from their rows once (see the constructor). */
+const INDEX_REMADE = 'index-remade';
 /** A request the server accepted. */
 export interface Accepted {
   learn: Uint8Array;
@@ -91,6 +94,14 @@ export class StateFileWriter {
       outOfDate: db.prepare('UPDATE targets SET fresh = 0 WHERE id = ?'),
       touched: db.prepare('UPDATE targets SET updated = ? WHERE id = ?'),
     };
+    // an index an earlier track saved may hold a user twice (UserIndex.holdsARowTwice): the first run of
+    // this one on the file has each target's made again from the rows, this one's now, the others' at their next run
+    if (db.prepare('SELECT 1 FROM meta WHERE key = ?').get(INDEX_REMADE) === undefined) {
+      db.transaction(() => {
+        db.prepare('UPDATE targets SET fresh = 0').run();
+        db.prepare("INSERT INTO meta (key, value) VALUES (?, '1')").run(INDEX_REMADE);
+      })();
+    }
     // a run stopped before it saved the index: it is made again from the rows now, before a plan reads it
     const { fresh, users } = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(this.#target) as { fresh: number; users: number };
     if (fresh !== 1) db.transaction(() => saveIndex(db, this.#target, this.#indexOf()))();

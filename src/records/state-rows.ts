@@ -168,7 +168,8 @@ const BIG_ENDIAN = endianness() === 'BE';
 
 /**
  * The index as the file holds it (its shape, directory, depths, counts, then its slabs: little-endian),
- * or undefined when it must be made from the rows (a run stopped before saving it). One not as
+ * or undefined when it must be made from the rows (a run stopped before saving it, or one holding a
+ * row twice: UserIndex.holdsARowTwice). One not as
  * saveIndex wrote it (a part missing, or of another length) is refused as a damaged file is.
  */
 export function loadIndex(db: Database.Database, target: number): UserIndex | undefined {
@@ -181,7 +182,9 @@ export function loadIndex(db: Database.Database, target: number): UserIndex | un
   if (head === undefined || parts.length !== head.lengths.length || parts.some(([part, bytes], i) => part !== i || bytes.length !== head.lengths[i])) throw damagedIndex();
   // the slabs are the buffers SQLite's copies came in (no second copy of the index while it loads)
   const [, , [, depths], [, counts], ...slabs] = parts;
-  return new UserIndex({ shape: head.shape, directory: head.directory, depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(([, bytes]) => wordsOf(bytes)) });
+  const index = new UserIndex({ shape: head.shape, directory: head.directory, depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(([, bytes]) => wordsOf(bytes)) });
+  // one an earlier track saved holding a user twice, one of the two at their earlier digest, is made again from the rows
+  return index.holdsARowTwice() ? undefined : index;
 }
 
 const damagedIndex = (): Error => Object.assign(new Error('its index of users is malformed'), { code: 'SQLITE_CORRUPT' });

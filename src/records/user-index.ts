@@ -241,6 +241,26 @@ export class UserIndex {
     this.#size = keys.length;
   }
 
+  /**
+   * Whether a row is held twice (two entries of one key and one row): an index an earlier track saved
+   * at the end of a run that added users to a target that had some held each of them twice, and a
+   * later change of one of them set only one entry, the other keeping the user's earlier digest.
+   */
+  holdsARowTwice(): boolean {
+    for (let s = 0; s < this.#slabs.length; s += 1) {
+      const slab = this.#slabs[s];
+      for (let bucket = 0; bucket < SLAB && s * SLAB + bucket < this.#buckets; bucket += 1) {
+        const at = bucket * BUCKET;
+        for (let i = 0; i < ENTRIES; i += 1) {
+          const row = slab[at + ROWS + i];
+          if (row === 0) continue;
+          for (let j = i + 1; j < ENTRIES; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === slab[at + i]) return true;
+        }
+      }
+    }
+    return false;
+  }
+
   /** Calls fn with every entry. */
   forEach(fn: (key: number, row: number, digest: number) => void): void {
     this.#slabs.forEach((slab, s) => {

@@ -11,7 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
-import { indexFromRows, loadIndex, patchIndex, wordsOf } from '../../src/records/state-rows.js';
+import { indexFromRows, loadIndex, patchIndex, saveIndex, wordsOf } from '../../src/records/state-rows.js';
 import { listState, openStateReader } from '../../src/records/state.js';
 import { forgetTarget } from '../../src/records/state-file.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
@@ -198,6 +198,56 @@ describe('a run that adds users to a target that had some', () => {
     expect(after.hasRow(key, free)).toBe(false);
     after.close();
     expect(indexes(path).saved).toEqual(indexes(path).made);
+  });
+});
+
+describe('an index an earlier track saved holding a user twice', () => {
+  /** The file's index with a second entry of u`i`'s row at the digest of another plan, as an earlier track left it; the file as one it wrote (no mark of its index made again). */
+  function holdTwice(path: string, i: number, earlier: number): void {
+    const db = new Database(path);
+    const index = loadIndex(db, 1)!;
+    keyHashInto(`e:u${i}`);
+    const key = KEY_HASH[0];
+    let row = 0;
+    index.find(key, (slot) => ((row = slot), true));
+    index.add(key, row, earlier);
+    expect(index.holdsARowTwice()).toBe(true);
+    db.transaction(() => saveIndex(db, 1, index))();
+    db.prepare("DELETE FROM meta WHERE key = 'index-remade'").run();
+    db.close();
+  }
+
+  it('is not read as it is: the plan makes it from the rows, and the user\'s earlier digest is not found', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    const free = indexes(path).made.find((entry) => entry[1] === rows[7])![2];
+    // u7 moved to "pro" (the index patched), and an entry of them at "free" left beside it, as an earlier track left it
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
+    writer.close();
+    holdTwice(path, 7, free);
+    const reader = openStateReader(path, T);
+    keyHashInto('e:u7');
+    expect(reader.hasRow(KEY_HASH[0], free)).toBe(false);
+    reader.close();
+    expect(holdsPlan(path, 7, 'pro')).toBe(true);
+  });
+
+  it('is made again from the rows by the first run of this track on the file, and saved holding each user once', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    holdTwice(path, 7, 12345);
+    expect(indexes(path).saved).toBeUndefined();
+    // a run that learns nothing of the target still remakes it as it opens the file
+    openStateFileWriter(path, T).close();
+    const { saved, made } = indexes(path);
+    expect(saved).toEqual(made);
+    expect(saved).toHaveLength(USERS);
+    expect(rowsOf(path)).toEqual(rows);
+    // once: the next run reads it as saved
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare("SELECT value FROM meta WHERE key = 'index-remade'").pluck().get()).toBe('1');
+    db.close();
   });
 });
 
