@@ -95,10 +95,11 @@ export class StateFileWriter {
       touched: db.prepare('UPDATE targets SET updated = ? WHERE id = ?'),
     };
     // an index an earlier track saved may hold a user twice (UserIndex.holdsARowTwice): the first run of
-    // this one on the file has each target's made again from the rows, this one's now, the others' at their next run
+    // this one on the file has each target's made again from the rows, this one's now, the others' at
+    // their next run (a target of no users has none to make: a first run makes its own at its end)
     if (db.prepare('SELECT 1 FROM meta WHERE key = ?').get(INDEX_REMADE) === undefined) {
       db.transaction(() => {
-        db.prepare('UPDATE targets SET fresh = 0').run();
+        db.prepare('UPDATE targets SET fresh = 0 WHERE users > 0').run();
         db.prepare("INSERT INTO meta (key, value) VALUES (?, '1')").run(INDEX_REMADE);
       })();
     }
