@@ -249,6 +249,24 @@ describe('an index an earlier track saved holding a user twice', () => {
     expect(db.prepare("SELECT value FROM meta WHERE key = 'index-remade'").pluck().get()).toBe('1');
     db.close();
   });
+
+  it('written by an earlier track after this one remade the file, is saved made again from the rows by a run that changes a user it holds twice', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    holdTwice(path, 7, 12345);
+    // the file as this track marked it: an earlier one wrote the index holding u7 twice since
+    const db = new Database(path);
+    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
+    db.close();
+    // a run that changes u7 alone, with the row its plan found: a patch would set both entries and keep the second
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
+    writer.close();
+    const { saved, made } = indexes(path);
+    expect(saved).toEqual(made);
+    expect(saved).toHaveLength(USERS);
+    expect(holdsPlan(path, 7, 'pro')).toBe(true);
+  });
 });
 
 describe('several targets in one file', () => {
