@@ -45,7 +45,8 @@ export function openStateFileWriter(path: string, target: string, options: State
     return new StateFileWriter(path, db, target, options);
   } catch (error) {
     db.close();
-    throw error;
+    // what it writes as it opens (the index made again, the mark that it was) names the file when it fails, a disk full
+    throw /^SQLITE_/.test(String((error as { code?: unknown }).code)) ? writeFailure(path, error) : error;
   }
 }
 

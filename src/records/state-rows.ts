@@ -19,7 +19,7 @@ export const ENTRY = 12;
  * and the row.
  */
 export const PACK = 16;
-/** Bytes a pack of new users is closed at (when the next one might not fit): four packs then fill a page of the file, where three packs of 16 longer ones would leave a quarter of it unused. */
+/** Bytes a pack of new users is closed at (when the next one might not fit): four packs then fill a 4 KiB page of the file (sixteen or more the 16 KiB page of a new one), where three packs of 16 longer ones would leave a quarter of it unused. */
 export const PACK_BYTES = 1000;
 
 /** A user's key and row, as a pack holds them. */

@@ -273,8 +273,8 @@ export class UserIndex {
 
   /**
    * Sets the digests of rows the persisted index holds, a slab at a time (`slab(i)` reads the i-th,
-   * `write` puts it back), without reading the whole index; false when one of the rows is not there
-   * (or `slab(i)` gives none).
+   * `write` puts it back), without reading the whole index; false when one of the rows is not there,
+   * or is there twice (see holdsARowTwice), or `slab(i)` gives none.
    * A row set twice takes the digest it was set to last.
    */
   static patch(shape: Uint32Array, directory: Uint32Array, changes: IndexEntries, slab: (index: number) => Uint32Array | undefined, write: (index: number, slab: Uint32Array) => void): boolean {
@@ -304,14 +304,15 @@ export class UserIndex {
         const [key, row, digest] = changes.at(order[c]);
         const at = (bucketOf(key) % SLAB) * BUCKET;
         // every place of the row: an index an earlier version saved after a run that added users to a known target holds each of them twice
-        let found = false;
+        let found = 0;
         for (let i = 0; i < ENTRIES; i += 1) {
           if (words[at + i] !== key || words[at + ROWS + i] !== row) continue;
           words[at + HIGH + i] = Math.floor(digest / TWO_32);
           words[at + LOW + i] = digest >>> 0;
-          found = true;
+          found += 1;
         }
-        if (!found) return false;
+        // one held twice (an earlier version wrote it since this one remade the file): saved whole, made from the rows
+        if (found !== 1) return false;
       }
       write(s, words);
     }

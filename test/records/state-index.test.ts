@@ -4,7 +4,7 @@
 // that adds users holds each once; users of one key hash and targets of one file stay apart; an
 // index not as saved is refused as a damaged file; a patch leaves the process's gc as it found it.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ import { listState, openStateReader } from '../../src/records/state.js';
 import { forgetTarget } from '../../src/records/state-file.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
+import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -248,6 +249,48 @@ describe('an index an earlier track saved holding a user twice', () => {
     const db = new Database(path, { readonly: true });
     expect(db.prepare("SELECT value FROM meta WHERE key = 'index-remade'").pluck().get()).toBe('1');
     db.close();
+  });
+
+  it.skipIf(!isRoot)('on a full disk, stops the first run of this track as it remakes them, naming the file, and is remade by the next', async () => {
+    const made = firstRun();
+    holdTwice(made, 7, 12345);
+    await withSmallDisk(tmp.dir, '4m', async (small) => {
+      const path = join(small, 's.sqlite');
+      copyFileSync(made, path);
+      // the disk filled, but for room to open the file (its shared memory) and not to write to it
+      let fillers = 0;
+      try {
+        for (;;) writeFileSync(join(small, `filler-${fillers++}`), Buffer.alloc(16 * 1024));
+      } catch {
+        fillers -= 1;
+      }
+      rmSync(join(small, `filler-${fillers - 1}`));
+      rmSync(join(small, `filler-${fillers - 2}`));
+      expect(() => openStateFileWriter(path, T).close()).toThrow(/^--state .*s\.sqlite could not be written: database or disk is full$/);
+      for (let i = 0; i < fillers; i += 1) rmSync(join(small, `filler-${i}`), { force: true });
+      openStateFileWriter(path, T).close();
+      const { saved, made: fromRows } = indexes(path);
+      expect(saved).toEqual(fromRows);
+      expect(saved).toHaveLength(USERS);
+    });
+  });
+
+  it('written by an earlier track after this one remade the file, is saved made again from the rows by a run that changes a user it holds twice', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    holdTwice(path, 7, 12345);
+    // the file as this track marked it: an earlier one wrote the index holding u7 twice since
+    const db = new Database(path);
+    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
+    db.close();
+    // a run that changes u7 alone, with the row its plan found: a patch would set both entries and keep the second
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
+    writer.close();
+    const { saved, made } = indexes(path);
+    expect(saved).toEqual(made);
+    expect(saved).toHaveLength(USERS);
+    expect(holdsPlan(path, 7, 'pro')).toBe(true);
   });
 });
 

@@ -341,12 +341,15 @@ describe('state files that cannot be used', () => {
 describe.skipIf(!isRoot)('a state file on a full disk', () => {
   it('stops with exit 3 naming the state, and leaves the journal not complete, though the server may have accepted every request', async () => {
     const emu = await emulate();
-    const file = csv('users.csv', 'external_id,plan,email', users(1000));
-    await withSmallDisk(tmp.dir, '200k', async (small) => {
+    const file = csv('users.csv', 'external_id,plan,email', users(3000));
+    // room for a new file (of 16 KiB pages) and its log, not for what the run learns
+    await withSmallDisk(tmp.dir, '500k', async (small) => {
       const r = await up([file, '--url', emu.url, '--delta', '--state', join(small, 's.sqlite'), '--quiet']);
       expect(r.status, r.stderr).toBe(3);
       expect(r.stderr).toContain('could not be written');
     });
+    // it failed while the run sent, not as it opened the file
+    expect(await requestsSeen(emu)).toBeGreaterThan(0);
     // the rows accepted while (or after) the state failed are in doubt: the journal must not say the
     // upload completed (it did say so when the state failed as it closed, every request accepted)
     const journal = await readJournal(journalOf('users'));
