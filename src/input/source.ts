@@ -130,12 +130,12 @@ interface RawBytes {
 /** A stream read through its iterator; closing destroys it. */
 const streamBytes = (stream: Readable): RawBytes => ({ chunks: stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>, close: () => void stream.destroy() });
 
+/** Chunks read from an iterator of their own; closing ends it (a generator closes its file). */
+const iteratorBytes = (chunks: AsyncIterator<Buffer | string>): RawBytes => ({ chunks, close: async () => void (await chunks.return?.()) });
+
 /** The bytes of a file, standard input or an object in storage, as they are read; `stop` ends an object's read. */
 async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSignal): Promise<RawBytes> {
-  if (file === STDIN) {
-    const chunks = requireStdin(options.stdin)[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>;
-    return { chunks, close: async () => void (await chunks.return?.()) };
-  }
+  if (file === STDIN) return iteratorBytes(requireStdin(options.stdin)[Symbol.asyncIterator]() as AsyncIterator<Buffer | string>);
   if (isRemote(file)) return streamBytes(Readable.from((await import('./remote.js')).remoteBytes(file, options.remote, stop()), { objectMode: false }));
   const chunk = options.chunkBytes ?? DEFAULT_CHUNK_BYTES;
   let info: Stats | undefined;
@@ -146,16 +146,12 @@ async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSi
   }
   // a pipe, `<(zcat x.gz)`, is read as it comes, without waiting on it here
   if (info?.isFile() !== true) return streamBytes(createReadStream(file, { highWaterMark: chunk }));
-  if (options.transient === true) {
-    const chunks = transientChunks(file, chunk);
-    return { chunks, close: async () => void (await chunks.return(undefined)) };
-  }
+  if (options.transient === true) return iteratorBytes(transientChunks(file, chunk));
   // a small file is read into a buffer its size, not a chunk's: each buffer read counts against the
   // heap, and thousands of small files read 64 KiB at a time kept the collector busy. A file is read
   // by its generator alone, no stream around it: a stream, its iterator and their listeners for each
   // of thousands of small files outlived collections of the young generation, and the heap grew
-  const chunks = fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1)));
-  return { chunks, close: async () => void (await chunks.return(undefined)) };
+  return iteratorBytes(fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1))));
 }
 
 /**
