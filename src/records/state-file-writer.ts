@@ -19,9 +19,9 @@ export interface StateFileWriterOptions {
   whileSaving?: () => void;
 }
 
-
 /** The key in meta saying the indexes of the file were made again from their rows once (see the constructor). */
 const INDEX_REMADE = 'index-remade';
+
 /** A request the server accepted. */
 export interface Accepted {
   learn: Uint8Array;

@@ -244,9 +244,15 @@ describe('the state file', () => {
     const writer = openStateFileWriter(path, T);
     accept(writer, record([{ item: { external_id: 'u1', plan: 'free' } }]));
     writer.close();
-    const made = new Database(path, { readonly: true });
-    expect(made.pragma('page_size', { simple: true })).toBe(16384);
-    made.close();
+    const pageSizeOf = (file: string): unknown => {
+      const db = new Database(file, { readonly: true });
+      try {
+        return db.pragma('page_size', { simple: true });
+      } finally {
+        db.close();
+      }
+    };
+    expect(pageSizeOf(path)).toBe(16384);
     // a file made with 4 KiB pages, as track made them before
     const older = join(tmp.dir, 'older.sqlite');
     writeFileSync(older, readFileSync(path));
@@ -259,9 +265,7 @@ describe('the state file', () => {
     const again = openStateFileWriter(older, T);
     accept(again, record([{ item: { external_id: 'u2', plan: 'pro' } }]));
     again.close();
-    const kept = new Database(older, { readonly: true });
-    expect(kept.pragma('page_size', { simple: true })).toBe(4096);
-    kept.close();
+    expect(pageSizeOf(older)).toBe(4096);
     const { reader, holds } = read(older);
     expect([holds('e:u1', 'plan', 'free'), holds('e:u2', 'plan', 'pro')]).toEqual([true, true]);
     reader.close();
