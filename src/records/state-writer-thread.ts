@@ -2,18 +2,17 @@
 // what the sending thread hands it, so that no write to the disk ever holds up the sending.
 import { parentPort, workerData } from 'node:worker_threads';
 import { openStateFileWriter } from './state-file-writer.js';
-import type { ToWriter, FromWriter, HandedRecord } from './state-writer.js';
+import type { ToWriter, FromWriter, HandedRecords } from './state-writer.js';
 
 const port = parentPort!;
 const { path, target, ring } = workerData as { path: string; target: string; ring: SharedArrayBuffer };
 const ringBytes = new Uint8Array(ring);
 /** Where a record handed over is read (the writer reads one at a time): copied out of the ring, which the sending thread fills again once told. */
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
-const inScratch = (record: HandedRecord): Uint8Array => {
-  const size = 'learn' in record ? record.learn.length : record.length;
+const inScratch = (text: string | undefined, at: number, size: number): Uint8Array => {
   if (scratch.length < size) scratch = Buffer.allocUnsafeSlow(Math.max(size, scratch.length * 2));
-  if ('learn' in record) scratch.write(record.learn, 0, 'latin1');
-  else scratch.set(ringBytes.subarray(record.at, record.at + record.length));
+  if (text !== undefined) scratch.write(text, 0, 'latin1');
+  else scratch.set(ringBytes.subarray(at, at + size));
   return scratch.subarray(0, size);
 };
 const post = (message: FromWriter): void => port.postMessage(message);
@@ -52,30 +51,39 @@ function drain(): void {
     }
     let end = at;
     while (end < messages.length && messages[end].type === 'accepted') end += 1;
-    learn(messages.slice(at, end) as Array<ToWriter & { type: 'accepted' }>);
+    learn(messages.slice(at, end) as HandedRecords[]);
     at = end;
   }
 }
 
 /** Learns the records of messages handed over one after another, in one transaction. */
-function learn(messages: Array<ToWriter & { type: 'accepted' }>): void {
+function learn(messages: HandedRecords[]): void {
   let m = 0;
-  let i = 0;
+  /** Where the next record's numbers start in the message's places, and the next text. */
+  let p = 0;
+  let t = 0;
   let ringSpan = 0;
   try {
-    // each record is read from the one buffer in turn (see ToWriter)
+    // each record is read from the one buffer in turn (see HandedRecords)
     writer.accepted(() => {
-      while (m < messages.length && i === messages[m].records.length) {
+      while (m < messages.length && p === messages[m].places.length) {
         m += 1;
-        i = 0;
+        p = 0;
+        t = 0;
       }
       if (m === messages.length) return undefined;
-      const record = messages[m].records[i++];
-      if ('span' in record) ringSpan += record.span;
-      const refused = record.rejected.length === 0 ? undefined : new Set(record.rejected);
-      return { learn: inScratch(record), rejected: (index) => refused !== undefined && refused.has(index) };
+      const { places, texts } = messages[m];
+      const at = places[p];
+      const length = places[p + 1];
+      const span = places[p + 2];
+      const refusedCount = places[p + 3];
+      const refused = refusedCount === 0 ? undefined : new Set(places.subarray(p + 4, p + 4 + refusedCount));
+      p += 4 + refusedCount;
+      ringSpan += span;
+      const record = inScratch(at === -1 ? texts[t++] : undefined, at, length);
+      return { learn: record, rejected: (index) => refused !== undefined && refused.has(index) };
     });
-    post({ type: 'learned', records: messages.reduce((sum, message) => sum + message.records.length, 0), ringBytes: ringSpan });
+    post({ type: 'learned', records: messages.reduce((sum, message) => sum + message.count, 0), ringBytes: ringSpan });
   } catch (error) {
     post(failed(error));
   }

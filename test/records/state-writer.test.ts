@@ -87,6 +87,28 @@ describe('the state writer thread', () => {
       reader.close();
     }
   });
+  it('leaves out exactly the items the server refused, whatever number each record of a hand-over had refused', async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = await openStateWriter(path, T);
+    const refusedIn = (r: number): Set<number> => new Set([...Array.from({ length: r % 4 }, (_, i) => i * 3), ...(r % 5 === 0 ? [9] : [])]);
+    for (let r = 0; r < 48; r += 1) {
+      writer.accepted(record(Array.from({ length: 10 }, (_, i) => ({ external_id: `v${r}-${i}`, visits: r * 10 + i }))), refusedIn(r));
+    }
+    await writer.close();
+
+    const { reader, user } = readerOf(path);
+    try {
+      for (let r = 0; r < 48; r += 1) {
+        for (let i = 0; i < 10; i += 1) {
+          const held = user(`e:v${r}-${i}`);
+          if (refusedIn(r).has(i)) expect(held, `v${r}-${i}`).toBeUndefined();
+          else expect(held?.holds('visits', ...valueHash(r * 10 + i)), `v${r}-${i}`).toBe(true);
+        }
+      }
+    } finally {
+      reader.close();
+    }
+  });
   it("settles an accepted record's promise once it is written to the file, in the order accepted", async () => {
     const path = join(tmp.dir, 'state.sqlite');
     const writer = await openStateWriter(path, T);
