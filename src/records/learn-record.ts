@@ -114,7 +114,8 @@ export function learnRecordWriter(held?: HeldValues) {
   const names: string[] = [];
   const nameText = textRun(scratchNames, (bytes) => (scratchNames = bytes));
   const keyText = textRun(scratchKeys, (bytes) => (scratchKeys = bytes));
-  const placeOfName = new Map<string, number>();
+  /** Made anew for each record, not cleared (see the batcher's `latest`). */
+  let placeOfName = new Map<string, number>();
   /** The record's place of each of the plan's names (held values), when stamped with this record's number. */
   const placeOfHeld: number[] = [];
   const stampOfHeld: number[] = [];
@@ -231,7 +232,7 @@ export function learnRecordWriter(held?: HeldValues) {
       names.length = 0;
       nameText.reset();
       keyText.reset();
-      placeOfName.clear();
+      placeOfName = new Map();
       record += 1;
       return bytes;
     },
