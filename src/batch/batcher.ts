@@ -94,7 +94,7 @@ export function createBatcher(options: BatcherOptions): Batcher {
    * anew rather than cleared once no request is open: V8 makes a cleared Map's table, and each
    * larger one it grows into, in the generation of the one it replaces, so a Map that lived long
    * enough to be moved to the old heap fills it with dead tables (72 MB of them in a first --delta
-   * run of 1,000,000 rows: 12 full collections of the planning thread where there are now 3).
+   * run of 1,000,000 rows: 12 full collections of the planning thread where there are now 1 to 3).
    */
   let latest = new Map<number, number>();
   let nextId = 0;
