@@ -29,9 +29,11 @@ export interface Accepted {
 }
 
 /**
- * What a row holds of an attribute a request sends while it is in flight: a value the server may or
- * may not hold. It matches no value (what is sent is sent again) and is not a null (an emptied cell
- * under --empty-as-null clears it), so a stop before the answer leaves neither claim.
+ * What a row holds of an attribute a request sends while it is in flight, or of one an accepted item
+ * set without the state learning its value (an operation that adds, an object merged, an item the
+ * service may skip): a value the server may or may not hold. It matches no value (what is sent is
+ * sent again) and is not a null (an emptied cell under --empty-as-null clears it), so neither a stop
+ * before the answer nor a value not learned leaves either claim.
  */
 const IN_DOUBT: readonly [number, number] = [0, 0];
 
@@ -204,11 +206,11 @@ export class StateFileWriter {
     let at = rowStart;
     let digest = item.userPart;
     for (let i = 0; i < item.count; i += 1) {
-      // an operation that adds is not held: a new user has no earlier value of it to forget
-      if (item.forget(i)) continue;
       const nameId = ids[item.name(i)];
-      const h1 = item.h1(i);
-      const h2 = item.h2(i);
+      // a value not learned (an operation that adds, a merge, an item the service may skip) is held in doubt
+      const doubt = item.forget(i);
+      const h1 = doubt ? IN_DOUBT[0] : item.h1(i);
+      const h2 = doubt ? IN_DOUBT[1] : item.h2(i);
       view.setUint32(at, nameId, true);
       view.setInt32(at + 4, h1, true);
       view.setInt32(at + 8, h2, true);
@@ -246,8 +248,8 @@ export class StateFileWriter {
 
   /**
    * A user the state may know: before the request is posted, what it sends is held in doubt
-   * (IN_DOUBT); once it is accepted, what it set is learned (and what it forgot, an operation that
-   * adds, stays forgotten).
+   * (IN_DOUBT); once it is accepted, what it set is learned (and what it does not learn, an
+   * operation that adds, stays in doubt: the server holds a value of it).
    */
   #change(item: LearnedAttributes, ids: readonly number[], posting: boolean): void {
     // new users waiting come first: one of them may be this user, earlier in the request
@@ -257,8 +259,7 @@ export class StateFileWriter {
     const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
     for (let i = 0; i < item.count; i += 1) {
       const nameId = ids[item.name(i)];
-      if (posting) values.set(nameId, IN_DOUBT);
-      else if (item.forget(i)) values.delete(nameId);
+      if (posting || item.forget(i)) values.set(nameId, IN_DOUBT);
       else values.set(nameId, [item.h1(i), item.h2(i)]);
     }
     if (found === undefined && values.size === 0) return;

@@ -159,16 +159,28 @@ describe('the state file', () => {
     // (--empty-as-null) must then clear
     expect(state.user('e:u1')?.holdsValue('plan')).toBe(true);
     state.reader.close();
-    // accepted: what it set is learned, an increment is not held
-    accept(writer, record([{ item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true }]), () => false);
+    // accepted: what it set is learned; an increment is held in doubt, a value matching none that an
+    // emptied cell clears (the server holds some number), and so is a value of a new user's increment
+    accept(
+      writer,
+      record([
+        { item: { external_id: 'u1', plan: 'free', visits: { inc: 1 } }, known: true },
+        { item: { external_id: 'u3', visits: { inc: 1 } } },
+      ]),
+      () => false,
+    );
     writer.close();
     state = read(path);
     expect(state.holds('e:u1', 'plan', 'free')).toBe(true);
     expect(state.holds('e:u1', 'score', 1)).toBe(true);
-    expect(state.holds('e:u1', 'visits', { inc: 1 })).toBe(false);
+    for (const key of ['e:u1', 'e:u3']) {
+      expect(state.holds(key, 'visits', { inc: 1 })).toBe(false);
+      expect(state.holds(key, 'visits', 1)).toBe(false);
+      expect(state.user(key)?.holdsValue('visits')).toBe(true);
+    }
     state.reader.close();
 
-    expect(listState(path)).toEqual([expect.objectContaining({ url: T, users: 1, attributes: 2, activities: 0 })]);
+    expect(listState(path)).toEqual([expect.objectContaining({ url: T, users: 2, attributes: 4, activities: 0 })]);
     expect(forgetTarget(path, T)).toBe(true);
     expect(listState(path)).toEqual([]);
   });

@@ -132,6 +132,22 @@ describe('--delta --empty-as-null', () => {
     expect((await profiles(emu, ['u1'])).u1).toEqual({});
   });
 
+  it('after track state --forget, says an emptied cell then clears nothing, and --delta --full clears what the server holds', async () => {
+    const emu = await emulate();
+    const flags = ['--delta', '--empty-as-null', '--url', emu.url, '--api-key', 'k', '--quiet'];
+    csv('a.csv', ['external_id,company', 'u1,Acme']);
+    expect((await cli(['upload', 'a.csv', ...flags])).status).toBe(0);
+    const forget = await cli(['state', '--forget', emu.url]);
+    expect(forget.status, forget.stderr).toBe(0);
+    expect(forget.stdout).toMatch(/emptied cell .* clears nothing .* --delta --full/);
+    // the state knows u1 no more: the export's emptied company is not sent, and the server keeps it
+    csv('b.csv', ['external_id,company', 'u1,']);
+    expect((await cli(['upload', 'b.csv', ...flags])).status).toBe(0);
+    expect((await profiles(emu, ['u1'])).u1).toEqual({ company: 'Acme' });
+    expect((await cli(['upload', 'b.csv', ...flags, '--full', '--restart'])).status).toBe(0);
+    expect((await profiles(emu, ['u1'])).u1).toEqual({});
+  });
+
   it('without --empty-as-null an empty cell is left out, and a cell reading null is compared as any value', async () => {
     const emu = await emulate();
     const flags = ['--delta', '--url', emu.url, '--api-key', 'k'];

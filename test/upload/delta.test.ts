@@ -200,6 +200,35 @@ describe('what the state must not learn', () => {
     expect(await json([alias, '--url', emu.url, '--delta'])).toMatchObject({ requests: 1, unchanged: 0 });
   }, 60_000);
 
+  it('clears with --empty-as-null a value the server took from an item whose values it does not learn (an increment, a merge, an alias update)', async () => {
+    const emu = await emulator();
+    const emptied = writeCsv('emptied.csv', [['i1', '', 'x'], ['m1', '', 'x']] as unknown as Row[], 'external_id,visits,addr.city');
+    const aliasEmptied = writeCsv('alias-emptied.csv', [['n1', 'crm', '']] as unknown as Row[], 'user_alias.alias_name,user_alias.alias_label,plan');
+    // i1 is new to the state and gets a value from an increment; m1 is known, and an object merged into its address
+    await json([writeCsv('seed.csv', [['m1', 'x']] as unknown as Row[], 'external_id,addr.city'), '--url', emu.url, '--delta']);
+    writeFileSync(join(tmp.dir, 'ops.ndjson'), `${JSON.stringify({ external_id: 'i1', visits: { inc: 5 } })}\n${JSON.stringify({ external_id: 'm1', visits: 2, addr: { zip: '1' }, _merge_objects: true })}\n`);
+    await json([join(tmp.dir, 'ops.ndjson'), '--url', emu.url, '--delta']);
+    expect(custom(emu, 'i1')?.custom_attributes).toEqual({ visits: 5 });
+    expect(custom(emu, 'm1')?.custom_attributes).toEqual({ visits: 2, addr: { city: 'x', zip: '1' } });
+    // the alias n1 names a profile; an update for existing profiles only (its default) sets its plan
+    const alias = { alias_name: 'n1', alias_label: 'crm' };
+    const aliased = () => exportUser(emu.store, emu.store.profileByAlias(alias)!).custom_attributes;
+    writeFileSync(join(tmp.dir, 'alias.ndjson'), `${JSON.stringify({ user_alias: alias, _update_existing_only: false, since: 1 })}\n`);
+    await json([join(tmp.dir, 'alias.ndjson'), '--url', emu.url]);
+    await json([writeCsv('alias.csv', [['n1', 'crm', 'gold']] as unknown as Row[], 'user_alias.alias_name,user_alias.alias_label,plan'), '--url', emu.url, '--delta']);
+    expect(aliased()).toEqual({ since: 1, plan: 'gold' });
+
+    // the export empties them: the server holds values of each, and the nulls must go
+    const cleared = await json([emptied, '--url', emu.url, '--delta', '--empty-as-null']);
+    expect(cleared).toMatchObject({ requests: 1, unchanged: 0 });
+    expect(custom(emu, 'i1')?.custom_attributes).toEqual({ addr: { city: 'x' } });
+    expect(custom(emu, 'm1')?.custom_attributes).toEqual({ addr: { city: 'x' } });
+    await json([aliasEmptied, '--url', emu.url, '--delta', '--empty-as-null']);
+    expect(aliased()).toEqual({ since: 1 });
+    // the state learned them cleared: the same export again costs nothing
+    expect(await json([emptied, '--url', emu.url, '--delta', '--empty-as-null', '--restart'])).toMatchObject({ requests: 0, unchanged: 2 });
+  }, 60_000);
+
   it('finds known users whose identifiers SQLite and JavaScript order differently (U+FF21 beside an emoji)', async () => {
     faults = await faultServer();
     const file = writeCsv('wide.csv', [['u\u{1F600}', 1], ['u\uFF21', 1], ['u1', 1]] as unknown as Row[], 'external_id,a');

@@ -23,7 +23,9 @@ async function runState(flags: StateFlags): Promise<void> {
       process.exitCode = 1;
       return;
     }
-    process.stdout.write(`forgot ${target}: its next --delta run sends every attribute (and --dedupe-events every event)\n`);
+    process.stdout.write(
+      `forgot ${target}: its next --delta run sends every attribute (and --dedupe-events every event); an emptied cell (--empty-as-null) then clears nothing the server holds of a user the state no longer knows: run --delta --full to clear those\n`,
+    );
     return;
   }
   const targets = listState(flags.state);
@@ -48,7 +50,7 @@ export function registerState(program: Command): void {
     .command('state')
     .description('show what a --delta state file holds per target, or forget a target')
     .option('--state <file>', 'the state file', UPLOAD_DEFAULTS.state)
-    .option('--forget <url>', 'forget everything the state holds of this target (its next --delta run sends everything)')
+    .option('--forget <url>', 'forget everything the state holds of this target (its next --delta run sends every attribute, but clears an emptied cell only with --full)')
     .option('--json', 'print as JSON')
     .action(runState);
 }
