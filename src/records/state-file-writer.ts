@@ -9,7 +9,7 @@
 import type Database from 'better-sqlite3';
 import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
-import { addDigest, digestPart } from './state-record.js';
+import { addDigest, digestPart, IN_DOUBT } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
 import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
@@ -27,15 +27,6 @@ export interface Accepted {
   learn: Uint8Array;
   rejected: (index: number) => boolean;
 }
-
-/**
- * What a row holds of an attribute a request sends while it is in flight, or of one an accepted item
- * set without the state learning its value (an operation that adds, an object merged, an item the
- * service may skip): a value the server may or may not hold. It matches no value (what is sent is
- * sent again) and is not a null (an emptied cell under --empty-as-null clears it), so neither a stop
- * before the answer nor a value not learned leaves either claim.
- */
-const IN_DOUBT: readonly [number, number] = [0, 0];
 
 /**
  * Opens (creating it when needed, converting an earlier format, making the index again after a run

@@ -148,6 +148,15 @@ export function valueHash(value: unknown): [number, number] {
   return [HASH[0], HASH[1]];
 }
 
+/**
+ * What a row holds of an attribute a request sends while it is in flight, or of one an accepted item
+ * set without the state learning its value (an operation that adds, an object merged, an item the
+ * service may skip): a value the server may or may not hold. It matches no value (what is sent is
+ * sent again) and is not a null (an emptied cell under --empty-as-null clears it), so neither a stop
+ * before the answer nor a value not learned leaves either claim.
+ */
+export const IN_DOUBT: readonly [number, number] = [0, 0];
+
 /** Operations whose effect adds to what the profile holds: sent again, they apply again. */
 const ADDING_OPERATIONS: ReadonlySet<string> = new Set(['inc', 'add', 'remove', '$add', '$remove', '$update']);
 

@@ -11,6 +11,7 @@ import {
   digestPart,
   forEachLearnedValue,
   HASH,
+  IN_DOUBT,
   isAddingOperation,
   isControlField,
   KEY_HASH,
@@ -232,7 +233,8 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
       return { item: sent, avoided, learn: remember(sent, identity, true, mayKnow, 0, true) };
     }
     // one look for the usual unchanged row: its digest is the row's
-    const digest = mayBeSkipped(item, identity.by) ? undefined : itemDigest(item, identity, userPart(), emptied);
+    const skippable = mayBeSkipped(item, identity.by);
+    const digest = skippable ? undefined : itemDigest(item, identity, userPart(), emptied);
     if (digest !== undefined && state.hasRow(KEY_HASH[0], digest)) return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
     const known = state.user(userKey, KEY_HASH[0]);
     const same =
@@ -241,7 +243,11 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
         : (name: string, h1: number, h2: number) => (emptied.includes(name) ? known?.holdsValue(name) !== true : known?.holds(name, h1, h2) === true);
     const { sent, avoided } = cut(item, identity, same, emptied);
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
-    return { item: sent, avoided, learn: remember(sent, identity, true, known !== undefined, known?.row, true) };
+    const learn = remember(sent, identity, true, known !== undefined, known?.row, true);
+    // an item the service may skip leaves what it sends in doubt: where the row holds all of it so
+    // already (a re-run of an alias file), there is nothing to forget before it is posted nor to learn
+    if (skippable && known !== undefined && heldInDoubt(sent, identity.by, known)) return { item: sent, avoided, learn: LEARN_NONE };
+    return { item: sent, avoided, learn };
   };
 
   const activity = (kind: 'events' | 'purchases', item: Record<string, unknown>, identity: Identity): DeltaVerdict => {
@@ -276,6 +282,12 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     },
     close: () => state.close(),
   };
+}
+
+/** Whether the user's row holds each attribute the item sends in doubt (IN_DOUBT). */
+function heldInDoubt(item: Record<string, unknown>, by: string, known: UserState): boolean {
+  for (const key in item) if (key !== by && !isControlField(key) && !known.holds(key, IN_DOUBT[0], IN_DOUBT[1])) return false;
+  return true;
 }
 
 /** The item without the attributes `names`, and the data points they would have spent. */

@@ -3,9 +3,10 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
+import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
+import { openStateReader } from '../../src/records/state.js';
 import { createDelta } from '../../src/upload/delta.js';
 import { postJson, runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
@@ -274,5 +275,39 @@ describe('the learn records of a plan', () => {
     const early = Array.from({ length: 50 }, (_, u) => plan(u));
     for (let u = 50; u < 100_000; u += 50) request(Array.from({ length: 50 }, (_, i) => plan(u + i)));
     request(early);
+  });
+
+  it('ask nothing of the state for an item the service may skip whose every value the user row holds in doubt already: nothing to forget before it is posted, nothing to write once accepted', () => {
+    const path = join(tmp.dir, 'doubt.sqlite');
+    const alias = { alias_name: 'n1', alias_label: 'crm' };
+    const first = [
+      { user_alias: alias, plan: 'gold', score: 1 },
+      { external_id: 'u2', plan: 'free', visits: { inc: 1 } },
+    ];
+    // a first run: the alias's values and u2's increment are held in doubt, u2's plan is learned
+    const writer = openStateFileWriter(path, 't');
+    const records = learnRecordWriter();
+    for (const item of first) records.add(userMark(false, -1), item);
+    const learn = records.finish();
+    writer.accepted(((given) => () => (given ? undefined : ((given = true), { learn, rejected: () => false })))(false));
+    writer.close();
+
+    const delta = createDelta({ statePath: path, target: 't', attributes: true, full: false, activities: false }, openStateReader(path, 't'), 100);
+    const plan = (item: Record<string, unknown>) =>
+      delta.item('attributes', item, item.user_alias === undefined ? { by: 'external_id', value: item.external_id as string } : { by: 'user_alias', value: alias });
+    const again = { user_alias: alias, plan: 'silver', score: 2 };
+    expect(plan(again)).toEqual({ item: again, avoided: 0, learn: LEARN_NONE });
+    const skipped = { external_id: 'u2', _update_existing_only: true, visits: 3 };
+    expect(plan(skipped)).toEqual({ item: skipped, avoided: 0, learn: LEARN_NONE });
+    // a value the row holds (u2's plan), or a name it holds nothing of: learned, and forgotten before it is posted
+    for (const item of [
+      { external_id: 'u2', _update_existing_only: true, plan: 'pro' },
+      { user_alias: { alias_name: 'n1', alias_label: 'crm' }, plan: 'gold', city: 'Lyon' },
+    ]) {
+      const verdict = plan(item);
+      expect(verdict.item).toBe(item);
+      expect(verdict.learn).not.toBe(LEARN_NONE);
+    }
+    delta.close();
   });
 });
