@@ -201,6 +201,10 @@ export function activityHash(kind: 'events' | 'purchases', item: Record<string, 
   return createHash('md5').update(text).digest();
 }
 
+/** Whether the state learns no value of an attribute of an item (see forEachLearnedValue): `forgetAll` when the service may skip the item, `merging` when it merges objects. */
+export const isForgotten = (value: unknown, forgetAll: boolean, merging: boolean): boolean =>
+  forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && value !== null && !Array.isArray(value));
+
 /**
  * Calls fn for each attribute of an attributes item that the state learns or forgets: forget for
  * an operation that adds (sent again it applies again), an object merged into what the profile
@@ -217,7 +221,7 @@ export function forEachLearnedValue(
   for (const key in item) {
     if (key === identifiedBy || isControlField(key)) continue;
     const value = item[key];
-    if (forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && value !== null && !Array.isArray(value))) fn(key, true, 0, 0);
+    if (isForgotten(value, forgetAll, merging)) fn(key, true, 0, 0);
     else {
       valueHashInto(value);
       fn(key, false, HASH[0], HASH[1]);

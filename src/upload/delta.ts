@@ -14,6 +14,7 @@ import {
   IN_DOUBT,
   isAddingOperation,
   isControlField,
+  isForgotten,
   KEY_HASH,
   keyHashInto,
   mayBeSkipped,
@@ -244,9 +245,9 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     const { sent, avoided } = cut(item, identity, same, emptied);
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
     const learn = remember(sent, identity, true, known !== undefined, known?.row, true);
-    // an item the service may skip leaves what it sends in doubt: where the row holds all of it so
-    // already (a re-run of an alias file), there is nothing to forget before it is posted nor to learn
-    if (skippable && known !== undefined && heldInDoubt(sent, identity.by, known)) return { item: sent, avoided, learn: LEARN_NONE };
+    // what the state learns no value of is held in doubt: where the row holds all the item sends so
+    // already (a re-run of an alias file, of increments), there is nothing to forget before it is posted nor to learn
+    if (known !== undefined && learnsNothing(sent, identity.by, skippable, known)) return { item: sent, avoided, learn: LEARN_NONE };
     return { item: sent, avoided, learn };
   };
 
@@ -284,9 +285,13 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   };
 }
 
-/** Whether the user's row holds each attribute the item sends in doubt (IN_DOUBT). */
-function heldInDoubt(item: Record<string, unknown>, by: string, known: UserState): boolean {
-  for (const key in item) if (key !== by && !isControlField(key) && !known.holds(key, IN_DOUBT[0], IN_DOUBT[1])) return false;
+/** Whether each attribute the item sends is one the state learns no value of (isForgotten) and the user's row holds in doubt already (IN_DOUBT). */
+function learnsNothing(item: Record<string, unknown>, by: string, skippable: boolean, known: UserState): boolean {
+  const merging = item._merge_objects === true;
+  for (const key in item) {
+    if (key === by || isControlField(key)) continue;
+    if (!isForgotten(item[key], skippable, merging) || !known.holds(key, IN_DOUBT[0], IN_DOUBT[1])) return false;
+  }
   return true;
 }
 

@@ -277,14 +277,15 @@ describe('the learn records of a plan', () => {
     request(early);
   });
 
-  it('ask nothing of the state for an item the service may skip whose every value the user row holds in doubt already: nothing to forget before it is posted, nothing to write once accepted', () => {
+  it('ask nothing of the state for an item whose every value is one the state does not learn (the service may skip it, an increment, an object merged) and the user row holds in doubt already: nothing to forget before it is posted, nothing to write once accepted', () => {
     const path = join(tmp.dir, 'doubt.sqlite');
-    const alias = { alias_name: 'n1', alias_label: 'crm' };
+    const alias = (name: string) => ({ alias_name: name, alias_label: 'crm' });
+    // a first run: the aliases' values, the increments and the objects merged are held in doubt, the plans learned
+    const users = ['u2', 'u3', 'u4', 'u5', 'u6', 'u7', 'u8'];
     const first = [
-      { user_alias: alias, plan: 'gold', score: 1 },
-      { external_id: 'u2', plan: 'free', visits: { inc: 1 } },
+      ...['n1', 'n2'].map((name) => ({ user_alias: alias(name), plan: 'gold', score: 1 })),
+      ...users.map((external_id) => ({ external_id, plan: 'free', visits: { inc: 1 }, addr: { city: 'x' }, _merge_objects: true })),
     ];
-    // a first run: the alias's values and u2's increment are held in doubt, u2's plan is learned
     const writer = openStateFileWriter(path, 't');
     const records = learnRecordWriter();
     for (const item of first) records.add(userMark(false, -1), item);
@@ -294,15 +295,22 @@ describe('the learn records of a plan', () => {
 
     const delta = createDelta({ statePath: path, target: 't', attributes: true, full: false, activities: false }, openStateReader(path, 't'), 100);
     const plan = (item: Record<string, unknown>) =>
-      delta.item('attributes', item, item.user_alias === undefined ? { by: 'external_id', value: item.external_id as string } : { by: 'user_alias', value: alias });
-    const again = { user_alias: alias, plan: 'silver', score: 2 };
-    expect(plan(again)).toEqual({ item: again, avoided: 0, learn: LEARN_NONE });
-    const skipped = { external_id: 'u2', _update_existing_only: true, visits: 3 };
-    expect(plan(skipped)).toEqual({ item: skipped, avoided: 0, learn: LEARN_NONE });
-    // a value the row holds (u2's plan), or a name it holds nothing of: learned, and forgotten before it is posted
+      delta.item('attributes', item, item.user_alias === undefined ? { by: 'external_id', value: item.external_id as string } : { by: 'user_alias', value: item.user_alias as { alias_name: string; alias_label: string } });
+    // each user's first row of the run: sent whole, and nothing asked of the state
     for (const item of [
-      { external_id: 'u2', _update_existing_only: true, plan: 'pro' },
-      { user_alias: { alias_name: 'n1', alias_label: 'crm' }, plan: 'gold', city: 'Lyon' },
+      { user_alias: alias('n1'), plan: 'silver', score: 2 },
+      { external_id: 'u2', _update_existing_only: true, visits: 3 },
+      { external_id: 'u3', visits: { inc: 1 } },
+      { external_id: 'u4', addr: { zip: '1' }, _merge_objects: true },
+      { external_id: 'u5', visits: { inc: 2 }, addr: { zip: '1' }, _merge_objects: true },
+    ])
+      expect(plan(item)).toEqual({ item, avoided: 0, learn: LEARN_NONE });
+    // a value the row holds (the plans), or a name it holds nothing of: learned, and forgotten before it is posted
+    for (const item of [
+      { external_id: 'u6', _update_existing_only: true, plan: 'pro' },
+      { external_id: 'u7', visits: { inc: 1 }, plan: 'pro' },
+      { external_id: 'u8', plan: { tier: 1 }, _merge_objects: true },
+      { user_alias: alias('n2'), plan: 'gold', city: 'Lyon' },
     ]) {
       const verdict = plan(item);
       expect(verdict.item).toBe(item);
