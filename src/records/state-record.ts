@@ -201,15 +201,19 @@ export function activityHash(kind: 'events' | 'purchases', item: Record<string, 
   return createHash('md5').update(text).digest();
 }
 
-/** Whether the state learns no value of an attribute of an item (see forEachLearnedValue): `forgetAll` when the service may skip the item, `merging` when it merges objects. */
+/**
+ * Whether the state learns no value of an attribute of an item (see forEachLearnedValue): `forgetAll`
+ * when the service may skip the item, `merging` when it merges objects. A null is learned even then:
+ * once accepted, the profile holds no value of it whether the service applied the item or skipped it.
+ */
 export const isForgotten = (value: unknown, forgetAll: boolean, merging: boolean): boolean =>
-  forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && value !== null && !Array.isArray(value));
+  value !== null && (forgetAll || isAddingOperation(value) || (merging && typeof value === 'object' && !Array.isArray(value)));
 
 /**
  * Calls fn for each attribute of an attributes item that the state learns or forgets: forget for
  * an operation that adds (sent again it applies again), an object merged into what the profile
- * holds (`_merge_objects`: the profile then holds more than was sent), and every value of an item
- * the service may skip; the identifier and the control fields are not attributes.
+ * holds (`_merge_objects`: the profile then holds more than was sent), and every value but a null
+ * of an item the service may skip; the identifier and the control fields are not attributes.
  */
 export function forEachLearnedValue(
   item: Record<string, unknown>,

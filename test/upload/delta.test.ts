@@ -225,6 +225,8 @@ describe('what the state must not learn', () => {
     expect(custom(emu, 'm1')?.custom_attributes).toEqual({ addr: { city: 'x' } });
     await json([aliasEmptied, '--url', emu.url, '--delta', '--empty-as-null']);
     expect(aliased()).toEqual({ since: 1 });
+    // a null accepted leaves no value, whether the service applied the item or skipped it: learned, it is not sent again
+    expect(await json([aliasEmptied, '--url', emu.url, '--delta', '--empty-as-null', '--restart'])).toMatchObject({ requests: 0, unchanged: 1 });
     // the state learned them cleared: the same export again costs nothing
     expect(await json([emptied, '--url', emu.url, '--delta', '--empty-as-null', '--restart'])).toMatchObject({ requests: 0, unchanged: 2 });
   }, 60_000);
