@@ -5,6 +5,7 @@ import { Pool, type Dispatcher } from 'undici';
 import { UsageError } from '../errors.js';
 import { DEFAULT_REQUEST_TIMEOUT_S } from './defaults.js';
 import { resolveEndpoint } from './endpoint.js';
+import { heldSetting, startedWithV8Flag } from './v8-setting.js';
 import { holdYoungGeneration } from './young-generation.js';
 import type { HeaderMap } from './rate-limit-headers.js';
 
@@ -78,23 +79,11 @@ const MAX_RESPONSE_BYTES = 1 << 20;
  * life of the process (the parser among them), which is why a library call never asks for this.
  * A process started with flags of its own for WebAssembly is left as it is.
  */
-let baselineClients = 0;
-const OWN_WASM_FLAGS = /^--(no-)?(liftoff|wasm-tier-up|wasm-dynamic-tiering)/;
-// V8 reads `_` in a flag's name as `-` (--no_liftoff)
-const ownWasmFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => OWN_WASM_FLAGS.test(flag.replaceAll('_', '-')));
-
-function holdBaselineWasm(): () => void {
-  if (ownWasmFlags) return () => {};
-  if (baselineClients === 0) setFlagsFromString('--liftoff-only');
-  baselineClients += 1;
-  let held = true;
-  return () => {
-    if (!held) return;
-    held = false;
-    baselineClients -= 1;
-    if (baselineClients === 0) setFlagsFromString('--no-liftoff-only --wasm-tier-up --wasm-dynamic-tiering');
-  };
-}
+const holdBaselineWasm = heldSetting({
+  set: () => setFlagsFromString('--liftoff-only'),
+  unset: () => setFlagsFromString('--no-liftoff-only --wasm-tier-up --wasm-dynamic-tiering'),
+  leftAlone: startedWithV8Flag(/^--(no-)?(liftoff|wasm-tier-up|wasm-dynamic-tiering)/),
+});
 
 function checkApiKey(apiKey: string): void {
   if (apiKey.length === 0) throw new UsageError('an API key is required (--api-key or TRACK_API_KEY)');

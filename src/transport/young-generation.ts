@@ -7,17 +7,13 @@
 // within the noise (1.02 times at 1M rows, the median of 8 runs each, alternating).
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { heldSetting, startedWithV8Flag } from './v8-setting.js';
 
 /** The young generation's size (its two halves) at which it grows no further. */
 export const YOUNG_GENERATION_CAP_BYTES = 16 * 1024 * 1024;
 const GROWTH = { held: '--semi-space-growth-factor=1', free: '--semi-space-growth-factor=2' };
-// a process started with its own young generation flags is left as it is (V8 reads `_` as `-`)
-const OWN_FLAGS = /^--(semi-space-growth-factor|max-semi-space-size|min-semi-space-size|max-heap-size)/;
-export const ownYoungGenerationFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) =>
-  OWN_FLAGS.test(flag.replaceAll('_', '-')),
-);
-
-let holders = 0;
+/** The process was started with young generation flags of its own: they are left as they are. */
+export const ownYoungGenerationFlags = startedWithV8Flag(/^--(semi-space-growth-factor|max-semi-space-size|min-semi-space-size|max-heap-size)/);
 let observer: PerformanceObserver | undefined;
 
 /** This thread's young generation in bytes (both halves, as V8 counts its new space). */
@@ -30,29 +26,33 @@ function check(): void {
 }
 
 /**
+ * Holds the young generation again, if it is held: V8 sets its growth factor back when it makes a
+ * worker's heap, and once this one's has been held a while, the next collection after that would
+ * grow it. Called when a worker of this process's is online.
+ */
+export function holdAgain(): void {
+  if (observer !== undefined) check();
+}
+
+/**
  * Holds this thread's young generation at YOUNG_GENERATION_CAP_BYTES once it has grown to it (V8
  * keeps growing it until then); returns the release, after which it may grow again. The setting is
  * the process's: every heap in it grows no further meanwhile (the planning thread's starts at its
  * full size: worker/in-worker.ts).
  */
-export function holdYoungGeneration(): () => void {
-  if (ownYoungGenerationFlags) return () => {};
-  if (holders === 0) {
+export const holdYoungGeneration = heldSetting({
+  set() {
     check();
     // V8 reads its growth factor each time it grows a young generation, and sets it back to 2 when
     // it makes a heap (a worker thread's: seen on Node 20), so it is looked at after every collection
+    // (and by holdAgain())
     observer = new PerformanceObserver(check);
     observer.observe({ entryTypes: ['gc'] });
-  }
-  holders += 1;
-  let held = true;
-  return () => {
-    if (!held) return;
-    held = false;
-    holders -= 1;
-    if (holders > 0) return;
+  },
+  unset() {
     observer?.disconnect();
     observer = undefined;
     setFlagsFromString(GROWTH.free);
-  };
-}
+  },
+  leftAlone: ownYoungGenerationFlags,
+});

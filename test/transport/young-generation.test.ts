@@ -28,7 +28,6 @@ function child(script: string, env: Record<string, string> = {}, flags: string[]
  */
 const GROW = `
 import { getHeapSpaceStatistics } from 'node:v8';
-import { Worker } from 'node:worker_threads';
 const { createTrackClient } = await import(process.env.DIST + '/transport/http-client.js');
 const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576;
 const client = createTrackClient({ url: 'http://127.0.0.1:9', apiKey: 'k-000000', capYoungGeneration: process.env.CAP === '1' });
@@ -44,8 +43,10 @@ const churn = async (objects) => {
   }
 };
 await churn(6000000);
-const worker = new Worker('1', { eval: true });
-await new Promise((resolve) => worker.on('exit', resolve));
+// a worker made as track makes its planning thread, which posts nothing
+const { inWorker } = await import(process.env.DIST + '/upload/worker/in-worker.js');
+const producer = 'import { serveInWorker } from ' + JSON.stringify(process.env.DIST + '/upload/worker/in-worker.js') + '; await serveInWorker(async function* () {});';
+for await (const nothing of inWorker(new URL('data:text/javascript,' + encodeURIComponent(producer)), { data: null, window: { messages: 1, bytes: 1 } })) throw new Error('posted ' + nothing);
 await churn(6000000);
 const held = Math.max(largest, young());
 await client.close();

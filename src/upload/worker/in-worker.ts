@@ -4,7 +4,7 @@
 // the values are; wire.ts turns them into what the consumer expects.
 import { setFlagsFromString } from 'node:v8';
 import { parentPort, Worker, workerData, type ResourceLimits } from 'node:worker_threads';
-import { ownYoungGenerationFlags } from '../../transport/young-generation.js';
+import { holdAgain, ownYoungGenerationFlags } from '../../transport/young-generation.js';
 
 /** A value posted by the worker, with the bytes it weighs against the window and the buffers handed over with it. */
 export interface Posting<T> {
@@ -59,6 +59,8 @@ function startWorker(url: URL, options: InWorkerOptions): Worker {
     worker.once('online', reset);
     worker.once('exit', reset);
   }
+  // making the worker's heap set V8's growth factor back: this thread's young generation is held again
+  worker.once('online', holdAgain);
   return worker;
 }
 
