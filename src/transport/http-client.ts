@@ -28,7 +28,7 @@ export interface TrackClientOptions {
   baselineWasm?: boolean;
   /**
    * While the client is open, this thread's young generation grows no further than 16 MB
-   * (young-generation.ts): 13 to 16 MB less at the peak of a long upload. The setting is the
+   * (young-generation.ts): 13 MB less at the peak of an upload of 1M rows or more. The setting is the
    * process's too, so only a process of track's own asks for it.
    */
   capYoungGeneration?: boolean;

@@ -47,8 +47,8 @@ export interface SendOptions {
   baselineWasm?: boolean;
   /**
    * While the requests are sent, the sending thread's young generation grows no further than 16 MB
-   * (16 MB less at the peak of a long upload). The setting is the process's: `track upload` asks for
-   * it in a process of its own.
+   * (13 MB less at the peak of an upload of 1M rows or more). The setting is the process's: `track
+   * upload` asks for it in a process of its own.
    */
   capYoungGeneration?: boolean;
   onUnknown?: OnUnknown;
