@@ -117,3 +117,34 @@ describe('a worker thread with a capped young generation', () => {
     expect(afterWork).toBe(8);
   }, 60_000);
 });
+
+/** A worker that cannot be made (its data will not clone), then a plain worker: the plain one's young generation at start, before and after. */
+const FAILED_START = `
+import { Worker } from 'node:worker_threads';
+const { inWorker } = await import(process.env.DIST + '/upload/worker/in-worker.js');
+const youngAtStart = () => new Promise((resolve, reject) => {
+  const source = "import v8 from 'node:v8'; import { parentPort } from 'node:worker_threads'; parentPort.postMessage(v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576);";
+  const w = new Worker(new URL('data:text/javascript,' + encodeURIComponent(source)));
+  w.once('message', (size) => w.terminate().then(() => resolve(size)));
+  w.once('error', reject);
+});
+const before = await youngAtStart();
+let thrown = '';
+try {
+  for await (const nothing of inWorker(new URL('data:text/javascript,'), { data: () => {}, window: { messages: 1, bytes: 1 }, resourceLimits: { maxYoungGenerationSizeMb: 24 } })) throw new Error('posted ' + nothing);
+} catch (error) {
+  thrown = error.name;
+}
+console.log(JSON.stringify({ before, thrown, after: await youngAtStart() }));
+`;
+
+describe('a worker thread that cannot be made', () => {
+  it('leaves no smallest young generation set for the threads made after it', async () => {
+    const { status, stdout, stderr } = await child(FAILED_START);
+    expect(status, stderr).toBe(0);
+    const { before, thrown, after } = JSON.parse(stdout) as { before: number; thrown: string; after: number };
+    expect(thrown).toBe('DataCloneError');
+    expect(before).toBeLessThan(8);
+    expect(after).toBe(before);
+  }, 60_000);
+});

@@ -53,9 +53,16 @@ function startWorker(url: URL, options: InWorkerOptions): Worker {
   const youngMb = ownYoungGenerationFlags ? undefined : options.resourceLimits?.maxYoungGenerationSizeMb;
   // V8 takes a smallest size above the largest as the largest
   if (youngMb !== undefined) setFlagsFromString(`--min-semi-space-size=${Math.ceil(youngMb)}`);
-  const worker = new Worker(url, { workerData: { data: options.data, window: options.window }, resourceLimits: options.resourceLimits });
+  const reset = (): void => setFlagsFromString('--min-semi-space-size=0');
+  let worker: Worker;
+  try {
+    worker = new Worker(url, { workerData: { data: options.data, window: options.window }, resourceLimits: options.resourceLimits });
+  } catch (error) {
+    // not made (its data would not clone, no thread to be had): no later thread starts at this size
+    if (youngMb !== undefined) reset();
+    throw error;
+  }
   if (youngMb !== undefined) {
-    const reset = (): void => setFlagsFromString('--min-semi-space-size=0');
     worker.once('online', reset);
     worker.once('exit', reset);
   }
