@@ -65,10 +65,11 @@ const grow = async (cap: boolean, flags: string[] = []): Promise<{ held: number;
 describe('a client with capYoungGeneration', () => {
   it('holds the young generation at 16 MB while it is open, a worker made meanwhile included, and lets it grow once closed', async () => {
     const [capped, free] = await Promise.all([grow(true), grow(false)]);
+    // without the hold the same allocations grow it to Node's largest (32 MB on Node 20 and 22, up to
+    // 128 MB on Node 24, which sizes it by the memory it may use)
+    expect(free.held).toBeGreaterThan(16);
     expect(capped.held).toBe(16);
-    expect(capped.after).toBe(32);
-    // without the hold the same allocations grow it to Node's largest
-    expect(free.held).toBe(32);
+    expect(capped.after).toBe(free.held);
   }, 60_000);
 
   it('leaves a process started with young generation flags of its own as it is', async () => {
