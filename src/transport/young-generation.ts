@@ -12,8 +12,19 @@ import { heldSetting, startedWithV8Flag } from './v8-setting.js';
 /** The young generation's size (its two halves) at which it grows no further. */
 export const YOUNG_GENERATION_CAP_BYTES = 16 * 1024 * 1024;
 const GROWTH = { held: '--semi-space-growth-factor=1', free: '--semi-space-growth-factor=2' };
-/** The process was started with young generation flags of its own: they are left as they are. */
-export const ownYoungGenerationFlags = startedWithV8Flag(/^--(semi-space-growth-factor|max-semi-space-size|min-semi-space-size|max-heap-size)/);
+/**
+ * The V8s on which holding pays: on V8 11 (Node 20), 14 MB less at the peak of 1M rows for 1.5% more
+ * CPU time. On V8 12 and 13 (Node 22 and 24) a planning thread started at its full young generation
+ * collects its old generation 35 times in 1M rows instead of once: 18 to 23% more CPU time for 8 to
+ * 9 MB; without that start it is pinned small and does four times the collections.
+ */
+export const holdsYoungGenerationOn = (v8Version: string): boolean => v8Version.split('.')[0] === '11';
+/**
+ * V8 is left to size young generations as it does: the process was started with young generation
+ * flags of its own, or runs on a V8 on which holding them costs more than it saves.
+ */
+export const youngGenerationLeftAlone =
+  startedWithV8Flag(/^--(semi-space-growth-factor|max-semi-space-size|min-semi-space-size|max-heap-size)/) || !holdsYoungGenerationOn(process.versions.v8);
 let observer: PerformanceObserver | undefined;
 
 /** This thread's young generation in bytes (both halves, as V8 counts its new space). */
@@ -54,5 +65,5 @@ export const holdYoungGeneration = heldSetting({
     observer = undefined;
     setFlagsFromString(GROWTH.free);
   },
-  leftAlone: ownYoungGenerationFlags,
+  leftAlone: youngGenerationLeftAlone,
 });

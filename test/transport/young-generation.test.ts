@@ -5,9 +5,12 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { holdsYoungGenerationOn } from '../../src/transport/young-generation.js';
 import { ROOT } from '../helpers/cli.js';
 
 const DIST = pathToFileURL(join(ROOT, 'dist')).href;
+/** Node 20's V8: on later ones the young generation is left to V8 (young-generation.ts). */
+const holdsOnThisNode = holdsYoungGenerationOn(process.versions.v8);
 
 /** A child node running `script` (an ES module, with DIST set); its status and what it printed. */
 function child(script: string, env: Record<string, string> = {}, flags: string[] = []): Promise<{ status: number | null; stdout: string; stderr: string }> {
@@ -63,13 +66,19 @@ const grow = async (cap: boolean, flags: string[] = []): Promise<{ held: number;
 };
 
 describe('a client with capYoungGeneration', () => {
-  it('holds the young generation at 16 MB while it is open, a worker made meanwhile included, and lets it grow once closed', async () => {
+  it.runIf(holdsOnThisNode)('holds the young generation at 16 MB while it is open, a worker made meanwhile included, and lets it grow once closed', async () => {
     const [capped, free] = await Promise.all([grow(true), grow(false)]);
     // without the hold the same allocations grow it to Node's largest (32 MB on Node 20 and 22, up to
     // 128 MB on Node 24, which sizes it by the memory it may use)
     expect(free.held).toBeGreaterThan(16);
     expect(capped.held).toBe(16);
     expect(capped.after).toBe(free.held);
+  }, 60_000);
+
+  it.skipIf(holdsOnThisNode)('leaves the young generation to V8 on a V8 the hold does not pay on', async () => {
+    const [capped, free] = await Promise.all([grow(true), grow(false)]);
+    expect(free.held).toBeGreaterThan(16);
+    expect(capped.held).toBe(free.held);
   }, 60_000);
 
   it('leaves a process started with young generation flags of its own as it is', async () => {
@@ -109,7 +118,7 @@ await serveInWorker(async function* () {
 `;
 
 describe('a worker thread with a capped young generation', () => {
-  it('starts with its young generation at its full size, so a hold on growth leaves it there', async () => {
+  it.runIf(holdsOnThisNode)('starts with its young generation at its full size, so a hold on growth leaves it there', async () => {
     const { status, stdout, stderr } = await child(PLAN_THREAD, { PRODUCER });
     expect(status, stderr).toBe(0);
     const [atStart, afterWork] = JSON.parse(stdout) as number[];
@@ -148,4 +157,12 @@ describe('a worker thread that cannot be made', () => {
     expect(before).toBeLessThan(8);
     expect(after).toBe(before);
   }, 60_000);
+});
+
+describe('the V8s the young generation is held on', () => {
+  it('holds it on V8 11 (Node 20) only: on 12 and 13 (Node 22 and 24) the planning thread started full collects its old generation 35 times instead of once', () => {
+    expect(holdsYoungGenerationOn('11.3.244.8-node.33')).toBe(true);
+    expect(holdsYoungGenerationOn('12.4.254.21-node.33')).toBe(false);
+    expect(holdsYoungGenerationOn('13.6.233.10-node.28')).toBe(false);
+  });
 });

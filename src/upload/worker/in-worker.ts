@@ -4,7 +4,7 @@
 // the values are; wire.ts turns them into what the consumer expects.
 import { setFlagsFromString } from 'node:v8';
 import { parentPort, Worker, workerData, type ResourceLimits } from 'node:worker_threads';
-import { holdAgain, ownYoungGenerationFlags } from '../../transport/young-generation.js';
+import { holdAgain, youngGenerationLeftAlone } from '../../transport/young-generation.js';
 
 /** A value posted by the worker, with the bytes it weighs against the window and the buffers handed over with it. */
 export interface Posting<T> {
@@ -47,10 +47,10 @@ const reviveError = (relayed: RelayedError): Error => Object.assign(new Error(re
  * sending thread's is at 16 MB (transport/young-generation.ts), which would pin this one at 1 MB (a
  * trial of 10M rows took 14% more CPU time so). V8 reads the flag when it makes the worker's heap,
  * on the worker's thread, so it is set back once the worker is online. A process started with young
- * generation flags of its own is left as it is.
+ * generation flags of its own, or on a V8 the hold does not pay on, is left as it is.
  */
 function startWorker(url: URL, options: InWorkerOptions): Worker {
-  const youngMb = ownYoungGenerationFlags ? undefined : options.resourceLimits?.maxYoungGenerationSizeMb;
+  const youngMb = youngGenerationLeftAlone ? undefined : options.resourceLimits?.maxYoungGenerationSizeMb;
   // V8 takes a smallest size above the largest as the largest
   if (youngMb !== undefined) setFlagsFromString(`--min-semi-space-size=${Math.ceil(youngMb)}`);
   const reset = (): void => setFlagsFromString('--min-semi-space-size=0');
