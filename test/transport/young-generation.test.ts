@@ -154,8 +154,10 @@ describe('a worker thread that cannot be made', () => {
     expect(status, stderr).toBe(0);
     const { before, thrown, after } = JSON.parse(stdout) as { before: number; thrown: string; after: number };
     expect(thrown).toBe('DataCloneError');
-    expect(before).toBeLessThan(8);
-    expect(after).toBe(before);
+    // a thread starts at 2 MB and may have grown to 4 or 8 by the time it tells; left set, the
+    // smallest size made it start at the largest Node allows, 16 MB
+    expect(before).toBeLessThan(16);
+    expect(after).toBeLessThan(16);
   }, 60_000);
 });
 
