@@ -5,8 +5,6 @@ import { Pool, type Dispatcher } from 'undici';
 import { UsageError } from '../errors.js';
 import { DEFAULT_REQUEST_TIMEOUT_S } from './defaults.js';
 import { resolveEndpoint } from './endpoint.js';
-import { heldSetting, startedWithV8Flag } from './v8-setting.js';
-import { holdYoungGeneration } from './young-generation.js';
 import type { HeaderMap } from './rate-limit-headers.js';
 
 export { resolveEndpoint } from './endpoint.js';
@@ -26,12 +24,6 @@ export interface TrackClientOptions {
    * process of track's own asks for it, and a run that decodes with WebAssembly (Parquet) does not.
    */
   baselineWasm?: boolean;
-  /**
-   * While the client is open, this thread's young generation grows no further than 16 MB
-   * (young-generation.ts): 13 MB less at the peak of an upload of 1M rows or more. The setting is the
-   * process's too, so only a process of track's own asks for it.
-   */
-  capYoungGeneration?: boolean;
 }
 
 export type PostResult =
@@ -79,11 +71,23 @@ const MAX_RESPONSE_BYTES = 1 << 20;
  * life of the process (the parser among them), which is why a library call never asks for this.
  * A process started with flags of its own for WebAssembly is left as it is.
  */
-const holdBaselineWasm = heldSetting({
-  set: () => setFlagsFromString('--liftoff-only'),
-  unset: () => setFlagsFromString('--no-liftoff-only --wasm-tier-up --wasm-dynamic-tiering'),
-  leftAlone: startedWithV8Flag(/^--(no-)?(liftoff|wasm-tier-up|wasm-dynamic-tiering)/),
-});
+let baselineClients = 0;
+const OWN_WASM_FLAGS = /^--(no-)?(liftoff|wasm-tier-up|wasm-dynamic-tiering)/;
+// V8 reads `_` in a flag's name as `-` (--no_liftoff)
+const ownWasmFlags = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((flag) => OWN_WASM_FLAGS.test(flag.replaceAll('_', '-')));
+
+function holdBaselineWasm(): () => void {
+  if (ownWasmFlags) return () => {};
+  if (baselineClients === 0) setFlagsFromString('--liftoff-only');
+  baselineClients += 1;
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    baselineClients -= 1;
+    if (baselineClients === 0) setFlagsFromString('--no-liftoff-only --wasm-tier-up --wasm-dynamic-tiering');
+  };
+}
 
 function checkApiKey(apiKey: string): void {
   if (apiKey.length === 0) throw new UsageError('an API key is required (--api-key or TRACK_API_KEY)');
@@ -111,12 +115,7 @@ export function createTrackClient(options: TrackClientOptions): TrackClient {
   };
   const redact = (text: string): string =>
     options.apiKey.length >= 4 && text.includes(options.apiKey) ? text.split(options.apiKey).join('[redacted]') : text;
-  const releaseWasm = options.baselineWasm === true ? holdBaselineWasm() : () => {};
-  const releaseYoung = options.capYoungGeneration === true ? holdYoungGeneration() : () => {};
-  const release = (): void => {
-    releaseWasm();
-    releaseYoung();
-  };
+  const release = options.baselineWasm === true ? holdBaselineWasm() : () => {};
 
   return {
     endpoint: `${endpoint.origin}${endpoint.pathname}`,

@@ -45,12 +45,6 @@ export interface SendOptions {
    * for it in a process of its own; upload() of the library leaves its caller's process alone.
    */
   baselineWasm?: boolean;
-  /**
-   * While the requests are sent, the sending thread's young generation grows no further than 16 MB
-   * (13 MB less at the peak of an upload of 1M rows or more). The setting is the process's: `track
-   * upload` asks for it in a process of its own.
-   */
-  capYoungGeneration?: boolean;
   onUnknown?: OnUnknown;
   /** The journal file; default `<first input>.<target>.journal` beside it. */
   journalPath?: string;
@@ -321,7 +315,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
       const [{ deliver }, { createTrackClient }] = await Promise.all([import('../transport/deliver.js'), import('../transport/http-client.js')]);
       // Parquet is decoded by WebAssembly, which V8 must be free to optimise
       const baselineWasm = send.baselineWasm === true && !inputs.some((file) => formatOf(file, options.format) === 'parquet');
-      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs, baselineWasm, capYoungGeneration: send.capYoungGeneration });
+      const client = createTrackClient({ url: send.url, apiKey: send.apiKey, connections: send.concurrency, timeoutMs: send.requestTimeoutMs, baselineWasm });
       const sending = requests();
       try {
         delivery = await deliver(sending, {

@@ -104,8 +104,6 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
         ...send,
         // the process is track's own: V8 may keep undici's HTTP parser unoptimised (30 MB less at peak)
         baselineWasm: true,
-        // and its young generation held at 16 MB (13 MB less at the peak of an upload of 1M rows or more)
-        capYoungGeneration: true,
         abortSignal: abort.signal,
         onProgress: both(progress.onDelivery, outputs?.delivery),
         onNotice: both(progress.onNotice, outputs?.notice),

@@ -2,9 +2,7 @@
 // iterable, the way a generator in this thread would: the worker runs at most a window of values
 // ahead of the consumer, an error in it is thrown here, and a stop ends it. Nothing here knows what
 // the values are; wire.ts turns them into what the consumer expects.
-import { setFlagsFromString } from 'node:v8';
 import { parentPort, Worker, workerData, type ResourceLimits } from 'node:worker_threads';
-import { holdAgain, youngGenerationLeftAlone } from '../../transport/young-generation.js';
 
 /** A value posted by the worker, with the bytes it weighs against the window and the buffers handed over with it. */
 export interface Posting<T> {
@@ -41,39 +39,9 @@ type ToWorker = { messages: number; bytes: number };
 
 const reviveError = (relayed: RelayedError): Error => Object.assign(new Error(relayed.message), relayed);
 
-/**
- * A worker whose young generation is capped begins at that size rather than at 1 MB: it grows there
- * within its first second anyway, and while track sends, V8 grows no young generation once the
- * sending thread's is at 16 MB (transport/young-generation.ts), which would pin this one at 1 MB (a
- * trial of 10M rows took 14% more CPU time so). V8 reads the flag when it makes the worker's heap,
- * on the worker's thread, so it is set back once the worker is online. A process started with young
- * generation flags of its own, or on a V8 the hold does not pay on, is left as it is.
- */
-function startWorker(url: URL, options: InWorkerOptions): Worker {
-  const youngMb = youngGenerationLeftAlone ? undefined : options.resourceLimits?.maxYoungGenerationSizeMb;
-  // V8 takes a smallest size above the largest as the largest
-  if (youngMb !== undefined) setFlagsFromString(`--min-semi-space-size=${Math.ceil(youngMb)}`);
-  const reset = (): void => setFlagsFromString('--min-semi-space-size=0');
-  let worker: Worker;
-  try {
-    worker = new Worker(url, { workerData: { data: options.data, window: options.window }, resourceLimits: options.resourceLimits });
-  } catch (error) {
-    // not made (its data would not clone, no thread to be had): no later thread starts at this size
-    if (youngMb !== undefined) reset();
-    throw error;
-  }
-  if (youngMb !== undefined) {
-    worker.once('online', reset);
-    worker.once('exit', reset);
-  }
-  // making the worker's heap set V8's growth factor back: this thread's young generation is held again
-  worker.once('online', holdAgain);
-  return worker;
-}
-
 /** The values the worker at `url` produces (it calls serveInWorker), in order. */
 export async function* inWorker<T>(url: URL, options: InWorkerOptions): AsyncGenerator<T> {
-  const worker = startWorker(url, options);
+  const worker = new Worker(url, { workerData: { data: options.data, window: options.window }, resourceLimits: options.resourceLimits });
   // messages in arrival order: an array with a moving head, since shift() is linear
   let inbox: Array<ToMain<T> | undefined> = [];
   let head = 0;
