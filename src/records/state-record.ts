@@ -184,13 +184,24 @@ export function mayBeSkipped(item: Record<string, unknown>, identifiedBy: string
   return only === true || identifiedBy === 'service_id' || (identifiedBy === 'user_alias' && only !== false);
 }
 
+/** Whether an event's or a purchase's `properties` are an object that holds nothing (`{}`): the same event as one without. */
+export function hasEmptyProperties(item: Record<string, unknown>): boolean {
+  const properties = item.properties;
+  if (typeof properties !== 'object' || properties === null || Array.isArray(properties)) return false;
+  for (const key in properties) if ((properties as Record<string, unknown>)[key] !== undefined) return false;
+  return true;
+}
+
 /**
  * The 128-bit hash of an event's or a purchase's content: its kind, its user (as the state names
- * them), its time as an instant, and every other field by value. Two identical events collide by
- * design; two different ones with odds of about 1 in 2^128 (MD5 as a checksum, not for security).
+ * them), its time as an instant, and every other field by value; `"properties": {}` is hashed as no
+ * properties (`asBefore`: kept, as states written before did, so that a lookup finds what they
+ * learned). Two identical events collide by design; two different ones with odds of about 1 in
+ * 2^128 (MD5 as a checksum, not for security).
  */
-export function activityHash(kind: 'events' | 'purchases', item: Record<string, unknown>, userKey: string): Uint8Array {
+export function activityHash(kind: 'events' | 'purchases', item: Record<string, unknown>, userKey: string, asBefore = false): Uint8Array {
   const { time, external_id: _e, user_alias: _a, service_id: _s, email: _m, phone: _p, ...rest } = item;
+  if (!asBefore && hasEmptyProperties(rest)) delete rest.properties;
   // a currency is a code in any case, and a purchase without a quantity is of one (decisions.md "Events and purchases")
   if (kind === 'purchases') {
     if (typeof rest.currency === 'string') rest.currency = rest.currency.toUpperCase();

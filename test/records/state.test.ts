@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
-import { activityHash, addDigest, canonicalJson, hash64, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { activityHash, addDigest, hasEmptyProperties, canonicalJson, hash64, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
 import { CONTROL_FIELDS } from '../../src/model/fields.js';
 import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
@@ -91,6 +91,24 @@ describe('values and records', () => {
     expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);
     const other = activityHash('events', { external_id: 'u1', name: 'x', time: '2024-01-01T00:00:01Z', properties: { p: 1, q: 2 } }, 'e:u1');
     expect(Buffer.from(a).equals(Buffer.from(other))).toBe(false);
+  });
+
+  it('hashes an event with empty properties as one without, and as before when asked (the hash earlier states learned)', () => {
+    const bare = { external_id: 'u1', name: 'x', time: '2024-01-01T00:00:00Z' };
+    const same = (a: Uint8Array, b: Uint8Array) => Buffer.from(a).equals(Buffer.from(b));
+    const none = activityHash('events', bare, 'e:u1');
+    expect(same(activityHash('events', { ...bare, properties: {} }, 'e:u1'), none)).toBe(true);
+    expect(same(activityHash('purchases', { ...bare, product_id: 'p', currency: 'usd', price: 1, properties: {} }, 'e:u1'), activityHash('purchases', { ...bare, product_id: 'p', currency: 'USD', price: 1 }, 'e:u1'))).toBe(true);
+    // as before: `{}` was hashed as written
+    expect(same(activityHash('events', { ...bare, properties: {} }, 'e:u1', true), none)).toBe(false);
+    expect(same(activityHash('events', bare, 'e:u1', true), none)).toBe(true);
+    // properties that hold something, or are no object, are hashed as they are
+    expect(same(activityHash('events', { ...bare, properties: { a: 1 } }, 'e:u1'), none)).toBe(false);
+    expect(same(activityHash('events', { ...bare, properties: [] }, 'e:u1'), none)).toBe(false);
+    expect(hasEmptyProperties({ properties: {} })).toBe(true);
+    expect(hasEmptyProperties({ properties: { a: undefined } })).toBe(true);
+    expect(hasEmptyProperties({ properties: { a: null } })).toBe(false);
+    expect(hasEmptyProperties({})).toBe(false);
   });
 
   it('reads back a learn record as written: the identifier and control fields are not learned, an increment is forgotten', () => {
