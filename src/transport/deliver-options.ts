@@ -49,6 +49,12 @@ export interface DeliverOptions {
    */
   onAccepted?: (request: RequestToSend, rejected: ReadonlySet<number>) => Promise<void> | undefined;
   /**
+   * Told of a request recorded as sent whose outcome stays unknown (it may have been applied, and
+   * is not known to be): the delta state holds what it set in doubt. A promise is waited for as
+   * onAccepted's is, before the request's rows are journaled as settled.
+   */
+  onInDoubt?: (request: RequestToSend) => Promise<void> | undefined;
+  /**
    * Receives each rejected item; awaited before its rows are journaled. One that throws (a full
    * rejects file) stops the run once the request's rejects were all offered, and the request is
    * journaled all the same: the journal's beforeSettling must then carry what was not written.

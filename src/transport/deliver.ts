@@ -165,6 +165,15 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       abandoned(request);
       notDelivered(notDeliveredReason(outcome));
       if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
+      // its rows stay in doubt in the journal (nothing waits for the state here: the run is ending,
+      // and a state that failed ends it with its own error when it is closed)
+      if (marked && outcome.possiblyApplied) {
+        try {
+          options.onInDoubt?.(request)?.catch(() => undefined);
+        } catch {
+          // (the state failed before: see above)
+        }
+      }
       if (outcome.error !== undefined) fail(outcome.error);
       return;
     }
@@ -173,7 +182,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind];
     }
     try {
-      await settleFinal(request, outcome, counts);
+      await settleFinal(request, outcome, counts, marked);
     } catch (error) {
       abandoned(request);
       throw error;
@@ -185,6 +194,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     request: RequestToSend,
     outcome: Extract<SendOutcome, { kind: 'accepted' | 'rejected' | 'unknown-rejected' }>,
     counts: ReturnType<typeof itemCounts>,
+    marked: boolean,
   ): Promise<void> => {
     let failure: unknown;
     let learned: Promise<void> | undefined;
@@ -206,6 +216,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       case 'unknown-rejected':
         failure = await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
         for (const kind of ARRAY_NAMES) summary.items[kind].rejected += counts[kind];
+        // refused for an outcome not known, or refused after an attempt whose outcome was not: it may have been applied
+        if (marked && (outcome.kind === 'unknown-rejected' || outcome.possiblyApplied)) learned = options.onInDoubt?.(request);
         break;
     }
     // after the rejects are handed over: a crash in between sends the rows again rather than lose them.

@@ -189,6 +189,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // second run on it is refused); a dry run only reads it (in the plan). A state file that cannot be
   // used is a usage error before anything is written
   let state: StateWriter | undefined;
+  /** What the state learns of a request whose outcome stays unknown (its record, every value in doubt). */
+  let inDoubt: ((learn: Uint8Array) => { learn: Uint8Array; activities: ReadonlySet<number> }) | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
   /** Said when the state knows nothing of the target, but knows its host under another name. */
@@ -196,6 +198,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (delta !== undefined && deltaTarget !== undefined) {
     const { openStateWriter, stateKnows } = await import('../records/state.js');
     if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget);
+    if (state !== undefined) inDoubt = (await import('../records/learn-record.js')).inDoubtRecord;
     try {
       stateKnown = stateKnows(delta.statePath, deltaTarget);
       if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
@@ -348,6 +351,14 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
           carriedDuplicates: journal?.unreported,
           onReject: writeRefused,
           onAccepted: state === undefined ? undefined : (request, rejected) => (request.learn === undefined ? undefined : state.accepted(request.learn, rejected)),
+          onInDoubt:
+            state === undefined || inDoubt === undefined
+              ? undefined
+              : (request) => {
+                  if (request.learn === undefined) return undefined;
+                  const { learn, activities } = inDoubt!(request.learn);
+                  return state.accepted(learn, activities);
+                },
           onProgress: send.onProgress,
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,

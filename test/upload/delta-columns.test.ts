@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
+import { inDoubtRecord, LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { openStateReader } from '../../src/records/state.js';
@@ -223,6 +223,23 @@ describe('the learn records of a plan', () => {
     return got;
   };
   const keyHash = (key: string): number => (keyHashInto(key), KEY_HASH[0]);
+
+  it('hold every value of a request whose outcome stays unknown in doubt, its users found by key, and leave its activities out', () => {
+    const writer = learnRecordWriter();
+    writer.add(userMark(false, -1), { external_id: 'u1', plan: 'pro', visits: 3 });
+    writer.add(LEARN_NONE, { external_id: 'u2', plan: 'x' });
+    writer.add(new Uint8Array(16).fill(7), { external_id: 'u1', name: 'e' });
+    writer.add(userMark(true, -1), { email: 'a@example.com', plan: 'free' });
+    const record = writer.finish();
+    const { learn, activities } = inDoubtRecord(record);
+    expect([...activities]).toEqual([2]);
+    expect(items(learn)).toEqual([
+      [0, 'e:u1', keyHash('e:u1'), true, [['plan', true, ...valueHash('pro')], ['visits', true, ...valueHash(3)]]],
+      [3, 'm:a@example.com', keyHash('m:a@example.com'), true, [['plan', true, ...valueHash('free')]]],
+    ]);
+    // the record itself is as it was
+    expect(items(record)[0]).toEqual([0, 'e:u1', keyHash('e:u1'), false, [['plan', false, ...valueHash('pro')], ['visits', false, ...valueHash(3)]]]);
+  });
 
   it('carry what the run sends of each item, as the values it hashed, one record after another from one writer', () => {
     const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };

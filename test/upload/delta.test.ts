@@ -234,6 +234,28 @@ describe('what the state must not learn', () => {
     expect(await json([emptied, '--url', emu.url, '--delta', '--empty-as-null', '--restart'])).toMatchObject({ requests: 0, unchanged: 2 });
   }, 60_000);
 
+  it('holds in doubt what a request whose outcome stays unknown set of users it did not know: an emptied cell clears it later', async () => {
+    faults = await faultServer();
+    const nulls = (from: number) => sentSince(faults!, from).filter((item) => item.company === null);
+    // the server takes each request and drops the connection before it answers (applied, outcome unknown)
+    faults.script(() => ({ kind: 'destroy', applied: true }));
+    const first = writeCsv('unsure.csv', [['n1', 'Acme'], ['n2', 'Beta']] as unknown as Row[], 'external_id,company');
+    const refused = await up([first, '--url', faults.url, '--delta', '--on-unknown', 'reject', '--json']);
+    expect(refused.status, refused.stderr).toBe(1);
+    expect(JSON.parse(refused.stdout).delivery).toMatchObject({ unknownOutcomes: 1, rowsInUnknownRequests: 2 });
+    const gaveUp = writeCsv('gave-up.csv', [['n3', 'Cargo']] as unknown as Row[], 'external_id,company');
+    const stopped = await up([gaveUp, '--url', faults.url, '--delta', '--retries', '0']);
+    expect(stopped.status).not.toBe(0);
+    faults.script(() => undefined);
+    // the next export empties their company: the nulls go, though no answer ever said the values were set
+    const emptied = writeCsv('emptied-unsure.csv', [['n1', ''], ['n2', ''], ['n3', '']] as unknown as Row[], 'external_id,company');
+    const from = faults.received.length;
+    expect(await json([emptied, '--url', faults.url, '--delta', '--empty-as-null'])).toMatchObject({ requests: 1, unchanged: 0 });
+    expect(nulls(from).map((item) => item.external_id)).toEqual(['n1', 'n2', 'n3']);
+    // learned as cleared: the same export again sends nothing
+    expect(await json([emptied, '--url', faults.url, '--delta', '--empty-as-null', '--restart'])).toMatchObject({ requests: 0, unchanged: 3 });
+  }, 60_000);
+
   it('finds known users whose identifiers SQLite and JavaScript order differently (U+FF21 beside an emoji)', async () => {
     faults = await faultServer();
     const file = writeCsv('wide.csv', [['u\u{1F600}', 1], ['u\uFF21', 1], ['u1', 1]] as unknown as Row[], 'external_id,a');
