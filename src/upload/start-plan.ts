@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { RequestToSend } from '../transport/request.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
+import type { StartedWorker } from './worker/in-worker.js';
 
 export interface RunningPlan {
   events: AsyncIterable<PlanEvent<RequestToSend>>;
@@ -18,7 +19,7 @@ export interface RunningPlan {
 
 export async function startPlan(
   options: Omit<PlanOptions, 'stopSignal' | 'stdin'>,
-  how: { inWorker: boolean; stdin?: Readable; stopSignal?: AbortSignal },
+  how: { inWorker: boolean; stdin?: Readable; stopSignal?: AbortSignal; planner?: StartedWorker },
 ): Promise<RunningPlan> {
   const controller = new AbortController();
   const { signal } = controller;
@@ -29,7 +30,7 @@ export async function startPlan(
   if (how.stopSignal?.aborted === true) stop();
   else how.stopSignal?.addEventListener('abort', stop, { once: true });
   const events: AsyncIterable<PlanEvent<RequestToSend>> = how.inWorker
-    ? (await import('./worker/plan-in-worker.js')).planInWorker({ ...options, stopSignal: signal })
+    ? (await import('./worker/plan-in-worker.js')).planInWorker({ ...options, stopSignal: signal, started: how.planner })
     : (await import('./plan.js')).planEvents({ ...options, stopSignal: signal, stdin: how.stdin });
   return {
     events: untilStopped(events, signal),

@@ -2,7 +2,7 @@
 // iterable, the way a generator in this thread would: the worker runs at most a window of values
 // ahead of the consumer, an error in it is thrown here, and a stop ends it. Nothing here knows what
 // the values are; wire.ts turns them into what the consumer expects.
-import { parentPort, Worker, workerData, type ResourceLimits } from 'node:worker_threads';
+import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
 
 /** A value posted by the worker, with the bytes it weighs against the window and the buffers handed over with it. */
 export interface Posting<T> {
@@ -31,22 +31,61 @@ export interface InWorkerOptions {
   name?: string;
   /** The error to throw here for one the worker relayed (default: an Error with its name and message). */
   revive?: (relayed: RelayedError) => Error;
+  /** The worker, started already (at `url`, with the same resource limits); one is started here otherwise. */
+  started?: StartedWorker;
 }
 
-/** Worker -> here: a value, the end, or an error. Here -> worker: values taken (and their bytes). */
+/** Worker -> here: a value, the end, or an error. Here -> worker: its work (first), then values taken (and their bytes). */
 type ToMain<T> = { value: T; bytes: number } | { done: true } | { error: RelayedError };
+type Work = { data: unknown; window: InWorkerOptions['window'] };
 type ToWorker = { messages: number; bytes: number };
+
+/**
+ * A worker started before its work is known: its modules load while this thread does what comes
+ * first (checking a run, opening its files), and inWorker() hands it its work in its first message.
+ * Until then it holds the process open no longer than any other idle thread would not; one never
+ * taken is let go with release().
+ */
+export class StartedWorker {
+  readonly #worker: Worker;
+  #failure: Error | undefined;
+  #exited = false;
+  #taken = false;
+
+  constructor(url: URL, resourceLimits?: ResourceLimits) {
+    this.#worker = new Worker(url, { resourceLimits });
+    // what befell it before it was taken is told to inWorker(), which listens from then on
+    this.#worker.on('error', (error) => (this.#failure ??= error));
+    this.#worker.on('exit', () => (this.#exited = true));
+    this.#worker.unref();
+  }
+
+  /** The worker, for inWorker() (once), and what became of it so far. */
+  take(): { worker: Worker; failure: Error | undefined; exited: boolean } {
+    if (this.#taken) throw new Error('a started worker is taken once');
+    this.#taken = true;
+    this.#worker.ref();
+    return { worker: this.#worker, failure: this.#failure, exited: this.#exited };
+  }
+
+  /** Ends the worker unless inWorker() took it (which ends it when done). */
+  release(): void {
+    if (!this.#taken) void this.#worker.terminate();
+  }
+}
 
 const reviveError = (relayed: RelayedError): Error => Object.assign(new Error(relayed.message), relayed);
 
 /** The values the worker at `url` produces (it calls serveInWorker), in order. */
 export async function* inWorker<T>(url: URL, options: InWorkerOptions): AsyncGenerator<T> {
-  const worker = new Worker(url, { workerData: { data: options.data, window: options.window }, resourceLimits: options.resourceLimits });
+  const started = (options.started ?? new StartedWorker(url, options.resourceLimits)).take();
+  const { worker } = started;
+  worker.postMessage({ data: options.data, window: options.window } satisfies Work);
   // messages in arrival order: an array with a moving head, since shift() is linear
   let inbox: Array<ToMain<T> | undefined> = [];
   let head = 0;
-  let failure: Error | undefined;
-  let exited = false;
+  let failure = started.failure;
+  let exited = started.exited;
   let wake: (() => void) | undefined;
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   const onStop = (): void => wake?.();
@@ -111,7 +150,8 @@ export async function* inWorker<T>(url: URL, options: InWorkerOptions): AsyncGen
 export async function serveInWorker<D, T>(produce: (data: D) => AsyncIterable<Posting<T>>): Promise<void> {
   const port = parentPort;
   if (port === null) throw new Error('serveInWorker() runs only in a worker thread');
-  const { data, window } = workerData as { data: D; window: InWorkerOptions['window'] };
+  // the work comes first (the worker may have been started before it was known: StartedWorker)
+  const { data, window } = (await new Promise<Work>((resolve) => port.once('message', resolve))) as Work & { data: D };
   let unacknowledged = { messages: 0, bytes: 0 };
   let wake: (() => void) | undefined;
   port.on('message', (message: ToWorker) => {

@@ -5,7 +5,8 @@ import { InputError } from '../../errors.js';
 import type { RequestToSend } from '../../transport/request.js';
 import type { PlanEvent } from '../plan.js';
 import type { WorkerPlanOptions } from './entry.js';
-import { inWorker, type RelayedError } from './in-worker.js';
+import type { ResourceLimits } from 'node:worker_threads';
+import { inWorker, StartedWorker, type RelayedError } from './in-worker.js';
 import { createDecoder, type WireMessage } from './wire.js';
 
 /**
@@ -45,14 +46,27 @@ const revive = (relayed: RelayedError): Error => {
   return Object.assign(error, { file: relayed.file, line: relayed.line });
 };
 
-/** The events of planEvents(options), planned in a worker thread; `stopSignal` ends it at once. */
-export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: AbortSignal }): AsyncGenerator<PlanEvent<RequestToSend>> {
-  const { stopSignal, ...data } = options;
+/** The planning thread's heap: its young generation as a --delta plan (`delta`) needs it, or another. */
+const limits = (delta: boolean): ResourceLimits => ({ maxYoungGenerationSizeMb: delta ? DELTA_YOUNG_GENERATION_MB : YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB });
+
+/**
+ * A planning thread started before its plan is known, for planInWorker() (`delta`: the plan compares
+ * attributes, with --delta): it loads its modules while the run is checked.
+ */
+export const startPlanner = (delta: boolean): StartedWorker => new StartedWorker(ENTRY, limits(delta));
+
+/**
+ * The events of planEvents(options), planned in a worker thread (`started`: one startPlanner() gave
+ * for this plan, or one is started now); `stopSignal` ends it at once.
+ */
+export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: AbortSignal; started?: StartedWorker }): AsyncGenerator<PlanEvent<RequestToSend>> {
+  const { stopSignal, started, ...data } = options;
   const decode = createDecoder(options.inputs);
   const messages = inWorker<WireMessage[]>(ENTRY, {
     data,
     window: WINDOW,
-    resourceLimits: { maxYoungGenerationSizeMb: data.delta?.attributes === true ? DELTA_YOUNG_GENERATION_MB : YOUNG_GENERATION_MB, maxOldGenerationSizeMb: OLD_GENERATION_MB },
+    resourceLimits: limits(data.delta?.attributes === true),
+    started,
     stopSignal,
     name: 'the planning thread',
     revive,
