@@ -241,16 +241,16 @@ export function learnRecordWriter(held?: HeldValues) {
 
 /**
  * A copy of a request's record to learn when its outcome stays unknown (the server may have applied
- * it or not): every value its users' items set held in doubt, their rows made for users the state
- * did not know (as for users it may know, found by their key); and the places of its activities,
- * which are not learned (pass them as refused).
+ * it or not): every value its users' items set held in doubt, rows made for the users the state did
+ * not know (a user the plan took for new is new: its filter of users never misses one, and a later
+ * request naming them waits for this one to be settled); and the places of its activities, which are
+ * not learned (pass them as refused).
  */
 export function inDoubtRecord(record: Uint8Array): { learn: Uint8Array; activities: Set<number> } {
   const learn = record.slice();
   const head = new Int32Array(learn.buffer, 0, HEAD);
   const words = new Int32Array(learn.buffer, 0, head[3]);
   const activities = new Set<number>();
-  words[0] |= HAS_KNOWN_USERS;
   let at = HEAD + head[1];
   for (let index = 0; index < head[2]; index += 1) {
     const tag = words[at];
@@ -259,7 +259,6 @@ export function inDoubtRecord(record: Uint8Array): { learn: Uint8Array; activiti
       activities.add(index);
       at += 5;
     } else {
-      words[at] = KNOWN_USER;
       const first = at + USER_HEAD;
       at = first + words[at + 4] * PACKED;
       for (let value = first; value < at; value += PACKED) words[value] |= 1;

@@ -224,7 +224,7 @@ describe('the learn records of a plan', () => {
   };
   const keyHash = (key: string): number => (keyHashInto(key), KEY_HASH[0]);
 
-  it('hold every value of a request whose outcome stays unknown in doubt, its users found by key, and leave its activities out', () => {
+  it('hold every value of a request whose outcome stays unknown in doubt, and leave its activities out', () => {
     const writer = learnRecordWriter();
     writer.add(userMark(false, -1), { external_id: 'u1', plan: 'pro', visits: 3 });
     writer.add(LEARN_NONE, { external_id: 'u2', plan: 'x' });
@@ -234,7 +234,7 @@ describe('the learn records of a plan', () => {
     const { learn, activities } = inDoubtRecord(record);
     expect([...activities]).toEqual([2]);
     expect(items(learn)).toEqual([
-      [0, 'e:u1', keyHash('e:u1'), true, [['plan', true, ...valueHash('pro')], ['visits', true, ...valueHash(3)]]],
+      [0, 'e:u1', keyHash('e:u1'), false, [['plan', true, ...valueHash('pro')], ['visits', true, ...valueHash(3)]]],
       [3, 'm:a@example.com', keyHash('m:a@example.com'), true, [['plan', true, ...valueHash('free')]]],
     ]);
     // the record itself is as it was

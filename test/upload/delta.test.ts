@@ -1,7 +1,8 @@
 // `track upload --delta`, `--dedupe-events` and `--full` through the real CLI: what is sent (every
 // body recorded), what the server ends up holding, the state learning only from acknowledgements,
 // kill -9 in the middle of a delta run, the re-run guard, data points, the dry run's estimate, and
-// `track state`.
+// `track state`. Over 350 lines: one promise (what --delta leaves out and learns) seen from each
+// side, the cases sharing the servers and files set up here.
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import type { Emulator } from '../../src/index.js';
 import { exportUser } from '../../src/emulator/export.js';
 import { learnRecordWriter } from '../../src/records/learn-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
+import { listState } from '../../src/records/state.js';
 import { activityHash } from '../../src/records/state-record.js';
 import { BIN, runCliAsync as runCli } from '../helpers/cli.js';
 import type { FaultServer } from '../helpers/fault-server.js';
@@ -239,10 +241,12 @@ describe('what the state must not learn', () => {
     const nulls = (from: number) => sentSince(faults!, from).filter((item) => item.company === null);
     // the server takes each request and drops the connection before it answers (applied, outcome unknown)
     faults.script(() => ({ kind: 'destroy', applied: true }));
-    const first = writeCsv('unsure.csv', [['n1', 'Acme'], ['n2', 'Beta']] as unknown as Row[], 'external_id,company');
+    // n1 named twice in the request: one row in the state all the same
+    const first = writeCsv('unsure.csv', [['n1', 'Acme'], ['n2', 'Beta'], ['n1', 'Acme2']] as unknown as Row[], 'external_id,company');
     const refused = await up([first, '--url', faults.url, '--delta', '--on-unknown', 'reject', '--json']);
     expect(refused.status, refused.stderr).toBe(1);
-    expect(JSON.parse(refused.stdout).delivery).toMatchObject({ unknownOutcomes: 1, rowsInUnknownRequests: 2 });
+    expect(JSON.parse(refused.stdout).delivery).toMatchObject({ unknownOutcomes: 1, rowsInUnknownRequests: 3 });
+    expect(listState(join(tmp.dir, 'track-state.sqlite'))).toMatchObject([{ users: 2 }]);
     const gaveUp = writeCsv('gave-up.csv', [['n3', 'Cargo']] as unknown as Row[], 'external_id,company');
     const stopped = await up([gaveUp, '--url', faults.url, '--delta', '--retries', '0']);
     expect(stopped.status).not.toBe(0);
