@@ -259,10 +259,10 @@ describe('the state file', () => {
   it('refuses a file of a later format, naming it, and leaves it as it was (no table of this format added to it)', () => {
     const path = join(tmp.dir, 'later.sqlite');
     const db = new Database(path);
-    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '5'); CREATE TABLE things (id INTEGER PRIMARY KEY)");
+    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '6'); CREATE TABLE things (id INTEGER PRIMARY KEY)");
     db.close();
-    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
-    expect(() => listState(path)).toThrow(/later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
+    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*later\.sqlite cannot be used: it was written by another version of track \(format 6\)/);
+    expect(() => listState(path)).toThrow(/later\.sqlite cannot be used: it was written by another version of track \(format 6\)/);
     const after = new Database(path, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all()).toEqual(['meta', 'things']);
     expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
