@@ -52,6 +52,9 @@ export class StateInUseError extends FileInUseError {
   }
 }
 
+/** SQLite's message on one line: its integrity check names the database on a line of its own ("*** in database main ***"). */
+const sqliteMessage = (error: unknown): string => (error as Error).message.replace(/\s*\n\s*/g, ' ');
+
 /** A SQLite error that says the file is not a database, or a damaged one. */
 const isDamage = (error: unknown): boolean =>
   /^SQLITE_(CORRUPT|NOTADB)/.test(String((error as { code?: unknown }).code)) || /malformed|not a database/i.test((error as Error).message);
@@ -62,7 +65,7 @@ const isDamage = (error: unknown): boolean =>
  */
 export function stateFailure(path: string, error: unknown): Error {
   if (!isDamage(error)) return error as Error;
-  return new InputError(`--state ${path} is damaged (SQLite: ${(error as Error).message}): ${START_ANEW}, or put back a copy of it`);
+  return new InputError(`--state ${path} is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
 }
 
 /** A reader's error (at its start, or of `track state`), naming the file: a damaged file, or a usage error. */
@@ -129,7 +132,7 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
   } catch (error) {
     db.close();
     const message = (error as Error).message;
-    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${message}): ${START_ANEW}, or put back a copy of it`);
+    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
     if (/not a state file/.test(message)) throw new UsageError(`--state ${path} is not a state file (${message.replace(/^not a state file: /, '')})`);
     throw new UsageError(`--state ${path} cannot be used: ${message}`);
   }

@@ -301,6 +301,32 @@ describe('the state file', () => {
     reader.close();
   });
 
+  it('names a damaged file in a message of one line, whichever page is damaged (SQLite\'s check names the database on a line of its own)', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    for (let r = 0; r < 20; r += 1) accept(writer, record(Array.from({ length: 50 }, (_, i) => ({ item: { external_id: `u${r * 50 + i}`, plan: 'free', n: i } }))));
+    writer.close();
+    const bytes = readFileSync(path);
+    const pages = bytes.length / 16384;
+    expect(pages).toBeGreaterThan(8);
+    const messages: string[] = [];
+    for (let page = 1; page < pages; page += 1) {
+      const copy = join(tmp.dir, `damaged-page-${page}.sqlite`);
+      writeFileSync(copy, Buffer.concat([bytes.subarray(0, page * 16384), Buffer.alloc(4096, 0xa5), bytes.subarray(page * 16384 + 4096)]));
+      try {
+        const again = openStateFileWriter(copy, T);
+        again.check();
+        again.close();
+      } catch (error) {
+        messages.push((error as Error).message);
+      }
+    }
+    expect(messages).toHaveLength(pages - 1);
+    for (const message of messages) expect(message).toMatch(/^--state .*damaged-page-\d+\.sqlite (is|is not a state file, or is) damaged \(SQLite: [^\n]*\): delete it to start a new state[^\n]*$/);
+    // the check's own findings among them, on the line of the rest
+    expect(messages.some((message) => message.includes('*** in database main *** Tree'))).toBe(true);
+  });
+
   it('refuses a pack of users whose bytes are damaged (cut short, a length past its end), naming the file, where it would read on without end', () => {
     for (const damage of [Buffer.from([0x85]), Buffer.from([0x04, 0x01, 0x65, 0x3a, 0x75, 0x31, 0x01, 0x00, 0x00, 0x00, 0x0b]), Buffer.from([0x7f, 0x01, 0x41])]) {
       const path = join(tmp.dir, `damaged-${damage.length}.sqlite`);
