@@ -69,7 +69,7 @@ export class StateFileWriter {
   #writing = false;
   /** What a write failed with: every later call throws it. */
   #failure: Error | undefined;
-  /** The run's key, recorded for the target with the first acknowledgement (admitKey). */
+  /** The run's key, recorded for the target with the first thing the run learns (admitKey). */
   #keyToRecord: string | undefined;
   readonly #statements;
 

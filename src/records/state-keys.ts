@@ -42,9 +42,10 @@ export function otherKeysMessage(path: string, url: string, known: readonly stri
  * The key check of a delivery to `url` under the key of fingerprint `key`, at its opening (nothing
  * posted yet; the caller holds the file): a target known only under other keys is refused (a usage
  * error). A target known under no key yet is adopted now when it learned something before (a file
- * of an earlier version); else the key is recorded at the run's first acknowledgement, so that a
- * run whose key the server refused (a mistyped one) ties the target to nothing. Returns whether the
- * key is still to be recorded (recordKey).
+ * of an earlier version); else the key is recorded with the first thing the run learns (a request
+ * accepted, or one the server may have applied: its values held in doubt), so that a run whose key
+ * the server refused (a mistyped one) ties the target to nothing. Returns whether the key is still
+ * to be recorded (recordKey).
  */
 export function admitKey(db: Database.Database, path: string, url: string, key: string): boolean {
   const target = db.prepare('SELECT id, updated FROM targets WHERE url = ?').get(url) as { id: number; updated: string | null } | undefined;
