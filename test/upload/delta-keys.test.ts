@@ -43,6 +43,13 @@ const listed = async (state: string) => {
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout).targets as Array<{ url: string; users: number; keys: string[] }>;
 };
+/** The emulator of the two workspaces, and a file of n users the default state learned through the staging key. */
+async function learnedThroughStaging(n: number): Promise<{ emu: Emulator; file: string }> {
+  const emu = await twoWorkspaces();
+  const file = usersCsv('users.csv', n);
+  expect(await summary(STAGING, [file, '--url', emu.url, '--delta'])).toMatchObject({ items: { attributes: n } });
+  return { emu, file };
+}
 /** Every byte the test's folder holds (state files, their logs, rejects), as text. */
 const folderText = (): string => readdirSync(tmp.dir).map((name) => readFileSync(join(tmp.dir, name)).toString('latin1')).join('\n');
 
@@ -147,9 +154,7 @@ describe('a key the server refused', () => {
 
 describe('track state', () => {
   it('lists the fingerprints of each target, never a key, and --forget drops them with the target', async () => {
-    const emu = await twoWorkspaces();
-    const file = usersCsv('users.csv', 10);
-    await summary(STAGING, [file, '--url', emu.url, '--delta']);
+    const { emu, file } = await learnedThroughStaging(10);
     const list = await run(['state']);
     expect(list.status, list.stderr).toBe(0);
     expect(list.stdout).toContain(`API keys      ${fingerprint(STAGING)}`);
@@ -167,9 +172,7 @@ describe('track state', () => {
 
 describe('a dry run with a key the state did not learn the target through', () => {
   it('is never refused: it notes that an upload with that key would stop, and says nothing without a key or with a known one', async () => {
-    const emu = await twoWorkspaces();
-    const file = usersCsv('users.csv', 20);
-    await summary(STAGING, [file, '--url', emu.url, '--delta']);
+    const { emu, file } = await learnedThroughStaging(20);
     const notes = async (args: string[], env: Record<string, string> = {}) => {
       const r = await run([...args, '--json'], env);
       expect(r.status, r.stderr).toBe(0);
