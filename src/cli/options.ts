@@ -110,7 +110,7 @@ export function addReadOptions(command: Command): Command {
     .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
-    .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events (default: "${UPLOAD_DEFAULTS.state}")`)
+    .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events, and through which API keys: an upload with another key stops until \`track state --add-key\` records it (default: "${UPLOAD_DEFAULTS.state}")`)
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
     .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)')
     .option('--summary-file <file>', 'also write the --json summary (with the exit status) to this file, also when the run fails or is stopped; `track report` adds shards\' summaries')

@@ -11,10 +11,13 @@ import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart, IN_DOUBT } from './state-record.js';
 import { openStateFile, stateFailure } from './state-file.js';
+import { admitKey, recordKey } from './state-keys.js';
 import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
+  /** The fingerprint of the run's API key (keyFingerprint): a target the state learned through other keys only is refused (state-keys.ts). */
+  key?: string;
   /** Called in the transaction that saves the index, before it is committed (a test stops the process there). */
   whileSaving?: () => void;
 }
@@ -66,6 +69,8 @@ export class StateFileWriter {
   #writing = false;
   /** What a write failed with: every later call throws it. */
   #failure: Error | undefined;
+  /** The run's key, recorded for the target with the first thing the run learns (admitKey). */
+  #keyToRecord: string | undefined;
   readonly #statements;
 
   constructor(
@@ -75,6 +80,8 @@ export class StateFileWriter {
     private readonly options: StateFileWriterOptions,
   ) {
     this.#db = db;
+    // a target the state learned through other keys only is refused before anything is written
+    if (options.key !== undefined && admitKey(db, path, url, options.key)) this.#keyToRecord = options.key;
     db.prepare('INSERT OR IGNORE INTO targets (url) VALUES (?)').run(url);
     this.#target = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(url) as number;
     for (const [id, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) this.#nameIds.set(name, id);
@@ -327,6 +334,8 @@ export class StateFileWriter {
       for (let request = next(); request !== undefined; request = next()) this.#learn(request);
       this.#addWaitingRows();
       this.#statements.touched.run(new Date().toISOString(), this.#target);
+      if (this.#keyToRecord !== undefined) recordKey(this.#db, this.#target, this.#keyToRecord);
+      this.#keyToRecord = undefined;
     });
   }
 

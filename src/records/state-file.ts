@@ -12,11 +12,15 @@ import { packBytes, PACK, type PackedUser } from './state-rows.js';
  * Format 4 keeps users in the order they were first learned, up to PACK of them a row of the file
  * (a pack: state-rows.ts), each found by their slot through the index of each target (user-index.ts,
  * persisted in user_index and rebuilt from the packs when a run was stopped before it saved it:
- * targets.fresh = 0). Format 3 kept one user a row, in the same order; format 2 kept them in the
- * order of their keys.
+ * targets.fresh = 0). Format 5 adds the fingerprints of the API keys each target was learned
+ * through (target_keys: state-keys.ts); its number changed so that an earlier track, which would
+ * learn into a target under any key, refuses the file. Format 3 kept one user a row, in the same
+ * order; format 2 kept them in the order of their keys.
  */
-export const FORMAT = '4';
-const EARLIER_FORMATS = ['2', '3'];
+export const FORMAT = '5';
+const EARLIER_FORMATS = ['2', '3', '4'];
+/** Whether a file of this format keeps its users in packs, as this one does: a reader reads it as it is (format 4 knows no key). */
+export const isPacked = (format: string): boolean => format === FORMAT || format === '4';
 /** The size of a new file's pages. */
 const PAGE_BYTES = 16 * 1024;
 
@@ -27,6 +31,7 @@ CREATE TABLE IF NOT EXISTS names (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNI
 CREATE TABLE IF NOT EXISTS packs (id INTEGER PRIMARY KEY, target INTEGER NOT NULL, users BLOB NOT NULL);
 CREATE TABLE IF NOT EXISTS user_index (target INTEGER NOT NULL, part INTEGER NOT NULL, slots BLOB NOT NULL, PRIMARY KEY (target, part)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS activities (target INTEGER NOT NULL, hash BLOB NOT NULL, PRIMARY KEY (target, hash)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS target_keys (target INTEGER NOT NULL, key TEXT NOT NULL, PRIMARY KEY (target, key)) WITHOUT ROWID;
 `;
 
 /** What to do about a state file that cannot be used. */
@@ -47,6 +52,9 @@ export class StateInUseError extends FileInUseError {
   }
 }
 
+/** SQLite's message on one line: its integrity check names the database on a line of its own ("*** in database main ***"). */
+const sqliteMessage = (error: unknown): string => (error as Error).message.replace(/\s*\n\s*/g, ' ');
+
 /** A SQLite error that says the file is not a database, or a damaged one. */
 const isDamage = (error: unknown): boolean =>
   /^SQLITE_(CORRUPT|NOTADB)/.test(String((error as { code?: unknown }).code)) || /malformed|not a database/i.test((error as Error).message);
@@ -57,7 +65,7 @@ const isDamage = (error: unknown): boolean =>
  */
 export function stateFailure(path: string, error: unknown): Error {
   if (!isDamage(error)) return error as Error;
-  return new InputError(`--state ${path} is damaged (SQLite: ${(error as Error).message}): ${START_ANEW}, or put back a copy of it`);
+  return new InputError(`--state ${path} is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
 }
 
 /** A reader's error (at its start, or of `track state`), naming the file: a damaged file, or a usage error. */
@@ -124,7 +132,7 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
   } catch (error) {
     db.close();
     const message = (error as Error).message;
-    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${message}): ${START_ANEW}, or put back a copy of it`);
+    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
     if (/not a state file/.test(message)) throw new UsageError(`--state ${path} is not a state file (${message.replace(/^not a state file: /, '')})`);
     throw new UsageError(`--state ${path} cannot be used: ${message}`);
   }
@@ -144,12 +152,22 @@ function formatOf(db: Database.Database): string {
 }
 
 /**
- * Format 2 -> 3 -> 4: the users in the order of their rows (their attributes kept), PACK of them a
- * row, every target's index to be made from its packs when it is next used, and the space of the old
- * tables given back. Once, at the first --delta delivery of a newer track; a kill midway leaves the
- * file in the format it had, or in format 3.
+ * Format 2 -> 3 -> 4 -> 5: the users in the order of their rows (their attributes kept), PACK of them
+ * a row, every target's index to be made from its packs when it is next used, and the space of the
+ * old tables given back; then the table of keys, empty (each target is adopted by the key of its next
+ * delivery: state-keys.ts). Once, at the first --delta delivery of a newer track; a kill midway
+ * leaves the file in the format it had, or in a later one on the way.
  */
 function convertEarlierFormat(db: Database.Database): void {
+  if (formatOf(db) !== '4') convertToPacks(db);
+  db.transaction(() => {
+    db.exec(SCHEMA);
+    db.prepare("UPDATE meta SET value = ? WHERE key = 'format'").run(FORMAT);
+  }).immediate();
+}
+
+/** Format 2 -> 3 -> 4 (see convertEarlierFormat). */
+function convertToPacks(db: Database.Database): void {
   if (formatOf(db) === '2') {
     db.transaction(() => {
       db.exec('ALTER TABLE users RENAME TO users_format_2');
@@ -180,7 +198,7 @@ function convertEarlierFormat(db: Database.Database): void {
     db.exec('DROP TABLE users');
     db.exec('DELETE FROM user_index');
     db.exec('UPDATE targets SET fresh = 0');
-    db.prepare("UPDATE meta SET value = ? WHERE key = 'format'").run(FORMAT);
+    db.prepare("UPDATE meta SET value = '4' WHERE key = 'format'").run();
   }).immediate();
   db.exec('VACUUM');
 }
@@ -201,25 +219,32 @@ export function lockState(path: string): () => void {
 /** Whether a state file exists at path (a reader of none reads an empty state). */
 export const stateExists = (path: string): boolean => existsSync(path);
 
-/** Forgets everything the state holds of a target (holding the file meanwhile); false when it held nothing of it. */
-export function forgetTarget(path: string, target: string): boolean {
+/** Runs fn on the state file opened for writing, holding it meanwhile (`track state`); a file that does not exist is a usage error. */
+export function withStateFile<T>(path: string, fn: (db: Database.Database) => T): T {
   if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
   const release = lockState(path);
   try {
     const { db } = openStateFile(path, false);
     try {
-      const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
-      if (id === undefined) return false;
-      db.transaction(() => {
-        for (const table of ['packs', 'user_index', 'activities']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
-        db.prepare('DELETE FROM targets WHERE id = ?').run(id);
-      })();
-      db.exec('VACUUM');
-      return true;
+      return fn(db);
     } finally {
       db.close();
     }
   } finally {
     release();
   }
+}
+
+/** Forgets everything the state holds of a target, the keys it learned it through included; false when it held nothing of it. */
+export function forgetTarget(path: string, target: string): boolean {
+  return withStateFile(path, (db) => {
+    const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
+    if (id === undefined) return false;
+    db.transaction(() => {
+      for (const table of ['packs', 'user_index', 'activities', 'target_keys']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);
+      db.prepare('DELETE FROM targets WHERE id = ?').run(id);
+    })();
+    db.exec('VACUUM');
+    return true;
+  });
 }

@@ -5,7 +5,7 @@ import { openStateFileWriter } from './state-file-writer.js';
 import type { ToWriter, FromWriter, HandedRecords } from './state-writer.js';
 
 const port = parentPort!;
-const { path, target, ring } = workerData as { path: string; target: string; ring: SharedArrayBuffer };
+const { path, target, key, ring } = workerData as { path: string; target: string; key?: string; ring: SharedArrayBuffer };
 const ringBytes = new Uint8Array(ring);
 /** Where a record handed over is read (the writer reads one at a time): copied out of the ring, which the sending thread fills again once told. */
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
@@ -23,7 +23,7 @@ const failed = (error: unknown): FromWriter => {
 
 let writer: ReturnType<typeof openStateFileWriter>;
 try {
-  writer = openStateFileWriter(path, target);
+  writer = openStateFileWriter(path, target, { key });
   post({ type: 'ready' });
   // the whole file is checked while the plan starts: the first request waits for it (state-writer.ts)
   writer.check();

@@ -104,13 +104,15 @@ function revive(error: { name: string; message: string; path?: string }): Error 
 
 /**
  * Takes the state file for a delivery to `target` (a second run on it is refused: StateInUseError)
- * and opens it in the writer's thread, creating it when needed.
+ * and opens it in the writer's thread, creating it when needed. `key` is the fingerprint of the
+ * run's API key (keyFingerprint): a target the state learned through other keys only is refused, a
+ * usage error (state-keys.ts).
  */
-export async function openStateWriter(path: string, target: string): Promise<StateWriter> {
+export async function openStateWriter(path: string, target: string, key?: string): Promise<StateWriter> {
   const release = lockState(path);
   // a small heap: the thread holds little but the index, which is not on it
   const ring = ringOf(RING_BYTES);
-  const worker = new Worker(ENTRY, { workerData: { path, target, ring: ring.shared }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  const worker = new Worker(ENTRY, { workerData: { path, target, key, ring: ring.shared }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
   let failure: Error | undefined;
   const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
   /** Accepted records handed over and not learned yet, and who waits for them to be fewer. */

@@ -7,7 +7,8 @@
 // look, whatever the order of a file's ids.
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
-import { earlierFormatError, FORMAT, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
+import { earlierFormatError, isPacked, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
+import { keysOf } from './state-keys.js';
 import { ENTRY, indexFromRows, loadIndex, rowFinder, userTotals } from './state-rows.js';
 import { HASH, valueHashInto } from './state-record.js';
 
@@ -20,6 +21,7 @@ const NULL_HASH = (() => {
 export { openStateWriter, type StateWriter } from './state-writer.js';
 export { forgetTarget } from './state-file.js';
 export { StateInUseError } from './state-file.js';
+export { addTargetKey, keyFingerprint } from './state-keys.js';
 
 /** What the state holds of one target. */
 export interface TargetState {
@@ -30,6 +32,8 @@ export interface TargetState {
   activities: number;
   /** When the server last acknowledged something to it (ISO 8601), if ever. */
   updated?: string;
+  /** The fingerprints of the API keys it was learned through (keyFingerprint); none yet in a file of an earlier version. */
+  keys: string[];
 }
 
 /** What a plan reads of a target's state. */
@@ -89,11 +93,11 @@ export function openStateReader(path: string, target: string): StateReader {
 }
 
 /** The state file opened to be read, and the id it gives the target (undefined: it holds nothing of it). */
-function openTarget(path: string, target: string): { db: Database.Database; id: number | undefined } {
+function openTarget(path: string, target: string): { db: Database.Database; format: string; id: number | undefined } {
   const { db, format } = openStateFile(path, true);
   try {
-    if (format !== FORMAT) throw earlierFormatError(path);
-    return { db, id: db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined };
+    if (!isPacked(format)) throw earlierFormatError(path);
+    return { db, format, id: db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined };
   } catch (error) {
     db.close();
     throw readFailure(path, error);
@@ -166,19 +170,36 @@ export function stateKnows(path: string, target: string): boolean {
   }
 }
 
+/**
+ * The fingerprints of the keys the state learned a target through: undefined when it holds no key
+ * of it (no file, no such target, a target no key was recorded for yet: the next delivery's key is).
+ */
+export function targetKeys(path: string, target: string): string[] | undefined {
+  if (!stateExists(path)) return undefined;
+  const { db, format, id } = openTarget(path, target);
+  try {
+    const keys = id === undefined ? [] : keysOf(db, format, id);
+    return keys.length === 0 ? undefined : keys;
+  } catch (error) {
+    throw readFailure(path, error);
+  } finally {
+    db.close();
+  }
+}
+
 /** What a state file holds, per target. */
 export function listState(path: string): TargetState[] {
   if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
   const { db, format } = openStateFile(path, true);
   try {
-    if (format !== FORMAT) return listEarlierFormat(db);
+    if (!isPacked(format)) return listEarlierFormat(db);
     const rows = db
       .prepare(
         `SELECT id, url, updated, (SELECT count(*) FROM activities WHERE target = t.id) AS activities
          FROM targets t ORDER BY url`,
       )
       .all() as Array<{ id: number; url: string; updated: string | null; activities: number }>;
-    return rows.map((r) => ({ url: r.url, ...userTotals(db, r.id), activities: r.activities, updated: r.updated ?? undefined }));
+    return rows.map((r) => ({ url: r.url, ...userTotals(db, r.id), activities: r.activities, updated: r.updated ?? undefined, keys: keysOf(db, format, r.id) }));
   } catch (error) {
     throw readFailure(path, error);
   } finally {
@@ -197,5 +218,5 @@ function listEarlierFormat(db: Database.Database): TargetState[] {
        FROM targets t ORDER BY url`,
     )
     .all() as Array<{ url: string; updated: string | null; users: number; bytes: number; activities: number }>;
-  return rows.map((r) => ({ url: r.url, users: r.users, attributes: r.bytes / ENTRY, activities: r.activities, updated: r.updated ?? undefined }));
+  return rows.map((r) => ({ url: r.url, users: r.users, attributes: r.bytes / ENTRY, activities: r.activities, updated: r.updated ?? undefined, keys: [] }));
 }

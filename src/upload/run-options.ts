@@ -160,8 +160,12 @@ export function separator(value: string): string {
   return found;
 }
 
-/** What to read and how, from the flags; where to send is sendOptionsFrom's (a dry run's --delta reads the state of --url or TRACK_URL). */
-export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS.ProcessEnv = {}): UploadOptions {
+/**
+ * What to read and how, from the flags; where to send is sendOptionsFrom's (a dry run's --delta reads
+ * the state of --url or TRACK_URL, and checks the key of --api-key or TRACK_API_KEY, when given, is
+ * one the state learned it through).
+ */
+export function uploadOptionsFrom(files: string[], flags: ReadFlags & { apiKey?: string }, env: NodeJS.ProcessEnv = {}): UploadOptions {
   if (flags.full === true && flags.delta !== true) throw new UsageError('--full goes with --delta: it sends every attribute and refreshes the state');
   if (flags.state !== undefined && flags.delta !== true && flags.dedupeEvents !== true) {
     throw new UsageError('--state is the state of --delta and --dedupe-events: give one of them, or leave --state out');
@@ -175,6 +179,7 @@ export function uploadOptionsFrom(files: string[], flags: ReadFlags, env: NodeJS
           activities: flags.dedupeEvents === true,
           full: flags.full === true,
           url: flags.url ?? (env.TRACK_URL || undefined),
+          apiKey: flags.apiKey ?? (env.TRACK_API_KEY || undefined),
         }
       : undefined;
   return {

@@ -1,9 +1,12 @@
 // The delta state keeps each target under the URL it was given (`http://localhost:4000/users/track`),
 // so the same server named another way (`http://127.0.0.1:4000`) is a target it knows nothing of, and
 // a --delta run sends everything again. When that happens, the run says which name the state knows.
+// It also keeps the keys it learned each target through: a dry run with a key it does not know the
+// target under says that a delivery with that key would stop.
 import { existsSync } from 'node:fs';
 import { hostname, networkInterfaces } from 'node:os';
-import { listState } from '../records/state.js';
+import { listState, targetKeys } from '../records/state.js';
+import { otherKeysMessage } from '../records/state-keys.js';
 
 const ENDPOINT_PATH = '/users/track';
 
@@ -44,4 +47,15 @@ export function otherNameNote(statePath: string, target: string): string | undef
     `--state ${statePath} knows nothing of ${target}, but knows ${other.url}, the same host under another name: ` +
     `this run compares with nothing and sends every value again; if they are one server, give --url ${url}`
   );
+}
+
+/**
+ * A note for a dry run whose key (its fingerprint) the state did not learn `target` through, when it
+ * learned it through others: a delivery with it would stop before sending. The estimate compares
+ * with the state all the same, as that delivery would once the key is recorded.
+ */
+export function otherKeyNote(statePath: string, target: string, key: string): string | undefined {
+  const known = targetKeys(statePath, target);
+  if (known === undefined || known.includes(key)) return undefined;
+  return otherKeysMessage(statePath, target, known, key, 'an upload with this key would stop before sending anything (this estimate compares with what the state holds all the same)');
 }

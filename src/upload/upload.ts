@@ -95,6 +95,8 @@ export interface DeltaRun {
   full: boolean;
   /** The target whose state a dry run reads (a delivery's is its URL). */
   url?: string;
+  /** The API key a dry run checks the state learned the target through (a delivery's is its own): never refused, a note when not. */
+  apiKey?: string;
 }
 
 export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' | 'delta' | 'remote'> {
@@ -221,15 +223,20 @@ async function uploadResolved(
   let inDoubt: ((learn: Uint8Array) => { learn: Uint8Array; activities: ReadonlySet<number> }) | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
-  /** Said when the state knows nothing of the target, but knows its host under another name. */
-  let stateNote: string | undefined;
+  /** Said when the state knows nothing of the target but knows its host under another name; and when a dry run's key is not one the state learned the target through. */
+  let stateNotes: string[] = [];
   if (delta !== undefined && deltaTarget !== undefined) {
-    const { openStateWriter, stateKnows } = await import('../records/state.js');
-    if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget);
+    const { keyFingerprint, openStateWriter, stateKnows } = await import('../records/state.js');
+    // the state knows each target under the keys it learned it through: a delivery under another is refused before anything is sent
+    const apiKey = send?.apiKey ?? delta.apiKey;
+    const key = apiKey === undefined ? undefined : keyFingerprint(apiKey);
+    if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget, key);
     if (state !== undefined) inDoubt = (await import('../records/learn-record.js')).inDoubtRecord;
     try {
       stateKnown = stateKnows(delta.statePath, deltaTarget);
-      if (!stateKnown) stateNote = (await import('./state-names.js')).otherNameNote(delta.statePath, deltaTarget);
+      const { otherKeyNote, otherNameNote } = await import('./state-names.js');
+      const notes = [stateKnown ? undefined : otherNameNote(delta.statePath, deltaTarget), send === undefined && key !== undefined ? otherKeyNote(delta.statePath, deltaTarget, key) : undefined];
+      stateNotes = notes.filter((note) => note !== undefined);
     } catch (error) {
       await state?.close().catch(() => undefined);
       throw error;
@@ -451,7 +458,7 @@ async function uploadResolved(
     notes: [
       ...summary.notes,
       ...(target?.note === undefined ? [] : [target.note]),
-      ...(stateNote === undefined ? [] : [stateNote]),
+      ...stateNotes,
       ...heldNote(rejected.held, rejectsPath),
       ...owedNote(owed, rejectsPath),
     ],

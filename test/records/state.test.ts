@@ -259,10 +259,10 @@ describe('the state file', () => {
   it('refuses a file of a later format, naming it, and leaves it as it was (no table of this format added to it)', () => {
     const path = join(tmp.dir, 'later.sqlite');
     const db = new Database(path);
-    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '5'); CREATE TABLE things (id INTEGER PRIMARY KEY)");
+    db.exec("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL); INSERT INTO meta VALUES ('format', '6'); CREATE TABLE things (id INTEGER PRIMARY KEY)");
     db.close();
-    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
-    expect(() => listState(path)).toThrow(/later\.sqlite cannot be used: it was written by another version of track \(format 5\)/);
+    expect(() => openStateFileWriter(path, T)).toThrow(/--state .*later\.sqlite cannot be used: it was written by another version of track \(format 6\)/);
+    expect(() => listState(path)).toThrow(/later\.sqlite cannot be used: it was written by another version of track \(format 6\)/);
     const after = new Database(path, { readonly: true });
     expect(after.prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name").pluck().all()).toEqual(['meta', 'things']);
     expect(after.pragma('journal_mode', { simple: true })).toBe('delete');
@@ -299,6 +299,32 @@ describe('the state file', () => {
     const { reader, holds } = read(older);
     expect([holds('e:u1', 'plan', 'free'), holds('e:u2', 'plan', 'pro')]).toEqual([true, true]);
     reader.close();
+  });
+
+  it('names a damaged file in a message of one line, whichever page is damaged (SQLite\'s check names the database on a line of its own)', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    for (let r = 0; r < 20; r += 1) accept(writer, record(Array.from({ length: 50 }, (_, i) => ({ item: { external_id: `u${r * 50 + i}`, plan: 'free', n: i } }))));
+    writer.close();
+    const bytes = readFileSync(path);
+    const pages = bytes.length / 16384;
+    expect(pages).toBeGreaterThan(8);
+    const messages: string[] = [];
+    for (let page = 1; page < pages; page += 1) {
+      const copy = join(tmp.dir, `damaged-page-${page}.sqlite`);
+      writeFileSync(copy, Buffer.concat([bytes.subarray(0, page * 16384), Buffer.alloc(4096, 0xa5), bytes.subarray(page * 16384 + 4096)]));
+      try {
+        const again = openStateFileWriter(copy, T);
+        again.check();
+        again.close();
+      } catch (error) {
+        messages.push((error as Error).message);
+      }
+    }
+    expect(messages).toHaveLength(pages - 1);
+    for (const message of messages) expect(message).toMatch(/^--state .*damaged-page-\d+\.sqlite (is|is not a state file, or is) damaged \(SQLite: [^\n]*\): delete it to start a new state[^\n]*$/);
+    // the check's own findings among them, on the line of the rest
+    expect(messages.some((message) => message.includes('*** in database main *** Tree'))).toBe(true);
   });
 
   it('refuses a pack of users whose bytes are damaged (cut short, a length past its end), naming the file, where it would read on without end', () => {
