@@ -125,6 +125,10 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
     db.pragma('synchronous = NORMAL');
     if (found !== undefined && found !== FORMAT) convertEarlierFormat(db);
     db.exec(SCHEMA);
+    // a new file, or an earlier one that held no event, keeps only hashes this track makes (see hashesActivitiesAsBefore)
+    if (found === undefined || (found !== FORMAT && db.prepare('SELECT 1 FROM activities LIMIT 1').get() === undefined)) {
+      db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('activity_hashes', '2')").run();
+    }
     db.prepare("INSERT OR IGNORE INTO meta (key, value) VALUES ('format', ?)").run(FORMAT);
     const format = formatOf(db);
     if (format !== FORMAT) throw anotherVersion(format);
@@ -144,6 +148,14 @@ function readableFormat(db: Database.Database): string {
   if (format !== FORMAT && !EARLIER_FORMATS.includes(format)) throw anotherVersion(format);
   return format;
 }
+
+/**
+ * Whether the file may hold hashes of events and purchases made as track made them before
+ * `"properties": {}` was hashed as no properties (activityHash's `asBefore`): one an earlier version
+ * wrote events to. Only this version and later ones write to a file of this format.
+ */
+export const hashesActivitiesAsBefore = (db: Database.Database): boolean =>
+  db.prepare("SELECT value FROM meta WHERE key = 'activity_hashes'").pluck().get() !== '2';
 
 const anotherVersion = (format: string): Error => new Error(`it was written by another version of track (format ${format})`);
 

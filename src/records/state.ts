@@ -7,7 +7,7 @@
 // look, whatever the order of a file's ids.
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
-import { earlierFormatError, isPacked, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
+import { earlierFormatError, hashesActivitiesAsBefore, isPacked, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
 import { keysOf } from './state-keys.js';
 import { ENTRY, indexFromRows, loadIndex, rowFinder, userTotals } from './state-rows.js';
 import { HASH, valueHashInto } from './state-record.js';
@@ -50,6 +50,8 @@ export interface StateReader {
   nameId(name: string): number | undefined;
   /** True when the server acknowledged an event or purchase of this content. */
   hasActivity(hash: Uint8Array): boolean;
+  /** The file may hold hashes of events made as earlier versions made them (hashesActivitiesAsBefore): look for those too. */
+  readonly activitiesAsBefore: boolean;
   close(): void;
 }
 
@@ -70,6 +72,7 @@ const NO_STATE: StateReader = {
   user: () => undefined,
   nameId: () => undefined,
   hasActivity: () => false,
+  activitiesAsBefore: false,
   close: () => undefined,
 };
 
@@ -116,6 +119,7 @@ function stateReader(path: string, db: Database.Database, target: number): State
   };
   return {
     empty,
+    activitiesAsBefore: hashesActivitiesAsBefore(db),
     mayKnow: (keyHash) => index.has(keyHash),
     hasRow: (keyHash, digest) => index.has(keyHash, digest),
     user(userKey, keyHash) {

@@ -256,8 +256,8 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     const userKey = stateUserKey(identity);
     if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
     const hash = activityHash(kind, item, userKey);
-    // a state written before `"properties": {}` was hashed as none learned it with them
-    if (state.hasActivity(hash) || (hasEmptyProperties(item) && state.hasActivity(activityHash(kind, item, userKey, true)))) return { item: undefined, avoided: dataPoints(kind, item), learn: LEARN_NONE };
+    // a state an earlier version wrote events to learned `"properties": {}` as written
+    if (state.hasActivity(hash) || (state.activitiesAsBefore && hasEmptyProperties(item) && state.hasActivity(activityHash(kind, item, userKey, true)))) return { item: undefined, avoided: dataPoints(kind, item), learn: LEARN_NONE };
     // an event the service may skip (a user that does not exist yet) is not remembered as stored
     return { item, avoided: 0, learn: mayBeSkipped(item, identity.by) ? LEARN_NONE : hash };
   };

@@ -196,7 +196,7 @@ describe('the per-attribute delta report', () => {
 
 describe('the counts per attribute', () => {
   it('count each attribute by name whatever the order of the fields and whichever identifier an item uses, and start anew after each take', () => {
-    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, activitiesAsBefore: false, close: () => undefined };
     const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100);
     const attributes = (item: Record<string, unknown>, by: 'external_id' | 'email') => delta.item('attributes', item, { by, value: item[by] as string });
     attributes({ external_id: 'a', plan: 'x', visits: 1 }, 'external_id');
@@ -242,7 +242,7 @@ describe('the learn records of a plan', () => {
   });
 
   it('carry what the run sends of each item, as the values it hashed, one record after another from one writer', () => {
-    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, activitiesAsBefore: false, close: () => undefined };
     const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100);
     const plan = (item: Record<string, unknown>) => {
       const verdict = delta.item('attributes', item, { by: 'external_id', value: item.external_id as string });
@@ -267,7 +267,7 @@ describe('the learn records of a plan', () => {
   });
 
   it('carry the values of blocks across the end of the ring of values sent, and of blocks it no longer holds, hashed again', () => {
-    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, close: () => undefined };
+    const empty = { empty: true, mayKnow: () => false, hasRow: () => false, user: () => undefined, nameId: () => undefined, hasActivity: () => false, activitiesAsBefore: false, close: () => undefined };
     const delta = createDelta({ statePath: '', target: 't', attributes: true, full: false, activities: false }, empty, 100_000);
     // six entries a row (its head and five values): 2^18 entries are held, so the ring wraps about every 43,690 rows, once mid-block
     const row = (u: number) => ({ external_id: `u${u}-ü`, plan: `p${u % 7}`, visits: u, n: u % 1030, flag: u % 2 === 0, score: { inc: 1 } });

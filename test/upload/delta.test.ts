@@ -3,6 +3,7 @@
 // kill -9 in the middle of a delta run, the re-run guard, data points, the dry run's estimate, and
 // `track state`. Over 350 lines: one promise (what --delta leaves out and learns) seen from each
 // side, the cases sharing the servers and files set up here.
+import Database from 'better-sqlite3';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -318,22 +319,33 @@ describe('--dedupe-events', () => {
     expect(emu.store.counts()).toMatchObject({ events: 3 });
   }, 60_000);
 
-  it('finds an event with empty properties that a state written before learned as written', async () => {
+  it('finds an event with empty properties that a state an earlier version wrote learned as written, and looks no further in a state of its own', async () => {
     const emu = await emulator();
-    const state = join(tmp.dir, 'before.sqlite');
     const event = { external_id: 'u1', name: 'signup', time: '2024-03-07T10:00:00Z', properties: {} };
-    // what an earlier version learned of it: its hash with `{}`, as written
-    const writer = openStateFileWriter(state, `${emu.url}/users/track`);
-    const records = learnRecordWriter();
-    records.add(activityHash('events', event, 'e:u1', true), event);
-    const learn = records.finish();
-    let given = false;
-    writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected: () => false })));
-    writer.close();
+    /** A state holding the event's hash as earlier versions made it (`{}` kept). */
+    const stateOf = (name: string): string => {
+      const path = join(tmp.dir, name);
+      const writer = openStateFileWriter(path, `${emu.url}/users/track`);
+      const records = learnRecordWriter();
+      records.add(activityHash('events', event, 'e:u1', true), event);
+      const learn = records.finish();
+      let given = false;
+      writer.accepted(() => (given ? undefined : ((given = true), { learn, rejected: () => false })));
+      writer.close();
+      return path;
+    };
     const file = join(tmp.dir, 'before.ndjson');
     writeFileSync(file, `${JSON.stringify(event)}\n`);
-    expect(await json([file, '--url', emu.url, '--dedupe-events', '--state', state])).toMatchObject({ requests: 0, unchanged: 1 });
+    // as an earlier version left it: format 4, without the table of keys and the mark of this version's hashes
+    const before = stateOf('before.sqlite');
+    const db = new Database(before);
+    db.exec("UPDATE meta SET value = '4' WHERE key = 'format'; DELETE FROM meta WHERE key = 'activity_hashes'; DROP TABLE target_keys");
+    db.close();
+    expect(await json([file, '--url', emu.url, '--dedupe-events', '--state', before])).toMatchObject({ requests: 0, unchanged: 1 });
     expect(emu.store.counts()).toMatchObject({ events: 0 });
+    // a state this version made holds no such hash: the one planted there is not looked for
+    expect(await json([file, '--url', emu.url, '--dedupe-events', '--state', stateOf('new.sqlite')])).toMatchObject({ requests: 1, unchanged: 0 });
+    expect(emu.store.counts()).toMatchObject({ events: 1 });
   }, 60_000);
 
   it('lets a re-run go only when it can store nothing twice', async () => {
