@@ -4,14 +4,10 @@
 // (never the key), per target; a delivery with a key the target does not know is refused before
 // anything is posted, as neither "same workspace" (a rotated key) nor "another one" is safe to guess.
 import type Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
 import { UsageError } from '../errors.js';
 import { FORMAT, withStateFile } from './state-file.js';
 
-/** What the state keeps of an API key: `sha256:` and the first 16 hex digits of its SHA-256. */
-export function keyFingerprint(key: string): string {
-  return `sha256:${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
-}
+export { keyFingerprint } from '../transport/api-key.js';
 
 /** The fingerprints the state holds for a target (none in a file of an earlier format, which has no table of them). */
 export function keysOf(db: Database.Database, format: string, target: number): string[] {
@@ -19,10 +15,16 @@ export function keysOf(db: Database.Database, format: string, target: number): s
   return db.prepare('SELECT key FROM target_keys WHERE target = ? ORDER BY key').pluck().all(target) as string[];
 }
 
+/** A word of a command as a shell takes it when pasted: quoted when it holds anything but plain characters. */
+const shellWord = (text: string): string => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`);
+
+/** The command that records the key of --api-key or TRACK_API_KEY for a target of the state at `path`. */
+export const addKeyCommand = (path: string, url: string): string => `track state --state ${shellWord(path)} --add-key ${shellWord(url)}`;
+
 /** What to do with a key the state does not know the target under: the two ways on. */
 function waysOn(path: string, url: string): string {
   return (
-    `if this key is of the same workspace (a new or second key), record it with \`track state --state ${path} --add-key ${url}\` ` +
+    `if this key is of the same workspace (a new or second key), record it with \`${addKeyCommand(path, url)}\` ` +
     '(the key from --api-key or TRACK_API_KEY, as upload takes it); if it is of another workspace, give this upload its own --state'
   );
 }
