@@ -9,7 +9,7 @@ import { UsageError } from '../errors.js';
 import type { ParsedJournal } from '../records/journal.js';
 import { hostname, networkInterfaces } from 'node:os';
 import { listState, targetKeys } from '../records/state.js';
-import { addKeyCommand, otherKeysMessage } from '../records/state-keys.js';
+import { addKeyCommand, adoptedMessage, otherKeysMessage } from '../records/state-keys.js';
 
 const ENDPOINT_PATH = '/users/track';
 
@@ -55,11 +55,14 @@ export function otherNameNote(statePath: string, target: string): string | undef
 /**
  * A note for a dry run whose key (its fingerprint) the state did not learn `target` through, when it
  * learned it through others: a delivery with it would stop before sending. The estimate compares
- * with the state all the same, as that delivery would once the key is recorded.
+ * with the state all the same, as that delivery would once the key is recorded. A target the state
+ * knows (`stateKnown`) through no key learned before keys were kept: a delivery would tie it to this one.
  */
-export function otherKeyNote(statePath: string, target: string, key: string): string | undefined {
+export function otherKeyNote(statePath: string, target: string, key: string, stateKnown: boolean): string | undefined {
   const known = targetKeys(statePath, target);
-  if (known === undefined || known.includes(key)) return undefined;
+  // a target that learned with no key (a file of an earlier version) is tied to the first key that delivers
+  if (known === undefined) return stateKnown ? adoptedMessage(statePath, target, key, false) : undefined;
+  if (known.includes(key)) return undefined;
   return otherKeysMessage(statePath, target, known, key, 'an upload with this key would stop before sending anything (this estimate compares with what the state holds all the same)');
 }
 

@@ -242,7 +242,12 @@ async function uploadResolved(
     try {
       stateKnown = stateKnows(delta.statePath, deltaTarget);
       const { otherKeyNote, otherNameNote } = await import('./state-names.js');
-      const notes = [stateKnown ? undefined : otherNameNote(delta.statePath, deltaTarget), send === undefined && key !== undefined ? otherKeyNote(delta.statePath, deltaTarget, key) : undefined];
+      const { adoptedMessage } = await import('../records/state-keys.js');
+      const notes = [
+        stateKnown ? undefined : otherNameNote(delta.statePath, deltaTarget),
+        send === undefined && key !== undefined ? otherKeyNote(delta.statePath, deltaTarget, key, stateKnown) : undefined,
+        state?.adopted === true ? adoptedMessage(delta.statePath, deltaTarget, key!, true) : undefined,
+      ];
       stateNotes = notes.filter((note) => note !== undefined);
     } catch (error) {
       await state?.close().catch(() => undefined);
