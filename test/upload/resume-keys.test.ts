@@ -75,6 +75,18 @@ describe('a journal of a run under one API key', () => {
     expect(JSON.parse(resumed.stdout).notes.join('\n')).toMatch(/every row was settled by an earlier run/);
     expect(emu.requests().length).toBe(seen);
   });
+
+  it('of a run whose key the server refused (it settled nothing) is resumed by the right key, which sends every row', async () => {
+    const emu = await emulator({ apiKeys: [STAGING, PROD] });
+    const file = usersCsv(25);
+    const mistyped = await up('staging-key-mistyped', [file, '--url', emu.url, '--resume-or-start']);
+    expect(mistyped.status).not.toBe(0);
+    expect(mistyped.stderr).toMatch(/refused the API key/);
+    expect(readFileSync(join(tmp.dir, readdirJournal()), 'utf8')).toContain(fingerprint('staging-key-mistyped'));
+    const right = await up(STAGING, [file, '--url', emu.url, '--resume-or-start']);
+    expect(right.status, right.stderr).toBe(0);
+    expect(JSON.parse(right.stdout)).toMatchObject({ items: { attributes: 25 } });
+  });
 });
 
 /** The one journal the test's folder holds. */
