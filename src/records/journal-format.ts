@@ -52,6 +52,8 @@ export interface ParsedJournal {
   target?: string;
   /** What the run's delta state remembered of what it sent (`attributes`, `activities`); empty for a plain run. */
   remembers: string[];
+  /** The fingerprint of the API key the run was sent with (keyFingerprint); undefined in a journal of an earlier version. */
+  key?: string;
   /**
    * Rows sent again although they may have been applied already, by runs after the last end: a run
    * that was killed never reported them, so the next one does.
@@ -69,8 +71,9 @@ export interface ParsedJournal {
   missingNewline: boolean;
 }
 
-export function headerLine(target: string, remembers: readonly string[] = []): string {
-  return `${JSON.stringify(remembers.length === 0 ? { ...JOURNAL_HEADER, target } : { ...JOURNAL_HEADER, target, remembers })}\n`;
+/** The journal's first line: the target, what the delta state remembers, and the fingerprint of the run's API key (keyFingerprint). */
+export function headerLine(target: string, remembers: readonly string[] = [], key?: string): string {
+  return `${JSON.stringify({ ...JOURNAL_HEADER, target, ...(remembers.length === 0 ? {} : { remembers }), ...(key === undefined ? {} : { key }) })}\n`;
 }
 
 export function fileLine(index: number, identity: FileIdentity): string {
@@ -117,7 +120,7 @@ export function itemsLine(index: number, items: Array<[number, number]>): string
 }
 
 type Entry =
-  | { type: 'header'; target?: string; remembers: string[] }
+  | { type: 'header'; target?: string; remembers: string[]; key?: string }
   | { type: 'end'; end: JournalEnd }
   | { type: 'sent'; index: number; ranges: Array<[number, number]> }
   | { type: 'unsent'; index: number; ranges: Array<[number, number]> }
@@ -144,7 +147,7 @@ function readEntry(text: string): Entry | undefined {
   const v = value as Record<string, unknown>;
   if (v.journal === JOURNAL_HEADER.journal && READABLE_VERSIONS.includes(v.version)) {
     const remembers = Array.isArray(v.remembers) ? v.remembers.filter((r): r is string => typeof r === 'string') : [];
-    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined, remembers };
+    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined, remembers, key: typeof v.key === 'string' ? v.key : undefined };
   }
   if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
   if (typeof v.end === 'string' && typeof v.complete === 'boolean') return { type: 'end', end: { at: v.end, complete: v.complete } };
@@ -184,6 +187,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   const files = new Map<number, JournalFile>();
   let target: string | undefined;
   let remembers: string[] = [];
+  let key: string | undefined;
   let end: JournalEnd | undefined;
   let unreported = 0;
   const owed: unknown[] = [];
@@ -218,6 +222,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
     if (entry.type === 'header') {
       target = entry.target;
       remembers = entry.remembers;
+      key = entry.key;
     }
     // entries after an end are a resumed run's, which has not ended until it writes its own
     else end = entry.type === 'end' ? entry.end : undefined;
@@ -254,5 +259,5 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   }
   // the input files are written with the header: a journal naming none was cut short as well
   if (files.size === 0) throw unreadable('cut short before it names the input files');
-  return { target, remembers, unreported, files: [...files.values()], end, owed, validBytes, tornTail, missingNewline };
+  return { target, remembers, key, unreported, files: [...files.values()], end, owed, validBytes, tornTail, missingNewline };
 }

@@ -39,6 +39,8 @@ export interface JournalOptions {
   target: string;
   /** What the run's delta state remembers of what it sends (`attributes`, `activities`), said in the header. */
   remembers?: readonly string[];
+  /** The fingerprint of the run's API key (keyFingerprint), said in the header: a run under another key does not resume it (rerun.ts). */
+  key?: string;
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
   /** A new journal replaces one of the same upload (--restart): the rows it left in doubt stay in doubt, and are counted when sent again. */
@@ -152,7 +154,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       if (previous.missingNewline) head += '\n';
     } else {
       handle = await open(journalPath, 'w');
-      head += headerLine(options.target, options.remembers);
+      head += headerLine(options.target, options.remembers, options.key);
     }
     for (const [index, identity] of renewed) head += fileLine(index, identity);
     for (const identity of identities) {

@@ -71,6 +71,8 @@ export class StateFileWriter {
   #failure: Error | undefined;
   /** The run's key, recorded for the target with the first thing the run learns (admitKey). */
   #keyToRecord: string | undefined;
+  /** The target had learned before the state kept keys, and is now tied to the run's key (admitKey). */
+  readonly adopted: boolean = false;
   readonly #statements;
 
   constructor(
@@ -81,7 +83,9 @@ export class StateFileWriter {
   ) {
     this.#db = db;
     // a target the state learned through other keys only is refused before anything is written
-    if (options.key !== undefined && admitKey(db, path, url, options.key)) this.#keyToRecord = options.key;
+    const admitted = options.key === undefined ? 'known' : admitKey(db, path, url, options.key);
+    if (admitted === 'later') this.#keyToRecord = options.key;
+    this.adopted = admitted === 'adopted';
     db.prepare('INSERT OR IGNORE INTO targets (url) VALUES (?)').run(url);
     this.#target = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(url) as number;
     for (const [id, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) this.#nameIds.set(name, id);

@@ -4,14 +4,10 @@
 // (never the key), per target; a delivery with a key the target does not know is refused before
 // anything is posted, as neither "same workspace" (a rotated key) nor "another one" is safe to guess.
 import type Database from 'better-sqlite3';
-import { createHash } from 'node:crypto';
 import { UsageError } from '../errors.js';
 import { FORMAT, withStateFile } from './state-file.js';
 
-/** What the state keeps of an API key: `sha256:` and the first 16 hex digits of its SHA-256. */
-export function keyFingerprint(key: string): string {
-  return `sha256:${createHash('sha256').update(key).digest('hex').slice(0, 16)}`;
-}
+export { keyFingerprint } from '../transport/api-key.js';
 
 /** The fingerprints the state holds for a target (none in a file of an earlier format, which has no table of them). */
 export function keysOf(db: Database.Database, format: string, target: number): string[] {
@@ -19,10 +15,16 @@ export function keysOf(db: Database.Database, format: string, target: number): s
   return db.prepare('SELECT key FROM target_keys WHERE target = ? ORDER BY key').pluck().all(target) as string[];
 }
 
+/** A word of a command as a shell takes it when pasted: quoted when it holds anything but plain characters. */
+const shellWord = (text: string): string => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", "'\\''")}'`);
+
+/** The command that records the key of --api-key or TRACK_API_KEY for a target of the state at `path`. */
+export const addKeyCommand = (path: string, url: string): string => `track state --state ${shellWord(path)} --add-key ${shellWord(url)}`;
+
 /** What to do with a key the state does not know the target under: the two ways on. */
 function waysOn(path: string, url: string): string {
   return (
-    `if this key is of the same workspace (a new or second key), record it with \`track state --state ${path} --add-key ${url}\` ` +
+    `if this key is of the same workspace (a new or second key), record it with \`${addKeyCommand(path, url)}\` ` +
     '(the key from --api-key or TRACK_API_KEY, as upload takes it); if it is of another workspace, give this upload its own --state'
   );
 }
@@ -44,18 +46,34 @@ export function otherKeysMessage(path: string, url: string, known: readonly stri
  * error). A target known under no key yet is adopted now when it learned something before (a file
  * of an earlier version); else the key is recorded with the first thing the run learns (a request
  * accepted, or one the server may have applied: its values held in doubt), so that a run whose key
- * the server refused (a mistyped one) ties the target to nothing. Returns whether the key is still
- * to be recorded (recordKey).
+ * the server refused (a mistyped one) ties the target to nothing. Returns whether the key is known,
+ * still to be recorded (recordKey: 'later'), or was adopted now (the run says so: adoptedMessage).
  */
-export function admitKey(db: Database.Database, path: string, url: string, key: string): boolean {
+export function admitKey(db: Database.Database, path: string, url: string, key: string): 'known' | 'later' | 'adopted' {
   const target = db.prepare('SELECT id, updated FROM targets WHERE url = ?').get(url) as { id: number; updated: string | null } | undefined;
-  if (target === undefined) return true;
+  if (target === undefined) return 'later';
   const known = keysOf(db, FORMAT, target.id);
-  if (known.includes(key)) return false;
+  if (known.includes(key)) return 'known';
   if (known.length > 0) throw new UsageError(otherKeysMessage(path, url, known, key, 'nothing was sent'));
-  if (target.updated === null) return true;
+  if (target.updated === null) return 'later';
   recordKey(db, target.id, key);
-  return false;
+  return 'adopted';
+}
+
+/**
+ * What to say of a target the state learned before it kept keys (a file of an earlier version), and
+ * a run with the key of fingerprint `key`: a delivery tied it to that key (`done`), a dry run tells
+ * that a delivery would. Said, not refused: the state cannot tell which key that was.
+ */
+export function adoptedMessage(path: string, url: string, key: string, done: boolean): string {
+  const before = `--state ${path} learned ${url} before it kept API keys (an earlier version of track)`;
+  if (!done) {
+    return `${before}: an upload with this key (${key}) would compare with what it holds and tie it to that key; if it learned the target through another workspace's key, give this upload its own --state`;
+  }
+  return (
+    `${before}: this run compared with what it holds and tied it to this run's key (${key}); if it learned the target through another workspace's key, ` +
+    `this run left out what the state held: run it again with its own --state, and untie the shared one with \`track state --state ${shellWord(path)} --forget ${shellWord(url)}\` (which forgets what it holds of the target)`
+  );
 }
 
 /** Records that the state learns the target through this key (once). */

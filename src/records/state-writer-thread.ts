@@ -24,7 +24,7 @@ const failed = (error: unknown): FromWriter => {
 let writer: ReturnType<typeof openStateFileWriter>;
 try {
   writer = openStateFileWriter(path, target, { key });
-  post({ type: 'ready' });
+  post({ type: 'ready', adopted: writer.adopted });
   // the whole file is checked while the plan starts: the first request waits for it (state-writer.ts)
   writer.check();
   post({ type: 'checked' });

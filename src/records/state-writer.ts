@@ -19,6 +19,8 @@ export interface StateWriter {
   accepted(learn: Uint8Array, rejected: ReadonlySet<number>): Promise<void>;
   /** Writes what is waiting, saves the index and gives the file back. */
   close(): Promise<void>;
+  /** The target had learned before the state kept API keys (an earlier version's file): it is now tied to the run's key. */
+  readonly adopted: boolean;
 }
 
 /**
@@ -44,7 +46,7 @@ export type ToWriter =
   | HandedRecords
   | { type: 'close' };
 export type FromWriter =
-  | { type: 'ready' }
+  | { type: 'ready'; adopted: boolean }
   | { type: 'checked' }
   | { type: 'done'; id: number }
   | { type: 'learned'; records: number; ringBytes: number }
@@ -155,9 +157,13 @@ export async function openStateWriter(path: string, target: string, key?: string
     wakeUp();
     onClosed?.(failure);
   };
+  let adopted = false;
   const ready = new Promise<void>((resolve, reject) => {
     worker.on('message', (message: FromWriter) => {
-      if (message.type === 'ready') resolve();
+      if (message.type === 'ready') {
+        adopted = message.adopted;
+        resolve();
+      }
       else if (message.type === 'checked') {
         isChecked = true;
         checkedOk?.();
@@ -224,6 +230,7 @@ export async function openStateWriter(path: string, target: string, key?: string
     return hold(new Promise<void>((resolve, reject) => waiting.set(id, { resolve, reject })));
   };
   return {
+    adopted,
     sending(learn) {
       // nothing is posted before the file was found sound
       return isChecked ? forget(learn) : hold(checked).then(() => forget(learn));

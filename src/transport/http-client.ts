@@ -2,7 +2,7 @@
 // apart "no answer, and the request never left" from "no answer after it was sent" (spec 4, 5).
 import { setFlagsFromString } from 'node:v8';
 import { Pool, type Dispatcher } from 'undici';
-import { UsageError } from '../errors.js';
+import { checkApiKey } from './api-key.js';
 import { DEFAULT_REQUEST_TIMEOUT_S } from './defaults.js';
 import { resolveEndpoint } from './endpoint.js';
 import type { HeaderMap } from './rate-limit-headers.js';
@@ -87,12 +87,6 @@ function holdBaselineWasm(): () => void {
     baselineClients -= 1;
     if (baselineClients === 0) setFlagsFromString('--no-liftoff-only --wasm-tier-up --wasm-dynamic-tiering');
   };
-}
-
-function checkApiKey(apiKey: string): void {
-  if (apiKey.length === 0) throw new UsageError('an API key is required (--api-key or TRACK_API_KEY)');
-  // undici would refuse such a header with a message of its own; say it here without echoing the key
-  if (/[^\x20-\x7e]/.test(apiKey)) throw new UsageError('the API key holds characters that cannot be sent in a header');
 }
 
 export function createTrackClient(options: TrackClientOptions): TrackClient {

@@ -73,7 +73,7 @@ function journalStory(found: ParsedJournal): string {
 }
 
 /** The files of a journal of which rows were sent or settled (what running them again would double). */
-function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
+export function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
   return found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
 }
 

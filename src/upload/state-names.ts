@@ -2,11 +2,15 @@
 // so the same server named another way (`http://127.0.0.1:4000`) is a target it knows nothing of, and
 // a --delta run sends everything again. When that happens, the run says which name the state knows.
 // It also keeps the keys it learned each target through: a dry run with a key it does not know the
-// target under says that a delivery with that key would stop.
+// target under says that a delivery with that key would stop. A resume journal keeps the key of its
+// run too: a run under another key does not resume it, unless the state ties both keys to the target.
 import { existsSync } from 'node:fs';
+import { UsageError } from '../errors.js';
+import type { ParsedJournal } from '../records/journal.js';
+import { touchedFiles } from './rerun.js';
 import { hostname, networkInterfaces } from 'node:os';
 import { listState, targetKeys } from '../records/state.js';
-import { otherKeysMessage } from '../records/state-keys.js';
+import { addKeyCommand, adoptedMessage, otherKeysMessage } from '../records/state-keys.js';
 
 const ENDPOINT_PATH = '/users/track';
 
@@ -52,10 +56,34 @@ export function otherNameNote(statePath: string, target: string): string | undef
 /**
  * A note for a dry run whose key (its fingerprint) the state did not learn `target` through, when it
  * learned it through others: a delivery with it would stop before sending. The estimate compares
- * with the state all the same, as that delivery would once the key is recorded.
+ * with the state all the same, as that delivery would once the key is recorded. A target the state
+ * knows (`stateKnown`) through no key learned before keys were kept: a delivery would tie it to this one.
  */
-export function otherKeyNote(statePath: string, target: string, key: string): string | undefined {
+export function otherKeyNote(statePath: string, target: string, key: string, stateKnown: boolean): string | undefined {
   const known = targetKeys(statePath, target);
-  if (known === undefined || known.includes(key)) return undefined;
+  // a target that learned with no key (a file of an earlier version) is tied to the first key that delivers
+  if (known === undefined) return stateKnown ? adoptedMessage(statePath, target, key, false) : undefined;
+  if (known.includes(key)) return undefined;
   return otherKeysMessage(statePath, target, known, key, 'an upload with this key would stop before sending anything (this estimate compares with what the state holds all the same)');
 }
+
+/**
+ * A resumed run under another API key (fingerprint `key`) than the run its journal holds: refused,
+ * nothing sent, as the rows that run settled went to its key's workspace, which may not be this
+ * one's; unless the delta state at `statePath` ties both keys to the target (`track state
+ * --add-key`: one workspace), or that run settled nothing. A journal of an earlier version names no key.
+ */
+export function checkResumeKey(journalPath: string, earlier: ParsedJournal, target: string, key: string, statePath: string | undefined): void {
+  // a run that settled nothing (its key refused at once) leaves nothing out of this one
+  if (earlier.key === undefined || earlier.key === key || touchedFiles(earlier).length === 0) return;
+  const known = statePath === undefined ? undefined : targetKeys(statePath, target);
+  if (known !== undefined && known.includes(earlier.key) && known.includes(key)) return;
+  throw new UsageError(
+    `the journal ${journalPath} holds an upload to ${target} under another API key (${earlier.key}), not this one (${key}); workspaces may share a URL, ` +
+      "and resuming would leave out the rows that run settled, which went to that key's workspace, so nothing was sent: " +
+      `if this key is of another workspace, give this upload its own --journal; if it is of the same workspace (a new key), give --restart to send every row again${statePath !== undefined && known?.includes(earlier.key) === true ? sameWorkspace(statePath, target) : ''}`,
+  );
+}
+
+/** How a run resumes under a new key of the journal's workspace, when its state learned the target through that run's key: the state records this one too. */
+const sameWorkspace = (statePath: string, target: string): string => `, or record it in the state that run learned into with \`${addKeyCommand(statePath, target)}\` and resume`;

@@ -14,6 +14,7 @@ import { requestJson, type RequestToSend } from '../transport/request.js';
 import { findJournal, inputKey, isWhole, openJournal, type Journal, type ParsedJournal } from '../records/journal.js';
 import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
+import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
 import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
@@ -196,6 +197,10 @@ async function uploadResolved(
   const guard = { rerunSafe, contents, delta: delta?.attributes === true };
   const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0], shard: options.shard });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
+  // the run's API key, kept by the state and the journal as its fingerprint: one that cannot be sent is said first
+  if (send !== undefined) checkApiKey(send.apiKey);
+  const apiKey = send?.apiKey ?? delta?.apiKey;
+  const key = apiKey === undefined ? undefined : keyFingerprint(apiKey);
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
   for (const file of inputs) if ((await checkFormat(file, options.format)) === 'parquet' && file === STDIN) throw new UsageError('Parquet cannot be read from standard input (-): it is read from its end; give the file');
@@ -208,6 +213,10 @@ async function uploadResolved(
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
   const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
+  // the rows a run under another key settled went to its workspace, which may not be this one's
+  if (earlier?.key !== undefined && earlier.key !== key && target?.journalPath !== undefined) {
+    (await import('./state-names.js')).checkResumeKey(target.journalPath, earlier, target.target, key!, delta?.statePath);
+  }
   const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
   // the columns a map names that no file has: standard input's header must have them
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
@@ -226,16 +235,19 @@ async function uploadResolved(
   /** Said when the state knows nothing of the target but knows its host under another name; and when a dry run's key is not one the state learned the target through. */
   let stateNotes: string[] = [];
   if (delta !== undefined && deltaTarget !== undefined) {
-    const { keyFingerprint, openStateWriter, stateKnows } = await import('../records/state.js');
+    const { openStateWriter, stateKnows } = await import('../records/state.js');
     // the state knows each target under the keys it learned it through: a delivery under another is refused before anything is sent
-    const apiKey = send?.apiKey ?? delta.apiKey;
-    const key = apiKey === undefined ? undefined : keyFingerprint(apiKey);
     if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget, key);
     if (state !== undefined) inDoubt = (await import('../records/learn-record.js')).inDoubtRecord;
     try {
       stateKnown = stateKnows(delta.statePath, deltaTarget);
       const { otherKeyNote, otherNameNote } = await import('./state-names.js');
-      const notes = [stateKnown ? undefined : otherNameNote(delta.statePath, deltaTarget), send === undefined && key !== undefined ? otherKeyNote(delta.statePath, deltaTarget, key) : undefined];
+      const { adoptedMessage } = await import('../records/state-keys.js');
+      const notes = [
+        stateKnown ? undefined : otherNameNote(delta.statePath, deltaTarget),
+        send === undefined && key !== undefined ? otherKeyNote(delta.statePath, deltaTarget, key, stateKnown) : undefined,
+        state?.adopted === true ? adoptedMessage(delta.statePath, deltaTarget, key!, true) : undefined,
+      ];
       stateNotes = notes.filter((note) => note !== undefined);
     } catch (error) {
       await state?.close().catch(() => undefined);
@@ -253,7 +265,7 @@ async function uploadResolved(
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
     const restart = target.restart === true;
     try {
-      journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, resume, restart, remembers, beforeSettling: () => rejected.settle() });
+      journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, key, resume, restart, remembers, beforeSettling: () => rejected.settle() });
       await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
     } catch (error) {
       // the state file is given back to the next run

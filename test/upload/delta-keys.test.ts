@@ -112,8 +112,38 @@ describe('a state learned through one key, and an upload with another to the sam
   }, 60_000);
 });
 
+describe('the refusal and track state --add-key, as a user types them', () => {
+  it('quote a state path a shell would split, so that the command pasted records the key; a key no upload can send is said as such, never recorded', async () => {
+    const emu = await twoWorkspaces();
+    const file = usersCsv('users.csv', 20);
+    const state = "it's my state.sqlite";
+    expect(await summary(STAGING, [file, '--url', emu.url, '--delta', '--state', state])).toMatchObject({ items: { attributes: 20 } });
+    const refused = await up(PROD, [file, '--url', emu.url, '--delta', '--state', state]);
+    expect(refused.status, refused.stderr).toBe(2);
+    const command = /`track (state [^`]*)`/.exec(refused.stderr)?.[1];
+    expect(command).toBe(`state --state 'it'\\''s my state.sqlite' --add-key ${emu.url}/users/track`);
+    // as a shell would split it
+    const words = [...command!.matchAll(/'((?:[^']|'\\'')*)'|(\S+)/g)].map((m) => (m[1] !== undefined ? m[1].replaceAll("'\\''", "'") : m[2]));
+    const added = await run(words, { TRACK_API_KEY: PROD });
+    expect(added.status, added.stderr).toBe(0);
+    expect(await summary(PROD, [file, '--url', emu.url, '--delta', '--state', state])).toMatchObject({ requests: 0, unchanged: 20 });
+
+    // an empty key, or one a header cannot carry: said so, before the state is compared with it
+    for (const key of ['', 'clé-secrète']) {
+      const bad = await up(key, [file, '--url', emu.url, '--delta', '--state', state]);
+      expect(bad.status, bad.stderr).toBe(2);
+      expect(bad.stderr).toMatch(key === '' ? /an API key is required/ : /the API key holds characters that cannot be sent in a header/);
+      expect(bad.stderr).not.toMatch(/another API key/);
+    }
+    const unsendable = await run(['state', '--state', state, '--add-key', emu.url, '--api-key', 'clé-secrète']);
+    expect(unsendable.status).toBe(2);
+    expect(unsendable.stderr).toMatch(/cannot be sent in a header/);
+    expect((await listed(state))[0].keys).toEqual([fingerprint(STAGING), fingerprint(PROD)].sort());
+  }, 60_000);
+});
+
 describe('a state file of format 4, written before keys were kept', () => {
-  it('is read by a dry run as it is, adopted by the first key that delivers with it, and refuses a second key', async () => {
+  it('is read by a dry run as it is, adopted by the first key that delivers with it, which says so, and refuses a second key', async () => {
     const emu = await twoWorkspaces();
     const file = usersCsv('users.csv', 60);
     expect(await summary(STAGING, [file, '--url', emu.url, '--delta', '--state', 'old.sqlite'])).toMatchObject({ items: { attributes: 60 } });
@@ -125,10 +155,19 @@ describe('a state file of format 4, written before keys were kept', () => {
     const dry = await run(['validate', file, '--delta', '--state', 'old.sqlite', '--url', emu.url, '--json'], { TRACK_API_KEY: PROD });
     expect(dry.status, dry.stderr).toBe(0);
     expect(JSON.parse(dry.stdout)).toMatchObject({ unchanged: 60 });
-    expect(JSON.parse(dry.stdout).notes.join('\n')).not.toMatch(/API key/);
+    const before = `--state old.sqlite learned ${emu.url}/users/track before it kept API keys (an earlier version of track)`;
+    expect(JSON.parse(dry.stdout).notes).toContain(
+      `${before}: an upload with this key (${fingerprint(PROD)}) would compare with what it holds and tie it to that key; if it learned the target through another workspace's key, give this upload its own --state`,
+    );
+    expect((await listed('old.sqlite'))[0].keys).toEqual([]);
 
-    // the first key to deliver adopts it: nothing it held is sent again
-    expect(await summary(PROD, [usersCsv('users.csv', 60, 3), '--url', emu.url, '--delta', '--state', 'old.sqlite'])).toMatchObject({ unchanged: 59, items: { attributes: 1 } });
+    // the first key to deliver adopts it, and says so: nothing it held is sent again
+    const adopted = await summary(PROD, [usersCsv('users.csv', 60, 3), '--url', emu.url, '--delta', '--state', 'old.sqlite']);
+    expect(adopted).toMatchObject({ unchanged: 59, items: { attributes: 1 } });
+    expect(adopted.notes.join('\n')).toContain(`${before}: this run compared with what it holds and tied it to this run's key (${fingerprint(PROD)})`);
+    expect(adopted.notes.join('\n')).toContain(`\`track state --state old.sqlite --forget ${emu.url}/users/track\``);
+    const next = await summary(PROD, [usersCsv('users.csv', 60, 3), '--url', emu.url, '--delta', '--state', 'old.sqlite']);
+    expect(next.notes.join('\n')).not.toMatch(/API key/);
     expect((await listed('old.sqlite'))[0].keys).toEqual([fingerprint(PROD)]);
     const format = new Database(join(tmp.dir, 'old.sqlite'), { readonly: true });
     expect(format.prepare("SELECT value FROM meta WHERE key = 'format'").pluck().get()).toBe('5');

@@ -56,7 +56,13 @@ async function runState(flags: StateFlags): Promise<void> {
 /** `--add-key URL`: records the key (its fingerprint, never the key) as one the state may use for that target. */
 async function addKey(path: string, url: string, apiKey: string | undefined): Promise<void> {
   if (apiKey === undefined || apiKey === '') throw new UsageError('--add-key records the API key given with --api-key or TRACK_API_KEY: give one');
-  const [{ addTargetKey, keyFingerprint }, { targetOf }] = await Promise.all([import('../../records/state.js'), import('../../transport/endpoint.js')]);
+  const [{ addTargetKey, keyFingerprint }, { targetOf }, { checkApiKey }] = await Promise.all([
+    import('../../records/state.js'),
+    import('../../transport/endpoint.js'),
+    import('../../transport/api-key.js'),
+  ]);
+  // a key no upload can send is never recorded
+  checkApiKey(apiKey);
   const target = targetOf(url, '--add-key');
   const key = keyFingerprint(apiKey);
   const added = addTargetKey(path, target, key);
