@@ -40,14 +40,15 @@ const START_ANEW = 'delete it to start a new state (the next --delta run then se
 /** A delivery with --delta or --dedupe-events is using the state file. A usage error: the CLI exits 2. */
 export class StateInUseError extends FileInUseError {
   override name = 'StateInUseError';
-  constructor(file: string, lockFile: string, owner: LockOwner) {
+  /** `upload`: the run refused may go with a state of its own (not so `track state`, which is about this file). */
+  constructor(file: string, lockFile: string, owner: LockOwner, upload = true) {
     super(
       file,
       lockFile,
       owner,
       (who, here) =>
         `--state ${file} is in use by another run: ${who}, started ${owner.since}. One run at a time on a state file: ` +
-        (here ? 'wait for that one to end, or give this run another --state.' : `wait for that one to end; if it is no longer running, delete ${lockFile}.`),
+        (here ? `wait for that one to end${upload ? ', or give this run another --state' : ''}.` : `wait for that one to end; if it is no longer running, delete ${lockFile}.`),
     );
   }
 }
@@ -221,10 +222,10 @@ export function earlierFormatError(path: string): UsageError {
 }
 
 /** Takes the state file for a delivery: a second one on the same file is refused until this one ends. */
-export function lockState(path: string): () => void {
+export function lockState(path: string, upload = true): () => void {
   return lockFile(path, {
     purpose: 'the lock that keeps a second run off the state file',
-    inUse: (file, lock, owner) => new StateInUseError(file, lock, owner),
+    inUse: (file, lock, owner) => new StateInUseError(file, lock, owner, upload),
   });
 }
 
@@ -234,7 +235,7 @@ export const stateExists = (path: string): boolean => existsSync(path);
 /** Runs fn on the state file opened for writing, holding it meanwhile (`track state`); a file that does not exist is a usage error. */
 export function withStateFile<T>(path: string, fn: (db: Database.Database) => T): T {
   if (!stateExists(path)) throw new UsageError(`--state ${path}: no such file`);
-  const release = lockState(path);
+  const release = lockState(path, false);
   try {
     const { db } = openStateFile(path, false);
     try {

@@ -95,6 +95,8 @@ describe('one run per state file', () => {
     const forget = await runCliAsync(['state', '--forget', emu.url], { cwd: tmp.dir });
     expect(forget.status).toBe(2);
     expect(forget.stderr).toMatch(/is in use by another run/);
+    // which it is about: another state file is no way on for it
+    expect(forget.stderr).toMatch(/One run at a time on a state file: wait for that one to end\.$/m);
     // refused before it read or sent anything: no journal, and the first run goes on to the end
     expect(readdirSync(tmp.dir).filter((name) => name.startsWith('other.') && name !== 'other.csv')).toEqual([]);
     expect(await first.exited).toBe(0);
