@@ -1,11 +1,11 @@
 // Every planner case runs against the plan made in this thread and the one made in the worker
 // thread (what `track upload` sends from); then the two are compared on whole files.
-import { existsSync, readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { planChunks, planEvents } from '../../src/upload/plan.js';
 import { createEncoder } from '../../src/upload/worker/wire.js';
 import { planInWorker, startPlanner } from '../../src/upload/worker/plan-in-worker.js';
 import { batchSize } from '../../src/upload/reject-batch.js';
+import { settledThreads, threadsCountable } from '../helpers/processes.js';
 import { file, fixture, planCases, run, type Planner } from './plan.case.js';
 
 const inThread: Planner = (options) => planEvents(options);
@@ -82,19 +82,14 @@ describe('the plan in the worker thread', () => {
     expect(rejects).toBe(atStop);
   });
 
-  it.skipIf(!existsSync('/proc/self/task'))('ends a thread started ahead that its plan cannot be handed to', async () => {
-    // the threads of this process, once those ending have ended
-    const threads = async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      return readdirSync('/proc/self/task').length;
-    };
-    const before = await threads();
+  it.skipIf(!threadsCountable)('ends a thread started ahead that its plan cannot be handed to', async () => {
+    const before = await settledThreads();
     const started = startPlanner(false);
     // a function cannot cross to another thread: the plan fails at its first step
     const options = { inputs: [fixture('attributes.csv')], reading: { timezone: () => 'UTC' } as never, started };
     await expect(run(planInWorker, options)).rejects.toThrow(/could not be cloned/);
     started.release();
-    expect(await threads()).toBe(before);
+    expect(await settledThreads()).toBe(before);
   });
 
   it('describes a header many files share once, reading it once for them all', async () => {
