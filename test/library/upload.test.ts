@@ -1,13 +1,13 @@
 // upload() of the library: rows in memory and files, the named errors it throws, the options checked
 // as the command line checks them; and the README's seeding script, run from the packed package.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeliveryError, startEmulator, upload, UsageError, type Emulator } from '../../src/index.js';
+import { settledThreads, threadsCountable } from '../helpers/processes.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -86,20 +86,15 @@ describe('upload() errors', () => {
     await expect(upload({ inputs: [[{ external_id: 'x' }]], dryRun: true, ...(bad as object) })).rejects.toBeInstanceOf(UsageError);
   });
 
-  it.skipIf(!existsSync('/proc/self/task'))('lets go of the planning thread it started ahead when a check then refuses the run', async () => {
+  it.skipIf(!threadsCountable)('lets go of the planning thread it started ahead when a check then refuses the run', async () => {
     const csv = join(dir, 'checked.csv');
     await writeFile(csv, 'external_id,a\nt-1,1\n');
-    // the threads of this process, once those ending have ended
-    const threads = async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      return (await readdir('/proc/self/task')).length;
-    };
-    const before = await threads();
+    const before = await settledThreads();
     for (let i = 0; i < 3; i += 1) {
       const refused = upload({ inputs: [csv], url: emulator.url, apiKey: emulator.apiKey, rejects: join(dir, 'no-such-dir', 'r.ndjson') });
       await expect(refused).rejects.toThrow(/no-such-dir/);
     }
-    expect(await threads()).toBe(before);
+    expect(await settledThreads()).toBe(before);
   });
 
   it('refuses mixing paths with rows, standard input, and no inputs', async () => {

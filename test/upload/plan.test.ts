@@ -3,8 +3,9 @@
 import { describe, expect, it } from 'vitest';
 import { planChunks, planEvents } from '../../src/upload/plan.js';
 import { createEncoder } from '../../src/upload/worker/wire.js';
-import { planInWorker } from '../../src/upload/worker/plan-in-worker.js';
+import { planInWorker, startPlanner } from '../../src/upload/worker/plan-in-worker.js';
 import { batchSize } from '../../src/upload/reject-batch.js';
+import { settledThreads, threadsCountable } from '../helpers/processes.js';
 import { file, fixture, planCases, run, type Planner } from './plan.case.js';
 
 const inThread: Planner = (options) => planEvents(options);
@@ -79,6 +80,16 @@ describe('the plan in the worker thread', () => {
     expect(atStop).toBeGreaterThanOrEqual(500);
     expect(atStop).toBeLessThan(50_000);
     expect(rejects).toBe(atStop);
+  });
+
+  it.skipIf(!threadsCountable)('ends a thread started ahead that its plan cannot be handed to', async () => {
+    const before = await settledThreads();
+    const started = startPlanner(false);
+    // a function cannot cross to another thread: the plan fails at its first step
+    const options = { inputs: [fixture('attributes.csv')], reading: { timezone: () => 'UTC' } as never, started };
+    await expect(run(planInWorker, options)).rejects.toThrow(/could not be cloned/);
+    started.release();
+    expect(await settledThreads()).toBe(before);
   });
 
   it('describes a header many files share once, reading it once for them all', async () => {

@@ -80,7 +80,6 @@ const reviveError = (relayed: RelayedError): Error => Object.assign(new Error(re
 export async function* inWorker<T>(url: URL, options: InWorkerOptions): AsyncGenerator<T> {
   const started = (options.started ?? new StartedWorker(url, options.resourceLimits)).take();
   const { worker } = started;
-  worker.postMessage({ data: options.data, window: options.window } satisfies Work);
   // messages in arrival order: an array with a moving head, since shift() is linear
   let inbox: Array<ToMain<T> | undefined> = [];
   let head = 0;
@@ -111,6 +110,8 @@ export async function* inWorker<T>(url: URL, options: InWorkerOptions): AsyncGen
     taken = { messages: 0, bytes: 0 };
   };
   try {
+    // inside the try: work that cannot cross (not cloneable) ends the worker as any failure does
+    worker.postMessage({ data: options.data, window: options.window } satisfies Work);
     for (;;) {
       if (stopped()) return;
       if (head === inbox.length) {
