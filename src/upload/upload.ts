@@ -160,11 +160,21 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   const resolved = await resolveInputs(named, options.storage);
   // the planning thread starts now, its modules loading while the run is checked and its files opened
   // (the first request goes about a tenth of a second sooner); a run that does not plan in it ends it
-  const planner = plansInWorker(options, resolved.inputs) ? (await import('./worker/plan-in-worker.js')).startPlanner(options.delta?.attributes === true) : undefined;
+  const planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta?.attributes === true) : undefined;
   try {
     return await uploadResolved(options, { started, named, ...resolved, planner });
   } finally {
     planner?.release();
+  }
+}
+
+/** A planning thread started ahead; none when one cannot be started now (the plan then starts its own, and says why it cannot). */
+async function startPlannerAhead(delta: boolean): Promise<StartedWorker | undefined> {
+  const { startPlanner } = await import('./worker/plan-in-worker.js');
+  try {
+    return startPlanner(delta);
+  } catch {
+    return undefined;
   }
 }
 

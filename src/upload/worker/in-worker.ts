@@ -43,8 +43,7 @@ type ToWorker = { messages: number; bytes: number };
 /**
  * A worker started before its work is known: its modules load while this thread does what comes
  * first (checking a run, opening its files), and inWorker() hands it its work in its first message.
- * Until then it holds the process open no longer than any other idle thread would not; one never
- * taken is let go with release().
+ * Until then it does not hold the process open; one never taken is let go with release().
  */
 export class StartedWorker {
   readonly #worker: Worker;
