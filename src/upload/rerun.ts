@@ -73,9 +73,20 @@ function journalStory(found: ParsedJournal): string {
 }
 
 /** The files of a journal of which rows were sent or settled (what running them again would double). */
-export function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
+function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
   return found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
 }
+
+/**
+ * Whether a journal's runs posted nothing that may have been applied: each request they sent was
+ * refused unapplied (a mistyped API key's 401), or none was sent. Rows settled unsent (refused before
+ * sending) went to no workspace.
+ */
+export const sentNothing = (found: ParsedJournal): boolean => found.files.every((f) => f.sent.size === 0);
+
+/** The journal's run was under another API key (fingerprints) than this run's, and may have delivered rows to that key's workspace. */
+const otherKeys = (found: ParsedJournal, key: string | undefined): key is string =>
+  key !== undefined && found.key !== undefined && found.key !== key && !sentNothing(found);
 
 /** A journal at `path`, or undefined when there is none or it cannot be read (a scan passes over it). */
 async function readableJournal(path: string): Promise<ParsedJournal | undefined> {
@@ -93,7 +104,7 @@ async function checkRerun(
   journalPath: string,
   target: string,
   inputs: readonly string[],
-  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities; contents?: InputContents; delta?: boolean; shard?: Shard },
+  options: { resume?: boolean; restart?: boolean; journalPath?: string; rerunSafe?: RerunSafe; remote?: RemoteIdentities; contents?: InputContents; delta?: boolean; shard?: Shard; key?: string },
 ): Promise<string | undefined> {
   if (options.resume === true || options.restart === true) return undefined;
   let own: ParsedJournal | undefined;
@@ -130,6 +141,14 @@ async function checkRerun(
           `This run ${options.shard === undefined ? 'takes every row' : `splits the rows in ${options.shard.count}`}: it would send again the rows the shards of ${split.count} sent ` +
           `(events and purchases would be stored twice). Run the shards of ${split.count} (--shard K/${split.count}, --resume-or-start\n` +
           'finishes each), or give --restart to send every row again.',
+      );
+    }
+    // --resume would be refused (checkResumeKey): the rows that run settled went to its key's workspace
+    if (otherKeys(found, options.key)) {
+      throw new UsageError(
+        `an upload of ${files.join(', ')} to ${target} under another API key (${found.key}), not this one (${options.key}), ${journalStory(found)}; its journal is ${path}.\n` +
+          'Workspaces may share a URL: if this key is of another workspace, give this upload its own --journal; if it is of the same\n' +
+          'workspace (a new key), give --restart to send every row again.',
       );
     }
     const resume = path === journalPath ? '--resume' : `--resume --journal ${path}`;
@@ -266,6 +285,8 @@ export async function checkTarget(
     contents?: InputContents;
     delta?: boolean;
     shard?: Shard;
+    /** The fingerprint of the run's API key (keyFingerprint), which a journal keeps. */
+    key?: string;
   },
 ): Promise<Target> {
   let options = given;
@@ -304,6 +325,15 @@ export async function checkTarget(
     const how = await resumeOrStart(journalPath, target, inputs, options.remote);
     options = { ...options, resume: how === 'resume', restart: how === 'restart' };
     if (how === 'restart') started = `the journal ${journalPath} held a completed upload of these inputs before they changed: this run started anew`;
+  }
+  if (options.resume === true && options.key !== undefined) {
+    // a run under another key that sent nothing (its key refused at once: a mistyped one) left nothing
+    // out of this one; started anew, the journal keeps this run's key, so this key's next run resumes it
+    const found = await readableJournal(journalPath);
+    if (found?.key !== undefined && found.key !== options.key && sentNothing(found)) {
+      options = { ...options, resume: false, restart: true };
+      started = `the journal ${journalPath} held a run under another API key (${found.key}) that sent nothing (the server refused what it sent unapplied): this run started anew`;
+    }
   }
   const note = (await checkRerun(journalPath, target, inputs, options)) ?? started;
   return { endpoint, target, journalPath, note, resume: options.resume === true, restart: options.restart === true };

@@ -7,7 +7,6 @@
 import { existsSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import type { ParsedJournal } from '../records/journal.js';
-import { touchedFiles } from './rerun.js';
 import { hostname, networkInterfaces } from 'node:os';
 import { listState, targetKeys } from '../records/state.js';
 import { addKeyCommand, adoptedMessage, otherKeysMessage } from '../records/state-keys.js';
@@ -71,11 +70,11 @@ export function otherKeyNote(statePath: string, target: string, key: string, sta
  * A resumed run under another API key (fingerprint `key`) than the run its journal holds: refused,
  * nothing sent, as the rows that run settled went to its key's workspace, which may not be this
  * one's; unless the delta state at `statePath` ties both keys to the target (`track state
- * --add-key`: one workspace), or that run settled nothing. A journal of an earlier version names no key.
+ * --add-key`: one workspace). A journal of an earlier version names no key; one of a run that sent
+ * nothing is started anew (checkTarget).
  */
 export function checkResumeKey(journalPath: string, earlier: ParsedJournal, target: string, key: string, statePath: string | undefined): void {
-  // a run that settled nothing (its key refused at once) leaves nothing out of this one
-  if (earlier.key === undefined || earlier.key === key || touchedFiles(earlier).length === 0) return;
+  if (earlier.key === undefined || earlier.key === key) return;
   const known = statePath === undefined ? undefined : targetKeys(statePath, target);
   if (known !== undefined && known.includes(earlier.key) && known.includes(key)) return;
   throw new UsageError(

@@ -76,6 +76,31 @@ describe('a journal of a run under one API key', () => {
     expect(emu.requests().length).toBe(seen);
   });
 
+  it('of a run whose key the server refused, which rejected a row before sending, is started anew by the right key, whose own retries then resume it', async () => {
+    const emu = await emulator({ apiKeys: [STAGING, PROD] });
+    const file = usersCsv(25);
+    writeFileSync(file, readFileSync(file, 'utf8').replace('\nu3,free\n', '\n,free\n'));
+    const mistyped = await up('staging-key-mistyped', [file, '--url', emu.url, '--resume-or-start']);
+    expect(mistyped.status).toBe(3);
+    const journal = join(tmp.dir, readdirJournal());
+    // the row without an identifier was settled (rejected) before anything was sent
+    expect(readFileSync(journal, 'utf8')).toContain('{"file":0,"lines":[[5,5]]}');
+    const right = await up(STAGING, [file, '--url', emu.url, '--resume-or-start']);
+    expect(right.status, right.stderr).toBe(1);
+    expect(JSON.parse(right.stdout)).toMatchObject({ items: { attributes: 24 } });
+    expect(JSON.parse(right.stdout).notes).toContain(
+      `the journal ${journal} held a run under another API key (${fingerprint('staging-key-mistyped')}) that sent nothing (the server refused what it sent unapplied): this run started anew`,
+    );
+    expect(readFileSync(journal, 'utf8').split('\n')[0]).toContain(fingerprint(STAGING));
+    expect(readFileSync(join(tmp.dir, 'users.rejects.ndjson'), 'utf8').trim().split('\n')).toHaveLength(1);
+    // the scheduler's next retry with the right key resumes the run it holds: nothing is sent again
+    const seen = emu.requests().length;
+    const again = await up(STAGING, [file, '--url', emu.url, '--resume-or-start']);
+    expect(again.status, again.stderr).toBe(0);
+    expect(JSON.parse(again.stdout).notes.join('\n')).toMatch(/every row was settled by an earlier run/);
+    expect(emu.requests().length).toBe(seen);
+  });
+
   it('of a run whose key the server refused (it settled nothing) is resumed by the right key, which sends every row', async () => {
     const emu = await emulator({ apiKeys: [STAGING, PROD] });
     const file = usersCsv(25);
@@ -86,6 +111,25 @@ describe('a journal of a run under one API key', () => {
     const right = await up(STAGING, [file, '--url', emu.url, '--resume-or-start']);
     expect(right.status, right.stderr).toBe(0);
     expect(JSON.parse(right.stdout)).toMatchObject({ items: { attributes: 25 } });
+  });
+});
+
+describe('a journal of a run under another API key, and the re-run guard', () => {
+  it('refuses a run without --resume under another key with the ways on that work (its own --journal, --restart), not --resume', async () => {
+    const { emu, file } = await uploadedThroughStaging(20, []);
+    const journal = join(tmp.dir, readdirJournal());
+    const seen = emu.requests().length;
+    const r = await up(PROD, [file, '--url', emu.url]);
+    expect(r.status, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`an upload of ${file} to ${emu.url}/users/track under another API key (${fingerprint(STAGING)}), not this one (${fingerprint(PROD)}), completed on `);
+    expect(r.stderr).toContain(`; its journal is ${journal}.\n`);
+    expect(r.stderr).toMatch(/if this key is of another workspace, give this upload its own --journal; if it is of the same\nworkspace \(a new key\), give --restart/);
+    expect(r.stderr).not.toMatch(/--resume/);
+    // the way it gives goes
+    const own = await up(PROD, [file, '--url', emu.url, '--journal', 'production.journal']);
+    expect(own.status, own.stderr).toBe(0);
+    expect(JSON.parse(own.stdout)).toMatchObject({ items: { attributes: 20 } });
+    expect(emu.requests().length).toBeGreaterThan(seen);
   });
 });
 
