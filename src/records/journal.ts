@@ -152,6 +152,9 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
       if (previous.missingNewline) head += '\n';
+      // a journal of an earlier version names no API key: this run's is said now (a header again, as
+      // every version reads one), so that a run under another key does not resume it after this one
+      if (options.key !== undefined && previous.key === undefined) head += headerLine(previous.target ?? options.target, previous.remembers, options.key);
     } else {
       handle = await open(journalPath, 'w');
       head += headerLine(options.target, options.remembers, options.key);

@@ -86,3 +86,8 @@ export function checkResumeKey(journalPath: string, earlier: ParsedJournal, targ
 
 /** How a run resumes under a new key of the journal's workspace, when its state learned the target through that run's key: the state records this one too. */
 const sameWorkspace = (statePath: string, target: string): string => `, or record it in the state that run learned into with \`${addKeyCommand(statePath, target)}\` and resume`;
+
+/** Said by a run that resumed a journal of an earlier version, which named no API key: the journal now keeps this run's (openJournal). */
+export const keylessJournalNote = (journalPath: string, key: string): string =>
+  `the journal ${journalPath} was written by an earlier version of track, which kept no API key: this run resumed it and tied it to this run's key (${key}); ` +
+  "if the run it holds was under another workspace's key, this run left out the rows that run settled: send them with its own --journal";

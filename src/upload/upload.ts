@@ -228,6 +228,8 @@ async function uploadResolved(
   if (earlier?.key !== undefined && earlier.key !== key && target?.journalPath !== undefined) {
     (await import('./state-names.js')).checkResumeKey(target.journalPath, earlier, target.target, key!, delta?.statePath);
   }
+  // one of an earlier version names no key: it is tied to this run's (openJournal), which says so
+  const journalNote = earlier !== undefined && earlier.key === undefined && key !== undefined ? (await import('./state-names.js')).keylessJournalNote(target!.journalPath!, key) : undefined;
   const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
   // the columns a map names that no file has: standard input's header must have them
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
@@ -481,6 +483,7 @@ async function uploadResolved(
     notes: [
       ...summary.notes,
       ...(target?.note === undefined ? [] : [target.note]),
+      ...(journalNote === undefined ? [] : [journalNote]),
       ...stateNotes,
       ...heldNote(rejected.held, rejectsPath),
       ...owedNote(owed, rejectsPath),

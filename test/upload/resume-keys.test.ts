@@ -133,6 +133,34 @@ describe('a journal of a run under another API key, and the re-run guard', () =>
   });
 });
 
+describe('a journal of an earlier version, which names no API key', () => {
+  it('is resumed by a run with a key, which says so and ties it to that key: a run under another key then does not resume it', async () => {
+    const { emu, file } = await uploadedThroughStaging(30, []);
+    const journal = join(tmp.dir, readdirJournal());
+    // the header as the version before kept it: no key
+    const lines = readFileSync(journal, 'utf8').split('\n');
+    const header = JSON.parse(lines[0]) as Record<string, unknown>;
+    delete header.key;
+    writeFileSync(journal, [JSON.stringify(header), ...lines.slice(1)].join('\n'));
+    const resumed = await up(STAGING, [file, '--url', emu.url, '--resume']);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout).notes).toContain(
+      `the journal ${journal} was written by an earlier version of track, which kept no API key: this run resumed it and tied it to this run's key (${fingerprint(STAGING)}); ` +
+        "if the run it holds was under another workspace's key, this run left out the rows that run settled: send them with its own --journal",
+    );
+    const seen = emu.requests().length;
+    const other = await up(PROD, [file, '--url', emu.url, '--resume']);
+    expect(other.status, other.stderr).toBe(2);
+    expect(other.stderr).toContain(`under another API key (${fingerprint(STAGING)}), not this one (${fingerprint(PROD)})`);
+    expect(emu.requests().length).toBe(seen);
+    // its own key goes on resuming it, and says nothing more of it
+    const same = await up(STAGING, [file, '--url', emu.url, '--resume']);
+    expect(same.status, same.stderr).toBe(0);
+    expect(JSON.parse(same.stdout).notes.join('\n')).not.toMatch(/earlier version/);
+    expect(readFileSync(journal, 'utf8')).not.toContain(STAGING);
+  });
+});
+
 /** The one journal the test's folder holds. */
 function readdirJournal(): string {
   const found = readdirSync(tmp.dir).filter((name) => name.endsWith('.journal'));
