@@ -205,13 +205,13 @@ async function uploadResolved(
   const rerunSafe = delta === undefined ? undefined : async (earlier: ParsedJournal) => (await import('./rerun-contents.js')).cannotSendTwice(resolved, delta, earlier);
   const contents = async () => (await import('./rerun-contents.js')).inputContents(resolved);
   const guard = { rerunSafe, contents, delta: delta?.attributes === true };
-  // the run's API key, kept by the state and the journal as its fingerprint
+  // the run's API key, kept by the state and the journal as its fingerprint: one that cannot be sent
+  // is said before the journal, the re-run guard or the state compares with it
+  if (send !== undefined) checkApiKey(send.apiKey);
   const apiKey = send?.apiKey ?? delta?.apiKey;
   const key = apiKey === undefined ? undefined : keyFingerprint(apiKey);
   const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0], shard: options.shard, key });
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
-  // a key that cannot be sent is said before the state or the journal's rows are compared with it
-  if (send !== undefined) checkApiKey(send.apiKey);
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
   for (const file of inputs) if ((await checkFormat(file, options.format)) === 'parquet' && file === STDIN) throw new UsageError('Parquet cannot be read from standard input (-): it is read from its end; give the file');

@@ -125,6 +125,13 @@ describe('a journal of a run under another API key, and the re-run guard', () =>
     expect(r.stderr).toContain(`; its journal is ${journal}.\n`);
     expect(r.stderr).toMatch(/if this key is of another workspace, give this upload its own --journal; if it is of the same\nworkspace \(a new key\), give --restart/);
     expect(r.stderr).not.toMatch(/--resume/);
+    // a key that cannot be sent is said so, before the journal is compared with it
+    for (const key of ['', 'clé-secrète']) {
+      const bad = await up(key, [file, '--url', emu.url]);
+      expect(bad.status, bad.stderr).toBe(2);
+      expect(bad.stderr).toMatch(key === '' ? /an API key is required/ : /the API key holds characters that cannot be sent in a header/);
+      expect(bad.stderr).not.toMatch(/another API key/);
+    }
     // the way it gives goes
     const own = await up(PROD, [file, '--url', emu.url, '--journal', 'production.journal']);
     expect(own.status, own.stderr).toBe(0);
