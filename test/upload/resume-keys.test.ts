@@ -24,6 +24,13 @@ const usersCsv = (n: number): string => {
   return path;
 };
 /** The emulator of two workspaces, and a file of n users uploaded whole through the staging key (its journal beside it). */
+/** A run that resumed a journal whose every row was settled: it ends well and sends nothing (`seen`: the requests before it). */
+function resumedWhole(result: Awaited<ReturnType<typeof up>>, emu: Emulator, seen: number): void {
+  expect(result.status, result.stderr).toBe(0);
+  expect(JSON.parse(result.stdout).notes.join('\n')).toMatch(/every row was settled by an earlier run/);
+  expect(emu.requests().length).toBe(seen);
+}
+
 async function uploadedThroughStaging(n: number, extra: string[]): Promise<{ emu: Emulator; file: string }> {
   const emu = await emulator({ apiKeys: [STAGING, PROD] });
   const file = usersCsv(n);
@@ -70,10 +77,7 @@ describe('a journal of a run under one API key', () => {
     expect(refused.stderr).toContain(`record it in the state that run learned into with \`track state --state shared.sqlite --add-key ${emu.url}/users/track\` and resume`);
     const added = await run(['state', '--state', 'shared.sqlite', '--add-key', emu.url, '--api-key', PROD]);
     expect(added.status, added.stderr).toBe(0);
-    const resumed = await up(PROD, [file, '--url', emu.url, '--delta', '--state', 'shared.sqlite', '--resume']);
-    expect(resumed.status, resumed.stderr).toBe(0);
-    expect(JSON.parse(resumed.stdout).notes.join('\n')).toMatch(/every row was settled by an earlier run/);
-    expect(emu.requests().length).toBe(seen);
+    resumedWhole(await up(PROD, [file, '--url', emu.url, '--delta', '--state', 'shared.sqlite', '--resume']), emu, seen);
   });
 
   it('of a run whose key the server refused, which rejected a row before sending, is started anew by the right key, whose own retries then resume it', async () => {
@@ -95,10 +99,7 @@ describe('a journal of a run under one API key', () => {
     expect(readFileSync(join(tmp.dir, 'users.rejects.ndjson'), 'utf8').trim().split('\n')).toHaveLength(1);
     // the scheduler's next retry with the right key resumes the run it holds: nothing is sent again
     const seen = emu.requests().length;
-    const again = await up(STAGING, [file, '--url', emu.url, '--resume-or-start']);
-    expect(again.status, again.stderr).toBe(0);
-    expect(JSON.parse(again.stdout).notes.join('\n')).toMatch(/every row was settled by an earlier run/);
-    expect(emu.requests().length).toBe(seen);
+    resumedWhole(await up(STAGING, [file, '--url', emu.url, '--resume-or-start']), emu, seen);
   });
 
   it('of a run whose key the server refused (it settled nothing) is resumed by the right key, which sends every row', async () => {
