@@ -6,7 +6,7 @@
 import { Worker } from 'node:worker_threads';
 import { InputError, OutputError, UsageError } from '../errors.js';
 import { lockState } from './state-file.js';
-import { namesKnownUsers } from './learn-record.js';
+import { inDoubtRecord, namesKnownUsers } from './learn-record.js';
 
 /** What a delivery writes: before a request is posted, and once the server accepted its items. */
 export interface StateWriter {
@@ -17,6 +17,8 @@ export interface StateWriter {
    * the promise settles once they are written to the file (it fails with the writer).
    */
   accepted(learn: Uint8Array, rejected: ReadonlySet<number>): Promise<void>;
+  /** Holds in doubt what a request whose outcome stays unknown set (inDoubtRecord), as accepted() learns a record. */
+  inDoubt(learn: Uint8Array): Promise<void>;
   /** Writes what is waiting, saves the index and gives the file back. */
   close(): Promise<void>;
   /** The target had learned before the state kept API keys (an earlier version's file): it is now tied to the run's key. */
@@ -229,11 +231,15 @@ export async function openStateWriter(path: string, target: string, key?: string
     worker.postMessage({ type: 'sending', id, learn } satisfies ToWriter);
     return hold(new Promise<void>((resolve, reject) => waiting.set(id, { resolve, reject })));
   };
-  return {
+  const writer: StateWriter = {
     adopted,
     sending(learn) {
       // nothing is posted before the file was found sound
       return isChecked ? forget(learn) : hold(checked).then(() => forget(learn));
+    },
+    inDoubt(learn) {
+      const held = inDoubtRecord(learn);
+      return writer.accepted(held.learn, held.activities);
     },
     accepted(learn, rejected) {
       if (failure !== undefined) throw failure;
@@ -268,4 +274,5 @@ export async function openStateWriter(path: string, target: string, key?: string
       }
     },
   };
+  return writer;
 }

@@ -241,8 +241,6 @@ async function uploadResolved(
   // second run on it is refused); a dry run only reads it (in the plan). A state file that cannot be
   // used is a usage error before anything is written
   let state: StateWriter | undefined;
-  /** What the state learns of a request whose outcome stays unknown (its record, every value in doubt). */
-  let inDoubt: ((learn: Uint8Array) => { learn: Uint8Array; activities: ReadonlySet<number> }) | undefined;
   /** The state knows the target already: a --delta run then mostly leaves rows out. */
   let stateKnown = false;
   /** Said when the state knows nothing of the target but knows its host under another name; and when a dry run's key is not one the state learned the target through. */
@@ -251,7 +249,6 @@ async function uploadResolved(
     const { openStateWriter, stateKnows } = await import('../records/state.js');
     // the state knows each target under the keys it learned it through: a delivery under another is refused before anything is sent
     if (send !== undefined) state = await openStateWriter(delta.statePath, deltaTarget, key);
-    if (state !== undefined) inDoubt = (await import('../records/learn-record.js')).inDoubtRecord;
     try {
       stateKnown = stateKnows(delta.statePath, deltaTarget);
       const { otherKeyNote, otherNameNote } = await import('./state-names.js');
@@ -411,14 +408,7 @@ async function uploadResolved(
           carriedDuplicates: journal?.unreported,
           onReject: writeRefused,
           onAccepted: state === undefined ? undefined : (request, rejected) => (request.learn === undefined ? undefined : state.accepted(request.learn, rejected)),
-          onInDoubt:
-            state === undefined || inDoubt === undefined
-              ? undefined
-              : (request) => {
-                  if (request.learn === undefined) return undefined;
-                  const { learn, activities } = inDoubt!(request.learn);
-                  return state.accepted(learn, activities);
-                },
+          onInDoubt: state === undefined ? undefined : (request) => (request.learn === undefined ? undefined : state.inDoubt(request.learn)),
           onProgress: send.onProgress,
           onNotice: send.onNotice,
           stopSignal: options.stopSignal,
