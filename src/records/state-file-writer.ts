@@ -10,7 +10,7 @@ import type Database from 'better-sqlite3';
 import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart, IN_DOUBT } from './state-record.js';
-import { openStateFile, stateFailure } from './state-file.js';
+import { openStateFile, stateFailure, targetId } from './state-file.js';
 import { admitKey, recordKey } from './state-keys.js';
 import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
 import { IndexEntries, UserIndex } from './user-index.js';
@@ -87,7 +87,7 @@ export class StateFileWriter {
     if (admitted === 'later') this.#keyToRecord = options.key;
     this.adopted = admitted === 'adopted';
     db.prepare('INSERT OR IGNORE INTO targets (url) VALUES (?)').run(url);
-    this.#target = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(url) as number;
+    this.#target = targetId(db, url)!;
     for (const [id, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) this.#nameIds.set(name, id);
     this.#statements = {
       addName: db.prepare('INSERT OR IGNORE INTO names (name) VALUES (?)'),

@@ -248,10 +248,13 @@ export function withStateFile<T>(path: string, fn: (db: Database.Database) => T)
   }
 }
 
+/** The id the state file gives a target (its URL), or undefined when it holds nothing of it. */
+export const targetId = (db: Database.Database, url: string): number | undefined => db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(url) as number | undefined;
+
 /** Forgets everything the state holds of a target, the keys it learned it through included; false when it held nothing of it. */
 export function forgetTarget(path: string, target: string): boolean {
   return withStateFile(path, (db) => {
-    const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined;
+    const id = targetId(db, target);
     if (id === undefined) return false;
     db.transaction(() => {
       for (const table of ['packs', 'user_index', 'activities', 'target_keys']) db.prepare(`DELETE FROM ${table} WHERE target = ?`).run(id);

@@ -5,7 +5,7 @@
 // anything is posted, as neither "same workspace" (a rotated key) nor "another one" is safe to guess.
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
-import { FORMAT, withStateFile } from './state-file.js';
+import { FORMAT, targetId, withStateFile } from './state-file.js';
 
 export { keyFingerprint } from '../transport/api-key.js';
 
@@ -88,7 +88,7 @@ export function recordKey(db: Database.Database, target: number, key: string): v
  */
 export function addTargetKey(path: string, url: string, key: string): boolean {
   return withStateFile(path, (db) => {
-    const id = db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(url) as number | undefined;
+    const id = targetId(db, url);
     if (id === undefined) {
       const urls = db.prepare('SELECT url FROM targets ORDER BY url').pluck().all() as string[];
       const knows = urls.length === 0 ? 'it holds no target yet' : `it knows ${urls.join(', ')}`;

@@ -7,7 +7,7 @@
 // look, whatever the order of a file's ids.
 import type Database from 'better-sqlite3';
 import { UsageError } from '../errors.js';
-import { earlierFormatError, hashesActivitiesAsBefore, isPacked, openStateFile, readFailure, stateExists, stateFailure } from './state-file.js';
+import { earlierFormatError, hashesActivitiesAsBefore, isPacked, openStateFile, readFailure, stateExists, stateFailure, targetId } from './state-file.js';
 import { keysOf } from './state-keys.js';
 import { ENTRY, indexFromRows, loadIndex, rowFinder, userTotals } from './state-rows.js';
 import { HASH, valueHashInto } from './state-record.js';
@@ -100,7 +100,7 @@ function openTarget(path: string, target: string): { db: Database.Database; form
   const { db, format } = openStateFile(path, true);
   try {
     if (!isPacked(format)) throw earlierFormatError(path);
-    return { db, format, id: db.prepare('SELECT id FROM targets WHERE url = ?').pluck().get(target) as number | undefined };
+    return { db, format, id: targetId(db, target) };
   } catch (error) {
     db.close();
     throw readFailure(path, error);
