@@ -25,6 +25,7 @@ import {
 } from '../records/state-record.js';
 import { LEARN_NONE, learnRecordWriter, userMark, type HeldValues, type LearnMark } from '../records/learn-record.js';
 import { openStateReader, type StateReader, type UserState } from '../records/state.js';
+import { createSeenUsers } from './seen-users.js';
 import { createSentInRun, NOT_SENT } from './sent-in-run.js';
 
 /** What a plan compares with the state, and what it asks the state to learn. */
@@ -51,45 +52,6 @@ export interface DeltaVerdict {
   avoided: number;
   /** How its request's learn record takes it (see learnRecordWriter). */
   learn: LearnMark;
-}
-
-/**
- * Users whose attributes this run has planned to send, as a Bloom filter whose size is fixed at the
- * start (32 bits for each user the inputs' size suggests: 256 KiB to 32 MiB, 16 MiB for standard
- * input) and whose probes for one user fall in one 64-byte block, so a row costs one cache miss, not
- * seven: a later row of one of them is compared with what the run sends of them (sent-in-run.ts),
- * not with the state, which does not hold that yet. A false match costs a look there that finds
- * nothing, and the row is sent whole (and what it sends forgotten before it is posted); it never
- * leaves out a value.
- */
-/** Bits a user sets in their block. */
-const PROBES = 7;
-
-function createSeenUsers(users: number | undefined) {
-  const blocks = users === undefined ? 2 ** 18 : 2 ** Math.min(19, Math.max(12, Math.ceil(Math.log2(users / 16))));
-  const words = new Uint32Array(blocks * 16);
-  let empty = true;
-  /** The i-th probe's bit in its block of 512: the i-th 9 bits of the hash's last 64 (the first 32 chose the block). */
-  const bitOf = (h2: number, h3: number, i: number): number => (i < 3 ? h2 >>> (i * 9) : i === 3 ? (h2 >>> 27) | (h3 << 5) : h3 >>> (i * 9 - 32)) & 511;
-  return {
-    has(h1: number, h2: number, h3: number): boolean {
-      if (empty) return false;
-      const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0; i < PROBES; i += 1) {
-        const bit = bitOf(h2, h3, i);
-        if ((words[block + (bit >>> 5)] & (1 << (bit & 31))) === 0) return false;
-      }
-      return true;
-    },
-    add(h1: number, h2: number, h3: number): void {
-      empty = false;
-      const block = (h1 & (blocks - 1)) * 16;
-      for (let i = 0; i < PROBES; i += 1) {
-        const bit = bitOf(h2, h3, i);
-        words[block + (bit >>> 5)] |= 1 << (bit & 31);
-      }
-    },
-  };
 }
 
 export function createDelta(options: DeltaOptions, state: StateReader, users?: number) {
@@ -152,10 +114,11 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
    * Notes what an item sends of the user whose key's hash KEY_HASH holds (their first row of the
    * run, or a later one; `row`: their row in the state file, when the plan found it), for their later
    * rows; returns the item's learn mark, which finds its values hashed there. `first`: the user's
-   * first row of the run (the filter of users seen said so: it never misses one).
+   * first row of the run (the filter of users seen said so: it never misses one), which the filter
+   * is given (a later row's user, it finds already).
    */
   const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean, row = 0, first = false): LearnMark => {
-    seen.add(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2]);
+    if (first) seen.add(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2]);
     const at = sentInRun.begin(whole, row, first);
     forEachLearnedValue(sent, identity.by, sentInRun.add);
     return userMark(known, sentInRun.end() ? at : -1);
