@@ -40,6 +40,8 @@ export interface HeldValues {
 const NEW_USER = 1;
 const KNOWN_USER = 2;
 const ACTIVITY = 3;
+/** A user's item held in doubt that set no value: nothing is learned of it (not even that the user exists). */
+const UNSETTLED_USER = 4;
 /** Words of a record's head: flags, names, items, words before the texts. */
 const HEAD = 4;
 const HAS_KNOWN_USERS = 1;
@@ -259,6 +261,8 @@ export function inDoubtRecord(record: Uint8Array): { learn: Uint8Array; activiti
       activities.add(index);
       at += 5;
     } else {
+      // a row of no values would say the user exists, which an answer never given does not tell
+      if (words[at + 4] === 0) words[at] = UNSETTLED_USER;
       const first = at + USER_HEAD;
       at = first + words[at + 4] * PACKED;
       for (let value = first; value < at; value += PACKED) words[value] |= 1;
@@ -326,6 +330,10 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
         } else if (tag === ACTIVITY) {
           fn(index, record.subarray((at + 1) * 4, (at + 5) * 4));
           at += 5;
+        } else if (tag === UNSETTLED_USER) {
+          fn(index, undefined);
+          textAt += words[at + 5];
+          at += USER_HEAD;
         } else {
           cursor.known = tag === KNOWN_USER;
           cursor.keyHash = words[at + 1];

@@ -219,7 +219,6 @@ export class StateFileWriter {
       digest = addDigest(digest, digestPart(nameId, h1, h2));
       at += ENTRY;
     }
-    if (at === rowStart) return;
     writeVarint(bytes, writeVarint(bytes, start, keyLength, keySize), (at - rowStart) / ENTRY, countSize);
     this.#rowsEnd = at;
     this.#newRows[this.#newCount * 2] = digest;
@@ -264,7 +263,8 @@ export class StateFileWriter {
       if (posting || item.forget(i)) values.set(nameId, IN_DOUBT);
       else values.set(nameId, [item.h1(i), item.h2(i)]);
     }
-    if (found === undefined && values.size === 0) return;
+    // an item that set nothing of a user the row holds changes nothing (one the state did not hold gets a row of no values: the user exists)
+    if (found !== undefined && item.count === 0) return;
     const bytes = rowBytes(values);
     this.#willWrite();
     let slot: number;

@@ -229,13 +229,16 @@ describe('the learn records of a plan', () => {
     writer.add(userMark(false, -1), { external_id: 'u1', plan: 'pro', visits: 3 });
     writer.add(LEARN_NONE, { external_id: 'u2', plan: 'x' });
     writer.add(new Uint8Array(16).fill(7), { external_id: 'u1', name: 'e' });
+    // an item that set nothing: in doubt, it does not tell that its user exists (no row of no values is made)
+    writer.add(userMark(false, -1), { external_id: 'u3' });
     writer.add(userMark(true, -1), { email: 'a@example.com', plan: 'free' });
     const record = writer.finish();
+    expect(items(record)[1]).toEqual([3, 'e:u3', keyHash('e:u3'), false, []]);
     const { learn, activities } = inDoubtRecord(record);
     expect([...activities]).toEqual([2]);
     expect(items(learn)).toEqual([
       [0, 'e:u1', keyHash('e:u1'), false, [['plan', true, ...valueHash('pro')], ['visits', true, ...valueHash(3)]]],
-      [3, 'm:a@example.com', keyHash('m:a@example.com'), true, [['plan', true, ...valueHash('free')]]],
+      [4, 'm:a@example.com', keyHash('m:a@example.com'), true, [['plan', true, ...valueHash('free')]]],
     ]);
     // the record itself is as it was
     expect(items(record)[0]).toEqual([0, 'e:u1', keyHash('e:u1'), false, [['plan', false, ...valueHash('pro')], ['visits', false, ...valueHash(3)]]]);

@@ -210,6 +210,22 @@ describe('a user named again in one --delta run', () => {
   }, 60_000);
 });
 
+describe('a row that sets nothing', () => {
+  it('is sent until the target accepts it, then left out by --delta (with or without --empty-as-null); one the service may skip is sent every time', async () => {
+    const emu = await emulate();
+    const file = csv('empty.csv', 'external_id,company', [['d9', ''], ['d10', '']]);
+    const skippable = write('skippable.ndjson', '{"external_id":"s1","_update_existing_only":true}\n');
+    for (const extra of [[], ['--empty-as-null']]) {
+      const args = [file, skippable, '--url', emu.url, '--delta', '--state', join(tmp.dir, `empty-${extra.length}.sqlite`), ...extra];
+      expect(await json([...args, '--journal', join(tmp.dir, `empty-${extra.length}-1.journal`)])).toMatchObject({ requests: 1, dataPoints: { sent: 0 } });
+      // the users exist now: the same rows change nothing; the skippable one may not have made its user
+      const out = join(tmp.dir, `empty-${extra.length}.ndjson`);
+      expect(await json([...args, '--out', out, '--journal', join(tmp.dir, `empty-${extra.length}-2.journal`)])).toMatchObject({ requests: 1, unchanged: 2 });
+      expect(readFileSync(out, 'utf8').trim().split('\n').flatMap((line) => JSON.parse(line).attributes)).toEqual([{ external_id: 's1', _update_existing_only: true }]);
+    }
+  }, 60_000);
+});
+
 describe('the re-run guard after a --delta run', () => {
   it('counts unchanged rows as settled, says the files hold attributes only, suggests --delta again, and a resume skips as delivered only what was', async () => {
     const emu = await emulate();
