@@ -117,13 +117,23 @@ function placeWarnings(item: Record<string, unknown>, warnings: string[]): void 
   }
 }
 
+/** Whether a character code is white space at the edge of a text (ASCII space and controls, a no-break space, Unicode spaces). */
+const isEdgeSpace = (c: number): boolean => c <= 0x20 || c === 0xa0 || c === 0xfeff || (c >= 0x2000 && c <= 0x200b) || c === 0x3000;
+
+export const SPACED_ID_WARNING = 'external_id: has white space at its start or end, so it names another user than the ID without it; trim it in the export if that is not meant';
+
+/** Whether an external ID has white space at an end: it names another user than the ID without it (sent as it is, and said). */
+const isSpacedId = (id: unknown): boolean => typeof id === 'string' && id.length > 0 && (isEdgeSpace(id.charCodeAt(0)) || isEdgeSpace(id.charCodeAt(id.length - 1)));
+
 /** Why a valid item is unwise to send as it is; empty for most. `identity` is identityOf(item).by. */
 export function itemWarnings(kind: ArrayName, item: Record<string, unknown>, identity: Identity['by']): readonly string[] {
   const gateway = typeof item.email === 'string' && isSmsGatewayEmail(item.email);
   const empty = kind === 'attributes' && setsNoField(item, identity);
   const places = kind === 'attributes' && (item.time_zone !== undefined || item.country !== undefined);
-  if (!gateway && !empty && !places) return NONE;
+  const spaced = isSpacedId(item.external_id);
+  if (!gateway && !empty && !places && !spaced) return NONE;
   const warnings: string[] = [];
+  if (spaced) warnings.push(SPACED_ID_WARNING);
   if (gateway) warnings.push(SMS_GATEWAY_WARNING);
   if (empty) warnings.push(NO_FIELD_WARNING);
   if (places) placeWarnings(item, warnings);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { identityOf } from '../../src/model/identity.js';
-import { isSmsGatewayEmail, itemErrors, itemWarnings, NO_FIELD_WARNING, SMS_GATEWAY_WARNING } from '../../src/mapping/check.js';
+import { isSmsGatewayEmail, itemErrors, itemWarnings, NO_FIELD_WARNING, SMS_GATEWAY_WARNING, SPACED_ID_WARNING } from '../../src/mapping/check.js';
 
 const warnings = (kind: 'attributes' | 'events', item: Record<string, unknown>) => itemWarnings(kind, item, identityOf(item).by);
 
@@ -34,6 +34,14 @@ describe('itemWarnings', () => {
     expect(warnings('attributes', { email: 'ada@example.com', _update_existing_only: true })).toEqual([NO_FIELD_WARNING]);
     expect(warnings('attributes', { external_id: 'u1', email: 'ada@example.com' })).toEqual([]);
     expect(warnings('attributes', { external_id: 'u1', nickname: null })).toEqual([]);
+  });
+
+  it('warns of an external ID with white space at its start or end: it names another user', () => {
+    expect(warnings('attributes', { external_id: ' sp1 ', plan: 'x' })).toEqual([SPACED_ID_WARNING]);
+    expect(warnings('events', { external_id: 'sp1\u00a0', name: 'n', time: 't' })).toEqual([SPACED_ID_WARNING]);
+    expect(warnings('attributes', { external_id: '\tsp1' })).toEqual([SPACED_ID_WARNING, NO_FIELD_WARNING]);
+    expect(warnings('attributes', { external_id: 's p1', plan: 'x' })).toEqual([]);
+    expect(warnings('attributes', { external_id: 'sp1', plan: 'x' })).toEqual([]);
   });
 
   it('warns of a time_zone the server will not set and a country it will store as null', () => {
