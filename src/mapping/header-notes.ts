@@ -75,8 +75,12 @@ export const TYPE_COUNT_SLOTS = 6;
 const RULED_OUT_BOOLEAN = 1;
 const RULED_OUT_TIME = 2;
 const RULED_OUT_LIST = 4;
-const RULED_OUT_ALL = 7;
+/** Set once a text is no word a database writes for no value (NULL_WORDS). */
+const RULED_OUT_NULL = 8;
+const RULED_OUT_ALL = 15;
 const BOOLEAN_WORDS: ReadonlySet<string> = new Set(['true', 'false', 'yes', 'no', 'y', 'n', '1', '0']);
+/** What exports write for no value (SQL's NULL, PostgreSQL's and MySQL's \N, Python's None and NaN): read as text, as any word. */
+const NULL_WORDS: ReadonlySet<string> = new Set(['null', '\\n', 'none', 'nan', 'nil']);
 /** The longest item of a list (a tag, a category): a cell of longer text without a separator is prose, not a list. */
 const MAX_LIST_ITEM = 64;
 /** A column none of whose first texts holds a separator is taken for no list. */
@@ -98,6 +102,7 @@ function ruleOut(counts: Float64Array, text: string, separator: string | undefin
   let out = counts[3];
   if ((out & RULED_OUT_BOOLEAN) === 0 && !BOOLEAN_WORDS.has(text.trim().toLowerCase())) out |= RULED_OUT_BOOLEAN;
   if ((out & RULED_OUT_TIME) === 0 && readTimeText(text, {}) === undefined) out |= RULED_OUT_TIME;
+  if ((out & RULED_OUT_NULL) === 0 && !NULL_WORDS.has(text.trim().toLowerCase())) out |= RULED_OUT_NULL;
   if ((out & RULED_OUT_LIST) === 0) {
     const first = text.includes(separator ?? ';');
     const pipe = separator === undefined && text.includes('|');
@@ -210,6 +215,14 @@ export function typeNotes(typeCounts: readonly TypeCounts[], kind: ArrayName = '
       continue;
     }
     const kinds = [0, 1, 2].filter((i) => counts[i] > 0);
+    // texts that all say "no value" (NULL, \N): typing the column would not help, exporting them empty does
+    if (counts[2] > 0 && (out & RULED_OUT_NULL) === 0) {
+      const cells = counts[2] === 1 ? '1 cell reads' : `${grouped(counts[2])} cells read`;
+      notes.push(
+        `column "${column}": ${cells} NULL, \\N, None or NaN, sent as that text (not as no value), so ${kinds.length > 1 ? HOLDERS[kind] : TEXT_HOLDERS[kind]}; if they mean no value, export them as empty cells (sending nothing, or null with --empty-as-null) or as null (removing the attribute)`,
+      );
+      continue;
+    }
     if (kinds.length === 1 && kinds[0] === 2 && (out & RULED_OUT_BOOLEAN) === 0) {
       const cells = counts[2] === 1 ? 'its one cell is a yes/no word' : `its ${grouped(counts[2])} cells are all yes/no words`;
       notes.push(`column "${column}" was guessed as text, but ${cells} (true/false, yes/no, y/n), so ${TEXT_HOLDERS[kind]}; ${typeIt(column, `${field}:boolean`)}`);

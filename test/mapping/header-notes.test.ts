@@ -92,6 +92,17 @@ describe('header notes', () => {
     expect(notes[3]).toMatch(/"zip:string"$/);
   });
 
+  it('says of NULL, \\N, None or NaN among the cells that they are sent as text, and to export them empty, not to type the column as text', () => {
+    const notes = notesAfter(['external_id', 'score', 'company', 'plan'], [['u1', '12', 'NULL', 'pro'], ['u2', 'NULL', '\\N', 'None'], ['u3', '\\N', 'null', 'free']]);
+    expect(notes).toEqual([
+      'column "score": 2 cells read NULL, \\N, None or NaN, sent as that text (not as no value), so profiles will hold mixed types; if they mean no value, export them as empty cells (sending nothing, or null with --empty-as-null) or as null (removing the attribute)',
+      // (a cell reading null sends null: it is no text)
+      'column "company": 2 cells read NULL, \\N, None or NaN, sent as that text (not as no value), so profiles will hold it as text; if they mean no value, export them as empty cells (sending nothing, or null with --empty-as-null) or as null (removing the attribute)',
+    ]);
+    // a word among other texts is a value like the others
+    expect(notesAfter(['external_id', 'nickname'], [['u1', 'None'], ['u2', 'Ada']])).toEqual([]);
+  });
+
   it('says of an events file that its events, not profiles, carry the mixed types', () => {
     const result = readCsvHeader(['external_id', 'name', 'time', 'properties.zip']);
     if (!result.ok) throw new Error('header');
