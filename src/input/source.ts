@@ -1,8 +1,8 @@
 // Opening an input: a file, stdin or an object in storage (remote.ts), its bytes gunzipped when they
 // start like gzip, and its format taken from the name unless given.
-import { closeSync, createReadStream, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { closeSync, createReadStream, fstatSync, openSync, readSync, statSync, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Readable, pipeline } from 'node:stream';
+import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { InputError, SourceError, UsageError } from '../errors.js';
 import { isRemote, nameOf } from './location.js';
@@ -146,12 +146,12 @@ async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSi
   }
   // a pipe, `<(zcat x.gz)`, is read as it comes, without waiting on it here
   if (info?.isFile() !== true) return streamBytes(createReadStream(file, { highWaterMark: chunk }));
-  if (options.transient === true) return iteratorBytes(transientChunks(file, chunk));
+  if (options.transient === true) return iteratorBytes(transientChunks(file, chunk, info));
   // a small file is read into a buffer its size, not a chunk's: each buffer read counts against the
   // heap, and thousands of small files read 64 KiB at a time kept the collector busy. A file is read
   // by its generator alone, no stream around it: a stream, its iterator and their listeners for each
   // of thousands of small files outlived collections of the young generation, and the heap grew
-  return iteratorBytes(fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1))));
+  return iteratorBytes(fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1)), info));
 }
 
 /**
@@ -161,11 +161,12 @@ async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSi
  * now 3.5 s). A read that did not fill its buffer leaves the rest to the next read (the one that
  * finds the end, for a small file read whole): a buffer is allocated only once the last is full.
  */
-async function* fileChunks(file: string, chunk: number): AsyncGenerator<Buffer> {
+async function* fileChunks(file: string, chunk: number, opened: Stats): AsyncGenerator<Buffer> {
   const fd = openSync(file, 'r');
   try {
     let buffer = Buffer.allocUnsafeSlow(chunk);
     let at = 0;
+    let total = 0;
     for (;;) {
       // a turn of the event loop between reads, as a read handed off gives: a signal (Ctrl-C), a
       // timer and the sockets are seen to while a folder of files is read
@@ -176,7 +177,8 @@ async function* fileChunks(file: string, chunk: number): AsyncGenerator<Buffer> 
       }
       // (what was handed on before `at` is never written again)
       const read = readSync(fd, buffer, at, chunk - at, null);
-      if (read === 0) return;
+      if (read === 0) return checkUnchanged(file, fd, opened, total);
+      total += read;
       yield at === 0 && read === chunk ? buffer : buffer.subarray(at, at + read);
       at += read;
     }
@@ -195,16 +197,18 @@ const spareBuffers: Buffer[] = [];
 const SPARE_BUFFERS = 2;
 
 /** A file's bytes read a chunk at a time into one buffer (a spare one when there is one), each chunk valid until the next is asked for. */
-async function* transientChunks(file: string, chunk: number): AsyncGenerator<Buffer> {
+async function* transientChunks(file: string, chunk: number, opened: Stats): AsyncGenerator<Buffer> {
   const fd = openSync(file, 'r');
   const spare = spareBuffers.findIndex((buffer) => buffer.length === chunk);
   const buffer = spare === -1 ? Buffer.allocUnsafeSlow(chunk) : spareBuffers.splice(spare, 1)[0];
+  let total = 0;
   try {
     for (;;) {
       // (a turn of the event loop between reads, as in fileChunks)
       await new Promise((resolve) => setImmediate(resolve));
       const read = readSync(fd, buffer, 0, chunk, null);
-      if (read === 0) return;
+      if (read === 0) return checkUnchanged(file, fd, opened, total);
+      total += read;
       yield read === chunk ? buffer : buffer.subarray(0, read);
     }
   } finally {
@@ -212,6 +216,33 @@ async function* transientChunks(file: string, chunk: number): AsyncGenerator<Buf
     if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
   }
 }
+
+/**
+ * A file read to its end that holds fewer bytes than it did when it was opened (`read`: the bytes
+ * read) was cut while it was read, and one whose name now gives another file was replaced: either
+ * is an error naming it, not an end, or the rows after the cut would go unsent unsaid and its last
+ * row, cut through, would be rejected as a bad row. (A file that grows is read on: a log written to.)
+ */
+function checkUnchanged(file: string, fd: number, opened: Stats, read: number): void {
+  const count = (bytes: number): string => `${bytes.toLocaleString('en-US')} bytes`;
+  if (read < opened.size) {
+    const now = fstatSync(fd).size;
+    throw new InputError(`changed while it was read: it was ${count(opened.size)} when opened and ${count(now)} at the end (read to byte ${read.toLocaleString('en-US')}); ${AFTER_CHANGE}`, file);
+  }
+  let there: Stats | undefined;
+  try {
+    there = statSync(file);
+  } catch {
+    // removed while it was read: every byte it held was read all the same
+    return;
+  }
+  if (there.ino !== opened.ino || there.dev !== opened.dev) {
+    throw new InputError(`changed while it was read: another file took its name (it was ${count(opened.size)} when opened, the file there now is ${count(there.size)}); ${AFTER_CHANGE}`, file);
+  }
+}
+
+/** What to do about an input that changed while it was read. */
+const AFTER_CHANGE = 'put the file back as it was and run again (an upload: with --resume, to send the rows after the change)';
 
 /** The least read at a time from a file (one that grows as it is read is read on, this much at a time). */
 const MIN_CHUNK_BYTES = 1024;
@@ -256,12 +287,7 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
     const workbook = workbookProblem(head);
     if (workbook !== undefined) throw new InputError(workbook, file);
     if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
-      const gunzip = createGunzip();
-      // a failure on either side destroys gunzip with it, which ends the loop below with that error
-      // gunzip reads its input as it gets to it: a chunk read transiently is given it as a copy
-      const packed = options.transient === true ? copies(rest()) : rest();
-      pipeline(Readable.from(packed, { objectMode: false }), gunzip, () => undefined);
-      for await (const chunk of gunzip) yield chunk as Buffer;
+      yield* gunzipped(rest(), file);
     } else if (options.pieceBytes === undefined) {
       yield* rest();
     } else {
@@ -277,8 +303,69 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
   }
 }
 
-async function* copies(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  for await (const chunk of chunks) yield Buffer.from(chunk);
+/** Compressed bytes handed to gunzip at a time: what one piece inflates to is held until it is read. */
+const GUNZIP_PIECE = 16 * 1024;
+
+/**
+ * Gzip data inflated as it is read. Where it breaks (damaged, cut short, or the read of it fails),
+ * every byte inflated before the break is handed on first, and then the error: a stream's own
+ * iterator drops what it holds once the stream fails, and with it whole rows read before the break.
+ * Gunzip is given a piece at a time, the next while the last piece's bytes are read on; it is done
+ * with a piece before the next chunk is asked for (a chunk read transiently is read over then).
+ */
+async function* gunzipped(packed: AsyncIterable<Buffer>, file: string): AsyncGenerator<Buffer> {
+  const gunzip = createGunzip();
+  let out: Buffer[] = [];
+  let failure: Error | undefined;
+  let waiter: (() => void) | undefined;
+  const wake = (): void => {
+    const resolve = waiter;
+    waiter = undefined;
+    resolve?.();
+  };
+  gunzip.on('data', (chunk: Buffer) => out.push(chunk));
+  gunzip.on('error', (error) => {
+    failure ??= error;
+    wake();
+  });
+  gunzip.on('end', wake);
+  /** Gives gunzip a piece (none: the end), settling once it has inflated it, or failed. */
+  const inflate = (bytes?: Buffer): Promise<void> =>
+    new Promise((resolve) => {
+      waiter = resolve;
+      if (bytes === undefined) gunzip.end();
+      else gunzip.write(bytes, wake);
+    });
+  const inflated = function* (): Generator<Buffer> {
+    const ready = out;
+    out = [];
+    yield* ready;
+  };
+  let inflating: Promise<void> = Promise.resolve();
+  let unread: unknown;
+  try {
+    try {
+      for await (const bytes of packed) {
+        for (let at = 0; at < bytes.length && failure === undefined; at += GUNZIP_PIECE) {
+          await inflating;
+          if (failure !== undefined) break;
+          inflating = inflate(bytes.subarray(at, at + GUNZIP_PIECE));
+          yield* inflated();
+        }
+        await inflating;
+        if (failure !== undefined) break;
+      }
+    } catch (error) {
+      unread = error;
+    }
+    await inflating;
+    if (unread === undefined && failure === undefined) await inflate();
+    yield* inflated();
+    if (unread !== undefined) throw unread;
+    if (failure !== undefined) throw new InputError(`is not valid gzip data past byte ${gunzip.bytesWritten.toLocaleString('en-US')} of the file (${failure.message})`, file);
+  } finally {
+    gunzip.destroy();
+  }
 }
 
 function requireStdin(stdin: Readable | undefined): Readable {
