@@ -9,6 +9,7 @@ import { InputError } from '../errors.js';
  * spent more time in those than in their rows (a dry run of 10,000 files of 100 rows: 7.4 s of CPU,
  * now 3.5 s). A read that did not fill its buffer leaves the rest to the next read (the one that
  * finds the end, for a small file read whole): a buffer is allocated only once the last is full.
+ * `opened`: the file as it was when opened, for checkUnchanged() at its end.
  */
 export async function* fileChunks(file: string, chunk: number, opened: Stats): AsyncGenerator<Buffer> {
   const fd = openSync(file, 'r');
@@ -45,7 +46,10 @@ export async function* fileChunks(file: string, chunk: number, opened: Stats): A
 const spareBuffers: Buffer[] = [];
 const SPARE_BUFFERS = 2;
 
-/** A file's bytes read a chunk at a time into one buffer (a spare one when there is one), each chunk valid until the next is asked for. */
+/**
+ * A file's bytes read a chunk at a time into one buffer (a spare one when there is one), each chunk
+ * valid until the next is asked for; `opened` as for fileChunks().
+ */
 export async function* transientChunks(file: string, chunk: number, opened: Stats): AsyncGenerator<Buffer> {
   const fd = openSync(file, 'r');
   const spare = spareBuffers.findIndex((buffer) => buffer.length === chunk);

@@ -11,6 +11,9 @@ const GUNZIP_PIECE = 16 * 1024;
  * iterator drops what it holds once the stream fails, and with it whole rows read before the break.
  * Gunzip is given a piece at a time, the next while the last piece's bytes are read on; it is done
  * with a piece before the next chunk is asked for (a chunk read transiently is read over then).
+ * (Damage inside the data fails a round of inflating, and zlib hands on nothing of that round: the
+ * last bytes before the damage, up to the 16 KiB a round writes, are lost with it. A file cut short
+ * loses nothing: its end fails no round.)
  */
 export async function* gunzipped(packed: AsyncIterable<Buffer>, file: string): AsyncGenerator<Buffer> {
   const gunzip = createGunzip();
