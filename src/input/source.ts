@@ -1,10 +1,11 @@
 // Opening an input: a file, stdin or an object in storage (remote.ts), its bytes gunzipped when they
 // start like gzip, and its format taken from the name unless given.
-import { closeSync, createReadStream, openSync, readSync, statSync, type Stats } from 'node:fs';
+import { createReadStream, statSync, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { Readable, pipeline } from 'node:stream';
-import { createGunzip } from 'node:zlib';
+import { Readable } from 'node:stream';
 import { InputError, SourceError, UsageError } from '../errors.js';
+import { fileChunks, transientChunks } from './file-chunks.js';
+import { gunzipped } from './gunzip.js';
 import { isRemote, nameOf } from './location.js';
 import type { RemoteInputs } from './remote.js';
 import { workbookProblem } from './signature.js';
@@ -146,71 +147,12 @@ async function rawBytes(file: string, options: BytesOptions, stop: () => AbortSi
   }
   // a pipe, `<(zcat x.gz)`, is read as it comes, without waiting on it here
   if (info?.isFile() !== true) return streamBytes(createReadStream(file, { highWaterMark: chunk }));
-  if (options.transient === true) return iteratorBytes(transientChunks(file, chunk));
+  if (options.transient === true) return iteratorBytes(transientChunks(file, chunk, info));
   // a small file is read into a buffer its size, not a chunk's: each buffer read counts against the
   // heap, and thousands of small files read 64 KiB at a time kept the collector busy. A file is read
   // by its generator alone, no stream around it: a stream, its iterator and their listeners for each
   // of thousands of small files outlived collections of the young generation, and the heap grew
-  return iteratorBytes(fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1))));
-}
-
-/**
- * A file's bytes read a chunk at a time by plain reads: the page cache answers them at once, where a
- * read handed to the thread pool (open, read, close) woke a thread each, and thousands of small files
- * spent more time in those than in their rows (a dry run of 10,000 files of 100 rows: 7.4 s of CPU,
- * now 3.5 s). A read that did not fill its buffer leaves the rest to the next read (the one that
- * finds the end, for a small file read whole): a buffer is allocated only once the last is full.
- */
-async function* fileChunks(file: string, chunk: number): AsyncGenerator<Buffer> {
-  const fd = openSync(file, 'r');
-  try {
-    let buffer = Buffer.allocUnsafeSlow(chunk);
-    let at = 0;
-    for (;;) {
-      // a turn of the event loop between reads, as a read handed off gives: a signal (Ctrl-C), a
-      // timer and the sockets are seen to while a folder of files is read
-      await new Promise((resolve) => setImmediate(resolve));
-      if (at === chunk) {
-        buffer = Buffer.allocUnsafeSlow(chunk);
-        at = 0;
-      }
-      // (what was handed on before `at` is never written again)
-      const read = readSync(fd, buffer, at, chunk - at, null);
-      if (read === 0) return;
-      yield at === 0 && read === chunk ? buffer : buffer.subarray(at, at + read);
-      at += read;
-    }
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Buffers that transient reads are done with, for the next: a folder of 10,000 small files read
- * into a new buffer each left as many buffers for the collector to find, outside the heap, and the
- * process grew by megabytes before it did (more than two buffers are kept only while more files are
- * read at once).
- */
-const spareBuffers: Buffer[] = [];
-const SPARE_BUFFERS = 2;
-
-/** A file's bytes read a chunk at a time into one buffer (a spare one when there is one), each chunk valid until the next is asked for. */
-async function* transientChunks(file: string, chunk: number): AsyncGenerator<Buffer> {
-  const fd = openSync(file, 'r');
-  const spare = spareBuffers.findIndex((buffer) => buffer.length === chunk);
-  const buffer = spare === -1 ? Buffer.allocUnsafeSlow(chunk) : spareBuffers.splice(spare, 1)[0];
-  try {
-    for (;;) {
-      // (a turn of the event loop between reads, as in fileChunks)
-      await new Promise((resolve) => setImmediate(resolve));
-      const read = readSync(fd, buffer, 0, chunk, null);
-      if (read === 0) return;
-      yield read === chunk ? buffer : buffer.subarray(0, read);
-    }
-  } finally {
-    closeSync(fd);
-    if (spareBuffers.length < SPARE_BUFFERS) spareBuffers.push(buffer);
-  }
+  return iteratorBytes(fileChunks(file, Math.max(MIN_CHUNK_BYTES, Math.min(chunk, info.size + 1)), info));
 }
 
 /** The least read at a time from a file (one that grows as it is read is read on, this much at a time). */
@@ -256,12 +198,7 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
     const workbook = workbookProblem(head);
     if (workbook !== undefined) throw new InputError(workbook, file);
     if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
-      const gunzip = createGunzip();
-      // a failure on either side destroys gunzip with it, which ends the loop below with that error
-      // gunzip reads its input as it gets to it: a chunk read transiently is given it as a copy
-      const packed = options.transient === true ? copies(rest()) : rest();
-      pipeline(Readable.from(packed, { objectMode: false }), gunzip, () => undefined);
-      for await (const chunk of gunzip) yield chunk as Buffer;
+      yield* gunzipped(rest(), file);
     } else if (options.pieceBytes === undefined) {
       yield* rest();
     } else {
@@ -275,10 +212,6 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
     stop?.abort();
     await source.close();
   }
-}
-
-async function* copies(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
-  for await (const chunk of chunks) yield Buffer.from(chunk);
 }
 
 function requireStdin(stdin: Readable | undefined): Readable {

@@ -324,8 +324,14 @@ async function uploadResolved(
   let readAll = false;
   /** The file being read: once the next begins, it was read to its end (a resumed run need not read it again once all its rows settle). */
   let current: string | undefined;
+  /**
+   * What broke the plan (an input damaged or cut while it was read): the run stops with it once the
+   * requests planned before it are sent and answered. Thrown at the delivery, it stopped those it had
+   * taken and not yet sent, and their rows, whole and read, went unsent.
+   */
+  let broken: Error | undefined;
   async function* requests(): AsyncGenerator<RequestToSend> {
-    for await (const event of plan.events) {
+    for await (const event of untilBroken(plan.events, (error) => (broken = error))) {
       if (event.type === 'file' && current !== undefined) journal?.readToEnd(current, summary.files.findLast((f) => f.file === current)?.rows ?? 0);
       if (event.type === 'file') current = event.file;
       // a rejected row is counted once its line is written: a summary never names a row the file lacks
@@ -361,7 +367,7 @@ async function uploadResolved(
       }
     }
     // a plan told to stop ends early as if done: only one that ended by itself read every row
-    readAll = !plan.stopped;
+    readAll = !plan.stopped && broken === undefined;
     // the last chunk's rejects and requests come after its tally: the reader is told the whole plan
     const last = summary.files.at(-1)?.file;
     if (last !== undefined) options.onProgress?.({ file: last, rows: summary.rows, requests: summary.requests, bytes: 0, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
@@ -432,6 +438,9 @@ async function uploadResolved(
   } catch (error) {
     fatal = asError(error);
   }
+  // the plan's error stops the run as the delivery's would (a stop or failure of its own comes first)
+  if (broken !== undefined && delivery !== undefined) delivery.fatal ??= broken;
+  else if (broken !== undefined) fatal ??= broken;
 
   // 5. close: what fails here is the run's fatal error, not a lost summary
   plan.release();
@@ -488,6 +497,15 @@ async function uploadResolved(
     readToEnd: readAll,
     fatal,
   };
+}
+
+/** The events until the plan fails: `failed` is told its error, and they end as if done. */
+async function* untilBroken<T>(events: AsyncIterable<T>, failed: (error: Error) => void): AsyncGenerator<T> {
+  try {
+    yield* events;
+  } catch (error) {
+    failed(asError(error));
+  }
 }
 
 /** The rows of a batch of rejects settled: refused before sending, a resumed run must not refuse them again. */

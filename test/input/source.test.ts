@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { gzipSync } from 'node:zlib';
+import { constants, gunzipSync, gzipSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
 import { InputError, UsageError } from '../../src/errors.js';
 import { checkFormat, checkReadable, formatOf, inputBytes } from '../../src/input/source.js';
@@ -164,5 +164,25 @@ describe('inputBytes', () => {
     await expect(checkReadable(dir)).rejects.toThrow(/is not a file/);
     await expect(text(inputBytes(join(dir, 'broken.csv.gz')))).rejects.toThrow(/broken\.csv\.gz: .*gzip|broken\.csv\.gz: cannot read/);
     await expect(text(inputBytes(join(dir, 'gone.csv')))).rejects.toThrow(/gone\.csv: cannot read it \(ENOENT\)/);
+  });
+
+  it('hands on every byte a gzip file cut short inflates to before it names the break, however slowly it is taken', async () => {
+    const body = Array.from({ length: 50_000 }, (_, i) => `gz${i},p\n`).join('');
+    const whole = gzipSync(body);
+    const cut = whole.subarray(0, whole.length >> 1);
+    writeFileSync(join(dir, 'cut.csv.gz'), cut);
+    const before = gunzipSync(cut, { finishFlush: constants.Z_SYNC_FLUSH }).length;
+    for (const options of [{}, { chunkBytes: 64 * 1024, pieceBytes: 16 * 1024 }, { transient: true, chunkBytes: 1000 }]) {
+      let got = 0;
+      const read = (async () => {
+        for await (const chunk of inputBytes(join(dir, 'cut.csv.gz'), options)) {
+          got += chunk.length;
+          // a reader slower than gunzip: what it inflated waits to be taken when the break comes
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+      })();
+      await expect(read).rejects.toThrow(`cut.csv.gz: is not valid gzip data past byte ${cut.length.toLocaleString('en-US')} of the file (unexpected end of file)`);
+      expect(got).toBe(before);
+    }
   });
 });
