@@ -2,7 +2,8 @@
 
 Each task runs `track upload --shard auto/4` with TRACK_SHARD_INDEX set to its 0-based index, in a
 folder every worker can reach, so a retried task resumes its own shard (--resume-or-start) from its
-journal and delta state. All four draw from one rate budget in Redis (TRACK_RATE_STORE in the
+journal and delta state; each shard's rejected rows are in its own users.shard-K-of-4.rejects.ndjson
+there. All four draw from one rate budget in Redis (TRACK_RATE_STORE in the
 workers' environment); the report task adds their summaries into one verdict, and fails the run
 when a shard failed or is missing.
 """

@@ -101,7 +101,7 @@ export function addReadOptions(command: Command): Command {
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
-    .option('--rejects <file>', 'where rejected rows go (default: <first input>.rejects.ndjson, or .rejects.csv, beside it)')
+    .option('--rejects <file>', "where rejected rows go (default: the first input's name and .rejects.ndjson, or .rejects.csv, beside it: users.csv.rejects.ndjson; a shard's users.csv.shard-2-of-4.rejects.ndjson; validate and --dry-run write users.csv.check.rejects.ndjson and never touch an upload's)")
     .addOption(
       new Option('--rejects-format <format>', 'the rejects file as NDJSON, or as CSV with the header and _file, _line, _kind, _column, _errors (CSV inputs)')
         .choices(['ndjson', 'csv'])

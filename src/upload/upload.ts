@@ -16,7 +16,8 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkWritable, defaultRejectsPath, isOneOf, readColumnMap } from './check.js';
+import { checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
+import { rejectsFileOf } from './rejects-name.js';
 import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
@@ -106,7 +107,11 @@ export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' 
   /** A --map file (JSON) to read; or give `map` itself. */
   mapFile?: string;
   map?: ColumnMap;
-  /** The rejects file; default `<first input>.rejects.ndjson` (or `.csv`) beside it. Left only when a row was rejected. */
+  /**
+   * The rejects file; default `<first input>.rejects.ndjson` (or `.csv`) beside it, the input's whole
+   * name kept, with the shard's tag (`.shard-2-of-4`) and, for a dry run, `.check` before `.rejects`
+   * (rejects-name.ts). Left only when a row was rejected.
+   */
   rejectsPath?: string;
   /** NDJSON records (default), or CSV rows under the inputs' header with `_file`, `_line`, `_errors`. */
   rejectsFormat?: RejectsFormat;
@@ -218,7 +223,9 @@ async function uploadResolved(
   checkRejectsFormat({ ...options, inputs });
   for (const file of inputs) await checkReadable(file);
   const map = options.mapFile !== undefined ? await readColumnMap(options.mapFile) : options.map;
-  const rejectsPath = options.rejectsPath ?? defaultRejectsPath(named[0], options.rejectsFormat);
+  // a check's own, a shard's own, each input's own (rejects-name.ts); a resumed run's may be an earlier version's
+  const naming = { shard: options.shard, check: send === undefined, resume: target?.resume === true };
+  const { path: rejectsPath, note: rejectsNote } = options.rejectsPath === undefined ? await rejectsFileOf(named, inputs, options.rejectsFormat, naming) : { path: options.rejectsPath };
   await checkOutputs(inputs, rejectsPath, options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
@@ -483,6 +490,7 @@ async function uploadResolved(
       ...summary.notes,
       ...(target?.note === undefined ? [] : [target.note]),
       ...(journalNote === undefined ? [] : [journalNote]),
+      ...(rejectsNote === undefined ? [] : [rejectsNote]),
       ...stateNotes,
       ...heldNote(rejected.held, rejectsPath),
       ...owedNote(owed, rejectsPath),

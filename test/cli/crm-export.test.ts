@@ -131,13 +131,13 @@ describe('a CRM export', () => {
   it('--rejects-format csv writes the rows under the header with _file, _line, _kind, _column, _errors, and reads them back', async () => {
     const result = await runCliAsync(['validate', 'export.csv', '--encoding', 'latin1', '--rejects-format', 'csv', '--map', 'map.json'], { cwd: tmp.dir });
     expect(result.status).toBe(1);
-    const text = readFileSync(join(tmp.dir, 'export.rejects.csv'), 'utf8');
+    const text = readFileSync(join(tmp.dir, 'export.csv.check.rejects.csv'), 'utf8');
     const lines = text.trim().split('\n');
     expect(lines[0]).toBe('external_id,email,phone,first_name,opted_in:boolean,tags:array,signed_up:time,dob,zip:string,Company,_file,_line,_kind,_column,_errors');
     expect(lines[1]).toMatch(/^C-001,ana@example.com,\(415\) 555-2671,Ana,yes,vip;beta,2023-02-02 01:15:00,1990-05-02,02134,Café Müller,export.csv,2,attributes,,"/);
     // fixed in a spreadsheet: here, the flags that read it
-    const back = await runCliAsync(['validate', 'export.rejects.csv', ...FLAGS.slice(2), '--out', 'back.ndjson', '--rejects', 'back.rejects.ndjson'], { cwd: tmp.dir });
-    expect(back.stdout).toMatch(/export.rejects.csv +6 rows \(csv, attributes\)/);
+    const back = await runCliAsync(['validate', 'export.csv.check.rejects.csv', ...FLAGS.slice(2), '--out', 'back.ndjson', '--rejects', 'back.rejects.ndjson'], { cwd: tmp.dir });
+    expect(back.stdout).toMatch(/export.csv.check.rejects.csv +6 rows \(csv, attributes\)/);
     const sent = JSON.parse(readFileSync(join(tmp.dir, 'back.ndjson'), 'utf8').split('\n')[0]).attributes;
     expect(sent[0]).toEqual(expect.objectContaining({ external_id: 'C-001', phone: '+14155552671', tags: ['vip', 'beta'], Company: 'Café Müller' }));
     expect(Object.keys(sent[0])).not.toContain('_file');

@@ -60,7 +60,7 @@ describe('purchase properties from CSV columns', () => {
     const emu = await emulator();
     const r = await run(['upload', file, '--url', emu.url, '--api-key', 'k', '--json']);
     expect(r.status).toBe(1);
-    const [reject] = readFileSync(join(tmp.dir, 'big.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const [reject] = readFileSync(join(tmp.dir, 'big.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(reject).toMatchObject({ line: 2, errors: ["properties: a purchase's properties are at most 50 KB as JSON"] });
     expect((inspectProfiles(emu.store, { externalId: 'u1' })[0].purchase_log as { product_id: string }[]).map((p) => p.product_id)).toEqual(['b']);
   }, 60_000);
@@ -78,7 +78,7 @@ describe('attributes the docs show', () => {
     const summary = JSON.parse(r.stdout);
     expect(summary).toMatchObject({ rejected: 2 });
     expect(summary.warnings ?? 0).toBe(0);
-    const rejects = readFileSync(join(tmp.dir, 'users.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const rejects = readFileSync(join(tmp.dir, 'users.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(rejects.map((x) => [x.line, x.errors[0]])).toEqual([
       [3, 'email_subscription_info: is not a valid attribute'],
       [4, expect.stringMatching(/^phone: is not a valid phone number without its country code; give --default-country/)],

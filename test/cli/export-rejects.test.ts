@@ -19,10 +19,10 @@ describe('CRM-export reading through the CLI', () => {
     writeFileSync(join(tmp.dir, 'at.csv'), 'external_id,email,plan\nu1,bad,gold\n');
     writeFileSync(join(tmp.dir, 'evs.csv'), 'external_id,name,time,properties.n:integer\nu1,login,2023-01-01T00:00:00Z,x\n');
     expect(track(['validate', 'at.csv', 'evs.csv', '--rejects-format', 'csv']).status).toBe(1);
-    const text = readFileSync(join(tmp.dir, 'at.rejects.csv'), 'utf8');
+    const text = readFileSync(join(tmp.dir, 'at.csv.check.rejects.csv'), 'utf8');
     expect(text.split('\n')[0]).toBe('external_id,email,plan,name,time,properties.n:integer,_file,_line,_kind,_column,_errors');
-    writeFileSync(join(tmp.dir, 'at.rejects.csv'), text.replace(',bad,', ',u1@example.com,').replace('Z,x,', 'Z,5,'));
-    const back = track(['validate', 'at.rejects.csv', '--out', 'back.ndjson']);
+    writeFileSync(join(tmp.dir, 'at.csv.check.rejects.csv'), text.replace(',bad,', ',u1@example.com,').replace('Z,x,', 'Z,5,'));
+    const back = track(['validate', 'at.csv.check.rejects.csv', '--out', 'back.ndjson']);
     expect(back.status, back.stdout).toBe(0);
     const [request] = readFileSync(join(tmp.dir, 'back.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(request).toEqual({

@@ -1,10 +1,11 @@
 // The recipes of docs/pipelines/ as written: each file parses, names --shard, and its exact command
 // lines run as N local processes (a `track` on PATH) against one emulator, reading the export from
 // a real S3-compatible server under the recipe's own s3:// name, with a Redis budget where the
-// recipe shares one; each shard ends 0, every user arrives once, the report adds up, and a retry of
-// a shard with --resume-or-start sends nothing again.
+// recipe shares one; each shard ends 0 (1 with the rows it rejected), every user arrives once, every
+// rejected row is in its shard's rejects file once, the report adds up, and a retry of a shard with
+// --resume-or-start sends nothing again.
 import { execFile, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -19,6 +20,8 @@ import { shardOf } from '../../src/upload/shard.js';
 const exec = promisify(execFile);
 const RECIPES = join(ROOT, 'docs', 'pipelines');
 const USERS = 240;
+/** Rows of the export with an email that is not one: rejected, each by the shard of its user. */
+const BAD = 6;
 const python = spawnSync('python3', ['--version']).status === 0;
 
 let s3: S3Server;
@@ -48,6 +51,7 @@ async function putExport(url: string): Promise<void> {
   for (let part = 0; part < 3; part += 1) {
     const rows = ['external_id,plan,email'];
     for (let u = part; u < USERS; u += 3) rows.push(`user-${u},p${u % 4},user${u}@example.com`);
+    for (let b = part; b < BAD; b += 3) rows.push(`bad-${b},p0,not-an-email`);
     await s3.put(bucket, `${prefix}part-${part}.csv`, `${rows.join('\n')}\n`);
   }
 }
@@ -72,26 +76,43 @@ const trackRequests = () => emulator.requests({ path: '/users/track' }).length;
 /** The shared budget of a recipe that keeps one: the test's Redis, when this machine has one. */
 const budget = (): Record<string, string> => (redis === undefined ? {} : { TRACK_RATE_STORE: redis.url });
 
-/** A pod or task run again (a retry, a restart) ends 0 and sends nothing: --resume-or-start finds its finished run. */
+/** A pod or task run again (a retry, a restart) sends nothing, and leaves the rejects: --resume-or-start finds its finished run. */
 async function runsAgainSendingNothing(command: string, cwd: string, env: Record<string, string>): Promise<void> {
   const before = trackRequests();
   const again = await sh(command, cwd, env);
-  expect(again.status, again.stderr).toBe(0);
+  shardEnded(again);
   expect(trackRequests()).toBe(before);
+  everyBadRow(rejectedIn(cwd));
 }
 
-/** What every recipe must bring about: each shard 0, each user once, the report's rows the export's. */
+/** A shard ends 0, or 1 when it rejected rows (some of the export's bad ones are in its users). */
+const shardEnded = (r: { status: number; stderr: string }): void => expect([0, 1], r.stderr).toContain(r.status);
+
+/** The rejected rows in the rejects files of `folder` whose names match `glob` (`*` only), each by its user; each file a shard's. */
+function rejectedIn(folder: string, glob = '*.rejects.ndjson'): string[] {
+  const pattern = new RegExp(`^${glob.split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  const files = readdirSync(folder).filter((name) => pattern.test(name));
+  for (const name of files) expect(name).toMatch(/\.shard-\d-of-4\.rejects\.ndjson$/);
+  return files.flatMap((name) => readFileSync(join(folder, name), 'utf8').trimEnd().split('\n').map((l) => (JSON.parse(l) as { row: { external_id: string } }).row.external_id));
+}
+
+/** Every bad row of the export, once, in the shards' rejects files. */
+const everyBadRow = (rejected: string[]): void => expect(rejected.sort()).toEqual(Array.from({ length: BAD }, (_, b) => `bad-${b}`));
+
+/** What every recipe must bring about: each shard 0 or 1, each user once, each bad row in its shard's rejects file once, the report's rows the export's. */
 async function runShards(shards: Array<Record<string, string>>, upload: string, report: string, cwd: string) {
   emulator.reset();
   const runs = await Promise.all(shards.map((env) => sh(upload, cwd, env)));
-  for (const r of runs) expect(r.status, r.stderr).toBe(0);
+  for (const r of runs) shardEnded(r);
+  everyBadRow(rejectedIn(cwd));
   const items = emulator.requests({ path: '/users/track', limit: 10_000 }).flatMap((r) => (r.body as { attributes?: Array<{ external_id: string }> }).attributes ?? []);
   expect(items.length).toBe(USERS);
   expect(new Set(items.map((i) => i.external_id)).size).toBe(USERS);
   const merged = await sh(`${report} --json`, cwd, {});
-  expect(merged.status, merged.stderr).toBe(0);
+  expect(merged.status, merged.stderr).toBe(1);
   const total = JSON.parse(merged.stdout).total;
-  expect(total.rows).toBe(USERS);
+  expect(total.rows).toBe(USERS + BAD);
+  expect(total.rejected).toBe(BAD);
   expect(total.delivery.items.attributes.accepted).toBe(USERS);
   return runs;
 }
@@ -144,7 +165,10 @@ describe('docs/pipelines', () => {
     for (const m of machines) mkdirSync(m);
     emulator.reset();
     const runs = await Promise.all(shards.map((k, i) => sh(step.run.replaceAll('${{ matrix.shard }}', String(k)), machines[i], { EXPORT: step.env.EXPORT })));
-    for (const r of runs) expect(r.status, r.stderr).toBe(0);
+    for (const r of runs) shardEnded(r);
+    // the rejects files the artifact steps keep hold every rejected row
+    const kept = job.steps.find((s: { uses?: string; with?: { name?: string } }) => s.uses?.startsWith('actions/upload-artifact') && s.with?.name?.startsWith('rejects-')).with.path as string;
+    everyBadRow(shards.flatMap((k, i) => rejectedIn(machines[i], kept.replaceAll('${{ matrix.shard }}', String(k)))));
     expect(new Set(emulator.requests({ path: '/users/track', limit: 10_000 }).flatMap((r) => ((r.body as { attributes?: Array<{ external_id: string }> }).attributes ?? []).map((a) => a.external_id))).size).toBe(USERS);
     shards.forEach((k, i) => {
       // the file the cache step keeps is the state this shard wrote
@@ -153,8 +177,8 @@ describe('docs/pipelines', () => {
     });
     const report = workflow.jobs.report.steps.at(-1).run as string;
     const merged = await sh(`${report} --json`, records, {});
-    expect(merged.status, merged.stderr).toBe(0);
-    expect(JSON.parse(merged.stdout).total.rows).toBe(USERS);
+    expect(merged.status, merged.stderr).toBe(1);
+    expect(JSON.parse(merged.stdout).total.rows).toBe(USERS + BAD);
     rmSync(records, { recursive: true, force: true });
   }, 180_000);
 

@@ -36,7 +36,7 @@ describe('track validate and track upload --dry-run', () => {
       favorite_colors: ['red', 'blue'],
       last_seen: { $time: '2024-03-07T10:00:00Z' },
     });
-    expect(existsSync(join(dir, 'attributes.rejects.ndjson'))).toBe(false);
+    expect(existsSync(join(dir, 'attributes.csv.check.rejects.ndjson'))).toBe(false);
   });
 
   it('reads each mapping rule as docs/upload.md shows it', () => {
@@ -112,7 +112,7 @@ describe('track validate and track upload --dry-run', () => {
   it('exit 1 with every bad row once in the rejects file, with its line, and every good row once in the requests', () => {
     const result = track(['validate', 'bad-rows.csv', 'bad-lines.ndjson', '--out', 'bad.out.ndjson'], { cwd: dir });
     expect(result.status).toBe(1);
-    const rejects = ndjson<RejectRecord>(join(dir, 'bad-rows.rejects.ndjson'));
+    const rejects = ndjson<RejectRecord>(join(dir, 'bad-rows.csv.check.rejects.ndjson'));
     expect(rejects.map((r) => `${r.file}:${r.line}`)).toEqual([
       'bad-rows.csv:3',
       'bad-rows.csv:4',
@@ -150,7 +150,7 @@ describe('track validate and track upload --dry-run', () => {
     const requests = ndjson<TrackRequest>(join(dir, 'bad.out.ndjson'));
     expect(items(requests, 'attributes').map((i) => i.external_id)).toEqual(['user-001', 'user-010', 'user-001', 'user-005', 'user-007']);
 
-    expect(result.stdout).toMatch(/rejected +13 rows, written to bad-rows\.rejects\.ndjson/);
+    expect(result.stdout).toMatch(/rejected +13 rows, written to bad-rows\.csv\.check\.rejects\.ndjson/);
     expect(result.stdout).toMatch(/ 1 +row: has 7 cells; the header has 6 columns/);
     expect(result.stdout).toMatch(/ 3 +email: is not a valid email address\n/);
   });
@@ -181,7 +181,7 @@ describe('track validate and track upload --dry-run', () => {
     writeFileSync(join(dir, 'lines.csv'), '\ufeffexternal_id,bio,email\r\nu1,"a\r\nb\r\nc",x@example.com\r\n\r\nu2,"d\r\ne",bad\r\nu3,f,y@example.com\r\n');
     const result = track(['validate', 'lines.csv'], { cwd: dir });
     expect(result.status).toBe(1);
-    expect(ndjson<RejectRecord>(join(dir, 'lines.rejects.ndjson')).map((r) => r.line)).toEqual([6]);
+    expect(ndjson<RejectRecord>(join(dir, 'lines.csv.check.rejects.ndjson')).map((r) => r.line)).toEqual([6]);
     expect(track(['validate', 'multiline-crlf.csv'], { cwd: dir }).status).toBe(0);
   });
 
@@ -190,8 +190,8 @@ describe('track validate and track upload --dry-run', () => {
     expect(track(['validate', 'packed.csv.gz', '--json'], { cwd: dir })).toMatchObject({ status: 0 });
     const piped = track(['upload', '--dry-run', '-', '--format', 'ndjson', '--json'], { cwd: dir, input: '{"external_id":"u1","plan":"pro"}\n{"external_id":7}\n' });
     expect(piped.status).toBe(1);
-    expect(JSON.parse(piped.stdout)).toMatchObject({ rows: 2, rejected: 1, rejectsPath: 'stdin.rejects.ndjson' });
-    expect(ndjson<RejectRecord>(join(dir, 'stdin.rejects.ndjson'))).toEqual([
+    expect(JSON.parse(piped.stdout)).toMatchObject({ rows: 2, rejected: 1, rejectsPath: 'stdin.check.rejects.ndjson' });
+    expect(ndjson<RejectRecord>(join(dir, 'stdin.check.rejects.ndjson'))).toEqual([
       { file: '-', line: 2, kind: 'attributes', row: { external_id: 7 }, errors: [expect.stringMatching(/^external_id: must be a non-empty string/)] },
     ]);
     const gzStdin = track(['validate', '-', '--format', 'csv', '--json'], { cwd: dir, input: gzipSync('external_id\nu1\n') });

@@ -24,7 +24,7 @@ describe('no accidental second run', () => {
     const file = eventsCsv(30, 'events.csv', (i) => i === 3);
     expect((await up([file, '--url', emu.url, '--quiet'])).status).toBe(1);
     const [journal] = journals();
-    const before = { journal: readFileSync(join(tmp.dir, journal), 'utf8'), rejects: readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8') };
+    const before = { journal: readFileSync(join(tmp.dir, journal), 'utf8'), rejects: readFileSync(join(tmp.dir, 'events.csv.rejects.ndjson'), 'utf8') };
 
     const again = await up([file, '--url', emu.url]);
     expect(again.status).toBe(2);
@@ -34,7 +34,7 @@ describe('no accidental second run', () => {
     expect(again.stdout).toBe('');
     expect(storedNs(emu)).toHaveLength(29);
     expect(readFileSync(join(tmp.dir, journal), 'utf8')).toBe(before.journal);
-    expect(readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8')).toBe(before.rejects);
+    expect(readFileSync(join(tmp.dir, 'events.csv.rejects.ndjson'), 'utf8')).toBe(before.rejects);
 
     // --resume has nothing left to send; --restart sends everything again
     const resumed = JSON.parse((await up([file, '--url', emu.url, '--resume', '--json'])).stdout);
@@ -125,13 +125,13 @@ describe('exit 2 only when nothing was sent', () => {
     const good = eventsCsv(60, 'good.csv', (i) => i === 0);
     const bad = join(tmp.dir, 'bad.csv');
     writeFileSync(bad, 'name,time\nseeded,2024-03-07T10:00:00Z\n'); // no column names the user
-    writeFileSync(join(tmp.dir, 'good.rejects.ndjson'), '{"an earlier":"run"}\n');
+    writeFileSync(join(tmp.dir, 'good.csv.rejects.ndjson'), '{"an earlier":"run"}\n');
     const r = await up([good, bad, '--url', faults.url]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/bad\.csv:1: the header cannot be used/);
     expect(faults.received).toHaveLength(0);
     expect(journals()).toEqual([]);
-    expect(readFileSync(join(tmp.dir, 'good.rejects.ndjson'), 'utf8')).toBe('{"an earlier":"run"}\n');
+    expect(readFileSync(join(tmp.dir, 'good.csv.rejects.ndjson'), 'utf8')).toBe('{"an earlier":"run"}\n');
 
     // fixed, the same command goes through: nothing of the failed run stands in its way
     writeFileSync(bad, 'external_id,name,time\nu1,seeded,2024-03-07T10:00:00Z\n');
@@ -144,11 +144,11 @@ describe('exit 2 only when nothing was sent', () => {
     const file = eventsCsv(10, 'events.csv', () => true);
     const first = await runCli(['validate', file], { cwd: tmp.dir });
     expect(first.status).toBe(1);
-    const rejects = readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8');
+    const rejects = readFileSync(join(tmp.dir, 'events.csv.check.rejects.ndjson'), 'utf8');
     writeFileSync(join(tmp.dir, 'map.json'), '{"name": "nonsense:type"}');
     const second = await runCli(['validate', file, '--map', join(tmp.dir, 'map.json')], { cwd: tmp.dir });
     expect(second.status).toBe(2);
-    expect(readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8')).toBe(rejects);
+    expect(readFileSync(join(tmp.dir, 'events.csv.check.rejects.ndjson'), 'utf8')).toBe(rejects);
   });
 });
 
@@ -173,7 +173,7 @@ describe('kill -9, then --resume', () => {
       expect(new Set(ns).size, `killed after ${after}`).toBe(good.length);
       expect(ns.length - good.length, `killed after ${after}`).toBeLessThanOrEqual(summary.rowsPossiblyDuplicated);
       expect(summary.rowsPossiblyDuplicated).toBe(summary.delivery.rowsPossiblyDuplicated);
-      const rejected = readFileSync(join(tmp.dir, `at-${after}.rejects.ndjson`), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l).line as number);
+      const rejected = readFileSync(join(tmp.dir, `at-${after}.csv.rejects.ndjson`), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l).line as number);
       expect(rejected.sort((a, b) => a - b)).toEqual(range(rows).filter(bad).map((i) => i + 2));
     }
   }, 120_000);
@@ -219,7 +219,7 @@ describe('kill -9, then --resume', () => {
     const before = faults.received.length;
     const r = await up([file, '--url', faults.url, '--resume', '--on-unknown', 'reject', '--json']);
     expect(r.status).toBe(1);
-    const rejects = readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    const rejects = readFileSync(join(tmp.dir, 'events.csv.rejects.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
     expect(rejects).toHaveLength(100);
     expect(rejects[0].errors[0]).toMatch(/run before stopped while this row was in flight/);
     const sent = faults.received.slice(before).flatMap((q) => q.body?.events ?? []).map((e) => Number((e.properties as { n: number }).n));

@@ -96,7 +96,7 @@ describe('a journal of a run under one API key', () => {
       `the journal ${journal} held a run under another API key (${fingerprint('staging-key-mistyped')}) that sent nothing (the server refused what it sent unapplied): this run started anew`,
     );
     expect(readFileSync(journal, 'utf8').split('\n')[0]).toContain(fingerprint(STAGING));
-    expect(readFileSync(join(tmp.dir, 'users.rejects.ndjson'), 'utf8').trim().split('\n')).toHaveLength(1);
+    expect(readFileSync(join(tmp.dir, 'users.csv.rejects.ndjson'), 'utf8').trim().split('\n')).toHaveLength(1);
     // the scheduler's next retry with the right key resumes the run it holds: nothing is sent again
     const seen = emu.requests().length;
     resumedWhole(await up(STAGING, [file, '--url', emu.url, '--resume-or-start']), emu, seen);

@@ -55,7 +55,7 @@ describe('track upload', () => {
     // one request of 8 events: the blocklisted user makes the server refuse it whole
     const r = await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet']);
     expect(r.status).toBe(1);
-    const rejects = readFileSync(join(tmp.dir, 'events.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rejects = readFileSync(join(tmp.dir, 'events.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     expect(rejects.map((x) => x.line)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
     expect(rejects[0].errors[0]).toMatch(/blocklisted/);
   });
@@ -167,7 +167,7 @@ describe('track upload', () => {
     // items of the second that the first run delivered before it stopped
     expect(all.sort((a, b) => a - b)).toEqual(range(120).filter((n) => n !== 35));
     // and the refused item is written to the rejects file once, not again by the resumed run
-    const rejected = readFileSync(join(tmp.dir, 'requests.rejects.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
+    const rejected = readFileSync(join(tmp.dir, 'requests.ndjson.rejects.ndjson'), 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l));
     expect(rejected).toMatchObject([{ line: 2, item: 5, kind: 'events' }]);
   });
 

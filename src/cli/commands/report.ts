@@ -14,7 +14,7 @@ export function registerReport(program: Command): void {
     .option('--json', 'print the report as JSON')
     .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice; 2 when a file is not a summary.')
     .action(async (files: string[], flags: { json?: boolean }) => {
-      const [{ formatReport, mergeSummaries, parseSummary }, { formatSummary }] = await Promise.all([import('../output/merge-summaries.js'), import('../output/summary.js')]);
+      const [{ formatReport, mergeSummaries, parseSummary, totalRejectsPath }, { formatSummary }] = await Promise.all([import('../output/merge-summaries.js'), import('../output/summary.js')]);
       const summaries = [];
       for (const file of files) {
         const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {
@@ -27,7 +27,9 @@ export function registerReport(program: Command): void {
       else {
         const verb = String(report.total.command ?? 'upload');
         const limits = report.total.limits as BatchLimits | undefined;
-        process.stdout.write(formatReport(report, (total) => formatSummary(verb, total as unknown as UploadSummary, limits)));
+        // each summary names its own rejects file, which the total, of many runs, does not have
+        const rejectsPath = totalRejectsPath(report);
+        process.stdout.write(formatReport(report, (total) => formatSummary(verb, { ...total, rejectsPath } as unknown as UploadSummary, limits)));
       }
       process.exitCode = report.exitStatus;
     });

@@ -19,6 +19,8 @@ export interface ShardReport {
   rows: number;
   requests: number;
   rejected: number;
+  /** The file this summary's run wrote its rejects to, when it wrote any. */
+  rejectsPath?: string;
   fatal?: string;
 }
 
@@ -32,6 +34,8 @@ export interface Report {
   duplicateShards: number[];
   /** The shard counts the summaries disagree on (`--shard 1/4` beside `2/3`), when they do. */
   shardCounts: number[];
+  /** The rejects files the summaries name, each once, in their order: each shard writes its own. */
+  rejectsPaths: string[];
   /** The worst exit status among the summaries (and 3 when a shard is missing or doubled). */
   exitStatus: number;
   /** The summaries added into one. */
@@ -129,6 +133,7 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
       rows: count(summary.rows),
       requests: summary.command === 'upload' && summary.delivery !== undefined ? count(delivery.requestsSent) : count(summary.requests),
       rejected: count(summary.rejected) + rejectedByServer(delivery),
+      rejectsPath: typeof summary.rejectsPath === 'string' ? summary.rejectsPath : undefined,
       fatal: typeof fatal?.message === 'string' ? fatal.message : undefined,
     };
   });
@@ -142,12 +147,22 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
   // the whole run is not known to be complete: as for a run that stopped on a fatal error
   if (missingShards.length > 0 || duplicateShards.length > 0 || counts.length > 1) exitStatus = worseStatus(exitStatus, EXIT.fatal);
   const total = summaries.reduce<unknown>((sum, { summary }) => addSummaries(sum, summary), undefined) as SummaryJson;
-  return { command: 'report', shards, missingShards, duplicateShards, shardCounts: counts.length > 1 ? counts : [], exitStatus, total };
+  const rejectsPaths = [...new Set(shards.flatMap((s) => (s.rejectsPath === undefined ? [] : [s.rejectsPath])))];
+  return { command: 'report', shards, missingShards, duplicateShards, shardCounts: counts.length > 1 ? counts : [], rejectsPaths, exitStatus, total };
 }
 
 function rejectedByServer(delivery: Record<string, unknown>): number {
   const items = isObject(delivery.items) ? delivery.items : {};
   return Object.values(items).reduce<number>((sum, tally) => sum + (isObject(tally) ? count(tally.rejected) : 0), 0);
+}
+
+/**
+ * The total's rejects file, as the summary's line says it: the one file the summaries name, or the
+ * shards' files, each named under its shard above.
+ */
+export function totalRejectsPath(report: Report): string | undefined {
+  if (report.rejectsPaths.length <= 1) return report.rejectsPaths[0];
+  return `the ${report.rejectsPaths.length} rejects files named above`;
 }
 
 /** The report as a person reads it: each shard, what is missing or doubled, the sum, the verdict. */
@@ -160,6 +175,7 @@ export function formatReport(report: Report, formatTotal: (total: SummaryJson) =
     const name = s.shard === undefined ? 'no shard' : `shard ${s.shard.index}/${s.shard.count}`;
     const fatal = s.fatal === undefined ? '' : `: ${s.fatal}`;
     lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${s.rows.toLocaleString('en-US')} rows, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
+    if (s.rejectsPath !== undefined) lines.push(`  ${''.padEnd(12)} rejects in ${s.rejectsPath}`);
   }
   if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits: ${report.shardCounts.map((c) => `of ${c}`).join(', ')}`);
   if (report.missingShards.length > 0) lines.push(`missing     no summary of shard ${report.missingShards.join(', ')} of ${n}: that part of the run is not known to have run`);
