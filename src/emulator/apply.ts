@@ -71,7 +71,7 @@ function standardValue(key: string, value: unknown, options: ApplyOptions): unkn
 }
 
 function setContactFields(profile: EditableProfile, item: Item): void {
-  if (typeof item.email === 'string' && identityOf(item).by === 'email') {
+  if (typeof item.email === 'string' && identityOf(item, 'attributes').by === 'email') {
     // the email named the user: it is a lookup key, so the spelling already stored stays
     profile.fields.email ??= item.email.trim();
   } else if (item.email === null) {
@@ -176,7 +176,7 @@ function recordedTime(value: string): string {
 }
 
 function eventOf(store: Store, item: Item): NewEvent | undefined {
-  const profileId = resolveProfileId(store, item);
+  const profileId = resolveProfileId(store, item, 'events');
   if (profileId === undefined) return undefined;
   return {
     profileId,
@@ -188,7 +188,7 @@ function eventOf(store: Store, item: Item): NewEvent | undefined {
 }
 
 function purchaseOf(store: Store, item: Item): NewPurchase | undefined {
-  const profileId = resolveProfileId(store, item);
+  const profileId = resolveProfileId(store, item, 'purchases');
   if (profileId === undefined) return undefined;
   return {
     profileId,

@@ -1,6 +1,6 @@
 // Which identifier names an item's user (spec 2.3 and 4; decisions.md "Identifying the user").
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
-import type { UserAlias } from './types.js';
+import type { ArrayName, UserAlias } from './types.js';
 
 export const PRIMARY_IDENTIFIERS = ['external_id', 'user_alias', 'service_id'] as const;
 export type PrimaryIdentifier = (typeof PRIMARY_IDENTIFIERS)[number];
@@ -97,10 +97,12 @@ export function primaryIdentifiersIn(item: Record<string, unknown>): PrimaryIden
 
 /**
  * The identifier that names the user of an item the validator accepted: the one primary
- * identifier, else email (which wins over phone), else phone; anonymous for push token imports.
+ * identifier, else email (which wins over phone), else phone; anonymous for a push token import.
+ * `push_token_import` belongs to the attributes object only (spec 2.5): on an event or a purchase
+ * it is a field the item does not have, and names no one.
  */
-export function identityOf(item: Record<string, unknown>): Identity {
-  if (item.push_token_import === true) return { by: 'anonymous' };
+export function identityOf(item: Record<string, unknown>, kind: ArrayName): Identity {
+  if (item.push_token_import === true && kind === 'attributes') return { by: 'anonymous' };
   if (typeof item.external_id === 'string') return { by: 'external_id', value: item.external_id };
   if (item.user_alias !== undefined && item.user_alias !== null) {
     return { by: 'user_alias', value: item.user_alias as UserAlias };

@@ -179,6 +179,11 @@ describe('push token import (spec 2.5)', () => {
     expectRejected('attributes', { push_token_import: true, ...extra }, /^push_tokens:/);
   });
 
+  it.each(['events', 'purchases'] as const)('gives push_token_import no meaning on %s: an identifier is still needed, and one is enough', (kind) => {
+    expectRejected(kind, bareItem(kind, { push_token_import: true }), /^external_id: missing/);
+    expectAccepted(kind, bareItem(kind, { push_token_import: true, external_id: 'u4' }));
+  });
+
   it('needs an identifier when push_token_import is false', () => {
     expectRejected('attributes', { push_token_import: false, push_tokens: PUSH_TOKENS }, /^external_id: missing/);
     expectAccepted('attributes', { push_token_import: false, external_id: 'user-9', push_tokens: PUSH_TOKENS });
@@ -210,13 +215,19 @@ describe('identityOf', () => {
     ['a 10-digit U.S. phone, in E.164', { phone: '415 555 2671' }, { by: 'phone', value: '+14155552671' }],
     ['anonymous import', { push_token_import: true, email: 'ada@example.com', push_tokens: PUSH_TOKENS }, { by: 'anonymous' }],
   ])('names the user by %s', (_label, item, identity) => {
-    expect(identityOf(item)).toEqual(identity);
+    expect(identityOf(item, 'attributes')).toEqual(identity);
+  });
+
+  it.each(['events', 'purchases'] as const)('names the user of %s by its identifier, push_token_import or not (spec 2.5: an attributes field)', (kind) => {
+    expect(identityOf({ external_id: 'u4', push_token_import: true }, kind)).toEqual({ by: 'external_id', value: 'u4' });
+    expect(identityOf({ email: 'Ann@Example.com', push_token_import: true }, kind)).toEqual({ by: 'email', value: 'ann@example.com' });
+    expect(identityOf({ push_token_import: true }, kind)).toEqual({ by: 'anonymous' });
   });
 
   it('gives stable keys that keep different identities apart', () => {
-    expect(identityKey(identityOf({ email: 'ADA@example.com' }))).toBe(identityKey(identityOf({ email: 'ada@example.com' })));
-    expect(identityKey(identityOf({ phone: '+1 (415) 555-2671' }))).toBe(identityKey(identityOf({ phone: '+14155552671' })));
-    expect(identityKey(identityOf({ external_id: 'a' }))).not.toBe(identityKey(identityOf({ service_id: 'a' })));
+    expect(identityKey(identityOf({ email: 'ADA@example.com' }, 'attributes'))).toBe(identityKey(identityOf({ email: 'ada@example.com' }, 'attributes')));
+    expect(identityKey(identityOf({ phone: '+1 (415) 555-2671' }, 'attributes'))).toBe(identityKey(identityOf({ phone: '+14155552671' }, 'attributes')));
+    expect(identityKey(identityOf({ external_id: 'a' }, 'attributes'))).not.toBe(identityKey(identityOf({ service_id: 'a' }, 'attributes')));
     expect(identityKey({ by: 'user_alias', value: { alias_name: 'a', alias_label: 'b' } })).not.toBe(
       identityKey({ by: 'user_alias', value: { alias_name: 'b', alias_label: 'a' } }),
     );

@@ -1,0 +1,58 @@
+// Rules of the endpoint checked over real HTTP, each by reading back what was stored: fields an item
+// of one array does not have (push_token_import on an event), what a push token import keeps, the
+// values purchase properties take, how purchases are counted, and which emails are refused.
+import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulator, type Emulator } from '../../src/index.js';
+
+let emu: Emulator | undefined;
+afterEach(async () => {
+  await emu?.close();
+  emu = undefined;
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+async function post(path: string, body: unknown): Promise<{ status: number; body: Json }> {
+  const res = await fetch(`${emu!.url}${path}`, {
+    method: 'POST',
+    headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+const track = (body: unknown) => post('/users/track', body);
+const exported = async (query: unknown): Promise<Json[]> => (await post('/users/export/ids', query)).body.users;
+const TIME = '2024-03-01T10:00:00Z';
+const STORED = '2024-03-01T10:00:00.000Z';
+
+describe('push_token_import on an event or a purchase (a field only the attributes object has, spec 2.5)', () => {
+  it('stores the event and the purchase for the user their external_id names', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await track({
+      events: [{ external_id: 'u4', push_token_import: true, name: 'e', time: TIME }],
+      purchases: [{ external_id: 'u4', push_token_import: true, product_id: 'p', currency: 'USD', price: 1, time: TIME }],
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ message: 'success', events_processed: 1, purchases_processed: 1 });
+    const [user] = await exported({ external_ids: ['u4'] });
+    expect(user?.custom_events).toEqual([{ name: 'e', first: STORED, last: STORED, count: 1 }]);
+    expect(user?.purchases).toEqual([{ name: 'p', first: STORED, last: STORED, count: 1 }]);
+  });
+
+  it('stores an event named by email with push_token_import for that email', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    expect((await track({ events: [{ email: 'ann@example.com', push_token_import: true, name: 'e', time: TIME }] })).status).toBe(201);
+    const [user] = await exported({ email_address: 'ann@example.com' });
+    expect(user?.custom_events).toEqual([{ name: 'e', first: STORED, last: STORED, count: 1 }]);
+  });
+
+  it('refuses an event whose only "identifier" is push_token_import, as any unidentified event', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await track({ events: [{ push_token_import: true, name: 'e', time: TIME }] });
+    expect(r.status).toBe(400);
+    expect(r.body.errors).toEqual([{ type: expect.stringMatching(/^external_id: missing/), input_array: 'events', index: 0 }]);
+    expect(emu.store.counts().profiles).toBe(0);
+  });
+});
