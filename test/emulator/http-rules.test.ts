@@ -56,3 +56,37 @@ describe('push_token_import on an event or a purchase (a field only the attribut
     expect(emu.store.counts().profiles).toBe(0);
   });
 });
+
+describe('a push token import with a user_alias (spec 2.5 rule 1 forbids only external_id and service_id)', () => {
+  const alias = { alias_name: 'n', alias_label: 'l' };
+  const importing = (token: string, extra: Record<string, unknown> = {}) => ({
+    push_token_import: true,
+    user_alias: alias,
+    push_tokens: [{ app_id: 'app', token }],
+    ...extra,
+  });
+
+  it('keeps the alias on the temporary profile, where an export by the alias finds it', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await track({ attributes: [importing('t1', { email: 'ann@example.com' })] });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ message: 'success', attributes_processed: 1 });
+    const users = await exported({ user_aliases: [alias] });
+    expect(users).toHaveLength(1);
+    expect(users[0]).toMatchObject({ user_aliases: [alias], email: 'ann@example.com', push_tokens: [{ app_id: 'app', token: 't1' }] });
+    expect(users[0].external_id).toBeUndefined();
+  });
+
+  it('gives the alias to the first temporary profile only, and never takes it from the profile it names, saying so', async () => {
+    const lines: string[] = [];
+    emu = await startEmulator({ apiKeys: ['k'], log: (line) => lines.push(line) });
+    await track({ attributes: [{ ...importing('t1'), push_tokens: [{ app_id: 'app', token: 't1' }, { app_id: 'app', token: 't2' }] }] });
+    await track({ attributes: [importing('t3')] });
+    const users = await exported({ user_aliases: [alias] });
+    expect(users.map((u: Json) => u.push_tokens.map((t: Json) => t.token))).toEqual([['t1']]);
+    expect(emu.store.counts().profiles).toBe(3);
+    expect(lines.filter((line) => line.includes('user_alias'))).toEqual([
+      expect.stringMatching(/user_alias .* already names a profile; the temporary profile of push token "t3" is made without it/),
+    ]);
+  });
+});
