@@ -64,6 +64,24 @@ describe('purchase properties from CSV columns', () => {
     expect(reject).toMatchObject({ line: 2, errors: ["properties: a purchase's properties are at most 50 KB as JSON"] });
     expect((inspectProfiles(emu.store, { externalId: 'u1' })[0].purchase_log as { product_id: string }[]).map((p) => p.product_id)).toEqual(['b']);
   }, 60_000);
+
+  it('sends a purchase whose property is null, as it sends such an event', async () => {
+    const file = write(
+      'orders.ndjson',
+      [
+        { external_id: 'u1', name: 'Viewed', time: '2024-03-07T10:00:00Z', properties: { coupon: null } },
+        { external_id: 'u1', product_id: 'p', currency: 'USD', price: 1, time: '2024-03-07T10:00:00Z', properties: { coupon: null } },
+      ].map((item) => JSON.stringify(item)).join('\n'),
+    );
+    const check = await run(['validate', file, '--json']);
+    expect(check.status, check.stderr).toBe(0);
+    expect(JSON.parse(check.stdout)).toMatchObject({ rejected: 0 });
+    const emu = await emulator();
+    const r = await run(['upload', file, '--url', emu.url, '--api-key', 'k', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const [profile] = inspectProfiles(emu.store, { externalId: 'u1' });
+    expect((profile.purchase_log as { properties: unknown }[]).map((p) => p.properties)).toEqual([{ coupon: null }]);
+  }, 60_000);
 });
 
 describe('attributes the docs show', () => {

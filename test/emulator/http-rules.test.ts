@@ -90,3 +90,18 @@ describe('a push token import with a user_alias (spec 2.5 rule 1 forbids only ex
     ]);
   });
 });
+
+describe('a null property value', () => {
+  it('is taken on an event and on a purchase alike, and kept', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await track({
+      events: [{ external_id: 'u8', name: 'e', time: TIME, properties: { a: null } }],
+      purchases: [{ external_id: 'u8', product_id: 'p', currency: 'USD', price: 1, time: TIME, properties: { a: null } }],
+    });
+    expect(r.status).toBe(201);
+    expect(r.body).toEqual({ message: 'success', events_processed: 1, purchases_processed: 1 });
+    const id = emu.store.profileByExternalId('u8')!.id;
+    expect(emu.store.eventsOf(id).map((e) => e.properties)).toEqual([{ a: null }]);
+    expect(emu.store.purchasesOf(id).map((p) => p.properties)).toEqual([{ a: null }]);
+  });
+});
