@@ -105,3 +105,23 @@ describe('a null property value', () => {
     expect(emu.store.purchasesOf(id).map((p) => p.properties)).toEqual([{ a: null }]);
   });
 });
+
+describe('purchases counted by quantity (decisions.md: a purchase of quantity X counts as X purchases)', () => {
+  const get = async (path: string): Promise<string> => (await fetch(`${emu!.url}${path}`)).text();
+
+  it('in the web view, its profile page and the stored figure of /metrics', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await track({
+      purchases: [
+        { external_id: 'u', product_id: 'p', currency: 'USD', price: 1, quantity: 3, time: TIME },
+        { external_id: 'u', product_id: 'q', currency: 'USD', price: 1, time: TIME },
+      ],
+    });
+    // the answer still counts purchase objects
+    expect(r.body).toEqual({ message: 'success', purchases_processed: 2 });
+    expect(await get('/_track/')).toContain('1 profiles, 0 events, 4 purchases');
+    const serviceId = emu.store.profileByExternalId('u')!.serviceId;
+    expect(await get(`/_track/?profile=${serviceId}`)).toContain('<h2 id="purchases">Purchases (4)</h2>');
+    expect(await get('/metrics')).toMatch(/^track_emulator_stored\{kind="purchases"\} 4$/m);
+  });
+});
