@@ -74,13 +74,13 @@ function standardValue(key: string, value: unknown, options: ApplyOptions): unkn
 function setContactFields(profile: EditableProfile, item: Item): void {
   if (typeof item.email === 'string' && identityOf(item, 'attributes').by === 'email') {
     // the email named the user: it is a lookup key, so the spelling already stored stays
-    profile.fields.email ??= item.email.trim();
+    profile.fields.email ??= item.email;
   } else if (item.email === null) {
     profile.email = null;
     delete profile.fields.email;
   } else if (typeof item.email === 'string') {
     profile.email = normalizeEmail(item.email);
-    profile.fields.email = item.email.trim();
+    profile.fields.email = item.email;
   }
   if (item.phone === null) profile.phone = null;
   else if (typeof item.phone === 'string') profile.phone = normalizePhone(item.phone) ?? item.phone;

@@ -84,6 +84,29 @@ describe('purchase properties from CSV columns', () => {
   }, 60_000);
 });
 
+describe('emails the service refuses', () => {
+  it('rejects a row whose email has whitespace, a period at an end of its local part or a domain not in Punycode, naming file, line and field; nothing is trimmed', async () => {
+    const file = write(
+      'emails.csv',
+      ['external_id,email', 'u1,ann@example.com ', 'u2," ann@example.com"', 'u3,ann.@example.com', 'u4,ann@exämple.com', 'u5,bo@example.com'].join('\n'),
+    );
+    const emu = await emulator();
+    const r = await run(['upload', file, '--url', emu.url, '--api-key', 'k', '--json']);
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ rejected: 4 });
+    const rejects = readFileSync(join(tmp.dir, 'emails.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(rejects.map((x) => [x.file, x.line, x.errors])).toEqual([
+      [file, 2, ['email: is not a valid email address (it has a space at its end), got "ann@example.com "']],
+      [file, 3, ['email: is not a valid email address (it has a space at its start), got " ann@example.com"']],
+      [file, 4, ['email: is not a valid email address (the part before the @ ends with a period), got "ann.@example.com"']],
+      [file, 5, ['email: is not a valid email address (its domain is not ASCII: give it in Punycode, xn--...), got "ann@exämple.com"']],
+    ]);
+    expect(rejects[0].row).toEqual({ external_id: 'u1', email: 'ann@example.com ' });
+    expect(emu.store.counts().profiles).toBe(1);
+    expect(exportUser(emu.store, emu.store.profileByExternalId('u5')!)).toMatchObject({ email: 'bo@example.com' });
+  }, 60_000);
+});
+
 describe('attributes the docs show', () => {
   it('reads a 10-digit U.S. phone without --default-country, keeps a display time zone as its zone, and rejects email_subscription_info', async () => {
     const file = write(

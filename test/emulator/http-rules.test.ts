@@ -125,3 +125,35 @@ describe('purchases counted by quantity (decisions.md: a purchase of quantity X 
     expect(await get('/metrics')).toMatch(/^track_emulator_stored\{kind="purchases"\} 4$/m);
   });
 });
+
+describe('emails the service refuses (whitespace, a period at either end of the local part, a domain not in Punycode)', () => {
+  it('refuses them as a field and as an identifier, naming what is wrong, and stores nothing trimmed', async () => {
+    emu = await startEmulator({ apiKeys: ['k'] });
+    const r = await track({
+      attributes: [
+        { external_id: 'u1', email: 'ann@example.com ' },
+        { external_id: 'u2', email: '\tann@example.com' },
+        { external_id: 'u3', email: 'ann.@example.com' },
+        { external_id: 'u5', email: 'ann@exämple.com' },
+        { email: 'bo@example.com\r\n', first_name: 'Bo' },
+        { external_id: 'u6', email: 'ann@example.com' },
+      ],
+      events: [{ email: '\u00a0bo@example.com', name: 'e', time: TIME }],
+    });
+    expect(r.status).toBe(201);
+    expect(r.body.attributes_processed).toBe(1);
+    expect(r.body.events_processed).toBe(0);
+    expect(r.body.errors).toEqual([
+      { type: 'email: is not a valid email address (it has a space at its end), got "ann@example.com "', input_array: 'attributes', index: 0 },
+      { type: 'email: is not a valid email address (it has a tab at its start), got "\\tann@example.com"', input_array: 'attributes', index: 1 },
+      { type: 'email: is not a valid email address (the part before the @ ends with a period), got "ann.@example.com"', input_array: 'attributes', index: 2 },
+      { type: 'email: is not a valid email address (its domain is not ASCII: give it in Punycode, xn--...), got "ann@exämple.com"', input_array: 'attributes', index: 3 },
+      { type: 'email: is not a valid email address (it has a line break at its end), got "bo@example.com\\r\\n"', input_array: 'attributes', index: 4 },
+      { type: 'email: is not a valid email address (it has a no-break space (U+00A0) at its start), got "\u00a0bo@example.com"', input_array: 'events', index: 0 },
+    ]);
+    expect(await exported({ external_ids: ['u1', 'u2', 'u3', 'u5'] })).toEqual([]);
+    expect((await exported({ email_address: 'bo@example.com' }))).toEqual([]);
+    // the one valid email is the only one stored, as sent
+    expect((await exported({ email_address: 'ann@example.com' })).map((u: Json) => [u.external_id, u.email])).toEqual([['u6', 'ann@example.com']]);
+  });
+});
