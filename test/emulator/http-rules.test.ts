@@ -10,7 +10,7 @@ afterEach(async () => {
   emu = undefined;
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/** A JSON answer, read field by field as the assertions need. */
 type Json = any;
 
 async function post(path: string, body: unknown): Promise<{ status: number; body: Json }> {
