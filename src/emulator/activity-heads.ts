@@ -21,6 +21,12 @@ export const SWEEP_SIZES: SweepSizes = { tailRows: 262_144, slice: 4_096 };
 /** Most written heads kept in memory; past this it starts over (a miss only costs a query). */
 const WRITTEN_LIMIT = 200_000;
 
+/**
+ * The column a row counts as, where a row is not one: a purchase of quantity X counts as X purchases
+ * (decisions.md "Events and purchases"). The count is kept beside the rows', under `<table>:counted`.
+ */
+export const COUNTED_AS: Record<ActivityTable, string | undefined> = { events: undefined, purchases: 'quantity' };
+
 interface Sweep {
   /** The profiles whose heads were held when it began, in order. */
   profiles: Float64Array;
@@ -28,8 +34,9 @@ interface Sweep {
   done: number;
   /** The table's last row when it began: the mark once it ends. */
   through: number;
-  /** The rows past the mark when it began (all up to `through`). */
+  /** The rows past the mark when it began (all up to `through`), and what they count as. */
   rows: number;
+  counted: number;
 }
 
 interface Loaded {
@@ -41,6 +48,8 @@ interface Loaded {
   mark: number;
   /** How many rows there are up to the mark, and past it. */
   rows: { marked: number; past: number };
+  /** What they count as (COUNTED_AS); up to the mark, read from the file when first asked if it holds no count at the mark. */
+  counted: { marked: number | undefined; past: number };
   /** The id the next row gets: SQLite's, one past the table's last. */
   nextId: number;
   /** The mark was above the table's last row (its rows were deleted), and is to be written lower. */
@@ -59,18 +68,25 @@ function remember(written: Map<number, number>, profileId: number, head: number)
 export class ActivityHeads {
   private loaded: Loaded | undefined;
   private readonly stmt;
+  private readonly countedAs: string | undefined;
+  private readonly countedName: string;
 
   constructor(
     db: Database.Database,
     private readonly table: ActivityTable,
     private readonly sizes: SweepSizes = SWEEP_SIZES,
   ) {
+    this.countedAs = COUNTED_AS[table];
+    this.countedName = `${table}:counted`;
     this.stmt = {
       mark: db.prepare<[string], { through: number; rows: number }>('SELECT through, rows FROM activity_marks WHERE name = ?'),
       setMark: db.prepare<[string, number, number]>(
         'INSERT INTO activity_marks (name, through, rows) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET through = excluded.through, rows = excluded.rows',
       ),
-      tail: db.prepare<[number], [number, number, number]>(`SELECT profile_id, MAX(id), COUNT(*) FROM ${table} WHERE id > ? GROUP BY profile_id`).raw(),
+      tail: db.prepare<[number], [number, number, number, number]>(
+        `SELECT profile_id, MAX(id), COUNT(*), ${this.countedAs === undefined ? 'COUNT(*)' : `SUM(${this.countedAs})`} FROM ${table} WHERE id > ? GROUP BY profile_id`,
+      ).raw(),
+      countedTo: db.prepare<[number], number>(`SELECT TOTAL(${this.countedAs ?? 1}) FROM ${table} WHERE id <= ?`).pluck(),
       maxId: db.prepare<[], number | null>(`SELECT MAX(id) FROM ${table}`).pluck(),
       head: db.prepare<[number], number>(`SELECT last_id FROM ${table}_heads WHERE profile_id = ?`).pluck(),
       write: db.prepare<[string]>(
@@ -89,12 +105,16 @@ export class ActivityHeads {
       const mark = Math.min(written, lastId);
       const pending = new Map<number, number>();
       let past = 0;
-      for (const [profileId, last, rows] of this.stmt.tail.all(mark)) {
+      let countedPast = 0;
+      for (const [profileId, last, rows, counted] of this.stmt.tail.all(mark)) {
         pending.set(profileId, last);
         past += rows;
+        countedPast += counted;
       }
       const rows = { marked, past };
-      this.loaded = { pending, written: new Map(), mark, rows, nextId: lastId + 1, markLowered: mark < written, sweep: undefined, added: false };
+      const countedMark = this.countedAs === undefined ? undefined : this.stmt.mark.get(this.countedName);
+      const counted = { marked: this.countedAs === undefined ? marked : countedMark?.through === mark ? countedMark.rows : undefined, past: countedPast };
+      this.loaded = { pending, written: new Map(), mark, rows, counted, nextId: lastId + 1, markLowered: mark < written, sweep: undefined, added: false };
     }
     return this.loaded;
   }
@@ -103,6 +123,24 @@ export class ActivityHeads {
   rowCount(): number {
     const { rows } = this.state();
     return rows.marked + rows.past;
+  }
+
+  /** What the table's rows count as: their number, or for purchases the sum of their quantities. */
+  countedTotal(): number {
+    const state = this.state();
+    return this.countedMarked(state) + state.counted.past;
+  }
+
+  /** What the rows up to the mark count as; read once from them when the file holds no count at the mark (an earlier build wrote it). */
+  private countedMarked(state: Loaded): number {
+    state.counted.marked ??= this.stmt.countedTo.get(state.mark) as number;
+    return state.counted.marked;
+  }
+
+  /** Writes the mark, with the rows up to it and (when known) what they count as. */
+  private writeMark(state: Loaded): void {
+    this.stmt.setMark.run(this.table, state.mark, state.rows.marked);
+    if (this.countedAs !== undefined && state.counted.marked !== undefined) this.stmt.setMark.run(this.countedName, state.mark, state.counted.marked);
   }
 
   /** The id of the profile's newest row; undefined when it has none. */
@@ -122,14 +160,14 @@ export class ActivityHeads {
 
   /**
    * The ids new rows of these profiles get (in order, from firstId), and each row's prev (the
-   * profile's row before it); they become the profiles' heads. The caller inserts the rows, or
-   * calls forget().
+   * profile's row before it); they become the profiles' heads. `counted`: what the rows count as
+   * together (COUNTED_AS), when not one each. The caller inserts the rows, or calls forget().
    */
-  assign(profileIds: readonly number[]): { firstId: number; prevs: (number | null)[] } {
+  assign(profileIds: readonly number[], counted = profileIds.length): { firstId: number; prevs: (number | null)[] } {
     const state = this.state();
     if (state.markLowered) {
       // before any row takes an id at or below the mark written
-      this.stmt.setMark.run(this.table, state.mark, state.rows.marked);
+      this.writeMark(state);
       state.markLowered = false;
     }
     state.added = true;
@@ -141,6 +179,7 @@ export class ActivityHeads {
     });
     state.nextId += profileIds.length;
     state.rows.past += profileIds.length;
+    state.counted.past += counted;
     return { firstId, prevs };
   }
 
@@ -159,7 +198,7 @@ export class ActivityHeads {
   }
 
   private beginSweep(state: Loaded): Sweep {
-    return { profiles: Float64Array.from(state.pending.keys()).sort(), done: 0, through: state.nextId - 1, rows: state.rows.past };
+    return { profiles: Float64Array.from(state.pending.keys()).sort(), done: 0, through: state.nextId - 1, rows: state.rows.past, counted: state.counted.past };
   }
 
   private writeSlice(state: Loaded, sweep: Sweep): void {
@@ -177,10 +216,13 @@ export class ActivityHeads {
     sweep.done = end;
     if (end < sweep.profiles.length) return;
     state.sweep = undefined;
+    // read at the old mark, before it moves
+    if (this.countedAs !== undefined) state.counted.marked = this.countedMarked(state) + sweep.counted;
+    state.counted.past -= sweep.counted;
     state.mark = sweep.through;
     state.rows.marked += sweep.rows;
     state.rows.past -= sweep.rows;
-    this.stmt.setMark.run(this.table, state.mark, state.rows.marked);
+    this.writeMark(state);
   }
 
   /**
@@ -195,13 +237,23 @@ export class ActivityHeads {
   }
 
   /**
-   * Forgets the heads of these profiles, whose rows (these ids) were deleted, and counts the rows
-   * up to the mark that went; the rest is read again.
+   * Forgets the heads of these profiles, whose rows ([id, what it counted as]) were deleted, and
+   * counts the rows up to the mark that went; the rest is read again.
    */
-  removed(profileIds: readonly number[], rowIds: readonly number[]): void {
+  removed(profileIds: readonly number[], rows: readonly (readonly [number, number])[]): void {
     const state = this.state();
-    const marked = rowIds.filter((id) => id <= state.mark).length;
-    if (marked > 0) this.stmt.setMark.run(this.table, state.mark, state.rows.marked - marked);
+    let marked = 0;
+    let counted = 0;
+    for (const [id, countedAs] of rows) {
+      if (id > state.mark) continue;
+      marked += 1;
+      counted += countedAs;
+    }
+    if (marked > 0) {
+      state.rows.marked -= marked;
+      if (this.countedAs !== undefined && state.counted.marked !== undefined) state.counted.marked -= counted;
+      this.writeMark(state);
+    }
     this.stmt.remove.run(JSON.stringify(profileIds));
     this.forget();
   }

@@ -2,7 +2,7 @@
 // before it, and read back by profile along those links (schema.ts). The store hands it its
 // connection; nothing else uses it.
 import type Database from 'better-sqlite3';
-import { ActivityHeads, SWEEP_SIZES, type SweepSizes } from './activity-heads.js';
+import { ActivityHeads, COUNTED_AS, SWEEP_SIZES, type SweepSizes } from './activity-heads.js';
 import { ACTIVITY_TABLES, chainCte, chainQuery, columnNames, type ActivityTable } from './schema.js';
 
 export interface StoredEvent {
@@ -32,7 +32,8 @@ export type NewPurchase = Omit<StoredPurchase, 'id'>;
 export interface RecentActivity {
   events: StoredEvent[];
   purchases: StoredPurchase[];
-  counts: { events: number; purchases: number };
+  /** Events, and purchases as counted (a purchase of quantity X is X), with the rows that hold them. */
+  counts: { events: number; purchases: number; purchaseRows: number };
 }
 
 export interface ActivitySummary {
@@ -67,15 +68,18 @@ const toPurchase = (r: PurchaseRow): StoredPurchase => ({
   quantity: r.quantity, time: r.time, appId: r.app_id, properties: parseJson(r.properties),
 });
 
-/** The queries over one profile's rows of an activity table; each takes { head, profile } (and limit). */
-function chainStatements<Row>(db: Database.Database, table: ActivityTable, summary: string, group: string) {
+/**
+ * The queries over one profile's rows of an activity table; each takes { head, profile } (and limit).
+ * `countedAs`: what a row counts as (1, or a purchase's quantity), for count and remove.
+ */
+function chainStatements<Row>(db: Database.Database, table: ActivityTable, summary: string, group: string, countedAs = '1') {
   const all = columnNames(table);
   return {
     all: db.prepare<{ head: number; profile: number }, Row>(chainQuery(table, all, '*', 'ORDER BY id')),
     newest: db.prepare<{ head: number; profile: number; limit: number }, Row>(chainQuery(table, all, '*', '', true)),
-    count: db.prepare<{ head: number; profile: number }, number>(chainQuery(table, [], 'COUNT(*)')).pluck(),
+    count: db.prepare<{ head: number; profile: number }, [number, number]>(chainQuery(table, countedAs === '1' ? [] : [countedAs], `COUNT(*), TOTAL(${countedAs})`)).raw(),
     summary: db.prepare<{ head: number; profile: number }, ActivitySummary>(chainQuery(table, [group, 'time', 'quantity'].filter((c) => all.includes(c)), summary, `GROUP BY ${group} ORDER BY ${group}`)),
-    remove: db.prepare<{ head: number; profile: number }, number>(`${chainCte(table, [])}\nDELETE FROM ${table} WHERE id IN (SELECT id FROM chain) RETURNING id`).pluck(),
+    remove: db.prepare<{ head: number; profile: number }, [number, number]>(`${chainCte(table, [])}\nDELETE FROM ${table} WHERE id IN (SELECT id FROM chain) RETURNING id, ${countedAs}`).raw(),
   };
 }
 
@@ -94,7 +98,7 @@ export class ActivityRows {
     this.stmt = {
       events: chainStatements<EventRow>(db, 'events', 'name, MIN(time) AS first, MAX(time) AS last, COUNT(*) AS count', 'name'),
       // decisions.md: a purchase of quantity X counts as X purchases
-      purchases: chainStatements<PurchaseRow>(db, 'purchases', 'product_id AS name, MIN(time) AS first, MAX(time) AS last, SUM(quantity) AS count', 'product_id'),
+      purchases: chainStatements<PurchaseRow>(db, 'purchases', 'product_id AS name, MIN(time) AS first, MAX(time) AS last, SUM(quantity) AS count', 'product_id', COUNTED_AS.purchases),
     };
   }
 
@@ -107,24 +111,28 @@ export class ActivityRows {
 
   /** Adds purchases in the order given; returns the id of the last. */
   insertPurchases(purchases: readonly NewPurchase[]): number {
+    let counted = 0;
+    for (const p of purchases) counted += p.quantity;
     return this.insertRows('purchases', purchases, (values, p, prev) => {
       values.push(p.profileId, p.productId, p.currency, p.price, p.quantity, p.time, p.appId, propertiesJson(p.properties), prev);
-    });
+    }, counted);
   }
 
   /**
    * Inserts rows, each linked to its profile's row before it, up to ROWS_PER_INSERT rows per
    * statement: a statement per row costs more in calls into SQLite than the row itself. SQLite gives
    * each the next id, as the heads foresaw (an id given with each row would cost a search of the table).
+   * `counted`: what the rows count as together, when not one each (COUNTED_AS).
    */
   private insertRows<T extends { profileId: number }>(
     table: ActivityTable,
     rows: readonly T[],
     push: (values: unknown[], row: T, prev: number | null) => void,
+    counted = rows.length,
   ): number {
     if (rows.length === 0) return 0;
     const heads = this.heads[table];
-    const { firstId, prevs } = heads.assign(rows.map((r) => r.profileId));
+    const { firstId, prevs } = heads.assign(rows.map((r) => r.profileId), counted);
     try {
       for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
         const end = Math.min(rows.length, start + ROWS_PER_INSERT);
@@ -172,12 +180,14 @@ export class ActivityRows {
   recentOf(profileId: number, limit: number): RecentActivity {
     const events = this.chain('events', profileId);
     const purchases = this.chain('purchases', profileId);
+    const [purchaseRows, purchaseCount] = purchases === undefined ? [0, 0] : (this.stmt.purchases.count.get(purchases) as [number, number]);
     return {
       events: events === undefined ? [] : this.stmt.events.newest.all({ ...events, limit }).map(toEvent),
       purchases: purchases === undefined ? [] : this.stmt.purchases.newest.all({ ...purchases, limit }).map(toPurchase),
       counts: {
-        events: events === undefined ? 0 : (this.stmt.events.count.get(events) as number),
-        purchases: purchases === undefined ? 0 : (this.stmt.purchases.count.get(purchases) as number),
+        events: events === undefined ? 0 : (this.stmt.events.count.get(events) as [number, number])[0],
+        purchases: purchaseCount,
+        purchaseRows,
       },
     };
   }
@@ -195,18 +205,21 @@ export class ActivityRows {
   /** Deletes every event and purchase of these profiles, along their chains; run inside a transaction. */
   deleteOf(profileIds: readonly number[]): void {
     for (const table of ACTIVITY_TABLES) {
-      const deleted: number[] = [];
+      const deleted: [number, number][] = [];
       for (const profileId of profileIds) {
         const chain = this.chain(table, profileId);
-        if (chain !== undefined) deleted.push(...(this.stmt[table].remove.all(chain) as number[]));
+        if (chain !== undefined) deleted.push(...(this.stmt[table].remove.all(chain) as [number, number][]));
       }
       this.heads[table].removed(profileIds, deleted);
     }
   }
 
-  /** How many rows each table holds (counted as rows are added and deleted, not by reading them). */
-  rowCounts(): Record<ActivityTable, number> {
-    return { events: this.heads.events.rowCount(), purchases: this.heads.purchases.rowCount() };
+  /**
+   * How many events and purchases the tables hold, a purchase of quantity X counting as X
+   * (decisions.md "Events and purchases"): counted as rows are added and deleted, not by reading them.
+   */
+  counts(): Record<ActivityTable, number> {
+    return { events: this.heads.events.countedTotal(), purchases: this.heads.purchases.countedTotal() };
   }
 
   /**
@@ -225,6 +238,7 @@ export class ActivityRows {
       const newest = this.db.prepare<[], [number, number]>(`SELECT profile_id, MAX(id) FROM ${table} GROUP BY profile_id`).raw();
       for (const [profileId, last] of newest.iterate()) if (this.heads[table].headOf(profileId) !== last) problems += 1;
       problems += Math.abs(this.heads[table].rowCount() - (this.db.prepare(`SELECT COUNT(*) FROM ${table}`).pluck().get() as number));
+      problems += Math.abs(this.heads[table].countedTotal() - (this.db.prepare(`SELECT TOTAL(${COUNTED_AS[table] ?? 1}) FROM ${table}`).pluck().get() as number));
     }
     return problems;
   }

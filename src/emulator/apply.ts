@@ -16,6 +16,7 @@ import {
   type ArrayName,
   type PushToken,
   type SubscriptionGroupUpdate,
+  type UserAlias,
 } from '../model/index.js';
 import { isoString, nowIso, storedTime } from '../model/time.js';
 import { applyCustomAttribute } from './attributes.js';
@@ -71,15 +72,15 @@ function standardValue(key: string, value: unknown, options: ApplyOptions): unkn
 }
 
 function setContactFields(profile: EditableProfile, item: Item): void {
-  if (typeof item.email === 'string' && identityOf(item).by === 'email') {
+  if (typeof item.email === 'string' && identityOf(item, 'attributes').by === 'email') {
     // the email named the user: it is a lookup key, so the spelling already stored stays
-    profile.fields.email ??= item.email.trim();
+    profile.fields.email ??= item.email;
   } else if (item.email === null) {
     profile.email = null;
     delete profile.fields.email;
   } else if (typeof item.email === 'string') {
     profile.email = normalizeEmail(item.email);
-    profile.fields.email = item.email.trim();
+    profile.fields.email = item.email;
   }
   if (item.phone === null) profile.phone = null;
   else if (typeof item.phone === 'string') profile.phone = normalizePhone(item.phone) ?? item.phone;
@@ -146,12 +147,22 @@ function updateProfile(store: Store, profile: EditableProfile, item: Item, optio
   }
 }
 
-/** spec 2.5 rule 3: a temporary anonymous profile for each token not seen before; a known token is ignored. */
+/**
+ * spec 2.5 rule 3: a temporary anonymous profile for each token not seen before; a known token is
+ * ignored. Rule 1 forbids only external_id and service_id, so a user_alias on the item is, like an
+ * email or a phone (decisions.md "Identifying the user"), kept on the temporary profile: on the
+ * first one made, as an alias names one profile; one that already names a profile is not moved.
+ */
 function importPushTokens(store: Store, item: Item, options: ApplyOptions): void {
+  let alias = typeof item.user_alias === 'object' && item.user_alias !== null ? (item.user_alias as UserAlias) : undefined;
   for (const token of item.push_tokens as PushToken[]) {
     if (store.pushToken(token.app_id, token.token) !== undefined) continue;
     const profile = store.newProfile({ pushImport: true });
     updateProfile(store, profile, { ...item, push_tokens: [token] }, options);
+    if (alias === undefined) continue;
+    if (store.idByAlias(alias) === undefined) store.addAlias(profile.id, alias);
+    else options.log?.(`attributes: user_alias ${JSON.stringify(alias)} already names a profile; the temporary profile of push token ${JSON.stringify(token.token)} is made without it`);
+    alias = undefined;
   }
 }
 
@@ -176,7 +187,7 @@ function recordedTime(value: string): string {
 }
 
 function eventOf(store: Store, item: Item): NewEvent | undefined {
-  const profileId = resolveProfileId(store, item);
+  const profileId = resolveProfileId(store, item, 'events');
   if (profileId === undefined) return undefined;
   return {
     profileId,
@@ -188,7 +199,7 @@ function eventOf(store: Store, item: Item): NewEvent | undefined {
 }
 
 function purchaseOf(store: Store, item: Item): NewPurchase | undefined {
-  const profileId = resolveProfileId(store, item);
+  const profileId = resolveProfileId(store, item, 'purchases');
   if (profileId === undefined) return undefined;
   return {
     profileId,

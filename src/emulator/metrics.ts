@@ -100,7 +100,7 @@ function build(client: Client, { tally, faults, store }: MetricsSources): Loaded
   });
   new client.Gauge<'kind'>({
     name: 'track_emulator_stored',
-    help: 'What the database holds now: profiles, events and purchases.',
+    help: 'What the database holds now: profiles, events and purchases (a purchase of quantity X counts as X).',
     labelNames: ['kind'],
     registers: [registry],
     collect() {

@@ -1,5 +1,5 @@
 // Finds (or creates) the profile an item names (spec 2.3, 4; decisions.md "Identifying the user").
-import { identityOf, type Identity } from '../model/index.js';
+import { identityOf, type ArrayName, type Identity } from '../model/index.js';
 import type { EditableProfile } from './profile-rows.js';
 import type { Store } from './store.js';
 
@@ -22,29 +22,31 @@ function pickShared(candidates: { id: number; externalId: string | null }[]): nu
  * external_id). A new one named by external_id is not inserted yet: saving it does, with its attributes.
  */
 export function resolveProfile(store: Store, item: Record<string, unknown>): EditableProfile | undefined {
-  if (typeof item.external_id === 'string' && item.push_token_import !== true) {
+  // a push token import never comes here: it makes temporary profiles of its own (apply.ts)
+  if (typeof item.external_id === 'string') {
     const found = store.editableByExternalId(item.external_id);
     if (found !== undefined) return found;
     // what resolveProfileId() decides for an item named by external_id
     return item._update_existing_only === true ? undefined : store.newProfile({ externalId: item.external_id });
   }
-  const id = resolveProfileId(store, item);
+  const id = resolveProfileId(store, item, 'attributes');
   return id === undefined ? undefined : store.profileById(id);
 }
 
 /**
- * The id of the profile an accepted item applies to, created where the rules allow, or undefined
- * when the item changes nothing (update-only with no profile, or a service_id that names no one).
+ * The id of the profile an accepted item of `kind` applies to, created where the rules allow, or
+ * undefined when the item changes nothing (update-only with no profile, or a service_id that names
+ * no one). An attributes item with push_token_import never comes here (apply.ts imports its tokens).
  */
-export function resolveProfileId(store: Store, item: Record<string, unknown>): number | undefined {
+export function resolveProfileId(store: Store, item: Record<string, unknown>, kind: ArrayName): number | undefined {
   const externalId = item.external_id;
-  if (typeof externalId === 'string' && item.push_token_import !== true) {
+  if (typeof externalId === 'string') {
     // what identityOf() and updateOnly() decide for an item named by external_id, without building its identity
     const found = store.idByExternalId(externalId);
     if (found !== undefined || item._update_existing_only === true) return found;
     return store.createProfile({ externalId }).id;
   }
-  const identity = identityOf(item);
+  const identity = identityOf(item, kind);
   const onlyUpdate = updateOnly(item, identity);
   switch (identity.by) {
     case 'external_id':

@@ -302,9 +302,12 @@ export class Store {
     return this.stmt.pushImportCount.get() as number;
   }
 
-  /** How many profiles, events and purchases there are (events and purchases as counted when added and deleted). */
+  /**
+   * How many profiles, events and purchases there are, a purchase of quantity X counting as X
+   * (events and purchases as counted when added and deleted).
+   */
   counts(): { profiles: number; events: number; purchases: number } {
-    return { profiles: this.profileCount(), ...this.activity.rowCounts() };
+    return { profiles: this.profileCount(), ...this.activity.counts() };
   }
 
   profileCount(): number {

@@ -104,7 +104,7 @@ function profileView(store: Store, serviceId: string): string | undefined {
   const { custom_attributes: custom, custom_events: _events, purchases: _purchases, push_tokens: tokens, subscription_groups: groups, user_aliases: aliases, ...fields } = user;
   // the newest rows alone are read, and the rest only counted, along the profile's own rows
   const { events, purchases, counts } = store.recentActivity(profile.id, ACTIVITY_SHOWN);
-  const note = (shown: number, all: number): string => (shown < all ? `<p>The newest ${grouped(shown)} of ${grouped(all)}.</p>` : '');
+  const note = (shown: number, all: number, what = ''): string => (shown < all ? `<p>The newest ${grouped(shown)} of ${grouped(all)}${what}.</p>` : '');
   const eventRows = events.map((e) => `<tr><td>${escapeHtml(e.time)}</td><td>${escapeHtml(e.name)}</td><td>${escapeHtml(e.appId ?? '')}</td><td class="json">${e.properties == null ? '' : json(e.properties)}</td></tr>`);
   const purchaseRows = purchases.map((x) =>
     `<tr><td>${escapeHtml(x.time)}</td><td>${escapeHtml(x.productId)}</td><td>${escapeHtml(x.price)} ${escapeHtml(x.currency)}</td><td>${escapeHtml(x.quantity)}</td><td class="json">${x.properties == null ? '' : json(x.properties)}</td></tr>`);
@@ -114,7 +114,7 @@ ${requestsLink(profile, store.aliasesOf(profile.id))}
 ${table(['field', 'value'], keyValueRows({ ...fields, user_aliases: aliases, push_import: profile.pushImport || undefined, created_at: profile.createdAt, updated_at: profile.updatedAt }), '')}
 <h2>Custom attributes</h2>${table(['attribute', 'value'], keyValueRows(custom as Record<string, unknown>), 'None.')}
 <h2 id="events">Events (${grouped(counts.events)})</h2>${note(eventRows.length, counts.events)}${table(['time', 'name', 'app_id', 'properties'], eventRows, 'None.')}
-<h2 id="purchases">Purchases (${grouped(counts.purchases)})</h2>${note(purchaseRows.length, counts.purchases)}${table(['time', 'product_id', 'price', 'quantity', 'properties'], purchaseRows, 'None.')}
+<h2 id="purchases">Purchases (${grouped(counts.purchases)})</h2>${note(purchaseRows.length, counts.purchaseRows, ' rows (a row of quantity X is X purchases)')}${table(['time', 'product_id', 'price', 'quantity', 'properties'], purchaseRows, 'None.')}
 <h2>Push tokens</h2>${table(['app_id', 'token', 'device_id'], (tokens as { app_id: string; token: string; device_id: string | null }[]).map((t) => `<tr><td>${escapeHtml(t.app_id)}</td><td>${escapeHtml(t.token)}</td><td>${escapeHtml(t.device_id ?? '')}</td></tr>`), 'None.')}
 <h2>Subscription groups</h2>${table(['group', 'state'], (groups as { subscription_group_id: string; subscription_state: string }[]).map((g) => `<tr><td>${escapeHtml(g.subscription_group_id)}</td><td>${escapeHtml(g.subscription_state)}</td></tr>`), 'None.')}`;
 }

@@ -55,7 +55,12 @@ export interface CsvHeaderOptions {
   cells?: CellOptions;
 }
 
-const IDENTIFYING = ['external_id', 'user_alias', 'service_id', 'email', 'phone', 'push_token_import'];
+const IDENTIFYING = ['external_id', 'user_alias', 'service_id', 'email', 'phone'];
+
+/** Whether a header's fields can name each row's user: push_token_import does so for attributes alone (spec 2.5). */
+function namesTheUser(kind: ArrayName, tops: ReadonlySet<string>): boolean {
+  return IDENTIFYING.some((name) => tops.has(name)) || (kind === 'attributes' && tops.has('push_token_import'));
+}
 
 function fixedProblem(message: string): CellReader {
   const problem = new CellProblem(message);
@@ -115,7 +120,7 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   const tops = new Set([...byField.keys()].map((field) => field.split('.')[0]));
   const kind = options.kind ?? inferKind(tops);
   const likely = identifierNotes(kind, specs.flatMap(({ source, spec }) => ('problem' in spec ? [] : [{ source, field: spec.field }])), tops);
-  if (!IDENTIFYING.some((name) => tops.has(name))) {
+  if (!namesTheUser(kind, tops)) {
     const named = 'the header has no column that names the user: external_id, user_alias.alias_name, service_id, email or phone';
     return { ok: false, problems: [named, ...likely.fixes] };
   }

@@ -31,7 +31,7 @@ export function withoutInvalidFields(
   problems: readonly string[],
   failed: readonly string[] = [],
 ): { item: Record<string, unknown>; dropped: DroppedField[] } | undefined {
-  const by = identityOf(item).by;
+  const by = identityOf(item, 'attributes').by;
   const failedTops = new Set(failed.map((field) => field.split('.')[0]));
   const dropped = new Map<string, string[]>();
   for (const problem of problems) {
@@ -65,7 +65,7 @@ function keyField(key: string): string {
  */
 export function droppedFieldRow(row: unknown, item: Record<string, unknown>, field: string): { row: unknown; column: string; value: unknown } {
   if (typeof row !== 'object' || row === null || Array.isArray(row)) return { row, column: field, value: undefined };
-  const by = identityOf(item).by;
+  const by = identityOf(item, 'attributes').by;
   const part: Record<string, unknown> = {};
   let column: string | undefined;
   for (const [key, value] of Object.entries(row)) {

@@ -30,9 +30,10 @@ function longStringAt(path: string, value: unknown): string | undefined {
 }
 
 /**
- * Event properties are free-form (spec 2.4). A purchase's take the same types, named in the service's
- * purchase object: strings, numbers, booleans, times (ISO 8601 text), arrays and objects, and no null
- * (decisions.md "Events and purchases"). Names, string lengths at any depth and the size as JSON are
+ * Event properties are free-form (spec 2.4). A purchase's take the same types (decisions.md "Events
+ * and purchases"): strings, numbers, booleans, times (ISO 8601 text), arrays and objects, and null
+ * for both, which the service's documentation neither lists nor refuses, so a rehearsal does not
+ * refuse what the real run may take. Names, string lengths at any depth and the size as JSON are
  * bounded: 100 KB for an event's, 50 KB for a purchase's.
  */
 function checkProperties(value: unknown, problems: string[], purchase = false): void {
@@ -46,8 +47,8 @@ function checkProperties(value: unknown, problems: string[], purchase = false): 
     const property = value[key];
     if (named !== undefined) {
       problems.push(`properties.${shownName(key)}: ${named}`);
-    } else if (purchase && (property === null || (typeof property === 'number' && !Number.isFinite(property)))) {
-      problems.push(`properties.${key}: purchase properties are strings, numbers, booleans, times, arrays or objects, got ${describe(property)}`);
+    } else if (purchase && typeof property === 'number' && !Number.isFinite(property)) {
+      problems.push(`properties.${key}: purchase properties are strings, numbers, booleans, times, arrays, objects or null, got ${describe(property)}`);
     } else {
       const long = longStringAt(`properties.${key}`, property);
       if (long !== undefined) problems.push(`${long}: property strings are at most ${MAX_STRING_LENGTH} characters`);

@@ -1,6 +1,6 @@
 // Which identifier names an item's user (spec 2.3 and 4; decisions.md "Identifying the user").
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
-import type { UserAlias } from './types.js';
+import type { ArrayName, UserAlias } from './types.js';
 
 export const PRIMARY_IDENTIFIERS = ['external_id', 'user_alias', 'service_id'] as const;
 export type PrimaryIdentifier = (typeof PRIMARY_IDENTIFIERS)[number];
@@ -30,42 +30,71 @@ export function normalizePhone(value: string): string | undefined {
   return national !== undefined && national.isValid() ? national.number : undefined;
 }
 
-/** Emails match case-insensitively (decisions.md), so they are stored and looked up in lower case. */
+/**
+ * Emails match case-insensitively (decisions.md), so they are stored and looked up in lower case. A
+ * valid email holds no whitespace (emailProblem()), so the trim changes no key of one: it places a
+ * refused row under its user (its shard, docs/pipelines.md) and reads a lookup a person typed.
+ */
 export function normalizeEmail(value: string): string {
   return value.trim().toLowerCase();
 }
 
-const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+const INVALID_EMAIL = 'is not a valid email address';
 
 /**
- * Whether an email (trimmed) reads `local@domain.tld`: no space and one `@` anywhere, a dot inside the
- * domain. The loop gives the same verdict as the pattern above for ASCII text, which is nearly every
- * email, without running a regular expression per row; other text goes to the pattern.
+ * Why an email is not one the service takes (the message after `email: `), or undefined when it is.
+ * decisions.md sets no syntax; the service documents these rules: `local@domain.tld` with one `@`
+ * and a dot inside the domain, at most 255 characters, no whitespace anywhere, ASCII or Unicode (the
+ * API answers 400: nothing is trimmed), a local part that neither starts nor ends with a period (a
+ * period goes only between characters), and a domain in ASCII (a non-ASCII one is given in
+ * Punycode). One pass over the text, with no regular expression but for a non-ASCII character.
  */
-export function isPlausibleEmail(value: string): boolean {
-  if (value.length > 255) return false;
-  let start = 0;
-  let end = value.length;
-  while (start < end && isAsciiSpace(value.charCodeAt(start))) start += 1;
-  while (end > start && isAsciiSpace(value.charCodeAt(end - 1))) end -= 1;
+export function emailProblem(value: string): string | undefined {
+  if (value.length > 255) return INVALID_EMAIL;
   let at = -1;
   let dot = -1;
-  for (let i = start; i < end; i += 1) {
+  let asciiDomain = true;
+  for (let i = 0; i < value.length; i += 1) {
     const c = value.charCodeAt(i);
-    if (c > 127) return EMAIL.test(value.trim());
     if (c === 64) {
-      if (at !== -1) return false;
+      if (at !== -1) return INVALID_EMAIL;
       at = i;
     } else if (c === 46) {
-      if (at !== -1 && i > at + 1 && i < end - 1) dot = i;
-    } else if (isAsciiSpace(c)) return false;
+      if (at !== -1 && i > at + 1 && i < value.length - 1) dot = i;
+    } else if (c === 32 || (c >= 9 && c <= 13) || (c > 127 && UNICODE_SPACE.test(value[i]))) {
+      return `${INVALID_EMAIL} (it has ${spaceName(c)} ${spacePlace(value, i)})`;
+    } else if (c > 127 && at !== -1) asciiDomain = false;
   }
-  return at > start && dot !== -1;
+  if (at <= 0 || dot === -1) return INVALID_EMAIL;
+  if (value.charCodeAt(0) === 46) return `${INVALID_EMAIL} (the part before the @ starts with a period)`;
+  if (value.charCodeAt(at - 1) === 46) return `${INVALID_EMAIL} (the part before the @ ends with a period)`;
+  if (!asciiDomain) return `${INVALID_EMAIL} (its domain is not ASCII: give it in Punycode, xn--...)`;
+  return undefined;
 }
 
-/** The ASCII characters of `\s` (tab, line feed, vertical tab, form feed, carriage return, space). */
-function isAsciiSpace(c: number): boolean {
-  return c === 32 || (c >= 9 && c <= 13);
+/** Whether the service takes an email (emailProblem() finds nothing wrong with it). */
+export function isPlausibleEmail(value: string): boolean {
+  return emailProblem(value) === undefined;
+}
+
+const UNICODE_SPACE = /\s/;
+
+function spaceName(c: number): string {
+  if (c === 32) return 'a space';
+  if (c === 9) return 'a tab';
+  if (c === 10 || c === 13) return 'a line break';
+  if (c === 0xa0) return 'a no-break space (U+00A0)';
+  return `whitespace (U+${c.toString(16).toUpperCase().padStart(4, '0')})`;
+}
+
+/** Where the first whitespace, at `i`, is: at the start, at the end (all after it is whitespace too), or inside. */
+function spacePlace(value: string, i: number): string {
+  if (i === 0) return 'at its start';
+  for (let j = i + 1; j < value.length; j += 1) {
+    const c = value.charCodeAt(j);
+    if (!(c === 32 || (c >= 9 && c <= 13) || (c > 127 && UNICODE_SPACE.test(value[j])))) return 'inside it';
+  }
+  return 'at its end';
 }
 
 /**
@@ -97,10 +126,12 @@ export function primaryIdentifiersIn(item: Record<string, unknown>): PrimaryIden
 
 /**
  * The identifier that names the user of an item the validator accepted: the one primary
- * identifier, else email (which wins over phone), else phone; anonymous for push token imports.
+ * identifier, else email (which wins over phone), else phone; anonymous for a push token import.
+ * `push_token_import` belongs to the attributes object only (spec 2.5): on an event or a purchase
+ * it is a field the item does not have, and names no one.
  */
-export function identityOf(item: Record<string, unknown>): Identity {
-  if (item.push_token_import === true) return { by: 'anonymous' };
+export function identityOf(item: Record<string, unknown>, kind: ArrayName): Identity {
+  if (item.push_token_import === true && kind === 'attributes') return { by: 'anonymous' };
   if (typeof item.external_id === 'string') return { by: 'external_id', value: item.external_id };
   if (item.user_alias !== undefined && item.user_alias !== null) {
     return { by: 'user_alias', value: item.user_alias as UserAlias };

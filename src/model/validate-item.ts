@@ -5,7 +5,7 @@ import { checkEvent, checkPurchase } from './activity-rules.js';
 import { checkAttributes } from './attribute-rules.js';
 import { checkText, describe, isNonEmptyString, isPlainObject, type Obj } from './checks.js';
 import { MAX_EXTERNAL_ID_BYTES } from './fields.js';
-import { checkNulInIdentifiers, isPlausibleEmail, normalizePhone, primaryIdentifiersIn } from './identity.js';
+import { checkNulInIdentifiers, emailProblem, normalizePhone, primaryIdentifiersIn } from './identity.js';
 import { shapeProblem } from './shape.js';
 import type { ArrayName } from './types.js';
 
@@ -41,8 +41,9 @@ function checkIdentifiers(kind: ArrayName, item: Obj, problems: string[]): void 
   if (primaries > 1) {
     problems.push(`${primaryIdentifiersIn(item).join(', ')}: an item carries exactly one of external_id, user_alias, service_id`);
   }
-  if (isGiven(email) && (typeof email !== 'string' || !isPlausibleEmail(email))) {
-    problems.push(`email: is not a valid email address, got ${describe(email)}`);
+  if (isGiven(email)) {
+    const problem = typeof email === 'string' ? emailProblem(email) : 'is not a valid email address';
+    if (problem !== undefined) problems.push(`email: ${problem}, got ${describe(email)}`);
   }
   if (isGiven(phone) && (typeof phone !== 'string' || normalizePhone(phone) === undefined)) {
     problems.push(`phone: is not a valid phone number, got ${describe(phone)}`);

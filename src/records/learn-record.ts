@@ -170,7 +170,7 @@ export function learnRecordWriter(held?: HeldValues) {
       if (hash) keyHashInto(`e:${id}`);
       return id.length + 2;
     }
-    const userKey = stateUserKey(identityOf(sent));
+    const userKey = stateUserKey(identityOf(sent, 'attributes'));
     if (userKey === undefined) return -1;
     keyText.add(userKey);
     if (hash) keyHashInto(userKey);
@@ -209,7 +209,7 @@ export function learnRecordWriter(held?: HeldValues) {
       } else {
         words.set(KEY_HASH, head + 1);
         words[head + 6] = 0;
-        forEachLearnedValue(sent, identityOf(sent).by, hashed);
+        forEachLearnedValue(sent, identityOf(sent, 'attributes').by, hashed);
         words[head + 4] = (at - head - USER_HEAD) / PACKED;
       }
     },

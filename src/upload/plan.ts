@@ -263,8 +263,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     else lines.push({ type: 'unchanged', file, line, item });
   };
   /** Whether an item, valid or not, belongs to another shard: by the identifier it uses (anonymous: shard 1). */
-  const inOtherShard = (item: unknown): boolean =>
-    shard !== undefined && shard.count > 1 && shardOf(typeof item === 'object' && item !== null ? identityOf(item as Record<string, unknown>) : { by: 'anonymous' }, shard.count) !== shard.index;
+  const inOtherShard = (kind: ArrayName, item: unknown): boolean =>
+    shard !== undefined && shard.count > 1 && shardOf(typeof item === 'object' && item !== null ? identityOf(item as Record<string, unknown>, kind) : { by: 'anonymous' }, shard.count) !== shard.index;
 
   return {
     row(file, line) {
@@ -288,7 +288,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       shard !== undefined && shard.index !== 1 ? otherShard(file, line, item) : reject(file, line, kind, row, errors, item),
     take(kind, item, origin, bytesBound, mapped) {
       // before it is checked: each row is sent or rejected by exactly one shard
-      if (inOtherShard(item)) return otherShard(origin.file, origin.line, origin.item);
+      if (inOtherShard(kind, item)) return otherShard(origin.file, origin.line, origin.item);
       const errors = itemErrors(kind, item, mapped);
       if (errors.length > 0) {
         const kept = dropInvalid && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped?.failed) : undefined;
@@ -309,7 +309,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
         return reject(origin.file, origin.line, kind, origin.row, [tooBig], origin.item);
       }
       const record = item as Record<string, unknown>;
-      const identity = identityOf(record);
+      const identity = identityOf(record, kind);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
       place(kind, record, identity, origin, bytes, mapped?.emptied);
     },

@@ -64,6 +64,47 @@ describe('purchase properties from CSV columns', () => {
     expect(reject).toMatchObject({ line: 2, errors: ["properties: a purchase's properties are at most 50 KB as JSON"] });
     expect((inspectProfiles(emu.store, { externalId: 'u1' })[0].purchase_log as { product_id: string }[]).map((p) => p.product_id)).toEqual(['b']);
   }, 60_000);
+
+  it('sends a purchase whose property is null, as it sends such an event', async () => {
+    const file = write(
+      'orders.ndjson',
+      [
+        { external_id: 'u1', name: 'Viewed', time: '2024-03-07T10:00:00Z', properties: { coupon: null } },
+        { external_id: 'u1', product_id: 'p', currency: 'USD', price: 1, time: '2024-03-07T10:00:00Z', properties: { coupon: null } },
+      ].map((item) => JSON.stringify(item)).join('\n'),
+    );
+    const check = await run(['validate', file, '--json']);
+    expect(check.status, check.stderr).toBe(0);
+    expect(JSON.parse(check.stdout)).toMatchObject({ rejected: 0 });
+    const emu = await emulator();
+    const r = await run(['upload', file, '--url', emu.url, '--api-key', 'k', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const [profile] = inspectProfiles(emu.store, { externalId: 'u1' });
+    expect((profile.purchase_log as { properties: unknown }[]).map((p) => p.properties)).toEqual([{ coupon: null }]);
+  }, 60_000);
+});
+
+describe('emails the service refuses', () => {
+  it('rejects a row whose email has whitespace, a period at an end of its local part or a domain not in Punycode, naming file, line and field; nothing is trimmed', async () => {
+    const file = write(
+      'emails.csv',
+      ['external_id,email', 'u1,ann@example.com ', 'u2," ann@example.com"', 'u3,ann.@example.com', 'u4,ann@exämple.com', 'u5,bo@example.com'].join('\n'),
+    );
+    const emu = await emulator();
+    const r = await run(['upload', file, '--url', emu.url, '--api-key', 'k', '--json']);
+    expect(r.status).toBe(1);
+    expect(JSON.parse(r.stdout)).toMatchObject({ rejected: 4 });
+    const rejects = readFileSync(join(tmp.dir, 'emails.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    expect(rejects.map((x) => [x.file, x.line, x.errors])).toEqual([
+      [file, 2, ['email: is not a valid email address (it has a space at its end), got "ann@example.com "']],
+      [file, 3, ['email: is not a valid email address (it has a space at its start), got " ann@example.com"']],
+      [file, 4, ['email: is not a valid email address (the part before the @ ends with a period), got "ann.@example.com"']],
+      [file, 5, ['email: is not a valid email address (its domain is not ASCII: give it in Punycode, xn--...), got "ann@exämple.com"']],
+    ]);
+    expect(rejects[0].row).toEqual({ external_id: 'u1', email: 'ann@example.com ' });
+    expect(emu.store.counts().profiles).toBe(1);
+    expect(exportUser(emu.store, emu.store.profileByExternalId('u5')!)).toMatchObject({ email: 'bo@example.com' });
+  }, 60_000);
 });
 
 describe('attributes the docs show', () => {

@@ -142,7 +142,10 @@ describe('track validate and track upload --dry-run', () => {
     expect(byLine('bad-rows.csv', 7)).toMatchObject({ errors: ['row: has 7 cells; the header has 6 columns'], row: { _extra_cells: ['extra'] } });
     expect(byLine('bad-rows.csv', 8)).toMatchObject({ errors: ['row: has 2 cells; the header has 6 columns'] });
     expect(byLine('bad-rows.csv', 9).errors).toEqual(['email: is not a valid email address, got "nobody@"']);
-    expect(byLine('bad-rows.csv', 10).row).toMatchObject({ email: 'margaret\n@example.com' });
+    expect(byLine('bad-rows.csv', 10)).toMatchObject({
+      row: { email: 'margaret\n@example.com' },
+      errors: ['email: is not a valid email address (it has a line break inside it), got "margaret\\n@example.com"'],
+    });
     expect(byLine('bad-lines.ndjson', 2)).toMatchObject({ kind: 'unknown', row: '{"external_id": "user-002", "plan": "team"' });
     expect(byLine('bad-lines.ndjson', 5)).toMatchObject({ kind: 'attributes', row: { plan: 'no identifier' } });
     expect(byLine('bad-lines.ndjson', 6).errors).toEqual([expect.stringMatching(/^currency: /)]);
@@ -152,7 +155,8 @@ describe('track validate and track upload --dry-run', () => {
 
     expect(result.stdout).toMatch(/rejected +13 rows, written to bad-rows\.csv\.check\.rejects\.ndjson/);
     expect(result.stdout).toMatch(/ 1 +row: has 7 cells; the header has 6 columns/);
-    expect(result.stdout).toMatch(/ 3 +email: is not a valid email address\n/);
+    expect(result.stdout).toMatch(/ 2 +email: is not a valid email address\n/);
+    expect(result.stdout).toMatch(/ 1 +email: is not a valid email address \(it has a line break inside it\)\n/);
   });
 
   it('reads a rejects file back as input once its rows are fixed', () => {

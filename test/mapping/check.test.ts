@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { identityOf } from '../../src/model/identity.js';
 import { isSmsGatewayEmail, itemErrors, itemWarnings, NO_FIELD_WARNING, SMS_GATEWAY_WARNING, SPACED_ID_WARNING } from '../../src/mapping/check.js';
 
-const warnings = (kind: 'attributes' | 'events', item: Record<string, unknown>) => itemWarnings(kind, item, identityOf(item).by);
+const warnings = (kind: 'attributes' | 'events', item: Record<string, unknown>) => itemWarnings(kind, item, identityOf(item, kind).by);
 
 describe('itemErrors', () => {
   it('gives the shared validator problems, each starting with its field', () => {

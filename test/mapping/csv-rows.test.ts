@@ -153,6 +153,13 @@ describe('headers that cannot be used', () => {
     expect(problems(['first_name', 'plan'])).toEqual([expect.stringMatching(/no column that names the user/)]);
   });
 
+  it('takes push_token_import as naming the user of attributes rows only (spec 2.5: an attributes field)', () => {
+    expect(problems(['push_token_import', 'push_tokens'])).toEqual([]);
+    expect(problems(['push_token_import', 'name', 'time'])).toEqual([expect.stringMatching(/no column that names the user/)]);
+    expect(problems(['push_token_import', 'product_id', 'currency', 'price', 'time'])).toEqual([expect.stringMatching(/no column that names the user/)]);
+    expect(problems(['push_token_import', 'name', 'time'], { kind: 'events' })).toEqual([expect.stringMatching(/no column that names the user/)]);
+  });
+
   it('allows :inc, :add and :remove only on custom attributes of attributes files', () => {
     expect(problems(['external_id', 'address.visits:inc'])).toEqual([expect.stringMatching(/:inc applies to custom attributes .* not to nested fields/)]);
     expect(problems(['external_id', 'first_name:add'])).toEqual([expect.stringMatching(/not to first_name, which is not a custom attribute/)]);

@@ -14,12 +14,18 @@ describe('shardOf', () => {
     [{ service_id: 's1' }, [1, 1, 5]],
   ];
   it.each(cases)('places %j as the documented formula does', (item, expected) => {
-    expect([2, 4, 7].map((n) => shardOf(identityOf(item), n))).toEqual(expected);
+    expect([2, 4, 7].map((n) => shardOf(identityOf(item, 'attributes'), n))).toEqual(expected);
   });
 
   it('puts anonymous rows (push token imports) in shard 1, and everyone in shard 1 of 1', () => {
-    expect(shardOf(identityOf({ push_token_import: true }), 4)).toBe(1);
-    expect(shardOf(identityOf({ external_id: 'user-001' }), 1)).toBe(1);
+    expect(shardOf(identityOf({ push_token_import: true }, 'attributes'), 4)).toBe(1);
+    expect(shardOf(identityOf({ external_id: 'user-001' }, 'attributes'), 1)).toBe(1);
+  });
+
+  it('places an event or purchase carrying push_token_import by its identifier: the flag is an attributes field', () => {
+    for (const kind of ['events', 'purchases'] as const) {
+      expect([2, 4, 7].map((n) => shardOf(identityOf({ external_id: 'user-001', push_token_import: true }, kind), n))).toEqual([2, 2, 3]);
+    }
   });
 
   it('spreads users evenly', () => {
