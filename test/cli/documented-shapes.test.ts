@@ -94,7 +94,7 @@ describe('emails the service refuses', () => {
     const r = await run(['upload', file, '--url', emu.url, '--api-key', 'k', '--json']);
     expect(r.status).toBe(1);
     expect(JSON.parse(r.stdout)).toMatchObject({ rejected: 4 });
-    const rejects = readFileSync(join(tmp.dir, 'emails.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const rejects = readFileSync(join(tmp.dir, 'emails.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(rejects.map((x) => [x.file, x.line, x.errors])).toEqual([
       [file, 2, ['email: is not a valid email address (it has a space at its end), got "ann@example.com "']],
       [file, 3, ['email: is not a valid email address (it has a space at its start), got " ann@example.com"']],
