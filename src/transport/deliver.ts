@@ -119,6 +119,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     defaultRateLimitWaitMs: DEFAULT_RATE_LIMIT_WAIT_MS,
     maxWaitMs: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
     onUnknown: options.onUnknown ?? 'retry',
+    answers: { endpoint: 0 },
     stopSignal: stop.signal,
     abortSignal: abort.signal,
     notify: (notice) => options.onNotice?.(notice),
@@ -200,7 +201,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     let learned: Promise<void> | undefined;
     switch (outcome.kind) {
       case 'accepted': {
-        const joined = joinMinorErrors(request, outcome.response?.errors);
+        const joined = joinMinorErrors(request, outcome.response.errors);
         for (const warning of joined.unmatched) addWarning(summary, warning);
         failure = await reject(joined.rejects);
         for (const kind of ARRAY_NAMES) {
