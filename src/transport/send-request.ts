@@ -64,7 +64,11 @@ export interface AttemptStats {
 
 /** How a request ended. */
 export type Ending =
-  | { kind: 'accepted'; response: SuccessResponse }
+  /**
+   * `inDoubt`: accepted in parts, and a part refused may have been applied (its outcome not known
+   * at first): what the request set is held in doubt rather than learned.
+   */
+  | { kind: 'accepted'; response: SuccessResponse; inDoubt?: boolean }
   /** `errors`: the minor error entries of a refusal of every item, for each item its own reason. */
   | { kind: 'rejected'; message: string; errors?: unknown[] }
   /** The outcome could not be known and onUnknown is 'reject'. */
