@@ -27,7 +27,8 @@ export interface TrackClientOptions {
 }
 
 export type PostResult =
-  | { kind: 'response'; status: number; headers: HeaderMap; body: string }
+  /** `cutOff`: the connection broke after the status and headers, and the body is what came of it. */
+  | { kind: 'response'; status: number; headers: HeaderMap; body: string; cutOff?: boolean }
   | {
       kind: 'failed';
       /** The request was handed to the connection: the server may have applied it. */
@@ -235,8 +236,7 @@ function dispatchPost(
         }
         if (status !== 0 && !aborted) {
           // the connection broke after the status and headers: the answer is what came of its body
-          // (the policy reads a body cut short as no answer of the endpoint)
-          finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')) });
+          finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')), cutOff: true });
           return;
         }
         const cause = !sent && isNoTls(error) ? 'no-tls' : undefined;

@@ -115,6 +115,8 @@ export function classifyResult(result: PostResult, wallNowMs: number): Verdict {
   }
   const { status, headers, body } = result;
   if (status >= 200 && status < 300) {
+    // a success's counts and errors are in its body: without all of it, what was applied is not known
+    if (result.cutOff === true) return { kind: 'unknown', reason: `connection broke while the answer came (HTTP ${status})` };
     const response = parseSuccess(body);
     return response === undefined ? { kind: 'not-endpoint', status, answer: describeAnswer(status, headers, body) } : { kind: 'accepted', response };
   }

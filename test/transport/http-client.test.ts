@@ -94,6 +94,26 @@ describe('track client', () => {
     }
   });
 
+  it('says of an answer whose connection broke in its body that it was cut off; a 2xx so cut has an unknown outcome', async () => {
+    const cutting = createHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(201, { 'content-type': 'application/json', 'content-length': '40' });
+        res.write('{"message":', () => setTimeout(() => res.socket?.destroy(), 20));
+      });
+    });
+    await new Promise<void>((r) => cutting.listen(0, '127.0.0.1', r));
+    try {
+      client = createTrackClient({ url: `http://127.0.0.1:${(cutting.address() as { port: number }).port}`, apiKey: KEY });
+      const result = await client.post('{}');
+      expect(result).toMatchObject({ kind: 'response', status: 201, body: '{"message":', cutOff: true });
+      expect(classifyResult(result, Date.now())).toEqual({ kind: 'unknown', reason: 'connection broke while the answer came (HTTP 201)' });
+    } finally {
+      cutting.closeAllConnections();
+      await new Promise((r) => cutting.close(r));
+    }
+  });
+
   it('tells a server that does not speak TLS from other failures, and classifies it as fatal', async () => {
     server = await startFaultServer();
     client = createTrackClient({ url: server.url.replace('http://', 'https://'), apiKey: KEY });
