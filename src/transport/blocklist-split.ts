@@ -111,8 +111,8 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
     }
     const middle = Math.ceil(part.length / 2);
     for (const half of [part.slice(0, middle), part.slice(middle)]) {
-      parts += 1;
       const outcome = await send(partJson(body, half), half);
+      if (outcome.attempts > 0) parts += 1; // (not one a stop left unsent)
       addStats(stats, outcome);
       if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') return apart(outcome).ending;
       if (outcome.kind === 'accepted') {

@@ -90,6 +90,36 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
     expect(summary).toMatchObject({ attempts: 2, requestsInParts: 0, requestsSettled: 2, warnings: [] });
   });
 
+  it('stopped between its parts: left unsettled for a resume, held in doubt (a part was applied), not taken as unapplied', async () => {
+    const stop = new AbortController();
+    faults = await startFaultServer((r) => {
+      if (rowsOfBody(r.body).includes(3)) return { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' };
+      stop.abort(); // Ctrl-C while the first part is on the wire
+      return undefined;
+    });
+    client = createTrackClient({ url: faults.url, apiKey: KEY });
+    const plan = buildPlan({ requests: 1, itemsPer: 8, file: 'in.csv' });
+    const journal = recordingJournal();
+    const { rejects, onReject } = collectRejects();
+    const told = { inDoubt: [] as number[], notApplied: [] as number[], accepted: [] as number[] };
+    const summary = await deliver(fromArray(plan), {
+      client: client!,
+      stopSignal: stop.signal,
+      journal,
+      onReject,
+      beforeFirstPost: async () => {},
+      onAccepted: (r) => void told.accepted.push(r.seq),
+      onInDoubt: (r) => void told.inDoubt.push(r.seq),
+      notApplied: (r) => void told.notApplied.push(r.seq),
+    });
+    // the whole request, then its first half (the attributes, rows 0, 2, 4, 6), then the stop
+    expect(faults.received.map((r) => rowsOfBody(r.body))).toEqual([range(0, 7), [0, 2, 4, 6]]);
+    expect(summary).toMatchObject({ stopped: true, requestsAbandoned: 1, rowsAbandoned: 8, requestsSettled: 0, requestsInParts: 1, attempts: 2 });
+    expect(journal.lines).toEqual([]);
+    expect(rejects).toEqual([]);
+    expect(told).toEqual({ inDoubt: [0], notApplied: [], accepted: [] });
+  });
+
   it('keeps the other verdicts of the parts: minor errors, and an unknown outcome with onUnknown "reject"', async () => {
     // a stand-in that refuses any request holding row 3 as blocklisted, names row 5 in minor errors,
     // and breaks the connection of the part of the 10 attributes (rows 0, 2, ... 18: items are halved
