@@ -6,6 +6,7 @@ import pLimit from 'p-limit';
 import type { RejectRecord } from '../model/request.js';
 import { ARRAY_NAMES } from '../model/types.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
+import { partRows, refusedForBlocklist, sendInParts } from './blocklist-split.js';
 import { systemClock } from './clock.js';
 import type { DeliverOptions } from './deliver-options.js';
 import { createPacer } from './pacer.js';
@@ -119,6 +120,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     defaultRateLimitWaitMs: DEFAULT_RATE_LIMIT_WAIT_MS,
     maxWaitMs: options.maxWaitMs ?? DEFAULT_MAX_WAIT_MS,
     onUnknown: options.onUnknown ?? 'retry',
+    answers: { endpoint: 0 },
     stopSignal: stop.signal,
     abortSignal: abort.signal,
     notify: (notice) => options.onNotice?.(notice),
@@ -200,7 +202,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     let learned: Promise<void> | undefined;
     switch (outcome.kind) {
       case 'accepted': {
-        const joined = joinMinorErrors(request, outcome.response?.errors);
+        const joined = joinMinorErrors(request, outcome.response.errors);
         for (const warning of joined.unmatched) addWarning(summary, warning);
         failure = await reject(joined.rejects);
         for (const kind of ARRAY_NAMES) {
@@ -209,7 +211,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
         }
         const points = request.points ?? [];
         for (let i = 0; i < points.length; i += 1) if (!joined.rejectedItems.has(i)) summary.dataPoints += points[i];
-        learned = options.onAccepted?.(request, joined.rejectedItems);
+        if (outcome.inDoubt !== true) learned = options.onAccepted?.(request, joined.rejectedItems);
+        else if (marked) learned = options.onInDoubt?.(request);
         break;
       }
       case 'rejected':
@@ -230,6 +233,16 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     if (failure !== undefined) fail(failure);
   };
 
+  /** A request refused whole for a blocklisted external_id, sent again in parts (blocklist-split.ts). */
+  const sendParts = async (request: RequestToSend, refused: SendOutcome & { kind: 'rejected' }): Promise<SendOutcome> => {
+    const split = await sendInParts(request, refused, (json, items) =>
+      sendRequest(json, request.seq, ctx, { beforeRepost: options.sentAgain && (() => options.sentAgain?.(partRows(request, items))) }),
+    );
+    summary.requestsInParts += split.parts;
+    if (split.warning !== undefined) addWarning(summary, split.warning);
+    return split.outcome;
+  };
+
   const run = async (request: RequestToSend, turn: Turn): Promise<void> => {
     try {
       await turn.ready;
@@ -243,7 +256,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
         try {
           const before = options.beforeFirstPost;
           let marked = false;
-          const outcome = await sendRequest(requestJson(request), request.seq, ctx, {
+          let outcome = await sendRequest(requestJson(request), request.seq, ctx, {
             beforeFirstPost:
               before &&
               (async () => {
@@ -252,6 +265,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
               }),
             beforeRepost: options.sentAgain && (() => options.sentAgain?.(distinctRows(request))),
           });
+          if (outcome.kind === 'rejected' && refusedForBlocklist(outcome)) outcome = await sendParts(request, outcome);
           await settle(request, outcome, marked);
         } finally {
           inFlight -= 1;

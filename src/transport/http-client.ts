@@ -27,7 +27,8 @@ export interface TrackClientOptions {
 }
 
 export type PostResult =
-  | { kind: 'response'; status: number; headers: HeaderMap; body: string }
+  /** `cutOff`: the connection broke after the status and headers, and the body is what came of it. */
+  | { kind: 'response'; status: number; headers: HeaderMap; body: string; cutOff?: boolean }
   | {
       kind: 'failed';
       /** The request was handed to the connection: the server may have applied it. */
@@ -227,13 +228,15 @@ function dispatchPost(
         finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')) });
       },
       onError(error: Error): void {
-        if (status !== 0 && !aborted) {
-          // the server had decided (status and headers arrived); only the rest of the body was lost
-          finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')) });
-          return;
-        }
+        // the deadline covers the whole answer: a body still coming when it passes leaves the
+        // outcome unknown, whatever the status said (a 201's counts and errors are in its body)
         if (timedOut && !aborted) {
           finish({ kind: 'failed', sent, aborted, reason: timeoutError().message, cause: 'timeout' });
+          return;
+        }
+        if (status !== 0 && !aborted) {
+          // the connection broke after the status and headers: the answer is what came of its body
+          finish({ kind: 'response', status, headers, body: redact(Buffer.concat(chunks).toString('utf8')), cutOff: true });
           return;
         }
         const cause = !sent && isNoTls(error) ? 'no-tls' : undefined;

@@ -2,11 +2,17 @@
 // again, try again after a backoff, an outcome that cannot be known, stop everything, or reject.
 import type { SuccessResponse } from '../model/types.js';
 import type { PostResult } from './http-client.js';
-import { parseRetryAfter, rateLimitWaitMs, serverNow } from './rate-limit-headers.js';
+import { parseRetryAfter, rateLimitWaitMs, serverNow, type HeaderMap } from './rate-limit-headers.js';
 
 export type Verdict =
-  /** 2xx: applied, except the items named by minor errors. */
-  | { kind: 'accepted'; response: SuccessResponse | undefined }
+  /** 2xx with the endpoint's success body: applied, except the items named by minor errors. */
+  | { kind: 'accepted'; response: SuccessResponse }
+  /**
+   * 2xx with a body that is not the endpoint's (a web front end's page, no JSON, a body cut short):
+   * nothing can be learned from it, and the request may or may not have reached the service.
+   * `answer` describes it for a person: status, content type, the start of the body.
+   */
+  | { kind: 'not-endpoint'; status: number; answer: string }
   /** 429: wait (for waitMs when the server says), pausing all sending; not a failure. */
   | { kind: 'rate-limited'; waitMs: number | undefined }
   /** 5xx, 408, or the request never reached the server: safe to send again after a backoff. */
@@ -40,13 +46,25 @@ export function serverMessage(body: string): string | undefined {
   return text === '' ? undefined : text.length > 200 ? `${text.slice(0, 200)}...` : text;
 }
 
+/** The endpoint's success answer (spec 7): a JSON object whose `message` is "success". */
 function parseSuccess(body: string): SuccessResponse | undefined {
   try {
     const parsed: unknown = JSON.parse(body);
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as SuccessResponse) : undefined;
+    const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
+    return isObject && (parsed as { message?: unknown }).message === 'success' ? (parsed as SuccessResponse) : undefined;
   } catch {
     return undefined;
   }
+}
+
+const ANSWER_START = 80;
+
+/** A 2xx that is not the endpoint's, for a person: `HTTP 200 (text/html): <html>...`. */
+function describeAnswer(status: number, headers: HeaderMap, body: string): string {
+  const type = headers['content-type'] ?? 'no content type';
+  const text = body.trim().replace(/\s+/g, ' ');
+  const start = text === '' ? 'an empty body' : JSON.stringify(text.length > ANSWER_START ? `${text.slice(0, ANSWER_START)}...` : text);
+  return `HTTP ${status} (${type}): ${start}`;
 }
 
 /** A minor error entry: `{type, input_array, index}` (decisions.md "Wire format"). */
@@ -96,7 +114,12 @@ export function classifyResult(result: PostResult, wallNowMs: number): Verdict {
       : { kind: 'retry', reason: `could not send the request: ${result.reason}` };
   }
   const { status, headers, body } = result;
-  if (status >= 200 && status < 300) return { kind: 'accepted', response: parseSuccess(body) };
+  if (status >= 200 && status < 300) {
+    // a success's counts and errors are in its body: without all of it, what was applied is not known
+    if (result.cutOff === true) return { kind: 'unknown', reason: `connection broke while the answer came (HTTP ${status})` };
+    const response = parseSuccess(body);
+    return response === undefined ? { kind: 'not-endpoint', status, answer: describeAnswer(status, headers, body) } : { kind: 'accepted', response };
+  }
   if (status === 429) return { kind: 'rate-limited', waitMs: rateLimitWaitMs(headers, wallNowMs) };
   if (status === 401) {
     return { kind: 'fatal', status, message: `the server refused the API key (${withMessage(status, body)}); check --api-key or TRACK_API_KEY` };

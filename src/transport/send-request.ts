@@ -39,6 +39,11 @@ export interface SendContext {
   /** The longest wait the server may ask for (429, or Retry-After on a 5xx) before the run stops. */
   maxWaitMs: number;
   onUnknown: OnUnknown;
+  /**
+   * The run's answers so far that looked like the endpoint's (shared by its requests): while there
+   * are none, a 2xx that does not look like it stops the run instead of being tried again.
+   */
+  answers: { endpoint: number };
   /** No new attempt starts once this fires. */
   stopSignal: AbortSignal;
   /** Attempts on the wire are cut off when this fires. */
@@ -59,7 +64,11 @@ export interface AttemptStats {
 
 /** How a request ended. */
 export type Ending =
-  | { kind: 'accepted'; response: SuccessResponse | undefined }
+  /**
+   * `inDoubt`: accepted in parts, and a part refused may have been applied (its outcome not known
+   * at first): what the request set is held in doubt rather than learned.
+   */
+  | { kind: 'accepted'; response: SuccessResponse; inDoubt?: boolean }
   /** `errors`: the minor error entries of a refusal of every item, for each item its own reason. */
   | { kind: 'rejected'; message: string; errors?: unknown[] }
   /** The outcome could not be known and onUnknown is 'reject'. */
@@ -150,6 +159,7 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
       ctx.pacer.observe(parseRateLimit(result.headers, ctx.clock.wallNow()), ticket);
     }
     const verdict = classifyResult(result, ctx.clock.wallNow());
+    if (result.kind === 'response' && verdict.kind !== 'not-endpoint') ctx.answers.endpoint += 1;
 
     switch (verdict.kind) {
       case 'accepted':
@@ -180,14 +190,22 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
         ctx.notify({ type: 'rate-limited', seq, waitMs });
         continue;
       }
+      case 'not-endpoint':
       case 'unknown': {
         stats.unknownOutcomes += 1;
-        ctx.notify({ type: 'unknown-outcome', seq, action: ctx.onUnknown, reason: verdict.reason });
+        if (verdict.kind === 'not-endpoint' && ctx.answers.endpoint === 0) {
+          // every answer so far was such a page: a front end, not the endpoint; trying again learns nothing
+          stats.possiblyApplied = true;
+          const message = `${ctx.endpoint} answered ${verdict.answer}; this does not look like the endpoint: check --url`;
+          return ended(stats, { kind: 'fatal', error: new DeliveryError(message, verdict.status) });
+        }
+        const reason = verdict.kind === 'unknown' ? verdict.reason : `an answer that is not the endpoint's: ${verdict.answer}`;
+        ctx.notify({ type: 'unknown-outcome', seq, action: ctx.onUnknown, reason });
         if (ctx.onUnknown === 'reject') {
-          return ended(stats, { kind: 'unknown-rejected', message: `outcome unknown (${verdict.reason}); not sent again` });
+          return ended(stats, { kind: 'unknown-rejected', message: `outcome unknown (${reason}); not sent again` });
         }
         stats.possiblyApplied = true;
-        const gaveUp = await afterFailure(verdict.reason);
+        const gaveUp = await afterFailure(reason);
         if (gaveUp !== undefined) return gaveUp;
         continue;
       }

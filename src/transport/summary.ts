@@ -25,6 +25,11 @@ export interface DeliverySummary {
   requestsAbandoned: number;
   /** The rows of those requests. */
   rowsAbandoned: number;
+  /**
+   * Parts posted of requests refused whole for a blocklisted external_id, sent again in halves until
+   * its items were alone (each part once; its tries count in attempts and retries).
+   */
+  requestsInParts: number;
   /** HTTP posts, first tries and retries. */
   attempts: number;
   /** Posts made again after a 5xx, a network error or an unknown outcome. */
@@ -71,6 +76,7 @@ export function emptyDeliverySummary(): DeliverySummary {
     requestsSettled: 0,
     requestsAbandoned: 0,
     rowsAbandoned: 0,
+    requestsInParts: 0,
     attempts: 0,
     retries: 0,
     rateLimited: 0,

@@ -1,5 +1,6 @@
 // A scriptable /users/track stand-in on a loopback port: answers 201 (with counts or minor
-// errors), 4xx/5xx, 429 with rate-limit headers, or drops the connection after reading the body.
+// errors), 4xx/5xx, 429 with rate-limit headers, a body of its own, or a 201 whose body trickles
+// in, or drops the connection after reading the body.
 // It records every request (body, headers, arrival and answer times) so tests can check that
 // nothing was lost or doubled and that no one-second window held more starts than allowed.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -17,6 +18,10 @@ export type FaultAction = { delayMs?: number; headers?: Record<string, string> }
   | { kind: 'destroy'; applied?: boolean }
   /** Never answers (until the server closes). */
   | { kind: 'hang' }
+  /** Answers `status` with this body as it is (a web front end's page, a body cut short); `applied` (default false). */
+  | { kind: 'raw'; status: number; body: string; contentType?: string; applied?: boolean }
+  /** Applies the request and answers 201 at once, then a byte of its body every 50 ms, never ending it. */
+  | { kind: 'trickle' }
 );
 
 export interface ReceivedRequest {
@@ -154,6 +159,19 @@ export async function startFaultServer(initial?: Script): Promise<FaultServer> {
         return;
       case 'hang':
         return;
+      case 'raw':
+        record.applied = action.applied ?? false;
+        res.writeHead(action.status, { ...(action.contentType === undefined ? {} : { 'content-type': action.contentType }), ...headers });
+        res.end(action.body);
+        return;
+      case 'trickle': {
+        record.applied = true;
+        res.writeHead(201, { 'content-type': 'application/json', ...headers });
+        res.write('{"message":');
+        const drip = setInterval(() => res.write(' '), 50);
+        res.on('close', () => clearInterval(drip));
+        return;
+      }
     }
   }
 

@@ -118,14 +118,14 @@ describe('deliver: through failures', () => {
   it('rejects the items of a refused request with the server message, and carries on', async () => {
     await setUp((r) =>
       rowsOfBody(r.body).includes(7)
-        ? { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' }
+        ? { kind: 'status', status: 400, message: 'refused by the workspace policy' }
         : undefined,
     );
     const plan = buildPlan({ requests: 4, itemsPer: 5, file: 'in.csv' });
     const { rejects, onReject } = collectRejects();
     const summary = await deliver(fromArray(plan), { client, concurrency: 2, onReject, backoff: FAST_BACKOFF });
     expect(rejects.map((r) => r.line).sort((a, b) => a - b)).toEqual(range(lineOf(5), lineOf(9)));
-    expect(new Set(rejects.flatMap((r) => r.errors))).toEqual(new Set(['HTTP 400: provided external_id is blocklisted and not allowed']));
+    expect(new Set(rejects.flatMap((r) => r.errors))).toEqual(new Set(['HTTP 400: refused by the workspace policy']));
     expect(server.received).toHaveLength(4); // not retried
     // rows 5..9: attributes on rows 6 and 8, events on rows 5, 7 and 9
     expect(summary.items.attributes).toEqual({ sent: 10, accepted: 8, rejected: 2 });

@@ -83,12 +83,34 @@ describe('track client', () => {
     try {
       client = createTrackClient({ url: `http://127.0.0.1:${(trickle.address() as { port: number }).port}`, apiKey: KEY, timeoutMs: 300 });
       const started = performance.now();
-      // the status came, so the server had decided: the answer stands without the rest of its body
-      expect(await client.post('{}')).toMatchObject({ kind: 'response', status: 201 });
+      // the status came, but not the rest of the answer: past the deadline the outcome is unknown
+      const result = await client.post('{}');
+      expect(result).toMatchObject({ kind: 'failed', sent: true, aborted: false, cause: 'timeout' });
+      expect(classifyResult(result, Date.now())).toEqual({ kind: 'unknown', reason: 'no answer within 0.3 s, the --request-timeout' });
       expect(performance.now() - started).toBeLessThan(5_000);
     } finally {
       trickle.closeAllConnections();
       await new Promise((r) => trickle.close(r));
+    }
+  });
+
+  it('says of an answer whose connection broke in its body that it was cut off; a 2xx so cut has an unknown outcome', async () => {
+    const cutting = createHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(201, { 'content-type': 'application/json', 'content-length': '40' });
+        res.write('{"message":', () => setTimeout(() => res.socket?.destroy(), 20));
+      });
+    });
+    await new Promise<void>((r) => cutting.listen(0, '127.0.0.1', r));
+    try {
+      client = createTrackClient({ url: `http://127.0.0.1:${(cutting.address() as { port: number }).port}`, apiKey: KEY });
+      const result = await client.post('{}');
+      expect(result).toMatchObject({ kind: 'response', status: 201, body: '{"message":', cutOff: true });
+      expect(classifyResult(result, Date.now())).toEqual({ kind: 'unknown', reason: 'connection broke while the answer came (HTTP 201)' });
+    } finally {
+      cutting.closeAllConnections();
+      await new Promise((r) => cutting.close(r));
     }
   });
 

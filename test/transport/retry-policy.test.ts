@@ -18,7 +18,24 @@ describe('classifyResult', () => {
       kind: 'accepted',
       response: { message: 'success', events_processed: 1, errors },
     });
-    expect(classifyResult(answer(201, 'not json'), NOW)).toEqual({ kind: 'accepted', response: undefined });
+  });
+
+  it("takes a 2xx without the endpoint's success body for no answer of the endpoint, described for a person", () => {
+    const page = '<html><body>Welcome to nginx!</body></html>';
+    expect(classifyResult(answer(200, page, { 'content-type': 'text/html' }), NOW)).toEqual({
+      kind: 'not-endpoint',
+      status: 200,
+      answer: `HTTP 200 (text/html): "${page}"`,
+    });
+    expect(classifyResult(answer(200, 'not json!'), NOW)).toEqual({ kind: 'not-endpoint', status: 200, answer: 'HTTP 200 (no content type): "not json!"' });
+    // cut off, an object of another shape, an array, nothing
+    for (const body of ['{"a":', '{"message":"queued"}', '[{"message":"success"}]', '']) {
+      expect(classifyResult(answer(201, body, { 'content-type': 'application/json' }), NOW)).toMatchObject({ kind: 'not-endpoint', status: 201 });
+    }
+    expect(classifyResult(answer(204), NOW)).toMatchObject({ kind: 'not-endpoint', answer: 'HTTP 204 (no content type): an empty body' });
+    // only the start of a long page
+    const long = classifyResult(answer(200, `<html>${'x'.repeat(5_000)}</html>`), NOW);
+    expect(long.kind === 'not-endpoint' && long.answer.length).toBeLessThan(120);
   });
 
   it('waits on 429 for Retry-After, else the reset', () => {

@@ -52,12 +52,13 @@ describe('track upload', () => {
   it('writes rows the server refuses to the rejects file with their lines, and exits 1', async () => {
     emu = await startEmulator({ apiKeys: ['k'], blocklist: ['user-3'] });
     const file = eventsCsv(8);
-    // one request of 8 events: the blocklisted user makes the server refuse it whole
+    // one request of 8 events: the blocklisted user makes the server refuse it whole, and its parts
+    // leave that user's row alone to be refused
     const r = await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet']);
     expect(r.status).toBe(1);
     const rejects = readFileSync(join(tmp.dir, 'events.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    expect(rejects.map((x) => x.line)).toEqual([2, 3, 4, 5, 6, 7, 8, 9]);
-    expect(rejects[0].errors[0]).toMatch(/blocklisted/);
+    expect(rejects.map((x) => [x.line, x.errors])).toEqual([[5, ['HTTP 400: provided external_id is blocklisted and not allowed, got "user-3"']]]);
+    expect(storedNs(emu)).toEqual([0, 1, 2, 4, 5, 6, 7]);
   });
 
   it('rides through 429s, 5xx and dropped connections without losing or doubling a row', async () => {
