@@ -51,7 +51,7 @@ describe('track upload reading the answers', () => {
     expect(summary.delivery.warnings).toEqual([
       `request 0: refused whole for a blocklisted external_id ("mb7"); sent again in ${summary.delivery.requestsInParts} parts, so that only its items are rejected`,
     ]);
-    const rejects = readFileSync(join(tmp.dir, 'many.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const rejects = readFileSync(join(tmp.dir, 'many.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(rejects).toEqual([
       { file, line: 8, kind: 'attributes', row: { external_id: 'mb7', plan: 'gold' }, errors: ['HTTP 400: provided external_id is blocklisted and not allowed, got "mb7"'] },
     ]);
@@ -70,7 +70,7 @@ describe('track upload reading the answers', () => {
     const r = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--json'], { cwd: tmp.dir });
     expect(r.status, r.stderr).toBe(1);
     expect(summaryOf(r.stdout).delivery.items.attributes).toEqual({ sent: 120, accepted: 118, rejected: 2 });
-    const rejects = readFileSync(join(tmp.dir, 'many.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const rejects = readFileSync(join(tmp.dir, 'many.csv.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
     expect(rejects.map((x) => [x.line, x.errors]).sort()).toEqual([
       [61, ['HTTP 400: provided external_id is blocklisted and not allowed, got "mb60"']],
       [8, ['HTTP 400: provided external_id is blocklisted and not allowed, got "mb7"']],
