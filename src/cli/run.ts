@@ -1,11 +1,13 @@
 // The one place that maps errors and run summaries to exit statuses, and errors to messages: the
 // program's top-level catch, and the edges of every upload or dry run (Ctrl-C, its summary).
 import { CommanderError, type Command } from 'commander';
+import { closeSync, openSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { RunEnding } from './output/run-events.js';
 import type { Pace } from './output/summary.js';
-import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, takeHeldSignal } from './held-signals.js';
+import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, STOP_SIGNALS, takeHeldSignal } from './held-signals.js';
 
 /** `noProfile`: `track inspect` was given an identifier that matches no profile. */
 export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, interrupted: INTERRUPTED } as const;
@@ -45,24 +47,24 @@ async function checkSummaryFile(path: string, inputs: readonly string[]): Promis
 }
 
 /**
- * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
- * once); a signal held since the process began (held-signals.ts) is the first, taken at once.
- * Returns the function that removes the handlers.
+ * Calls `first` on the first SIGINT, SIGTERM or SIGHUP and `second` on the next SIGINT or SIGTERM
+ * (default: exit 130 at once); a signal held since the process began (held-signals.ts) is the first,
+ * taken at once. A SIGHUP after the first is not a second: a closed terminal's shell and its kernel
+ * may each send one, and nobody is there to insist. Returns the function that removes the handlers.
  */
 export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (signals > 0 && signal === 'SIGHUP') return;
     signals += 1;
     if (signals === 1) first(signal);
     else second(signal);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   const held = takeHeldSignal();
   if (held !== undefined) onSignal(held);
   return () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   };
 }
 
@@ -172,19 +174,46 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
 
 let quiet = false;
 
+/** What writing to an output nobody reads any more fails with: a pipe closed (EPIPE), a terminal hung up (EIO). */
+const CLOSED_OUTPUT = new Set(['EPIPE', 'EIO', 'ERR_STREAM_DESTROYED']);
+
 /**
- * Output to a pipe its reader closed early (`track upload --help | head -1`, `--json | head`) is left
- * unwritten, quietly: the run still ends as it would have (its rejects file written) and with its own
- * exit status, not a stack trace. Set before anything is written, for every command.
+ * Output to a pipe its reader closed early (`track upload --help | head -1`, `--json | head`), or to
+ * a terminal that hung up (closed, its SSH session dropped), is left unwritten, quietly: the run still
+ * ends as it would have (its rejects file, journal and summary file written) and with its own exit
+ * status, not a stack trace. Set before anything is written, for every command.
  */
 export function quietOnClosedOutput(): void {
   if (quiet) return;
   quiet = true;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+      if (!CLOSED_OUTPUT.has(error.code ?? '')) throw error;
     });
   }
+}
+
+/**
+ * Node sets a terminal back as it found it when the process exits, and on Node 20 aborts (SIGABRT, a
+ * core dump) when it cannot: after a hangup the terminal is gone (EIO). A standard stream that was a
+ * terminal and no longer is (it hung up) is pointed at /dev/null as the process exits, which node then
+ * leaves alone: the run ends with its own status (130 for a stopped one).
+ */
+function leaveHungUpTerminal(): void {
+  const terminals = [0, 1, 2].filter((fd) => isatty(fd));
+  if (terminals.length === 0) return;
+  process.once('exit', () => {
+    for (const fd of terminals) {
+      if (isatty(fd)) continue;
+      try {
+        closeSync(fd);
+        // takes the lowest descriptor free: the one just closed
+        openSync('/dev/null', fd === 0 ? 'r' : 'w');
+      } catch {
+        // it stays closed, which node leaves alone too
+      }
+    }
+  });
 }
 
 function overrideExits(command: Command): void {
@@ -210,6 +239,7 @@ function handOnHeldSignal(program: Command): void {
 
 export async function runMain(program: Command, argv: string[]): Promise<void> {
   quietOnClosedOutput();
+  leaveHungUpTerminal();
   overrideExits(program);
   handOnHeldSignal(program);
   try {

@@ -130,11 +130,11 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
 function interruptedText(summary: UploadSummary): string {
   const read = summary.readToEnd ? 'after every row was read' : `after ${counted(summary.rows, 'row')} of the input ${summary.rows === 1 ? 'was' : 'were'} read`;
   const d = summary.delivery;
-  if (d === undefined) return `by a signal (Ctrl-C, SIGTERM) ${read}`;
+  if (d === undefined) return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}`;
   const unread = summary.readToEnd ? '' : ', and the rest of the input is not read yet';
   // a run without a journal (standard input) cannot be resumed
   const resume = summary.journalPath !== undefined && (d.rowsAbandoned > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
-  return `by a signal (Ctrl-C, SIGTERM) ${read}: ${number(d.rowsAbandoned)} rows unsettled${unread}${resume}`;
+  return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}: ${number(d.rowsAbandoned)} rows unsettled${unread}${resume}`;
 }
 
 function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean): string[] {
