@@ -6,6 +6,7 @@ import { isatty } from 'node:tty';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { RunEnding } from './output/run-events.js';
+import { refusedItems } from './output/figures.js';
 import type { Pace } from './output/summary.js';
 import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, STOP_SIGNALS, takeHeldSignal } from './held-signals.js';
 
@@ -30,7 +31,7 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   if (fatal !== undefined) return (d?.attempts ?? 0) > 0 ? EXIT.fatal : exitCodeFor(fatal);
   if (summary.interrupted || d?.stopped === true || d?.aborted === true) return EXIT.interrupted;
   // a field left out of its row (--drop-invalid-fields) waits in the rejects file to be fixed, as a row does
-  const rejected = summary.rejected + summary.droppedFields + (d === undefined ? 0 : d.items.attributes.rejected + d.items.events.rejected + d.items.purchases.rejected);
+  const rejected = summary.rejected + summary.droppedFields + refusedItems(d);
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 

@@ -5,7 +5,7 @@
 // loading of a named module is held (test/helpers/hold-module.mjs), so it comes at that point however
 // slow the machine.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJournal } from '../../src/records/journal.js';
@@ -95,6 +95,17 @@ describe('a stop signal while track upload is starting', () => {
     expect(summaryOf()).toMatchObject({ command: 'upload', rows: 0, interrupted: true, exitStatus: 130 });
     expect((await readJournal(join(tmp.dir, 'j'))).end?.complete).toBe(false);
     expect(server.received).toHaveLength(0);
+  }, 60_000);
+
+  it('with --no-journal, the stop line says nothing of saving a journal, and none is written', async () => {
+    const server = await faultServer();
+    const file = plainCsv(200);
+    const run = await signalWhileLoading('/dist/cli/main.js', ['upload', file, '--url', server.url, '--api-key', 'k', '--no-journal', '--summary-file', 'summary.json'], ['SIGTERM']);
+    expect(run.status, run.stderr).toBe(130);
+    expect(run.stderr).toContain('stopping: no request in flight; Ctrl-C again to abort');
+    expect(run.stderr).not.toContain('journal');
+    expect(readdirSync(tmp.dir).filter((name) => name.includes('journal'))).toEqual([]);
+    expect(summaryOf()).toMatchObject({ interrupted: true, exitStatus: 130 });
   }, 60_000);
 
   it('a second signal before the run begins ends the process at once, 130, as a second Ctrl-C does', async () => {

@@ -1,0 +1,58 @@
+// The summary's lines say what happened in words that hold for every count: the top `rejected` line
+// counts every row the rejects file holds (refused before sending, and by the server, as the exit
+// status does), and a count of 1 takes the singular.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCliAsync } from '../helpers/cli.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp, emulator, faultServer } = useServers();
+
+const lines = (path: string): string[] => readFileSync(path, 'utf8').split('\n').filter((line) => line !== '');
+
+describe('the rejected line of an upload', () => {
+  it('counts the rows the server refused, and those refused before sending, with both reasons', async () => {
+    const emu = await emulator({ blocklist: ['mb7'] });
+    // 120 users, mb7 among them, then a row that names no user (refused before sending, line 122)
+    const rows = Array.from({ length: 120 }, (_, i) => `mb${i + 1},pro`);
+    writeFileSync(join(tmp.dir, 'many.csv'), `external_id,plan\n${rows.join('\n')}\n,pro\n`);
+    const run = await runCliAsync(['upload', 'many.csv', '--url', emu.url, '--api-key', 'k', '--no-journal'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status, run.stderr).toBe(1);
+    const rejects = lines(join(tmp.dir, 'many.rejects.ndjson'));
+    const refused = rejects.length - 1;
+    expect(refused).toBeGreaterThan(0);
+    expect(run.stdout).not.toContain('rejected    none');
+    expect(run.stdout).toContain(`\nrejected    ${rejects.length} rows (1 before sending, ${refused} by the server), written to many.rejects.ndjson\n`);
+    expect(run.stdout).toMatch(/\n +1  external_id: missing/);
+    expect(run.stdout).toMatch(new RegExp(`\\n +${refused}  HTTP 400: .*blocklisted`));
+  }, 60_000);
+
+  it('says the server refused them when the plan refused none', async () => {
+    const emu = await emulator({ blocklist: ['mb7'] });
+    writeFileSync(join(tmp.dir, 'some.csv'), `external_id,plan\n${Array.from({ length: 20 }, (_, i) => `mb${i + 1},pro`).join('\n')}\n`);
+    const run = await runCliAsync(['upload', 'some.csv', '--url', emu.url, '--api-key', 'k', '--no-journal'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status, run.stderr).toBe(1);
+    const refused = lines(join(tmp.dir, 'some.rejects.ndjson')).length;
+    expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} by the server, written to some.rejects.ndjson\n`);
+  }, 60_000);
+});
+
+describe('a count of 1', () => {
+  it('takes the singular in a dry run: item, request, request/s', async () => {
+    writeFileSync(join(tmp.dir, 'one.csv'), 'external_id,plan\nu1,pro\n');
+    const run = await runCliAsync(['validate', 'one.csv', '--max-total', '1', '--rate', '1'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toContain('\nitems       1 attribute, 0 events, 0 purchases\n');
+    expect(run.stdout).toContain('\nrequests    1 would be sent (at most 1 item each)\n');
+    expect(run.stdout).toContain('\nestimate    1 request takes at least 1s at 1 request/s\n');
+  }, 60_000);
+
+  it('takes the singular in an upload: 1 retry', async () => {
+    const server = await faultServer((request) => (request.index === 0 ? { kind: 'status', status: 503 } : { kind: 'ok' }));
+    writeFileSync(join(tmp.dir, 'one.csv'), 'external_id,plan\nu1,pro\n');
+    const run = await runCliAsync(['upload', 'one.csv', '--url', server.url, '--api-key', 'k', '--no-journal'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toContain('\nrequests    1 sent, 1 retry, 0 rate-limited (429)\n');
+  }, 60_000);
+});
