@@ -103,8 +103,11 @@ export async function runAndReport(
     if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs);
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
-    // a run that stopped before its summary still leaves one for the scheduler, then fails as it would
-    if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
+    // a run that stopped before its summary still leaves one for the scheduler (and, with --json, for
+    // the script reading standard output), then fails as it would
+    const failure = failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more });
+    if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failure);
+    if (flags.json === true) printSummary(failure, run.options.outPath === '-');
     if (run.outputs === undefined || !(error instanceof Error)) throw error;
     await run.outputs.failed(error, exitCodeFor(error));
     if (!run.outputs.errorsAsEvents) throw error;
@@ -118,9 +121,8 @@ export async function runAndReport(
   const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace, { exitStatus, ...more });
   const text = `${JSON.stringify(json)}\n`;
   if (flags.summaryFile !== undefined && !(await writeSummaryFile(flags.summaryFile, text))) exitStatus = Math.max(exitStatus, EXIT.fatal);
-  // with --out -, standard output carries the request bodies alone
-  const report = run.options.outPath === '-' ? process.stderr : process.stdout;
-  report.write(flags.json === true ? text : formatSummary(verb, summary, run.options.limits, run.pace));
+  if (flags.json === true) printSummary(text, run.options.outPath === '-');
+  else (run.options.outPath === '-' ? process.stderr : process.stdout).write(formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined && run.outputs?.errorsAsEvents !== true) reportFatal(fatal);
   process.exitCode = exitStatus;
@@ -129,29 +131,52 @@ export async function runAndReport(
 
 /** This process wrote (or tried to write) its --summary-file. */
 let summaryFileWritten = false;
+/** This process printed its --json summary, or the failure that stands for it. */
+let summaryPrinted = false;
 
-/**
- * The --summary-file of an upload or validate command line, read from its words: a usage error in
- * the flags (a bad --shard, a missing --url) stops the run before they are all parsed, and still
- * leaves a summary for the scheduler.
- */
-function summaryFileIn(argv: string[]): { verb: string; path: string } | undefined {
-  const [verb, ...words] = argv.slice(2);
-  if (verb !== 'upload' && verb !== 'validate') return undefined;
-  for (const [i, word] of words.entries()) {
-    if (word === '--') return undefined;
-    if (word === '--summary-file' && words[i + 1] !== undefined) return { verb, path: words[i + 1] };
-    if (word.startsWith('--summary-file=')) return { verb, path: word.slice('--summary-file='.length) };
-  }
-  return undefined;
+/** With --json: the summary, once, on standard output (on stderr with --out -: stdout carries the request bodies alone). */
+function printSummary(json: string, outToStdout: boolean): void {
+  if (summaryPrinted) return;
+  summaryPrinted = true;
+  (outToStdout ? process.stderr : process.stdout).write(json);
 }
 
-/** A run stopped by an error before runAndReport wrote its summary: writes it now (a stop before the run began). */
+/** Where an upload or validate command line sends its summary: --summary-file, --json, --out -. */
+interface SummaryWords {
+  verb: string;
+  path?: string;
+  json: boolean;
+  outToStdout: boolean;
+}
+
+/**
+ * The summary's places in an upload or validate command line, read from its words: a usage error in
+ * the flags (a bad --shard, a missing --url) stops the run before they are all parsed, and still
+ * leaves a summary for the scheduler, and one JSON object on standard output with --json.
+ */
+function summaryWordsIn(argv: string[]): SummaryWords | undefined {
+  const [verb, ...words] = argv.slice(2);
+  if (verb !== 'upload' && verb !== 'validate') return undefined;
+  const found: SummaryWords = { verb, json: false, outToStdout: false };
+  for (const [i, word] of words.entries()) {
+    if (word === '--') break;
+    if (word === '--summary-file' && words[i + 1] !== undefined) found.path ??= words[i + 1];
+    else if (word.startsWith('--summary-file=')) found.path ??= word.slice('--summary-file='.length);
+    else if (word === '--json') found.json = true;
+    else if ((word === '--out' && words[i + 1] === '-') || word === '--out=-') found.outToStdout = true;
+  }
+  return found;
+}
+
+/** A run stopped by an error before runAndReport gave its summary: gives it now (a stop before the run began). */
 async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: number): Promise<void> {
-  const named = summaryFileIn(argv);
-  if (named === undefined || summaryFileWritten || exitStatus === EXIT.ok) return;
+  const named = summaryWordsIn(argv);
+  if (named === undefined || exitStatus === EXIT.ok) return;
+  if ((named.path === undefined || summaryFileWritten) && (!named.json || summaryPrinted)) return;
   const { failureJson } = await import('./output/summary.js');
-  await writeSummaryFile(named.path, failureJson(named.verb, error, { exitStatus }));
+  const json = failureJson(named.verb, error, { exitStatus });
+  if (named.path !== undefined && !summaryFileWritten) await writeSummaryFile(named.path, json);
+  if (named.json) printSummary(json, named.outToStdout);
 }
 
 /**

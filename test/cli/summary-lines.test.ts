@@ -56,3 +56,44 @@ describe('a count of 1', () => {
     expect(run.stdout).toContain('\nrequests    1 sent, 1 retry, 0 rate-limited (429)\n');
   }, 60_000);
 });
+
+describe('--json on a run that ends before its summary', () => {
+  const oneJson = (stdout: string): any => {
+    expect(stdout.trim().split('\n')).toHaveLength(1);
+    return JSON.parse(stdout);
+  };
+
+  it('prints one JSON object for a usage error (exit 2), the same as --summary-file holds', async () => {
+    writeFileSync(join(tmp.dir, 'one.csv'), 'external_id,plan\nu1,pro\n');
+    for (const args of [['--bogus'], ['--concurrency', '0'], []]) {
+      const run = await runCliAsync(['upload', 'one.csv', '--json', '--summary-file', 'summary.json', ...args], { cwd: tmp.dir, env: { NO_COLOR: '1', TRACK_URL: '', TRACK_API_KEY: '' } });
+      expect(run.status, run.stderr).toBe(2);
+      const printed = oneJson(run.stdout);
+      expect(printed).toMatchObject({ command: 'upload', exitStatus: 2, fatal: { message: expect.any(String) } });
+      // the message is said to the person too
+      expect(run.stderr).toContain(printed.fatal.message.split('\n')[0]);
+      expect(printed).toEqual(JSON.parse(readFileSync(join(tmp.dir, 'summary.json'), 'utf8')));
+    }
+  }, 60_000);
+
+  it('prints one JSON object for a run refused before it begins: the journal holds it already', async () => {
+    const server = await faultServer();
+    writeFileSync(join(tmp.dir, 'one.csv'), 'external_id,plan\nu1,pro\n');
+    const args = ['upload', 'one.csv', '--url', server.url, '--api-key', 'k', '--json'];
+    expect((await runCliAsync(args, { cwd: tmp.dir })).status).toBe(0);
+    const again = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(again.status, again.stderr).toBe(2);
+    const printed = oneJson(again.stdout);
+    expect(printed).toMatchObject({ command: 'upload', exitStatus: 2, fatal: { name: 'UsageError' } });
+    expect(printed.fatal.message).toContain('--restart');
+    expect(server.received).toHaveLength(1);
+  }, 60_000);
+
+  it('with --out -, prints it on stderr: standard output carries the request bodies alone', async () => {
+    const run = await runCliAsync(['validate', 'missing.csv', '--json', '--out', '-'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe('');
+    const line = run.stderr.split('\n').find((l) => l.startsWith('{'));
+    expect(JSON.parse(line!)).toMatchObject({ command: 'validate', exitStatus: 2, fatal: { name: 'InputError' } });
+  }, 60_000);
+});
