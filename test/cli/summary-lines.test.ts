@@ -97,3 +97,13 @@ describe('--json on a run that ends before its summary', () => {
     expect(JSON.parse(line!)).toMatchObject({ command: 'validate', exitStatus: 2, fatal: { name: 'InputError' } });
   }, 60_000);
 });
+
+describe('a JSON array that breaks', () => {
+  it('is named by its file, line and byte, with what was found and what belongs there, not the parser\'s terms', async () => {
+    writeFileSync(join(tmp.dir, 'bad.json'), '[\n{"external_id":"a","x":1},\n{"external_id":"b","x":tru}\n]\n');
+    const run = await runCliAsync(['validate', 'bad.json'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toBe('track: bad.json:3: is not a valid JSON array: found "}" in a word that is not true, false or null (text goes in double quotes) (byte 55; after row 1, which was read)\n');
+    expect(run.stdout).not.toMatch(/chunk position|in state/);
+  }, 60_000);
+});
