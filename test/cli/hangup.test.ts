@@ -106,14 +106,17 @@ describe('SIGHUP without a terminal', () => {
     expect(existsSync(join(tmp.dir, 'e.sqlite.lock'))).toBe(false);
   }, 60_000);
 
-  it('track emulate --exec passes it on: the upload it runs stops cleanly, and its status is the exit status', async () => {
+  it('track emulate --exec passes it on: the upload it runs stops cleanly, and its status is the exit status; a second SIGHUP kills nothing', async () => {
     const file = usersCsv(3000);
     const upload = `"${process.execPath}" "${BIN}" upload ${file} --concurrency 1 --journal j --summary-file summary.json`;
     const run = await runTrack(['emulate', '--latency', '300', '--exec', upload], {}, async (pid) => {
       // the upload has begun sending once its journal holds a request
       expect(await until(() => existsSync(join(tmp.dir, 'j')) && readFileSync(join(tmp.dir, 'j'), 'utf8').split('\n').length > 3, 20_000)).toBe(true);
       process.kill(pid, 'SIGHUP');
+      await new Promise((r) => setTimeout(r, 50));
+      process.kill(pid, 'SIGHUP');
     });
+    expect(run.stderr).not.toContain('its process group is killed');
     expect(run.stderr).toContain('track: SIGHUP: passed on to the command');
     expect(run.status, run.stderr).toBe(130);
     expect(run.stdout).toContain('interrupted by a signal');

@@ -104,6 +104,8 @@ async function runExec(flags: EmulateFlags, command: string, options: EmulatorOp
   const beforeStart = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stop === undefined) return beforeStart.abort(signal);
+    // a closed terminal's shell and its kernel may each send a SIGHUP: the second is no second stop
+    if (signals > 0 && signal === 'SIGHUP') return;
     if ((signals += 1) === 1) process.stderr.write(`track: ${signal}: passed on to the command; it is killed if it has not ended in ${KILL_AFTER_MS / 1000} s, or at the next signal\n`);
     stop(signal);
   };
