@@ -171,8 +171,8 @@ export function registerEmulate(program: Command): void {
         'from Ctrl-\\, SIGTERM, SIGHUP, SIGUSR2...) is passed on to all of it, and the group is killed (SIGKILL) at a\n' +
         'second signal or 10 s later if it has not ended; whatever it leaves running is ended with it. At SIGHUP,\n' +
         'SIGINT or SIGTERM the shell waits for the command it runs and exits with its status (a track upload\n' +
-        'there stops cleanly, exit 130), running nothing after it. If the\n' +
-        'emulator cannot start (a seed row, the port or the database in use), the command is not run and the status is 2.',
+        'there stops cleanly, exit 130), running nothing after it. If the emulator cannot start (a seed row,\n' +
+        'the port or the database in use), the command is not run and the status is 2.',
     )
     .action(runEmulate);
 }
