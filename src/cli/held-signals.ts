@@ -1,4 +1,4 @@
-// A SIGINT or SIGTERM from the process's first moment is held for the command that takes it: the
+// A SIGINT, SIGTERM or SIGHUP from the process's first moment is held for the command that takes it: the
 // CLI's modules take a tenth of a second to load, and a scheduler that cancels a job at once must
 // still get a run that ends as a stopped run does (its summary, its events, exit 130), not a process
 // killed before its handlers were in place. Loaded by bin/track.js before anything else: it imports
@@ -7,27 +7,32 @@
 /** EXIT.interrupted (run.ts): what a second signal ends the process with. */
 export const INTERRUPTED = 130;
 
-const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+/** The signals that stop a run: Ctrl-C, a scheduler's SIGTERM, and SIGHUP (its terminal closed, an SSH session dropped). */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 let holding = false;
 let held: NodeJS.Signals | undefined;
 
 function hold(signal: NodeJS.Signals): void {
-  // a second one before any command took the first ends the process at once, as a second Ctrl-C does
-  if (held !== undefined) process.exit(INTERRUPTED);
+  // a second one before any command took the first ends the process at once, as a second Ctrl-C does;
+  // a hangup is not a person insisting (a closed terminal's shell and its kernel may each send one)
+  if (held !== undefined) {
+    if (signal !== 'SIGHUP') process.exit(INTERRUPTED);
+    return;
+  }
   held = signal;
 }
 
-/** From now on a first SIGINT or SIGTERM is kept for takeHeldSignal() (a signal listener keeps no process alive). */
+/** From now on a first SIGINT, SIGTERM or SIGHUP is kept for takeHeldSignal() (a signal listener keeps no process alive). */
 export function holdStopSignals(): void {
   if (holding) return;
   holding = true;
-  for (const signal of SIGNALS) process.on(signal, hold);
+  for (const signal of STOP_SIGNALS) process.on(signal, hold);
 }
 
 /** Stops holding: the signal held, if any, is returned and forgotten. */
 function stopHolding(): NodeJS.Signals | undefined {
-  if (holding) for (const signal of SIGNALS) process.off(signal, hold);
+  if (holding) for (const signal of STOP_SIGNALS) process.off(signal, hold);
   holding = false;
   const signal = held;
   held = undefined;

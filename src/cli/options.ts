@@ -108,7 +108,7 @@ export function addReadOptions(command: Command): Command {
         .default(UPLOAD_DEFAULTS.rejectsFormat),
     )
     .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
-    .option('--json', 'print the summary as JSON')
+    .option('--json', 'print the summary as JSON: one object, also when the run fails or is refused (exitStatus, fatal.message)')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
     .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events, and through which API keys: an upload with another key stops until \`track state --add-key\` records it (default: "${UPLOAD_DEFAULTS.state}")`)
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')

@@ -1,11 +1,14 @@
 // The one place that maps errors and run summaries to exit statuses, and errors to messages: the
 // program's top-level catch, and the edges of every upload or dry run (Ctrl-C, its summary).
 import { CommanderError, type Command } from 'commander';
+import { closeSync, openSync } from 'node:fs';
+import { isatty } from 'node:tty';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { RunEnding } from './output/run-events.js';
+import { refusedItems } from './output/figures.js';
 import type { Pace } from './output/summary.js';
-import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, takeHeldSignal } from './held-signals.js';
+import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, STOP_SIGNALS, takeHeldSignal } from './held-signals.js';
 
 /** `noProfile`: `track inspect` was given an identifier that matches no profile. */
 export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, interrupted: INTERRUPTED } as const;
@@ -28,7 +31,7 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   if (fatal !== undefined) return (d?.attempts ?? 0) > 0 ? EXIT.fatal : exitCodeFor(fatal);
   if (summary.interrupted || d?.stopped === true || d?.aborted === true) return EXIT.interrupted;
   // a field left out of its row (--drop-invalid-fields) waits in the rejects file to be fixed, as a row does
-  const rejected = summary.rejected + summary.droppedFields + (d === undefined ? 0 : d.items.attributes.rejected + d.items.events.rejected + d.items.purchases.rejected);
+  const rejected = summary.rejected + summary.droppedFields + refusedItems(d);
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 
@@ -45,24 +48,24 @@ async function checkSummaryFile(path: string, inputs: readonly string[]): Promis
 }
 
 /**
- * Calls `first` on the first SIGINT or SIGTERM and `second` on the next one (default: exit 130 at
- * once); a signal held since the process began (held-signals.ts) is the first, taken at once.
- * Returns the function that removes the handlers.
+ * Calls `first` on the first SIGINT, SIGTERM or SIGHUP and `second` on the next SIGINT or SIGTERM
+ * (default: exit 130 at once); a signal held since the process began (held-signals.ts) is the first,
+ * taken at once. A SIGHUP after the first is not a second: a closed terminal's shell and its kernel
+ * may each send one, and nobody is there to insist. Returns the function that removes the handlers.
  */
 export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
   const onSignal = (signal: NodeJS.Signals): void => {
+    if (signals > 0 && signal === 'SIGHUP') return;
     signals += 1;
     if (signals === 1) first(signal);
     else second(signal);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   const held = takeHeldSignal();
   if (held !== undefined) onSignal(held);
   return () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   };
 }
 
@@ -100,8 +103,11 @@ export async function runAndReport(
     if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs);
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
-    // a run that stopped before its summary still leaves one for the scheduler, then fails as it would
-    if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more }));
+    // a run that stopped before its summary still leaves one for the scheduler (and, with --json, for
+    // the script reading standard output), then fails as it would
+    const failure = failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more });
+    if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failure);
+    if (flags.json === true) printSummary(failure, run.options.outPath === '-');
     if (run.outputs === undefined || !(error instanceof Error)) throw error;
     await run.outputs.failed(error, exitCodeFor(error));
     if (!run.outputs.errorsAsEvents) throw error;
@@ -115,9 +121,8 @@ export async function runAndReport(
   const json = summaryObject(verb, { ...summary, ...run.extra }, run.pace, { exitStatus, ...more });
   const text = `${JSON.stringify(json)}\n`;
   if (flags.summaryFile !== undefined && !(await writeSummaryFile(flags.summaryFile, text))) exitStatus = Math.max(exitStatus, EXIT.fatal);
-  // with --out -, standard output carries the request bodies alone
-  const report = run.options.outPath === '-' ? process.stderr : process.stdout;
-  report.write(flags.json === true ? text : formatSummary(verb, summary, run.options.limits, run.pace));
+  if (flags.json === true) printSummary(text, run.options.outPath === '-');
+  else (run.options.outPath === '-' ? process.stderr : process.stdout).write(formatSummary(verb, summary, run.options.limits, run.pace));
   const fatal = summary.delivery?.fatal ?? summary.fatal;
   if (fatal !== undefined && run.outputs?.errorsAsEvents !== true) reportFatal(fatal);
   process.exitCode = exitStatus;
@@ -126,29 +131,52 @@ export async function runAndReport(
 
 /** This process wrote (or tried to write) its --summary-file. */
 let summaryFileWritten = false;
+/** This process printed its --json summary, or the failure that stands for it. */
+let summaryPrinted = false;
 
-/**
- * The --summary-file of an upload or validate command line, read from its words: a usage error in
- * the flags (a bad --shard, a missing --url) stops the run before they are all parsed, and still
- * leaves a summary for the scheduler.
- */
-function summaryFileIn(argv: string[]): { verb: string; path: string } | undefined {
-  const [verb, ...words] = argv.slice(2);
-  if (verb !== 'upload' && verb !== 'validate') return undefined;
-  for (const [i, word] of words.entries()) {
-    if (word === '--') return undefined;
-    if (word === '--summary-file' && words[i + 1] !== undefined) return { verb, path: words[i + 1] };
-    if (word.startsWith('--summary-file=')) return { verb, path: word.slice('--summary-file='.length) };
-  }
-  return undefined;
+/** With --json: the summary, once, on standard output (on stderr with --out -: stdout carries the request bodies alone). */
+function printSummary(json: string, outToStdout: boolean): void {
+  if (summaryPrinted) return;
+  summaryPrinted = true;
+  (outToStdout ? process.stderr : process.stdout).write(json);
 }
 
-/** A run stopped by an error before runAndReport wrote its summary: writes it now (a stop before the run began). */
+/** Where an upload or validate command line sends its summary: --summary-file, --json, --out -. */
+interface SummaryWords {
+  verb: string;
+  path?: string;
+  json: boolean;
+  outToStdout: boolean;
+}
+
+/**
+ * The summary's places in an upload or validate command line, read from its words: a usage error in
+ * the flags (a bad --shard, a missing --url) stops the run before they are all parsed, and still
+ * leaves a summary for the scheduler, and one JSON object on standard output with --json.
+ */
+function summaryWordsIn(argv: string[]): SummaryWords | undefined {
+  const [verb, ...words] = argv.slice(2);
+  if (verb !== 'upload' && verb !== 'validate') return undefined;
+  const found: SummaryWords = { verb, json: false, outToStdout: false };
+  for (const [i, word] of words.entries()) {
+    if (word === '--') break;
+    if (word === '--summary-file' && words[i + 1] !== undefined) found.path ??= words[i + 1];
+    else if (word.startsWith('--summary-file=')) found.path ??= word.slice('--summary-file='.length);
+    else if (word === '--json') found.json = true;
+    else if ((word === '--out' && words[i + 1] === '-') || word === '--out=-') found.outToStdout = true;
+  }
+  return found;
+}
+
+/** A run stopped by an error before runAndReport gave its summary: gives it now (a stop before the run began). */
 async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: number): Promise<void> {
-  const named = summaryFileIn(argv);
-  if (named === undefined || summaryFileWritten || exitStatus === EXIT.ok) return;
+  const named = summaryWordsIn(argv);
+  if (named === undefined || exitStatus === EXIT.ok) return;
+  if ((named.path === undefined || summaryFileWritten) && (!named.json || summaryPrinted)) return;
   const { failureJson } = await import('./output/summary.js');
-  await writeSummaryFile(named.path, failureJson(named.verb, error, { exitStatus }));
+  const json = failureJson(named.verb, error, { exitStatus });
+  if (named.path !== undefined && !summaryFileWritten) await writeSummaryFile(named.path, json);
+  if (named.json) printSummary(json, named.outToStdout);
 }
 
 /**
@@ -172,19 +200,46 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
 
 let quiet = false;
 
+/** What writing to an output nobody reads any more fails with: a pipe closed (EPIPE), a terminal hung up (EIO). */
+const CLOSED_OUTPUT = new Set(['EPIPE', 'EIO', 'ERR_STREAM_DESTROYED']);
+
 /**
- * Output to a pipe its reader closed early (`track upload --help | head -1`, `--json | head`) is left
- * unwritten, quietly: the run still ends as it would have (its rejects file written) and with its own
- * exit status, not a stack trace. Set before anything is written, for every command.
+ * Output to a pipe its reader closed early (`track upload --help | head -1`, `--json | head`), or to
+ * a terminal that hung up (closed, its SSH session dropped), is left unwritten, quietly: the run still
+ * ends as it would have (its rejects file, journal and summary file written) and with its own exit
+ * status, not a stack trace. Set before anything is written, for every command.
  */
 export function quietOnClosedOutput(): void {
   if (quiet) return;
   quiet = true;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EPIPE' && error.code !== 'ERR_STREAM_DESTROYED') throw error;
+      if (!CLOSED_OUTPUT.has(error.code ?? '')) throw error;
     });
   }
+}
+
+/**
+ * Node sets a terminal back as it found it when the process exits, and on Node 20 aborts (SIGABRT, a
+ * core dump) when it cannot: after a hangup the terminal is gone (EIO). A standard stream that was a
+ * terminal and no longer is (it hung up) is pointed at /dev/null as the process exits, which node then
+ * leaves alone: the run ends with its own status (130 for a stopped one).
+ */
+function leaveHungUpTerminal(): void {
+  const terminals = [0, 1, 2].filter((fd) => isatty(fd));
+  if (terminals.length === 0) return;
+  process.once('exit', () => {
+    for (const fd of terminals) {
+      if (isatty(fd)) continue;
+      try {
+        closeSync(fd);
+        // takes the lowest descriptor free: the one just closed
+        openSync('/dev/null', fd === 0 ? 'r' : 'w');
+      } catch {
+        // it stays closed, which node leaves alone too
+      }
+    }
+  });
 }
 
 function overrideExits(command: Command): void {
@@ -210,6 +265,7 @@ function handOnHeldSignal(program: Command): void {
 
 export async function runMain(program: Command, argv: string[]): Promise<void> {
   quietOnClosedOutput();
+  leaveHungUpTerminal();
   overrideExits(program);
   handOnHeldSignal(program);
   try {

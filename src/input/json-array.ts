@@ -4,9 +4,10 @@
 // number JavaScript cannot hold as written, text not valid in the file's encoding, or nesting too
 // deep rejects the element, not the file. JSON that is broken stops the reading there, naming the
 // byte: past it, where the next element begins cannot be known.
-import { Tokenizer, TokenParser, TokenParserError, TokenType, type ParsedTokenInfo } from '@streamparser/json';
+import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
 import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
+import { brokenJson, TextLines } from './broken-json.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 import { MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
 
@@ -81,6 +82,7 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
   let endOffset = 0;
   /** Where the token being read starts, in bytes of the text: where broken JSON is named. */
   let at = 0;
+  const lines = new TextLines();
   tokenizer.onToken = (info: ParsedTokenInfo) => {
     at = info.offset;
     if (depth === 1 && info.token !== TokenType.COMMA && info.token !== TokenType.RIGHT_BRACKET) start = info.offset;
@@ -99,13 +101,18 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
   };
   const fail = (error: unknown): never => {
     const message = (error as Error).message;
-    // the tokenizer names the place itself; the parser, which gets tokens, does not
-    const where = error instanceof TokenParserError ? ` at byte ${at}` : '';
-    throw new InputError(`is not a valid JSON array: ${message}${where}${row > 0 ? ` (after row ${row}, which was read)` : ''}`, file);
+    const after = row > 0 ? `after row ${row}, which was read` : undefined;
+    const said = brokenJson(message, at) ?? { what: message };
+    const where = [said.byte === undefined ? undefined : `byte ${said.byte}`, after].filter((part) => part !== undefined);
+    const line = said.byte === undefined ? lines.lastLine() : lines.lineAt(said.byte);
+    throw new InputError(`is not a valid JSON array: ${said.what}${where.length > 0 ? ` (${where.join('; ')})` : ''}`, file, line);
   };
   try {
     for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
-      if (next.value !== '') tokenizer.write(next.value);
+      if (next.value !== '') {
+        lines.add(next.value);
+        tokenizer.write(next.value);
+      }
       if (batch.length > 0) yield batch;
       batch = [];
     }

@@ -43,6 +43,18 @@ function stoppedBy(reason: unknown): ExecResult {
   return { status: 128 + constants.signals[signal], code: null, signal };
 }
 
+/**
+ * Put before the command: at a SIGHUP, SIGINT or SIGTERM passed on to its group, the shell waits for
+ * the command it is running to end, then exits with that command's status (128 + N when it was 0),
+ * running nothing after it. Ended at once by the signal, the shell was gone while the command still
+ * stopped, and the rest of the group was sent SIGTERM: a `track upload` there was cut off (a second
+ * signal) instead of ending as a stopped run does (its summary, exit 130). A trap the command sets
+ * for itself replaces these.
+ */
+const WAIT_FOR_THE_COMMAND = (['SIGHUP', 'SIGINT', 'SIGTERM'] as const)
+  .map((signal) => `trap '__track_status=$?; [ $__track_status -ne 0 ] || __track_status=${128 + constants.signals[signal]}; exit $__track_status' ${signal.slice(3)}`)
+  .join('; ');
+
 /** How long a command stopped by stop() has to end before its process group is killed. */
 export const KILL_AFTER_MS = 10_000;
 
@@ -109,7 +121,7 @@ export async function execWithEmulator(command: string, options: ExecOptions = {
     if (abort?.aborted) return stoppedBy(abort.reason);
     onStart?.(emulator);
     return await new Promise<ExecResult>((resolve, reject) => {
-      const child = spawn(command, {
+      const child = spawn(process.platform === 'win32' ? command : `${WAIT_FOR_THE_COMMAND}; ${command}`, {
         shell: true,
         // a process group of its own (and a session: node sets both), so the group can be signalled whole
         detached: true,

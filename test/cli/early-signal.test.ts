@@ -5,7 +5,7 @@
 // loading of a named module is held (test/helpers/hold-module.mjs), so it comes at that point however
 // slow the machine.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readJournal } from '../../src/records/journal.js';
@@ -74,7 +74,7 @@ describe('a stop signal while track upload is starting', () => {
       expect(run.status, run.stderr).toBe(130);
       // said once, as a stop later on is
       expect(run.stderr.match(/stopping: no request in flight, saving the journal; Ctrl-C again to abort/g)).toHaveLength(1);
-      expect(run.stdout).toContain('interrupted by a signal (Ctrl-C, SIGTERM) after 0 rows of the input were read');
+      expect(run.stdout).toContain('interrupted by a signal (Ctrl-C, SIGTERM, SIGHUP) after 0 rows of the input were read');
       const summary = summaryOf();
       expect(summary).toMatchObject({ command: 'upload', rows: 0, interrupted: true, exitStatus: 130, delivery: { stopped: true, aborted: false } });
       const events = ndjson<{ type: string; signal?: string; exitStatus?: number }>(join(tmp.dir, 'events.ndjson'));
@@ -85,6 +85,28 @@ describe('a stop signal while track upload is starting', () => {
       expect(server.received).toHaveLength(0);
     }, 60_000);
   }
+
+  it('a SIGHUP (its terminal closed) before the program loads is held as SIGTERM is: the run ends as a stop, with its summary file', async () => {
+    const server = await faultServer();
+    const file = plainCsv(200);
+    const run = await signalWhileLoading('/dist/cli/main.js', ['upload', file, '--url', server.url, '--api-key', 'k', '--journal', 'j', '--summary-file', 'summary.json'], ['SIGHUP']);
+    expect(run.signal, run.stderr).toBeNull();
+    expect(run.status, run.stderr).toBe(130);
+    expect(summaryOf()).toMatchObject({ command: 'upload', rows: 0, interrupted: true, exitStatus: 130 });
+    expect((await readJournal(join(tmp.dir, 'j'))).end?.complete).toBe(false);
+    expect(server.received).toHaveLength(0);
+  }, 60_000);
+
+  it('with --no-journal, the stop line says nothing of saving a journal, and none is written', async () => {
+    const server = await faultServer();
+    const file = plainCsv(200);
+    const run = await signalWhileLoading('/dist/cli/main.js', ['upload', file, '--url', server.url, '--api-key', 'k', '--no-journal', '--summary-file', 'summary.json'], ['SIGTERM']);
+    expect(run.status, run.stderr).toBe(130);
+    expect(run.stderr).toContain('stopping: no request in flight; Ctrl-C again to abort');
+    expect(run.stderr).not.toContain('journal');
+    expect(readdirSync(tmp.dir).filter((name) => name.includes('journal'))).toEqual([]);
+    expect(summaryOf()).toMatchObject({ interrupted: true, exitStatus: 130 });
+  }, 60_000);
 
   it('a second signal before the run begins ends the process at once, 130, as a second Ctrl-C does', async () => {
     const file = plainCsv(10);

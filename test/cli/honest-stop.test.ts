@@ -54,7 +54,7 @@ describe('a run stopped by a signal, without a terminal', () => {
         const run = await stopped(json ? [...common, '--json'] : common, signal, server, 40);
         expect(run.status, `${signal} ${i}`).toBe(130);
         if (!json) {
-          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
+          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
           continue;
         }
         const summary = JSON.parse(run.stdout);

@@ -124,7 +124,7 @@ describe('a signal while standard input is idle', () => {
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
       expect(await whenReadingStdin(child.pid!)).toBe(true);
       expect(await interrupt(child), 'the run did not end').toBe(130);
-      expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM\) after 0 rows of the input were read/);
+      expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after 0 rows of the input were read/);
       expect(stdout).not.toContain('--resume');
     }, 60_000);
   }
@@ -143,6 +143,6 @@ describe('a signal while standard input is idle', () => {
     // the stop signals are held from before the preview is printed (held-signals.ts): this one is the run's
     await previewed;
     expect(await interrupt(child), 'the run did not end').toBe(130);
-    expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM\)/);
+    expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\)/);
   }, 60_000);
 });

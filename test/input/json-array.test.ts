@@ -42,17 +42,21 @@ describe('readJson', () => {
     expect(records[1]).toMatchObject({ line: 2, value: { a: 1 } });
   });
 
-  it('stops at JSON that is broken, naming the file, the byte and the rows read before', async () => {
-    await expect(read('[{"a":1},{"a":2},{"a"3}]')).rejects.toThrow(/^users\.json: is not a valid JSON array: .*\(after row 2, which was read\)/);
-    // the byte where the broken part starts, however the text came in chunks
+  it('stops at JSON that is broken, naming the file, the line, the byte and the rows read before', async () => {
+    await expect(read('[{"a":1},{"a":2},{"a"3}]')).rejects.toThrow(/^users\.json:1: is not a valid JSON array: found 3 where the : after a field name belongs \(byte 21; after row 2, which was read\)$/);
+    // the line and byte where the broken part starts, however the text came in chunks
     const broken = '[\n  {"a": "é"},\n  {"a": 2}\n  {"a": 3}\n]';
     const byte = Buffer.byteLength(broken.slice(0, broken.lastIndexOf('{')));
     for (const chunk of [Infinity, 3]) {
-      await expect(read(broken, chunk)).rejects.toThrow(`in state COMMA at byte ${byte} (after row 2, which was read)`);
+      await expect(read(broken, chunk)).rejects.toThrow(`users.json:4: is not a valid JSON array: found "{" where a , or the ] or } that closes the array or object belongs (byte ${byte}; after row 2, which was read)`);
     }
-    await expect(read('[{"a":1}, x]')).rejects.toThrow(/absolute position "10"/);
-    await expect(read('[{"a":1},')).rejects.toThrow(/users\.json: is not a valid JSON array/);
-    await expect(read('[{"a":1}] [2]')).rejects.toThrow(/users\.json: is not a valid JSON array/);
+    await expect(read('[{"a":1}, x]')).rejects.toThrow(/found "x" where a value belongs.* \(byte 10; after row 1/);
+    for (const chunk of [Infinity, 2]) {
+      await expect(read('[\n{"a":1},\n{"a":tru}]', chunk)).rejects.toThrow(/^users\.json:3: is not a valid JSON array: found "}" in a word that is not true, false or null .*\(byte 19; after row 1, which was read\)$/);
+    }
+    await expect(read('[\n{"a":"abc')).rejects.toThrow(/^users\.json:2: is not a valid JSON array: the file ends in the middle of a string/);
+    await expect(read('[{"a":1},')).rejects.toThrow(/users\.json:1: is not a valid JSON array: the file ends before the array is closed/);
+    await expect(read('[{"a":1}] [2]')).rejects.toThrow(/users\.json:1: is not a valid JSON array: found "\[" after the \] that closes the array/);
   });
 
   it('says what a .json file must hold when it is neither', async () => {

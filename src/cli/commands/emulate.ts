@@ -1,4 +1,4 @@
-// `track emulate`: runs the emulator in the foreground until SIGINT or SIGTERM (decisions.md "Running
+// `track emulate`: runs the emulator in the foreground until SIGINT, SIGTERM or SIGHUP (decisions.md "Running
 // the emulator"), or, with --exec, around one command whose exit status becomes its own.
 import { Option, type Command } from 'commander';
 import { constants } from 'node:os';
@@ -83,6 +83,8 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
   // handlers first, so a signal right after the start line is never missed (nor one that came before them)
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  // its terminal closed: its log lines find no reader (quietOnClosedOutput), and it stops as at SIGTERM
+  process.on('SIGHUP', stop);
   if (takeHeldSignal() !== undefined) return stop();
   const options = emulatorOptions(flags, log);
   emulator = await startEmulator(options);
@@ -102,6 +104,8 @@ async function runExec(flags: EmulateFlags, command: string, options: EmulatorOp
   const beforeStart = new AbortController();
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stop === undefined) return beforeStart.abort(signal);
+    // a closed terminal's shell and its kernel may each send a SIGHUP: the second is no second stop
+    if (signals > 0 && signal === 'SIGHUP') return;
     if ((signals += 1) === 1) process.stderr.write(`track: ${signal}: passed on to the command; it is killed if it has not ended in ${KILL_AFTER_MS / 1000} s, or at the next signal\n`);
     stop(signal);
   };
@@ -165,8 +169,10 @@ export function registerEmulate(program: Command): void {
         'In CI:  track emulate --seed users.csv --exec "npm test"   (exit status: the command\'s; 128+N if signal N ended it)\n' +
         'The command runs in a process group of its own: a signal that would end track (SIGINT from Ctrl-C, SIGQUIT\n' +
         'from Ctrl-\\, SIGTERM, SIGHUP, SIGUSR2...) is passed on to all of it, and the group is killed (SIGKILL) at a\n' +
-        'second signal or 10 s later if it has not ended; whatever it leaves running is ended with it. If the\n' +
-        'emulator cannot start (a seed row, the port or the database in use), the command is not run and the status is 2.',
+        'second signal or 10 s later if it has not ended; whatever it leaves running is ended with it. At SIGHUP,\n' +
+        'SIGINT or SIGTERM the shell waits for the command it runs and exits with its status (a track upload\n' +
+        'there stops cleanly, exit 130), running nothing after it. If the emulator cannot start (a seed row,\n' +
+        'the port or the database in use), the command is not run and the status is 2.',
     )
     .action(runEmulate);
 }

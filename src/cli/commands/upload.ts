@@ -77,6 +77,8 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     totalBytes,
     hourly: send.hourly,
     timeoutSeconds: flags.requestTimeout,
+    // none with --no-journal (or against the emulator of track emulate --exec), nor from standard input
+    journal: send.noJournal !== true && !options.inputs.includes('-'),
     intervalMs: flags.progressInterval * 1000,
   });
   await runAndReport('upload', flags, {

@@ -44,9 +44,13 @@ export interface RunFigures {
 
 export const asSummary = (summary: Record<string, unknown>): SummaryFields => summary as unknown as SummaryFields;
 
+/** The items a delivery sent that the server refused (each a row of the rejects file); 0 in a dry run. */
+export const refusedItems = (delivery: { items: Record<string, { rejected: number }> } | undefined): number =>
+  delivery === undefined ? 0 : Object.values(delivery.items).reduce((sum, t) => sum + t.rejected, 0);
+
 export function runFigures(summary: SummaryFields): RunFigures {
   const d = summary.delivery;
-  const refused = d === undefined ? 0 : Object.values(d.items).reduce((sum, t) => sum + t.rejected, 0);
+  const refused = refusedItems(d);
   const reasons = [
     ...Object.entries(summary.rejectReasons).map(([reason, rows]) => ({ reason, rows, where: 'before sending' as const })),
     ...Object.entries(summary.refusedReasons ?? {}).map(([reason, rows]) => ({ reason, rows, where: 'by the server' as const })),

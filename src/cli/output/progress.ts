@@ -8,6 +8,9 @@ import { LONG_WAIT_MS, type WaitReason } from '../../transport/pacer.js';
 /** A count as a person reads it: 1,234,567. */
 export const number = (n: number): string => Math.round(n).toLocaleString('en-US');
 
+/** A count and its noun, one for 1: `1 row`, `1,234 rows`, `1 retry`, `2 retries`. */
+export const counted = (n: number, one: string, many = `${one}s`): string => `${number(n)} ${n === 1 ? one : many}`;
+
 export function duration(ms: number): string {
   const s = Math.round(ms / 1000);
   return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s` : `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
@@ -28,7 +31,7 @@ export async function startSpinner(text: string): Promise<Ora> {
 }
 
 /** The spinner text of a dry run. */
-export const readingLine = (file: string, rows: number, requests: number): string => `reading ${file}: ${number(rows)} rows, ${number(requests)} requests`;
+export const readingLine = (file: string, rows: number, requests: number): string => `reading ${file}: ${counted(rows, 'row')}, ${counted(requests, 'request')}`;
 
 const WAIT_REASONS: Record<WaitReason, string> = {
   hourly: 'the hourly limit',
@@ -61,10 +64,13 @@ export function noticeLine(notice: DeliveryNotice, spinner: boolean, hourly: num
   }
 }
 
-/** What a stopped upload waits for, as soon as the stop is taken: `stopping: 8 requests in flight; Ctrl-C again to abort`. */
-export function stoppingLine(inFlight: number | undefined, timeoutSeconds: number): string {
-  if (inFlight === undefined || inFlight === 0) return 'stopping: no request in flight, saving the journal; Ctrl-C again to abort';
-  const requests = inFlight === 1 ? '1 request' : `${number(inFlight)} requests`;
+/**
+ * What a stopped upload waits for, as soon as the stop is taken: `stopping: 8 requests in flight; Ctrl-C
+ * again to abort`; `journal`: the run keeps one (not with --no-journal, nor from standard input).
+ */
+export function stoppingLine(inFlight: number | undefined, timeoutSeconds: number, journal = true): string {
+  if (inFlight === undefined || inFlight === 0) return `stopping: no request in flight${journal ? ', saving the journal' : ''}; Ctrl-C again to abort`;
+  const requests = counted(inFlight, 'request');
   return `stopping: ${requests} in flight, waiting for ${inFlight === 1 ? 'its answer' : 'their answers'} (at most ${timeoutSeconds} s each, --request-timeout); Ctrl-C again to abort`;
 }
 
@@ -91,7 +97,7 @@ export function progressLine(m: Meter): string {
   if (m.stopping !== undefined) {
     // the line of its own said the rest; no rate or ETA while nothing more is sent
     const n = m.stopping.inFlight ?? 0;
-    return `stopping: ${n === 1 ? '1 request' : `${number(n)} requests`} in flight; Ctrl-C again to abort | ${parts.slice(0, 4).join(', ')}`;
+    return `stopping: ${counted(n, 'request')} in flight; Ctrl-C again to abort | ${parts.slice(0, 4).join(', ')}`;
   }
   if (m.waitingUntil !== undefined && m.waitingUntil > Date.now()) parts.push(`waiting until ${clockTime(m.waitingUntil)}`);
   else if (m.totalBytes > 0 && m.bytes > 0 && m.bytes < m.totalBytes) {
@@ -120,6 +126,8 @@ export async function startUploadProgress(options: {
   totalBytes: number;
   hourly?: number;
   timeoutSeconds: number;
+  /** The run keeps a journal (what a stop with nothing in flight is saving). */
+  journal: boolean;
   /** Between progress lines when stderr is not a terminal (default 5 s). */
   intervalMs?: number;
 }): Promise<UploadProgress> {
@@ -145,7 +153,7 @@ export async function startUploadProgress(options: {
     meter.stopping = { inFlight };
     if (options.silent === true) return;
     if (spinner !== undefined) spinner.text = progressLine(meter);
-    const line = stoppingLine(inFlight, timeoutSeconds);
+    const line = stoppingLine(inFlight, timeoutSeconds, options.journal);
     if (line !== toldStopping) say(`\n${line}`);
     toldStopping = line;
   };

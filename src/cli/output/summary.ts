@@ -5,12 +5,12 @@ import { DeliveryError, InputError, OutputError, UsageError } from '../../errors
 import type { BatchLimits } from '../../model/limits.js';
 import type { DeliverySummary } from '../../transport/index.js';
 import type { UploadSummary } from '../../upload/upload.js';
-import { duration, number } from './progress.js';
-const counted = (n: number, one: string, many = `${one}s`): string => `${number(n)} ${n === 1 ? one : many}`;
+import { refusedItems } from './figures.js';
+import { counted, duration, number } from './progress.js';
 
 function limitsText(limits: BatchLimits | undefined): string {
   const parts: string[] = [];
-  if (limits?.maxTotal !== undefined) parts.push(`at most ${number(limits.maxTotal)} items each`);
+  if (limits?.maxTotal !== undefined) parts.push(`at most ${counted(limits.maxTotal, 'item')} each`);
   if (limits?.maxPerArray !== undefined) parts.push(`at most ${number(limits.maxPerArray)} per array`);
   return parts.length === 0 ? 'no item limit' : parts.join(', ');
 }
@@ -55,7 +55,7 @@ function dataPointLines(summary: UploadSummary, pace: Pace | undefined): string[
   else lines.push(`data points ${number(planned)} would be spent${saved}`);
   if (pace !== undefined && summary.delivery === undefined) {
     const hourly = pace.hourly === undefined ? '' : ` and ${number(pace.hourly)} an hour`;
-    const at = `at ${number(pace.rate)} requests/s${hourly}`;
+    const at = `at ${counted(pace.rate, 'request')}/s${hourly}`;
     const seconds = estimateSeconds(summary.requests, pace);
     const take = seconds < 1 ? 'under a second' : `at least ${duration(seconds * 1000)}`;
     lines.push(`estimate    ${counted(summary.requests, 'request')} ${summary.requests === 1 ? 'takes' : 'take'} ${take} ${at}`);
@@ -99,12 +99,8 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   }
   if (summary.otherShards > 0) lines.push(`shard       ${counted(summary.otherShards, 'row')} left out: their users are in other shards (--shard)`);
   const { attributes, events, purchases } = summary.items;
-  lines.push(`items       ${number(attributes)} attributes, ${number(events)} events, ${number(purchases)} purchases`);
-  if (summary.rejected === 0) lines.push(`rejected    ${chalk.green('none')}`);
-  else {
-    lines.push(chalk.red(`rejected    ${counted(summary.rejected, 'row')}, written to ${summary.rejectsPath ?? '(no file)'}`));
-    lines.push(...reasonLines(summary.rejectReasons));
-  }
+  lines.push(`items       ${counted(attributes, 'attribute')}, ${counted(events, 'event')}, ${counted(purchases, 'purchase')}`);
+  lines.push(...rejectedLines(summary));
   if (summary.droppedFields > 0) {
     lines.push(chalk.yellow(`dropped     ${counted(summary.droppedFields, 'field')} left out of rows sent without them, written to ${summary.rejectsPath ?? '(no file)'}`));
   }
@@ -126,15 +122,26 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   return `${lines.join('\n')}\n`;
 }
 
+/** Every row rejected, before sending (by the plan) and by the server, with their reasons; or none. */
+function rejectedLines(summary: UploadSummary): string[] {
+  const refused = refusedItems(summary.delivery);
+  const total = summary.rejected + refused;
+  if (total === 0) return [`rejected    ${chalk.green('none')}`];
+  const where = refused === 0 ? '' : summary.rejected === 0 ? ' by the server' : ` (${number(summary.rejected)} before sending, ${number(refused)} by the server)`;
+  const reasons = { ...summary.rejectReasons };
+  for (const [reason, n] of Object.entries(summary.refusedReasons ?? {})) reasons[reason] = (reasons[reason] ?? 0) + n;
+  return [chalk.red(`rejected    ${counted(total, 'row')}${where}, written to ${summary.rejectsPath ?? '(no file)'}`), ...reasonLines(reasons)];
+}
+
 /** What a run stopped by a signal left: the rows read, those unsettled, and whether the input was read to its end. */
 function interruptedText(summary: UploadSummary): string {
   const read = summary.readToEnd ? 'after every row was read' : `after ${counted(summary.rows, 'row')} of the input ${summary.rows === 1 ? 'was' : 'were'} read`;
   const d = summary.delivery;
-  if (d === undefined) return `by a signal (Ctrl-C, SIGTERM) ${read}`;
+  if (d === undefined) return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}`;
   const unread = summary.readToEnd ? '' : ', and the rest of the input is not read yet';
   // a run without a journal (standard input) cannot be resumed
   const resume = summary.journalPath !== undefined && (d.rowsAbandoned > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
-  return `by a signal (Ctrl-C, SIGTERM) ${read}: ${number(d.rowsAbandoned)} rows unsettled${unread}${resume}`;
+  return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}: ${counted(d.rowsAbandoned, 'row')} unsettled${unread}${resume}`;
 }
 
 function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean): string[] {
@@ -144,17 +151,17 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
     if (t.sent + t.rejected > 0) lines.push(`${kind.padEnd(11)} sent ${number(t.sent)}, accepted ${number(t.accepted)}, rejected ${number(t.rejected)}`);
   }
   const accepted = d.items.attributes.accepted + d.items.events.accepted + d.items.purchases.accepted;
-  lines.push(`requests    ${number(d.requestsSent)} sent, ${number(d.retries)} retries, ${number(d.rateLimited)} rate-limited (429)`);
+  lines.push(`requests    ${number(d.requestsSent)} sent, ${counted(d.retries, 'retry', 'retries')}, ${number(d.rateLimited)} rate-limited (429)`);
   if (d.requestsNotDelivered > 0) {
     // a 401 or a request over the batch limit is an answer, but no verdict on the rows
-    lines.push(chalk.yellow(`undelivered ${counted(d.requestsNotDelivered, 'request')} got no verdict on their rows:`));
+    lines.push(chalk.yellow(`undelivered ${counted(d.requestsNotDelivered, 'request')} got no verdict on ${d.requestsNotDelivered === 1 ? 'its' : 'their'} rows:`));
     for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
   }
   if (d.unknownOutcomes > 0) {
-    lines.push(chalk.yellow(`unknown     ${number(d.unknownOutcomes)} requests broke off after sending (${number(d.rowsInUnknownRequests)} rows); ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated`));
+    lines.push(chalk.yellow(`unknown     ${counted(d.unknownOutcomes, 'request')} broke off after sending (${counted(d.rowsInUnknownRequests, 'row')}); ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated`));
   }
   if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
-    lines.push(chalk.yellow(`resent      ${number(d.rowsPossiblyDuplicated)} rows possibly duplicated: the run before stopped while they were in flight`));
+    lines.push(chalk.yellow(`resent      ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated: the run before stopped while ${d.rowsPossiblyDuplicated === 1 ? 'it was' : 'they were'} in flight`));
   }
   if (d.requestsAbandoned > 0) {
     const resume = resumable ? ': run again with --resume to send them' : '';
