@@ -7,7 +7,9 @@ import { UsageError } from '../errors.js';
 import { isRemote, localName } from '../input/location.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
-import { findJournal, identifyFile, rowsInDoubt, sameIdentity, type ParsedJournal } from '../records/journal.js';
+import { findJournal, identifyFile, inputKey, rowsInDoubt, sameIdentity, type ParsedJournal } from '../records/journal.js';
+import { changedMessage } from '../records/journal-read.js';
+import { lockJournal } from '../records/journal-lock.js';
 import type { RemoteIdentities } from '../records/journal-read.js';
 import { checkWritable, isOneOf } from './check.js';
 import { shardTag, type Shard } from './shard.js';
@@ -24,14 +26,17 @@ function targetSlug(endpoint: URL, scheme = true): string {
 }
 
 /**
- * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.http-127.0.0.1-4000.journal` beside it (an input
- * in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run, and each
- * shard its own (`users.http-127.0.0.1-4000.shard-2-of-4.journal`).
+ * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.csv.gz.http-127.0.0.1-4000.journal` beside it (an
+ * input in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run,
+ * each shard its own (`users.csv.gz.http-127.0.0.1-4000.shard-2-of-4.journal`), and `users.csv` and
+ * `users.ndjson` each their own. `extension: false` gives the name earlier versions gave it, without
+ * the input's extension (`users.http-127.0.0.1-4000.journal`).
  */
-export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true, shard?: Shard): string {
+export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true, shard?: Shard, extension = true): string {
   const remote = isRemote(firstInput);
-  const name = (remote ? localName(firstInput) : basename(firstInput)).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(remote ? '.' : dirname(firstInput), `${name}${journalSuffix(endpoint, scheme, shard)}`);
+  const name = remote ? localName(firstInput) : basename(firstInput);
+  const stem = extension ? name : name.replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
+  return join(remote ? '.' : dirname(firstInput), `${stem}${journalSuffix(endpoint, scheme, shard)}`);
 }
 
 /** The shard whose default journal of this target `path` is, by its name (`….shard-2-of-4.journal`). */
@@ -47,15 +52,21 @@ const journalSuffix = (endpoint: URL, scheme: boolean, shard: Shard | undefined)
   `.${targetSlug(endpoint, scheme)}${shard === undefined ? '' : `.${shardTag(shard)}`}.journal`;
 
 /**
- * The journal of this target beside the first input: under today's name, or under the name without
- * the scheme that an earlier version gave it (taken only when its header names this very target).
+ * The journal of this target beside the first input: under today's name, or under a name an earlier
+ * version gave it, without the input's extension (`users.http-….journal`) or, before that, without
+ * the scheme; one of those is taken only when its header names this very target and it holds these
+ * inputs (`users.ndjson` does not go on with the journal `users.csv` left under the shared name).
  */
-async function journalBeside(firstInput: string, endpoint: URL, target: string, shard: Shard | undefined): Promise<string> {
+async function journalBeside(inputs: readonly string[], firstInput: string, endpoint: URL, target: string, shard: Shard | undefined): Promise<string> {
   const path = defaultJournalPath(firstInput, endpoint, true, shard);
-  if (shard !== undefined || (await stat(path).catch(() => undefined)) !== undefined) return path;
-  const before = defaultJournalPath(firstInput, endpoint, false);
-  const found = await readableJournal(before);
-  return found?.target === target ? before : path;
+  if ((await stat(path).catch(() => undefined)) !== undefined) return path;
+  const earlier = [defaultJournalPath(firstInput, endpoint, true, shard, false), ...(shard === undefined ? [defaultJournalPath(firstInput, endpoint, false, undefined, false)] : [])];
+  const keys = new Set(localFiles(inputs).map(inputKey));
+  for (const before of earlier) {
+    const found = await readableJournal(before);
+    if (found?.target === target && found.files.some((f) => keys.has(f.identity.path))) return before;
+  }
+  return path;
 }
 
 const count = (n: number): string => n.toLocaleString('en-US');
@@ -163,7 +174,7 @@ async function checkRerun(
   // the journals of this target with no shard (an earlier run of every row), of this run's shard, and
   // of the shards of another split (or of any split, for a run of every row): their users are among
   // this run's. Another shard of this run's split is another run's, which sent other users.
-  const folders = new Set(options.journalPath === undefined ? localFiles(inputs).map((file) => dirname(resolve(file))) : []);
+  const folders = options.journalPath === undefined ? inputFolders(inputs) : new Set<string>();
   const suffixes = [journalSuffix(endpoint, true, undefined), journalSuffix(endpoint, false, undefined)];
   if (options.shard !== undefined) suffixes.push(journalSuffix(endpoint, true, options.shard));
   const ours = (path: string): boolean => {
@@ -183,9 +194,45 @@ async function checkRerun(
     }
   }
   if (own === undefined) return undefined;
-  return touchedFiles(own).length === 0
-    ? `the journal ${journalPath} of an earlier run that sent nothing was replaced`
-    : `the journal ${journalPath} of an earlier upload of other files (or of these files before they changed) was replaced`;
+  if (touchedFiles(own).length === 0) return `the journal ${journalPath} of an earlier run that sent nothing was replaced`;
+  if (own.end?.complete !== true) return unfinished(journalPath, own, target, inputs, identities, options.rerunSafe);
+  return `the journal ${journalPath} of an earlier upload of other files (or of these files before they changed) was replaced`;
+}
+
+/**
+ * A run of other files, or of these files changed since, would replace a journal whose run did not
+ * finish: that run could then never be resumed. Refused, with the ways on; a run that cannot store
+ * anything twice (rerunSafe) replaces it, and says so.
+ */
+async function unfinished(
+  journalPath: string,
+  own: ParsedJournal,
+  target: string,
+  inputs: readonly string[],
+  identities: ReadonlyArray<Awaited<ReturnType<typeof identifyFile>>>,
+  rerunSafe: RerunSafe | undefined,
+): Promise<string> {
+  const changed = inputs.flatMap((file, i) => {
+    const was = touchedFiles(own).find((f) => f.identity.path === identities[i].path);
+    return was === undefined ? [] : [{ file, was: was.identity, now: identities[i] }];
+  });
+  if (rerunSafe !== undefined && (await rerunSafe(own))) {
+    return `the journal ${journalPath} of an upload that ${journalStory(own)} was replaced: this run sends only what the target has not acknowledged`;
+  }
+  if (changed.length > 0) {
+    const { file, was, now } = changed[0];
+    throw new UsageError(
+      `an upload of ${changed.map((c) => c.file).join(', ')} to ${target} ${journalStory(own)}; its journal is ${journalPath}, and ${file} ${changedMessage(journalPath, was, now).replace(/; restore .*$/s, '')}.\n` +
+        'It cannot be resumed, nor safely started again: restore the file it read to resume it (--resume), or give --restart to send\n' +
+        'every row of these inputs again (rows the earlier run delivered are then sent twice: events and purchases stored twice).',
+    );
+  }
+  const held = touchedFiles(own).map((f) => f.identity.path).join(', ');
+  throw new UsageError(
+    `the journal ${journalPath} holds an upload of ${held} to ${own.target ?? target} that ${journalStory(own)}: this run of ${inputs.join(', ')} would replace it, ` +
+      'and that run could then never be resumed.\n' +
+      `Give this upload its own --journal (and resume that run with --resume --journal ${journalPath}), or give --restart to drop that journal.`,
+  );
 }
 
 /**
@@ -196,6 +243,10 @@ const JOURNALS_NOTE = '.track-journals';
 
 /** The inputs that lie in folders (no object in storage). */
 const localFiles = (inputs: readonly string[]): string[] => inputs.filter((file) => !isRemote(file));
+
+/** The folders of the inputs, as given and with symbolic links resolved (a link's journal lies beside it, its file's beside that). */
+const inputFolders = (inputs: readonly string[]): Set<string> =>
+  new Set(localFiles(inputs).flatMap((file) => [dirname(resolve(file)), dirname(inputKey(file))]));
 
 /** The journals of this target a folder's note names. */
 async function journalsNoted(path: string, target: string): Promise<string[]> {
@@ -216,8 +267,8 @@ async function journalsNoted(path: string, target: string): Promise<string[]> {
 /** Notes the journal in every folder of the inputs but its own (best effort: a folder may be read-only). */
 export async function noteJournal(journalPath: string, target: string, inputs: readonly string[]): Promise<void> {
   const home = dirname(resolve(journalPath));
-  const folders = new Set(localFiles(inputs).map((file) => dirname(resolve(file))).filter((folder) => folder !== home));
-  for (const folder of folders) {
+  for (const folder of inputFolders(inputs)) {
+    if (folder === home) continue;
     const note = join(folder, JOURNALS_NOTE);
     if ((await journalsNoted(note, target)).includes(resolve(journalPath))) continue;
     await appendFile(note, `${JSON.stringify({ journal: resolve(journalPath), target })}\n`).catch(() => undefined);
@@ -266,6 +317,8 @@ export interface Target {
   resume: boolean;
   /** The run replaces its journal's (--restart, or --resume-or-start finding a finished run of inputs since changed). */
   restart?: boolean;
+  /** Gives back the journal, which the run holds from its check until it closes the journal (journal-lock.ts). */
+  release: () => void;
 }
 
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
@@ -289,7 +342,7 @@ export async function checkTarget(
     key?: string;
   },
 ): Promise<Target> {
-  let options = given;
+  const options = given;
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
@@ -314,12 +367,28 @@ export async function checkTarget(
   };
   if (fromStdin || options.noJournal === true) {
     await readable();
-    return { endpoint, target, resume: false };
+    return { endpoint, target, resume: false, release: () => undefined };
   }
-  const journalPath = options.journalPath ?? (await journalBeside(options.namedAfter ?? inputs[0], endpoint, target, options.shard));
+  const journalPath = options.journalPath ?? (await journalBeside(inputs, options.namedAfter ?? inputs[0], endpoint, target, options.shard));
   if (await isOneOf(journalPath, inputs)) throw new UsageError(`--journal ${journalPath} is also an input file`);
   await readable();
   await checkJournalPath(journalPath);
+  // a second run on the journal while this one holds it is refused before it reads the journal
+  const release = lockJournal(journalPath);
+  try {
+    return { ...(await checkJournal(inputs, options, { endpoint, target, journalPath })), release };
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+type TargetOptions = Parameters<typeof checkTarget>[1];
+
+/** What the run does with its journal (held by this run): resume it, replace it, or be refused. */
+async function checkJournal(inputs: readonly string[], given: TargetOptions, at: { endpoint: URL; target: string; journalPath: string }): Promise<Omit<Target, 'release'>> {
+  const { endpoint, target, journalPath } = at;
+  let options = given;
   let started: string | undefined;
   if (options.resumeOrStart === true) {
     const how = await resumeOrStart(journalPath, target, inputs, options.remote);
@@ -335,8 +404,39 @@ export async function checkTarget(
       started = `the journal ${journalPath} held a run under another API key (${found.key}) that sent nothing (the server refused what it sent unapplied): this run started anew`;
     }
   }
+  if (options.restart !== true) await checkShard(journalPath, options.resume === true, options.shard, endpoint);
   const note = (await checkRerun(journalPath, target, inputs, options)) ?? started;
   return { endpoint, target, journalPath, note, resume: options.resume === true, restart: options.restart === true };
+}
+
+const shardText = (shard: Shard | undefined): string | null => (shard === undefined ? null : `${shard.index}/${shard.count}`);
+const shardWords = (shard: string | null): string => (shard === null ? 'every row (no --shard)' : `--shard ${shard}`);
+
+/**
+ * Refuses a run of one shard (or of every row) with the journal of another's: resumed, it would skip
+ * rows that shard never sent; replaced, that shard's run could not be resumed. A journal of an
+ * earlier version says no shard: a run of every row resumes it as before, and a shard only under
+ * that shard's own default name.
+ */
+async function checkShard(journalPath: string, resume: boolean, shard: Shard | undefined, endpoint: URL): Promise<void> {
+  const found = await readableJournal(journalPath);
+  if (found === undefined || (!resume && touchedFiles(found).length === 0)) return;
+  const ours = shardText(shard);
+  if (found.shard === undefined) {
+    const named = splitOf(journalPath, endpoint);
+    if (!resume || shard === undefined || (named?.index === shard.index && named.count === shard.count)) return;
+    throw new UsageError(
+      `the journal ${journalPath} was written by an earlier version of track, which did not record the shard of its run, so it cannot tell whether it holds ` +
+        `this run's rows (--shard ${ours}): resuming another shard's journal would leave out rows never sent. Resume it with the version that wrote it, ` +
+        'or give --restart to send every row of this shard again (rows the earlier run delivered are then sent twice).',
+    );
+  }
+  if (found.shard === ours) return;
+  throw new UsageError(
+    `the journal ${journalPath} holds the upload of ${shardWords(found.shard)}, not of this run's ${shardWords(ours)}: ` +
+      `${resume ? 'resuming it would leave out rows that run never sent' : 'this run would replace it, and that run could then never be resumed'}. ` +
+      'Give each shard its own --journal (or none: each shard keeps its own by default), or --restart to drop that journal.',
+  );
 }
 
 /**
@@ -354,10 +454,12 @@ async function resumeOrStart(path: string, target: string, inputs: readonly stri
     throw new UsageError((error as Error).message);
   }
   if (found === undefined) return 'start';
+  const identities = await Promise.all(inputs.map((file) => identifyFile(file, remote)));
+  // a journal of other files holds no run of these: the run starts (and the re-run guard says whether it may replace it)
+  if (!identities.some((now) => found.files.some((f) => f.identity.path === now.path))) return 'start';
   if (found.target !== undefined && found.target !== target) {
     throw new UsageError(`the journal ${path} holds an upload to ${found.target}, not to ${target}; give another --journal (or none: each target keeps its own)`);
   }
-  const identities = await Promise.all(inputs.map((file) => identifyFile(file, remote)));
   const unchanged = identities.every((now) => found.files.some((f) => f.identity.path === now.path && sameIdentity(f.identity, now)));
   if (unchanged) return 'resume';
   if (found.end?.complete === true || touchedFiles(found).length === 0) return 'restart';
