@@ -2,28 +2,21 @@
 // the re-run guard reads the journal until the journal is closed, so a second run on it, while the
 // first is still sending, is refused at once instead of taking that run for a killed one (and
 // resuming it, sending its rows in flight again). A lock left by a killed run is taken over.
-import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
+import { FileInUseError, lockFile } from '../lock-file.js';
 
-/** A delivery is using the journal. A usage error: the CLI exits 2. */
-export class JournalInUseError extends FileInUseError {
-  override name = 'JournalInUseError';
-  constructor(file: string, lockFile: string, owner: LockOwner) {
-    super(
-      file,
-      lockFile,
-      owner,
-      (who, here) =>
-        `the journal ${file} is in use by another upload: ${who}, started ${owner.since}. One run at a time on a journal, and nothing was sent: ` +
-        `wait for it to end, then run again (--resume goes on from where it stopped, if it did not finish)` +
-        (here ? '.' : `; if it is no longer running, delete ${lockFile}.`),
-    );
-  }
-}
-
-/** Takes the journal for a delivery: a second one on the same journal is refused until this one gives it back. */
+/** Takes the journal for a delivery: a second one on the same journal is refused (a usage error: exit 2) until this one gives it back. */
 export function lockJournal(path: string): () => void {
   return lockFile(path, {
     purpose: 'the lock that keeps a second run off the journal',
-    inUse: (file, lock, owner) => new JournalInUseError(file, lock, owner),
+    inUse: (file, lock, owner) =>
+      new FileInUseError(
+        file,
+        lock,
+        owner,
+        (who, here) =>
+          `the journal ${file} is in use by another upload: ${who}, started ${owner.since}. One run at a time on a journal, and nothing was sent: ` +
+          'wait for it to end, then run again (--resume goes on from where it stopped, if it did not finish)' +
+          (here ? '.' : `; if it is no longer running, delete ${lock}.`),
+      ),
   });
 }

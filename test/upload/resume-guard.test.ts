@@ -82,6 +82,9 @@ describe('one run at a time on a journal', () => {
       expect(second.stderr).toMatch(/wait for it to end/);
       expect(second.stderr).not.toMatch(/interrupted/);
     }
+    // a dry run keeps no journal, and takes no lock
+    expect((await runCli(['validate', file, '--quiet'], { cwd: tmp.dir })).status).toBe(0);
+    expect((await up([file, '--dry-run', '--quiet'])).status).toBe(0);
     child.kill('SIGKILL');
     await exited;
     const resumed = await up([file, '--url', emu.url, '--resume', '--json']);
@@ -95,6 +98,17 @@ describe('one run at a time on a journal', () => {
   });
 });
 
+/** A --resume of the run killedRun() killed: it reads that run's journal, and every row is stored, twice only if counted so. */
+async function resumesKilledRun(emu: Emulator, file: string): Promise<void> {
+  const resumed = await up([file, '--url', emu.url, '--resume', '--json']);
+  expect(resumed.status, resumed.stderr).toBe(0);
+  // rows the killed run settled are left out, and rows it left in flight counted
+  const { skipped, rowsPossiblyDuplicated } = JSON.parse(resumed.stdout);
+  expect(skipped + rowsPossiblyDuplicated).toBeGreaterThan(0);
+  expect(new Set(storedNs(emu)).size).toBe(1000);
+  expect(storedNs(emu).length).toBeLessThanOrEqual(1000 + rowsPossiblyDuplicated);
+}
+
 describe('journals of other files', () => {
   it('users.csv and users.ndjson keep journals of their own', async () => {
     const emu = await emulator({ latency: '10' });
@@ -105,13 +119,7 @@ describe('journals of other files', () => {
     expect(ndjson.status, ndjson.stderr).toBe(0);
     expect(JSON.stringify(JSON.parse(ndjson.stdout).notes ?? [])).not.toMatch(/replaced/);
     expect(journals().sort()).toEqual([expect.stringMatching(/^people\.csv\.http-/), expect.stringMatching(/^people\.ndjson\.http-/)]);
-    const resumed = await up([csv, '--url', emu.url, '--resume', '--json']);
-    expect(resumed.status, resumed.stderr).toBe(0);
-    // the killed run's journal was read: rows it settled are left out, and rows it left in flight counted
-    const { skipped, rowsPossiblyDuplicated } = JSON.parse(resumed.stdout);
-    expect(skipped + rowsPossiblyDuplicated).toBeGreaterThan(0);
-    expect(new Set(storedNs(emu)).size).toBe(1000);
-    expect(storedNs(emu).length).toBeLessThanOrEqual(1000 + JSON.parse(resumed.stdout).rowsPossiblyDuplicated);
+    await resumesKilledRun(emu, csv);
   });
 
   it('an earlier version’s journal, named without the extension, is resumed for the same files', async () => {
@@ -123,13 +131,7 @@ describe('journals of other files', () => {
     const plain = await up([csv, '--url', emu.url]);
     expect(plain.status).toBe(2);
     expect(plain.stderr).toContain(`its journal is ${join(tmp.dir, name.replace('people.csv.', 'people.'))}`);
-    const resumed = await up([csv, '--url', emu.url, '--resume', '--json']);
-    expect(resumed.status, resumed.stderr).toBe(0);
-    // the killed run's journal was read: rows it settled are left out, and rows it left in flight counted
-    const { skipped, rowsPossiblyDuplicated } = JSON.parse(resumed.stdout);
-    expect(skipped + rowsPossiblyDuplicated).toBeGreaterThan(0);
-    expect(new Set(storedNs(emu)).size).toBe(1000);
-    expect(storedNs(emu).length).toBeLessThanOrEqual(1000 + JSON.parse(resumed.stdout).rowsPossiblyDuplicated);
+    await resumesKilledRun(emu, csv);
   });
 
   it('an unfinished journal is not replaced by a run of other files, and --resume of other files is refused', async () => {
