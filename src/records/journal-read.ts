@@ -87,6 +87,10 @@ export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeS
   return difference(file.sent, file.settled);
 }
 
+/** The files of a journal of which rows were sent or settled (what running them again would double). */
+export const touchedFiles = (found: ParsedJournal): ParsedJournal['files'] =>
+  found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
+
 /** A file read to its end whose every row was settled, none in doubt and no line in part: a resumed run need not read it. */
 export const isWhole = (f: ParsedJournal['files'][number]): boolean =>
   f.rows !== undefined && f.settled.size === f.rows && f.settledItems.size === 0 && rowsInDoubt(f).size === 0;

@@ -29,7 +29,7 @@ import {
 } from './journal-format.js';
 
 export type { FileIdentity, ParsedJournal } from './journal-format.js';
-export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt, sameIdentity } from './journal-read.js';
+export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt, sameIdentity, touchedFiles } from './journal-read.js';
 
 export interface JournalOptions {
   /** Where the journal lives. */

@@ -1,73 +1,21 @@
 // The journal of a run to a target, and the guard on running again an upload a journal holds: the
 // same files, unchanged, to the same target are refused unless --resume or --restart says what to
 // do, wherever that journal lies (beside the inputs, under another name, or noted in their folder).
+// Where it lies is journal-name.ts's, the shard it holds rerun-shard.ts's. Over 350 lines: each
+// refusal here tells the journal's story (journalStory) and the ways on in the same words.
 import { appendFile, readFile, readdir, stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { isRemote, localName } from '../input/location.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
-import { findJournal, identifyFile, inputKey, rowsInDoubt, sameIdentity, type ParsedJournal } from '../records/journal.js';
+import { findJournal, identifyFile, inputKey, rowsInDoubt, sameIdentity, touchedFiles, type ParsedJournal } from '../records/journal.js';
 import { changedMessage } from '../records/journal-read.js';
 import { lockJournal } from '../records/journal-lock.js';
 import type { RemoteIdentities } from '../records/journal-read.js';
 import { checkWritable, isOneOf } from './check.js';
-import { shardTag, type Shard } from './shard.js';
-
-/**
- * The target as a file-name part, its scheme first: `https://rest.example.com:8443/v2` ->
- * `https-rest.example.com-8443-v2` (an http:// and an https:// run to one host and port are two
- * targets). `scheme: false` gives the name journals had before they named it.
- */
-function targetSlug(endpoint: URL, scheme = true): string {
-  const prefix = endpoint.pathname.replace(/\/users\/track$/, '');
-  const text = `${scheme ? `${endpoint.protocol}-` : ''}${endpoint.hostname}${endpoint.port === '' ? '' : `-${endpoint.port}`}${prefix}`;
-  return text.replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '');
-}
-
-/**
- * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.csv.gz.http-127.0.0.1-4000.journal` beside it (an
- * input in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run,
- * each shard its own (`users.csv.gz.http-127.0.0.1-4000.shard-2-of-4.journal`), and `users.csv` and
- * `users.ndjson` each their own. `extension: false` gives the name earlier versions gave it, without
- * the input's extension (`users.http-127.0.0.1-4000.journal`).
- */
-export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true, shard?: Shard, extension = true): string {
-  const remote = isRemote(firstInput);
-  const name = remote ? localName(firstInput) : basename(firstInput);
-  const stem = extension ? name : name.replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(remote ? '.' : dirname(firstInput), `${stem}${journalSuffix(endpoint, scheme, shard)}`);
-}
-
-/** The shard whose default journal of this target `path` is, by its name (`….shard-2-of-4.journal`). */
-function splitOf(path: string, endpoint: URL): Shard | undefined {
-  const tag = `.${targetSlug(endpoint)}.shard-`;
-  const at = path.lastIndexOf(tag);
-  const match = at === -1 ? null : /^(\d+)-of-(\d+)\.journal$/.exec(path.slice(at + tag.length));
-  return match === null ? undefined : { index: Number(match[1]), count: Number(match[2]) };
-}
-
-/** How the name of a journal of this target (and shard) ends. */
-const journalSuffix = (endpoint: URL, scheme: boolean, shard: Shard | undefined): string =>
-  `.${targetSlug(endpoint, scheme)}${shard === undefined ? '' : `.${shardTag(shard)}`}.journal`;
-
-/**
- * The journal of this target beside the first input: under today's name, or under a name an earlier
- * version gave it, without the input's extension (`users.http-….journal`) or, before that, without
- * the scheme; one of those is taken only when its header names this very target and it holds these
- * inputs (`users.ndjson` does not go on with the journal `users.csv` left under the shared name).
- */
-async function journalBeside(inputs: readonly string[], firstInput: string, endpoint: URL, target: string, shard: Shard | undefined): Promise<string> {
-  const path = defaultJournalPath(firstInput, endpoint, true, shard);
-  if ((await stat(path).catch(() => undefined)) !== undefined) return path;
-  const earlier = [defaultJournalPath(firstInput, endpoint, true, shard, false), ...(shard === undefined ? [defaultJournalPath(firstInput, endpoint, false, undefined, false)] : [])];
-  const keys = new Set(localFiles(inputs).map(inputKey));
-  for (const before of earlier) {
-    const found = await readableJournal(before);
-    if (found?.target === target && found.files.some((f) => keys.has(f.identity.path))) return before;
-  }
-  return path;
-}
+import { journalBeside, journalSuffix, localFiles, readableJournal, splitOf } from './journal-name.js';
+import { checkShard } from './rerun-shard.js';
+import type { Shard } from './shard.js';
 
 const count = (n: number): string => n.toLocaleString('en-US');
 const when = (iso: string): string => iso.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
@@ -83,11 +31,6 @@ function journalStory(found: ParsedJournal): string {
   return `was interrupted (killed or crashed) with ${of}${inFlight > 0 ? ` and ${count(inFlight)} in flight` : ''}`;
 }
 
-/** The files of a journal of which rows were sent or settled (what running them again would double). */
-function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
-  return found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
-}
-
 /**
  * Whether a journal's runs posted nothing that may have been applied: each request they sent was
  * refused unapplied (a mistyped API key's 401), or none was sent. Rows settled unsent (refused before
@@ -98,12 +41,6 @@ export const sentNothing = (found: ParsedJournal): boolean => found.files.every(
 /** The journal's run was under another API key (fingerprints) than this run's, and may have delivered rows to that key's workspace. */
 const otherKeys = (found: ParsedJournal, key: string | undefined): key is string =>
   key !== undefined && found.key !== undefined && found.key !== key && !sentNothing(found);
-
-/** A journal at `path`, or undefined when there is none or it cannot be read (a scan passes over it). */
-async function readableJournal(path: string): Promise<ParsedJournal | undefined> {
-  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return undefined;
-  return findJournal(path).catch(() => undefined);
-}
 
 /**
  * Refuses a run that would send again rows a journal of this target holds as sent (the same files,
@@ -240,9 +177,6 @@ async function unfinished(
  * folder gets a line in this file naming it, so that a later run of those files alone finds it.
  */
 const JOURNALS_NOTE = '.track-journals';
-
-/** The inputs that lie in folders (no object in storage). */
-const localFiles = (inputs: readonly string[]): string[] => inputs.filter((file) => !isRemote(file));
 
 /** The folders of the inputs, as given and with symbolic links resolved (a link's journal lies beside it, its file's beside that). */
 const inputFolders = (inputs: readonly string[]): Set<string> =>
@@ -407,36 +341,6 @@ async function checkJournal(inputs: readonly string[], given: TargetOptions, at:
   if (options.restart !== true) await checkShard(journalPath, options.resume === true, options.shard, endpoint);
   const note = (await checkRerun(journalPath, target, inputs, options)) ?? started;
   return { endpoint, target, journalPath, note, resume: options.resume === true, restart: options.restart === true };
-}
-
-const shardText = (shard: Shard | undefined): string | null => (shard === undefined ? null : `${shard.index}/${shard.count}`);
-const shardWords = (shard: string | null): string => (shard === null ? 'every row (no --shard)' : `--shard ${shard}`);
-
-/**
- * Refuses a run of one shard (or of every row) with the journal of another's: resumed, it would skip
- * rows that shard never sent; replaced, that shard's run could not be resumed. A journal of an
- * earlier version says no shard: a run of every row resumes it as before, and a shard only under
- * that shard's own default name.
- */
-async function checkShard(journalPath: string, resume: boolean, shard: Shard | undefined, endpoint: URL): Promise<void> {
-  const found = await readableJournal(journalPath);
-  if (found === undefined || (!resume && touchedFiles(found).length === 0)) return;
-  const ours = shardText(shard);
-  if (found.shard === undefined) {
-    const named = splitOf(journalPath, endpoint);
-    if (!resume || shard === undefined || (named?.index === shard.index && named.count === shard.count)) return;
-    throw new UsageError(
-      `the journal ${journalPath} was written by an earlier version of track, which did not record the shard of its run, so it cannot tell whether it holds ` +
-        `this run's rows (--shard ${ours}): resuming another shard's journal would leave out rows never sent. Resume it with the version that wrote it, ` +
-        'or give --restart to send every row of this shard again (rows the earlier run delivered are then sent twice).',
-    );
-  }
-  if (found.shard === ours) return;
-  throw new UsageError(
-    `the journal ${journalPath} holds the upload of ${shardWords(found.shard)}, not of this run's ${shardWords(ours)}: ` +
-      `${resume ? 'resuming it would leave out rows that run never sent' : 'this run would replace it, and that run could then never be resumed'}. ` +
-      'Give each shard its own --journal (or none: each shard keeps its own by default), or --restart to drop that journal.',
-  );
 }
 
 /**

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isExecEmulator } from '../../src/cli/options.js';
 import { resolveEndpoint } from '../../src/transport/endpoint.js';
-import { defaultJournalPath } from '../../src/upload/rerun.js';
+import { defaultJournalPath } from '../../src/upload/journal-name.js';
 import { BIN, ROOT, runCliAsync } from '../helpers/cli.js';
 import { writeCrmCsv } from '../helpers/crm.js';
 import { useServers } from '../helpers/servers.js';
