@@ -54,6 +54,10 @@ describe('a journal holds one shard', () => {
     const emu = await emulator();
     const file = writeEventsCsv(tmp.dir, 100, 'old.csv');
     expect((await up([file, '--url', emu.url, '--journal', 'old.journal', '--quiet'])).status).toBe(0);
+    // a journal of every row is no shard's
+    const shardOfEvery = await up([file, '--url', emu.url, '--shard', '1/2', '--journal', 'old.journal', '--resume']);
+    expect(shardOfEvery.status).toBe(2);
+    expect(shardOfEvery.stderr).toMatch(/old\.journal holds the upload of every row \(no --shard\), not of this run's --shard 1\/2/);
     const path = join(tmp.dir, 'old.journal');
     const [head, ...rest] = readFileSync(path, 'utf8').split('\n');
     const { shard, ...earlier } = JSON.parse(head) as Record<string, unknown>;
