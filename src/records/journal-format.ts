@@ -55,6 +55,11 @@ export interface ParsedJournal {
   /** The fingerprint of the API key the run was sent with (keyFingerprint); undefined in a journal of an earlier version. */
   key?: string;
   /**
+   * The shard whose rows the run sent (--shard K/N: `K/N`), null for a run of every row; undefined in
+   * a journal of an earlier version, which did not say.
+   */
+  shard?: string | null;
+  /**
    * Rows sent again although they may have been applied already, by runs after the last end: a run
    * that was killed never reported them, so the next one does.
    */
@@ -71,9 +76,13 @@ export interface ParsedJournal {
   missingNewline: boolean;
 }
 
-/** The journal's first line: the target, what the delta state remembers, and the fingerprint of the run's API key (keyFingerprint). */
-export function headerLine(target: string, remembers: readonly string[] = [], key?: string): string {
-  return `${JSON.stringify({ ...JOURNAL_HEADER, target, ...(remembers.length === 0 ? {} : { remembers }), ...(key === undefined ? {} : { key }) })}\n`;
+/**
+ * The journal's first line: the target, what the delta state remembers, the fingerprint of the run's
+ * API key (keyFingerprint), and the shard whose rows it sends (`K/N`, null for every row). Earlier
+ * versions read a header's fields they know and pass over the others.
+ */
+export function headerLine(target: string, remembers: readonly string[] = [], key?: string, shard: string | null = null): string {
+  return `${JSON.stringify({ ...JOURNAL_HEADER, target, ...(remembers.length === 0 ? {} : { remembers }), ...(key === undefined ? {} : { key }), shard })}\n`;
 }
 
 export function fileLine(index: number, identity: FileIdentity): string {
@@ -120,7 +129,7 @@ export function itemsLine(index: number, items: Array<[number, number]>): string
 }
 
 type Entry =
-  | { type: 'header'; target?: string; remembers: string[]; key?: string }
+  | { type: 'header'; target?: string; remembers: string[]; key?: string; shard?: string | null }
   | { type: 'end'; end: JournalEnd }
   | { type: 'sent'; index: number; ranges: Array<[number, number]> }
   | { type: 'unsent'; index: number; ranges: Array<[number, number]> }
@@ -147,7 +156,8 @@ function readEntry(text: string): Entry | undefined {
   const v = value as Record<string, unknown>;
   if (v.journal === JOURNAL_HEADER.journal && READABLE_VERSIONS.includes(v.version)) {
     const remembers = Array.isArray(v.remembers) ? v.remembers.filter((r): r is string => typeof r === 'string') : [];
-    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined, remembers, key: typeof v.key === 'string' ? v.key : undefined };
+    const shard = v.shard === null || typeof v.shard === 'string' ? v.shard : undefined;
+    return { type: 'header', target: typeof v.target === 'string' ? v.target : undefined, remembers, key: typeof v.key === 'string' ? v.key : undefined, shard };
   }
   if (v.journal === JOURNAL_HEADER.journal) return { type: 'newer', version: v.version };
   if (typeof v.end === 'string' && typeof v.complete === 'boolean') return { type: 'end', end: { at: v.end, complete: v.complete } };
@@ -188,6 +198,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   let target: string | undefined;
   let remembers: string[] = [];
   let key: string | undefined;
+  let shard: string | null | undefined;
   let end: JournalEnd | undefined;
   let unreported = 0;
   const owed: unknown[] = [];
@@ -223,6 +234,7 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
       target = entry.target;
       remembers = entry.remembers;
       key = entry.key;
+      shard = entry.shard;
     }
     // entries after an end are a resumed run's, which has not ended until it writes its own
     else end = entry.type === 'end' ? entry.end : undefined;
@@ -259,5 +271,5 @@ export function parseJournal(bytes: Buffer, where: string): ParsedJournal {
   }
   // the input files are written with the header: a journal naming none was cut short as well
   if (files.size === 0) throw unreadable('cut short before it names the input files');
-  return { target, remembers, key, unreported, files: [...files.values()], end, owed, validBytes, tornTail, missingNewline };
+  return { target, remembers, key, shard, unreported, files: [...files.values()], end, owed, validBytes, tornTail, missingNewline };
 }

@@ -3,9 +3,9 @@
 import { createReadStream, statSync } from 'node:fs';
 import { open, readFile, stat } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
-import { resolve } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { InputError } from '../errors.js';
+import { canonicalPath } from '../lock-file.js';
 import { parseJournal, type FileIdentity, type JournalFile, type ParsedJournal } from './journal-format.js';
 import type { JournalOptions } from './journal.js';
 import { difference, type RangeSet } from './range-set.js';
@@ -13,8 +13,13 @@ import { difference, type RangeSet } from './range-set.js';
 /** What an object in storage is known by: its size and ETag (from its listing). */
 export type RemoteIdentities = Readonly<Record<string, { size: number; etag: string }>>;
 
-/** A journal names a local file by its absolute path, an object in storage by its URL. */
-export const inputKey = (file: string): string => (/^(s3|https?):\/\//i.test(file) ? file : resolve(file));
+const isUrl = (file: string): boolean => /^(s3|https?):\/\//i.test(file);
+
+/**
+ * A journal names a local file by its absolute path with symbolic links resolved (a link to a file
+ * sent is that file), an object in storage by its URL.
+ */
+export const inputKey = (file: string): string => (isUrl(file) ? file : canonicalPath(file));
 
 const remoteIdentity = (file: string, remote: RemoteIdentities | undefined): FileIdentity | undefined => {
   const object = remote?.[file];
@@ -24,7 +29,7 @@ const remoteIdentity = (file: string, remote: RemoteIdentities | undefined): Fil
 export async function identifyFile(file: string, remote?: RemoteIdentities): Promise<FileIdentity> {
   const listed = remoteIdentity(file, remote);
   if (listed !== undefined) return listed;
-  const path = resolve(file);
+  const path = inputKey(file);
   try {
     const info = await stat(path);
     return { path, size: info.size, mtimeMs: info.mtimeMs };
@@ -36,7 +41,7 @@ export async function identifyFile(file: string, remote?: RemoteIdentities): Pro
 export function identifyFileSync(file: string, remote?: RemoteIdentities): FileIdentity {
   const listed = remoteIdentity(file, remote);
   if (listed !== undefined) return listed;
-  const path = resolve(file);
+  const path = inputKey(file);
   const info = statSync(path);
   return { path, size: info.size, mtimeMs: info.mtimeMs };
 }
@@ -56,9 +61,15 @@ export function changedMessage(journalPath: string, was: FileIdentity, now: File
   );
 }
 
-/** Reads a journal without opening it for writing (to inspect it, or to test it). */
+/**
+ * Reads a journal without opening it for writing (to inspect it, or to test it). The local files it
+ * names are named with symbolic links resolved, as inputKey names them (an earlier version named them
+ * as given, made absolute).
+ */
 export async function readJournal(path: string): Promise<ParsedJournal> {
-  return parseJournal(await readFile(path), path);
+  const found = parseJournal(await readFile(path), path);
+  for (const file of found.files) if (!isUrl(file.identity.path)) file.identity.path = canonicalPath(file.identity.path);
+  return found;
 }
 
 /** The journal at this path, or undefined when there is none. */
@@ -75,6 +86,10 @@ export async function findJournal(path: string): Promise<ParsedJournal | undefin
 export function rowsInDoubt(file: { sent: RangeSet; settled: RangeSet }): RangeSet {
   return difference(file.sent, file.settled);
 }
+
+/** The files of a journal of which rows were sent or settled (what running them again would double). */
+export const touchedFiles = (found: ParsedJournal): ParsedJournal['files'] =>
+  found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
 
 /** A file read to its end whose every row was settled, none in doubt and no line in part: a resumed run need not read it. */
 export const isWhole = (f: ParsedJournal['files'][number]): boolean =>
@@ -189,6 +204,15 @@ export async function readEarlierRuns(
     if (found.target !== undefined && found.target !== options.target) {
       throw new InputError(
         `records an upload to ${found.target}, not to ${options.target}; resume with that --url, or leave out --journal (each target keeps a journal of its own)`,
+        options.path,
+      );
+    }
+    // a journal of other files holds nothing to resume of these: resumed, it would send them whole,
+    // and none of its own run's rows
+    if (!identities.some((now) => found.files.some((f) => f.identity.path === now.path))) {
+      throw new InputError(
+        `holds no upload of ${options.files.join(', ')} (it holds ${found.files.map((f) => f.identity.path).join(', ')}), so there is nothing to resume from here; ` +
+          'check --journal, or start without --resume',
         options.path,
       );
     }

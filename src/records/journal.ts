@@ -11,6 +11,7 @@ import { writeSync } from 'node:fs';
 import { open, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
+import { canonicalPath } from '../lock-file.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
 import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type RemoteIdentities } from './journal-read.js';
@@ -28,7 +29,7 @@ import {
 } from './journal-format.js';
 
 export type { FileIdentity, ParsedJournal } from './journal-format.js';
-export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt, sameIdentity } from './journal-read.js';
+export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt, sameIdentity, touchedFiles } from './journal-read.js';
 
 export interface JournalOptions {
   /** Where the journal lives. */
@@ -41,6 +42,8 @@ export interface JournalOptions {
   remembers?: readonly string[];
   /** The fingerprint of the run's API key (keyFingerprint), said in the header: a run under another key does not resume it (rerun.ts). */
   key?: string;
+  /** The shard whose rows the run sends (`K/N`), said in the header: another shard's run does not resume it (rerun.ts). */
+  shard?: string;
   /** Read the journal of an earlier run and skip its rows; otherwise start a new journal. */
   resume: boolean;
   /** A new journal replaces one of the same upload (--restart): the rows it left in doubt stay in doubt, and are counted when sent again. */
@@ -135,7 +138,7 @@ function asOutputError(error: unknown, path: string): Error {
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
   const identities = await Promise.all(options.files.map((f) => identifyFile(f, options.remote)));
-  if (identities.some((identity) => identity.path === journalPath)) {
+  if (identities.some((identity) => identity.path === canonicalPath(journalPath))) {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
   const earlier = await readEarlierRuns(options, journalPath, identities);
@@ -152,12 +155,15 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
       if (previous.missingNewline) head += '\n';
-      // a journal of an earlier version names no API key: this run's is said now (a header again, as
-      // every version reads one), so that a run under another key does not resume it after this one
-      if (options.key !== undefined && previous.key === undefined) head += headerLine(previous.target ?? options.target, previous.remembers, options.key);
+      // a journal of an earlier version names no API key, nor its shard: this run's are said now (a
+      // header again, as every version reads one), so that a run under another key, or of another
+      // shard, does not resume it after this one
+      if ((options.key !== undefined && previous.key === undefined) || previous.shard === undefined) {
+        head += headerLine(previous.target ?? options.target, previous.remembers, previous.key ?? options.key, options.shard ?? null);
+      }
     } else {
       handle = await open(journalPath, 'w');
-      head += headerLine(options.target, options.remembers, options.key);
+      head += headerLine(options.target, options.remembers, options.key, options.shard ?? null);
     }
     for (const [index, identity] of renewed) head += fileLine(index, identity);
     for (const identity of identities) {

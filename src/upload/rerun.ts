@@ -1,62 +1,21 @@
 // The journal of a run to a target, and the guard on running again an upload a journal holds: the
 // same files, unchanged, to the same target are refused unless --resume or --restart says what to
 // do, wherever that journal lies (beside the inputs, under another name, or noted in their folder).
+// Where it lies is journal-name.ts's, the shard it holds rerun-shard.ts's. Over 350 lines: each
+// refusal here tells the journal's story (journalStory) and the ways on in the same words.
 import { appendFile, readFile, readdir, stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { isRemote, localName } from '../input/location.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
-import { findJournal, identifyFile, rowsInDoubt, sameIdentity, type ParsedJournal } from '../records/journal.js';
+import { findJournal, identifyFile, inputKey, rowsInDoubt, sameIdentity, touchedFiles, type ParsedJournal } from '../records/journal.js';
+import { changedMessage } from '../records/journal-read.js';
+import { lockJournal } from '../records/journal-lock.js';
 import type { RemoteIdentities } from '../records/journal-read.js';
 import { checkWritable, isOneOf } from './check.js';
-import { shardTag, type Shard } from './shard.js';
-
-/**
- * The target as a file-name part, its scheme first: `https://rest.example.com:8443/v2` ->
- * `https-rest.example.com-8443-v2` (an http:// and an https:// run to one host and port are two
- * targets). `scheme: false` gives the name journals had before they named it.
- */
-function targetSlug(endpoint: URL, scheme = true): string {
-  const prefix = endpoint.pathname.replace(/\/users\/track$/, '');
-  const text = `${scheme ? `${endpoint.protocol}-` : ''}${endpoint.hostname}${endpoint.port === '' ? '' : `-${endpoint.port}`}${prefix}`;
-  return text.replace(/[^A-Za-z0-9.]+/g, '-').replace(/^-+|-+$/g, '');
-}
-
-/**
- * `users.csv.gz` to `http://127.0.0.1:4000` -> `users.http-127.0.0.1-4000.journal` beside it (an input
- * in storage, `s3://bucket/users/`, in the current folder): each target resumes its own run, and each
- * shard its own (`users.http-127.0.0.1-4000.shard-2-of-4.journal`).
- */
-export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true, shard?: Shard): string {
-  const remote = isRemote(firstInput);
-  const name = (remote ? localName(firstInput) : basename(firstInput)).replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(remote ? '.' : dirname(firstInput), `${name}${journalSuffix(endpoint, scheme, shard)}`);
-}
-
-/** The shard whose default journal of this target `path` is, by its name (`….shard-2-of-4.journal`). */
-function splitOf(path: string, endpoint: URL): Shard | undefined {
-  const tag = `.${targetSlug(endpoint)}.shard-`;
-  const at = path.lastIndexOf(tag);
-  const match = at === -1 ? null : /^(\d+)-of-(\d+)\.journal$/.exec(path.slice(at + tag.length));
-  return match === null ? undefined : { index: Number(match[1]), count: Number(match[2]) };
-}
-
-/** How the name of a journal of this target (and shard) ends. */
-const journalSuffix = (endpoint: URL, scheme: boolean, shard: Shard | undefined): string =>
-  `.${targetSlug(endpoint, scheme)}${shard === undefined ? '' : `.${shardTag(shard)}`}.journal`;
-
-/**
- * The journal of this target beside the first input: under today's name, or under the name without
- * the scheme that an earlier version gave it (taken only when its header names this very target).
- */
-async function journalBeside(firstInput: string, endpoint: URL, target: string, shard: Shard | undefined): Promise<string> {
-  const path = defaultJournalPath(firstInput, endpoint, true, shard);
-  if (shard !== undefined || (await stat(path).catch(() => undefined)) !== undefined) return path;
-  const before = defaultJournalPath(firstInput, endpoint, false);
-  const found = await readableJournal(before);
-  return found?.target === target ? before : path;
-}
+import { journalBeside, journalSuffix, localFiles, readableJournal, splitOf } from './journal-name.js';
+import { checkShard } from './rerun-shard.js';
+import type { Shard } from './shard.js';
 
 const count = (n: number): string => n.toLocaleString('en-US');
 const when = (iso: string): string => iso.replace('T', ' ').replace(/:\d\d(\.\d+)?Z$/, ' UTC');
@@ -72,11 +31,6 @@ function journalStory(found: ParsedJournal): string {
   return `was interrupted (killed or crashed) with ${of}${inFlight > 0 ? ` and ${count(inFlight)} in flight` : ''}`;
 }
 
-/** The files of a journal of which rows were sent or settled (what running them again would double). */
-function touchedFiles(found: ParsedJournal): ParsedJournal['files'] {
-  return found.files.filter((f) => f.settled.size > 0 || f.settledItems.size > 0 || rowsInDoubt(f).size > 0);
-}
-
 /**
  * Whether a journal's runs posted nothing that may have been applied: each request they sent was
  * refused unapplied (a mistyped API key's 401), or none was sent. Rows settled unsent (refused before
@@ -87,12 +41,6 @@ export const sentNothing = (found: ParsedJournal): boolean => found.files.every(
 /** The journal's run was under another API key (fingerprints) than this run's, and may have delivered rows to that key's workspace. */
 const otherKeys = (found: ParsedJournal, key: string | undefined): key is string =>
   key !== undefined && found.key !== undefined && found.key !== key && !sentNothing(found);
-
-/** A journal at `path`, or undefined when there is none or it cannot be read (a scan passes over it). */
-async function readableJournal(path: string): Promise<ParsedJournal | undefined> {
-  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return undefined;
-  return findJournal(path).catch(() => undefined);
-}
 
 /**
  * Refuses a run that would send again rows a journal of this target holds as sent (the same files,
@@ -163,7 +111,7 @@ async function checkRerun(
   // the journals of this target with no shard (an earlier run of every row), of this run's shard, and
   // of the shards of another split (or of any split, for a run of every row): their users are among
   // this run's. Another shard of this run's split is another run's, which sent other users.
-  const folders = new Set(options.journalPath === undefined ? localFiles(inputs).map((file) => dirname(resolve(file))) : []);
+  const folders = options.journalPath === undefined ? inputFolders(inputs) : new Set<string>();
   const suffixes = [journalSuffix(endpoint, true, undefined), journalSuffix(endpoint, false, undefined)];
   if (options.shard !== undefined) suffixes.push(journalSuffix(endpoint, true, options.shard));
   const ours = (path: string): boolean => {
@@ -183,9 +131,45 @@ async function checkRerun(
     }
   }
   if (own === undefined) return undefined;
-  return touchedFiles(own).length === 0
-    ? `the journal ${journalPath} of an earlier run that sent nothing was replaced`
-    : `the journal ${journalPath} of an earlier upload of other files (or of these files before they changed) was replaced`;
+  if (touchedFiles(own).length === 0) return `the journal ${journalPath} of an earlier run that sent nothing was replaced`;
+  if (own.end?.complete !== true) return unfinished(journalPath, own, target, inputs, identities, options.rerunSafe);
+  return `the journal ${journalPath} of an earlier upload of other files (or of these files before they changed) was replaced`;
+}
+
+/**
+ * A run of other files, or of these files changed since, would replace a journal whose run did not
+ * finish: that run could then never be resumed. Refused, with the ways on; a run that cannot store
+ * anything twice (rerunSafe) replaces it, and says so.
+ */
+async function unfinished(
+  journalPath: string,
+  own: ParsedJournal,
+  target: string,
+  inputs: readonly string[],
+  identities: ReadonlyArray<Awaited<ReturnType<typeof identifyFile>>>,
+  rerunSafe: RerunSafe | undefined,
+): Promise<string> {
+  const changed = inputs.flatMap((file, i) => {
+    const was = touchedFiles(own).find((f) => f.identity.path === identities[i].path);
+    return was === undefined ? [] : [{ file, was: was.identity, now: identities[i] }];
+  });
+  if (rerunSafe !== undefined && (await rerunSafe(own))) {
+    return `the journal ${journalPath} of an upload that ${journalStory(own)} was replaced: this run sends only what the target has not acknowledged`;
+  }
+  if (changed.length > 0) {
+    const { file, was, now } = changed[0];
+    throw new UsageError(
+      `an upload of ${changed.map((c) => c.file).join(', ')} to ${target} ${journalStory(own)}; its journal is ${journalPath}, and ${file} ${changedMessage(journalPath, was, now).replace(/; restore .*$/s, '')}.\n` +
+        'It cannot be resumed, nor safely started again: restore the file it read to resume it (--resume), or give --restart to send\n' +
+        'every row of these inputs again (rows the earlier run delivered are then sent twice: events and purchases stored twice).',
+    );
+  }
+  const held = touchedFiles(own).map((f) => f.identity.path).join(', ');
+  throw new UsageError(
+    `the journal ${journalPath} holds an upload of ${held} to ${own.target ?? target} that ${journalStory(own)}: this run of ${inputs.join(', ')} would replace it, ` +
+      'and that run could then never be resumed.\n' +
+      `Give this upload its own --journal (and resume that run with --resume --journal ${journalPath}), or give --restart to drop that journal.`,
+  );
 }
 
 /**
@@ -194,8 +178,9 @@ async function checkRerun(
  */
 const JOURNALS_NOTE = '.track-journals';
 
-/** The inputs that lie in folders (no object in storage). */
-const localFiles = (inputs: readonly string[]): string[] => inputs.filter((file) => !isRemote(file));
+/** The folders of the inputs, as given and with symbolic links resolved (a link's journal lies beside it, its file's beside that). */
+const inputFolders = (inputs: readonly string[]): Set<string> =>
+  new Set(localFiles(inputs).flatMap((file) => [dirname(resolve(file)), dirname(inputKey(file))]));
 
 /** The journals of this target a folder's note names. */
 async function journalsNoted(path: string, target: string): Promise<string[]> {
@@ -216,8 +201,8 @@ async function journalsNoted(path: string, target: string): Promise<string[]> {
 /** Notes the journal in every folder of the inputs but its own (best effort: a folder may be read-only). */
 export async function noteJournal(journalPath: string, target: string, inputs: readonly string[]): Promise<void> {
   const home = dirname(resolve(journalPath));
-  const folders = new Set(localFiles(inputs).map((file) => dirname(resolve(file))).filter((folder) => folder !== home));
-  for (const folder of folders) {
+  for (const folder of inputFolders(inputs)) {
+    if (folder === home) continue;
     const note = join(folder, JOURNALS_NOTE);
     if ((await journalsNoted(note, target)).includes(resolve(journalPath))) continue;
     await appendFile(note, `${JSON.stringify({ journal: resolve(journalPath), target })}\n`).catch(() => undefined);
@@ -266,6 +251,8 @@ export interface Target {
   resume: boolean;
   /** The run replaces its journal's (--restart, or --resume-or-start finding a finished run of inputs since changed). */
   restart?: boolean;
+  /** Gives back the journal, which the run holds from its check until it closes the journal (journal-lock.ts). */
+  release: () => void;
 }
 
 /** Checks a delivery's URL, its --resume/--restart and its journal, and refuses a run that would send rows twice. */
@@ -289,7 +276,7 @@ export async function checkTarget(
     key?: string;
   },
 ): Promise<Target> {
-  let options = given;
+  const options = given;
   const endpoint = resolveEndpoint(options.url); // a bad URL is a usage error before anything is read
   const target = `${endpoint.origin}${endpoint.pathname}`;
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
@@ -314,12 +301,28 @@ export async function checkTarget(
   };
   if (fromStdin || options.noJournal === true) {
     await readable();
-    return { endpoint, target, resume: false };
+    return { endpoint, target, resume: false, release: () => undefined };
   }
-  const journalPath = options.journalPath ?? (await journalBeside(options.namedAfter ?? inputs[0], endpoint, target, options.shard));
+  const journalPath = options.journalPath ?? (await journalBeside(inputs, options.namedAfter ?? inputs[0], endpoint, target, options.shard));
   if (await isOneOf(journalPath, inputs)) throw new UsageError(`--journal ${journalPath} is also an input file`);
   await readable();
   await checkJournalPath(journalPath);
+  // a second run on the journal while this one holds it is refused before it reads the journal
+  const release = lockJournal(journalPath);
+  try {
+    return { ...(await checkJournal(inputs, options, { endpoint, target, journalPath })), release };
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+type TargetOptions = Parameters<typeof checkTarget>[1];
+
+/** What the run does with its journal (held by this run): resume it, replace it, or be refused. */
+async function checkJournal(inputs: readonly string[], given: TargetOptions, at: { endpoint: URL; target: string; journalPath: string }): Promise<Omit<Target, 'release'>> {
+  const { endpoint, target, journalPath } = at;
+  let options = given;
   let started: string | undefined;
   if (options.resumeOrStart === true) {
     const how = await resumeOrStart(journalPath, target, inputs, options.remote);
@@ -335,6 +338,7 @@ export async function checkTarget(
       started = `the journal ${journalPath} held a run under another API key (${found.key}) that sent nothing (the server refused what it sent unapplied): this run started anew`;
     }
   }
+  if (options.restart !== true) await checkShard(journalPath, options.resume === true, options.shard, endpoint);
   const note = (await checkRerun(journalPath, target, inputs, options)) ?? started;
   return { endpoint, target, journalPath, note, resume: options.resume === true, restart: options.restart === true };
 }
@@ -354,10 +358,12 @@ async function resumeOrStart(path: string, target: string, inputs: readonly stri
     throw new UsageError((error as Error).message);
   }
   if (found === undefined) return 'start';
+  const identities = await Promise.all(inputs.map((file) => identifyFile(file, remote)));
+  // a journal of other files holds no run of these: the run starts (and the re-run guard says whether it may replace it)
+  if (!identities.some((now) => found.files.some((f) => f.identity.path === now.path))) return 'start';
   if (found.target !== undefined && found.target !== target) {
     throw new UsageError(`the journal ${path} holds an upload to ${found.target}, not to ${target}; give another --journal (or none: each target keeps its own)`);
   }
-  const identities = await Promise.all(inputs.map((file) => identifyFile(file, remote)));
   const unchanged = identities.every((now) => found.files.some((f) => f.identity.path === now.path && sameIdentity(f.identity, now)));
   if (unchanged) return 'resume';
   if (found.end?.complete === true || touchedFiles(found).length === 0) return 'restart';

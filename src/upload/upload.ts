@@ -23,6 +23,7 @@ import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
 import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
 import type { StartedWorker } from './worker/in-worker.js';
+import type { Target } from './rerun.js';
 import { addPlanEvent, countReasons, emptyPlanSummary, type PlanSummary } from './summary.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
@@ -194,9 +195,12 @@ function plansInWorker(options: UploadOptions, inputs: readonly string[]): boole
   return !(delta?.attributes === true && !delta.full && existsSync(delta.statePath));
 }
 
+/** A run's inputs as resolved (s3:// prefixes and globs become the objects they name), and when it began. */
+type ResolvedRun = { started: number; named: readonly string[]; inputs: string[]; remote?: RemoteInputs; planner: StartedWorker | undefined };
+
 async function uploadResolved(
   options: UploadOptions,
-  run: { started: number; named: readonly string[]; inputs: string[]; remote?: RemoteInputs; planner: StartedWorker | undefined },
+  run: ResolvedRun,
 ): Promise<UploadSummary> {
   const { send } = options;
   const { started, named, inputs, remote } = run;
@@ -216,6 +220,23 @@ async function uploadResolved(
   const apiKey = send?.apiKey ?? delta?.apiKey;
   const key = apiKey === undefined ? undefined : keyFingerprint(apiKey);
   const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0], shard: options.shard, key });
+  // the run holds its journal from its check to its close: a second run on it is refused meanwhile
+  try {
+    return await uploadChecked(options, run, target, key);
+  } finally {
+    target?.release();
+  }
+}
+
+/** The run after its target and journal are checked: the rest of its checks, then open, plan, deliver, close, summarise. */
+async function uploadChecked(
+  options: UploadOptions,
+  run: ResolvedRun,
+  target: Target | undefined,
+  key: string | undefined,
+): Promise<UploadSummary> {
+  const { send, delta } = options;
+  const { started, named, inputs, remote } = run;
   const deltaTarget = delta === undefined ? undefined : (target?.target ?? dryRunTarget(delta));
   if (inputs.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   if (inputs.filter((file) => file === STDIN).length > 1) throw new UsageError('standard input (-) can be read only once');
@@ -282,7 +303,8 @@ async function uploadResolved(
     const remembers = delta === undefined ? [] : [...(delta.attributes ? ['attributes'] : []), ...(delta.activities ? ['activities'] : [])];
     const restart = target.restart === true;
     try {
-      journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, key, resume, restart, remembers, beforeSettling: () => rejected.settle() });
+      const shard = options.shard === undefined ? undefined : `${options.shard.index}/${options.shard.count}`;
+      journal = await openJournal({ path: target.journalPath, files: inputs, remote: remote?.objects, target: target.target, key, shard, resume, restart, remembers, beforeSettling: () => rejected.settle() });
       await (await import('./rerun.js')).noteJournal(target.journalPath, target.target, inputs);
     } catch (error) {
       // the state file is given back to the next run
@@ -482,10 +504,15 @@ async function uploadResolved(
     return journal.close({ complete, rowsRead });
   });
 
-  // 6. the summary
+  // 6. the summary: the rows an earlier run rejected count as rejected, so a retry of a finished run
+  // exits 1 as that run did, naming the rejects file that holds them
+  const before = journal === undefined ? { rows: 0, fields: 0 } : rejectedBefore(written, journal);
   return {
     ...summary,
-    skippedRejected: journal === undefined ? 0 : rejectedBefore(written, journal),
+    rejected: summary.rejected + before.rows,
+    rejectReasons: before.rows === 0 ? summary.rejectReasons : { ...summary.rejectReasons, [EARLIER_REJECTS]: before.rows },
+    droppedFields: summary.droppedFields + before.fields,
+    skippedRejected: before.rows,
     notes: [
       ...summary.notes,
       ...(target?.note === undefined ? [] : [target.note]),
@@ -495,7 +522,7 @@ async function uploadResolved(
       ...heldNote(rejected.held, rejectsPath),
       ...owedNote(owed, rejectsPath),
     ],
-    rejectsPath: rejects.count > 0 ? rejectsPath : undefined,
+    rejectsPath: rejects.count > 0 || before.rows + before.fields > 0 ? rejectsPath : undefined,
     journalPath: journal?.path,
     outPath: out !== undefined && (out.count > 0 || went) ? options.outPath : undefined,
     elapsedMs: Math.round(performance.now() - started),
@@ -525,15 +552,24 @@ function settleRejected(ledger: ReturnType<typeof lineLedger>, batch: RejectBatc
   }
 }
 
-/** Of the rows an earlier run settled (left out of this one), how many it rejected: whole rows the rejects file holds. */
-function rejectedBefore(written: ReadonlySet<string>, journal: Journal): number {
+/** The reason the summary gives the rows an earlier run rejected (their own reasons are in the rejects file). */
+const EARLIER_REJECTS = 'rejected by an earlier run (its reasons are in the rejects file)';
+
+/**
+ * Of the rows an earlier run settled (left out of this one), how many it rejected (whole rows the
+ * rejects file holds), and how many fields it left out of rows it sent.
+ */
+function rejectedBefore(written: ReadonlySet<string>, journal: Journal): { rows: number; fields: number } {
   const rows = new Set<string>();
+  let fields = 0;
   for (const key of written) {
     // rejectKey(): line, item, column, file; a field dropped from a row sent is not a row rejected
     const [line, item, column, file] = key.split('\u0000');
-    if (item === '' && column === '' && journal.skipRow(file, Number(line))) rows.add(`${line}\u0000${file}`);
+    if (!journal.skipRow(file, Number(line))) continue;
+    if (column !== '') fields += 1;
+    else if (item === '') rows.add(`${line}\u0000${file}`);
   }
-  return rows.size;
+  return { rows: rows.size, fields };
 }
 
 /** The target whose state a dry run reads: its --url, without which there is no state to compare with. */

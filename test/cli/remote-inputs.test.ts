@@ -243,7 +243,7 @@ describe('inputs in S3', () => {
     expect(rerun.status).toBe(2);
     expect(rerun.stderr).toMatch(/--resume|--restart/);
 
-    const journal = readFileSync(join(servers.tmp.dir, `users.http-127.0.0.1-${new URL(emulator.url).port}.journal`), 'utf8');
+    const journal = readFileSync(join(servers.tmp.dir, `users.csv.http-127.0.0.1-${new URL(emulator.url).port}.journal`), 'utf8');
     for (const text of [first.stdout, first.stderr, resumed.stdout, resumed.stderr, rerun.stderr, journal]) expect(text).not.toMatch(/X-Amz-Signature|X-Amz-Credential/i);
   });
 });

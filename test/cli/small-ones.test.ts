@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isExecEmulator } from '../../src/cli/options.js';
 import { resolveEndpoint } from '../../src/transport/endpoint.js';
-import { defaultJournalPath } from '../../src/upload/rerun.js';
+import { defaultJournalPath } from '../../src/upload/journal-name.js';
 import { BIN, ROOT, runCliAsync } from '../helpers/cli.js';
 import { writeCrmCsv } from '../helpers/crm.js';
 import { useServers } from '../helpers/servers.js';
@@ -58,8 +58,10 @@ describe('output into a pipe closed early', () => {
 
 describe('the journal of a target', () => {
   it('is named with the scheme: an http:// and an https:// run to one host and port are two targets', () => {
-    expect(defaultJournalPath('/data/users.csv.gz', resolveEndpoint('http://127.0.0.1:4000'))).toBe('/data/users.http-127.0.0.1-4000.journal');
-    expect(defaultJournalPath('/data/users.csv', resolveEndpoint('https://rest.example.com:8443/v2'))).toBe('/data/users.https-rest.example.com-8443-v2.journal');
+    expect(defaultJournalPath('/data/users.csv.gz', resolveEndpoint('http://127.0.0.1:4000'))).toBe('/data/users.csv.gz.http-127.0.0.1-4000.journal');
+    expect(defaultJournalPath('/data/users.csv', resolveEndpoint('https://rest.example.com:8443/v2'))).toBe('/data/users.csv.https-rest.example.com-8443-v2.journal');
+    // the name an earlier version gave it, without the input's extension
+    expect(defaultJournalPath('/data/users.csv.gz', resolveEndpoint('http://127.0.0.1:4000'), true, undefined, false)).toBe('/data/users.http-127.0.0.1-4000.journal');
   });
 
   it('of an earlier version, named without the scheme, is still found for its target', async () => {
@@ -68,15 +70,16 @@ describe('the journal of a target', () => {
     const first = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--drop-invalid-fields'], { cwd: tmp.dir });
     expect(first.status).toBe(1);
     const [name] = journals();
-    expect(name).toMatch(/^crm\.http-127\.0\.0\.1-\d+\.journal$/);
-    const legacy = name.replace('.http-', '.');
+    expect(name).toMatch(/^crm\.csv\.http-127\.0\.0\.1-\d+\.journal$/);
+    const legacy = name.replace('.csv.http-', '.');
     writeFileSync(join(tmp.dir, legacy), readFileSync(join(tmp.dir, name)));
     spawnSync('rm', [join(tmp.dir, name)]);
     const again = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--drop-invalid-fields'], { cwd: tmp.dir });
     expect(again.status).toBe(2);
     expect(again.stderr).toContain(`its journal is ${join(tmp.dir, legacy)}`);
     const resumed = await runCliAsync(['upload', file, '--url', emu.url, '--api-key', 'k', '--quiet', '--resume', '--drop-invalid-fields', '--json'], { cwd: tmp.dir });
-    expect(resumed.status).toBe(0);
+    // the fields the first run left out still wait in its rejects file: exit 1, as that run's
+    expect(resumed.status).toBe(1);
     expect(JSON.parse(resumed.stdout).skipped).toBe(100);
   });
 
@@ -93,7 +96,7 @@ describe('the journal of a target', () => {
     expect(d.retries).toBe(0);
     expect(d.requestsSent).toBe(0);
     expect(server.received).toHaveLength(0);
-    expect(journals().sort()).toEqual([expect.stringMatching(/^crm\.http-127/), expect.stringMatching(/^crm\.https-127/)]);
+    expect(journals().sort()).toEqual([expect.stringMatching(/^crm\.csv\.http-127/), expect.stringMatching(/^crm\.csv\.https-127/)]);
   });
 });
 
@@ -120,7 +123,7 @@ describe('no journal', () => {
     expect(r.status, r.stderr).toBe(0);
     // run twice to the same emulator without a journal: nothing refused the second
     expect(r.stderr).not.toContain('Running it again would send those rows again');
-    expect(journals().sort()).toEqual(['crm.http-127.0.0.1-' + new URL(other.url).port + '.journal', 'kept.journal']);
+    expect(journals().sort()).toEqual(['crm.csv.http-127.0.0.1-' + new URL(other.url).port + '.journal', 'kept.journal']);
   });
 
   it('knows the emulator of --exec by its loopback origin alone', () => {

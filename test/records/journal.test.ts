@@ -34,7 +34,7 @@ describe('journal', () => {
 
     const text = await readFile(journalPath, 'utf8');
     const entries = lines(text);
-    expect(entries[0]).toEqual({ journal: 'track-upload', version: 4, target: TARGET });
+    expect(entries[0]).toEqual({ journal: 'track-upload', version: 4, target: TARGET, shard: null });
     const info = await stat(input);
     expect(entries[1]).toEqual({ file: 0, path: resolve(input), size: info.size, mtimeMs: info.mtimeMs });
     expect(entries.slice(2)).toEqual([

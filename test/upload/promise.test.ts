@@ -81,7 +81,7 @@ describe('no accidental second run', () => {
     for (const files of [[b, a], [a], [b], [b, eventsCsv(5, 'c.csv')]]) {
       const r = await up([...files, '--url', emu.url]);
       expect(r.status, files.join(' ')).toBe(2);
-      expect(r.stderr).toMatch(/its journal is .*a\.http-127\.0\.0\.1-\d+\.journal/);
+      expect(r.stderr).toMatch(/its journal is .*a\.csv\.http-127\.0\.0\.1-\d+\.journal/);
     }
     expect(storedNs(emu)).toHaveLength(120);
     // the journal named goes on from where it was
@@ -100,7 +100,7 @@ describe('no accidental second run', () => {
     expect((await up([users, events, '--url', emu.url, '--quiet'])).status).toBe(0);
     const alone = await up([events, '--url', emu.url]);
     expect(alone.status).toBe(2);
-    expect(alone.stderr).toMatch(/its journal is .*attrs\/users\.http-127\.0\.0\.1-\d+\.journal/);
+    expect(alone.stderr).toMatch(/its journal is .*attrs\/users\.csv\.http-127\.0\.0\.1-\d+\.journal/);
     expect(storedNs(emu)).toEqual(range(20));
   });
 

@@ -99,8 +99,8 @@ describe("a shard's records", () => {
     for (const r of runs) expect(r.status, r.stderr).toBe(0);
     const files = readdirSync(tmp.dir);
     const slug = new URL(server.url).host.replace(':', '-');
-    expect(files).toContain(`users.http-${slug}.shard-1-of-2.journal`);
-    expect(files).toContain(`users.http-${slug}.shard-2-of-2.journal`);
+    expect(files).toContain(`users.csv.http-${slug}.shard-1-of-2.journal`);
+    expect(files).toContain(`users.csv.http-${slug}.shard-2-of-2.journal`);
     expect(existsSync(join(tmp.dir, 'track-state.shard-1-of-2.sqlite'))).toBe(true);
     expect(existsSync(join(tmp.dir, 'track-state.shard-2-of-2.sqlite'))).toBe(true);
     expect(existsSync(join(tmp.dir, 'track-state.sqlite'))).toBe(false);

@@ -21,10 +21,10 @@ afterEach(async () => {
 
 const eventsCsv = (rows: number, name = 'events.csv'): string => writeEventsCsv(tmp.dir, rows, name);
 
-/** The journal an upload of `<stem>.csv` (or .ndjson) keeps for its target: `<stem>.<host>-<port>.journal`. */
-function journalOf(stem: string, url: string): string {
+/** The journal an upload of `<name>` (`events.csv`) keeps for its target: `<name>.<scheme>-<host>-<port>.journal`. */
+function journalOf(name: string, url: string): string {
   const { protocol, hostname, port } = new URL(url);
-  return join(tmp.dir, `${stem}.${protocol.slice(0, -1)}-${hostname}-${port}.journal`);
+  return join(tmp.dir, `${name}.${protocol.slice(0, -1)}-${hostname}-${port}.journal`);
 }
 
 describe('track upload', () => {
@@ -38,7 +38,7 @@ describe('track upload', () => {
     expect(summary.delivery.items.events).toMatchObject({ sent: 230, accepted: 230, rejected: 0 });
     expect(storedNs(emu)).toEqual(range(230));
     expect(r.stdout).not.toContain('secret-upload-key');
-    const journal = readFileSync(journalOf('events', emu.url), 'utf8');
+    const journal = readFileSync(journalOf('events.csv', emu.url), 'utf8');
     expect(journal).not.toContain('secret-upload-key');
   });
 
@@ -148,7 +148,7 @@ describe('track upload', () => {
     expect(first.status).toBe(3);
     const firstNs = faults.appliedItems().map(({ item }) => (item.properties as { n: number }).n);
     expect(firstNs).toHaveLength(50);
-    const journal = readFileSync(journalOf('requests', faults.url), 'utf8');
+    const journal = readFileSync(journalOf('requests.ndjson', faults.url), 'utf8');
     // the items of the line the first run left unfinished (20 sent, 1 refused), and of no line it finished
     const items = journal
       .trimEnd()
@@ -181,6 +181,6 @@ describe('track upload', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toContain(file);
     expect(r.stderr).toMatch(/changed/);
-    expect(existsSync(journalOf('events', emu.url))).toBe(true);
+    expect(existsSync(journalOf('events.csv', emu.url))).toBe(true);
   });
 });
