@@ -19,11 +19,11 @@ describe('the rejected line of an upload', () => {
     writeFileSync(join(tmp.dir, 'many.csv'), `external_id,plan\n${rows.join('\n')}\n,pro\n`);
     const run = await runCliAsync(['upload', 'many.csv', '--url', emu.url, '--api-key', 'k', '--no-journal'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
     expect(run.status, run.stderr).toBe(1);
-    const rejects = lines(join(tmp.dir, 'many.rejects.ndjson'));
+    const rejects = lines(join(tmp.dir, 'many.csv.rejects.ndjson'));
     const refused = rejects.length - 1;
     expect(refused).toBeGreaterThan(0);
     expect(run.stdout).not.toContain('rejected    none');
-    expect(run.stdout).toContain(`\nrejected    ${rejects.length} rows (1 before sending, ${refused} by the server), written to many.rejects.ndjson\n`);
+    expect(run.stdout).toContain(`\nrejected    ${rejects.length} rows (1 before sending, ${refused} by the server), written to many.csv.rejects.ndjson\n`);
     expect(run.stdout).toMatch(/\n +1  external_id: missing/);
     expect(run.stdout).toMatch(new RegExp(`\\n +${refused}  HTTP 400: .*blocklisted`));
   }, 60_000);
@@ -33,8 +33,8 @@ describe('the rejected line of an upload', () => {
     writeFileSync(join(tmp.dir, 'some.csv'), `external_id,plan\n${Array.from({ length: 20 }, (_, i) => `mb${i + 1},pro`).join('\n')}\n`);
     const run = await runCliAsync(['upload', 'some.csv', '--url', emu.url, '--api-key', 'k', '--no-journal'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
     expect(run.status, run.stderr).toBe(1);
-    const refused = lines(join(tmp.dir, 'some.rejects.ndjson')).length;
-    expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} by the server, written to some.rejects.ndjson\n`);
+    const refused = lines(join(tmp.dir, 'some.csv.rejects.ndjson')).length;
+    expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} by the server, written to some.csv.rejects.ndjson\n`);
   }, 60_000);
 });
 
