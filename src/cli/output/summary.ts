@@ -158,7 +158,7 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
     for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
   }
   if (d.unknownOutcomes > 0) {
-    lines.push(chalk.yellow(`unknown     ${counted(d.unknownOutcomes, 'request')} broke off after sending (${counted(d.rowsInUnknownRequests, 'row')}); ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated`));
+    lines.push(chalk.yellow(`unknown     ${counted(d.unknownOutcomes, 'request')} sent with no verdict from the server (${counted(d.rowsInUnknownRequests, 'row')}); ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated`));
   }
   if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
     lines.push(chalk.yellow(`resent      ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated: the run before stopped while ${d.rowsPossiblyDuplicated === 1 ? 'it was' : 'they were'} in flight`));
