@@ -127,6 +127,8 @@ export class ActivityHeads {
 
   /** What the table's rows count as: their number, or for purchases the sum of their quantities. */
   countedTotal(): number {
+    // a table whose rows count one each is counted by its rows (what it counts as is kept for purchases only)
+    if (this.countedAs === undefined) return this.rowCount();
     const state = this.state();
     return this.countedMarked(state) + state.counted.past;
   }
