@@ -233,10 +233,15 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     if (failure !== undefined) fail(failure);
   };
 
-  /** A request refused whole for a blocklisted external_id, sent again in parts (blocklist-split.ts). */
+  /**
+   * A request refused whole for a blocklisted external_id, sent again in parts (blocklist-split.ts).
+   * Its parts are one request in flight: a stop lets them all be sent and answered (only an abort
+   * cuts them), so the request settles whole, and a resume sends none of the parts it applied again.
+   */
+  const partCtx: SendContext = { ...ctx, stopSignal: ctx.abortSignal };
   const sendParts = async (request: RequestToSend, refused: SendOutcome & { kind: 'rejected' }): Promise<SendOutcome> => {
     const split = await sendInParts(request, refused, (json, items) =>
-      sendRequest(json, request.seq, ctx, { beforeRepost: options.sentAgain && (() => options.sentAgain?.(partRows(request, items))) }),
+      sendRequest(json, request.seq, partCtx, { beforeRepost: options.sentAgain && (() => options.sentAgain?.(partRows(request, items))) }),
     );
     summary.requestsInParts += split.parts;
     if (split.warning !== undefined) addWarning(summary, split.warning);

@@ -133,6 +133,21 @@ describe('track upload', () => {
     expect(stderr).not.toContain('Error:');
   });
 
+  it('lets the parts of a request refused for a blocklisted id be sent and answered on a stop: the resumed run sends none of them again', async () => {
+    emu = await startEmulator({ apiKeys: ['k'], blocklist: ['user-3'], latency: '150' });
+    // two requests of 50 events; user-3 (rows 3, 43 and 83) makes each be refused whole, then sent in parts
+    const file = eventsCsv(100);
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emu.url, '--api-key', 'k', '--concurrency', '1', '--quiet'], { cwd: ROOT });
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    // the first part applied: the stop comes between the parts of the first request
+    while (emu.store.counts().events === 0) await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    const resumed = await runCli(['upload', file, '--url', emu.url, '--api-key', 'k', '--resume', '--json']);
+    expect(resumed.status, resumed.stderr).toBe(1);
+    expect(storedNs(emu)).toEqual(range(100).filter((n) => n % 40 !== 3));
+  }, 60_000);
+
   it('journals a request-shaped line only when every one of its items has settled', async () => {
     // four lines of 30 events each: with 50 items a request, lines share requests and one is split
     const file = join(tmp.dir, 'requests.ndjson');
