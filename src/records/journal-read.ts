@@ -216,6 +216,16 @@ export async function readEarlierRuns(
         options.path,
       );
     }
+    // a file of its run left out, with rows not all settled: resumed without it, the run would end
+    // complete and those rows would never be sent
+    const leftOut = found.files.filter((f) => !isWhole(f) && !identities.some((now) => now.path === f.identity.path)).map((f) => f.identity.path);
+    if (leftOut.length > 0) {
+      throw new InputError(
+        `holds an upload of ${found.files.map((f) => f.identity.path).join(', ')}, and this run leaves out ${leftOut.join(', ')}, whose rows it has not all settled; ` +
+          'resume with every input of that run, or give this upload its own --journal',
+        options.path,
+      );
+    }
     previous = found;
   }
 

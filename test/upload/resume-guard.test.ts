@@ -28,6 +28,24 @@ async function killedRun(emu: Emulator, args: string[], events = 300, keep = fal
   return { child, exited };
 }
 
+describe('a journal of several inputs', () => {
+  it('is not resumed by a run that leaves out one whose rows it has not all settled (it would end complete, those rows never sent)', async () => {
+    const emu = await emulator();
+    const a = writeEventsCsv(tmp.dir, 2000, 'a.csv');
+    const b = writeEventsCsv(tmp.dir, 50, 'b.csv');
+    await killedRun(emu, [a, b, '--url', emu.url, '--journal', 'ab.journal']);
+    for (const how of ['--resume', '--resume-or-start']) {
+      const part = await up([a, '--url', emu.url, '--journal', 'ab.journal', how]);
+      expect(part.status, `${how}: ${part.stderr}`).toBe(2);
+      expect(part.stderr).toContain(`this run leaves out ${b}, whose rows it has not all settled`);
+    }
+    expect(readFileSync(join(tmp.dir, 'ab.journal'), 'utf8')).not.toContain('"complete":true');
+    // the run of both inputs resumes it, and every row of both is stored once
+    expect((await up([a, b, '--url', emu.url, '--journal', 'ab.journal', '--resume', '--quiet'])).status).toBe(0);
+    expect(storedNs(emu).length).toBeGreaterThanOrEqual(2050);
+  }, 60_000);
+});
+
 describe('a journal holds one shard', () => {
   it('is resumed by no other shard, nor by a run of every row, and says which shard it holds', async () => {
     const emu = await emulator();
