@@ -23,7 +23,7 @@ describe('the rejected line of an upload', () => {
     const refused = rejects.length - 1;
     expect(refused).toBeGreaterThan(0);
     expect(run.stdout).not.toContain('rejected    none');
-    expect(run.stdout).toContain(`\nrejected    ${rejects.length} rows (1 before sending, ${refused} by the server), written to many.csv.rejects.ndjson\n`);
+    expect(run.stdout).toContain(`\nrejected    ${rejects.length} rows (1 before sending, ${refused} after sending), written to many.csv.rejects.ndjson\n`);
     expect(run.stdout).toMatch(/\n +1  external_id: missing/);
     expect(run.stdout).toMatch(new RegExp(`\\n +${refused}  HTTP 400: .*blocklisted`));
   }, 60_000);
@@ -34,7 +34,7 @@ describe('the rejected line of an upload', () => {
     const run = await runCliAsync(['upload', 'some.csv', '--url', emu.url, '--api-key', 'k', '--no-journal'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
     expect(run.status, run.stderr).toBe(1);
     const refused = lines(join(tmp.dir, 'some.csv.rejects.ndjson')).length;
-    expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} by the server, written to some.csv.rejects.ndjson\n`);
+    expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} after sending, written to some.csv.rejects.ndjson\n`);
   }, 60_000);
 });
 

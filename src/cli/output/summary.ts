@@ -122,12 +122,12 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   return `${lines.join('\n')}\n`;
 }
 
-/** Every row rejected, before sending (by the plan) and by the server, with their reasons; or none. */
+/** Every row rejected, before sending (by the plan) and after (by the server, or as of unknown outcome), with their reasons; or none. */
 function rejectedLines(summary: UploadSummary): string[] {
   const refused = refusedItems(summary.delivery);
   const total = summary.rejected + refused;
   if (total === 0) return [`rejected    ${chalk.green('none')}`];
-  const where = refused === 0 ? '' : summary.rejected === 0 ? ' by the server' : ` (${number(summary.rejected)} before sending, ${number(refused)} by the server)`;
+  const where = refused === 0 ? '' : summary.rejected === 0 ? ' after sending' : ` (${number(summary.rejected)} before sending, ${number(refused)} after sending)`;
   const reasons = { ...summary.rejectReasons };
   for (const [reason, n] of Object.entries(summary.refusedReasons ?? {})) reasons[reason] = (reasons[reason] ?? 0) + n;
   return [chalk.red(`rejected    ${counted(total, 'row')}${where}, written to ${summary.rejectsPath ?? '(no file)'}`), ...reasonLines(reasons)];
@@ -158,7 +158,7 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
     for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
   }
   if (d.unknownOutcomes > 0) {
-    lines.push(chalk.yellow(`unknown     ${counted(d.unknownOutcomes, 'request')} sent with no verdict from the server (${counted(d.rowsInUnknownRequests, 'row')}); ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated`));
+    lines.push(chalk.yellow(`unknown     ${counted(d.unknownOutcomes, 'request')} with no verdict from the server (${counted(d.rowsInUnknownRequests, 'row')}); ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated`));
   }
   if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
     lines.push(chalk.yellow(`resent      ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated: the run before stopped while ${d.rowsPossiblyDuplicated === 1 ? 'it was' : 'they were'} in flight`));
