@@ -1,3 +1,4 @@
+// (Over 350 lines: the record's writer, its copy held in doubt and its reader share one layout, set out once here.)
 // The learn record of a request: what the delta state records of its items once the server accepts
 // them, made where the request is planned and read where it is settled. One buffer a request,
 // handed to the sending thread without a copy: 32-bit words (the items, the values' hashes as the

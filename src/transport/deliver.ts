@@ -1,3 +1,4 @@
+// (Over 350 lines: one delivery's loop, its settling, its stops and a blocklisted request's parts share their state.)
 // Sends a plan of requests: `concurrency` in flight, paced, one user's requests in file order,
 // retried through failures, each final outcome journaled and its rejected items handed back. What
 // a caller gives it is in deliver-options.ts.
