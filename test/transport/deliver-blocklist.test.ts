@@ -90,7 +90,7 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
     expect(summary).toMatchObject({ attempts: 2, requestsInParts: 0, requestsSettled: 2, warnings: [] });
   });
 
-  it('stopped between its parts: left unsettled for a resume, held in doubt (a part was applied), not taken as unapplied', async () => {
+  it('stopped between its parts: the parts are still sent and answered (one request in flight), and the request settles whole', async () => {
     const stop = new AbortController();
     faults = await startFaultServer((r) => {
       if (rowsOfBody(r.body).includes(3)) return { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' };
@@ -112,12 +112,12 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
       onInDoubt: (r) => void told.inDoubt.push(r.seq),
       notApplied: (r) => void told.notApplied.push(r.seq),
     });
-    // the whole request, then its first half (the attributes, rows 0, 2, 4, 6), then the stop
-    expect(faults.received.map((r) => rowsOfBody(r.body))).toEqual([range(0, 7), [0, 2, 4, 6]]);
-    expect(summary).toMatchObject({ stopped: true, requestsAbandoned: 1, rowsAbandoned: 8, requestsSettled: 0, requestsInParts: 1, attempts: 2 });
-    expect(journal.lines).toEqual([]);
-    expect(rejects).toEqual([]);
-    expect(told).toEqual({ inDoubt: [0], notApplied: [], accepted: [] });
+    // the whole request, its first half (the attributes, rows 0, 2, 4, 6), then after the stop the rest of its parts
+    expect(faults.received.map((r) => rowsOfBody(r.body))).toEqual([range(0, 7), [0, 2, 4, 6], [1, 3, 5, 7], [1, 3], [1], [3], [5, 7]]);
+    expect(summary).toMatchObject({ stopped: true, requestsAbandoned: 0, requestsSettled: 1 });
+    expect(journal.lines).toEqual(range(2, 9));
+    expect(rejects.map((r) => r.line)).toEqual([5]);
+    expect(told).toEqual({ inDoubt: [], notApplied: [], accepted: [0] });
   });
 
   it('keeps the other verdicts of the parts: minor errors, and an unknown outcome with onUnknown "reject"', async () => {
