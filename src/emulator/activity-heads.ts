@@ -127,8 +127,6 @@ export class ActivityHeads {
 
   /** What the table's rows count as: their number, or for purchases the sum of their quantities. */
   countedTotal(): number {
-    // a table whose rows count one each is counted by its rows (what it counts as is kept for purchases only)
-    if (this.countedAs === undefined) return this.rowCount();
     const state = this.state();
     return this.countedMarked(state) + state.counted.past;
   }
@@ -219,7 +217,7 @@ export class ActivityHeads {
     if (end < sweep.profiles.length) return;
     state.sweep = undefined;
     // read at the old mark, before it moves
-    if (this.countedAs !== undefined) state.counted.marked = this.countedMarked(state) + sweep.counted;
+    state.counted.marked = this.countedMarked(state) + sweep.counted;
     state.counted.past -= sweep.counted;
     state.mark = sweep.through;
     state.rows.marked += sweep.rows;
@@ -253,7 +251,7 @@ export class ActivityHeads {
     }
     if (marked > 0) {
       state.rows.marked -= marked;
-      if (this.countedAs !== undefined && state.counted.marked !== undefined) state.counted.marked -= counted;
+      if (state.counted.marked !== undefined) state.counted.marked -= counted;
       this.writeMark(state);
     }
     this.stmt.remove.run(JSON.stringify(profileIds));
