@@ -1,6 +1,7 @@
 // Where an input lives, from its name alone: standard input, a local file, an object in S3 (or a
 // store that speaks its API) named by s3://bucket/key, a prefix or a glob, or one object at an
 // http(s):// URL (a presigned URL included).
+import { basename, dirname, join } from 'node:path';
 
 export type Location =
   | { kind: 'stdin' }
@@ -88,4 +89,17 @@ export function nameOf(input: string): string {
 export function localName(input: string): string {
   const parts = nameOf(input).split('/').filter((part) => part !== '' && !GLOB.test(part));
   return parts.at(-1) ?? 'input';
+}
+
+/**
+ * A file named after an input, ending in `suffix`: beside a local file, after its whole name
+ * (`users.csv` -> `users.csv<suffix>`), or without its extension (`users<suffix>`, as earlier
+ * versions named the rejects file and the journal) when `extension` is false; for a remote input,
+ * after its localName in the current folder.
+ */
+export function nameBeside(input: string, suffix: string, extension = true): string {
+  const remote = isRemote(input);
+  const name = remote ? localName(input) : basename(input);
+  const stem = extension ? name : name.replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
+  return join(remote ? '.' : dirname(input), `${stem}${suffix}`);
 }

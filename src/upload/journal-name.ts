@@ -2,8 +2,7 @@
 // name, the target and the shard), the names earlier versions gave it, and what a name tells of its
 // shard. The re-run guard (rerun.ts) decides what a run may do with the journal it finds there.
 import { stat } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { isRemote, localName } from '../input/location.js';
+import { isRemote, nameBeside } from '../input/location.js';
 import { findJournal, inputKey, type ParsedJournal } from '../records/journal.js';
 import { shardTag, type Shard } from './shard.js';
 
@@ -26,10 +25,7 @@ function targetSlug(endpoint: URL, scheme = true): string {
  * the input's extension (`users.http-127.0.0.1-4000.journal`).
  */
 export function defaultJournalPath(firstInput: string, endpoint: URL, scheme = true, shard?: Shard, extension = true): string {
-  const remote = isRemote(firstInput);
-  const name = remote ? localName(firstInput) : basename(firstInput);
-  const stem = extension ? name : name.replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  return join(remote ? '.' : dirname(firstInput), `${stem}${journalSuffix(endpoint, scheme, shard)}`);
+  return nameBeside(firstInput, journalSuffix(endpoint, scheme, shard), extension);
 }
 
 /** The shard whose default journal of this target `path` is, by its name (`….shard-2-of-4.journal`). */

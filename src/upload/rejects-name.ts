@@ -3,8 +3,8 @@
 // replaces or removes rejects another wrote. A run an earlier version left unfinished is resumed into
 // the file that version named.
 import { readFile, stat } from 'node:fs/promises';
-import { basename, dirname, join, resolve } from 'node:path';
-import { isRemote, localName } from '../input/location.js';
+import { basename, resolve } from 'node:path';
+import { nameBeside } from '../input/location.js';
 import { STDIN } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
 import { shardTag, type Shard } from './shard.js';
@@ -27,9 +27,7 @@ export interface RejectsNaming {
  */
 export function defaultRejectsPath(firstInput: string, format: Format = 'ndjson', naming: RejectsNaming = {}): string {
   const tags = `${naming.shard === undefined ? '' : `.${shardTag(naming.shard)}`}${naming.check === true ? '.check' : ''}.rejects.${format}`;
-  if (firstInput === STDIN) return `stdin${tags}`;
-  if (isRemote(firstInput)) return `${localName(firstInput)}${tags}`;
-  return join(dirname(firstInput), `${basename(firstInput)}${tags}`);
+  return firstInput === STDIN ? `stdin${tags}` : nameBeside(firstInput, tags);
 }
 
 /**
@@ -37,10 +35,7 @@ export function defaultRejectsPath(firstInput: string, format: Format = 'ndjson'
  * shard (`users.rejects.ndjson`).
  */
 export function earlierRejectsPath(firstInput: string, format: Format = 'ndjson'): string {
-  const bare = (name: string): string => name.replace(/\.gz$/i, '').replace(/\.[^.]+$/, '');
-  if (firstInput === STDIN) return `stdin.rejects.${format}`;
-  if (isRemote(firstInput)) return `${bare(localName(firstInput))}.rejects.${format}`;
-  return join(dirname(firstInput), `${bare(basename(firstInput))}.rejects.${format}`);
+  return firstInput === STDIN ? `stdin.rejects.${format}` : nameBeside(firstInput, `.rejects.${format}`, false);
 }
 
 /** The rejects file of a run, and what a resumed run says of one an earlier version named. */
