@@ -72,7 +72,7 @@ export const SMS_GATEWAY_WARNING =
 export const NO_FIELD_WARNING = 'item sets no field: it names a user and changes nothing (it only makes the profile when there is none)';
 
 /** True when an attributes item carries nothing but the identifier that names its user and control fields. */
-function setsNoField(item: Record<string, unknown>, identity: Identity['by']): boolean {
+export function setsNoField(item: Record<string, unknown>, identity: Identity['by']): boolean {
   for (const key in item) {
     if (key !== identity && !CONTROL_FIELDS.has(key)) return false;
   }

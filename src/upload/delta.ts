@@ -2,6 +2,7 @@
 // is left out because the server already acknowledged it (docs/upload.md "Sending only what
 // changed"), and what the state learns once the server accepts what is sent.
 import { statSync } from 'node:fs';
+import { setsNoField } from '../mapping/check.js';
 import { attributePoints, dataPoints, isBillableField } from '../model/data-points.js';
 import type { Identity } from '../model/identity.js';
 import type { ArrayName } from '../model/types.js';
@@ -119,7 +120,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
    */
   const remember = (sent: Record<string, unknown>, identity: Identity, whole: boolean, known: boolean, row = 0, first = false): LearnMark => {
     // an item that sets nothing teaches that its user exists, unless the service may skip it
-    if (mayBeSkipped(sent, identity.by) && setsNothing(sent, identity.by)) return LEARN_NONE;
+    if (mayBeSkipped(sent, identity.by) && setsNoField(sent, identity.by)) return LEARN_NONE;
     if (first) seen.add(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2]);
     const at = sentInRun.begin(whole, row, first);
     forEachLearnedValue(sent, identity.by, sentInRun.add);
@@ -259,12 +260,6 @@ function learnsNothing(item: Record<string, unknown>, by: string, skippable: boo
     if (key === by || isControlField(key)) continue;
     if (!isForgotten(item[key], skippable, merging) || !known.holds(key, IN_DOUBT[0], IN_DOUBT[1])) return false;
   }
-  return true;
-}
-
-/** Whether an attributes item holds nothing but the identifier that names its user and control fields. */
-function setsNothing(item: Record<string, unknown>, by: string): boolean {
-  for (const key in item) if (key !== by && !isControlField(key)) return false;
   return true;
 }
 
