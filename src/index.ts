@@ -1,6 +1,7 @@
 // The library API of track.
-export { startEmulator, withEmulator, type FixtureOptions } from './library/fixture.js';
-export { execWithEmulator, type ExecOptions, type ExecResult } from './library/exec.js';
+export { startEmulator, withEmulator, execWithEmulator } from './library/public.js';
+export type { FixtureOptions } from './library/fixture.js';
+export type { ExecOptions, ExecResult } from './library/exec.js';
 export { upload, type Rows, type UploadCallOptions } from './library/upload.js';
 export type { UploadSummary, ReadProgress } from './upload/upload.js';
 export type { Emulator } from './emulator/server.js';

@@ -66,13 +66,3 @@ export async function startEmulator(options: FixtureOptions = {}): Promise<Emula
   signal?.throwIfAborted();
   return startBareEmulator({ ...rest, seedRequests: [...(rest.seedRequests ?? []), ...planned] });
 }
-
-/** Runs fn with a started emulator, and closes the emulator when fn settles, whatever it did. */
-export async function withEmulator<T>(options: FixtureOptions, fn: (emulator: Emulator) => Promise<T> | T): Promise<T> {
-  const emulator = await startEmulator(options);
-  try {
-    return await fn(emulator);
-  } finally {
-    await emulator.close();
-  }
-}

@@ -23,6 +23,7 @@ import {
 import type { DeliveryNotice, DeliveryProgress } from '../transport/index.js';
 import type { ReadProgress, UploadSummary } from '../upload/upload.js';
 import type { RejectRecord } from '../model/request.js';
+import { speaking, uploadWords } from './words.js';
 
 /** Rows in memory: each is what an NDJSON line holds (an item, or a request-shaped object). */
 export type Rows = Iterable<unknown> | AsyncIterable<unknown>;
@@ -146,7 +147,15 @@ const isRows = (input: unknown): input is Rows =>
  * (UsageError, InputError, DeliveryError, OutputError, SourceError) with the summary as its
  * `summary`; rejected rows and a stop by `signal` are told by the summary.
  */
-export async function upload(options: UploadCallOptions): Promise<UploadSummary> {
+export function upload(options: UploadCallOptions): Promise<UploadSummary> {
+  const inMemory = Array.isArray(options?.inputs) && options.inputs.some(isRows);
+  return speaking(WORDS, () => uploadCall(options), inMemory ? 'rows in memory' : undefined);
+}
+
+/** The flags in upload()'s words: `--max-total` is `maxTotal`. */
+const WORDS = uploadWords(Object.keys(CHECKS));
+
+async function uploadCall(options: UploadCallOptions): Promise<UploadSummary> {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('upload(): give one object of options: upload({ inputs: ["users.csv"], url, apiKey })');
   if (!Array.isArray(options.inputs) || options.inputs.length === 0) throw new UsageError('upload(): give inputs: paths, URLs, or rows in memory');
   const env = options.env ?? process.env;

@@ -76,7 +76,7 @@ describe('upload() errors', () => {
   it.each([
     [{ rate: 0 }, /rate: expected a whole number of at least 1, got "0"/],
     [{ ratee: 3 }, /unknown option ratee/],
-    [{ delimiter: 'x' }, /--delimiter: expected one of/],
+    [{ delimiter: 'x' }, /^delimiter: expected one of/],
     [{ limits: 'huge' }, /limits: expected one of mau, legacy/],
     [{ dryRun: 'yes' }, /dryRun is true or false/],
     [{ shard: '5/4' }, /shard/],

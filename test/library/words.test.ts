@@ -1,0 +1,103 @@
+// The library's errors in its own words: a caller who passed options reads the names it passed
+// (`port`, `resume`, `maxTotal`), never the command line's flags; the CLI keeps its flags.
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { execWithEmulator, startEmulator, upload, UsageError, withEmulator } from '../../src/index.js';
+import { runCli } from '../helpers/cli.js';
+
+/** The error a call rejects with. */
+const refusal = (call: () => Promise<unknown>): Promise<Error> =>
+  call().then(
+    () => {
+      throw new Error('expected the call to be refused');
+    },
+    (error: Error) => error,
+  );
+
+/** A flag of the command line anywhere in a message: `--port`, `--resume`. */
+const FLAG = /(^|[\s(`'"])--[a-z]/;
+
+describe('startEmulator(), withEmulator() and execWithEmulator()', () => {
+  it.each([
+    [{ port: 70000 }, /^port: expected 0 to 65535, got 70000$/],
+    [{ limits: 'big' }, /^limits: expected mau or legacy/],
+    [{ rateLimit: 'fast' }, /^rateLimit: expected requests per window/],
+    [{ failRate: 2 }, /^failRate: expected a fraction/],
+    [{ failRate: 0.6, dropRate: 0.6 }, /^failRate and dropRate together exceed 1$/],
+    [{ maxBodyBytes: 0 }, /^maxBodyBytes: expected a number of bytes/],
+    [{ apiKeys: [':users.track'] }, /^apiKeys: the key is empty/],
+    [{ requestLog: -1 }, /^requestLog: expected a whole number/],
+    [{ batchLimits: { maxTotal: 0 } }, /^batchLimits\.maxTotal: expected a whole number/],
+    [{ hourlyLimit: 1.5 }, /^hourlyLimit: expected a whole number/],
+    [{ seed: ['/no/such/seed.csv'] }, /^seed \/no\/such\/seed\.csv: no such file/],
+    [{ seed: ['-'] }, /^seed: standard input \(-\) cannot be a seed/],
+    [{ rateLimt: '1/1s' }, /^startEmulator\(\): unknown option rateLimt$/],
+    [{ seed: 'users.csv' }, /^startEmulator\(\): seed is a list of files, such as seed: \['users\.csv'\], got "users\.csv"$/],
+  ])('startEmulator(%o) names the option', async (options, message) => {
+    const error = await refusal(() => startEmulator(options as never));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toMatch(message);
+    expect(error.message).not.toMatch(FLAG);
+    expect(error.stack).toContain(error.message);
+  });
+
+  it('names port in a port in use, and says port 0 finds a free one', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const error = await refusal(() => startEmulator({ port }));
+      expect(error.message).toBe(`port ${port}: 127.0.0.1:${port} is in use (EADDRINUSE); give another port, or port 0 for a free one`);
+      const fromWith = await refusal(() => withEmulator({ port }, () => 'never run'));
+      expect(fromWith.message).toBe(error.message);
+    } finally {
+      await new Promise((resolve) => taken.close(resolve));
+    }
+  });
+
+  it('execWithEmulator() names itself for an empty command and its options for a bad one, running nothing', async () => {
+    expect((await refusal(() => execWithEmulator('  '))).message).toBe('execWithEmulator(): expected a command to run, got an empty one');
+    expect((await refusal(() => execWithEmulator('true', { latency: 'slow' }))).message).toMatch(/^latency: expected milliseconds/);
+    expect((await refusal(() => execWithEmulator('true', { killAfter: 5 } as never))).message).toBe('execWithEmulator(): unknown option killAfter');
+  });
+
+  it("leaves the errors of withEmulator's own function as they are", async () => {
+    const mine = new UsageError('--my-flag is my own');
+    expect(await refusal(() => withEmulator({}, () => Promise.reject(mine)))).toBe(mine);
+    expect(mine.message).toBe('--my-flag is my own');
+  });
+});
+
+describe('upload()', () => {
+  const rows = [{ external_id: 'w-1', plan: 'trial' }];
+
+  it.each([
+    [{ env: {} }, 'give the service URL with url or TRACK_URL (or use dryRun)'],
+    [{ env: { TRACK_URL: 'http://127.0.0.1:9' } }, 'give the API key with apiKey or TRACK_API_KEY (or use dryRun)'],
+    [{ url: 'http://127.0.0.1:9', apiKey: 'k', resume: true }, 'resume cannot be used with rows in memory: it cannot be read again'],
+    [{ url: 'http://127.0.0.1:9', apiKey: 'k', resume: true, restart: true }, 'give resume or restart, not both'],
+    [{ dryRun: true, delimiter: 'ab' }, 'delimiter: expected one of , ; \\t |, got "ab"'],
+    [{ dryRun: true, timezone: 'Mars/Base' }, 'timezone: expected an IANA time zone such as Europe/Berlin or UTC, got "Mars/Base"'],
+    [{ dryRun: true, full: true }, 'full goes with delta: it sends every attribute and refreshes the state'],
+    [{ url: 'ftp://x', apiKey: 'k' }, 'url must start with http:// or https://, not ftp:'],
+  ])('upload(%o) with rows in memory names the options', async (options, message) => {
+    const error = await refusal(() => upload({ inputs: [rows], ...(options as object) }));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe(message);
+  });
+
+  it('names the journal options, for files', async () => {
+    const journal = join(tmpdir(), `track-words-${process.pid}.journal`);
+    const error = await refusal(() => upload({ inputs: ['fixtures/attributes.csv'], url: 'http://127.0.0.1:9', apiKey: 'k', resume: true, journal }));
+    expect(error.message).toBe(`${journal}: there is no journal to resume from here; check journal, or start without resume`);
+  });
+});
+
+it('the command line still names its flags', () => {
+  const emulate = runCli(['emulate', '--port', '70000']);
+  expect(emulate.stderr).toContain('--port: expected 0 to 65535, got 70000');
+  const sent = runCli(['upload', 'fixtures/attributes.csv', '--api-key', 'k'], { env: { TRACK_URL: '' } });
+  expect(sent.stderr).toContain('give the service URL with --url or TRACK_URL (or use --dry-run)');
+});
