@@ -23,6 +23,7 @@ import {
 import type { DeliveryNotice, DeliveryProgress } from '../transport/index.js';
 import type { ReadProgress, UploadSummary } from '../upload/upload.js';
 import type { RejectRecord } from '../model/request.js';
+import { startedHere } from './fixture.js';
 import { speaking, uploadWords } from './words.js';
 
 /** Rows in memory: each is what an NDJSON line holds (an item, or a request-shaped object). */
@@ -173,6 +174,8 @@ async function uploadCall(options: UploadCallOptions): Promise<UploadSummary> {
     run.map = map.map;
   }
   const send = flags.dryRun === true ? undefined : sendOptionsFrom(flags, env);
+  // an emulator of this process forgets everything at its close: a journal per port would pile up beside the inputs
+  if (send !== undefined && options.journal === undefined && startedHere(send.url)) send.noJournal = true;
   const { upload: runUpload } = await import('../upload/upload.js');
   const summary = await runUpload({
     ...run,

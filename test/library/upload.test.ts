@@ -64,6 +64,29 @@ describe('upload() with rows in memory', () => {
   });
 });
 
+describe('upload() of files to an emulator this process started', () => {
+  it('keeps no journal beside them (each run a new port, each port a new journal), unless asked for one', async () => {
+    const folder = await mkdtemp(join(dir, 'journals-'));
+    const csv = join(folder, 'users.csv');
+    await writeFile(csv, 'external_id,plan\nj-1,trial\nj-2,pro\n');
+    for (let run = 0; run < 2; run += 1) {
+      const fresh = await startEmulator();
+      try {
+        const summary = await upload({ inputs: [csv], url: fresh.url, apiKey: fresh.apiKey });
+        expect(summary.delivery?.items.attributes).toEqual({ sent: 2, accepted: 2, rejected: 0 });
+        expect(summary.journalPath).toBeUndefined();
+      } finally {
+        await fresh.close();
+      }
+    }
+    expect(await readdir(folder)).toEqual(['users.csv']);
+    const journal = join(folder, 'kept.journal');
+    const summary = await upload({ inputs: [csv], url: emulator.url, apiKey: emulator.apiKey, journal });
+    expect(summary.journalPath).toBe(journal);
+    expect((await readdir(folder)).sort()).toEqual(['kept.journal', 'users.csv']);
+  });
+});
+
 describe('upload() errors', () => {
   it('throws a DeliveryError with the summary on a refused key, and leaves the process running', async () => {
     const error = await upload({ inputs: [[{ external_id: 'k-1', a: 1 }]], url: emulator.url, apiKey: 'wrong-key' }).catch((e: unknown) => e);
