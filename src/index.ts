@@ -6,6 +6,7 @@ export { upload, type Rows, type UploadCallOptions } from './library/upload.js';
 export type { UploadSummary, ReadProgress } from './upload/upload.js';
 export type { Emulator } from './emulator/server.js';
 export type { LoggedRequest, RequestLogQuery } from './emulator/request-log.js';
+export type { RequestsQuery } from './emulator/request-log-query.js';
 export { DatabaseInUseError } from './emulator/db-lock.js';
 export type { EmulatorOptions } from './emulator/options.js';
 export { FAULT_HEADER } from './emulator/faults.js';

@@ -101,3 +101,35 @@ it('the command line still names its flags', () => {
   const sent = runCli(['upload', 'fixtures/attributes.csv', '--api-key', 'k'], { env: { TRACK_URL: '' } });
   expect(sent.stderr).toContain('give the service URL with --url or TRACK_URL (or use --dry-run)');
 });
+
+describe('emulator.requests(query)', () => {
+  it('takes a status as a number and an alias as NAME:LABEL, and refuses what GET /_track/requests refuses', async () => {
+    await withEmulator({ apiKeys: ['k'] }, async (emulator) => {
+      const post = (body: unknown) =>
+        fetch(`${emulator.url}/users/track`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      await post({ attributes: [{ external_id: 'q-1', plan: 'trial' }] });
+      await post({ attributes: [{ external_id: 'q-2', plan: 'pro' }, { user_alias: { alias_name: 'crm:eu', alias_label: 'a1' }, plan: 'pro', _update_existing_only: false }] });
+      await post({ events: [{ external_id: 'q-2', name: 'opened', time: 'not a time' }] });
+      expect(emulator.requests().map((r) => r.status)).toEqual([400, 201, 201]);
+      expect(emulator.requests({ status: 201 }).map((r) => r.id)).toEqual([2, 1]);
+      expect(emulator.requests({ status: '4XX' }).map((r) => r.id)).toEqual([3]);
+      expect(emulator.requests({ alias: 'crm:eu:a1' }).map((r) => r.id)).toEqual([2]);
+      expect(emulator.requests({ alias: { alias_name: 'crm:eu', alias_label: 'a1' } }).map((r) => r.id)).toEqual([2]);
+      expect(emulator.requests({ alias: 'crm:eu:a2' }).map((r) => r.id)).toEqual([]);
+      expect(emulator.requests({ externalId: 'q-2', limit: 1 }).map((r) => r.id)).toEqual([3]);
+      // each of these answered every request, none, or a TypeError
+      for (const [query, message] of [
+        [{ external_id: 'q-1' }, 'requests(): unknown filter external_id (the log\'s filter is externalId); the filters are limit, status, path, externalId, email, phone, alias'],
+        [{ status: 'ok' }, `requests(): status: expected a status such as 201, a class such as '4xx', or 'dropped', got "ok"`],
+        [{ status: 20 }, `requests(): status: expected a status such as 201, a class such as '4xx', or 'dropped', got 20`],
+        [{ limit: 0 }, 'requests(): limit: expected a whole number of at least 1, got 0'],
+        [{ limit: '5' }, 'requests(): limit: expected a whole number of at least 1, got "5"'],
+        [{ alias: 'crm' }, 'requests(): alias: expected NAME:LABEL, got "crm"'],
+        [{ externalId: 7 }, 'requests(): externalId: expected text, got 7'],
+        ['4xx', 'requests(): give one object of filters, such as { status: \'4xx\' }, got "4xx"'],
+      ] as const) {
+        expect(() => emulator.requests(query as never), JSON.stringify(query)).toThrow(new UsageError(message));
+      }
+    });
+  });
+});
