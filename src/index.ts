@@ -10,5 +10,6 @@ export type { RequestsQuery } from './emulator/request-log-query.js';
 export { DatabaseInUseError } from './emulator/db-lock.js';
 export type { EmulatorOptions } from './emulator/options.js';
 export { FAULT_HEADER } from './emulator/faults.js';
+export { reportDeviceLanguage } from './emulator/apply.js';
 export * from './model/index.js';
 export { UsageError, InputError, DeliveryError, OutputError, SourceError } from './errors.js';

@@ -1,5 +1,6 @@
-// The library's errors in its own words: a caller who passed options reads the names it passed
-// (`port`, `resume`, `maxTotal`), never the command line's flags; the CLI keeps its flags.
+// The package as a script calls it: its errors in the library's own words (a caller who passed
+// options reads the names it passed, `port`, `resume`, `maxTotal`, never the command line's flags,
+// which the CLI keeps), emulator.requests() checking its query, and what the README offers.
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -131,5 +132,21 @@ describe('emulator.requests(query)', () => {
         expect(() => emulator.requests(query as never), JSON.stringify(query)).toThrow(new UsageError(message));
       }
     });
+  });
+});
+
+it("reportDeviceLanguage, which the README offers a library caller, is the package's: a device's locale yields to the endpoint's language", async () => {
+  const { reportDeviceLanguage } = await import('../../src/index.js');
+  await withEmulator({ apiKeys: ['k'] }, async (emulator) => {
+    await fetch(`${emulator.url}/users/track`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer k', 'content-type': 'application/json' },
+      body: JSON.stringify({ attributes: [{ external_id: 'device' }, { external_id: 'api', language: 'fr' }] }),
+    });
+    const id = (externalId: string) => emulator.store.profileByExternalId(externalId)!.id;
+    expect(reportDeviceLanguage(emulator.store, id('device'), 'de')).toBe(true);
+    expect(reportDeviceLanguage(emulator.store, id('api'), 'de')).toBe(false);
+    expect(emulator.store.profileByExternalId('device')!.fields.language).toBe('de');
+    expect(emulator.store.profileByExternalId('api')!.fields.language).toBe('fr');
   });
 });
