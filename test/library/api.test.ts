@@ -150,3 +150,19 @@ it("reportDeviceLanguage, which the README offers a library caller, is the packa
     expect(emulator.store.profileByExternalId('api')!.fields.language).toBe('fr');
   });
 });
+
+describe('execWithEmulator() aborted while its command runs', () => {
+  it('passes the signal the reason names to the command, and kills a command that ignores it killAfterMs later', async () => {
+    const abortOnSpawn = (reason: string) => {
+      const controller = new AbortController();
+      return { signal: controller.signal, onSpawn: () => setTimeout(() => controller.abort(reason), 200) };
+    };
+    const began = Date.now();
+    expect(await execWithEmulator('sleep 30', { stdio: 'ignore', ...abortOnSpawn('SIGINT') })).toEqual({ status: 130, code: 130, signal: null });
+    const kills: string[] = [];
+    const stubborn = await execWithEmulator("trap '' TERM; sleep 30 & wait; sleep 30", { stdio: 'ignore', killAfterMs: 300, onKill: (why) => kills.push(why), ...abortOnSpawn('SIGTERM') });
+    expect(stubborn).toEqual({ status: 137, code: null, signal: 'SIGKILL' });
+    expect(kills).toEqual(['time']);
+    expect(Date.now() - began).toBeLessThan(10_000);
+  });
+});
