@@ -2,7 +2,7 @@
 // its options in camelCase and inputs that may be rows in memory. It returns the summary, throws the
 // named errors, and never exits the process, reads its standard input or writes to its output.
 import { Readable } from 'node:stream';
-import { UsageError } from '../errors.js';
+import { InputError, UsageError } from '../errors.js';
 import { INPUT_ENCODINGS } from '../input/decode.js';
 import { STDIN } from '../input/source.js';
 import { validateColumnMap } from '../mapping/column-map.js';
@@ -125,15 +125,22 @@ function flagsOf(options: UploadCallOptions): UploadFlags {
 async function* ndjsonLines(inputs: readonly Rows[]): AsyncGenerator<string> {
   for (const [i, rows] of inputs.entries()) {
     let n = 0;
-    for await (const row of rows) {
-      n++;
-      let line: string | undefined;
-      try {
-        line = JSON.stringify(row);
-      } catch (error) {
-        throw new UsageError(`upload(): inputs[${i}], row ${n}: cannot be written as JSON (${(error as Error).message})`);
+    let unwritable: UsageError | undefined;
+    try {
+      for await (const row of rows) {
+        n++;
+        let line: string | undefined;
+        try {
+          line = JSON.stringify(row);
+        } catch (error) {
+          throw (unwritable = new UsageError(`upload(): inputs[${i}], row ${n}: cannot be written as JSON (${(error as Error).message})`));
+        }
+        yield `${line ?? 'null'}\n`;
       }
-      yield `${line ?? 'null'}\n`;
+    } catch (error) {
+      if (error === unwritable) throw error;
+      // the caller's own failure (its database, its generator): an input that broke off, with the error as its cause
+      throw Object.assign(new InputError(`upload(): inputs[${i}] failed after ${n === 1 ? '1 row' : `${n} rows`}: ${(error as Error)?.message ?? String(error)}`), { cause: error });
     }
   }
 }

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryError, startEmulator, upload, UsageError, type Emulator } from '../../src/index.js';
+import { DeliveryError, InputError, startEmulator, upload, UsageError, type Emulator } from '../../src/index.js';
 import { settledThreads, threadsCountable } from '../helpers/processes.js';
 
 const run = promisify(execFile);
@@ -118,6 +118,24 @@ describe('upload() errors', () => {
       await expect(refused).rejects.toThrow(/no-such-dir/);
     }
     expect(await settledThreads()).toBe(before);
+  });
+
+  it("tells a caller's iterable that failed as its input that broke off, with the caller's error as its cause", async () => {
+    const down = new Error('connection to the CRM lost');
+    async function* crm() {
+      yield { external_id: 'crm-1', a: 1 };
+      yield { external_id: 'crm-2', a: 1 };
+      throw down;
+    }
+    const error = (await upload({ inputs: [[{ external_id: 'crm-0' }], crm()], url: emulator.url, apiKey: emulator.apiKey }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(InputError);
+    expect(error.message).toBe('upload(): inputs[1] failed after 2 rows: connection to the CRM lost');
+    expect(error.cause).toBe(down);
+    expect((error as { summary?: { rows: number } }).summary?.rows).toBeLessThanOrEqual(3);
+    const broken = { *[Symbol.iterator]() { yield { external_id: 'crm-3' }; throw new TypeError('cursor closed'); } };
+    const dry = (await upload({ inputs: [broken], dryRun: true }).catch((e: unknown) => e)) as Error;
+    expect(dry).toBeInstanceOf(InputError);
+    expect(dry.message).toBe('upload(): inputs[0] failed after 1 row: cursor closed');
   });
 
   it('refuses mixing paths with rows, standard input, and no inputs', async () => {
