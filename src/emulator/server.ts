@@ -35,7 +35,10 @@ export interface Emulator {
    * not have, or a value it cannot match, is a UsageError.
    */
   requests(query?: RequestsQuery): LoggedRequest[];
-  /** Empties profiles, events, purchases, tokens and the request log, and loads the seed again (POST /_track/reset); returns the profiles after it. */
+  /**
+   * Empties profiles, events, purchases, tokens and the request log, and loads the seed again (POST
+   * /_track/reset); returns the profiles after it. A UsageError once close() was called.
+   */
   reset(): number;
   /** Stops accepting, finishes requests in flight, closes the database. */
   close(): Promise<void>;
@@ -287,7 +290,10 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     webUrl: `${url}${FIXTURE_PREFIX}/`,
     fixtureKeyRequired: !isLoopbackHost(resolved.host),
     requests: (query) => handler.requestLog.query(checkedQuery(query)),
-    reset: () => handler.reset(),
+    reset: () => {
+      if (closing !== undefined) throw new UsageError('reset(): the emulator is closed (close() was called); start another to reset');
+      return handler.reset();
+    },
     close,
   };
 }

@@ -166,3 +166,11 @@ describe('execWithEmulator() aborted while its command runs', () => {
     expect(Date.now() - began).toBeLessThan(10_000);
   });
 });
+
+it('reset() after close() says the emulator is closed; the request log can still be read', async () => {
+  const emulator = await startEmulator({ apiKeys: ['k'] });
+  await fetch(`${emulator.url}/users/track`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: '{"attributes":[]}' });
+  await emulator.close();
+  expect(() => emulator.reset()).toThrow(new UsageError('reset(): the emulator is closed (close() was called); start another to reset'));
+  expect(emulator.requests().map((r) => r.status)).toEqual([201]);
+});
