@@ -193,6 +193,7 @@ async function uploadCall(options: UploadCallOptions): Promise<UploadSummary> {
     send: send === undefined ? undefined : { ...send, onProgress: options.onDeliveryProgress, onNotice: options.onNotice },
   });
   const fatal = summary.delivery?.fatal ?? summary.fatal;
-  if (fatal !== undefined) throw Object.assign(fatal, { summary });
+  // not enumerable: the summary holds the error (its fatal), and JSON.stringify(error.summary) must not meet a cycle
+  if (fatal !== undefined) throw Object.defineProperty(fatal, 'summary', { value: summary, enumerable: false, configurable: true, writable: true });
   return summary;
 }

@@ -93,6 +93,10 @@ describe('upload() errors', () => {
     expect(error).toBeInstanceOf(DeliveryError);
     expect((error as DeliveryError).status).toBe(401);
     expect((error as { summary?: { rows: number } }).summary?.rows).toBe(1);
+    // the summary holds the error as its fatal: a script can still write it out as JSON
+    const written = JSON.parse(JSON.stringify((error as { summary?: unknown }).summary)) as { rows: number; delivery: { fatal: unknown } };
+    expect(written.rows).toBe(1);
+    expect(written.delivery.fatal).toEqual({ name: 'DeliveryError', status: 401 });
     expect(process.exitCode ?? 0).toBe(0);
   });
 
