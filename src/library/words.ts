@@ -38,14 +38,19 @@ const OURS = [UsageError, InputError, DeliveryError, OutputError, SourceError];
 /**
  * The error with the flags of its message named as the library names them (and `standard input (-)`
  * as `inMemory`, when the inputs were rows in memory); any other error as it is. A flag is a whole
- * word: `--port` inside a file name such as `a--port.csv` stays.
+ * word: `--port` inside a file name such as `a--port.csv` stays, and so does a command to run, quoted
+ * in backticks (`track state --state s.sqlite --add-key URL`).
  */
 export function inLibraryWords(error: unknown, words: Words, inMemory?: string): unknown {
   if (!OURS.some((kind) => error instanceof kind)) return error;
   const ours = error as Error;
   const before = ours.message;
-  let after = before.replace(/(?<![\w./-])--[a-z][a-z0-9-]*(?![\w-])/g, (flag) => words.get(flag) ?? flag);
-  if (inMemory !== undefined) after = after.replaceAll('standard input (-)', inMemory);
+  const named = (text: string): string => {
+    const flags = text.replace(/(?<![\w./-])--[a-z][a-z0-9-]*(?![\w-])/g, (flag) => words.get(flag) ?? flag);
+    return inMemory === undefined ? flags : flags.replaceAll('standard input (-)', inMemory);
+  };
+  // the odd pieces are the spans quoted in backticks
+  const after = before.split(/(`[^`]*`)/).map((piece, i) => (i % 2 === 1 ? piece : named(piece))).join('');
   if (after === before) return error;
   ours.message = after;
   if (ours.stack !== undefined) ours.stack = ours.stack.replace(before, after);

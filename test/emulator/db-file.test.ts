@@ -37,12 +37,12 @@ describe('a --db that is an SQLite database of something else', () => {
 
   it('is refused by startEmulator in the library\'s words, with no lock left behind', async () => {
     const { path, bytes } = otherDatabase();
-    const error = await startEmulator({ db: path }).catch((e: unknown) => e as Error);
+    const error = (await startEmulator({ db: path }).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(UsageError);
     expect(error.message).toMatch(/^db .*track-state\.sqlite: is an SQLite database of something else \(its tables: users\)/);
     expect(readFileSync(path).equals(bytes)).toBe(true);
     // no lock is left: a second try is refused for the same reason, not as a database in use
-    const again = await startEmulator({ db: path }).catch((e: unknown) => e as Error);
+    const again = (await startEmulator({ db: path }).catch((e: unknown) => e)) as Error;
     expect(again.message).toBe(error.message);
   });
 });

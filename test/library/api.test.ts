@@ -174,3 +174,10 @@ it('reset() after close() says the emulator is closed; the request log can still
   expect(() => emulator.reset()).toThrow(new UsageError('reset(): the emulator is closed (close() was called); start another to reset'));
   expect(emulator.requests().map((r) => r.status)).toEqual([201]);
 });
+
+it('leaves a command to run, quoted in backticks, as the command line takes it', async () => {
+  const { inLibraryWords, uploadWords } = await import('../../src/library/words.js');
+  const error = new UsageError('not this key: record it with `track state --state s.sqlite --add-key https://x` and resume, or give --state another file');
+  inLibraryWords(error, uploadWords(['state', 'resume']));
+  expect(error.message).toBe('not this key: record it with `track state --state s.sqlite --add-key https://x` and resume, or give state another file');
+});
