@@ -7,6 +7,7 @@ import type { UserAlias } from '../model/index.js';
 import type { SweepSizes } from './activity-heads.js';
 import { ActivityRows, type ActivitySummary, type NewEvent, type NewPurchase, type RecentActivity, type StoredEvent, type StoredPurchase } from './activity-rows.js';
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.js';
+import { openEmulatorFile } from './db-file.js';
 import { ProfileRows, type EditableProfile, type Profile } from './profile-rows.js';
 import { ACTIVITY_TABLES, SCHEMA } from './schema.js';
 import { upgradeActivityTables } from './schema-upgrade.js';
@@ -54,7 +55,7 @@ export class Store {
     readonly path: string,
     options: { checkpointThread?: boolean; sweep?: SweepSizes; note?: (line: string) => void } = {},
   ) {
-    this.db = new Database(path);
+    this.db = openEmulatorFile(path);
     this.db.pragma('journal_mode = WAL');
     // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
     this.db.pragma('synchronous = NORMAL');
