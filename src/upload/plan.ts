@@ -8,7 +8,7 @@ import type { Delimiter } from '../input/csv.js';
 import type { InputEncoding } from '../input/decode.js';
 import type { RemoteInputs } from '../input/remote.js';
 import { InputError, SourceError } from '../errors.js';
-import { formatOf, type InputFormat } from '../input/source.js';
+import { formatOf, STDIN, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
 import type { ColumnMap } from '../mapping/column-map.js';
@@ -123,7 +123,9 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'dropped-field'; record: RejectRecord }
   /** Rejects and dropped fields of a chunk, each as its line of the rejects file: the planning thread hands them on so (reject-batch.ts). */
   | { type: 'rejects'; batch: RejectBatch }
-  | { type: 'request'; request: R };
+  | { type: 'request'; request: R }
+  /** Every row of every input was read: it comes right after the last input's last tally, before that chunk's requests. */
+  | { type: 'read-all' };
 
 /** What mapping a row's cells found beside its item. */
 export interface MappedCells {
@@ -357,13 +359,20 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   const encoding = createEncodingTally(options.encoding);
   let reading: string | undefined;
+  let readAll = false;
   try {
     for (const [i, file] of options.inputs.entries()) {
       reading = file;
       yield [{ type: 'file', file, format: formats[i] }];
       const read = { ...options, textRead: (beyondAscii: boolean) => encoding.textRead(file, beyondAscii) };
       let rows = 0;
-      for await (const events of fileChunks(file, formats[i], planner, read)) {
+      // the last input's last chunk is told before its requests, so a stop among them knows every row was read
+      const chunks = fileChunks(file, formats[i], planner, read);
+      for await (const [events, last] of i === options.inputs.length - 1 && file !== STDIN ? markedLast(chunks) : unmarked(chunks)) {
+        if (last) {
+          readAll = true;
+          events.splice(events.findIndex((event) => event.type === 'read') + 1, 0, { type: 'read-all' });
+        }
         for (const event of events) {
           if (event.type === 'read') rows += event.rows;
           else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
@@ -385,8 +394,31 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   } finally {
     if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
+  if (!readAll) yield [{ type: 'read-all' }];
   yield* typeNotes(planner);
   yield* lastRequests(planner);
+}
+
+/** Each chunk with whether it is the last: one is held until the next comes (standard input is not held back so). */
+async function* markedLast<T>(chunks: AsyncIterable<T>): AsyncGenerator<[T, boolean]> {
+  let held: T | undefined;
+  let holding = false;
+  try {
+    for await (const chunk of chunks) {
+      if (holding) yield [held as T, false];
+      held = chunk;
+      holding = true;
+    }
+  } catch (error) {
+    // the rows read before an input broke off are handed on all the same
+    if (holding) yield [held as T, false];
+    throw error;
+  }
+  if (holding) yield [held as T, true];
+}
+
+async function* unmarked<T>(chunks: AsyncIterable<T>): AsyncGenerator<[T, boolean]> {
+  for await (const chunk of chunks) yield [chunk, false];
 }
 
 /** Whether an error is the input being read breaking off (not the state's, say, nor a usage error). */

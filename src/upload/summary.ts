@@ -179,6 +179,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     case 'line-items':
     case 'unchanged':
     case 'unchanged-rows':
+    case 'read-all':
       break;
   }
   return summary;

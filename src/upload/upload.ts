@@ -390,13 +390,17 @@ async function uploadChecked(
           // and rows the target holds already
           ledger?.settledUnsentRows(event.file, event.lines);
           break;
+        case 'read-all':
+          // a stop from here on, among the last requests, leaves no row unread
+          readAll = broken === undefined;
+          break;
         case 'request':
           yield event.request;
           break;
       }
     }
     // a plan told to stop ends early as if done: only one that ended by itself read every row
-    readAll = !plan.stopped && broken === undefined;
+    readAll = (readAll || !plan.stopped) && broken === undefined;
     // the last chunk's rejects and requests come after its tally: the reader is told the whole plan
     const last = summary.files.at(-1)?.file;
     if (last !== undefined) options.onProgress?.({ file: last, rows: summary.rows, requests: summary.requests, bytes: 0, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });

@@ -66,3 +66,32 @@ describe('a run stopped by a signal, without a terminal', () => {
     }
   }, 120_000);
 });
+
+describe('a stop that comes once every row was read', () => {
+  it('says every row was read, not that the rest of the input is unread, and resumes the rest', async () => {
+    const server = await faultServer();
+    // one chunk of 1,000 rows: read at once, planned into 20 requests sent one a second
+    const path = join(tmp.dir, 'small.csv');
+    writeFileSync(path, `external_id,plan\n${Array.from({ length: 1000 }, (_, i) => `u${i},team\n`).join('')}`);
+    const common = [path, '--url', server.url, '--api-key', 'k', '--rate', '1', '--restart'];
+    const text = await stopped(common, 'SIGTERM', server, 2);
+    expect(text.status).toBe(130);
+    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled; run again with --resume to send the rest\n/);
+    expect(text.stdout).not.toContain('not read yet');
+
+    server.forget();
+    const json = await stopped([...common, '--json'], 'SIGTERM', server, 2);
+    const summary = JSON.parse(json.stdout);
+    expect(summary).toMatchObject({ interrupted: true, readToEnd: true, rows: 1000 });
+
+    // the resume sends every row the stopped run did not settle, each once
+    server.forget();
+    const resumed = await stopped([path, '--url', server.url, '--api-key', 'k', '--resume', '--json'], 'SIGTERM', server, Number.POSITIVE_INFINITY);
+    const after = JSON.parse(resumed.stdout);
+    const sentBefore = summary.delivery.items.attributes.accepted;
+    expect(after.exitStatus).toBe(0);
+    expect(after.delivery.items.attributes.accepted).toBe(1000 - sentBefore);
+    const ids = server.appliedItems().map(({ item }) => item.external_id);
+    expect(new Set(ids).size).toBe(ids.length);
+  }, 60_000);
+});
