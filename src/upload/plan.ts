@@ -79,10 +79,12 @@ export interface PlanOptions {
   remote?: RemoteInputs;
 }
 
-/** A warning on an item that is sent all the same, with the line of its row. */
+/** A warning on an item that is sent all the same (unless left out as unchanged), with the line of its row. */
 export interface PlanWarning {
   line: number;
   message: string;
+  /** The item it is on was left out as unchanged (--delta, --dedupe-events): not sent. */
+  unsent?: true;
 }
 
 /** What a plan yields, in order. `R` is the request's form: plain in this thread, decoded from the worker's bytes there. */
@@ -221,8 +223,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     return { ...request, tags: undefined, learn: record.finish() };
   };
 
-  /** An item checked and valid: left out if the target holds it (delta), else batched. */
-  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number, emptied?: readonly string[]): void => {
+  /** An item checked and valid: left out if the target holds it (delta), else batched; whether it was batched. */
+  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number, emptied?: readonly string[]): boolean => {
     let record = item;
     let bytes = itemBytes;
     let learn: LearnMark | undefined;
@@ -234,7 +236,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
         if (origin.item !== undefined) lines.push({ type: 'unchanged', file: origin.file, line: origin.line, item: origin.item });
         else if (unchangedRows.length > 0 && unchangedRows[unchangedRows.length - 1][1] === origin.line - 1) unchangedRows[unchangedRows.length - 1][1] = origin.line;
         else unchangedRows.push([origin.line, origin.line]);
-        return;
+        return false;
       }
       // an item cut down is smaller: measured again where its size could matter
       if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
@@ -248,6 +250,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
     const done = batcher.add({ kind, item: record, origin, userKey, bytes, points, tag: learn });
     for (const request of done) ready.push(complete(request));
+    return true;
   };
   const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
     rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
@@ -291,6 +294,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     take(kind, item, origin, bytesBound, mapped) {
       // before it is checked: each row is sent or rejected by exactly one shard
       if (inOtherShard(kind, item)) return otherShard(origin.file, origin.line, origin.item);
+      const warned = tally.warnings.length;
       const errors = itemErrors(kind, item, mapped);
       if (errors.length > 0) {
         const kept = dropInvalid && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped?.failed) : undefined;
@@ -313,7 +317,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       const record = item as Record<string, unknown>;
       const identity = identityOf(record, kind);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
-      place(kind, record, identity, origin, bytes, mapped?.emptied);
+      // the warnings of an item left out as unchanged are on what was not sent
+      if (!place(kind, record, identity, origin, bytes, mapped?.emptied)) for (let i = warned; i < tally.warnings.length; i += 1) tally.warnings[i].unsent = true;
     },
     bytesRead(bytes) {
       tally.bytes += bytes;

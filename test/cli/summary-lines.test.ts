@@ -107,3 +107,29 @@ describe('a JSON array that breaks', () => {
     expect(run.stdout).not.toMatch(/chunk position|in state/);
   }, 60_000);
 });
+
+describe('the warnings line', () => {
+  it('says the warned items left out as unchanged by --delta were not sent', async () => {
+    const emu = await emulator();
+    // user-001's email is an SMS gateway, user-002 sets no field; user-004 changes on the second run
+    writeFileSync(join(tmp.dir, 'w.csv'), 'external_id,email,plan\nuser-001,4155552671@vtext.com,pro\nuser-002,,\nuser-003,ada@example.com,pro\n');
+    const args = ['upload', 'w.csv', '--url', emu.url, '--api-key', 'k', '--no-journal', '--delta', '--state', 'st.sqlite'];
+    const first = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain('\nwarnings    2 (sent all the same)\n');
+
+    const again = await runCliAsync([...args, '--json'], { cwd: tmp.dir });
+    expect(JSON.parse(again.stdout)).toMatchObject({ warnings: 2, warningsUnsent: 2, unchanged: 3, requests: 0 });
+    const text = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(text.stdout).toContain('\nwarnings    2 (on items left out as unchanged: not sent)\n');
+    expect(text.stdout).not.toContain('sent all the same');
+
+    // the SMS gateway row changes its plan: sent, warned of; the row that sets nothing is left out
+    writeFileSync(join(tmp.dir, 'w.csv'), 'external_id,email,plan\nuser-001,4155552671@vtext.com,team\nuser-002,,\nuser-003,ada@example.com,pro\n');
+    const changed = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(changed.status, changed.stderr).toBe(0);
+    expect(changed.stdout).toContain('\nwarnings    2 (1 sent all the same, 1 on items left out as unchanged: not sent)\n');
+    const dry = await runCliAsync([...args, '--dry-run'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(dry.stdout).toContain('\nwarnings    2 (on items left out as unchanged: not sent)\n');
+  }, 60_000);
+});
