@@ -9,6 +9,7 @@ import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
 import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
+import { ARRAY_NAMES } from '../model/types.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
 import { findJournal, inputKey, isWhole, openJournal, type Journal, type ParsedJournal } from '../records/journal.js';
@@ -146,6 +147,11 @@ export interface UploadSummary extends PlanSummary {
   refusedReasons: Record<string, number>;
   /** The run was stopped by its stopSignal (Ctrl-C, SIGTERM): rows may be unread or unsettled. */
   interrupted: boolean;
+  /**
+   * Every row rejected, the one figure to check: those refused before sending (`rejected`) and the
+   * items the server refused (in `delivery.items`), as the rejects file holds them.
+   */
+  rejectedTotal: number;
   /** Every row of every input was read (not so when a stop or an error ended the plan first). */
   readToEnd: boolean;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
@@ -514,6 +520,7 @@ async function uploadChecked(
   return {
     ...summary,
     rejected: summary.rejected + before.rows,
+    rejectedTotal: summary.rejected + before.rows + ARRAY_NAMES.reduce((sum, kind) => sum + (delivery?.items[kind].rejected ?? 0), 0),
     rejectReasons: before.rows === 0 ? summary.rejectReasons : { ...summary.rejectReasons, [EARLIER_REJECTS]: before.rows },
     droppedFields: summary.droppedFields + before.fields,
     skippedRejected: before.rows,

@@ -36,6 +36,23 @@ describe('the rejected line of an upload', () => {
     const refused = lines(join(tmp.dir, 'some.csv.rejects.ndjson')).length;
     expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} after sending, written to some.csv.rejects.ndjson\n`);
   }, 60_000);
+
+  it('is one figure with --json too: rejectedTotal counts the server\'s refusals beside rejected, the rows refused before sending', async () => {
+    const emu = await emulator({ blocklist: ['mb7'] });
+    writeFileSync(join(tmp.dir, 'both.csv'), `external_id,plan\n${Array.from({ length: 20 }, (_, i) => `mb${i + 1},pro`).join('\n')}\n,pro\n`);
+    const run = await runCliAsync(['upload', 'both.csv', '--url', emu.url, '--api-key', 'k', '--no-journal', '--json', '--events', 'events.ndjson'], { cwd: tmp.dir });
+    expect(run.status, run.stderr).toBe(1);
+    const summary = JSON.parse(run.stdout);
+    const rejects = lines(join(tmp.dir, 'both.csv.rejects.ndjson')).length;
+    expect(rejects).toBeGreaterThan(1);
+    expect(summary.rejected).toBe(1);
+    expect(summary.rejectedTotal).toBe(rejects);
+    const end = lines(join(tmp.dir, 'events.ndjson')).map((line) => JSON.parse(line)).at(-1);
+    expect(end).toMatchObject({ type: 'end', summary: { rejected: 1, rejectedTotal: rejects } });
+
+    const check = await runCliAsync(['validate', 'both.csv', '--json'], { cwd: tmp.dir });
+    expect(JSON.parse(check.stdout)).toMatchObject({ rejected: 1, rejectedTotal: 1 });
+  }, 60_000);
 });
 
 describe('a count of 1', () => {
