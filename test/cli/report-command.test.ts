@@ -146,6 +146,13 @@ describe('merging summaries', () => {
     expect(report.total.delivery).toMatchObject({ requestsSent: 55, stopped: true, items: { attributes: { accepted: 550 } } });
   });
 
+  it('says every row was read only when every shard read all of its rows', () => {
+    const read = (k: number, readToEnd: boolean): SummaryJson => ({ ...shard(k, readToEnd ? 0 : 130, 10), interrupted: !readToEnd, readToEnd });
+    const one = mergeSummaries([{ file: 'a', summary: read(1, false) }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: read(k, true) }))]);
+    expect(one.total).toMatchObject({ interrupted: true, readToEnd: false });
+    expect(mergeSummaries([1, 2, 3, 4].map((k) => ({ file: String(k), summary: read(k, true) }))).total).toMatchObject({ interrupted: false, readToEnd: true });
+  });
+
   it('of a whole run, is the worst status of its shards', () => {
     const all = [1, 2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, k === 2 ? 130 : k === 4 ? 1 : 0, 10) }));
     expect(mergeSummaries(all).exitStatus).toBe(130);

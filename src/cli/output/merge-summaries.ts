@@ -55,11 +55,13 @@ export function worseStatus(a: number, b: number): number {
 const LONGEST = new Set(['elapsedMs']);
 /** Keys that are settings, not counts: kept when every summary agrees (the shards' batch limits, a dry run's pace). */
 const SAME = new Set(['limits', 'rate', 'hourly']);
+/** Flags that hold of the whole only when they hold of every summary (every shard read every row), where others are or-ed. */
+const EVERY = new Set(['readToEnd']);
 /** Keys that name one run and mean nothing added up. */
 const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
 
 /**
- * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed, lists joined, objects
+ * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed (readToEnd and-ed), lists joined, objects
  * added key by key; a text or a setting kept when both agree.
  */
 export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
@@ -67,7 +69,7 @@ export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
   if (b === undefined) return a;
   if (SAME.has(key)) return JSON.stringify(a) === JSON.stringify(b) ? a : undefined;
   if (typeof a === 'number' && typeof b === 'number') return LONGEST.has(key) ? Math.max(a, b) : a + b;
-  if (typeof a === 'boolean' && typeof b === 'boolean') return a || b;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return EVERY.has(key) ? a && b : a || b;
   if (Array.isArray(a) && Array.isArray(b)) {
     if (key === 'notes') return [...new Set([...a, ...b])];
     if (key === 'files') return addFiles(a, b);
