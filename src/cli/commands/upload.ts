@@ -67,7 +67,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     inputs: options.inputs,
     target: originOf(send.url),
     limits: { maxTotal, maxPerArray, rate: send.rate ?? UPLOAD_DEFAULTS.rate, hourly: send.hourly, concurrency: send.concurrency, retries: send.retries },
-  });
+  }, { shard: options.shard });
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   // NDJSON progress takes stderr: no human lines there, not even the stop line (a 'stop' event tells it)

@@ -4,6 +4,7 @@
 import { stat } from 'node:fs/promises';
 import { UsageError } from '../../errors.js';
 import { STDIN } from '../../input/source.js';
+import type { Shard } from '../../upload/shard.js';
 import { createRunEvents, type RunConsumer, type RunEvents, type StartEvent } from './run-events.js';
 
 export { both } from './run-events.js';
@@ -58,6 +59,7 @@ export async function openRunOutputs(
   flags: OutputFlags,
   env: NodeJS.ProcessEnv,
   start: Omit<StartEvent, 'type' | 'time' | 'inputs'> & { inputs: readonly string[] },
+  names: { shard?: Shard } = {},
 ): Promise<RunEvents | undefined> {
   const ndjson = ndjsonProgress(flags);
   const github = env.GITHUB_ACTIONS === 'true' && flags.ciOutput !== false;
@@ -71,7 +73,7 @@ export async function openRunOutputs(
   else consumers.push({ event: (e) => e.type === 'warning' && process.stderr.write(`track: warning: ${e.message}\n`) });
   if (flags.events !== undefined) consumers.push((await import('./ndjson-events.js')).eventsFile(flags.events, every, warn));
   if (flags.report !== undefined) consumers.push((await import('./report.js')).htmlReport(flags.report));
-  if (flags.metricsPush !== undefined) consumers.push((await import('./metrics-push.js')).metricsPush(flags.metricsPush, every, warn));
+  if (flags.metricsPush !== undefined) consumers.push((await import('./metrics-push.js')).metricsPush(flags.metricsPush, every, warn, names.shard));
   if (github) {
     // the runner reads annotations on stdout and stderr: on the one that carries no JSON (--json: the
     // summary alone on stdout; --progress ndjson: only events on stderr), none when both do
