@@ -17,9 +17,9 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
+import { checkHeaders, checkNoClash, checkWritable, isOneOf, readColumnMap } from './check.js';
 import { rejectsFileOf } from './rejects-name.js';
-import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, STDOUT, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
 import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
@@ -104,6 +104,8 @@ export interface DeltaRun {
 }
 
 export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' | 'delta' | 'remote'> {
+  /** Files the run's other outputs write (--summary-file, --events, --report): none may be its journal, state, rejects file or --out. */
+  otherOutputs?: ReadonlyArray<{ flag: string; path: string }>;
   /** How inputs in storage (s3://, https://) are reached. */
   storage?: RemoteSettings;
   /** A --map file (JSON) to read; or give `map` itself. */
@@ -254,6 +256,8 @@ async function uploadChecked(
   const naming = { shard: options.shard, check: send === undefined, resume: target?.resume === true };
   const { path: rejectsPath, note: rejectsNote } = options.rejectsPath === undefined ? await rejectsFileOf(named, inputs, options.rejectsFormat, naming) : { path: options.rejectsPath };
   await checkOutputs(inputs, rejectsPath, options.outPath);
+  const records = [['--rejects', rejectsPath], ['--out', options.outPath === STDOUT ? undefined : options.outPath], ['--state', delta?.statePath], ['--journal', target?.journalPath]] as const;
+  if (options.otherOutputs !== undefined) await checkNoClash(options.otherOutputs, records);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
