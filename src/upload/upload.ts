@@ -418,6 +418,7 @@ async function uploadChecked(
 
   // 4. deliver, or drain the plan (a dry run)
   let delivery: DeliverySummary | undefined;
+  const paceNotes: string[] = [];
   let fatal: Error | undefined;
   try {
     if (send !== undefined) {
@@ -432,7 +433,11 @@ async function uploadChecked(
           concurrency: send.concurrency,
           rate: pace?.rate ?? send.rate,
           hourly: pace?.hourly ?? send.hourly,
-          pacer: pace?.pacer?.(send.onNotice),
+          pacer: pace?.pacer?.((notice) => {
+            // a shared budget that failed mid-run is said in the summary too, which a scheduler keeps
+            if (notice.type === 'warning') paceNotes.push(notice.message);
+            send.onNotice?.(notice);
+          }),
           retries: send.retries,
           onUnknown: send.onUnknown,
           journal: ledger?.journal,
@@ -534,6 +539,7 @@ async function uploadChecked(
       ...(journalNote === undefined ? [] : [journalNote]),
       ...(rejectsNote === undefined ? [] : [rejectsNote]),
       ...stateNotes,
+      ...paceNotes,
       ...heldNote(rejected.held, rejectsPath),
       ...owedNote(owed, rejectsPath),
     ],
