@@ -48,6 +48,9 @@ async function checkSummaryFile(path: string, options: UploadOptions): Promise<v
     if (await isOneOf(path, options.inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
     await checkNoClash([{ flag: '--summary-file', path }], await recordsOf(options, options.send));
     await checkWritable('--summary-file', path);
+    // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
+    // memory) leaves none, which `track report` names as missing, rather than one that is not its own
+    await (await import('node:fs/promises')).rm(path, { force: true });
   } catch (error) {
     summaryFileWritten = true;
     throw error;

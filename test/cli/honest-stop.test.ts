@@ -3,7 +3,7 @@
 // however the signal falls: here while sending outpaces planning, so that the delivery is often
 // waiting on the planning thread when it comes.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
@@ -93,5 +93,19 @@ describe('a stop that comes once every row was read', () => {
     expect(after.delivery.items.attributes.accepted).toBe(1000 - sentBefore);
     const ids = server.appliedItems().map(({ item }) => item.external_id);
     expect(new Set(ids).size).toBe(ids.length);
+  }, 60_000);
+});
+
+describe('a run killed before it writes its summary', () => {
+  it('leaves no --summary-file, not the one an earlier run left there', async () => {
+    const server = await faultServer();
+    server.script(() => ({ kind: 'hang' }));
+    const path = join(tmp.dir, 'small.csv');
+    writeFileSync(path, 'external_id,plan\nu1,team\n');
+    const summary = join(tmp.dir, 'summary-0.json');
+    writeFileSync(summary, '{"command":"upload","rows":1,"exitStatus":0}\n');
+    const killed = await stopped([path, '--url', server.url, '--api-key', 'k', '--summary-file', summary], 'SIGKILL', server, 1);
+    expect(killed.status).toBe(null);
+    expect(existsSync(summary)).toBe(false);
   }, 60_000);
 });
