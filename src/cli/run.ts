@@ -35,12 +35,22 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 
-/** --summary-file names a file that can be written, and none of the inputs. */
-async function checkSummaryFile(path: string, inputs: readonly string[]): Promise<void> {
-  const { checkWritable, isOneOf } = await import('../upload/check.js');
+/** The files the run's outputs write beside its records: upload() checks that none is one of them. */
+function otherOutputs(flags: { summaryFile?: string; events?: string; report?: string }): Array<{ flag: string; path: string }> {
+  const named = [['--summary-file', flags.summaryFile], ['--events', flags.events], ['--report', flags.report]] as const;
+  return named.flatMap(([flag, path]) => (path === undefined ? [] : [{ flag, path }]));
+}
+
+/** --summary-file names a file that can be written, none of the inputs, and none of the records its flags name. */
+async function checkSummaryFile(path: string, options: UploadOptions): Promise<void> {
+  const [{ checkNoClash, checkWritable, isOneOf }, { recordsOf }] = await Promise.all([import('../upload/check.js'), import('./output/run-outputs.js')]);
   try {
-    if (await isOneOf(path, inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
+    if (await isOneOf(path, options.inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
+    await checkNoClash([{ flag: '--summary-file', path }], await recordsOf(options, options.send));
     await checkWritable('--summary-file', path);
+    // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
+    // memory) leaves none, which `track report` names as missing, rather than one that is not its own
+    await (await import('node:fs/promises')).rm(path, { force: true });
   } catch (error) {
     summaryFileWritten = true;
     throw error;
@@ -76,7 +86,7 @@ export function onStopSignals(first: (signal: string) => void, second: (signal: 
  */
 export async function runAndReport(
   verb: string,
-  flags: { json?: boolean; summaryFile?: string },
+  flags: { json?: boolean; summaryFile?: string; events?: string; report?: string },
   run: {
     options: UploadOptions;
     /** A dry run's pace, for the estimate of how long sending would take. */
@@ -100,15 +110,18 @@ export async function runAndReport(
   try {
     // a summary file that cannot be written, or that is an input, is told before anything is sent (and
     // not written then: it may be an input)
-    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs);
-    summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
+    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options);
+    summary = await upload({ ...run.options, otherOutputs: otherOutputs(flags), stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
     // a run that stopped before its summary still leaves one for the scheduler (and, with --json, for
-    // the script reading standard output), then fails as it would
+    // the script reading standard output), then fails as it would; never in place of a record of the run
     const failure = failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more });
+    const clash = (await import('../upload/check.js')).clashingOutput(error);
+    if (clash === '--summary-file') summaryFileWritten = true;
     if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failure);
     if (flags.json === true) printSummary(failure, run.options.outPath === '-');
-    if (run.outputs === undefined || !(error instanceof Error)) throw error;
+    // (an output written over a record of the run is not written at all: the report, the events)
+    if (run.outputs === undefined || !(error instanceof Error) || (clash !== undefined && clash !== '--summary-file')) throw error;
     await run.outputs.failed(error, exitCodeFor(error));
     if (!run.outputs.errorsAsEvents) throw error;
     process.exitCode = exitCodeFor(error);
@@ -145,9 +158,14 @@ function printSummary(json: string, outToStdout: boolean): void {
 interface SummaryWords {
   verb: string;
   path?: string;
+  /** The files other flags name (--state, --journal, --rejects, --out, --events, --report): the summary is never written over one. */
+  others: string[];
   json: boolean;
   outToStdout: boolean;
 }
+
+/** The flags that name the files of a run's records and other outputs. */
+const RECORD_FLAGS = ['--state', '--journal', '--rejects', '--out', '--events', '--report'];
 
 /**
  * The summary's places in an upload or validate command line, read from its words: a usage error in
@@ -157,9 +175,14 @@ interface SummaryWords {
 function summaryWordsIn(argv: string[]): SummaryWords | undefined {
   const [verb, ...words] = argv.slice(2);
   if (verb !== 'upload' && verb !== 'validate') return undefined;
-  const found: SummaryWords = { verb, json: false, outToStdout: false };
+  const found: SummaryWords = { verb, json: false, outToStdout: false, others: [] };
   for (const [i, word] of words.entries()) {
     if (word === '--') break;
+    const flag = RECORD_FLAGS.find((name) => word === name || word.startsWith(`${name}=`));
+    if (flag !== undefined) {
+      const path = word === flag ? words[i + 1] : word.slice(flag.length + 1);
+      if (path !== undefined) found.others.push(path);
+    }
     if (word === '--summary-file' && words[i + 1] !== undefined) found.path ??= words[i + 1];
     else if (word.startsWith('--summary-file=')) found.path ??= word.slice('--summary-file='.length);
     else if (word === '--json') found.json = true;
@@ -172,6 +195,11 @@ function summaryWordsIn(argv: string[]): SummaryWords | undefined {
 async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: number): Promise<void> {
   const named = summaryWordsIn(argv);
   if (named === undefined || exitStatus === EXIT.ok) return;
+  // never in place of a record of the run
+  if (named.path !== undefined) {
+    const { clashingOutput, isOneOf } = await import('../upload/check.js');
+    if (clashingOutput(error) === '--summary-file' || (await isOneOf(named.path, named.others))) summaryFileWritten = true;
+  }
   if ((named.path === undefined || summaryFileWritten) && (!named.json || summaryPrinted)) return;
   const { failureJson } = await import('./output/summary.js');
   const json = failureJson(named.verb, error, { exitStatus });

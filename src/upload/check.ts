@@ -73,6 +73,33 @@ export async function isOneOf(path: string, files: readonly string[]): Promise<b
   return false;
 }
 
+/** A file another output of the run writes (--summary-file, say) is one of the run's records: refused before either is written. */
+export class OutputClashError extends UsageError {
+  constructor(
+    message: string,
+    /** The other output's flag (`--summary-file`): it must not be written, for it names the record. */
+    readonly flag: string,
+  ) {
+    super(message);
+  }
+}
+
+/** The output (`--summary-file`) the error says names one of the run's records: it must not be written there. */
+export const clashingOutput = (error: unknown): string | undefined => (error instanceof OutputClashError ? error.flag : undefined);
+
+/**
+ * The run's records and outputs (`records`: the journal, the state, the rejects file, --out) are
+ * none of the files its other outputs write (`others`: --summary-file, --events, --report), which
+ * would each replace the other (the delta state or the journal lost to a summary).
+ */
+export async function checkNoClash(others: ReadonlyArray<{ flag: string; path: string }>, records: ReadonlyArray<readonly [string, string | undefined]>): Promise<void> {
+  for (const other of others) {
+    for (const [flag, path] of records) {
+      if (path !== undefined && (await isOneOf(other.path, [path]))) throw new OutputClashError(`${other.flag} ${other.path} is also the file of ${flag} (${path}): give it another name`, other.flag);
+    }
+  }
+}
+
 /** A file the run will write: it must be writable now, though it is created only when written to. */
 export async function checkWritable(flag: string, path: string): Promise<void> {
   const exists = await stat(path).then((info) => {

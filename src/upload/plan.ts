@@ -8,7 +8,7 @@ import type { Delimiter } from '../input/csv.js';
 import type { InputEncoding } from '../input/decode.js';
 import type { RemoteInputs } from '../input/remote.js';
 import { InputError, SourceError } from '../errors.js';
-import { formatOf, type InputFormat } from '../input/source.js';
+import { formatOf, STDIN, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
 import type { ColumnMap } from '../mapping/column-map.js';
@@ -79,10 +79,12 @@ export interface PlanOptions {
   remote?: RemoteInputs;
 }
 
-/** A warning on an item that is sent all the same, with the line of its row. */
+/** A warning on an item that is sent all the same (unless left out as unchanged), with the line of its row. */
 export interface PlanWarning {
   line: number;
   message: string;
+  /** The item it is on was left out as unchanged (--delta, --dedupe-events): not sent. */
+  unsent?: true;
 }
 
 /** What a plan yields, in order. `R` is the request's form: plain in this thread, decoded from the worker's bytes there. */
@@ -123,7 +125,9 @@ export type PlanEvent<R = PlannedRequest> =
   | { type: 'dropped-field'; record: RejectRecord }
   /** Rejects and dropped fields of a chunk, each as its line of the rejects file: the planning thread hands them on so (reject-batch.ts). */
   | { type: 'rejects'; batch: RejectBatch }
-  | { type: 'request'; request: R };
+  | { type: 'request'; request: R }
+  /** Every row of every input was read: it comes right after the last input's last tally, before that chunk's requests. */
+  | { type: 'read-all' };
 
 /** What mapping a row's cells found beside its item. */
 export interface MappedCells {
@@ -219,8 +223,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     return { ...request, tags: undefined, learn: record.finish() };
   };
 
-  /** An item checked and valid: left out if the target holds it (delta), else batched. */
-  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number, emptied?: readonly string[]): void => {
+  /** An item checked and valid: left out if the target holds it (delta), else batched; whether it was batched. */
+  const place = (kind: ArrayName, item: Record<string, unknown>, identity: Identity, origin: ItemOrigin, itemBytes: number, emptied?: readonly string[]): boolean => {
     let record = item;
     let bytes = itemBytes;
     let learn: LearnMark | undefined;
@@ -232,7 +236,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
         if (origin.item !== undefined) lines.push({ type: 'unchanged', file: origin.file, line: origin.line, item: origin.item });
         else if (unchangedRows.length > 0 && unchangedRows[unchangedRows.length - 1][1] === origin.line - 1) unchangedRows[unchangedRows.length - 1][1] = origin.line;
         else unchangedRows.push([origin.line, origin.line]);
-        return;
+        return false;
       }
       // an item cut down is smaller: measured again where its size could matter
       if (verdict.item !== record && bytes > smallItemBytes) bytes = Buffer.byteLength(JSON.stringify(verdict.item));
@@ -246,6 +250,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     const userKey = identity.by === 'anonymous' ? -(anonymous += 1) : identityHash(identity);
     const done = batcher.add({ kind, item: record, origin, userKey, bytes, points, tag: learn });
     for (const request of done) ready.push(complete(request));
+    return true;
   };
   const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
     rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
@@ -289,6 +294,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     take(kind, item, origin, bytesBound, mapped) {
       // before it is checked: each row is sent or rejected by exactly one shard
       if (inOtherShard(kind, item)) return otherShard(origin.file, origin.line, origin.item);
+      const warned = tally.warnings.length;
       const errors = itemErrors(kind, item, mapped);
       if (errors.length > 0) {
         const kept = dropInvalid && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped?.failed) : undefined;
@@ -311,7 +317,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       const record = item as Record<string, unknown>;
       const identity = identityOf(record, kind);
       for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
-      place(kind, record, identity, origin, bytes, mapped?.emptied);
+      // the warnings of an item left out as unchanged are on what was not sent
+      if (!place(kind, record, identity, origin, bytes, mapped?.emptied)) for (let i = warned; i < tally.warnings.length; i += 1) tally.warnings[i].unsent = true;
     },
     bytesRead(bytes) {
       tally.bytes += bytes;
@@ -357,13 +364,20 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   const stopped = (): boolean => options.stopSignal?.aborted === true;
   const encoding = createEncodingTally(options.encoding);
   let reading: string | undefined;
+  let readAll = false;
   try {
     for (const [i, file] of options.inputs.entries()) {
       reading = file;
       yield [{ type: 'file', file, format: formats[i] }];
       const read = { ...options, textRead: (beyondAscii: boolean) => encoding.textRead(file, beyondAscii) };
       let rows = 0;
-      for await (const events of fileChunks(file, formats[i], planner, read)) {
+      // the last input's last chunk is told before its requests, so a stop among them knows every row was read
+      const chunks = fileChunks(file, formats[i], planner, read);
+      for await (const [events, last] of i === options.inputs.length - 1 && file !== STDIN ? markedLast(chunks) : unmarked(chunks)) {
+        if (last) {
+          readAll = true;
+          events.splice(events.findIndex((event) => event.type === 'read') + 1, 0, { type: 'read-all' });
+        }
         for (const event of events) {
           if (event.type === 'read') rows += event.rows;
           else if (event.type === 'reject') encoding.rejected(file, event.record.errors);
@@ -385,8 +399,31 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
   } finally {
     if (options.remote !== undefined) await (await import('../input/remote.js')).closeRemoteStores();
   }
+  if (!readAll) yield [{ type: 'read-all' }];
   yield* typeNotes(planner);
   yield* lastRequests(planner);
+}
+
+/** Each chunk with whether it is the last: one is held until the next comes (standard input is not held back so). */
+async function* markedLast<T>(chunks: AsyncIterable<T>): AsyncGenerator<[T, boolean]> {
+  let held: T | undefined;
+  let holding = false;
+  try {
+    for await (const chunk of chunks) {
+      if (holding) yield [held as T, false];
+      held = chunk;
+      holding = true;
+    }
+  } catch (error) {
+    // the rows read before an input broke off are handed on all the same
+    if (holding) yield [held as T, false];
+    throw error;
+  }
+  if (holding) yield [held as T, true];
+}
+
+async function* unmarked<T>(chunks: AsyncIterable<T>): AsyncGenerator<[T, boolean]> {
+  for await (const chunk of chunks) yield [chunk, false];
 }
 
 /** Whether an error is the input being read breaking off (not the state's, say, nor a usage error). */

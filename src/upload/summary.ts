@@ -36,6 +36,8 @@ export interface PlanSummary {
   /** Rejected rows by reason (a row with several problems counts under each). */
   rejectReasons: Record<string, number>;
   warnings: number;
+  /** Of the warnings, those on items left out as unchanged (--delta, --dedupe-events): on what was not sent. */
+  warningsUnsent: number;
   /** Fields left out of rows sent without them (--drop-invalid-fields), each a line of the rejects file. */
   droppedFields: number;
   warningReasons: Record<string, number>;
@@ -67,6 +69,7 @@ export function emptyPlanSummary(): PlanSummary {
     rejected: 0,
     rejectReasons: {},
     warnings: 0,
+    warningsUnsent: 0,
     droppedFields: 0,
     warningReasons: {},
     warningExamples: [],
@@ -151,8 +154,9 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.dataPoints.planned += event.points;
       summary.dataPoints.avoided += event.avoided;
       if (event.columns !== undefined) addColumns((summary.deltaColumns ??= {}), event.columns);
-      for (const { line, message } of event.warnings) {
+      for (const { line, message, unsent } of event.warnings) {
         summary.warnings += 1;
+        if (unsent === true) summary.warningsUnsent += 1;
         count(summary.warningReasons, message);
         if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${event.file}:${line}: ${message}`);
       }
@@ -179,6 +183,7 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
     case 'line-items':
     case 'unchanged':
     case 'unchanged-rows':
+    case 'read-all':
       break;
   }
   return summary;

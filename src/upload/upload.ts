@@ -9,6 +9,7 @@ import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
 import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
 import type { RejectRecord } from '../model/request.js';
+import { ARRAY_NAMES } from '../model/types.js';
 import type { DeliveryNotice, DeliveryProgress, DeliverySummary, OnUnknown } from '../transport/index.js';
 import { requestJson, type RequestToSend } from '../transport/request.js';
 import { findJournal, inputKey, isWhole, openJournal, type Journal, type ParsedJournal } from '../records/journal.js';
@@ -16,9 +17,9 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
+import { checkHeaders, checkNoClash, checkWritable, isOneOf, readColumnMap } from './check.js';
 import { rejectsFileOf } from './rejects-name.js';
-import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
+import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, STDOUT, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
 import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
@@ -103,6 +104,8 @@ export interface DeltaRun {
 }
 
 export interface UploadOptions extends Omit<PlanOptions, 'skips' | 'chunkBytes' | 'delta' | 'remote'> {
+  /** Files the run's other outputs write (--summary-file, --events, --report): none may be its journal, state, rejects file or --out. */
+  otherOutputs?: ReadonlyArray<{ flag: string; path: string }>;
   /** How inputs in storage (s3://, https://) are reached. */
   storage?: RemoteSettings;
   /** A --map file (JSON) to read; or give `map` itself. */
@@ -146,6 +149,11 @@ export interface UploadSummary extends PlanSummary {
   refusedReasons: Record<string, number>;
   /** The run was stopped by its stopSignal (Ctrl-C, SIGTERM): rows may be unread or unsettled. */
   interrupted: boolean;
+  /**
+   * Every row rejected, the one figure to check: those refused before sending (`rejected`) and the
+   * items the server refused (in `delivery.items`), as the rejects file holds them.
+   */
+  rejectedTotal: number;
   /** Every row of every input was read (not so when a stop or an error ended the plan first). */
   readToEnd: boolean;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
@@ -248,6 +256,8 @@ async function uploadChecked(
   const naming = { shard: options.shard, check: send === undefined, resume: target?.resume === true };
   const { path: rejectsPath, note: rejectsNote } = options.rejectsPath === undefined ? await rejectsFileOf(named, inputs, options.rejectsFormat, naming) : { path: options.rejectsPath };
   await checkOutputs(inputs, rejectsPath, options.outPath);
+  const records = [['--rejects', rejectsPath], ['--out', options.outPath === STDOUT ? undefined : options.outPath], ['--state', delta?.statePath], ['--journal', target?.journalPath]] as const;
+  if (options.otherOutputs !== undefined) await checkNoClash(options.otherOutputs, records);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
@@ -390,13 +400,17 @@ async function uploadChecked(
           // and rows the target holds already
           ledger?.settledUnsentRows(event.file, event.lines);
           break;
+        case 'read-all':
+          // a stop from here on, among the last requests, leaves no row unread
+          readAll = broken === undefined;
+          break;
         case 'request':
           yield event.request;
           break;
       }
     }
     // a plan told to stop ends early as if done: only one that ended by itself read every row
-    readAll = !plan.stopped && broken === undefined;
+    readAll = (readAll || !plan.stopped) && broken === undefined;
     // the last chunk's rejects and requests come after its tally: the reader is told the whole plan
     const last = summary.files.at(-1)?.file;
     if (last !== undefined) options.onProgress?.({ file: last, rows: summary.rows, requests: summary.requests, bytes: 0, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
@@ -404,6 +418,7 @@ async function uploadChecked(
 
   // 4. deliver, or drain the plan (a dry run)
   let delivery: DeliverySummary | undefined;
+  const paceNotes: string[] = [];
   let fatal: Error | undefined;
   try {
     if (send !== undefined) {
@@ -418,7 +433,11 @@ async function uploadChecked(
           concurrency: send.concurrency,
           rate: pace?.rate ?? send.rate,
           hourly: pace?.hourly ?? send.hourly,
-          pacer: pace?.pacer?.(send.onNotice),
+          pacer: pace?.pacer?.((notice) => {
+            // a shared budget that failed mid-run is said in the summary too, which a scheduler keeps
+            if (notice.type === 'warning') paceNotes.push(notice.message);
+            send.onNotice?.(notice);
+          }),
           retries: send.retries,
           onUnknown: send.onUnknown,
           journal: ledger?.journal,
@@ -510,6 +529,7 @@ async function uploadChecked(
   return {
     ...summary,
     rejected: summary.rejected + before.rows,
+    rejectedTotal: summary.rejected + before.rows + ARRAY_NAMES.reduce((sum, kind) => sum + (delivery?.items[kind].rejected ?? 0), 0),
     rejectReasons: before.rows === 0 ? summary.rejectReasons : { ...summary.rejectReasons, [EARLIER_REJECTS]: before.rows },
     droppedFields: summary.droppedFields + before.fields,
     skippedRejected: before.rows,
@@ -519,6 +539,7 @@ async function uploadChecked(
       ...(journalNote === undefined ? [] : [journalNote]),
       ...(rejectsNote === undefined ? [] : [rejectsNote]),
       ...stateNotes,
+      ...paceNotes,
       ...heldNote(rejected.held, rejectsPath),
       ...owedNote(owed, rejectsPath),
     ],

@@ -3,7 +3,7 @@
 // however the signal falls: here while sending outpaces planning, so that the delivery is often
 // waiting on the planning thread when it comes.
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
@@ -65,4 +65,47 @@ describe('a run stopped by a signal, without a terminal', () => {
       }
     }
   }, 120_000);
+});
+
+describe('a stop that comes once every row was read', () => {
+  it('says every row was read, not that the rest of the input is unread, and resumes the rest', async () => {
+    const server = await faultServer();
+    // one chunk of 1,000 rows: read at once, planned into 20 requests sent one a second
+    const path = join(tmp.dir, 'small.csv');
+    writeFileSync(path, `external_id,plan\n${Array.from({ length: 1000 }, (_, i) => `u${i},team\n`).join('')}`);
+    const common = [path, '--url', server.url, '--api-key', 'k', '--rate', '1', '--restart'];
+    const text = await stopped(common, 'SIGTERM', server, 2);
+    expect(text.status).toBe(130);
+    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled; run again with --resume to send the rest\n/);
+    expect(text.stdout).not.toContain('not read yet');
+
+    server.forget();
+    const json = await stopped([...common, '--json'], 'SIGTERM', server, 2);
+    const summary = JSON.parse(json.stdout);
+    expect(summary).toMatchObject({ interrupted: true, readToEnd: true, rows: 1000 });
+
+    // the resume sends every row the stopped run did not settle, each once
+    server.forget();
+    const resumed = await stopped([path, '--url', server.url, '--api-key', 'k', '--resume', '--json'], 'SIGTERM', server, Number.POSITIVE_INFINITY);
+    const after = JSON.parse(resumed.stdout);
+    const sentBefore = summary.delivery.items.attributes.accepted;
+    expect(after.exitStatus).toBe(0);
+    expect(after.delivery.items.attributes.accepted).toBe(1000 - sentBefore);
+    const ids = server.appliedItems().map(({ item }) => item.external_id);
+    expect(new Set(ids).size).toBe(ids.length);
+  }, 60_000);
+});
+
+describe('a run killed before it writes its summary', () => {
+  it('leaves no --summary-file, not the one an earlier run left there', async () => {
+    const server = await faultServer();
+    server.script(() => ({ kind: 'hang' }));
+    const path = join(tmp.dir, 'small.csv');
+    writeFileSync(path, 'external_id,plan\nu1,team\n');
+    const summary = join(tmp.dir, 'summary-0.json');
+    writeFileSync(summary, '{"command":"upload","rows":1,"exitStatus":0}\n');
+    const killed = await stopped([path, '--url', server.url, '--api-key', 'k', '--summary-file', summary], 'SIGKILL', server, 1);
+    expect(killed.status).toBe(null);
+    expect(existsSync(summary)).toBe(false);
+  }, 60_000);
 });

@@ -39,6 +39,15 @@ it('pushes to URL/metrics/job/track_upload/instance/HOST, or to the group a URL 
   expect(() => pushTarget('gw:9091')).toThrow(/expected an http/);
 });
 
+it("groups a shard's metrics apart, also under a group the URL names, unless the URL names the shard", () => {
+  const shard = { index: 2, count: 4 };
+  expect(pushTarget('http://127.0.0.1:9091/', 'ci-1', shard).url).toBe('http://127.0.0.1:9091/metrics/job/track_upload/instance/ci-1/shard/2-of-4');
+  expect(pushTarget('http://gw:9091/metrics/job/nightly/env/prod', 'ci-1', shard).url).toBe('http://gw:9091/metrics/job/nightly/env/prod/shard/2-of-4');
+  expect(pushTarget('http://gw:9091/metrics/job/nightly/shard/b', 'ci-1', shard).url).toBe('http://gw:9091/metrics/job/nightly/shard/b');
+  // a job named shard is not a shard label
+  expect(pushTarget('http://gw:9091/metrics/job/shard', 'ci-1', shard).url).toBe('http://gw:9091/metrics/job/shard/shard/2-of-4');
+});
+
 it('takes a user and password in the URL out of it, as Basic credentials', () => {
   expect(pushTarget('https://ci%40corp:p%3Ass@gw:9091/', 'ci-1')).toEqual({
     url: 'https://gw:9091/metrics/job/track_upload/instance/ci-1',
@@ -170,6 +179,24 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
       await stopGateway(hung.process);
     }
   }, 90_000);
+
+  it("keeps each shard's figures apart: shards on one machine do not replace each other's", async () => {
+    const emulator = await servers.emulator();
+    const file = writeEventsCsv(servers.tmp.dir, 400, 'sharded.csv');
+    const rows: number[] = [];
+    for (const k of [1, 2]) {
+      const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--no-journal', '--shard', `${k}/2`, '--metrics-push', url, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      rows.push(JSON.parse(r.stdout).rows);
+    }
+    const text = await (await fetch(`${url}/metrics`)).text();
+    const read = (k: number): number | undefined => {
+      const line = text.split('\n').find((l) => l.startsWith('track_upload_rows_read_total{') && l.includes(`shard="${k}-of-2"`));
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    expect([read(1), read(2)]).toEqual(rows);
+    expect(rows[0] + rows[1]).toBe(400);
+  });
 
   it('tells a gateway it cannot reach once, as a warning, and uploads all the same', async () => {
     const emulator = await servers.emulator();

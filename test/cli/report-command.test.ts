@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { addSummaries, mergeSummaries, worseStatus, type SummaryJson } from '../../src/cli/output/merge-summaries.js';
+import { addSummaries, formatReport, mergeSummaries, worseStatus, type SummaryJson } from '../../src/cli/output/merge-summaries.js';
 import { track, workdir } from './run-cli.js';
 
 let dir: string;
@@ -144,6 +144,25 @@ describe('merging summaries', () => {
     expect(report.total.rows).toBe(550);
     expect(report.total.rejectReasons).toEqual({ 'email: not valid': 8 });
     expect(report.total.delivery).toMatchObject({ requestsSent: 55, stopped: true, items: { attributes: { accepted: 550 } } });
+  });
+
+  it('says every row was read only when every shard read all of its rows', () => {
+    const read = (k: number, readToEnd: boolean): SummaryJson => ({ ...shard(k, readToEnd ? 0 : 130, 10), interrupted: !readToEnd, readToEnd });
+    const one = mergeSummaries([{ file: 'a', summary: read(1, false) }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: read(k, true) }))]);
+    expect(one.total).toMatchObject({ interrupted: true, readToEnd: false });
+    expect(mergeSummaries([1, 2, 3, 4].map((k) => ({ file: String(k), summary: read(k, true) }))).total).toMatchObject({ interrupted: false, readToEnd: true });
+  });
+
+  it('is not whole when its summaries are of different commands: a dry run\'s shard sent nothing', () => {
+    const dry = { ...shard(1, 0, 10), command: 'upload --dry-run', delivery: undefined };
+    const report = mergeSummaries([{ file: 'a', summary: dry }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, 0, 10) }))]);
+    expect(report.commands).toEqual(['upload --dry-run', 'upload']);
+    expect(report.exitStatus).toBe(3);
+    const text = formatReport(report, () => 'total\n');
+    expect(text).toContain('report: 4 summaries, shards of 4\n');
+    expect(text).toContain('\ncommands    the summaries are of different commands: upload --dry-run, upload\n');
+    expect(text).toContain('\nstatus      3 (the worst of the summaries, and the run is not whole)\n');
+    expect(mergeSummaries([1, 2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, 0, 10) }))).commands).toEqual([]);
   });
 
   it('of a whole run, is the worst status of its shards', () => {

@@ -50,7 +50,7 @@ describe('the run events', () => {
     const p = checkedEvent(events.progress());
     // half the bytes read made 4 requests: 8 expected, 2 settled in 2 s, so 6 more take 6 s
     expect(p).toMatchObject({ rows: 200, rejectedRows: 3, requests: { planned: 4, sent: 2, settled: 2, inFlight: 2 }, answers: { 201: 2, 429: 1 }, items: { sent: 100, accepted: 98, rejected: 2 }, dataPoints: 196, requestsPerSecond: 1, etaSeconds: 6 });
-    await events.end({ command: 'upload', rows: 200, rejected: 3, requests: 4, elapsedMs: 2000, dataPoints: { sent: 196, avoided: 0, planned: 400 } }, 1);
+    await events.end({ command: 'upload', rows: 200, rejected: 3, rejectedTotal: 5, requests: 4, elapsedMs: 2000, dataPoints: { sent: 196, avoided: 0, planned: 400 } }, 1);
     expect(seen.slice(-2).map((e) => e.type)).toEqual(['progress', 'end']);
     checkedEvent(seen.at(-1));
   });
@@ -69,7 +69,7 @@ describe('the run events', () => {
     expect(progress('stderr')).toHaveLength(2);
     expect(progress('file')).toEqual(progress('stderr'));
     expect(progress('report')).toHaveLength(10);
-    await events.end({ command: 'validate', rows: 0, rejected: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
+    await events.end({ command: 'validate', rows: 0, rejected: 0, rejectedTotal: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
     expect(seen.file).toEqual(seen.stderr);
   });
 
@@ -80,7 +80,7 @@ describe('the run events', () => {
     const failing = { event: () => undefined, close: async () => Promise.reject(new Error('cannot write $GITHUB_STEP_SUMMARY')) };
     const events = createRunEvents([eventsFile, failing], { totalBytes: 0, now: () => 0 });
     events.start({ command: 'validate', inputs: [], limits: { rate: 1 } });
-    await events.end({ command: 'validate', rows: 0, rejected: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
+    await events.end({ command: 'validate', rows: 0, rejected: 0, rejectedTotal: 0, requests: 0, elapsedMs: 0, dataPoints: { sent: 0, avoided: 0, planned: 0 } }, 0);
     expect(lines).toEqual(['start', 'end', 'warning']);
   });
 

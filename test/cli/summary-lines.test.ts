@@ -36,6 +36,23 @@ describe('the rejected line of an upload', () => {
     const refused = lines(join(tmp.dir, 'some.csv.rejects.ndjson')).length;
     expect(run.stdout).toContain(`\nrejected    ${refused === 1 ? '1 row' : `${refused} rows`} after sending, written to some.csv.rejects.ndjson\n`);
   }, 60_000);
+
+  it('is one figure with --json too: rejectedTotal counts the server\'s refusals beside rejected, the rows refused before sending', async () => {
+    const emu = await emulator({ blocklist: ['mb7'] });
+    writeFileSync(join(tmp.dir, 'both.csv'), `external_id,plan\n${Array.from({ length: 20 }, (_, i) => `mb${i + 1},pro`).join('\n')}\n,pro\n`);
+    const run = await runCliAsync(['upload', 'both.csv', '--url', emu.url, '--api-key', 'k', '--no-journal', '--json', '--events', 'events.ndjson'], { cwd: tmp.dir });
+    expect(run.status, run.stderr).toBe(1);
+    const summary = JSON.parse(run.stdout);
+    const rejects = lines(join(tmp.dir, 'both.csv.rejects.ndjson')).length;
+    expect(rejects).toBeGreaterThan(1);
+    expect(summary.rejected).toBe(1);
+    expect(summary.rejectedTotal).toBe(rejects);
+    const end = lines(join(tmp.dir, 'events.ndjson')).map((line) => JSON.parse(line)).at(-1);
+    expect(end).toMatchObject({ type: 'end', summary: { rejected: 1, rejectedTotal: rejects } });
+
+    const check = await runCliAsync(['validate', 'both.csv', '--json'], { cwd: tmp.dir });
+    expect(JSON.parse(check.stdout)).toMatchObject({ rejected: 1, rejectedTotal: 1 });
+  }, 60_000);
 });
 
 describe('a count of 1', () => {
@@ -105,5 +122,31 @@ describe('a JSON array that breaks', () => {
     expect(run.status).toBe(2);
     expect(run.stderr).toBe('track: bad.json:3: is not a valid JSON array: found "}" in a word that is not true, false or null (text goes in double quotes) (byte 55; after row 1, which was read)\n');
     expect(run.stdout).not.toMatch(/chunk position|in state/);
+  }, 60_000);
+});
+
+describe('the warnings line', () => {
+  it('says the warned items left out as unchanged by --delta were not sent', async () => {
+    const emu = await emulator();
+    // user-001's email is an SMS gateway, user-002 sets no field; user-004 changes on the second run
+    writeFileSync(join(tmp.dir, 'w.csv'), 'external_id,email,plan\nuser-001,4155552671@vtext.com,pro\nuser-002,,\nuser-003,ada@example.com,pro\n');
+    const args = ['upload', 'w.csv', '--url', emu.url, '--api-key', 'k', '--no-journal', '--delta', '--state', 'st.sqlite'];
+    const first = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toContain('\nwarnings    2 (sent all the same)\n');
+
+    const again = await runCliAsync([...args, '--json'], { cwd: tmp.dir });
+    expect(JSON.parse(again.stdout)).toMatchObject({ warnings: 2, warningsUnsent: 2, unchanged: 3, requests: 0 });
+    const text = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(text.stdout).toContain('\nwarnings    2 (on items left out as unchanged: not sent)\n');
+    expect(text.stdout).not.toContain('sent all the same');
+
+    // the SMS gateway row changes its plan: sent, warned of; the row that sets nothing is left out
+    writeFileSync(join(tmp.dir, 'w.csv'), 'external_id,email,plan\nuser-001,4155552671@vtext.com,team\nuser-002,,\nuser-003,ada@example.com,pro\n');
+    const changed = await runCliAsync(args, { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(changed.status, changed.stderr).toBe(0);
+    expect(changed.stdout).toContain('\nwarnings    2 (1 sent all the same, 1 on items left out as unchanged: not sent)\n');
+    const dry = await runCliAsync([...args, '--dry-run'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(dry.stdout).toContain('\nwarnings    2 (on items left out as unchanged: not sent)\n');
   }, 60_000);
 });

@@ -145,6 +145,27 @@ describe.skipIf(!redisPresent)('--shard with --rate-store', () => {
     }
   });
 
+  it.skipIf(!redisPresent)('a store that fails mid-run is said in the summary, and every row is sent at the shard\'s share', async () => {
+    const { users } = writeInputs();
+    const server = await faultServer();
+    const redis = await startRedis();
+    try {
+      // 10 requests a second for the two shards together: this one's 7 requests take some 0.7 s
+      const child = spawn(process.execPath, [BIN, 'upload', users, '--url', server.url, '--api-key', 'k', '--shard', '1/2', '--rate', '10', '--rate-store', redis.url, '--no-journal', '--json'], { cwd: tmp.dir });
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      while (server.received.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+      await redis.stop();
+      expect(await exited).toBe(1);
+      const summary = JSON.parse(stdout);
+      expect(summary.notes.join('\n')).toMatch(new RegExp(`--rate-store ${redis.url.replace(/[/.]/g, '\\$&')}/? \\(key [^)]*\\) failed \\(.*\\): sending on at this process's share, 5 requests a second`));
+      expect(summary.delivery.items.attributes.accepted + summary.rejected).toBe(summary.rows);
+    } finally {
+      await redis.stop();
+    }
+  });
+
   it('an unreachable store stops the run before anything is sent, exit 2, naming it', async () => {
     const { users } = writeInputs();
     const server = await faultServer();

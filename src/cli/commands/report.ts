@@ -12,7 +12,7 @@ export function registerReport(program: Command): void {
     .description('add the summaries of a sharded run (--summary-file) into one; exits with the worst status among them')
     .argument('<files...>', 'summary files written by upload or validate --summary-file')
     .option('--json', 'print the report as JSON')
-    .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice; 2 when a file is not a summary.')
+    .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice, or the summaries are of\ndifferent commands; 2 when a file is not a summary.')
     .action(async (files: string[], flags: { json?: boolean }) => {
       const [{ formatReport, mergeSummaries, parseSummary, totalRejectsPath }, { formatSummary }] = await Promise.all([import('../output/merge-summaries.js'), import('../output/summary.js')]);
       const summaries = [];

@@ -57,7 +57,7 @@ export function registerUpload(program: Command): void {
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
   const { startUploadProgress } = await import('../output/progress.js');
-  const { both, openRunOutputs, originOf } = await import('../output/run-outputs.js');
+  const { both, openRunOutputs, originOf, recordsOf } = await import('../output/run-outputs.js');
   const stop = new AbortController();
   const abort = new AbortController();
   const ndjson = flags.progress === 'ndjson';
@@ -67,7 +67,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
     inputs: options.inputs,
     target: originOf(send.url),
     limits: { maxTotal, maxPerArray, rate: send.rate ?? UPLOAD_DEFAULTS.rate, hourly: send.hourly, concurrency: send.concurrency, retries: send.retries },
-  });
+  }, { shard: options.shard, records: () => recordsOf(options, send) });
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   // NDJSON progress takes stderr: no human lines there, not even the stop line (a 'stop' event tells it)

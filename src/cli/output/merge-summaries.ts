@@ -34,6 +34,8 @@ export interface Report {
   duplicateShards: number[];
   /** The shard counts the summaries disagree on (`--shard 1/4` beside `2/3`), when they do. */
   shardCounts: number[];
+  /** The commands the summaries disagree on (`upload` beside `upload --dry-run`), when they do: then nothing says the whole was sent. */
+  commands: string[];
   /** The rejects files the summaries name, each once, in their order: each shard writes its own. */
   rejectsPaths: string[];
   /** The worst exit status among the summaries (and 3 when a shard is missing or doubled). */
@@ -55,11 +57,13 @@ export function worseStatus(a: number, b: number): number {
 const LONGEST = new Set(['elapsedMs']);
 /** Keys that are settings, not counts: kept when every summary agrees (the shards' batch limits, a dry run's pace). */
 const SAME = new Set(['limits', 'rate', 'hourly']);
+/** Flags that hold of the whole only when they hold of every summary (every shard read every row), where others are or-ed. */
+const EVERY = new Set(['readToEnd']);
 /** Keys that name one run and mean nothing added up. */
 const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
 
 /**
- * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed, lists joined, objects
+ * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed (readToEnd and-ed), lists joined, objects
  * added key by key; a text or a setting kept when both agree.
  */
 export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
@@ -67,7 +71,7 @@ export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
   if (b === undefined) return a;
   if (SAME.has(key)) return JSON.stringify(a) === JSON.stringify(b) ? a : undefined;
   if (typeof a === 'number' && typeof b === 'number') return LONGEST.has(key) ? Math.max(a, b) : a + b;
-  if (typeof a === 'boolean' && typeof b === 'boolean') return a || b;
+  if (typeof a === 'boolean' && typeof b === 'boolean') return EVERY.has(key) ? a && b : a || b;
   if (Array.isArray(a) && Array.isArray(b)) {
     if (key === 'notes') return [...new Set([...a, ...b])];
     if (key === 'files') return addFiles(a, b);
@@ -143,12 +147,13 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
   for (const s of shards) if (s.shard !== undefined) seen.set(s.shard.index, (seen.get(s.shard.index) ?? 0) + 1);
   const missingShards = n === 0 ? [] : Array.from({ length: n }, (_, i) => i + 1).filter((k) => !seen.has(k));
   const duplicateShards = [...seen].filter(([, times]) => times > 1).map(([k]) => k).sort((a, b) => a - b);
+  const commands = [...new Set(summaries.map(({ summary }) => String(summary.command)))];
   let exitStatus = shards.reduce((worst, s) => worseStatus(worst, s.exitStatus), EXIT.ok as number);
   // the whole run is not known to be complete: as for a run that stopped on a fatal error
-  if (missingShards.length > 0 || duplicateShards.length > 0 || counts.length > 1) exitStatus = worseStatus(exitStatus, EXIT.fatal);
+  if (missingShards.length > 0 || duplicateShards.length > 0 || counts.length > 1 || commands.length > 1) exitStatus = worseStatus(exitStatus, EXIT.fatal);
   const total = summaries.reduce<unknown>((sum, { summary }) => addSummaries(sum, summary), undefined) as SummaryJson;
   const rejectsPaths = [...new Set(shards.flatMap((s) => (s.rejectsPath === undefined ? [] : [s.rejectsPath])))];
-  return { command: 'report', shards, missingShards, duplicateShards, shardCounts: counts.length > 1 ? counts : [], rejectsPaths, exitStatus, total };
+  return { command: 'report', shards, missingShards, duplicateShards, shardCounts: counts.length > 1 ? counts : [], commands: commands.length > 1 ? commands : [], rejectsPaths, exitStatus, total };
 }
 
 function rejectedByServer(delivery: Record<string, unknown>): number {
@@ -169,7 +174,8 @@ export function totalRejectsPath(report: Report): string | undefined {
 export function formatReport(report: Report, formatTotal: (total: SummaryJson) => string): string {
   const lines: string[] = [];
   const n = report.shards.find((s) => s.shard !== undefined)?.shard?.count;
-  const of = n === undefined ? '' : `, ${report.shards.length === n && report.missingShards.length === 0 ? 'every shard' : 'shards'} of ${n}`;
+  const every = report.shards.length === n && report.missingShards.length === 0 && report.commands.length === 0;
+  const of = n === undefined ? '' : `, ${every ? 'every shard' : 'shards'} of ${n}`;
   lines.push(`report: ${report.shards.length} ${report.shards.length === 1 ? 'summary' : 'summaries'}${of}`);
   for (const s of report.shards) {
     const name = s.shard === undefined ? 'no shard' : `shard ${s.shard.index}/${s.shard.count}`;
@@ -180,8 +186,10 @@ export function formatReport(report: Report, formatTotal: (total: SummaryJson) =
   if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits: ${report.shardCounts.map((c) => `of ${c}`).join(', ')}`);
   if (report.missingShards.length > 0) lines.push(`missing     no summary of shard ${report.missingShards.join(', ')} of ${n}: that part of the run is not known to have run`);
   if (report.duplicateShards.length > 0) lines.push(`doubled     shard ${report.duplicateShards.join(', ')} named by more than one summary`);
+  if (report.commands.length > 0) lines.push(`commands    the summaries are of different commands: ${report.commands.join(', ')}`);
   lines.push('');
   lines.push(formatTotal(report.total).trimEnd());
-  lines.push(`status      ${report.exitStatus} (the worst of the summaries${report.missingShards.length + report.duplicateShards.length + report.shardCounts.length > 0 ? ', and the run is not whole' : ''})`);
+  const notWhole = report.missingShards.length + report.duplicateShards.length + report.shardCounts.length + report.commands.length > 0;
+  lines.push(`status      ${report.exitStatus} (the worst of the summaries${notWhole ? ', and the run is not whole' : ''})`);
   return `${lines.join('\n')}\n`;
 }

@@ -4,6 +4,7 @@
 import { hostname } from 'node:os';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import { UsageError } from '../../errors.js';
+import { shardTag, type Shard } from '../../upload/shard.js';
 import { asSummary, runFigures } from './figures.js';
 import type { ProgressEvent, RunConsumer, RunEvent } from './run-events.js';
 
@@ -20,11 +21,13 @@ export interface PushTarget {
 
 /**
  * Where the metrics are put: the URL as given when it names a group (`.../metrics/job/NAME/...`),
- * else `URL/metrics/job/track_upload/instance/HOST`. A user and password in the URL
+ * else `URL/metrics/job/track_upload/instance/HOST`; a shard's (--shard 2/4) with `/shard/2-of-4`
+ * after the group unless it names a shard itself, since each push replaces its group's metrics and
+ * shards on one machine (or under one named group) would each replace the others'. A user and password in the URL
  * (`http://user:pass@gateway:9091`, a gateway behind Basic authentication) are sent as an
  * Authorization header, never as part of the URL, and never printed.
  */
-export function pushTarget(url: string, host = hostname()): PushTarget {
+export function pushTarget(url: string, host = hostname(), shard?: Shard): PushTarget {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -36,9 +39,13 @@ export function pushTarget(url: string, host = hostname()): PushTarget {
   parsed.username = '';
   parsed.password = '';
   const authorization = credentials === undefined ? undefined : `Basic ${Buffer.from(credentials).toString('base64')}`;
-  if (/\/metrics\/job\/[^/]+/.test(parsed.pathname)) return { url: parsed.href, authorization };
+  const named = /\/metrics\/job\/[^/]+/.test(parsed.pathname);
   const base = parsed.href.replace(/\/+$/, '');
-  return { url: `${base}/metrics/job/${PUSH_JOB}/instance/${encodeURIComponent(host)}`, authorization };
+  const group = named ? base : `${base}/metrics/job/${PUSH_JOB}/instance/${encodeURIComponent(host)}`;
+  // the labels of a grouping key come in pairs after the job's name: /job/J/shard/V names a shard
+  const shardNamed = named && /\/metrics\/job\/[^/]+(\/[^/]+\/[^/]+)*\/shard\/[^/]+/.test(parsed.pathname);
+  if (shard === undefined || shardNamed) return { url: named ? parsed.href : group, authorization };
+  return { url: `${group}/shard/${shardTag(shard).slice('shard-'.length)}`, authorization };
 }
 
 /** The counters as the Pushgateway receives them. */
@@ -134,8 +141,8 @@ function metricsOf(client: Client): { registry: Registry; set: (f: Figures) => v
   };
 }
 
-export function metricsPush(url: string, progressEvery: number, warn: (message: string) => void): RunConsumer {
-  const target = pushTarget(url);
+export function metricsPush(url: string, progressEvery: number, warn: (message: string) => void, shard?: Shard): RunConsumer {
+  const target = pushTarget(url, hostname(), shard);
   let metrics: Promise<ReturnType<typeof metricsOf>> | undefined;
   /** The push of a progress event still under way; the end cuts it off. */
   let pushing: AbortController | undefined;

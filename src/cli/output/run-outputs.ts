@@ -4,9 +4,19 @@
 import { stat } from 'node:fs/promises';
 import { UsageError } from '../../errors.js';
 import { STDIN } from '../../input/source.js';
+import type { Shard } from '../../upload/shard.js';
+import type { SendOptions, UploadOptions } from '../../upload/upload.js';
 import { createRunEvents, type RunConsumer, type RunEvents, type StartEvent } from './run-events.js';
 
 export { both } from './run-events.js';
+
+function urlOf(text: string): URL | undefined {
+  try {
+    return new URL(text);
+  } catch {
+    return undefined;
+  }
+}
 
 /** The scheme, host and port a URL names (never a path, a query or credentials); the text as given when it is no URL. */
 export function originOf(url: string): string {
@@ -31,6 +41,28 @@ export interface OutputFlags {
   summaryFile?: string;
 }
 
+/** The run's records its flags name, each with its flag: `['--state', path]` (the journal, the rejects file, --out too). */
+export type Records = ReadonlyArray<readonly [string, string | undefined]>;
+
+/**
+ * The records of an upload (`send`) or a check, as its flags name them or by their default names
+ * beside the first input (the state's is resolved already): what its other outputs must not be.
+ */
+export async function recordsOf(options: UploadOptions, send?: SendOptions): Promise<Records> {
+  const [{ defaultJournalPath }, { defaultRejectsPath }] = await Promise.all([import('../../upload/journal-name.js'), import('../../upload/rejects-name.js')]);
+  const first = options.inputs[0];
+  const endpoint = send === undefined ? undefined : urlOf(send.url);
+  const journal = send?.journalPath ?? (first === undefined || first === STDIN || endpoint === undefined || send?.noJournal === true ? undefined : defaultJournalPath(first, endpoint, true, options.shard));
+  const rejects = options.rejectsPath ?? (first === undefined ? undefined : defaultRejectsPath(first, options.rejectsFormat, { shard: options.shard, check: send === undefined }));
+  return [
+    ['--state', options.delta?.statePath],
+    ['--journal', journal],
+    ['--rejects', rejects],
+    // (--out - is standard output)
+    ['--out', options.outPath === '-' ? undefined : options.outPath],
+  ];
+}
+
 /** Human progress lines are off: NDJSON takes stderr. */
 export const ndjsonProgress = (flags: OutputFlags): boolean => flags.progress === 'ndjson';
 
@@ -40,8 +72,12 @@ export const ndjsonProgress = (flags: OutputFlags): boolean => flags.progress ==
  * inputs (it would be emptied) nor each other; the report's folder can be written; the gateway's URL
  * is a URL.
  */
-async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[]): Promise<void> {
+async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[], records: () => Promise<Records>): Promise<void> {
   if (flags.metricsPush !== undefined) (await import('./metrics-push.js')).pushTarget(flags.metricsPush);
+  // the events file is emptied as it opens: none of the run's records named by its flags is it (upload() checks those named by default)
+  const others = [['--events', flags.events], ['--report', flags.report], ['--summary-file', flags.summaryFile]] as const;
+  const named = others.flatMap(([flag, path]) => (path === undefined ? [] : [{ flag, path }]));
+  if (named.length > 0) await (await import('../../upload/check.js')).checkNoClash(named, await records());
   if (flags.events === undefined && flags.report === undefined) return;
   const { checkWritable, isOneOf } = await import('../../upload/check.js');
   for (const [flag, path] of [['--events', flags.events], ['--report', flags.report]] as const) {
@@ -58,11 +94,12 @@ export async function openRunOutputs(
   flags: OutputFlags,
   env: NodeJS.ProcessEnv,
   start: Omit<StartEvent, 'type' | 'time' | 'inputs'> & { inputs: readonly string[] },
+  names: { shard?: Shard; records?: () => Promise<Records> } = {},
 ): Promise<RunEvents | undefined> {
   const ndjson = ndjsonProgress(flags);
   const github = env.GITHUB_ACTIONS === 'true' && flags.ciOutput !== false;
   if (!ndjson && flags.events === undefined && !github && flags.report === undefined && flags.metricsPush === undefined) return undefined;
-  await checkOutputFlags(flags, start.inputs);
+  await checkOutputFlags(flags, start.inputs, names.records ?? (async () => []));
   const every = flags.progressInterval;
   const consumers: RunConsumer[] = [];
   let events: RunEvents | undefined;
@@ -71,7 +108,7 @@ export async function openRunOutputs(
   else consumers.push({ event: (e) => e.type === 'warning' && process.stderr.write(`track: warning: ${e.message}\n`) });
   if (flags.events !== undefined) consumers.push((await import('./ndjson-events.js')).eventsFile(flags.events, every, warn));
   if (flags.report !== undefined) consumers.push((await import('./report.js')).htmlReport(flags.report));
-  if (flags.metricsPush !== undefined) consumers.push((await import('./metrics-push.js')).metricsPush(flags.metricsPush, every, warn));
+  if (flags.metricsPush !== undefined) consumers.push((await import('./metrics-push.js')).metricsPush(flags.metricsPush, every, warn, names.shard));
   if (github) {
     // the runner reads annotations on stdout and stderr: on the one that carries no JSON (--json: the
     // summary alone on stdout; --progress ndjson: only events on stderr), none when both do

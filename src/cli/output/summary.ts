@@ -105,7 +105,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
     lines.push(chalk.yellow(`dropped     ${counted(summary.droppedFields, 'field')} left out of rows sent without them, written to ${summary.rejectsPath ?? '(no file)'}`));
   }
   if (summary.warnings > 0) {
-    lines.push(chalk.yellow(`warnings    ${number(summary.warnings)} (sent all the same)`));
+    lines.push(chalk.yellow(`warnings    ${number(summary.warnings)} ${warnedText(summary, verb)}`));
     lines.push(...reasonLines(summary.warningReasons));
     for (const example of summary.warningExamples) lines.push(`            ${example}`);
   }
@@ -120,6 +120,15 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   else if (summary.fatal !== undefined) lines.push(chalk.red(`stopped     ${summary.fatal.message}`));
   if (summary.interrupted) lines.push(chalk.yellow(`interrupted ${interruptedText(summary)}`));
   return `${lines.join('\n')}\n`;
+}
+
+/** What became of the items warned of: sent all the same, or some left out as unchanged and not sent. */
+function warnedText(summary: UploadSummary, verb: string): string {
+  const sent = verb === 'upload' ? 'sent' : 'would be sent';
+  const unsent = summary.warningsUnsent ?? 0;
+  if (unsent === 0) return `(${sent} all the same)`;
+  const left = 'on items left out as unchanged: not sent';
+  return unsent === summary.warnings ? `(${left})` : `(${number(summary.warnings - unsent)} ${sent} all the same, ${number(unsent)} ${left})`;
 }
 
 /** Every row rejected, before sending (by the plan) and after (by the server, or as of unknown outcome), with their reasons; or none. */
