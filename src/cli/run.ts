@@ -35,11 +35,12 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 
-/** --summary-file names a file that can be written, and none of the inputs. */
-async function checkSummaryFile(path: string, inputs: readonly string[]): Promise<void> {
-  const { checkWritable, isOneOf } = await import('../upload/check.js');
+/** --summary-file names a file that can be written, none of the inputs, and not the --state file. */
+async function checkSummaryFile(path: string, inputs: readonly string[], statePath: string | undefined): Promise<void> {
+  const { checkStateApart, checkWritable, isOneOf } = await import('../upload/check.js');
   try {
     if (await isOneOf(path, inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
+    if (statePath !== undefined) await checkStateApart(statePath, [['--summary-file', path]]);
     await checkWritable('--summary-file', path);
   } catch (error) {
     summaryFileWritten = true;
@@ -100,7 +101,7 @@ export async function runAndReport(
   try {
     // a summary file that cannot be written, or that is an input, is told before anything is sent (and
     // not written then: it may be an input)
-    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs);
+    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs, run.options.delta?.statePath);
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
     // a run that stopped before its summary still leaves one for the scheduler (and, with --json, for

@@ -4,6 +4,7 @@
 import { access, constants, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { canonicalPath } from '../lock-file.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
@@ -71,6 +72,19 @@ export async function isOneOf(path: string, files: readonly string[]): Promise<b
     if (other !== undefined && other.dev === info.dev && other.ino === info.ino) return true;
   }
   return false;
+}
+
+/**
+ * None of the files a run writes (`[flag, path]`, a path undefined when not given) is its --state file,
+ * under any name: written there, it would destroy what the state holds.
+ */
+export async function checkStateApart(statePath: string, outputs: ReadonlyArray<readonly [string, string | undefined]>): Promise<void> {
+  for (const [flag, path] of outputs) {
+    if (path === undefined || path === STDIN) continue;
+    if ((await isOneOf(path, [statePath])) || canonicalPath(path) === canonicalPath(statePath)) {
+      throw new UsageError(`${flag} ${path} is the --state file ${statePath}: writing it would destroy what the state holds; give ${flag} another file`);
+    }
+  }
 }
 
 /** A file the run will write: it must be writable now, though it is created only when written to. */

@@ -62,6 +62,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
   const abort = new AbortController();
   const ndjson = flags.progress === 'ndjson';
   const { maxTotal, maxPerArray } = options.limits ?? {};
+  await (await import('./validate.js')).checkOutputsApartFromState(options, flags);
   const outputs = await openRunOutputs(flags, process.env, {
     command: 'upload',
     inputs: options.inputs,

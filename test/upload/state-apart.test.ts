@@ -1,0 +1,55 @@
+// The --state file is never written as another of the run's files: a flag that names it (a typo, a
+// copied command line) is refused before anything is written, and the state is left as it was.
+import { createHash } from 'node:crypto';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
+import { useServers } from '../helpers/servers.js';
+
+const { tmp } = useServers();
+const emulators: RunningEmulator[] = [];
+afterEach(async () => {
+  for (const emu of emulators.splice(0)) {
+    emu.proc.kill('SIGKILL');
+    await emu.exited;
+  }
+});
+
+const digest = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+describe('a run file that names the --state file', () => {
+  it('is refused, exit 2, naming the flag and the state, before anything is written: upload, dry run and validate', async () => {
+    const emu = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--quiet']);
+    emulators.push(emu);
+    const input = join(tmp.dir, 'users.csv');
+    writeFileSync(input, 'external_id,plan\nu1,pro\nu2,team\n');
+    const state = join(tmp.dir, 'state.sqlite');
+    const up = (args: string[]) => runCliAsync(['upload', input, '--url', emu.url, '--api-key', 'k', '--state', state, '--quiet', ...args], { cwd: tmp.dir });
+    expect((await up(['--delta'])).status).toBe(0);
+    const held = digest(state);
+    // another name of the same file is the same file
+    const link = join(tmp.dir, 'state-link.sqlite');
+    symlinkSync(state, link);
+    for (const flag of ['--rejects', '--out', '--events', '--report', '--summary-file', '--journal']) {
+      for (const named of [state, link]) {
+        const r = await up(['--delta', '--restart', flag, named]);
+        expect(r.status, `${flag} ${named}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(`${flag} ${named} is the --state file`);
+        expect(digest(state), `${flag} ${named}`).toBe(held);
+      }
+    }
+    for (const flag of ['--out', '--events', '--summary-file', '--rejects']) {
+      const dry = await up(['--dedupe-events', '--dry-run', flag, state]);
+      expect(dry.status, `--dry-run ${flag}: ${dry.stderr}`).toBe(2);
+      expect(dry.stderr).toContain(`${flag} ${state} is the --state file`);
+      const check = await runCliAsync(['validate', input, '--delta', '--url', emu.url, '--state', state, flag, state], { cwd: tmp.dir });
+      expect(check.status, `validate ${flag}: ${check.stderr}`).toBe(2);
+      expect(check.stderr).toContain(`${flag} ${state} is the --state file`);
+      expect(digest(state), `dry run ${flag}`).toBe(held);
+    }
+    // the state still knows both users: an unchanged run sends nothing
+    const again = await up(['--delta', '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ exitStatus: 0, unchanged: 2 });
+  });
+});
