@@ -3,7 +3,7 @@
 // reader and the writer (state.ts) open it here; this and the emulator's store are the modules that
 // open SQLite.
 import Database from 'better-sqlite3';
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { InputError, UsageError } from '../errors.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 import { packBytes, PACK, type PackedUser } from './state-rows.js';
@@ -82,6 +82,23 @@ export interface OpenedState {
   format: string;
 }
 
+/** The first bytes of every SQLite database. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Whether the file begins as every SQLite database does (a state file, damaged or not, keeps its first bytes). */
+function isSqliteFile(path: string): boolean {
+  const header = Buffer.alloc(SQLITE_HEADER.length);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    return readSync(fd, header, 0, header.length, 0) === header.length && header.equals(SQLITE_HEADER);
+  } catch {
+    return true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
 /** Refuses a state file that cannot hold a state: empty (0 bytes). */
 function checkNotEmpty(path: string): void {
   let size: number | undefined;
@@ -137,6 +154,8 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
   } catch (error) {
     db.close();
     const message = (error as Error).message;
+    // a file of other contents (an input, given as --state by mistake) is not one to delete
+    if (isDamage(error) && !isSqliteFile(path)) throw new UsageError(`--state ${path} is not a state file: it is no SQLite database (SQLite: ${sqliteMessage(error)}); give --state the file you meant`);
     if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
     if (/not a state file/.test(message)) throw new UsageError(`--state ${path} is not a state file (${message.replace(/^not a state file: /, '')})`);
     throw new UsageError(`--state ${path} cannot be used: ${message}`);
