@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS target_keys (target INTEGER NOT NULL, key TEXT NOT NU
 
 /** What to do about a state file that cannot be used. */
 const START_ANEW = 'delete it to start a new state (the next --delta run then sends every attribute, and --dedupe-events every event)';
+/** The other way: a copy made before the file's last runs holds values they changed on the server, which --full sends again. */
+const PUT_BACK = 'or put back a copy of it (a copy older than its last run: run the next upload with --delta --full, as later runs may have changed what it holds)';
 
 /** A delivery with --delta or --dedupe-events is using the state file. A usage error: the CLI exits 2. */
 export class StateInUseError extends FileInUseError {
@@ -66,7 +68,7 @@ const isDamage = (error: unknown): boolean =>
  */
 export function stateFailure(path: string, error: unknown): Error {
   if (!isDamage(error)) return error as Error;
-  return new InputError(`--state ${path} is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
+  return new InputError(`--state ${path} is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, ${PUT_BACK}`);
 }
 
 /** A reader's error (at its start, or of `track state`), naming the file: a damaged file, or a usage error. */
@@ -156,7 +158,7 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
     const message = (error as Error).message;
     // a file of other contents (an input, given as --state by mistake) is not one to delete
     if (isDamage(error) && !isSqliteFile(path)) throw new UsageError(`--state ${path} is not a state file: it is no SQLite database (SQLite: ${sqliteMessage(error)}); give --state the file you meant`);
-    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
+    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, ${PUT_BACK}`);
     if (/not a state file/.test(message)) throw new UsageError(`--state ${path} is not a state file (${message.replace(/^not a state file: /, '')})`);
     throw new UsageError(`--state ${path} cannot be used: ${message}`);
   }

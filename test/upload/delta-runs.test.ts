@@ -271,6 +271,8 @@ describe('state files that cannot be used', () => {
     const broken = await up([changed, '--url', emu.url, '--delta', '--state', damaged, '--restart']);
     expect(broken.status, broken.stderr).toBe(2);
     expect(broken.stderr).toMatch(/--state .*damaged\.sqlite is damaged \(SQLite: .*\): delete it to start a new state \(the next --delta run then sends every attribute/);
+    // a copy put back may be older than the file's last run: --full sends what later runs changed
+    expect(broken.stderr).toMatch(/or put back a copy of it \(a copy older than its last run: run the next upload with --delta --full/);
 
     // a file that is not a state file, and an empty one
     const garbage = write('garbage.sqlite', 'not a database at all\n'.repeat(300));
