@@ -17,6 +17,8 @@ import {
   type ReadFlags as RunReadFlags,
   type UploadFlags as RunUploadFlags,
 } from '../upload/run-options.js';
+import type { RunFile } from '../upload/check.js';
+import type { UploadOptions } from '../upload/upload.js';
 import type { OutputFlags } from './output/run-outputs.js';
 
 export { isExecEmulator, number, positiveInteger, s3Endpoint, seconds, sendOptionsFrom, storageFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber } from '../upload/run-options.js';
@@ -138,3 +140,18 @@ export function addPaceOptions(command: Command): Command {
     .option('--hourly <n>', 'most requests started in any hour, for the estimate', wholeNumber('--hourly', 1));
 }
 
+/**
+ * The run's files named on its command line (its records first) are files of their own, checked
+ * before any is opened: the --events file is written before the run begins. (--summary-file is
+ * checked with the others in runAndReport, where a refused one is not written.)
+ */
+export function runFiles(options: Pick<UploadOptions, 'delta' | 'send' | 'rejectsPath' | 'outPath'>, flags: Pick<OutputFlags, 'events' | 'report'>): RunFile[] {
+  return [
+    ['--state', options.delta?.statePath],
+    ['--journal', options.send?.journalPath],
+    ['--rejects', options.rejectsPath],
+    ['--out', options.outPath],
+    ['--events', flags.events],
+    ['--report', flags.report],
+  ];
+}

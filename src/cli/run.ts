@@ -5,7 +5,9 @@ import { closeSync, openSync } from 'node:fs';
 import { isatty } from 'node:tty';
 import { DeliveryError, InputError, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
+import type { RunFile } from '../upload/check.js';
 import type { RunEnding } from './output/run-events.js';
+import { runFiles } from './options.js';
 import { refusedItems } from './output/figures.js';
 import type { Pace } from './output/summary.js';
 import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, STOP_SIGNALS, takeHeldSignal } from './held-signals.js';
@@ -35,12 +37,12 @@ export function exitCodeOfRun(summary: UploadSummary): number {
   return rejected > 0 ? EXIT.rejected : EXIT.ok;
 }
 
-/** --summary-file names a file that can be written, none of the inputs, and not the --state file. */
-async function checkSummaryFile(path: string, inputs: readonly string[], statePath: string | undefined): Promise<void> {
-  const { checkStateApart, checkWritable, isOneOf } = await import('../upload/check.js');
+/** --summary-file names a file that can be written, none of the inputs, and none of the run's other files (runFiles). */
+async function checkSummaryFile(path: string, inputs: readonly string[], others: readonly RunFile[]): Promise<void> {
+  const { checkFilesApart, checkWritable, isOneOf } = await import('../upload/check.js');
   try {
     if (await isOneOf(path, inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
-    if (statePath !== undefined) await checkStateApart(statePath, [['--summary-file', path]]);
+    await checkFilesApart([...others, ['--summary-file', path]]);
     await checkWritable('--summary-file', path);
   } catch (error) {
     summaryFileWritten = true;
@@ -77,7 +79,7 @@ export function onStopSignals(first: (signal: string) => void, second: (signal: 
  */
 export async function runAndReport(
   verb: string,
-  flags: { json?: boolean; summaryFile?: string },
+  flags: { json?: boolean; summaryFile?: string; events?: string; report?: string },
   run: {
     options: UploadOptions;
     /** A dry run's pace, for the estimate of how long sending would take. */
@@ -101,7 +103,7 @@ export async function runAndReport(
   try {
     // a summary file that cannot be written, or that is an input, is told before anything is sent (and
     // not written then: it may be an input)
-    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs, run.options.delta?.statePath);
+    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options.inputs, runFiles(run.options, flags));
     summary = await upload({ ...run.options, stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
     // a run that stopped before its summary still leaves one for the scheduler (and, with --json, for
@@ -186,6 +188,12 @@ async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: nu
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   summaryFileWritten = true;
+  // a run stopped before its checks (an option mistyped) has not compared the file with its records
+  const record = await (await import('../upload/check.js')).recordIn(path);
+  if (record !== undefined) {
+    process.stderr.write(`track: --summary-file ${path}: not written: it is ${record}\n`);
+    return false;
+  }
   const { rename, writeFile, rm } = await import('node:fs/promises');
   const partial = `${path}.${process.pid}.partial`;
   try {

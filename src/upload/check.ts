@@ -1,7 +1,7 @@
 // What is checked before any file is written or anything sent: the inputs can be read, the --map
 // file and every CSV header and Parquet file's columns can be used, and each output is writable and
 // not an input.
-import { access, constants, readFile, stat } from 'node:fs/promises';
+import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
@@ -74,17 +74,47 @@ export async function isOneOf(path: string, files: readonly string[]): Promise<b
   return false;
 }
 
+/** A run's file, as the flag that names it and its path (undefined: not given). */
+export type RunFile = readonly [flag: string, path: string | undefined];
+
+/** What a file of the run's records holds, which another output written over it would destroy. */
+const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run' };
+
 /**
- * None of the files a run writes (`[flag, path]`, a path undefined when not given) is its --state file,
- * under any name: written there, it would destroy what the state holds.
+ * No two of the files a run writes name one file, under any name: written over the --state file or
+ * the journal, another output destroys the record (give those first); two outputs in one file mix
+ * their lines.
  */
-export async function checkStateApart(statePath: string, outputs: ReadonlyArray<readonly [string, string | undefined]>): Promise<void> {
-  for (const [flag, path] of outputs) {
-    if (path === undefined || path === STDIN) continue;
-    if ((await isOneOf(path, [statePath])) || canonicalPath(path) === canonicalPath(statePath)) {
-      throw new UsageError(`${flag} ${path} is the --state file ${statePath}: writing it would destroy what the state holds; give ${flag} another file`);
+export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {
+  const given = files.filter((file): file is readonly [string, string] => file[1] !== undefined && file[1] !== STDIN);
+  for (let later = 1; later < given.length; later += 1) {
+    const [flag, path] = given[later];
+    for (const [earlierFlag, earlierPath] of given.slice(0, later)) {
+      if (!(await isOneOf(path, [earlierPath])) && canonicalPath(path) !== canonicalPath(earlierPath)) continue;
+      const record = RECORD_OF[earlierFlag];
+      throw new UsageError(
+        `${flag} ${path} is the ${earlierFlag} file ${earlierPath}: ${record === undefined ? 'the two would be written into one file' : `writing it would destroy ${record}`}; give ${flag} another file`,
+      );
     }
   }
+}
+
+/**
+ * What a file holds when it is a record no output may be written over: a SQLite database (a --state
+ * file, an emulator's) or a resume journal. Undefined for anything else, or no file.
+ */
+export async function recordIn(path: string): Promise<string | undefined> {
+  const file = await open(path, 'r').catch(() => undefined);
+  if (file === undefined) return undefined;
+  const head = Buffer.alloc(64);
+  try {
+    await file.read(head, 0, head.length, 0);
+  } finally {
+    await file.close();
+  }
+  if (head.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1'))) return 'a SQLite database (a --state file, an emulator database)';
+  if (head.toString('utf8').startsWith('{"journal":"track-upload"')) return 'a resume journal';
+  return undefined;
 }
 
 /** A file the run will write: it must be writable now, though it is created only when written to. */

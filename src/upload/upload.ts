@@ -16,7 +16,7 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkStateApart, checkWritable, isOneOf, readColumnMap } from './check.js';
+import { checkFilesApart, checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
 import { rejectsFileOf } from './rejects-name.js';
 import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
@@ -249,7 +249,7 @@ async function uploadChecked(
   const { path: rejectsPath, note: rejectsNote } = options.rejectsPath === undefined ? await rejectsFileOf(named, inputs, options.rejectsFormat, naming) : { path: options.rejectsPath };
   await checkOutputs(inputs, rejectsPath, options.outPath);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
-  if (delta !== undefined) await checkStateApart(delta.statePath, [['--rejects', rejectsPath], ['--out', options.outPath]]);
+  await checkFilesApart([['--state', delta?.statePath], ['--journal', target?.journalPath], ['--rejects', rejectsPath], ['--out', options.outPath]]);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
   const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;

@@ -3,7 +3,7 @@
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
 import type { SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addOutputOptions, addReadOptions, INPUTS_HELP, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
+import { addOutputOptions, addReadOptions, INPUTS_HELP, runFiles, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
@@ -62,7 +62,7 @@ async function runUpload(options: UploadOptions, send: SendOptions, flags: Uploa
   const abort = new AbortController();
   const ndjson = flags.progress === 'ndjson';
   const { maxTotal, maxPerArray } = options.limits ?? {};
-  await (await import('./validate.js')).checkOutputsApartFromState(options, flags);
+  await (await import('../../upload/check.js')).checkFilesApart(runFiles({ ...options, send }, flags));
   const outputs = await openRunOutputs(flags, process.env, {
     command: 'upload',
     inputs: options.inputs,

@@ -6,7 +6,7 @@ import type { ReadProgress, UploadOptions } from '../../upload/upload.js';
 import type { OutputFlags } from '../output/run-outputs.js';
 import { holdStopSignals, releaseHeldSignal, signalHeld } from '../held-signals.js';
 import { runAndReport } from '../run.js';
-import { addOutputOptions, addPaceOptions, addReadOptions, INPUTS_HELP, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
+import { addOutputOptions, addPaceOptions, addReadOptions, INPUTS_HELP, runFiles, uploadOptionsFrom, wholeNumber, type ReadFlags } from '../options.js';
 
 export function registerValidate(program: Command): void {
   const command = program
@@ -64,7 +64,7 @@ export async function runDryRun(
   const { readingLine, spinnerFits, startSpinner } = await import('../output/progress.js');
   const { both, openRunOutputs } = await import('../output/run-outputs.js');
   const { maxTotal, maxPerArray } = options.limits ?? {};
-  await checkOutputsApartFromState(options, flags);
+  await (await import('../../upload/check.js')).checkFilesApart(runFiles(options, flags));
   const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
@@ -97,14 +97,4 @@ export async function runDryRun(
         onReject: outputs?.reject,
       },
     });
-}
-
-/** --events and --report never name the --state file, under any name: checked before either is opened. */
-export async function checkOutputsApartFromState(options: UploadOptions, flags: OutputFlags): Promise<void> {
-  if (options.delta === undefined) return;
-  const { checkStateApart } = await import('../../upload/check.js');
-  await checkStateApart(options.delta.statePath, [
-    ['--events', flags.events],
-    ['--report', flags.report],
-  ]);
 }

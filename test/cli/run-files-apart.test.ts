@@ -1,5 +1,6 @@
-// The --state file is never written as another of the run's files: a flag that names it (a typo, a
-// copied command line) is refused before anything is written, and the state is left as it was.
+// The run's records, the --state file and the journal, are never written as another of its files: a
+// flag that names one (a typo, a copied command line) is refused before anything is written, and the
+// record is left as it was; so is --summary-file after a run that stopped before its checks.
 import { createHash } from 'node:crypto';
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -48,8 +49,39 @@ describe('a run file that names the --state file', () => {
       expect(check.stderr).toContain(`${flag} ${state} is the --state file`);
       expect(digest(state), `dry run ${flag}`).toBe(held);
     }
+    // an option mistyped stops the run before its checks: its --summary-file is not written over the state
+    const early = await up(['--delta', '--summary-file', state, '--concurrency', '0']);
+    expect(early.status).toBe(2);
+    expect(early.stderr).toContain(`--summary-file ${state}: not written: it is a SQLite database`);
+    expect(digest(state)).toBe(held);
     // the state still knows both users: an unchanged run sends nothing
     const again = await up(['--delta', '--json']);
     expect(JSON.parse(again.stdout)).toMatchObject({ exitStatus: 0, unchanged: 2 });
+  });
+
+  it('and the journal: refused, exit 2, naming the flag and the journal, which is left as it was', async () => {
+    const emu = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--quiet']);
+    emulators.push(emu);
+    const input = join(tmp.dir, 'users.csv');
+    writeFileSync(input, 'external_id,plan\nu1,pro\n,no-id\n');
+    const journal = join(tmp.dir, 'run.journal');
+    const up = (args: string[]) => runCliAsync(['upload', input, '--url', emu.url, '--api-key', 'k', '--journal', journal, '--quiet', ...args], { cwd: tmp.dir });
+    expect((await up([])).status).toBe(1);
+    const held = digest(journal);
+    for (const flag of ['--rejects', '--out', '--events', '--report', '--summary-file']) {
+      const r = await up(['--restart', flag, journal]);
+      expect(r.status, `${flag}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`${flag} ${journal} is the --journal file ${journal}: writing it would destroy the journal of the run`);
+      expect(digest(journal), flag).toBe(held);
+    }
+    const early = await up(['--summary-file', journal, '--resmue']);
+    expect(early.status).toBe(2);
+    expect(early.stderr).toContain(`--summary-file ${journal}: not written: it is a resume journal`);
+    expect(digest(journal)).toBe(held);
+    // two outputs in one file are refused the same way
+    const mixed = await up(['--restart', '--events', join(tmp.dir, 'both.ndjson'), '--summary-file', join(tmp.dir, 'both.ndjson')]);
+    expect(mixed.status).toBe(2);
+    expect(mixed.stderr).toContain('--summary-file');
+    expect(mixed.stderr).toContain('is the --events file');
   });
 });
