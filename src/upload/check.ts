@@ -92,9 +92,8 @@ export async function checkFilesApart(files: readonly RunFile[]): Promise<void> 
     for (const [earlierFlag, earlierPath] of given.slice(0, later)) {
       if (!(await isOneOf(path, [earlierPath])) && canonicalPath(path) !== canonicalPath(earlierPath)) continue;
       const record = RECORD_OF[earlierFlag];
-      throw new UsageError(
-        `${flag} ${path} is the ${earlierFlag} file ${earlierPath}: ${record === undefined ? 'the two would be written into one file' : `writing it would destroy ${record}`}; give ${flag} another file`,
-      );
+      if (record === undefined) throw new UsageError(`${earlierFlag} and ${flag} name the same file ${path}: give each its own`);
+      throw new UsageError(`${flag} ${path} is the ${earlierFlag} file ${earlierPath}: writing it would destroy ${record}; give ${flag} another file`);
     }
   }
 }
