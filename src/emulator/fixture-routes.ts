@@ -7,6 +7,7 @@ import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { METRICS_CONTENT_TYPE, type EmulatorMetrics } from './metrics.js';
 import type { RateLimitConfig } from './rate-limit.js';
 import { LOG_BYTES, userFilters, type RequestLog } from './request-log.js';
+import { STATUS_FILTER } from './request-log-query.js';
 import { runPage } from './run-page.js';
 import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
@@ -122,7 +123,7 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     const limit = positiveInt(params.get('limit'), 100);
     if (limit === undefined) return fatal(400, `limit: expected a whole number of at least 1, got "${params.get('limit')}"`);
     const status = params.get('status') ?? undefined;
-    if (status !== undefined && !/^([1-5][0-9][0-9]|[1-5]xx|dropped)$/i.test(status)) {
+    if (status !== undefined && !STATUS_FILTER.test(status)) {
       return fatal(400, `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`);
     }
     const users = userFilters(params);

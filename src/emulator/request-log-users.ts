@@ -88,17 +88,19 @@ export function wantedNames(query: UserFilters): string[] {
   return wanted;
 }
 
+/** `NAME:LABEL` as a user alias (the label after the last colon); a message for text that is not one. */
+export function aliasFilter(text: string): UserFilters['alias'] | string {
+  const at = text.lastIndexOf(':');
+  if (at <= 0) return `alias: expected NAME:LABEL, got "${text}"`;
+  return { alias_name: text.slice(0, at), alias_label: text.slice(at + 1) };
+}
+
 /** The user filters of a query string (external_id, email, phone, alias=NAME:LABEL); a message for a bad one. */
 export function userFilters(params: URLSearchParams): UserFilters | string {
   const given = (name: string): string | undefined => params.get(name) || undefined;
-  const alias = given('alias');
-  const at = alias === undefined ? -1 : alias.lastIndexOf(':');
-  if (alias !== undefined && at <= 0) return `alias: expected NAME:LABEL, got "${alias}"`;
-  return {
-    externalId: given('external_id'),
-    email: given('email'),
-    phone: given('phone'),
-    alias: alias === undefined ? undefined : { alias_name: alias.slice(0, at), alias_label: alias.slice(at + 1) },
-  };
+  const text = given('alias');
+  const alias = text === undefined ? undefined : aliasFilter(text);
+  if (typeof alias === 'string') return alias;
+  return { externalId: given('external_id'), email: given('email'), phone: given('phone'), alias };
 }
 

@@ -10,7 +10,8 @@ import { groupCommitter } from './group-commit.js';
 import { FIXTURE_PREFIX, isLoopbackHost } from './fixture-routes.js';
 import { createHandler, isRecorded, type EmulatorRequest, type EmulatorResponse, type FaultCounts } from './handler.js';
 import { resolveOptions, type EmulatorOptions, type ResolvedOptions } from './options.js';
-import type { LoggedRequest, RequestLogQuery } from './request-log.js';
+import type { LoggedRequest } from './request-log.js';
+import { checkedQuery, type RequestsQuery } from './request-log-query.js';
 import { routePath } from './route-path.js';
 import { Store } from './store.js';
 
@@ -29,9 +30,15 @@ export interface Emulator {
   webUrl: string;
   /** The emulator listens on a non-loopback address, so /_track/* needs one of its keys. */
   fixtureKeyRequired: boolean;
-  /** The request log, newest first (GET /_track/requests). */
-  requests(query?: RequestLogQuery): LoggedRequest[];
-  /** Empties profiles, events, purchases, tokens and the request log, and loads the seed again (POST /_track/reset); returns the profiles after it. */
+  /**
+   * The request log, newest first, filtered as GET /_track/requests filters it; a filter the log does
+   * not have, or a value it cannot match, is a UsageError.
+   */
+  requests(query?: RequestsQuery): LoggedRequest[];
+  /**
+   * Empties profiles, events, purchases, tokens and the request log, and loads the seed again (POST
+   * /_track/reset); returns the profiles after it. A UsageError once close() was called.
+   */
   reset(): number;
   /** Stops accepting, finishes requests in flight, closes the database. */
   close(): Promise<void>;
@@ -282,8 +289,11 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
     store,
     webUrl: `${url}${FIXTURE_PREFIX}/`,
     fixtureKeyRequired: !isLoopbackHost(resolved.host),
-    requests: (query) => handler.requestLog.query(query),
-    reset: () => handler.reset(),
+    requests: (query) => handler.requestLog.query(checkedQuery(query)),
+    reset: () => {
+      if (closing !== undefined) throw new UsageError('reset(): the emulator is closed (close() was called); start another to reset');
+      return handler.reset();
+    },
     close,
   };
 }

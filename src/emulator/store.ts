@@ -3,11 +3,11 @@
 // callers group writes with transaction() so a request commits as one. Past 350 lines because it is
 // the one face of its parts: most of its methods are a line handing a call on to one of them.
 import Database from 'better-sqlite3';
-import { UsageError } from '../errors.js';
 import type { UserAlias } from '../model/index.js';
 import type { SweepSizes } from './activity-heads.js';
 import { ActivityRows, type ActivitySummary, type NewEvent, type NewPurchase, type RecentActivity, type StoredEvent, type StoredPurchase } from './activity-rows.js';
 import { startCheckpointThread, type CheckpointThread } from './checkpoint-thread.js';
+import { openEmulatorFile } from './db-file.js';
 import { ProfileRows, type EditableProfile, type Profile } from './profile-rows.js';
 import { ACTIVITY_TABLES, SCHEMA } from './schema.js';
 import { upgradeActivityTables } from './schema-upgrade.js';
@@ -26,29 +26,6 @@ export function openCheckpointConnection(path: string): { checkpoint: () => void
   // the writer keeps its own automatic checkpoints as a bound on the log; this one needs none
   db.pragma('wal_autocheckpoint = 0');
   return { checkpoint: () => void db.pragma('wal_checkpoint(PASSIVE)'), close: () => db.close() };
-}
-
-/**
- * The database file, when it is the emulator's or a new one: another program's (the --state file of
- * `track upload --delta`, whose tables the emulator's would be added to) or a file that is no
- * database is refused, a usage error naming it, and left as it was.
- */
-function openOwnFile(path: string): Database.Database {
-  let db: Database.Database | undefined;
-  try {
-    db = new Database(path);
-    db.pragma('busy_timeout = 5000');
-    const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[];
-    if (tables.length > 0 && !tables.includes('profiles')) {
-      const whose = tables.includes('packs') && tables.includes('targets') ? 'it is the --state file of track upload' : 'it holds tables of another program';
-      throw new UsageError(`--db ${path} is not an emulator database: ${whose}; give --db the emulator's file, or a new one`);
-    }
-    return db;
-  } catch (error) {
-    db?.close();
-    if (error instanceof UsageError) throw error;
-    throw new UsageError(`--db ${path} is not an emulator database (SQLite: ${(error as Error).message}); give --db the emulator's file, or a new one`);
-  }
 }
 
 /** Every table that holds data, children first: what reset() empties. */
@@ -78,7 +55,7 @@ export class Store {
     readonly path: string,
     options: { checkpointThread?: boolean; sweep?: SweepSizes; note?: (line: string) => void } = {},
   ) {
-    this.db = openOwnFile(path);
+    this.db = openEmulatorFile(path);
     this.db.pragma('journal_mode = WAL');
     // WAL with synchronous=NORMAL: a committed transaction survives the process being killed.
     this.db.pragma('synchronous = NORMAL');

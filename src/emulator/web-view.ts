@@ -43,6 +43,11 @@ export function escapeHtml(value: unknown): string {
 
 const json = (value: unknown): string => escapeHtml(JSON.stringify(value, null, 2));
 
+/** A count with its noun, singular for one: `1 event`, `2 events`, `1,234 profiles`. */
+export function counted(n: number, one: string, many = `${one}s`): string {
+  return `${grouped(n)} ${n === 1 ? one : many}`;
+}
+
 export type PageName = 'profiles' | 'requests' | 'run' | 'login';
 
 export function layout(title: string, here: PageName, nav: string, main: string): string {
@@ -77,7 +82,7 @@ function pageNumber(text: string | null): number {
 function profilesView(store: Store, q: string, page: number): string {
   const { total, profiles } = store.findProfiles(q, PROFILES_SHOWN, (page - 1) * PROFILES_SHOWN);
   const pages = Math.max(1, Math.ceil(total / PROFILES_SHOWN));
-  const what = `${grouped(total)} ${total === 1 ? 'profile' : 'profiles'}`;
+  const what = counted(total, 'profile');
   const count = q === '' ? what : `${what} matching “${escapeHtml(q)}”`;
   const first = (page - 1) * PROFILES_SHOWN + 1;
   const shown = profiles.length < total && profiles.length > 0 ? ` (${grouped(first)}–${grouped(first + profiles.length - 1)} shown)` : '';
@@ -159,7 +164,7 @@ function requestsView(log: RequestLog, params: URLSearchParams): string {
     `<label for="${name}">${label}</label><input id="${name}" name="${name}" value="${escapeHtml(params.get(name) ?? '')}" size="${size}">`;
   return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">
 ${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}${input('email', 'email', 16)}${input('phone', 'phone', 12)}${input('alias', 'alias', 16)}<button type="submit">Filter</button></form>
-${typeof users === 'string' ? `<p class="fatal" role="alert">${escapeHtml(users)}</p>` : ''}<p class="count" id="request-count">${grouped(requests.length)} ${requests.length === 1 ? 'request' : 'requests'} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>
+${typeof users === 'string' ? `<p class="fatal" role="alert">${escapeHtml(users)}</p>` : ''}<p class="count" id="request-count">${counted(requests.length, 'request')} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>
 ${table(['time', 'request', 'status', 'processed', 'errors', 'body'], requests.map(requestRow), 'No requests logged.')}`;
 }
 
@@ -178,7 +183,7 @@ export function renderPage(store: Store, log: RequestLog, params: URLSearchParam
 /** The header's totals of what the store holds. */
 export function totalsOf(store: Store): string {
   const counts = store.counts();
-  return `<span class="totals">${grouped(counts.profiles)} profiles, ${grouped(counts.events)} events, ${grouped(counts.purchases)} purchases</span>`;
+  return `<span class="totals">${counted(counts.profiles, 'profile')}, ${counted(counts.events, 'event')}, ${counted(counts.purchases, 'purchase')}</span>`;
 }
 
 /** The page for a profile that is not there. */

@@ -26,6 +26,8 @@ export interface ExecOptions extends FixtureOptions {
   /**
    * Aborted before the command starts (a signal while the seed loads, say): the command is not run,
    * the emulator is closed, and the result is that of the signal named by the reason (default SIGTERM).
+   * Aborted while it runs: stop() with that signal (the group killed if it has not ended `killAfterMs`
+   * later), and the result is the command's.
    */
   signal?: AbortSignal;
 }
@@ -37,9 +39,12 @@ export interface ExecResult {
   signal: NodeJS.Signals | null;
 }
 
+/** The signal an abort's reason names (`abort('SIGINT')`), else SIGTERM. */
+const signalOf = (reason: unknown): NodeJS.Signals => (typeof reason === 'string' && reason in constants.signals ? (reason as NodeJS.Signals) : 'SIGTERM');
+
 /** The result of a command stopped by `signal` before it ran. */
 function stoppedBy(reason: unknown): ExecResult {
-  const signal = typeof reason === 'string' && reason in constants.signals ? (reason as NodeJS.Signals) : 'SIGTERM';
+  const signal = signalOf(reason);
   return { status: 128 + constants.signals[signal], code: null, signal };
 }
 
@@ -134,13 +139,17 @@ export async function execWithEmulator(command: string, options: ExecOptions = {
       const killGroup = (): void => void (pgid !== undefined && signalGroup(pgid, 'SIGKILL'));
       process.once('exit', killGroup);
       const stopping = stopper(pgid, killAfterMs ?? KILL_AFTER_MS, onKill);
+      const onAbort = (): void => stopping.stop(signalOf(abort?.reason));
+      abort?.addEventListener('abort', onAbort, { once: true });
       child.once('error', (error) => {
         stopping.ended();
+        abort?.removeEventListener('abort', onAbort);
         process.off('exit', killGroup);
         reject(error);
       });
       child.once('exit', (code, signal) => {
         stopping.ended();
+        abort?.removeEventListener('abort', onAbort);
         // the shell is gone; what it started in the background goes with it (SIGKILL at exit if it stays)
         if (pgid !== undefined) signalGroup(pgid, 'SIGTERM');
         if (pgid === undefined || !signalGroup(pgid, 0)) process.off('exit', killGroup);

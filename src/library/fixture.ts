@@ -56,23 +56,34 @@ export async function planSeed(named: readonly string[], limits: BatchLimits, si
   return requests;
 }
 
+/** The base URLs (origins) of the emulators this process runs, from their start to their close. */
+const running = new Set<string>();
+
+/**
+ * Whether `url` is on an emulator this process started: upload() to it keeps no journal, as
+ * `track upload` keeps none to the emulator of `track emulate --exec`.
+ */
+export function startedHere(url: string): boolean {
+  try {
+    return running.has(new URL(url).origin);
+  } catch {
+    return false;
+  }
+}
+
 /** Starts the emulator (see EmulatorOptions), after planning the seed files it is given. */
 export async function startEmulator(options: FixtureOptions = {}): Promise<Emulator> {
   const { seed, signal, storage, ...rest } = options;
   signal?.throwIfAborted();
-  if (seed === undefined || seed.length === 0) return startBareEmulator(rest);
-  // the options are checked before any file is read; the seed is batched within the emulator's limits
-  const planned = await planSeed(seed, resolveOptions(rest).limits, signal, storage);
-  signal?.throwIfAborted();
-  return startBareEmulator({ ...rest, seedRequests: [...(rest.seedRequests ?? []), ...planned] });
-}
-
-/** Runs fn with a started emulator, and closes the emulator when fn settles, whatever it did. */
-export async function withEmulator<T>(options: FixtureOptions, fn: (emulator: Emulator) => Promise<T> | T): Promise<T> {
-  const emulator = await startEmulator(options);
-  try {
-    return await fn(emulator);
-  } finally {
-    await emulator.close();
+  let emulator: Emulator;
+  if (seed === undefined || seed.length === 0) emulator = await startBareEmulator(rest);
+  else {
+    // the options are checked before any file is read; the seed is batched within the emulator's limits
+    const planned = await planSeed(seed, resolveOptions(rest).limits, signal, storage);
+    signal?.throwIfAborted();
+    emulator = await startBareEmulator({ ...rest, seedRequests: [...(rest.seedRequests ?? []), ...planned] });
   }
+  const { url, close } = emulator;
+  running.add(url);
+  return Object.assign(emulator, { close: () => close().finally(() => running.delete(url)) });
 }

@@ -2,7 +2,7 @@
 // its options in camelCase and inputs that may be rows in memory. It returns the summary, throws the
 // named errors, and never exits the process, reads its standard input or writes to its output.
 import { Readable } from 'node:stream';
-import { UsageError } from '../errors.js';
+import { InputError, UsageError } from '../errors.js';
 import { INPUT_ENCODINGS } from '../input/decode.js';
 import { STDIN } from '../input/source.js';
 import { validateColumnMap } from '../mapping/column-map.js';
@@ -23,6 +23,8 @@ import {
 import type { DeliveryNotice, DeliveryProgress } from '../transport/index.js';
 import type { ReadProgress, UploadSummary } from '../upload/upload.js';
 import type { RejectRecord } from '../model/request.js';
+import { startedHere } from './fixture.js';
+import { speaking, uploadWords } from './words.js';
 
 /** Rows in memory: each is what an NDJSON line holds (an item, or a request-shaped object). */
 export type Rows = Iterable<unknown> | AsyncIterable<unknown>;
@@ -123,15 +125,22 @@ function flagsOf(options: UploadCallOptions): UploadFlags {
 async function* ndjsonLines(inputs: readonly Rows[]): AsyncGenerator<string> {
   for (const [i, rows] of inputs.entries()) {
     let n = 0;
-    for await (const row of rows) {
-      n++;
-      let line: string | undefined;
-      try {
-        line = JSON.stringify(row);
-      } catch (error) {
-        throw new UsageError(`upload(): inputs[${i}], row ${n}: cannot be written as JSON (${(error as Error).message})`);
+    let unwritable: UsageError | undefined;
+    try {
+      for await (const row of rows) {
+        n++;
+        let line: string | undefined;
+        try {
+          line = JSON.stringify(row);
+        } catch (error) {
+          throw (unwritable = new UsageError(`upload(): inputs[${i}], row ${n}: cannot be written as JSON (${(error as Error).message})`));
+        }
+        yield `${line ?? 'null'}\n`;
       }
-      yield `${line ?? 'null'}\n`;
+    } catch (error) {
+      if (error === unwritable) throw error;
+      // the caller's own failure (its database, its generator): an input that broke off, with the error as its cause
+      throw Object.assign(new InputError(`upload(): inputs[${i}] failed after ${n === 1 ? '1 row' : `${n} rows`}: ${(error as Error)?.message ?? String(error)}`), { cause: error });
     }
   }
 }
@@ -146,7 +155,15 @@ const isRows = (input: unknown): input is Rows =>
  * (UsageError, InputError, DeliveryError, OutputError, SourceError) with the summary as its
  * `summary`; rejected rows and a stop by `signal` are told by the summary.
  */
-export async function upload(options: UploadCallOptions): Promise<UploadSummary> {
+export function upload(options: UploadCallOptions): Promise<UploadSummary> {
+  const inMemory = Array.isArray(options?.inputs) && options.inputs.some(isRows);
+  return speaking(WORDS, () => uploadCall(options), inMemory ? 'rows in memory' : undefined);
+}
+
+/** The flags in upload()'s words: `--max-total` is `maxTotal`. */
+const WORDS = uploadWords(Object.keys(CHECKS));
+
+async function uploadCall(options: UploadCallOptions): Promise<UploadSummary> {
   if (typeof options !== 'object' || options === null || Array.isArray(options)) throw new UsageError('upload(): give one object of options: upload({ inputs: ["users.csv"], url, apiKey })');
   if (!Array.isArray(options.inputs) || options.inputs.length === 0) throw new UsageError('upload(): give inputs: paths, URLs, or rows in memory');
   const env = options.env ?? process.env;
@@ -164,6 +181,8 @@ export async function upload(options: UploadCallOptions): Promise<UploadSummary>
     run.map = map.map;
   }
   const send = flags.dryRun === true ? undefined : sendOptionsFrom(flags, env);
+  // an emulator of this process forgets everything at its close: a journal per port would pile up beside the inputs
+  if (send !== undefined && options.journal === undefined && startedHere(send.url)) send.noJournal = true;
   const { upload: runUpload } = await import('../upload/upload.js');
   const summary = await runUpload({
     ...run,
@@ -174,6 +193,7 @@ export async function upload(options: UploadCallOptions): Promise<UploadSummary>
     send: send === undefined ? undefined : { ...send, onProgress: options.onDeliveryProgress, onNotice: options.onNotice },
   });
   const fatal = summary.delivery?.fatal ?? summary.fatal;
-  if (fatal !== undefined) throw Object.assign(fatal, { summary });
+  // not enumerable: the summary holds the error (its fatal), and JSON.stringify(error.summary) must not meet a cycle
+  if (fatal !== undefined) throw Object.defineProperty(fatal, 'summary', { value: summary, enumerable: false, configurable: true, writable: true });
   return summary;
 }

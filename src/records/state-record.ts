@@ -280,11 +280,25 @@ export const KEY_HASH = new Int32Array(3);
  * index) never passes for this user's.
  */
 export function keyHashInto(userKey: string): void {
+  keyPartsHashInto('', userKey);
+}
+
+/**
+ * keyHashInto(`${head}${rest}`), without making that text: an item's key is its identifier's kind
+ * and its value (stateUserKey), and most rows are named by an external id.
+ */
+function keyPartsHashInto(head: string, rest: string): void {
   let h1 = 0x2b6d6a5f;
   let h2 = 0x5bd1e995;
   let h3 = 0x7feb352d;
-  for (let i = 0; i < userKey.length; i += 1) {
-    const c = userKey.charCodeAt(i);
+  for (let i = 0; i < head.length; i += 1) {
+    const c = head.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+    h3 = Math.imul(h3 ^ c, 0x846ca68b);
+  }
+  for (let i = 0; i < rest.length; i += 1) {
+    const c = rest.charCodeAt(i);
     h1 = Math.imul(h1 ^ c, 2654435761);
     h2 = Math.imul(h2 ^ c, 1597334677);
     h3 = Math.imul(h3 ^ c, 0x846ca68b);
@@ -295,6 +309,21 @@ export function keyHashInto(userKey: string): void {
   KEY_HASH[0] = h1;
   KEY_HASH[1] = h2;
   KEY_HASH[2] = h3;
+}
+
+/**
+ * keyHashInto(stateUserKey(identity)), without making the key's text when the identity is an
+ * external id; false (KEY_HASH untouched) for an identity the state keeps no user of.
+ */
+export function identityKeyHashInto(identity: Identity): boolean {
+  if (identity.by === 'external_id') {
+    keyPartsHashInto('e:', identity.value);
+    return true;
+  }
+  const userKey = stateUserKey(identity);
+  if (userKey === undefined) return false;
+  keyPartsHashInto('', userKey);
+  return true;
 }
 
 /** The user's part of their row's digest, from the last 52 bits of KEY_HASH (see keyHashInto). */

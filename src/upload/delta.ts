@@ -17,8 +17,8 @@ import {
   isAddingOperation,
   isControlField,
   isForgotten,
+  identityKeyHashInto,
   KEY_HASH,
-  keyHashInto,
   mayBeSkipped,
   stateUserKey,
   userPart,
@@ -161,7 +161,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   };
 
   /** A later row of a user this run sends (KEY_HASH: their key's hash): compared with what the run sends of them, and what the state held of the rest. */
-  const laterRow = (item: Record<string, unknown>, identity: Identity, userKey: string, emptied: readonly string[] | undefined): DeltaVerdict => {
+  const laterRow = (item: Record<string, unknown>, identity: Identity, emptied: readonly string[] | undefined): DeltaVerdict => {
     const way = options.full ? -1 : sentInRun.find(KEY_HASH[0], KEY_HASH[1]);
     // one the run no longer holds (or --full): sent whole, as is
     if (way === -1) return { item, avoided: 0, learn: remember(item, identity, false, true) };
@@ -172,7 +172,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     const same = (key: string, h1: number, h2: number): boolean => {
       const { mode, same } = sentInRun.sent(way, key, h1, h2);
       if (mode !== NOT_SENT) return same;
-      if (known === null) known = state.user(userKey, keyHash);
+      if (known === null) known = state.user(stateUserKey(identity)!, keyHash);
       // an emptied cell clears only a value held (not knowing, it is sent)
       if (emptied?.includes(key) === true) return whole && known?.holdsValue(key) !== true;
       return known?.holds(key, h1, h2) === true;
@@ -187,12 +187,10 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
    * null of an emptied cell (--empty-as-null: `emptied`) is sent only where a value is held, to clear it.
    */
   const attributes = (item: Record<string, unknown>, identity: Identity, emptied: readonly string[] | undefined): DeltaVerdict => {
-    const userKey = stateUserKey(identity);
-    if (userKey === undefined) return { item, avoided: 0, learn: LEARN_NONE };
     // KEY_HASH holds the user's key's hash from here on (nothing else hashes a key meanwhile)
-    keyHashInto(userKey);
+    if (!identityKeyHashInto(identity)) return { item, avoided: 0, learn: LEARN_NONE };
     sentInRun.touch(KEY_HASH[0]);
-    if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, userKey, emptied);
+    if (seen.has(KEY_HASH[0], KEY_HASH[1], KEY_HASH[2])) return laterRow(item, identity, emptied);
     // a user the state may know gets what a request sends of them forgotten before it is posted (see state.ts)
     const mayKnow = !state.empty && state.mayKnow(KEY_HASH[0]);
     if (!compare || !mayKnow) {
@@ -204,7 +202,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     const skippable = mayBeSkipped(item, identity.by);
     const digest = skippable ? undefined : itemDigest(item, identity, userPart(), emptied);
     if (digest !== undefined && state.hasRow(KEY_HASH[0], digest)) return { item: undefined, avoided: dataPoints('attributes', item, identity.by), learn: LEARN_NONE };
-    const known = state.user(userKey, KEY_HASH[0]);
+    const known = state.user(stateUserKey(identity)!, KEY_HASH[0]);
     const same =
       emptied === undefined
         ? (name: string, h1: number, h2: number) => known?.holds(name, h1, h2) === true

@@ -119,7 +119,7 @@ describe('purchases counted by quantity (decisions.md: a purchase of quantity X 
     });
     // the answer still counts purchase objects
     expect(r.body).toEqual({ message: 'success', purchases_processed: 2 });
-    expect(await get('/_track/')).toContain('1 profiles, 0 events, 4 purchases');
+    expect(await get('/_track/')).toContain('1 profile, 0 events, 4 purchases');
     const serviceId = emu.store.profileByExternalId('u')!.serviceId;
     expect(await get(`/_track/?profile=${serviceId}`)).toContain('<h2 id="purchases">Purchases (4)</h2>');
     expect(await get('/metrics')).toMatch(/^track_emulator_stored\{kind="purchases"\} 4$/m);

@@ -82,3 +82,17 @@ console.log(JSON.stringify({ ...inside, closed, exec }));
   const out = JSON.parse(r.stdout);
   expect(out).toMatchObject({ before: 4, logged: [[201, 1]], after: 3, log: 0, closed: true, exec: { status: 4, code: 4, signal: null } });
 });
+
+// Node 20.19 and later load an ES module with require(); 20.18 says to use import() instead
+it.skipIf(!(process.features as { require_module?: boolean }).require_module)('is required from CommonJS (a jest setup, say), on a Node that loads ES modules with require()', () => {
+  const app = appUsingTrack();
+  writeFileSync(
+    join(app, 'setup.cjs'),
+    `const { withEmulator } = require('track-cli');
+withEmulator({}, (emu) => emu.requests().length).then((n) => console.log('logged', n));
+`,
+  );
+  const r = spawnSync(process.execPath, ['setup.cjs'], { cwd: app, encoding: 'utf8', timeout: 30_000 });
+  expect(r.stderr).toBe('');
+  expect(r.stdout).toBe('logged 0\n');
+});

@@ -145,6 +145,30 @@ describe.skipIf(!present)('the web view in a browser', () => {
     await page.close();
   });
 
+  it('names one of a thing in the singular: the totals, the profile count, the run figures, the request count', async () => {
+    const one = await startEmulator({ apiKeys: [KEY] });
+    const page = await browser.newPage({ viewport: { width: 1200, height: 800 } });
+    try {
+      const time = '2024-04-01T08:00:00Z';
+      await postJson(`${one.url}/users/track`, KEY, {
+        attributes: [{ external_id: 'solo', plan: 'trial' }],
+        events: [{ external_id: 'solo', name: 'signed_up', time }],
+        purchases: [{ external_id: 'solo', product_id: 'p', currency: 'USD', price: 1, time }],
+      });
+      await page.goto(`${one.url}/_track/`);
+      await onScreen(page, 'header .totals', '1 profile, 1 event, 1 purchase');
+      await expect.poll(() => page.locator('#profile-count').textContent()).toBe('1 profile');
+      await page.goto(`${one.url}/_track/run`);
+      await onScreen(page, 'header .totals', '1 profile, 1 event, 1 purchase');
+      await expect.poll(() => page.locator('#run-figures').textContent()).toMatch(/^1 request, 0 answered 429, 3 items processed, 0 minor errors/);
+      await page.goto(`${one.url}/_track/?view=requests`);
+      await expect.poll(() => page.locator('#request-count').textContent()).toMatch(/^1 request shown/);
+    } finally {
+      await page.close();
+      await one.close();
+    }
+  });
+
   it('on a network address asks for a key with a login form, then shows the page without the key in it', async () => {
     const open = await startEmulator({ host: '0.0.0.0', apiKeys: [KEY], seed: [join(ROOT, 'fixtures', 'attributes.csv')] });
     const context = await browser.newContext();

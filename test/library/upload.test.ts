@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryError, startEmulator, upload, UsageError, type Emulator } from '../../src/index.js';
+import { DeliveryError, InputError, startEmulator, upload, UsageError, type Emulator } from '../../src/index.js';
 import { settledThreads, threadsCountable } from '../helpers/processes.js';
 
 const run = promisify(execFile);
@@ -64,19 +64,46 @@ describe('upload() with rows in memory', () => {
   });
 });
 
+describe('upload() of files to an emulator this process started', () => {
+  it('keeps no journal beside them (each run a new port, each port a new journal), unless asked for one', async () => {
+    const folder = await mkdtemp(join(dir, 'journals-'));
+    const csv = join(folder, 'users.csv');
+    await writeFile(csv, 'external_id,plan\nj-1,trial\nj-2,pro\n');
+    for (let run = 0; run < 2; run += 1) {
+      const fresh = await startEmulator();
+      try {
+        const summary = await upload({ inputs: [csv], url: fresh.url, apiKey: fresh.apiKey });
+        expect(summary.delivery?.items.attributes).toEqual({ sent: 2, accepted: 2, rejected: 0 });
+        expect(summary.journalPath).toBeUndefined();
+      } finally {
+        await fresh.close();
+      }
+    }
+    expect(await readdir(folder)).toEqual(['users.csv']);
+    const journal = join(folder, 'kept.journal');
+    const summary = await upload({ inputs: [csv], url: emulator.url, apiKey: emulator.apiKey, journal });
+    expect(summary.journalPath).toBe(journal);
+    expect((await readdir(folder)).sort()).toEqual(['kept.journal', 'users.csv']);
+  });
+});
+
 describe('upload() errors', () => {
   it('throws a DeliveryError with the summary on a refused key, and leaves the process running', async () => {
     const error = await upload({ inputs: [[{ external_id: 'k-1', a: 1 }]], url: emulator.url, apiKey: 'wrong-key' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(DeliveryError);
     expect((error as DeliveryError).status).toBe(401);
     expect((error as { summary?: { rows: number } }).summary?.rows).toBe(1);
+    // the summary holds the error as its fatal: a script can still write it out as JSON
+    const written = JSON.parse(JSON.stringify((error as { summary?: unknown }).summary)) as { rows: number; delivery: { fatal: unknown } };
+    expect(written.rows).toBe(1);
+    expect(written.delivery.fatal).toEqual({ name: 'DeliveryError', status: 401 });
     expect(process.exitCode ?? 0).toBe(0);
   });
 
   it.each([
     [{ rate: 0 }, /rate: expected a whole number of at least 1, got "0"/],
     [{ ratee: 3 }, /unknown option ratee/],
-    [{ delimiter: 'x' }, /--delimiter: expected one of/],
+    [{ delimiter: 'x' }, /^delimiter: expected one of/],
     [{ limits: 'huge' }, /limits: expected one of mau, legacy/],
     [{ dryRun: 'yes' }, /dryRun is true or false/],
     [{ shard: '5/4' }, /shard/],
@@ -95,6 +122,24 @@ describe('upload() errors', () => {
       await expect(refused).rejects.toThrow(/no-such-dir/);
     }
     expect(await settledThreads()).toBe(before);
+  });
+
+  it("tells a caller's iterable that failed as its input that broke off, with the caller's error as its cause", async () => {
+    const down = new Error('connection to the CRM lost');
+    async function* crm() {
+      yield { external_id: 'crm-1', a: 1 };
+      yield { external_id: 'crm-2', a: 1 };
+      throw down;
+    }
+    const error = (await upload({ inputs: [[{ external_id: 'crm-0' }], crm()], url: emulator.url, apiKey: emulator.apiKey }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(InputError);
+    expect(error.message).toBe('upload(): inputs[1] failed after 2 rows: connection to the CRM lost');
+    expect(error.cause).toBe(down);
+    expect((error as { summary?: { rows: number } }).summary?.rows).toBeLessThanOrEqual(3);
+    const broken = { *[Symbol.iterator]() { yield { external_id: 'crm-3' }; throw new TypeError('cursor closed'); } };
+    const dry = (await upload({ inputs: [broken], dryRun: true }).catch((e: unknown) => e)) as Error;
+    expect(dry).toBeInstanceOf(InputError);
+    expect(dry.message).toBe('upload(): inputs[0] failed after 1 row: cursor closed');
   });
 
   it('refuses mixing paths with rows, standard input, and no inputs', async () => {

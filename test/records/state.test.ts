@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
-import { activityHash, addDigest, hasEmptyProperties, canonicalJson, hash64, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import { activityHash, addDigest, hasEmptyProperties, canonicalJson, hash64, identityKeyHashInto, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
+import type { Identity } from '../../src/model/identity.js';
 import { CONTROL_FIELDS } from '../../src/model/fields.js';
 import { lockState, StateInUseError } from '../../src/records/state-file.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
@@ -48,6 +49,31 @@ function read(path: string) {
 }
 
 describe('values and records', () => {
+  it('hashes an identity as the text of its key, whatever its kind, and nothing for an anonymous item', () => {
+    const identities: Identity[] = [
+      { by: 'external_id', value: 'u-1' },
+      { by: 'external_id', value: '' },
+      { by: 'external_id', value: 'ü-\u{1F600}' },
+      { by: 'email', value: ' Ann@Example.com' },
+      { by: 'phone', value: '+14155552671' },
+      { by: 'service_id', value: 'b1' },
+      { by: 'user_alias', value: { alias_label: 'crm', alias_name: 'c-9' } },
+    ];
+    const hashes = new Set<string>();
+    for (const identity of identities) {
+      keyHashInto(stateUserKey(identity)!);
+      const fromText = [...KEY_HASH];
+      KEY_HASH.fill(0);
+      expect(identityKeyHashInto(identity)).toBe(true);
+      expect([...KEY_HASH]).toEqual(fromText);
+      hashes.add(fromText.join());
+    }
+    expect(hashes.size).toBe(identities.length);
+    KEY_HASH.fill(7);
+    expect(identityKeyHashInto({ by: 'anonymous' })).toBe(false);
+    expect([...KEY_HASH]).toEqual([7, 7, 7]);
+  });
+
   it('compares arrays and objects by value, whatever the order of their keys, and tells types apart', () => {
     expect(valueHash({ a: 1, b: [1, { c: 2, d: 3 }] })).toEqual(valueHash({ b: [1, { d: 3, c: 2 }], a: 1 }));
     expect(valueHash([1, 2])).not.toEqual(valueHash([2, 1]));

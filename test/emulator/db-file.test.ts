@@ -1,0 +1,75 @@
+// The emulator's --db is the emulator's file or a new one: an SQLite database of something else (the
+// uploader's delta state, say) is refused by `track emulate`, `track inspect` and startEmulator, and
+// left exactly as it was; a file that is not a database, or a folder, is named with what to do.
+import Database from 'better-sqlite3';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startEmulator, UsageError } from '../../src/index.js';
+import { runCli, tempDir } from '../helpers/cli.js';
+
+let tmp: ReturnType<typeof tempDir>;
+beforeEach(() => (tmp = tempDir()));
+afterEach(() => tmp.cleanup());
+
+/** An SQLite file of another program, as it would be on disk. */
+function otherDatabase(): { path: string; bytes: Buffer } {
+  const path = join(tmp.dir, 'track-state.sqlite');
+  const db = new Database(path);
+  db.exec("CREATE TABLE users (target TEXT, user TEXT); INSERT INTO users VALUES ('t', 'u-1')");
+  db.close();
+  return { path, bytes: readFileSync(path) };
+}
+
+describe('a --db that is an SQLite database of something else', () => {
+  it('is refused by track inspect and track emulate (exit 2, naming the file and its tables), and left as it was', () => {
+    const { path, bytes } = otherDatabase();
+    const inspect = runCli(['inspect', '--db', path]);
+    expect(inspect.status).toBe(2);
+    expect(inspect.stdout).toBe('');
+    expect(inspect.stderr).toContain(`--db ${path}: is an SQLite database of something else (its tables: users), not the emulator's; it was left as it was: give the emulator a file of its own`);
+    const emulate = runCli(['emulate', '--db', path, '--exec', 'echo never run']);
+    expect(emulate.status).toBe(2);
+    expect(emulate.stdout).not.toContain('never run');
+    expect(emulate.stderr).toContain(`--db ${path}: is an SQLite database of something else`);
+    expect(readFileSync(path).equals(bytes)).toBe(true);
+  });
+
+  it('is refused by startEmulator in the library\'s words, with no lock left behind', async () => {
+    const { path, bytes } = otherDatabase();
+    const error = (await startEmulator({ db: path }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toMatch(/^db .*track-state\.sqlite: is an SQLite database of something else \(its tables: users\)/);
+    expect(readFileSync(path).equals(bytes)).toBe(true);
+    // no lock is left: a second try is refused for the same reason, not as a database in use
+    const again = (await startEmulator({ db: path }).catch((e: unknown) => e)) as Error;
+    expect(again.message).toBe(error.message);
+  });
+});
+
+describe('a --db that is not a database', () => {
+  it('names a file that is not SQLite, and a folder', () => {
+    const garbage = join(tmp.dir, 'notes.sqlite');
+    writeFileSync(garbage, 'these are my notes, not a database\n'.repeat(200));
+    const notDb = runCli(['inspect', '--db', garbage]);
+    expect(notDb.status).toBe(2);
+    expect(notDb.stderr).toContain(`--db ${garbage}: is not an SQLite database; give the emulator's database file, or a new path for one`);
+    expect(readFileSync(garbage, 'utf8')).toBe('these are my notes, not a database\n'.repeat(200));
+    const folder = join(tmp.dir, 'a-folder');
+    mkdirSync(folder);
+    const opened = runCli(['inspect', '--db', folder]);
+    expect(opened.status).toBe(2);
+    expect(opened.stderr).toContain(`--db ${folder}: cannot be opened as a database file`);
+  });
+});
+
+it("opens the emulator's own file, and an empty SQLite file, as before", async () => {
+  const empty = join(tmp.dir, 'empty.sqlite');
+  new Database(empty).close();
+  const emulator = await startEmulator({ db: empty, apiKeys: ['k'] });
+  await fetch(`${emulator.url}/users/track`, { method: 'POST', headers: { authorization: 'Bearer k', 'content-type': 'application/json' }, body: '{"attributes":[{"external_id":"own-1"}]}' });
+  await emulator.close();
+  const inspect = runCli(['inspect', '--db', empty, '--external-id', 'own-1']);
+  expect(inspect.status).toBe(0);
+  expect(JSON.parse(inspect.stdout)[0].external_id).toBe('own-1');
+});
