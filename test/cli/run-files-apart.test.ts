@@ -4,25 +4,18 @@
 import { createHash } from 'node:crypto';
 import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { runCliAsync, spawnEmulator, type RunningEmulator } from '../helpers/cli.js';
+import { describe, expect, it } from 'vitest';
+import { runCliAsync } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
-const { tmp } = useServers();
-const emulators: RunningEmulator[] = [];
-afterEach(async () => {
-  for (const emu of emulators.splice(0)) {
-    emu.proc.kill('SIGKILL');
-    await emu.exited;
-  }
-});
+const servers = useServers();
+const { tmp } = servers;
 
 const digest = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
 
-/** An emulator in memory taking the key `k`, the input `users.csv` of these rows, and `track upload` of it to the emulator with these flags and more. */
+/** An emulator (in this process) taking the key `k`, the input `users.csv` of these rows, and `track upload` of it to the emulator with these flags and more. */
 async function uploadOf(rows: string, ...flags: string[]): Promise<{ input: string; url: string; up: (args: string[]) => ReturnType<typeof runCliAsync> }> {
-  const emu = await spawnEmulator(['--db', ':memory:', '--api-key', 'k', '--quiet']);
-  emulators.push(emu);
+  const emu = await servers.emulator();
   const input = join(tmp.dir, 'users.csv');
   writeFileSync(input, `external_id,plan\n${rows}`);
   return { input, url: emu.url, up: (args) => runCliAsync(['upload', input, '--url', emu.url, '--api-key', 'k', '--quiet', ...flags, ...args], { cwd: tmp.dir }) };
