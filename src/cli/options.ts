@@ -137,4 +137,3 @@ export function addPaceOptions(command: Command): Command {
     .option('--rate <n>', 'most requests started in any one second, for the estimate', wholeNumber('--rate', 1), UPLOAD_DEFAULTS.rate)
     .option('--hourly <n>', 'most requests started in any hour, for the estimate', wholeNumber('--hourly', 1));
 }
-

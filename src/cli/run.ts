@@ -41,12 +41,13 @@ function otherOutputs(flags: { summaryFile?: string; events?: string; report?: s
   return named.flatMap(([flag, path]) => (path === undefined ? [] : [{ flag, path }]));
 }
 
-/** --summary-file names a file that can be written, none of the inputs, and none of the records its flags name. */
-async function checkSummaryFile(path: string, options: UploadOptions): Promise<void> {
-  const [{ checkNoClash, checkWritable, isOneOf }, { recordsOf }] = await Promise.all([import('../upload/check.js'), import('./output/run-outputs.js')]);
+/** --summary-file names a file that can be written, none of the inputs, and none of the run's other files (runFiles). */
+async function checkSummaryFile(path: string, options: UploadOptions, flags: { events?: string; report?: string }): Promise<void> {
+  const { checkFilesApart, checkWritable, isOneOf } = await import('../upload/check.js');
   try {
     if (await isOneOf(path, options.inputs)) throw new UsageError(`--summary-file ${path} is also an input file`);
-    await checkNoClash([{ flag: '--summary-file', path }], await recordsOf(options, options.send));
+    const { runFiles } = await import('./output/run-outputs.js');
+    await checkFilesApart([...(await runFiles(options, options.send, flags)), ['--summary-file', path]]);
     await checkWritable('--summary-file', path);
     // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
     // memory) leaves none, which `track report` names as missing, rather than one that is not its own
@@ -110,18 +111,18 @@ export async function runAndReport(
   try {
     // a summary file that cannot be written, or that is an input, is told before anything is sent (and
     // not written then: it may be an input)
-    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options);
+    if (flags.summaryFile !== undefined) await checkSummaryFile(flags.summaryFile, run.options, flags);
     summary = await upload({ ...run.options, otherOutputs: otherOutputs(flags), stdin: run.options.stdin ?? process.stdin });
   } catch (error) {
     // a run that stopped before its summary still leaves one for the scheduler (and, with --json, for
     // the script reading standard output), then fails as it would; never in place of a record of the run
     const failure = failureJson(verb, error, { exitStatus: exitCodeFor(error), ...more });
-    const clash = (await import('../upload/check.js')).clashingOutput(error);
-    if (clash === '--summary-file') summaryFileWritten = true;
+    const { clashesWith } = await import('../upload/check.js');
+    if (clashesWith(error, '--summary-file')) summaryFileWritten = true;
     if (flags.summaryFile !== undefined && !summaryFileWritten) await writeSummaryFile(flags.summaryFile, failure);
     if (flags.json === true) printSummary(failure, run.options.outPath === '-');
     // (an output written over a record of the run is not written at all: the report, the events)
-    if (run.outputs === undefined || !(error instanceof Error) || (clash !== undefined && clash !== '--summary-file')) throw error;
+    if (run.outputs === undefined || !(error instanceof Error) || clashesWith(error, '--events') || clashesWith(error, '--report')) throw error;
     await run.outputs.failed(error, exitCodeFor(error));
     if (!run.outputs.errorsAsEvents) throw error;
     process.exitCode = exitCodeFor(error);
@@ -197,8 +198,12 @@ async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: nu
   if (named === undefined || exitStatus === EXIT.ok) return;
   // never in place of a record of the run
   if (named.path !== undefined) {
-    const { clashingOutput, isOneOf } = await import('../upload/check.js');
-    if (clashingOutput(error) === '--summary-file' || (await isOneOf(named.path, named.others))) summaryFileWritten = true;
+    const { clashesWith, isOneOf } = await import('../upload/check.js');
+    if (clashesWith(error, '--summary-file')) summaryFileWritten = true;
+    else if (await isOneOf(named.path, named.others)) {
+      summaryFileWritten = true;
+      process.stderr.write(`track: --summary-file ${named.path}: not written: another file of the run is named so\n`);
+    }
   }
   if ((named.path === undefined || summaryFileWritten) && (!named.json || summaryPrinted)) return;
   const { failureJson } = await import('./output/summary.js');
@@ -213,6 +218,12 @@ async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: nu
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   summaryFileWritten = true;
+  // a run stopped before its checks (an option mistyped) has not compared the file with its records
+  const record = await (await import('../upload/check.js')).recordIn(path);
+  if (record !== undefined) {
+    process.stderr.write(`track: --summary-file ${path}: not written: it is ${record}\n`);
+    return false;
+  }
   const { rename, writeFile, rm } = await import('node:fs/promises');
   const partial = `${path}.${process.pid}.partial`;
   try {

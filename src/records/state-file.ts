@@ -3,7 +3,7 @@
 // reader and the writer (state.ts) open it here; this and the emulator's store are the modules that
 // open SQLite.
 import Database from 'better-sqlite3';
-import { existsSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { InputError, UsageError } from '../errors.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 import { packBytes, PACK, type PackedUser } from './state-rows.js';
@@ -36,6 +36,8 @@ CREATE TABLE IF NOT EXISTS target_keys (target INTEGER NOT NULL, key TEXT NOT NU
 
 /** What to do about a state file that cannot be used. */
 const START_ANEW = 'delete it to start a new state (the next --delta run then sends every attribute, and --dedupe-events every event)';
+/** The other way: a copy made before the file's last runs holds values they changed on the server, which --full sends again. */
+const PUT_BACK = 'or put back a copy of it (a copy older than its last run: run the next upload with --delta --full, as later runs may have changed what it holds)';
 
 /** A delivery with --delta or --dedupe-events is using the state file. A usage error: the CLI exits 2. */
 export class StateInUseError extends FileInUseError {
@@ -66,7 +68,7 @@ const isDamage = (error: unknown): boolean =>
  */
 export function stateFailure(path: string, error: unknown): Error {
   if (!isDamage(error)) return error as Error;
-  return new InputError(`--state ${path} is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
+  return new InputError(`--state ${path} is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, ${PUT_BACK}`);
 }
 
 /** A reader's error (at its start, or of `track state`), naming the file: a damaged file, or a usage error. */
@@ -80,6 +82,23 @@ export interface OpenedState {
   db: Database.Database;
   /** The file's format: a reader may find an earlier one, which a writer converts first. */
   format: string;
+}
+
+/** The first bytes of every SQLite database. */
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/** Whether the file begins as every SQLite database does (a state file, damaged or not, keeps its first bytes). */
+function isSqliteFile(path: string): boolean {
+  const header = Buffer.alloc(SQLITE_HEADER.length);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    return readSync(fd, header, 0, header.length, 0) === header.length && header.equals(SQLITE_HEADER);
+  } catch {
+    return true;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 /** Refuses a state file that cannot hold a state: empty (0 bytes). */
@@ -137,7 +156,9 @@ export function openStateFile(path: string, readonly: boolean): OpenedState {
   } catch (error) {
     db.close();
     const message = (error as Error).message;
-    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, or put back a copy of it`);
+    // a file of other contents (an input, given as --state by mistake) is not one to delete
+    if (isDamage(error) && !isSqliteFile(path)) throw new UsageError(`--state ${path} is not a state file: it is no SQLite database (SQLite: ${sqliteMessage(error)}); give --state the file you meant`);
+    if (isDamage(error)) throw new UsageError(`--state ${path} is not a state file, or is damaged (SQLite: ${sqliteMessage(error)}): ${START_ANEW}, ${PUT_BACK}`);
     if (/not a state file/.test(message)) throw new UsageError(`--state ${path} is not a state file (${message.replace(/^not a state file: /, '')})`);
     throw new UsageError(`--state ${path} cannot be used: ${message}`);
   }

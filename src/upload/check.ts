@@ -1,9 +1,10 @@
 // What is checked before any file is written or anything sent: the inputs can be read, the --map
 // file and every CSV header and Parquet file's columns can be used, and each output is writable and
 // not an input.
-import { access, constants, readFile, stat } from 'node:fs/promises';
+import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { canonicalPath } from '../lock-file.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
@@ -73,31 +74,60 @@ export async function isOneOf(path: string, files: readonly string[]): Promise<b
   return false;
 }
 
-/** A file another output of the run writes (--summary-file, say) is one of the run's records: refused before either is written. */
-export class OutputClashError extends UsageError {
+/** A run's file, as the flag that names it and its path (undefined: not given). */
+export type RunFile = readonly [flag: string, path: string | undefined];
+
+/** Two of the run's files name one file: refused before either is written, and neither is written then (not even the failure's summary or events). */
+export class FilesClashError extends UsageError {
   constructor(
     message: string,
-    /** The other output's flag (`--summary-file`): it must not be written, for it names the record. */
-    readonly flag: string,
+    /** The flags of the two files. */
+    readonly flags: readonly [string, string],
   ) {
     super(message);
   }
 }
 
-/** The output (`--summary-file`) the error says names one of the run's records: it must not be written there. */
-export const clashingOutput = (error: unknown): string | undefined => (error instanceof OutputClashError ? error.flag : undefined);
+/** Whether the error says the file of the output `flag` (`--summary-file`, `--events`, `--report`) is one the run must not write. */
+export const clashesWith = (error: unknown, flag: string): boolean => error instanceof FilesClashError && error.flags.includes(flag);
+
+/** What a file of the run's records holds, which another output written over it would destroy. */
+const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run' };
 
 /**
- * The run's records and outputs (`records`: the journal, the state, the rejects file, --out) are
- * none of the files its other outputs write (`others`: --summary-file, --events, --report), which
- * would each replace the other (the delta state or the journal lost to a summary).
+ * No two of the files a run writes name one file, under any name: written over the --state file or
+ * the journal, another output destroys the record (give those first); two outputs in one file mix
+ * their lines.
  */
-export async function checkNoClash(others: ReadonlyArray<{ flag: string; path: string }>, records: ReadonlyArray<readonly [string, string | undefined]>): Promise<void> {
-  for (const other of others) {
-    for (const [flag, path] of records) {
-      if (path !== undefined && (await isOneOf(other.path, [path]))) throw new OutputClashError(`${other.flag} ${other.path} is also the file of ${flag} (${path}): give it another name`, other.flag);
+export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {
+  const given = files.filter((file): file is readonly [string, string] => file[1] !== undefined && file[1] !== STDIN);
+  for (let later = 1; later < given.length; later += 1) {
+    const [flag, path] = given[later];
+    for (const [earlierFlag, earlierPath] of given.slice(0, later)) {
+      if (!(await isOneOf(path, [earlierPath])) && canonicalPath(path) !== canonicalPath(earlierPath)) continue;
+      const record = RECORD_OF[earlierFlag];
+      if (record === undefined) throw new FilesClashError(`${earlierFlag} and ${flag} name the same file ${path}: give each its own`, [earlierFlag, flag]);
+      throw new FilesClashError(`${flag} ${path} is the ${earlierFlag} file ${earlierPath}: writing it would destroy ${record}; give ${flag} another file`, [earlierFlag, flag]);
     }
   }
+}
+
+/**
+ * What a file holds when it is a record no output may be written over: a SQLite database (a --state
+ * file, an emulator's) or a resume journal. Undefined for anything else, or no file.
+ */
+export async function recordIn(path: string): Promise<string | undefined> {
+  const file = await open(path, 'r').catch(() => undefined);
+  if (file === undefined) return undefined;
+  const head = Buffer.alloc(64);
+  try {
+    await file.read(head, 0, head.length, 0);
+  } finally {
+    await file.close();
+  }
+  if (head.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1'))) return 'a SQLite database (a --state file, an emulator database)';
+  if (head.toString('utf8').startsWith('{"journal":"track-upload"')) return 'a resume journal';
+  return undefined;
 }
 
 /** A file the run will write: it must be writable now, though it is created only when written to. */

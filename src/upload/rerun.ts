@@ -12,7 +12,7 @@ import { findJournal, identifyFile, inputKey, rowsInDoubt, sameIdentity, touched
 import { changedMessage } from '../records/journal-read.js';
 import { lockJournal } from '../records/journal-lock.js';
 import type { RemoteIdentities } from '../records/journal-read.js';
-import { checkWritable, isOneOf } from './check.js';
+import { checkFilesApart, checkWritable, isOneOf } from './check.js';
 import { journalBeside, journalSuffix, localFiles, readableJournal, splitOf } from './journal-name.js';
 import { checkShard } from './rerun-shard.js';
 import type { Shard } from './shard.js';
@@ -274,6 +274,8 @@ export async function checkTarget(
     shard?: Shard;
     /** The fingerprint of the run's API key (keyFingerprint), which a journal keeps. */
     key?: string;
+    /** The --state file of a --delta or --dedupe-events run, which the journal must not be. */
+    statePath?: string;
   },
 ): Promise<Target> {
   const options = given;
@@ -305,6 +307,7 @@ export async function checkTarget(
   }
   const journalPath = options.journalPath ?? (await journalBeside(inputs, options.namedAfter ?? inputs[0], endpoint, target, options.shard));
   if (await isOneOf(journalPath, inputs)) throw new UsageError(`--journal ${journalPath} is also an input file`);
+  await checkFilesApart([['--state', options.statePath], ['--journal', journalPath]]);
   await readable();
   await checkJournalPath(journalPath);
   // a second run on the journal while this one holds it is refused before it reads the journal

@@ -17,9 +17,9 @@ import type { StateWriter } from '../records/state.js';
 import { lineLedger } from '../records/line-ledger.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { targetOf } from '../transport/endpoint.js';
-import { checkHeaders, checkNoClash, checkWritable, isOneOf, readColumnMap } from './check.js';
+import { checkFilesApart, checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
 import { rejectsFileOf } from './rejects-name.js';
-import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, STDOUT, type RejectsFormat } from './outputs.js';
+import { checkOutputs, checkRejectsFormat, heldNote, outWriter, owedNote, rejectsLedger, rejectsSoFar, rejectsWriter, type RejectsFormat } from './outputs.js';
 import type { PlanOptions } from './plan.js';
 import { resolveInputs } from './inputs.js';
 import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
@@ -227,7 +227,7 @@ async function uploadResolved(
   if (send !== undefined) checkApiKey(send.apiKey);
   const apiKey = send?.apiKey ?? delta?.apiKey;
   const key = apiKey === undefined ? undefined : keyFingerprint(apiKey);
-  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0], shard: options.shard, key });
+  const target = send === undefined ? undefined : await (await import('./rerun.js')).checkTarget(inputs, { ...send, ...guard, remote: remote?.objects, namedAfter: named[0], shard: options.shard, key, statePath: delta?.statePath });
   // the run holds its journal from its check to its close: a second run on it is refused meanwhile
   try {
     return await uploadChecked(options, run, target, key);
@@ -256,9 +256,10 @@ async function uploadChecked(
   const naming = { shard: options.shard, check: send === undefined, resume: target?.resume === true };
   const { path: rejectsPath, note: rejectsNote } = options.rejectsPath === undefined ? await rejectsFileOf(named, inputs, options.rejectsFormat, naming) : { path: options.rejectsPath };
   await checkOutputs(inputs, rejectsPath, options.outPath);
-  const records = [['--rejects', rejectsPath], ['--out', options.outPath === STDOUT ? undefined : options.outPath], ['--state', delta?.statePath], ['--journal', target?.journalPath]] as const;
-  if (options.otherOutputs !== undefined) await checkNoClash(options.otherOutputs, records);
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
+  // the records by the names the run gives them (its defaults resolved), then the outputs the command writes besides
+  const others = (options.otherOutputs ?? []).map(({ flag, path }) => [flag, path] as const);
+  await checkFilesApart([['--state', delta?.statePath], ['--journal', target?.journalPath], ['--rejects', rejectsPath], ['--out', options.outPath], ...others]);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
   const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;

@@ -271,13 +271,18 @@ describe('state files that cannot be used', () => {
     const broken = await up([changed, '--url', emu.url, '--delta', '--state', damaged, '--restart']);
     expect(broken.status, broken.stderr).toBe(2);
     expect(broken.stderr).toMatch(/--state .*damaged\.sqlite is damaged \(SQLite: .*\): delete it to start a new state \(the next --delta run then sends every attribute/);
+    // a copy put back may be older than the file's last run: --full sends what later runs changed
+    expect(broken.stderr).toMatch(/or put back a copy of it \(a copy older than its last run: run the next upload with --delta --full/);
 
     // a file that is not a state file, and an empty one
     const garbage = write('garbage.sqlite', 'not a database at all\n'.repeat(300));
     const empty = write('empty.sqlite', '');
     const notState = await up([changed, '--url', emu.url, '--delta', '--state', garbage, '--restart']);
     expect(notState.status).toBe(2);
-    expect(notState.stderr).toMatch(/--state .*garbage\.sqlite is not a state file, or is damaged \(SQLite: file is not a database\): delete it to start a new state/);
+    // no SQLite database at all (an input given as --state by mistake): not a file to delete
+    expect(notState.stderr).toMatch(/--state .*garbage\.sqlite is not a state file: it is no SQLite database \(SQLite: file is not a database\); give --state the file you meant/);
+    expect(notState.stderr).not.toMatch(/delete it/);
+    expect(readFileSync(garbage, 'utf8')).toBe('not a database at all\n'.repeat(300));
     const nothing = await up([changed, '--url', emu.url, '--delta', '--state', empty, '--restart']);
     expect(nothing.status).toBe(2);
     expect(nothing.stderr).toMatch(/--state .*empty\.sqlite is empty \(0 bytes\), not a state file: delete it to start a new state/);

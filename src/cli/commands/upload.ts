@@ -57,17 +57,18 @@ export function registerUpload(program: Command): void {
 /** Runs an upload over the network: signals, progress, the summary and the exit status. */
 async function runUpload(options: UploadOptions, send: SendOptions, flags: UploadFlags): Promise<void> {
   const { startUploadProgress } = await import('../output/progress.js');
-  const { both, openRunOutputs, originOf, recordsOf } = await import('../output/run-outputs.js');
+  const { both, openRunOutputs, originOf, runFiles } = await import('../output/run-outputs.js');
   const stop = new AbortController();
   const abort = new AbortController();
   const ndjson = flags.progress === 'ndjson';
   const { maxTotal, maxPerArray } = options.limits ?? {};
+  await (await import('../../upload/check.js')).checkFilesApart(await runFiles(options, send, flags));
   const outputs = await openRunOutputs(flags, process.env, {
     command: 'upload',
     inputs: options.inputs,
     target: originOf(send.url),
     limits: { maxTotal, maxPerArray, rate: send.rate ?? UPLOAD_DEFAULTS.rate, hourly: send.hourly, concurrency: send.concurrency, retries: send.retries },
-  }, { shard: options.shard, records: () => recordsOf(options, send) });
+  }, { shard: options.shard });
   let totalBytes = 0;
   for (const file of options.inputs) totalBytes += await stat(file).then((s) => s.size).catch(() => 0);
   // NDJSON progress takes stderr: no human lines there, not even the stop line (a 'stop' event tells it)

@@ -62,10 +62,10 @@ export async function runDryRun(
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
   const { readingLine, spinnerFits, startSpinner } = await import('../output/progress.js');
-  const { both, openRunOutputs, recordsOf } = await import('../output/run-outputs.js');
+  const { both, openRunOutputs, runFiles } = await import('../output/run-outputs.js');
   const { maxTotal, maxPerArray } = options.limits ?? {};
-  const start = { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } };
-  const outputs = await openRunOutputs(flags, process.env, start, { records: () => recordsOf(options) });
+  await (await import('../../upload/check.js')).checkFilesApart(await runFiles(options, undefined, flags));
+  const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
   const spinner = spinnerFits() && flags.json !== true && flags.quiet !== true && flags.progress !== 'ndjson' ? await startSpinner('reading') : undefined;

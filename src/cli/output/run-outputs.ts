@@ -5,6 +5,7 @@ import { stat } from 'node:fs/promises';
 import { UsageError } from '../../errors.js';
 import { STDIN } from '../../input/source.js';
 import type { Shard } from '../../upload/shard.js';
+import type { RunFile } from '../../upload/check.js';
 import type { SendOptions, UploadOptions } from '../../upload/upload.js';
 import { createRunEvents, type RunConsumer, type RunEvents, type StartEvent } from './run-events.js';
 
@@ -41,14 +42,12 @@ export interface OutputFlags {
   summaryFile?: string;
 }
 
-/** The run's records its flags name, each with its flag: `['--state', path]` (the journal, the rejects file, --out too). */
-export type Records = ReadonlyArray<readonly [string, string | undefined]>;
 
 /**
  * The records of an upload (`send`) or a check, as its flags name them or by their default names
  * beside the first input (the state's is resolved already): what its other outputs must not be.
  */
-export async function recordsOf(options: UploadOptions, send?: SendOptions): Promise<Records> {
+async function recordsOf(options: UploadOptions, send?: SendOptions): Promise<RunFile[]> {
   const [{ defaultJournalPath }, { defaultRejectsPath }] = await Promise.all([import('../../upload/journal-name.js'), import('../../upload/rejects-name.js')]);
   const first = options.inputs[0];
   const endpoint = send === undefined ? undefined : urlOf(send.url);
@@ -63,6 +62,16 @@ export async function recordsOf(options: UploadOptions, send?: SendOptions): Pro
   ];
 }
 
+/**
+ * The files the run writes that its command line names, or it names by default (its records first),
+ * and the --events and --report files: checked apart (checkFilesApart) before any is opened, as the
+ * events file is emptied as it opens. (--summary-file is checked with them in runAndReport, where a
+ * refused one is not written; upload() checks its records again by the names it gives them.)
+ */
+export async function runFiles(options: UploadOptions, send: SendOptions | undefined, flags: Pick<OutputFlags, 'events' | 'report'>): Promise<RunFile[]> {
+  return [...(await recordsOf(options, send)), ['--events', flags.events], ['--report', flags.report]];
+}
+
 /** Human progress lines are off: NDJSON takes stderr. */
 export const ndjsonProgress = (flags: OutputFlags): boolean => flags.progress === 'ndjson';
 
@@ -72,12 +81,8 @@ export const ndjsonProgress = (flags: OutputFlags): boolean => flags.progress ==
  * inputs (it would be emptied) nor each other; the report's folder can be written; the gateway's URL
  * is a URL.
  */
-async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[], records: () => Promise<Records>): Promise<void> {
+async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[]): Promise<void> {
   if (flags.metricsPush !== undefined) (await import('./metrics-push.js')).pushTarget(flags.metricsPush);
-  // the events file is emptied as it opens: none of the run's records named by its flags is it (upload() checks those named by default)
-  const others = [['--events', flags.events], ['--report', flags.report], ['--summary-file', flags.summaryFile]] as const;
-  const named = others.flatMap(([flag, path]) => (path === undefined ? [] : [{ flag, path }]));
-  if (named.length > 0) await (await import('../../upload/check.js')).checkNoClash(named, await records());
   if (flags.events === undefined && flags.report === undefined) return;
   const { checkWritable, isOneOf } = await import('../../upload/check.js');
   for (const [flag, path] of [['--events', flags.events], ['--report', flags.report]] as const) {
@@ -94,12 +99,12 @@ export async function openRunOutputs(
   flags: OutputFlags,
   env: NodeJS.ProcessEnv,
   start: Omit<StartEvent, 'type' | 'time' | 'inputs'> & { inputs: readonly string[] },
-  names: { shard?: Shard; records?: () => Promise<Records> } = {},
+  names: { shard?: Shard } = {},
 ): Promise<RunEvents | undefined> {
   const ndjson = ndjsonProgress(flags);
   const github = env.GITHUB_ACTIONS === 'true' && flags.ciOutput !== false;
   if (!ndjson && flags.events === undefined && !github && flags.report === undefined && flags.metricsPush === undefined) return undefined;
-  await checkOutputFlags(flags, start.inputs, names.records ?? (async () => []));
+  await checkOutputFlags(flags, start.inputs);
   const every = flags.progressInterval;
   const consumers: RunConsumer[] = [];
   let events: RunEvents | undefined;

@@ -1,0 +1,80 @@
+// The run's records, the --state file and the journal, are never written as another of its files: a
+// flag that names one (a typo, a copied command line) is refused before anything is written, and the
+// record is left as it was; so is --summary-file after a run that stopped before its checks.
+import { createHash } from 'node:crypto';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runCliAsync } from '../helpers/cli.js';
+import { useServers } from '../helpers/servers.js';
+
+const servers = useServers();
+const { tmp } = servers;
+
+const digest = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+/** An emulator (in this process) taking the key `k`, the input `users.csv` of these rows, and `track upload` of it to the emulator with these flags and more. */
+async function uploadOf(rows: string, ...flags: string[]): Promise<{ input: string; url: string; up: (args: string[]) => ReturnType<typeof runCliAsync> }> {
+  const emu = await servers.emulator();
+  const input = join(tmp.dir, 'users.csv');
+  writeFileSync(input, `external_id,plan\n${rows}`);
+  return { input, url: emu.url, up: (args) => runCliAsync(['upload', input, '--url', emu.url, '--api-key', 'k', '--quiet', ...flags, ...args], { cwd: tmp.dir }) };
+}
+
+describe('a run file that names the --state file', () => {
+  it('is refused, exit 2, naming the flag and the state, before anything is written: upload, dry run and validate', async () => {
+    const state = join(tmp.dir, 'state.sqlite');
+    const { input, url, up } = await uploadOf('u1,pro\nu2,team\n', '--state', state);
+    expect((await up(['--delta'])).status).toBe(0);
+    const held = digest(state);
+    // another name of the same file is the same file
+    const link = join(tmp.dir, 'state-link.sqlite');
+    symlinkSync(state, link);
+    for (const flag of ['--rejects', '--out', '--events', '--report', '--summary-file', '--journal']) {
+      for (const named of [state, link]) {
+        const r = await up(['--delta', '--restart', flag, named]);
+        expect(r.status, `${flag} ${named}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(`${flag} ${named} is the --state file`);
+        expect(digest(state), `${flag} ${named}`).toBe(held);
+      }
+    }
+    for (const flag of ['--out', '--events', '--summary-file', '--rejects']) {
+      const dry = await up(['--dedupe-events', '--dry-run', flag, state]);
+      expect(dry.status, `--dry-run ${flag}: ${dry.stderr}`).toBe(2);
+      expect(dry.stderr).toContain(`${flag} ${state} is the --state file`);
+      const check = await runCliAsync(['validate', input, '--delta', '--url', url, '--state', state, flag, state], { cwd: tmp.dir });
+      expect(check.status, `validate ${flag}: ${check.stderr}`).toBe(2);
+      expect(check.stderr).toContain(`${flag} ${state} is the --state file`);
+      expect(digest(state), `dry run ${flag}`).toBe(held);
+    }
+    // an option mistyped stops the run before its checks: its --summary-file is not written over the state
+    const early = await up(['--delta', '--summary-file', state, '--concurrency', '0']);
+    expect(early.status).toBe(2);
+    expect(early.stderr).toContain(`--summary-file ${state}: not written`);
+    expect(digest(state)).toBe(held);
+    // the state still knows both users: an unchanged run sends nothing
+    const again = await up(['--delta', '--json']);
+    expect(JSON.parse(again.stdout)).toMatchObject({ exitStatus: 0, unchanged: 2 });
+  });
+
+  it('and the journal: refused, exit 2, naming the flag and the journal, which is left as it was', async () => {
+    const journal = join(tmp.dir, 'run.journal');
+    const { up } = await uploadOf('u1,pro\n,no-id\n', '--journal', journal);
+    expect((await up([])).status).toBe(1);
+    const held = digest(journal);
+    for (const flag of ['--rejects', '--out', '--events', '--report', '--summary-file']) {
+      const r = await up(['--restart', flag, journal]);
+      expect(r.status, `${flag}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`${flag} ${journal} is the --journal file ${journal}: writing it would destroy the journal of the run`);
+      expect(digest(journal), flag).toBe(held);
+    }
+    const early = await up(['--summary-file', journal, '--resmue']);
+    expect(early.status).toBe(2);
+    expect(early.stderr).toContain(`--summary-file ${journal}: not written`);
+    expect(digest(journal)).toBe(held);
+    // two outputs in one file are refused the same way
+    const mixed = await up(['--restart', '--events', join(tmp.dir, 'both.ndjson'), '--summary-file', join(tmp.dir, 'both.ndjson')]);
+    expect(mixed.status).toBe(2);
+    expect(mixed.stderr).toContain(`--events and --summary-file name the same file ${join(tmp.dir, 'both.ndjson')}`);
+  });
+});
