@@ -198,6 +198,34 @@ describe('Parquet files', () => {
     await expect(openParquet(path)).rejects.toThrow(/not\.parquet: cannot be read as Parquet/);
   });
 
+  it('rejects a row whose DATE or TIMESTAMP is past the years a time holds, naming the column, and reads the rest', async () => {
+    const path = join(dir.dir, 'far.parquet');
+    writeParquet(
+      path,
+      [
+        { name: 'root', num_children: 4 },
+        optional('external_id', { type: 'BYTE_ARRAY', converted_type: 'UTF8' }),
+        optional('ends', { type: 'INT32', converted_type: 'DATE' }),
+        optional('seen', { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' } }),
+        optional('wall', { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: false, unit: 'MILLIS' } }),
+      ],
+      {
+        external_id: ['u1', 'u2', 'u3'],
+        ends: [2147483647, 2932896, null],
+        seen: [null, -9000000000000000n, 0n],
+        wall: [null, null, 9000000000000000n],
+      },
+    );
+    const { columns, rows } = await rowsOf(path);
+    const read = header(columns);
+    const far = 'past the years a time can be sent in (-271821 to 275760)';
+    expect(mapRow(read, rows[0]).errors).toEqual([`ends: is a DATE ${far}, got 2147483647 days from 1970-01-01`]);
+    expect(mapRow(read, rows[1])).toMatchObject({ item: { ends: '9999-12-31' }, errors: [`seen: is a TIMESTAMP ${far}, got -9000000000000000 milliseconds from 1970-01-01`] });
+    expect(mapRow(read, rows[2])).toMatchObject({ item: { seen: '1970-01-01T00:00:00.000Z' }, errors: [expect.stringMatching(/^wall: is a TIMESTAMP past the years/)] });
+    // the rejects file shows what the file holds
+    expect(parquetRowObject(read, asBatch(rows[0]), 0)).toEqual({ external_id: 'u1', ends: '2147483647 days from 1970-01-01' });
+  });
+
   it('gives a FLOAT in its shortest form', () => {
     expect(float32Number(Math.fround(0.1))).toBe(0.1);
     expect(float32Number(Math.fround(1 / 3))).toBe(0.33333334);
