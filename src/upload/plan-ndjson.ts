@@ -40,7 +40,7 @@ export async function* ndjsonChunks(file: string, planner: RowPlanner, options: 
         if (inDoubt !== undefined) planner.reject(file, line, entry.kind, entry.row, [inDoubt], item);
         else if (!('item' in entry)) planner.reject(file, line, entry.kind, entry.row, entry.errors, item);
         else {
-          const origin: ItemOrigin = item === undefined ? { file, line, row: entry.row } : { file, line, row: entry.row, item };
+          const origin: ItemOrigin = { file, line, row: entry.row, ...(item === undefined ? {} : { item }), ...(record.fileLine === undefined ? {} : { fileLine: record.fileLine }) };
           planner.take(entry.kind, entry.item, origin, 6 * record.chars, entry);
         }
       });

@@ -181,6 +181,18 @@ describe('track validate and track upload --dry-run', () => {
     expect(summary.warningExamples).toEqual([expect.stringMatching(/^warnings\.csv:2: email: is an SMS carrier gateway/), expect.stringMatching(/^warnings\.csv:3: item sets no field/)]);
   });
 
+  it("names a JSON array element in warnings and the preview by the line of the file where it begins, and its row", () => {
+    writeFileSync(join(dir, 'warn.json'), '[\n  {"external_id": "u1", "email": "a@example.com"},\n  {"external_id": "u2",\n   "email": "4155552671@vtext.com"},\n  {"external_id": "u3"}\n]\n');
+    const result = track(['validate', 'warn.json', '--json'], { cwd: dir });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout).warningExamples).toEqual([
+      expect.stringMatching(/^warn\.json:3 \(row 2\): email: is an SMS carrier gateway/),
+      expect.stringMatching(/^warn\.json:5 \(row 3\): item sets no field/),
+    ]);
+    const preview = track(['validate', 'warn.json', '--preview', '2'], { cwd: dir });
+    expect(preview.stdout).toMatch(/^ {2}line 2, row 1 \(attributes\) \{"external_id":"u1".*\n {2}line 3, row 2 \(attributes\) \{"external_id":"u2"/m);
+  });
+
   it('gives physical lines after quoted cells that span lines, with CRLF and a byte order mark', () => {
     writeFileSync(join(dir, 'lines.csv'), '\ufeffexternal_id,bio,email\r\nu1,"a\r\nb\r\nc",x@example.com\r\n\r\nu2,"d\r\ne",bad\r\nu3,f,y@example.com\r\n');
     const result = track(['validate', 'lines.csv'], { cwd: dir });

@@ -10,12 +10,25 @@ describe('readJson', () => {
     const text = '\ufeff[\n  {"external_id": "u1", "name": "Zoë ✓ 𝄞"},\n  {"external_id": "u2", "visits": 3}\n]\n';
     const whole = await read(text);
     expect(whole).toEqual([
-      { line: 1, value: { external_id: 'u1', name: 'Zoë ✓ 𝄞' }, chars: expect.any(Number) },
-      { line: 2, value: { external_id: 'u2', visits: 3 }, chars: expect.any(Number) },
+      { line: 1, fileLine: 2, value: { external_id: 'u1', name: 'Zoë ✓ 𝄞' }, chars: expect.any(Number) },
+      { line: 2, fileLine: 3, value: { external_id: 'u2', visits: 3 }, chars: expect.any(Number) },
     ]);
     expect(await read(text, 1)).toEqual(whole);
     expect(await read('[]')).toEqual([]);
     expect(await read('  \n')).toEqual([]);
+  });
+
+  it("names the line of the file where each element begins, in any chunking, an element over many chunks and a one-line array too", async () => {
+    const long = `"${'x'.repeat(50)}"`;
+    const text = `\ufeff[\n  {"external_id": "u1"},\n\n  {"external_id": "é",\n   "bio": ${long},\n   "n": [\n1,\n2]},\r\n  3, {"a":\n1}\n]\n`;
+    for (const chunk of [Infinity, 1, 3, 7]) {
+      const records = await read(text, chunk);
+      expect(records.map((r) => [r.line, r.fileLine])).toEqual([[1, 2], [2, 4], [3, 9], [4, 9]]);
+    }
+    const oneLine = await read('[{"a":1},{"b":2}, {"c":3}]', 2);
+    expect(oneLine.map((r) => r.fileLine)).toEqual([1, 1, 1]);
+    // an element rejected is named at its line too
+    expect(await read('[\n{"big": 12345678901234567890}]')).toEqual([expect.objectContaining({ line: 1, fileLine: 2, error: expect.any(String) })]);
   });
 
   it('reads NDJSON when the first character that is not a space is {', async () => {
@@ -29,6 +42,7 @@ describe('readJson', () => {
     const records = await read('[{"external_id":"u1","properties":{"big":12345678901234567890}},{"n":1.5e3}]');
     expect(records[0]).toEqual({
       line: 1,
+      fileLine: 1,
       text: '{"external_id":"u1","properties":{"big":12345678901234567890}}',
       error: expect.stringMatching(/^properties\.big: 12345678901234567890 is a whole number beyond/),
     });
