@@ -1,10 +1,12 @@
 // A `.json` file: a top-level array of objects, streamed an element at a time in constant memory by
 // @streamparser/json (a document of one array is never held whole), or NDJSON when its first byte
-// that is not a space is `{`. Each element is a row numbered from 1 (with the line of the file where
-// it begins, for messages), read as an NDJSON line is: a
-// number JavaScript cannot hold as written, text not valid in the file's encoding, or nesting too
-// deep rejects the element, not the file. JSON that is broken stops the reading there, naming the
-// byte: past it, where the next element begins cannot be known.
+// that is not a space is `{`, or objects one after another when its first line is `{` alone (no line
+// of NDJSON is: a pretty-printer wrote it, and read a line at a time every line of it but an object's
+// last was refused). Each element is a row numbered from 1, with the line of the file where it
+// begins (for messages), read as an NDJSON line is: a number JavaScript cannot hold as written, text
+// not valid in the file's encoding, or nesting too deep rejects the element, not the file. JSON that
+// is broken stops the reading there, naming the byte: past it, where the next element begins cannot
+// be known.
 import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
 import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
@@ -71,10 +73,18 @@ function elementRecord(line: number, fileLine: number, value: unknown, chars: nu
   return { line, fileLine, value, chars };
 }
 
-/** The elements of a top-level JSON array, a chunk of input text at a time. */
-async function* arrayElements(chunks: AsyncIterator<string>, file: string, options: JsonArrayOptions, damaged: () => boolean): AsyncGenerator<NdjsonRecord[]> {
+/**
+ * What a `.json` file holds: the elements of one array, or values one after another, each over as
+ * many lines as it takes (a pretty-printed object, or several as `jq` writes them without -c).
+ */
+type JsonLayout = 'array' | 'values';
+
+/** The rows of a JSON document (`layout`), a chunk of input text at a time. */
+async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: JsonArrayOptions, damaged: () => boolean, layout: JsonLayout): AsyncGenerator<NdjsonRecord[]> {
   const tokenizer = new ExactTokenizer();
-  const parser = new TokenParser({ paths: ['$.*'], keepStack: false });
+  // a row is an element of the array (depth 1), or a value at the top
+  const top = layout === 'array' ? 1 : 0;
+  const parser = new TokenParser(layout === 'array' ? { paths: ['$.*'], keepStack: false } : { paths: ['$'], keepStack: false, separator: '' });
   let batch: NdjsonRecord[] = [];
   let row = 0;
   let depth = 0;
@@ -89,7 +99,7 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
   const lines = new TextLines();
   tokenizer.onToken = (info: ParsedTokenInfo) => {
     at = info.offset;
-    if (depth === 1 && info.token !== TokenType.COMMA && info.token !== TokenType.RIGHT_BRACKET) {
+    if (depth === top && info.token !== TokenType.COMMA && info.token !== TokenType.RIGHT_BRACKET) {
       start = info.offset;
       startLine = lines.lineFrom(start);
     }
@@ -99,11 +109,11 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
     parser.write(info);
   };
   parser.onValue = ({ value, stack }) => {
-    if (stack.length !== 1) return;
+    if (stack.length !== top) return;
     row += 1;
     const unheld = tokenizer.unheld > unheldBefore;
     unheldBefore = tokenizer.unheld;
-    batch.push(elementRecord(row, startLine, value, endOffset - start + 1, unheld, deepest - 1, damaged(), options.encoding));
+    batch.push(elementRecord(row, startLine, value, endOffset - start + 1, unheld, deepest - top, damaged(), options.encoding));
     deepest = depth;
   };
   const fail = (error: unknown): never => {
@@ -112,7 +122,7 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
     const said = brokenJson(message, at) ?? { what: message };
     const where = [said.byte === undefined ? undefined : `byte ${said.byte}`, after].filter((part) => part !== undefined);
     const line = said.byte === undefined ? lines.lastLine() : lines.lineAt(said.byte);
-    throw new InputError(`is not a valid JSON array: ${said.what}${where.length > 0 ? ` (${where.join('; ')})` : ''}`, file, line);
+    throw new InputError(`${layout === 'array' ? 'is not a valid JSON array' : 'is not valid JSON (objects one after another)'}: ${said.what}${where.length > 0 ? ` (${where.join('; ')})` : ''}`, file, line);
   };
   try {
     for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
@@ -132,37 +142,51 @@ async function* arrayElements(chunks: AsyncIterator<string>, file: string, optio
     if (error instanceof InputError || error instanceof SourceError) throw error;
     fail(error);
   }
-  if (!parser.isEnded) fail(new Error('the file ends before the array is closed with ]'));
+  if (layout === 'array' && !parser.isEnded) fail(new Error('the file ends before the array is closed with ]'));
+  if (layout === 'values' && depth > 0) fail(new Error('the file ends before the object is closed with }'));
   if (batch.length > 0) yield batch;
 }
 
 /**
- * The rows of a `.json` input: the elements of its top-level array, or its lines when it is NDJSON
- * (its first character that is not a space is `{`). Anything else is an InputError naming the file.
+ * How a `.json` input's text begins: its first character that is not a space, and whether its first
+ * line is `{` alone, as a pretty-printer writes an object (no line of NDJSON is); undefined when empty.
+ */
+async function leadOf(source: AsyncIterator<Buffer>, seen: Buffer[], encoding?: InputEncoding): Promise<{ lead: string; spread: boolean } | undefined> {
+  const probe = createDecoding(encoding);
+  let head = '';
+  for (;;) {
+    const next = await source.next();
+    if (next.done === true) return head === '' ? undefined : { lead: head[0], spread: false };
+    seen.push(next.value);
+    head = (head + probe.write(next.value)).replace(/^\uFEFF/, '').trimStart();
+    if (head === '') continue;
+    const end = head.indexOf('\n');
+    // (undecided, the head is `{` and spaces: it stays short)
+    if (head[0] !== '{' || end !== -1 || head.trim() !== '{') return { lead: head[0], spread: end !== -1 && head.slice(0, end).trim() === '{' };
+  }
+}
+
+/**
+ * The rows of a `.json` input: the elements of its top-level array; its lines when it is NDJSON (its
+ * first character that is not a space is `{`); or, when its first line is `{` alone, the objects it
+ * holds one after another, each over as many lines as it takes. Anything else is an InputError naming the file.
  */
 export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, options: JsonArrayOptions = {}): AsyncGenerator<NdjsonRecord[]> {
   const source = bytes[Symbol.asyncIterator]();
   // the bytes read to find the first character are handed on whole to the reader chosen
   const seen: Buffer[] = [];
-  let lead: string | undefined;
-  const probe = createDecoding(options.encoding);
-  while (lead === undefined) {
-    const next = await source.next();
-    if (next.done === true) break;
-    seen.push(next.value);
-    const text = probe.write(next.value).replace(/^\uFEFF/, '').trimStart();
-    if (text !== '') lead = text[0];
-  }
+  const begins = await leadOf(source, seen, options.encoding);
   const replayed = async function* (): AsyncGenerator<Buffer> {
     yield* seen;
     for (let next = await source.next(); next.done !== true; next = await source.next()) yield next.value;
   };
-  if (lead === undefined) return; // an empty file holds no rows
-  if (lead === '{') {
+  if (begins === undefined) return; // an empty file holds no rows
+  const { lead, spread } = begins;
+  if (lead === '{' && !spread) {
     yield* readNdjson(replayed(), options);
     return;
   }
-  if (lead !== '[') {
+  if (lead !== '[' && lead !== '{') {
     throw new InputError(`is not a JSON array of objects (it begins with ${JSON.stringify(lead)}); a .json input holds [ {...}, {...} ], or one object a line`, file);
   }
   const decoding = createDecoding(options.encoding);
@@ -175,5 +199,5 @@ export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, opti
     }
     yield decoding.end();
   })();
-  yield* arrayElements(texts, file, options, () => decoding.damaged);
+  yield* jsonRows(texts, file, options, () => decoding.damaged, lead === '[' ? 'array' : 'values');
 }

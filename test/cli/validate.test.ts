@@ -193,6 +193,15 @@ describe('track validate and track upload --dry-run', () => {
     expect(preview.stdout).toMatch(/^ {2}line 2, row 1 \(attributes\) \{"external_id":"u1".*\n {2}line 3, row 2 \(attributes\) \{"external_id":"u2"/m);
   });
 
+  it('reads a pretty-printed .json object whole (a request body saved from an editor), not a line at a time', () => {
+    const body = { attributes: [{ external_id: 'u1', plan: 'pro' }, { external_id: 'u2', plan: 'team' }], events: [{ external_id: 'u1', name: 'signup', time: '2024-01-01T00:00:00Z' }] };
+    writeFileSync(join(dir, 'body.json'), `${JSON.stringify(body, null, 2)}\n`);
+    const result = track(['validate', 'body.json', '--json', '--out', 'body.out.ndjson'], { cwd: dir });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ rows: 1, rejected: 0, items: { attributes: 2, events: 1 } });
+    expect(ndjson<TrackRequest>(join(dir, 'body.out.ndjson'))).toEqual([body]);
+  });
+
   it('gives physical lines after quoted cells that span lines, with CRLF and a byte order mark', () => {
     writeFileSync(join(dir, 'lines.csv'), '\ufeffexternal_id,bio,email\r\nu1,"a\r\nb\r\nc",x@example.com\r\n\r\nu2,"d\r\ne",bad\r\nu3,f,y@example.com\r\n');
     const result = track(['validate', 'lines.csv'], { cwd: dir });

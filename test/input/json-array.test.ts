@@ -31,6 +31,23 @@ describe('readJson', () => {
     expect(await read('[\n{"big": 12345678901234567890}]')).toEqual([expect.objectContaining({ line: 1, fileLine: 2, error: expect.any(String) })]);
   });
 
+  it('reads objects one after another, each over lines, when the first line is { alone (a pretty-printed object, jq without -c)', async () => {
+    const one = '{\n  "attributes": [\n    {"external_id": "u1"},\n    {"external_id": "u2"}\n  ]\n}\n';
+    for (const chunk of [Infinity, 1, 4]) {
+      expect(await read(one, chunk)).toEqual([{ line: 1, fileLine: 1, value: { attributes: [{ external_id: 'u1' }, { external_id: 'u2' }] }, chars: expect.any(Number) }]);
+    }
+    const several = '\ufeff\n{\r\n  "external_id": "u1"\r\n}\r\n{\r\n  "external_id": "u2",\r\n  "n": 12345678901234567890\r\n}\n{"external_id": "u3"}\n';
+    expect(await read(several, 3)).toEqual([
+      expect.objectContaining({ line: 1, fileLine: 2, value: { external_id: 'u1' } }),
+      expect.objectContaining({ line: 2, fileLine: 5, error: expect.stringMatching(/^n: 12345678901234567890 is a whole number beyond/) }),
+      expect.objectContaining({ line: 3, fileLine: 9, value: { external_id: 'u3' } }),
+    ]);
+    await expect(read('{\n  "external_id": "u1"\n}\n{\n  "external_id": "u2",\n')).rejects.toThrow(/^users\.json:6: is not valid JSON \(objects one after another\): the file ends before the object is closed with \} \(after row 1, which was read\)$/);
+    await expect(read('{\n  "a": 1\n}\n{\n  "a" 2\n}')).rejects.toThrow(/^users\.json:5: is not valid JSON \(objects one after another\): found 2 where the : after a field name belongs/);
+    // a first line holding more than { is a line of NDJSON
+    expect(await read('{"a": 1}\n{"b": 2}\n')).toHaveLength(2);
+  });
+
   it('reads NDJSON when the first character that is not a space is {', async () => {
     expect(await read('\n{"a":1}\n{"b":2}\n')).toEqual([
       { line: 2, value: { a: 1 }, chars: 7 },
