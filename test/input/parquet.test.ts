@@ -226,6 +226,23 @@ describe('Parquet files', () => {
     expect(parquetRowObject(read, asBatch(rows[0]), 0)).toEqual({ external_id: 'u1', ends: '2147483647 days from 1970-01-01' });
   });
 
+  it('names the file and the rows read when its data is damaged past them, where the decoder only said "unreachable"', async () => {
+    const path = join(dir.dir, 'damaged.parquet');
+    writeCompressed(path, 'SNAPPY', Array.from({ length: 20_000 }, (_, i) => `user-${i}`), 2_000);
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const bytes = readFileSync(path);
+    for (let at = bytes.length >> 1; at < (bytes.length >> 1) + 2_000; at += 1) bytes[at] = (bytes[at] * 7 + 13) & 0xff;
+    writeFileSync(path, bytes);
+    const file = await openParquet(path);
+    let read = 0;
+    const reading = (async () => {
+      for await (const batch of file.batches()) read += batch.rows;
+    })();
+    await expect(reading).rejects.toThrow(/^.*damaged\.parquet: cannot be read as Parquet past row [\d,]+ of 20,000: its data is damaged there \(.+\); the rows before it were read$/);
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(20_000);
+  });
+
   it('gives a FLOAT in its shortest form', () => {
     expect(float32Number(Math.fround(0.1))).toBe(0.1);
     expect(float32Number(Math.fround(1 / 3))).toBe(0.33333334);
