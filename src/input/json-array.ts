@@ -151,19 +151,28 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
  * How a `.json` input's text begins: its first character that is not a space, and whether its first
  * line is `{` alone, as a pretty-printer writes an object (no line of NDJSON is); undefined when empty.
  */
-async function leadOf(source: AsyncIterator<Buffer>, seen: Buffer[], encoding?: InputEncoding): Promise<{ lead: string; spread: boolean } | undefined> {
+async function leadOf(source: AsyncIterator<Buffer>, seen: Buffer[], encoding?: InputEncoding): Promise<{ lead: string; head: string; spread: boolean } | undefined> {
   const probe = createDecoding(encoding);
   let head = '';
   for (;;) {
     const next = await source.next();
-    if (next.done === true) return head === '' ? undefined : { lead: head[0], spread: false };
+    if (next.done === true) return head === '' ? undefined : { lead: head[0], head, spread: false };
     seen.push(next.value);
     head = (head + probe.write(next.value)).replace(/^\uFEFF/, '').trimStart();
     if (head === '') continue;
     const end = head.indexOf('\n');
     // (undecided, the head is `{` and spaces: it stays short)
-    if (head[0] !== '{' || end !== -1 || head.trim() !== '{') return { lead: head[0], spread: end !== -1 && head.slice(0, end).trim() === '{' };
+    if (head[0] !== '{' || end !== -1 || head.trim() !== '{') return { lead: head[0], head, spread: end !== -1 && head.slice(0, end).trim() === '{' };
   }
+}
+
+/** Why a `.json` input that begins with neither [ nor { cannot be read: a byte order mark of UTF-16 or a byte not valid in its encoding is named as such. */
+function notJson(head: string, first: Buffer, encoding?: InputEncoding): string {
+  if (first[0] === 0xfe && first[1] === 0xff) return 'starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8';
+  const undecodable = undecodableIn(head);
+  if (undecodable?.index !== 0) return `is not a JSON array of objects (it begins with ${JSON.stringify(head[0])}); a .json input holds [ {...}, {...} ], or one object a line`;
+  if (first[0] === 0xff && first[1] === 0xfe && encoding !== 'utf-16le') return 'starts with FF FE, the mark of UTF-16LE: give --encoding utf-16le';
+  return `is not a JSON array of objects: ${undecodableMessage(undecodable, encoding)}`;
 }
 
 /**
@@ -186,9 +195,7 @@ export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, opti
     yield* readNdjson(replayed(), options);
     return;
   }
-  if (lead !== '[' && lead !== '{') {
-    throw new InputError(`is not a JSON array of objects (it begins with ${JSON.stringify(lead)}); a .json input holds [ {...}, {...} ], or one object a line`, file);
-  }
+  if (lead !== '[' && lead !== '{') throw new InputError(notJson(begins.head, seen[0], options.encoding), file);
   const decoding = createDecoding(options.encoding);
   const texts = (async function* (): AsyncGenerator<string> {
     let first = true;

@@ -93,4 +93,12 @@ describe('readJson', () => {
   it('says what a .json file must hold when it is neither', async () => {
     await expect(read('"text"')).rejects.toThrow(/users\.json: is not a JSON array of objects \(it begins with "\\""\)/);
   });
+
+  it('names a byte order mark of UTF-16, or a first byte not valid in the encoding, where it named a lone surrogate', async () => {
+    const utf16 = Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from('[{"a":1}]', 'utf16le')]);
+    await expect(read(utf16)).rejects.toThrow(/^users\.json: starts with FF FE, the mark of UTF-16LE: give --encoding utf-16le$/);
+    expect(await collect(readJson(chunksOf(utf16, 3), 'users.json', { encoding: 'utf-16le' }))).toMatchObject([{ value: { a: 1 } }]);
+    await expect(read(Buffer.concat([Buffer.of(0xfe, 0xff), Buffer.from('\u5b00')]))).rejects.toThrow(/^users\.json: starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8$/);
+    await expect(read(Buffer.from('\xe9[', 'latin1'))).rejects.toThrow(/^users\.json: is not a JSON array of objects: byte 0xE9 at byte offset 0 of the file is not valid UTF-8; /);
+  });
 });
