@@ -198,6 +198,15 @@ describe('Parquet files', () => {
     await expect(openParquet(path)).rejects.toThrow(/not\.parquet: cannot be read as Parquet/);
   });
 
+  it('says a gzipped Parquet file is gzipped, where the decoder named its footer corrupt', async () => {
+    const path = join(dir.dir, 'users.parquet');
+    writeCompressed(path, 'SNAPPY', ['a', 'b']);
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const { gzipSync } = await import('node:zlib');
+    writeFileSync(path, gzipSync(readFileSync(path)));
+    await expect(openParquet(path)).rejects.toThrow(/users\.parquet: is gzip-compressed, which a Parquet file is not .*: gunzip it/);
+  });
+
   it('rejects a row whose DATE or TIMESTAMP is past the years a time holds, naming the column, and reads the rest', async () => {
     const path = join(dir.dir, 'far.parquet');
     writeParquet(
