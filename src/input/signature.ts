@@ -4,7 +4,9 @@
 
 const ZIP = [0x50, 0x4b, 0x03, 0x04]; // .xlsx, .ods, .numbers: ZIP archives
 const OLE2 = [0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]; // .xls: a compound document
-const PAR1 = [0x50, 0x41, 0x52, 0x31]; // Parquet
+// Parquet: PAR1, then a page header or the footer, each a Thrift struct whose first field is an i32
+// (0x15): never the start of a CSV header named PAR1...
+const PAR1 = [0x50, 0x41, 0x52, 0x31, 0x15];
 const GZIP = [0x1f, 0x8b];
 
 const startsWith = (bytes: Uint8Array, signature: readonly number[]): boolean =>

@@ -56,6 +56,9 @@ describe('formatOf', () => {
     await expect(checkFormat(join(dir, 'part-0000'))).rejects.toThrow(/part-0000: is a Parquet file \(it starts with PAR1\), not text: give --format parquet/);
     writeFileSync(join(dir, 'users.csv'), parquet);
     await expect(text(inputBytes(join(dir, 'users.csv')))).rejects.toThrow(/users\.csv: is a Parquet file/);
+    // a CSV header may begin with the letters
+    writeFileSync(join(dir, 'par.csv'), 'PAR1,external_id\n');
+    expect(await text(inputBytes(join(dir, 'par.csv')))).toBe('PAR1,external_id\n');
   });
 });
 
