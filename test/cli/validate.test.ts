@@ -202,6 +202,17 @@ describe('track validate and track upload --dry-run', () => {
     expect(ndjson<TrackRequest>(join(dir, 'body.out.ndjson'))).toEqual([body]);
   });
 
+  it('stops an NDJSON file written out over lines (jq without -c) before reading it, naming --format json, which reads it', () => {
+    const rows = [{ external_id: 'u1', properties: { plan: 'pro' } }, { external_id: 'u2' }];
+    writeFileSync(join(dir, 'spread.ndjson'), rows.map((row) => JSON.stringify(row, null, 2)).join('\n'));
+    const result = track(['validate', 'spread.ndjson'], { cwd: dir });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/spread\.ndjson:1: is JSON written out over lines \(its first line is \{ alone\), not one object a line: read it with --format json/);
+    expect(existsSync(join(dir, 'spread.ndjson.check.rejects.ndjson'))).toBe(false);
+    const read = track(['validate', 'spread.ndjson', '--format', 'json', '--json'], { cwd: dir });
+    expect(JSON.parse(read.stdout)).toMatchObject({ rows: 2, rejected: 0, items: { attributes: 2 } });
+  });
+
   it('gives physical lines after quoted cells that span lines, with CRLF and a byte order mark', () => {
     writeFileSync(join(dir, 'lines.csv'), '\ufeffexternal_id,bio,email\r\nu1,"a\r\nb\r\nc",x@example.com\r\n\r\nu2,"d\r\ne",bad\r\nu3,f,y@example.com\r\n');
     const result = track(['validate', 'lines.csv'], { cwd: dir });
