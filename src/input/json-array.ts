@@ -12,7 +12,7 @@ import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
 import { brokenJson, TextLines } from './broken-json.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
-import { MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
+import { MAX_LINE_CHARS, MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
 
 /** A number JavaScript cannot hold as written, kept as its text until its element is checked. */
 class UnheldNumber {
@@ -55,6 +55,8 @@ const writtenText = (value: unknown): string =>
 export interface JsonArrayOptions {
   /** The encoding of the bytes (default utf-8). */
   encoding?: InputEncoding;
+  /** An element longer than this many bytes is rejected unread, and memory stays bounded (default MAX_LINE_CHARS, an NDJSON line's bound). */
+  maxElementBytes?: number;
 }
 
 /** What is read of an element (`line`: its place in the array; `fileLine`: the line of the file where it begins): the record, once it is whole. */
@@ -84,7 +86,7 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
   const tokenizer = new ExactTokenizer();
   // a row is an element of the array (depth 1), or a value at the top
   const top = layout === 'array' ? 1 : 0;
-  const parser = new TokenParser(layout === 'array' ? { paths: ['$.*'], keepStack: false } : { paths: ['$'], keepStack: false, separator: '' });
+  const maxBytes = options.maxElementBytes ?? MAX_LINE_CHARS;
   let batch: NdjsonRecord[] = [];
   let row = 0;
   let depth = 0;
@@ -97,6 +99,11 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
   /** Where the token being read starts, in bytes of the text: where broken JSON is named. */
   let at = 0;
   const lines = new TextLines();
+  /** The element being read grew past maxBytes: its tokens are let go, not parsed. */
+  let tooLong = false;
+  /** A parser is being brought to where the one it replaces stood: what it reads is no row. */
+  let replaying = false;
+  // (the parser is made below, with its handler; the tokenizer calls this only once it is written to)
   tokenizer.onToken = (info: ParsedTokenInfo) => {
     at = info.offset;
     if (depth === top && info.token !== TokenType.COMMA && info.token !== TokenType.RIGHT_BRACKET) {
@@ -106,16 +113,39 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
     if (info.token === TokenType.LEFT_BRACE || info.token === TokenType.LEFT_BRACKET) deepest = Math.max(deepest, (depth += 1));
     else if (info.token === TokenType.RIGHT_BRACE || info.token === TokenType.RIGHT_BRACKET) depth -= 1;
     endOffset = info.offset;
-    parser.write(info);
+    if (!tooLong && depth > top && info.offset - start > maxBytes) tooLong = true;
+    if (!tooLong) return parser.write(info);
+    // an element past the bound is let go token by token, not parsed, until its last
+    if (depth > top) return;
+    tooLong = false;
+    row += 1;
+    batch.push({ line: row, fileLine: startLine, text: '', error: `row: is longer than ${maxBytes} bytes; it was not read` });
+    parser = parserAfterElement();
   };
-  parser.onValue = ({ value, stack }) => {
-    if (stack.length !== top) return;
+  const onValue = ({ value, stack }: { value: unknown; stack: unknown[] }): void => {
+    if (stack.length !== top || replaying) return;
     row += 1;
     const unheld = tokenizer.unheld > unheldBefore;
     unheldBefore = tokenizer.unheld;
     batch.push(elementRecord(row, startLine, value, endOffset - start + 1, unheld, deepest - top, damaged(), options.encoding));
     deepest = depth;
   };
+  const parserOf = (): TokenParser => {
+    const made = new TokenParser(layout === 'array' ? { paths: ['$.*'], keepStack: false } : { paths: ['$'], keepStack: false, separator: '' });
+    made.onValue = onValue as TokenParser['onValue'];
+    return made;
+  };
+  /** A parser where one stands after an element (within the array, a null it does not count), the element it held let go. */
+  const parserAfterElement = (): TokenParser => {
+    const made = parserOf();
+    replaying = true;
+    if (layout === 'array') for (const token of [TokenType.LEFT_BRACKET, TokenType.NULL]) made.write({ token, value: token === TokenType.NULL ? null : '[', offset: at } as ParsedTokenInfo);
+    replaying = false;
+    deepest = depth;
+    unheldBefore = tokenizer.unheld;
+    return made;
+  };
+  let parser = parserOf();
   const fail = (error: unknown): never => {
     const message = (error as Error).message;
     const after = row > 0 ? `after row ${row}, which was read` : undefined;

@@ -66,6 +66,26 @@ describe('readJson', () => {
     expect(records[1]).toMatchObject({ line: 2, value: { n: 1500 } });
   });
 
+  it('rejects an element longer than its bound unread, as an NDJSON line is, and reads on', async () => {
+    const long = JSON.stringify({ external_id: 'u2', tags: Array.from({ length: 100 }, (_, i) => i), more: { a: [1, 2, 3] } });
+    const bounded = (text: string, chunk = Infinity) => collect(readJson(chunksOf(text, chunk), 'users.json', { maxElementBytes: 100 }));
+    for (const chunk of [Infinity, 7]) {
+      expect(await bounded(`[\n{"external_id":"u1"},\n${long},\n{"external_id":"u3"}\n]`, chunk)).toEqual([
+        expect.objectContaining({ line: 1, value: { external_id: 'u1' } }),
+        { line: 2, fileLine: 3, text: '', error: 'row: is longer than 100 bytes; it was not read' },
+        expect.objectContaining({ line: 3, fileLine: 4, value: { external_id: 'u3' } }),
+      ]);
+    }
+    // the last element, and objects one after another
+    expect((await bounded(`[{"external_id":"u1"},${long}]`)).map((r) => r.line)).toEqual([1, 2]);
+    await expect(bounded(`[{"external_id":"u1"},${long}`)).rejects.toThrow(/ends before the array is closed/);
+    expect(await bounded(`{\n"external_id":"u1"}\n${long}\n{"external_id":"u3"}`)).toEqual([
+      expect.objectContaining({ line: 1, value: { external_id: 'u1' } }),
+      expect.objectContaining({ line: 2, error: 'row: is longer than 100 bytes; it was not read' }),
+      expect.objectContaining({ line: 3, fileLine: 4, value: { external_id: 'u3' } }),
+    ]);
+  });
+
   it('rejects an element nested too deep without failing the file', async () => {
     const deep = `${'['.repeat(MAX_LINE_DEPTH + 2)}1${']'.repeat(MAX_LINE_DEPTH + 2)}`;
     const records = await read(`[${deep},{"a":1}]`);
