@@ -81,6 +81,32 @@ function elementRecord(line: number, fileLine: number, value: unknown, chars: nu
  */
 type JsonLayout = 'array' | 'values';
 
+type OnValue = (value: { value: unknown; stack: unknown[] }) => void;
+
+/**
+ * A parser of the layout's rows, each given to `onValue`; `after` an element whose tokens were let go,
+ * one standing where the last stood (within the array: after a value, a null that is no row).
+ */
+function parserOf(layout: JsonLayout, onValue: OnValue, after = false): TokenParser {
+  const made = new TokenParser(layout === 'array' ? { paths: ['$.*'], keepStack: false } : { paths: ['$'], keepStack: false, separator: '' });
+  if (after && layout === 'array') {
+    made.onValue = () => undefined;
+    for (const token of [TokenType.LEFT_BRACKET, TokenType.NULL]) made.write({ token, value: token === TokenType.NULL ? null : '[', offset: 0 } as ParsedTokenInfo);
+  }
+  made.onValue = onValue as TokenParser['onValue'];
+  return made;
+}
+
+/** The error for JSON that breaks where the token at byte `at` begins, `row` rows read. */
+function brokenError(error: unknown, where: { file: string; layout: JsonLayout; at: number; row: number; lines: TextLines }): InputError {
+  const said = brokenJson((error as Error).message, where.at) ?? { what: (error as Error).message };
+  const after = where.row > 0 ? `after row ${where.row}, which was read` : undefined;
+  const parts = [said.byte === undefined ? undefined : `byte ${said.byte}`, after].filter((part) => part !== undefined);
+  const line = said.byte === undefined ? where.lines.lastLine() : where.lines.lineAt(said.byte);
+  const what = where.layout === 'array' ? 'is not a valid JSON array' : 'is not valid JSON (objects one after another)';
+  return new InputError(`${what}: ${said.what}${parts.length > 0 ? ` (${parts.join('; ')})` : ''}`, where.file, line);
+}
+
 /** The rows of a JSON document (`layout`), a chunk of input text at a time. */
 async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: JsonArrayOptions, damaged: () => boolean, layout: JsonLayout): AsyncGenerator<NdjsonRecord[]> {
   const tokenizer = new ExactTokenizer();
@@ -101,8 +127,6 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
   const lines = new TextLines();
   /** The element being read grew past maxBytes: its tokens are let go, not parsed. */
   let tooLong = false;
-  /** A parser is being brought to where the one it replaces stood: what it reads is no row. */
-  let replaying = false;
   // (the parser is made below, with its handler; the tokenizer calls this only once it is written to)
   tokenizer.onToken = (info: ParsedTokenInfo) => {
     at = info.offset;
@@ -120,39 +144,21 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
     tooLong = false;
     row += 1;
     batch.push({ line: row, fileLine: startLine, text: '', error: `row: is longer than ${maxBytes} bytes; it was not read` });
-    parser = parserAfterElement();
+    parser = parserOf(layout, onValue, true);
+    deepest = depth;
+    unheldBefore = tokenizer.unheld;
   };
   const onValue = ({ value, stack }: { value: unknown; stack: unknown[] }): void => {
-    if (stack.length !== top || replaying) return;
+    if (stack.length !== top) return;
     row += 1;
     const unheld = tokenizer.unheld > unheldBefore;
     unheldBefore = tokenizer.unheld;
     batch.push(elementRecord(row, startLine, value, endOffset - start + 1, unheld, deepest - top, damaged(), options.encoding));
     deepest = depth;
   };
-  const parserOf = (): TokenParser => {
-    const made = new TokenParser(layout === 'array' ? { paths: ['$.*'], keepStack: false } : { paths: ['$'], keepStack: false, separator: '' });
-    made.onValue = onValue as TokenParser['onValue'];
-    return made;
-  };
-  /** A parser where one stands after an element (within the array, a null it does not count), the element it held let go. */
-  const parserAfterElement = (): TokenParser => {
-    const made = parserOf();
-    replaying = true;
-    if (layout === 'array') for (const token of [TokenType.LEFT_BRACKET, TokenType.NULL]) made.write({ token, value: token === TokenType.NULL ? null : '[', offset: at } as ParsedTokenInfo);
-    replaying = false;
-    deepest = depth;
-    unheldBefore = tokenizer.unheld;
-    return made;
-  };
-  let parser = parserOf();
+  let parser = parserOf(layout, onValue);
   const fail = (error: unknown): never => {
-    const message = (error as Error).message;
-    const after = row > 0 ? `after row ${row}, which was read` : undefined;
-    const said = brokenJson(message, at) ?? { what: message };
-    const where = [said.byte === undefined ? undefined : `byte ${said.byte}`, after].filter((part) => part !== undefined);
-    const line = said.byte === undefined ? lines.lastLine() : lines.lineAt(said.byte);
-    throw new InputError(`${layout === 'array' ? 'is not a valid JSON array' : 'is not valid JSON (objects one after another)'}: ${said.what}${where.length > 0 ? ` (${where.join('; ')})` : ''}`, file, line);
+    throw brokenError(error, { file, layout, at, row, lines });
   };
   try {
     for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
