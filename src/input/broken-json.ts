@@ -1,38 +1,64 @@
 // What is wrong where a JSON array breaks, in words a person reads: the line and byte, what was
 // found and what belongs there, in place of the parser's own terms (`at chunk position "89" ... in
-// state TRUE3`). The line is counted over the text the reader was given, a chunk at a time.
+// state TRUE3`). The line is counted over the text the reader was given, a chunk at a time; so is
+// the line where each element begins.
 
-/** Counts the lines of a text given a chunk at a time, to tell the line of a byte offset in it (UTF-8). */
+/**
+ * Counts the lines of a text given a chunk of UTF-8 bytes at a time, to tell the line of a byte
+ * offset in its last two chunks (a token may begin in the one before): where broken JSON is named,
+ * and where each element begins. One count runs forward through the text, each byte counted once;
+ * an offset before it is counted back from it.
+ */
 export class TextLines {
-  private before = { bytes: 0, lines: 0 };
-  /** The last two chunks, each with the bytes and line breaks before it: a token may begin in the one before. */
-  private chunks: { text: string; bytes: number; lines: number }[] = [];
+  private chunks: { bytes: Buffer; start: number }[] = [];
+  /** Where the count has reached, and the line there. */
+  private cursor = { offset: 0, line: 1 };
 
-  add(text: string): void {
+  add(bytes: Buffer): void {
     const last = this.chunks.at(-1);
-    if (last !== undefined) this.before = { bytes: last.bytes + Buffer.byteLength(last.text), lines: last.lines + breaks(last.text) };
-    this.chunks = [...this.chunks.slice(-1), { text, ...this.before }];
+    // the count runs past a chunk before it is let go
+    if (this.chunks.length === 2) this.lineFrom(this.chunks[1].start);
+    this.chunks = [...this.chunks.slice(-1), { bytes, start: last === undefined ? 0 : last.start + last.bytes.length }];
   }
 
   /** The line (from 1) of the byte at `offset`, or undefined when its chunk is no longer kept. */
   lineAt(offset: number): number | undefined {
-    for (const chunk of this.chunks) {
-      const inside = offset - chunk.bytes;
-      if (inside >= 0 && inside <= Buffer.byteLength(chunk.text)) return chunk.lines + breaks(Buffer.from(chunk.text).subarray(0, inside).toString()) + 1;
-    }
-    return this.chunks.length === 0 ? 1 : undefined;
+    const first = this.chunks[0];
+    const last = this.chunks.at(-1);
+    if (first === undefined || last === undefined) return 1;
+    if (offset < first.start || offset > last.start + last.bytes.length) return undefined;
+    const { offset: at, line } = this.cursor;
+    return offset >= at ? line + this.breaksBetween(at, offset) : line - this.breaksBetween(offset, at);
+  }
+
+  /** The line of the byte at `offset`, which is never before one asked for earlier: the count moves on to it. */
+  lineFrom(offset: number): number {
+    if (offset > this.cursor.offset) this.cursor = { offset, line: this.cursor.line + this.breaksBetween(this.cursor.offset, offset) };
+    return this.cursor.line;
   }
 
   /** The line of the text's end. */
   lastLine(): number {
     const last = this.chunks.at(-1);
-    return last === undefined ? 1 : last.lines + breaks(last.text) + 1;
+    return last === undefined ? 1 : this.lineAt(last.start + last.bytes.length)!;
+  }
+
+  /** The line feeds from `from` to `to`, offsets within the chunks kept. */
+  private breaksBetween(from: number, to: number): number {
+    let n = 0;
+    for (const { bytes, start } of this.chunks) {
+      const a = Math.max(from, start);
+      const b = Math.min(to, start + bytes.length);
+      if (a < b) n += breaks(bytes, a - start, b - start);
+    }
+    return n;
   }
 }
 
-function breaks(text: string): number {
+/** The line feeds among `bytes` from `from` to `to` (a loop: a call into Buffer's indexOf for each one cost more than the parsing). */
+function breaks(bytes: Buffer, from: number, to: number): number {
   let n = 0;
-  for (let at = text.indexOf('\n'); at !== -1; at = text.indexOf('\n', at + 1)) n += 1;
+  for (let at = from; at < to; at += 1) if (bytes[at] === 0x0a) n += 1;
   return n;
 }
 

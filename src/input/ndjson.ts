@@ -6,14 +6,18 @@ import { inexactNumberIn } from '../model/exact-numbers.js';
 import { MAX_NESTING_DEPTH } from '../model/shape.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 
-export type NdjsonRecord =
+export type NdjsonRecord = (
   /** `chars`: the length of the line's text. */
   | { line: number; value: unknown; chars: number }
   /**
    * A line that could not be read; `text` is as much of it as is kept; `error` starts with `line:`,
    * or with the field of a number that cannot be held.
    */
-  | { line: number; text: string; error: string };
+  | { line: number; text: string; error: string }
+) & {
+  /** The line of the file where it begins, when `line` is not it: a JSON array's element is numbered by its place. */
+  fileLine?: number;
+};
 
 /** A line longer than this is rejected unread, and memory stays bounded. */
 export const MAX_LINE_CHARS = 16 * 1024 * 1024;

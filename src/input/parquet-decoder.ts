@@ -7,6 +7,7 @@ import { ParquetFile, type RecordBatch } from 'parquet-wasm';
 import { InputError, SourceError, UsageError } from '../errors.js';
 import { isRemote } from './location.js';
 import { remoteRange, type RemoteInputs } from './remote.js';
+import { gzippedParquetProblem } from './signature.js';
 
 /** Rows decoded at a time: a few MB of Arrow data for most tables, however large the row groups. */
 const BATCH_ROWS = 65_536;
@@ -126,7 +127,11 @@ async function serve(port: NonNullable<typeof parentPort>, data: DecoderData): P
     post({ type: 'error', name: problem.name, message: problem.message });
   });
   try {
-    const parquet = await ParquetFile.fromFile(source.blob as unknown as Blob);
+    const parquet = await ParquetFile.fromFile(source.blob as unknown as Blob).catch(async (error: unknown) => {
+      // parquet-wasm names a gzipped file's footer as corrupt
+      const gzipped = gzippedParquetProblem(await source.blob.slice(0, 2).arrayBuffer().then((bytes) => new Uint8Array(bytes), () => new Uint8Array()));
+      throw gzipped === undefined ? error : new InputError(gzipped, data.file);
+    });
     const metadata = parquet.metadata();
     const groups = metadata.numRowGroups();
     const rows = metadata.fileMetadata().numRows();

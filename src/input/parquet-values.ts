@@ -9,7 +9,7 @@
 import { isAscii, isUtf8 } from 'node:buffer';
 import { Type, makeVector, type Data, type DataType } from 'apache-arrow';
 import { isoString } from '../model/time.js';
-import { Decimal, LocalTime, NotText, Unsupported, type ValueAt } from '../model/typed-values.js';
+import { Decimal, LocalTime, MAX_TIME_MS, NotText, TimeOutOfRange, Unsupported, type ValueAt } from '../model/typed-values.js';
 
 export type { ValueAt } from '../model/typed-values.js';
 
@@ -81,6 +81,10 @@ function decimals(data: Data, scale: number, words: number): ValueAt {
 }
 
 const UNIT_PER_MS = [1000n, 1n, 1000n, 1_000_000n]; // Arrow's TimeUnit: SECOND, MILLISECOND, MICROSECOND, NANOSECOND
+const UNIT_NAMES = ['seconds', 'milliseconds', 'microseconds', 'nanoseconds'];
+
+/** Whether a time of `ms` from 1970 is one JavaScript holds (a sentinel such as INT32 days' maximum is not). */
+const held = (ms: number): boolean => ms >= -MAX_TIME_MS && ms <= MAX_TIME_MS;
 
 /** Floor of a / b for b > 0. */
 const floorDiv = (a: bigint, b: bigint): bigint => (a >= 0n ? a / b : -((-a + b - 1n) / b));
@@ -92,6 +96,7 @@ function timestamps(data: Data, unit: number, utc: boolean): ValueAt {
   const msOf = unit === 0 ? (v: bigint) => Number(v * per) : (v: bigint) => Number(floorDiv(v, per));
   return nullable(data, (row) => {
     const ms = msOf(values[row]);
+    if (!held(ms)) return new TimeOutOfRange('TIMESTAMP', `${values[row]} ${UNIT_NAMES[unit] ?? 'units'} from 1970-01-01`);
     return utc ? isoString(ms) : new LocalTime(ms);
   });
 }
@@ -101,7 +106,11 @@ const DAY_MS = 86_400_000;
 function dates(data: Data): ValueAt {
   const values = data.values as Int32Array | BigInt64Array;
   const millis = (data.type as DataType & { unit: number }).unit === 1; // DateMillisecond
-  return nullable(data, (row) => isoString(millis ? Number(values[row]) : (values[row] as number) * DAY_MS).slice(0, 10));
+  return nullable(data, (row) => {
+    const ms = millis ? Number(values[row]) : (values[row] as number) * DAY_MS;
+    if (!held(ms)) return new TimeOutOfRange('DATE', `${values[row]} ${millis ? 'milliseconds' : 'days'} from 1970-01-01`);
+    return isoString(ms).slice(0, 10);
+  });
 }
 
 function lists(data: Data): ValueAt {

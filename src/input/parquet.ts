@@ -87,6 +87,16 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
   };
 }
 
+/**
+ * The error of a file whose data parquet-wasm could not decode past `read` rows: it says no more than
+ * its trap ("unreachable", the thread's end), which named neither the file nor where it stopped.
+ */
+function damaged(error: unknown, file: string, read: number, rows: number | undefined): unknown {
+  if (error instanceof InputError || error instanceof UsageError || error instanceof SourceError) return error;
+  const of = rows === undefined ? '' : ` of ${rows.toLocaleString('en-US')}`;
+  return new InputError(`cannot be read as Parquet past row ${read.toLocaleString('en-US')}${of}: its data is damaged there (${(error as Error).message}); the rows before it were read`, file);
+}
+
 /** Opens a Parquet file (a path or a listed object's URL); its rows are decoded as `batches()` is iterated. */
 export async function openParquet(file: string, remote?: RemoteInputs): Promise<ParquetFileRows> {
   const decoder = decoderOf({ file, remote });
@@ -105,7 +115,9 @@ export async function openParquet(file: string, remote?: RemoteInputs): Promise<
     try {
       for (;;) {
         decoder.ask();
-        const message = await decoder.next();
+        const message = await decoder.next().catch((error: unknown) => {
+          throw damaged(error, file, firstRow - 1, opened.type === 'opened' ? opened.rows : undefined);
+        });
         if (message.type !== 'batch') return;
         for (const part of tableFromIPC(message.ipc).batches) {
           const values = part.data.children.map((column) => valuesOf(column));

@@ -8,7 +8,7 @@ import { fileChunks, transientChunks } from './file-chunks.js';
 import { gunzipped } from './gunzip.js';
 import { isRemote, nameOf } from './location.js';
 import type { RemoteInputs } from './remote.js';
-import { workbookProblem } from './signature.js';
+import { notTextProblem } from './signature.js';
 
 export type InputFormat = 'csv' | 'ndjson' | 'json' | 'parquet';
 export const INPUT_FORMATS: readonly InputFormat[] = ['csv', 'ndjson', 'json', 'parquet'];
@@ -53,7 +53,8 @@ export function formatOf(file: string, explicit?: InputFormat): InputFormat {
 
 /**
  * formatOf(), and for a local file of no known name whose first bytes are a ZIP archive or an Excel
- * workbook, the advice to save it as CSV instead of the advice to give --format.
+ * workbook, the advice to save it as CSV instead of the advice to give --format (for a Parquet
+ * file's, to give --format parquet).
  */
 export async function checkFormat(file: string, explicit?: InputFormat): Promise<InputFormat> {
   try {
@@ -61,8 +62,8 @@ export async function checkFormat(file: string, explicit?: InputFormat): Promise
   } catch (error) {
     if (file === STDIN || isRemote(file)) throw error;
     const head = await firstBytes(file, 8).catch(() => undefined);
-    const workbook = head === undefined ? undefined : workbookProblem(head);
-    if (workbook !== undefined) throw new InputError(workbook, file);
+    const notText = head === undefined ? undefined : notTextProblem(head);
+    if (notText !== undefined) throw new InputError(notText, file);
     throw error;
   }
 }
@@ -177,7 +178,7 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
     return bytes;
   };
   try {
-    // gather the bytes that tell gzip and workbooks apart
+    // gather the bytes that tell gzip, workbooks and Parquet apart
     let head: Buffer = Buffer.alloc(0);
     let ended = false;
     while (head.length < SIGNATURE_BYTES) {
@@ -195,8 +196,8 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
       if (ended) return;
       for (let bytes = await next(); bytes !== undefined; bytes = await next()) yield bytes;
     };
-    const workbook = workbookProblem(head);
-    if (workbook !== undefined) throw new InputError(workbook, file);
+    const notText = notTextProblem(head);
+    if (notText !== undefined) throw new InputError(notText, file);
     if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
       yield* gunzipped(rest(), file);
     } else if (options.pieceBytes === undefined) {

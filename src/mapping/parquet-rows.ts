@@ -8,7 +8,7 @@
 import { numberTextProblem } from '../model/exact-numbers.js';
 import type { ItemOrigin } from '../model/request.js';
 import { isoString } from '../model/time.js';
-import { Decimal, LocalTime, NotText, Unsupported, type ValueAt } from '../model/typed-values.js';
+import { Decimal, LocalTime, MAX_TIME_MS, NotText, TimeOutOfRange, Unsupported, type ValueAt } from '../model/typed-values.js';
 import { CellProblem, readArray, readJson, readText, type CellReader } from './cells.js';
 import { readCsvHeader, type CsvHeader, type CsvHeaderOptions, type MappedRow } from './csv-rows.js';
 import { MAX_COMPILED_COLUMNS, type NullWhenEmpty } from './row-mapper.js';
@@ -26,6 +26,8 @@ export interface ParquetHeader {
 }
 
 export type ParquetHeaderResult = { ok: true; header: ParquetHeader; notes: string[] } | { ok: false; problems: string[] };
+
+const OUT_OF_RANGE = 'past the years a time can be sent in (-271821 to 275760)';
 
 const KEEP_AS_TEXT = 'type the column :string (in the file, or with --map) to send it as text';
 
@@ -47,7 +49,11 @@ export function typedValue(value: unknown, zone: string): unknown {
     const problem = numberTextProblem(value.text, KEEP_AS_TEXT);
     return problem === undefined ? Number(value.text) : new CellProblem(problem);
   }
-  if (value instanceof LocalTime) return isoString(wallToUtc(zone, value.wallMs));
+  if (value instanceof LocalTime) {
+    const ms = wallToUtc(zone, value.wallMs);
+    return Math.abs(ms) <= MAX_TIME_MS ? isoString(ms) : new CellProblem(`is a TIMESTAMP ${OUT_OF_RANGE}, got ${isoString(value.wallMs).slice(0, -1)} in ${zone}`);
+  }
+  if (value instanceof TimeOutOfRange) return new CellProblem(`is a ${value.type} ${OUT_OF_RANGE}, got ${value.text}`);
   if (value instanceof NotText) return new CellProblem(`holds ${value.bytes} bytes that are not UTF-8 text`);
   if (value instanceof Unsupported) return new CellProblem(`is of the type ${value.type}, which has no JSON form; leave the column out (--map "column": null)`);
   if (Array.isArray(value)) return nested(value, zone, (i) => `[${i}]`);
@@ -207,6 +213,7 @@ function shownValue(value: unknown): unknown {
   if (value instanceof Decimal) return numberTextProblem(value.text) === undefined ? Number(value.text) : value.text;
   if (value instanceof LocalTime) return isoString(value.wallMs).slice(0, -1); // the wall-clock time, without Z
   if (value instanceof NotText || value instanceof Unsupported) return null;
+  if (value instanceof TimeOutOfRange) return value.text;
   if (Array.isArray(value)) return value.map(shownValue);
   if (typeof value === 'object' && value !== null) return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, shownValue(inner)]));
   if (typeof value === 'number' && !Number.isFinite(value)) return String(value);

@@ -12,6 +12,8 @@ export interface ItemOrigin {
   row: unknown;
   /** For an item of a RequestLine: its place among the line's items, from 0. */
   item?: number;
+  /** The line of the file where the row begins, when `line` is not it (a JSON array's element is numbered by its place). */
+  fileLine?: number;
 }
 
 /** One request ready to send, with the origin of each item at the same array and index. */

@@ -79,13 +79,20 @@ export interface PlanOptions {
   remote?: RemoteInputs;
 }
 
-/** A warning on an item that is sent all the same (unless left out as unchanged), with the line of its row. */
+/**
+ * A warning on an item that is sent all the same (unless left out as unchanged), with the line of
+ * the file where its row begins (and its `row`, when that is its place: a JSON array's element).
+ */
 export interface PlanWarning {
   line: number;
+  row?: number;
   message: string;
   /** The item it is on was left out as unchanged (--delta, --dedupe-events): not sent. */
   unsent?: true;
 }
+
+/** A warning on the item of `origin`, named where a person finds its row. */
+const warningOf = (origin: ItemOrigin, message: string): PlanWarning => (origin.fileLine === undefined ? { line: origin.line, message } : { line: origin.fileLine, row: origin.line, message });
 
 /** What a plan yields, in order. `R` is the request's form: plain in this thread, decoded from the worker's bytes there. */
 export type PlanEvent<R = PlannedRequest> =
@@ -305,7 +312,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
           const part = droppedFieldRow(row, kept.item, field);
           const record: RejectRecord = { file: origin.file, line: origin.line, ...(origin.item === undefined ? {} : { item: origin.item }), kind, column: part.column, value: part.value, row: part.row, errors: fieldErrors };
           rejects.push({ type: 'dropped-field', record });
-          tally.warnings.push({ line: origin.line, message: `${field}: left out of the row sent (--drop-invalid-fields; in the rejects file): ${fieldErrors[0].slice(field.length).replace(/^[^:]*: /, '')}` });
+          tally.warnings.push(warningOf(origin, `${field}: left out of the row sent (--drop-invalid-fields; in the rejects file): ${fieldErrors[0].slice(field.length).replace(/^[^:]*: /, '')}`));
         }
         // the bound was of the row with every cell; what is left is smaller
       }
@@ -316,7 +323,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       }
       const record = item as Record<string, unknown>;
       const identity = identityOf(record, kind);
-      for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push({ line: origin.line, message });
+      for (const message of itemWarnings(kind, record, identity.by)) tally.warnings.push(warningOf(origin, message));
       // the warnings of an item left out as unchanged are on what was not sent
       if (!place(kind, record, identity, origin, bytes, mapped?.emptied)) for (let i = warned; i < tally.warnings.length; i += 1) tally.warnings[i].unsent = true;
     },

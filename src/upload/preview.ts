@@ -21,6 +21,8 @@ import type { PlanOptions } from './plan.js';
 export interface PreviewRow {
   file: string;
   line: number;
+  /** The line of the file where the row begins, when `line` is not it (a JSON array's element is numbered by its place). */
+  fileLine?: number;
   kind: ArrayName | 'unknown';
   /** The item as it would be sent (without the fields --drop-invalid-fields leaves out), or as mapped when the row would be rejected. */
   item?: unknown;
@@ -83,13 +85,14 @@ async function ndjsonPreview(file: string, rows: number, options: PreviewOptions
   for await (const records of json ? readJson(bytes, file, { encoding: options.encoding }) : readNdjson(bytes, { encoding: options.encoding })) {
     for (const record of records) {
       if (out.length >= rows) return out;
+      const placed = (row: PreviewRow): number => out.push(record.fileLine === undefined ? row : { ...row, fileLine: record.fileLine });
       if ('error' in record) {
-        out.push({ file, line: record.line, kind: options.kind ?? 'unknown', rejected: true, errors: [record.error] });
+        placed({ file, line: record.line, kind: options.kind ?? 'unknown', rejected: true, errors: [record.error] });
         continue;
       }
       for (const entry of itemsOf(record.value)) {
-        if ('item' in entry) out.push(checked(file, record.line, entry.kind, entry.item, entry, options));
-        else out.push({ file, line: record.line, kind: entry.kind, rejected: true, errors: entry.errors });
+        if ('item' in entry) placed(checked(file, record.line, entry.kind, entry.item, entry, options));
+        else placed({ file, line: record.line, kind: entry.kind, rejected: true, errors: entry.errors });
       }
     }
   }
@@ -152,7 +155,8 @@ export function formatPreview(preview: readonly PreviewRow[]): string {
       lines.push(`preview of ${file}:`);
     }
     const what = row.rejected === true ? `${row.kind}, rejected` : row.kind;
-    lines.push(`  line ${row.line} (${what})${row.item === undefined ? '' : ` ${JSON.stringify(row.item)}`}`);
+    const place = row.fileLine === undefined ? `line ${row.line}` : `line ${row.fileLine}, row ${row.line}`;
+    lines.push(`  ${place} (${what})${row.item === undefined ? '' : ` ${JSON.stringify(row.item)}`}`);
     const label = row.rejected === true ? '    ' : '    left out: ';
     for (const error of row.errors ?? []) lines.push(`${label}${error}`);
   }

@@ -154,11 +154,11 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       summary.dataPoints.planned += event.points;
       summary.dataPoints.avoided += event.avoided;
       if (event.columns !== undefined) addColumns((summary.deltaColumns ??= {}), event.columns);
-      for (const { line, message, unsent } of event.warnings) {
+      for (const { line, row, message, unsent } of event.warnings) {
         summary.warnings += 1;
         if (unsent === true) summary.warningsUnsent += 1;
         count(summary.warningReasons, message);
-        if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${event.file}:${line}: ${message}`);
+        if (summary.warningExamples.length < MAX_WARNING_EXAMPLES) summary.warningExamples.push(`${event.file}:${line}${row === undefined ? '' : ` (row ${row})`}: ${message}`);
       }
       break;
     }

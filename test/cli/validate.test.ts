@@ -181,6 +181,38 @@ describe('track validate and track upload --dry-run', () => {
     expect(summary.warningExamples).toEqual([expect.stringMatching(/^warnings\.csv:2: email: is an SMS carrier gateway/), expect.stringMatching(/^warnings\.csv:3: item sets no field/)]);
   });
 
+  it("names a JSON array element in warnings and the preview by the line of the file where it begins, and its row", () => {
+    writeFileSync(join(dir, 'warn.json'), '[\n  {"external_id": "u1", "email": "a@example.com"},\n  {"external_id": "u2",\n   "email": "4155552671@vtext.com"},\n  {"external_id": "u3"}\n]\n');
+    const result = track(['validate', 'warn.json', '--json'], { cwd: dir });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout).warningExamples).toEqual([
+      expect.stringMatching(/^warn\.json:3 \(row 2\): email: is an SMS carrier gateway/),
+      expect.stringMatching(/^warn\.json:5 \(row 3\): item sets no field/),
+    ]);
+    const preview = track(['validate', 'warn.json', '--preview', '2'], { cwd: dir });
+    expect(preview.stdout).toMatch(/^ {2}line 2, row 1 \(attributes\) \{"external_id":"u1".*\n {2}line 3, row 2 \(attributes\) \{"external_id":"u2"/m);
+  });
+
+  it('reads a pretty-printed .json object whole (a request body saved from an editor), not a line at a time', () => {
+    const body = { attributes: [{ external_id: 'u1', plan: 'pro' }, { external_id: 'u2', plan: 'team' }], events: [{ external_id: 'u1', name: 'signup', time: '2024-01-01T00:00:00Z' }] };
+    writeFileSync(join(dir, 'body.json'), `${JSON.stringify(body, null, 2)}\n`);
+    const result = track(['validate', 'body.json', '--json', '--out', 'body.out.ndjson'], { cwd: dir });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ rows: 1, rejected: 0, items: { attributes: 2, events: 1 } });
+    expect(ndjson<TrackRequest>(join(dir, 'body.out.ndjson'))).toEqual([body]);
+  });
+
+  it('stops an NDJSON file written out over lines (jq without -c) before reading it, naming --format json, which reads it', () => {
+    const rows = [{ external_id: 'u1', properties: { plan: 'pro' } }, { external_id: 'u2' }];
+    writeFileSync(join(dir, 'spread.ndjson'), rows.map((row) => JSON.stringify(row, null, 2)).join('\n'));
+    const result = track(['validate', 'spread.ndjson'], { cwd: dir });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/spread\.ndjson:1: is JSON written out over lines \(its first line is \{ alone\), not one object a line: read it with --format json/);
+    expect(existsSync(join(dir, 'spread.ndjson.check.rejects.ndjson'))).toBe(false);
+    const read = track(['validate', 'spread.ndjson', '--format', 'json', '--json'], { cwd: dir });
+    expect(JSON.parse(read.stdout)).toMatchObject({ rows: 2, rejected: 0, items: { attributes: 2 } });
+  });
+
   it('gives physical lines after quoted cells that span lines, with CRLF and a byte order mark', () => {
     writeFileSync(join(dir, 'lines.csv'), '\ufeffexternal_id,bio,email\r\nu1,"a\r\nb\r\nc",x@example.com\r\n\r\nu2,"d\r\ne",bad\r\nu3,f,y@example.com\r\n');
     const result = track(['validate', 'lines.csv'], { cwd: dir });

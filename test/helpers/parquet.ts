@@ -20,10 +20,11 @@ export function writeParquet(path: string, schema: SchemaElement[], columns: Rec
 
 export const CODECS = ['SNAPPY', 'GZIP', 'ZSTD', 'BROTLI', 'LZ4', 'LZ4_RAW'] as const;
 
-/** A small table (external_id, visits) compressed with `codec` by the Rust writer. */
-export function writeCompressed(path: string, codec: (typeof CODECS)[number], ids: string[]): void {
+/** A small table (external_id, visits) compressed with `codec` by the Rust writer (`groupRows` rows a row group, if given). */
+export function writeCompressed(path: string, codec: (typeof CODECS)[number], ids: string[], groupRows?: number): void {
   const arrow = tableFromArrays({ external_id: ids, visits: Int32Array.from(ids, (_, i) => i) });
-  const properties = new WriterPropertiesBuilder().setCompression(Compression[codec]).build();
+  const builder = new WriterPropertiesBuilder().setCompression(Compression[codec]);
+  const properties = (groupRows === undefined ? builder : builder.setMaxRowGroupSize(groupRows)).build();
   writeFileSync(path, writeWithRust(Table.fromIPCStream(tableToIPC(arrow, 'stream')), properties));
 }
 

@@ -10,12 +10,42 @@ describe('readJson', () => {
     const text = '\ufeff[\n  {"external_id": "u1", "name": "Zoë ✓ 𝄞"},\n  {"external_id": "u2", "visits": 3}\n]\n';
     const whole = await read(text);
     expect(whole).toEqual([
-      { line: 1, value: { external_id: 'u1', name: 'Zoë ✓ 𝄞' }, chars: expect.any(Number) },
-      { line: 2, value: { external_id: 'u2', visits: 3 }, chars: expect.any(Number) },
+      { line: 1, fileLine: 2, value: { external_id: 'u1', name: 'Zoë ✓ 𝄞' }, chars: expect.any(Number) },
+      { line: 2, fileLine: 3, value: { external_id: 'u2', visits: 3 }, chars: expect.any(Number) },
     ]);
     expect(await read(text, 1)).toEqual(whole);
     expect(await read('[]')).toEqual([]);
     expect(await read('  \n')).toEqual([]);
+  });
+
+  it("names the line of the file where each element begins, in any chunking, an element over many chunks and a one-line array too", async () => {
+    const long = `"${'x'.repeat(50)}"`;
+    const text = `\ufeff[\n  {"external_id": "u1"},\n\n  {"external_id": "é",\n   "bio": ${long},\n   "n": [\n1,\n2]},\r\n  3, {"a":\n1}\n]\n`;
+    for (const chunk of [Infinity, 1, 3, 7]) {
+      const records = await read(text, chunk);
+      expect(records.map((r) => [r.line, r.fileLine])).toEqual([[1, 2], [2, 4], [3, 9], [4, 9]]);
+    }
+    const oneLine = await read('[{"a":1},{"b":2}, {"c":3}]', 2);
+    expect(oneLine.map((r) => r.fileLine)).toEqual([1, 1, 1]);
+    // an element rejected is named at its line too
+    expect(await read('[\n{"big": 12345678901234567890}]')).toEqual([expect.objectContaining({ line: 1, fileLine: 2, error: expect.any(String) })]);
+  });
+
+  it('reads objects one after another, each over lines, when the first line is { alone (a pretty-printed object, jq without -c)', async () => {
+    const one = '{\n  "attributes": [\n    {"external_id": "u1"},\n    {"external_id": "u2"}\n  ]\n}\n';
+    for (const chunk of [Infinity, 1, 4]) {
+      expect(await read(one, chunk)).toEqual([{ line: 1, fileLine: 1, value: { attributes: [{ external_id: 'u1' }, { external_id: 'u2' }] }, chars: expect.any(Number) }]);
+    }
+    const several = '\ufeff\n{\r\n  "external_id": "u1"\r\n}\r\n{\r\n  "external_id": "u2",\r\n  "n": 12345678901234567890\r\n}\n{"external_id": "u3"}\n';
+    expect(await read(several, 3)).toEqual([
+      expect.objectContaining({ line: 1, fileLine: 2, value: { external_id: 'u1' } }),
+      expect.objectContaining({ line: 2, fileLine: 5, error: expect.stringMatching(/^n: 12345678901234567890 is a whole number beyond/) }),
+      expect.objectContaining({ line: 3, fileLine: 9, value: { external_id: 'u3' } }),
+    ]);
+    await expect(read('{\n  "external_id": "u1"\n}\n{\n  "external_id": "u2",\n')).rejects.toThrow(/^users\.json:6: is not valid JSON \(objects one after another\): the file ends before the object is closed with \} \(after row 1, which was read\)$/);
+    await expect(read('{\n  "a": 1\n}\n{\n  "a" 2\n}')).rejects.toThrow(/^users\.json:5: is not valid JSON \(objects one after another\): found 2 where the : after a field name belongs/);
+    // a first line holding more than { is a line of NDJSON
+    expect(await read('{"a": 1}\n{"b": 2}\n')).toHaveLength(2);
   });
 
   it('reads NDJSON when the first character that is not a space is {', async () => {
@@ -29,10 +59,31 @@ describe('readJson', () => {
     const records = await read('[{"external_id":"u1","properties":{"big":12345678901234567890}},{"n":1.5e3}]');
     expect(records[0]).toEqual({
       line: 1,
+      fileLine: 1,
       text: '{"external_id":"u1","properties":{"big":12345678901234567890}}',
       error: expect.stringMatching(/^properties\.big: 12345678901234567890 is a whole number beyond/),
     });
     expect(records[1]).toMatchObject({ line: 2, value: { n: 1500 } });
+  });
+
+  it('rejects an element longer than its bound unread, as an NDJSON line is, and reads on', async () => {
+    const long = JSON.stringify({ external_id: 'u2', tags: Array.from({ length: 100 }, (_, i) => i), more: { a: [1, 2, 3] } });
+    const bounded = (text: string, chunk = Infinity) => collect(readJson(chunksOf(text, chunk), 'users.json', { maxElementBytes: 100 }));
+    for (const chunk of [Infinity, 7]) {
+      expect(await bounded(`[\n{"external_id":"u1"},\n${long},\n{"external_id":"u3"}\n]`, chunk)).toEqual([
+        expect.objectContaining({ line: 1, value: { external_id: 'u1' } }),
+        { line: 2, fileLine: 3, text: '', error: 'row: is longer than 100 bytes; it was not read' },
+        expect.objectContaining({ line: 3, fileLine: 4, value: { external_id: 'u3' } }),
+      ]);
+    }
+    // the last element, and objects one after another
+    expect((await bounded(`[{"external_id":"u1"},${long}]`)).map((r) => r.line)).toEqual([1, 2]);
+    await expect(bounded(`[{"external_id":"u1"},${long}`)).rejects.toThrow(/ends before the array is closed/);
+    expect(await bounded(`{\n"external_id":"u1"}\n${long}\n{"external_id":"u3"}`)).toEqual([
+      expect.objectContaining({ line: 1, value: { external_id: 'u1' } }),
+      expect.objectContaining({ line: 2, error: 'row: is longer than 100 bytes; it was not read' }),
+      expect.objectContaining({ line: 3, fileLine: 4, value: { external_id: 'u3' } }),
+    ]);
   });
 
   it('rejects an element nested too deep without failing the file', async () => {
@@ -61,5 +112,13 @@ describe('readJson', () => {
 
   it('says what a .json file must hold when it is neither', async () => {
     await expect(read('"text"')).rejects.toThrow(/users\.json: is not a JSON array of objects \(it begins with "\\""\)/);
+  });
+
+  it('names a byte order mark of UTF-16, or a first byte not valid in the encoding, where it named a lone surrogate', async () => {
+    const utf16 = Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from('[{"a":1}]', 'utf16le')]);
+    await expect(read(utf16)).rejects.toThrow(/^users\.json: starts with FF FE, the mark of UTF-16LE: give --encoding utf-16le$/);
+    expect(await collect(readJson(chunksOf(utf16, 3), 'users.json', { encoding: 'utf-16le' }))).toMatchObject([{ value: { a: 1 } }]);
+    await expect(read(Buffer.concat([Buffer.of(0xfe, 0xff), Buffer.from('\u5b00')]))).rejects.toThrow(/^users\.json: starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8$/);
+    await expect(read(Buffer.from('\xe9[', 'latin1'))).rejects.toThrow(/^users\.json: is not a JSON array of objects: byte 0xE9 at byte offset 0 of the file is not valid UTF-8; /);
   });
 });

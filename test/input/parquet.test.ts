@@ -198,6 +198,60 @@ describe('Parquet files', () => {
     await expect(openParquet(path)).rejects.toThrow(/not\.parquet: cannot be read as Parquet/);
   });
 
+  it('says a gzipped Parquet file is gzipped, where the decoder named its footer corrupt', async () => {
+    const path = join(dir.dir, 'users.parquet');
+    writeCompressed(path, 'SNAPPY', ['a', 'b']);
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const { gzipSync } = await import('node:zlib');
+    writeFileSync(path, gzipSync(readFileSync(path)));
+    await expect(openParquet(path)).rejects.toThrow(/users\.parquet: is gzip-compressed, which a Parquet file is not .*: gunzip it/);
+  });
+
+  it('rejects a row whose DATE or TIMESTAMP is past the years a time holds, naming the column, and reads the rest', async () => {
+    const path = join(dir.dir, 'far.parquet');
+    writeParquet(
+      path,
+      [
+        { name: 'root', num_children: 4 },
+        optional('external_id', { type: 'BYTE_ARRAY', converted_type: 'UTF8' }),
+        optional('ends', { type: 'INT32', converted_type: 'DATE' }),
+        optional('seen', { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: true, unit: 'MILLIS' } }),
+        optional('wall', { type: 'INT64', logical_type: { type: 'TIMESTAMP', isAdjustedToUTC: false, unit: 'MILLIS' } }),
+      ],
+      {
+        external_id: ['u1', 'u2', 'u3'],
+        ends: [2147483647, 2932896, null],
+        seen: [null, -9000000000000000n, 0n],
+        wall: [null, null, 9000000000000000n],
+      },
+    );
+    const { columns, rows } = await rowsOf(path);
+    const read = header(columns);
+    const far = 'past the years a time can be sent in (-271821 to 275760)';
+    expect(mapRow(read, rows[0]).errors).toEqual([`ends: is a DATE ${far}, got 2147483647 days from 1970-01-01`]);
+    expect(mapRow(read, rows[1])).toMatchObject({ item: { ends: '9999-12-31' }, errors: [`seen: is a TIMESTAMP ${far}, got -9000000000000000 milliseconds from 1970-01-01`] });
+    expect(mapRow(read, rows[2])).toMatchObject({ item: { seen: '1970-01-01T00:00:00.000Z' }, errors: [expect.stringMatching(/^wall: is a TIMESTAMP past the years/)] });
+    // the rejects file shows what the file holds
+    expect(parquetRowObject(read, asBatch(rows[0]), 0)).toEqual({ external_id: 'u1', ends: '2147483647 days from 1970-01-01' });
+  });
+
+  it('names the file and the rows read when its data is damaged past them, where the decoder only said "unreachable"', async () => {
+    const path = join(dir.dir, 'damaged.parquet');
+    writeCompressed(path, 'SNAPPY', Array.from({ length: 20_000 }, (_, i) => `user-${i}`), 2_000);
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    const bytes = readFileSync(path);
+    for (let at = bytes.length >> 1; at < (bytes.length >> 1) + 2_000; at += 1) bytes[at] = (bytes[at] * 7 + 13) & 0xff;
+    writeFileSync(path, bytes);
+    const file = await openParquet(path);
+    let read = 0;
+    const reading = (async () => {
+      for await (const batch of file.batches()) read += batch.rows;
+    })();
+    await expect(reading).rejects.toThrow(/^.*damaged\.parquet: cannot be read as Parquet past row [\d,]+ of 20,000: its data is damaged there \(.+\); the rows before it were read$/);
+    expect(read).toBeGreaterThan(0);
+    expect(read).toBeLessThan(20_000);
+  });
+
   it('gives a FLOAT in its shortest form', () => {
     expect(float32Number(Math.fround(0.1))).toBe(0.1);
     expect(float32Number(Math.fround(1 / 3))).toBe(0.33333334);

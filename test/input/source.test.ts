@@ -48,6 +48,18 @@ describe('formatOf', () => {
     writeFileSync(join(dir, 'renamed.csv'), Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1, 0x00]));
     await expect(text(inputBytes(join(dir, 'renamed.csv')))).rejects.toThrow(/renamed\.csv: is an Excel workbook .*save it as CSV/);
   });
+
+  it('says to read a Parquet file as Parquet, by its first bytes, where it was read as text a byte at a time', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'track-source-'));
+    const parquet = Buffer.from('PAR1\x15\x00\x15\x1c', 'latin1');
+    writeFileSync(join(dir, 'part-0000'), parquet);
+    await expect(checkFormat(join(dir, 'part-0000'))).rejects.toThrow(/part-0000: is a Parquet file \(it starts with PAR1\), not text: give --format parquet/);
+    writeFileSync(join(dir, 'users.csv'), parquet);
+    await expect(text(inputBytes(join(dir, 'users.csv')))).rejects.toThrow(/users\.csv: is a Parquet file/);
+    // a CSV header may begin with the letters
+    writeFileSync(join(dir, 'par.csv'), 'PAR1,external_id\n');
+    expect(await text(inputBytes(join(dir, 'par.csv')))).toBe('PAR1,external_id\n');
+  });
 });
 
 describe('inputBytes', () => {
