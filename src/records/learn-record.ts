@@ -218,8 +218,8 @@ export function learnRecordWriter(held?: HeldValues) {
     finish(): Uint8Array {
       const nameWords = names.length;
       const size = (at + nameWords) * 4;
-      // every byte is written below: not zeroed first
-      const bytes = Buffer.allocUnsafeSlow(size + nameText.length + keyText.length);
+      // every byte is written below: not zeroed first (and a plain Uint8Array, whose slice() copies, as a Buffer's does not)
+      const bytes = new Uint8Array(Buffer.allocUnsafeSlow(size + nameText.length + keyText.length).buffer);
       const out = new Int32Array(bytes.buffer, 0, at + nameWords);
       out[0] = flags;
       out[1] = names.length;
