@@ -77,12 +77,16 @@ export async function isOneOf(path: string, files: readonly string[]): Promise<b
 /** A run's file, as the flag that names it and its path (undefined: not given). */
 export type RunFile = readonly [flag: string, path: string | undefined];
 
-/** Two of the run's files name one file: refused before either is written, and neither is written then (not even the failure's summary or events). */
+/**
+ * Two of the run's files name one file, or an output names a record (a state file, a journal) of
+ * another run: refused before either is written, and neither is written then (not even the failure's
+ * summary or events).
+ */
 export class FilesClashError extends UsageError {
   constructor(
     message: string,
-    /** The flags of the two files. */
-    readonly flags: readonly [string, string],
+    /** The flags of the files (one, for a record of another run). */
+    readonly flags: readonly string[],
   ) {
     super(message);
   }
@@ -97,7 +101,8 @@ const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '
 /**
  * No two of the files a run writes name one file, under any name: written over the --state file or
  * the journal, another output destroys the record (give those first); two outputs in one file mix
- * their lines.
+ * their lines. Nor is an output (or --summary-file, removed as the run starts) a state file or a
+ * journal the run does not use: an upload without --delta beside its state, another target's journal.
  */
 export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {
   const given = files.filter((file): file is readonly [string, string] => file[1] !== undefined && file[1] !== STDIN);
@@ -110,6 +115,10 @@ export async function checkFilesApart(files: readonly RunFile[]): Promise<void> 
       throw new FilesClashError(`${flag} ${path} is the ${earlierFlag} file ${earlierPath}: writing it would destroy ${record}; give ${flag} another file`, [earlierFlag, flag]);
     }
   }
+  for (const [flag, path] of given) {
+    const record = RECORD_OF[flag] === undefined ? await recordIn(path) : undefined;
+    if (record !== undefined) throw new FilesClashError(`${flag} ${path} is ${record}: writing it would destroy it; give ${flag} another file`, [flag]);
+  }
 }
 
 /**
@@ -117,6 +126,8 @@ export async function checkFilesApart(files: readonly RunFile[]): Promise<void> 
  * file, an emulator's) or a resume journal. Undefined for anything else, or no file.
  */
 export async function recordIn(path: string): Promise<string | undefined> {
+  // only a regular file is opened: a named pipe would wait for a writer, a terminal for a line
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return undefined;
   const file = await open(path, 'r').catch(() => undefined);
   if (file === undefined) return undefined;
   const head = Buffer.alloc(64);

@@ -78,3 +78,24 @@ describe('a run file that names the --state file', () => {
     expect(mixed.stderr).toContain(`--events and --summary-file name the same file ${join(tmp.dir, 'both.ndjson')}`);
   });
 });
+
+describe('a run file that names a state file or a journal the run does not use', () => {
+  it('is refused, exit 2, and the file left as it was: an upload without --delta beside its state, another run journal', async () => {
+    const state = join(tmp.dir, 'track-state.sqlite');
+    const { input, up } = await uploadOf('u1,pro\nu2,team\n');
+    expect((await up(['--delta', '--journal', join(tmp.dir, 'other.journal')])).status).toBe(0);
+    const held = { state: digest(state), journal: digest(join(tmp.dir, 'other.journal')) };
+    for (const [name, record] of [[state, 'a SQLite database'], [join(tmp.dir, 'other.journal'), 'a resume journal']] as const) {
+      for (const flag of ['--summary-file', '--events', '--report', '--rejects', '--out']) {
+        // no --delta: the state is not the run's; a journal of its own, not this one
+        const r = await up(['--journal', join(tmp.dir, 'this.journal'), '--restart', flag, name]);
+        expect(r.status, `${flag} ${name}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(`${flag} ${name} is ${record}`);
+      }
+      const check = await runCliAsync(['validate', input, '--summary-file', name], { cwd: tmp.dir });
+      expect(check.status, `validate: ${check.stderr}`).toBe(2);
+    }
+    expect(digest(state)).toBe(held.state);
+    expect(digest(join(tmp.dir, 'other.journal'))).toBe(held.journal);
+  });
+});
