@@ -5,6 +5,7 @@ import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
+import { JOURNAL_HEADER } from '../records/journal-format.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
@@ -137,7 +138,7 @@ export async function recordIn(path: string): Promise<string | undefined> {
     await file.close();
   }
   if (head.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1'))) return 'a SQLite database (a --state file, an emulator database)';
-  if (head.toString('utf8').startsWith('{"journal":"track-upload"')) return 'a resume journal';
+  if (head.toString('utf8').startsWith(`{"journal":${JSON.stringify(JOURNAL_HEADER.journal)}`)) return 'a resume journal';
   return undefined;
 }
 
