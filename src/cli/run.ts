@@ -159,14 +159,14 @@ function printSummary(json: string, outToStdout: boolean): void {
 interface SummaryWords {
   verb: string;
   path?: string;
-  /** The files other flags name (--state, --journal, --rejects, --out, --events, --report): the summary is never written over one. */
+  /** The files other flags name (--state, --journal, --map, --rejects, --out, --events, --report): the summary is never written over one. */
   others: string[];
   json: boolean;
   outToStdout: boolean;
 }
 
-/** The flags that name the files of a run's records and other outputs. */
-const RECORD_FLAGS = ['--state', '--journal', '--rejects', '--out', '--events', '--report'];
+/** The flags that name the files of a run's records and other outputs, and the --map file it reads. */
+const RECORD_FLAGS = ['--state', '--journal', '--map', '--rejects', '--out', '--events', '--report'];
 
 /**
  * The summary's places in an upload or validate command line, read from its words: a usage error in

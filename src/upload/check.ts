@@ -97,12 +97,12 @@ export class FilesClashError extends UsageError {
 export const clashesWith = (error: unknown, flag: string): boolean => error instanceof FilesClashError && error.flags.includes(flag);
 
 /** What a file of the run's records holds, which another output written over it would destroy. */
-const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run' };
+const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run', '--map': 'the column map the run reads' };
 
 /**
- * No two of the files a run writes name one file, under any name: written over the --state file or
- * the journal, another output destroys the record (give those first); two outputs in one file mix
- * their lines. Nor is an output (or --summary-file, removed as the run starts) a state file or a
+ * No two of the files a run writes (or reads: --map) name one file, under any name: written over the
+ * --state file, the journal or the --map file, another output destroys it (give those first); two
+ * outputs in one file mix their lines. Nor is an output (or --summary-file, removed as the run starts) a state file or a
  * journal the run does not use: an upload without --delta beside its state, another target's journal.
  */
 export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {

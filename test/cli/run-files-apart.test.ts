@@ -99,3 +99,21 @@ describe('a run file that names a state file or a journal the run does not use',
     expect(digest(join(tmp.dir, 'other.journal'))).toBe(held.journal);
   });
 });
+
+describe('a run file that names the --map file', () => {
+  it('is refused, exit 2, and the map left as it was, also when the run stops before its checks', async () => {
+    const map = join(tmp.dir, 'map.json');
+    writeFileSync(map, '{"plan":"plan"}\n');
+    const { up } = await uploadOf('u1,pro\n', '--no-journal', '--map', map);
+    for (const flag of ['--summary-file', '--events', '--report', '--rejects', '--out']) {
+      const r = await up([flag, map]);
+      expect(r.status, `${flag}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`${flag} ${map} is the --map file ${map}: writing it would destroy the column map the run reads`);
+      expect(readFileSync(map, 'utf8'), flag).toBe('{"plan":"plan"}\n');
+    }
+    const early = await up(['--summary-file', map, '--concurrency', '0']);
+    expect(early.status).toBe(2);
+    expect(early.stderr).toContain(`--summary-file ${map}: not written`);
+    expect(readFileSync(map, 'utf8')).toBe('{"plan":"plan"}\n');
+  });
+});
