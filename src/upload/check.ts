@@ -96,6 +96,9 @@ export class FilesClashError extends UsageError {
 /** Whether the error says the file of the output `flag` (`--summary-file`, `--events`, `--report`) is one the run must not write. */
 export const clashesWith = (error: unknown, flag: string): boolean => error instanceof FilesClashError && error.flags.includes(flag);
 
+/** What recordIn() calls a resume journal. */
+const A_JOURNAL = 'a resume journal';
+
 /** What a file of the run's records holds, which another output written over it would destroy. */
 const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run', '--map': 'the column map the run reads' };
 
@@ -103,7 +106,8 @@ const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '
  * No two of the files a run writes (or reads: --map) name one file, under any name: written over the
  * --state file, the journal or the --map file, another output destroys it (give those first); two
  * outputs in one file mix their lines. Nor is an output (or --summary-file, removed as the run starts) a state file or a
- * journal the run does not use: an upload without --delta beside its state, another target's journal.
+ * journal the run does not use: an upload without --delta beside its state, another target's journal;
+ * nor the journal a state file (the advice for a journal that cannot be read is --restart).
  */
 export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {
   const given = files.filter((file): file is readonly [string, string] => file[1] !== undefined && file[1] !== STDIN);
@@ -117,8 +121,11 @@ export async function checkFilesApart(files: readonly RunFile[]): Promise<void> 
     }
   }
   for (const [flag, path] of given) {
-    const record = RECORD_OF[flag] === undefined ? await recordIn(path) : undefined;
-    if (record !== undefined) throw new FilesClashError(`${flag} ${path} is ${record}: writing it would destroy it; give ${flag} another file`, [flag]);
+    // (the state and the map are read as what they are; a journal may be given one to go on with)
+    if (flag === '--state' || flag === '--map') continue;
+    const record = await recordIn(path);
+    if (record === undefined || (flag === '--journal' && record === A_JOURNAL)) continue;
+    throw new FilesClashError(`${flag} ${path} is ${record}: writing it would destroy it; give ${flag} another file`, [flag]);
   }
 }
 
@@ -138,7 +145,7 @@ export async function recordIn(path: string): Promise<string | undefined> {
     await file.close();
   }
   if (head.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1'))) return 'a SQLite database (a --state file, an emulator database)';
-  if (head.toString('utf8').startsWith(`{"journal":${JSON.stringify(JOURNAL_HEADER.journal)}`)) return 'a resume journal';
+  if (head.toString('utf8').startsWith(`{"journal":${JSON.stringify(JOURNAL_HEADER.journal)}`)) return A_JOURNAL;
   return undefined;
 }
 

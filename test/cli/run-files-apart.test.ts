@@ -80,7 +80,7 @@ describe('a run file that names the --state file', () => {
 });
 
 describe('a run file that names a state file or a journal the run does not use', () => {
-  it('is refused, exit 2, and the file left as it was: an upload without --delta beside its state, another run journal', async () => {
+  it('is refused, exit 2, and the file left as it was: an upload without --delta beside its state, another run journal, a journal that is a state file', async () => {
     const state = join(tmp.dir, 'track-state.sqlite');
     const { input, up } = await uploadOf('u1,pro\nu2,team\n');
     expect((await up(['--delta', '--journal', join(tmp.dir, 'other.journal')])).status).toBe(0);
@@ -94,6 +94,12 @@ describe('a run file that names a state file or a journal the run does not use',
       }
       const check = await runCliAsync(['validate', input, '--summary-file', name], { cwd: tmp.dir });
       expect(check.status, `validate: ${check.stderr}`).toBe(2);
+    }
+    // nor is the journal a state file: read as a journal, it was damaged, and --restart wrote over it
+    for (const how of [[], ['--restart'], ['--resume-or-start']]) {
+      const r = await up(['--journal', state, ...how]);
+      expect(r.status, `--journal ${how}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`--journal ${state} is a SQLite database`);
     }
     expect(digest(state)).toBe(held.state);
     expect(digest(join(tmp.dir, 'other.journal'))).toBe(held.journal);
