@@ -51,7 +51,8 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
     await checkWritable('--summary-file', path);
     // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
     // memory) leaves none, which `track report` names as missing, rather than one that is not its own
-    await (await import('node:fs/promises')).rm(path, { force: true });
+    // (a file: never a device such as /dev/null or a pipe, written to as they are)
+    if (await isRegularFile(path)) await (await import('node:fs/promises')).rm(path, { force: true });
   } catch (error) {
     summaryFileWritten = true;
     throw error;
@@ -159,14 +160,14 @@ function printSummary(json: string, outToStdout: boolean): void {
 interface SummaryWords {
   verb: string;
   path?: string;
-  /** The files other flags name (--state, --journal, --rejects, --out, --events, --report): the summary is never written over one. */
+  /** The files other flags name (--state, --journal, --map, --rejects, --out, --events, --report): the summary is never written over one. */
   others: string[];
   json: boolean;
   outToStdout: boolean;
 }
 
-/** The flags that name the files of a run's records and other outputs. */
-const RECORD_FLAGS = ['--state', '--journal', '--rejects', '--out', '--events', '--report'];
+/** The flags that name the files of a run's records and other outputs, and the --map file it reads. */
+const RECORD_FLAGS = ['--state', '--journal', '--map', '--rejects', '--out', '--events', '--report'];
 
 /**
  * The summary's places in an upload or validate command line, read from its words: a usage error in
@@ -212,9 +213,16 @@ async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: nu
   if (named.json) printSummary(json, named.outToStdout);
 }
 
+/** Whether `path` is a regular file (through a link), not a device, a pipe or nothing. */
+async function isRegularFile(path: string): Promise<boolean> {
+  const { stat } = await import('node:fs/promises');
+  return (await stat(path).catch(() => undefined))?.isFile() === true;
+}
+
 /**
  * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
- * it, then renamed over it. False, with the reason on stderr, when it cannot be written.
+ * it, then renamed over it; to a device or a pipe there (/dev/stdout, /dev/null), written to, never
+ * replaced. False, with the reason on stderr, when it cannot be written.
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   summaryFileWritten = true;
@@ -224,9 +232,13 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
     process.stderr.write(`track: --summary-file ${path}: not written: it is ${record}\n`);
     return false;
   }
-  const { rename, writeFile, rm } = await import('node:fs/promises');
+  const { rename, stat, writeFile, rm } = await import('node:fs/promises');
   const partial = `${path}.${process.pid}.partial`;
   try {
+    if ((await stat(path).catch(() => undefined))?.isFile() === false) {
+      await writeFile(path, json);
+      return true;
+    }
     await writeFile(partial, json);
     await rename(partial, path);
     return true;

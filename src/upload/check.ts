@@ -5,6 +5,7 @@ import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
+import { JOURNAL_HEADER } from '../records/journal-format.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
@@ -77,12 +78,16 @@ export async function isOneOf(path: string, files: readonly string[]): Promise<b
 /** A run's file, as the flag that names it and its path (undefined: not given). */
 export type RunFile = readonly [flag: string, path: string | undefined];
 
-/** Two of the run's files name one file: refused before either is written, and neither is written then (not even the failure's summary or events). */
+/**
+ * Two of the run's files name one file, or an output names a record (a state file, a journal) of
+ * another run: refused before either is written, and neither is written then (not even the failure's
+ * summary or events).
+ */
 export class FilesClashError extends UsageError {
   constructor(
     message: string,
-    /** The flags of the two files. */
-    readonly flags: readonly [string, string],
+    /** The flags of the files (one, for a record of another run). */
+    readonly flags: readonly string[],
   ) {
     super(message);
   }
@@ -91,13 +96,18 @@ export class FilesClashError extends UsageError {
 /** Whether the error says the file of the output `flag` (`--summary-file`, `--events`, `--report`) is one the run must not write. */
 export const clashesWith = (error: unknown, flag: string): boolean => error instanceof FilesClashError && error.flags.includes(flag);
 
+/** What recordIn() calls a resume journal. */
+const A_JOURNAL = 'a resume journal';
+
 /** What a file of the run's records holds, which another output written over it would destroy. */
-const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run' };
+const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '--journal': 'the journal of the run', '--map': 'the column map the run reads' };
 
 /**
- * No two of the files a run writes name one file, under any name: written over the --state file or
- * the journal, another output destroys the record (give those first); two outputs in one file mix
- * their lines.
+ * No two of the files a run writes (or reads: --map) name one file, under any name: written over the
+ * --state file, the journal or the --map file, another output destroys it (give those first); two
+ * outputs in one file mix their lines. Nor is an output (or --summary-file, removed as the run starts) a state file or a
+ * journal the run does not use: an upload without --delta beside its state, another target's journal;
+ * nor the journal a state file (the advice for a journal that cannot be read is --restart).
  */
 export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {
   const given = files.filter((file): file is readonly [string, string] => file[1] !== undefined && file[1] !== STDIN);
@@ -110,6 +120,13 @@ export async function checkFilesApart(files: readonly RunFile[]): Promise<void> 
       throw new FilesClashError(`${flag} ${path} is the ${earlierFlag} file ${earlierPath}: writing it would destroy ${record}; give ${flag} another file`, [earlierFlag, flag]);
     }
   }
+  for (const [flag, path] of given) {
+    // (the state and the map are read as what they are; a journal may be given one to go on with)
+    if (flag === '--state' || flag === '--map') continue;
+    const record = await recordIn(path);
+    if (record === undefined || (flag === '--journal' && record === A_JOURNAL)) continue;
+    throw new FilesClashError(`${flag} ${path} is ${record}: writing it would destroy it; give ${flag} another file`, [flag]);
+  }
 }
 
 /**
@@ -117,6 +134,8 @@ export async function checkFilesApart(files: readonly RunFile[]): Promise<void> 
  * file, an emulator's) or a resume journal. Undefined for anything else, or no file.
  */
 export async function recordIn(path: string): Promise<string | undefined> {
+  // only a regular file is opened: a named pipe would wait for a writer, a terminal for a line
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return undefined;
   const file = await open(path, 'r').catch(() => undefined);
   if (file === undefined) return undefined;
   const head = Buffer.alloc(64);
@@ -126,7 +145,7 @@ export async function recordIn(path: string): Promise<string | undefined> {
     await file.close();
   }
   if (head.subarray(0, 16).equals(Buffer.from('SQLite format 3\0', 'latin1'))) return 'a SQLite database (a --state file, an emulator database)';
-  if (head.toString('utf8').startsWith('{"journal":"track-upload"')) return 'a resume journal';
+  if (head.toString('utf8').startsWith(`{"journal":${JSON.stringify(JOURNAL_HEADER.journal)}`)) return A_JOURNAL;
   return undefined;
 }
 

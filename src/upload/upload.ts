@@ -259,7 +259,7 @@ async function uploadChecked(
   if (delta !== undefined && (await isOneOf(delta.statePath, inputs))) throw new UsageError(`--state ${delta.statePath} is also an input file`);
   // the records by the names the run gives them (its defaults resolved), then the outputs the command writes besides
   const others = (options.otherOutputs ?? []).map(({ flag, path }) => [flag, path] as const);
-  await checkFilesApart([['--state', delta?.statePath], ['--journal', target?.journalPath], ['--rejects', rejectsPath], ['--out', options.outPath], ...others]);
+  await checkFilesApart([['--state', delta?.statePath], ['--journal', target?.journalPath], ['--map', options.mapFile], ['--rejects', rejectsPath], ['--out', options.outPath], ...others]);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
   // a resumed run does not read again what an earlier one settled whole
   const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;

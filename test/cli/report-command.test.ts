@@ -151,6 +151,11 @@ describe('merging summaries', () => {
     const one = mergeSummaries([{ file: 'a', summary: read(1, false) }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: read(k, true) }))]);
     expect(one.total).toMatchObject({ interrupted: true, readToEnd: false });
     expect(mergeSummaries([1, 2, 3, 4].map((k) => ({ file: String(k), summary: read(k, true) }))).total).toMatchObject({ interrupted: false, readToEnd: true });
+    // a shard that stopped before its summary (a usage error: it read nothing) says nothing of it, first or later
+    const refused: SummaryJson = { command: 'upload', fatal: { name: 'UsageError', message: 'the journal is in use' }, exitStatus: 2, shard: { index: 1, count: 4 } };
+    const stopped = [2, 3, 4].map((k) => ({ file: String(k), summary: { ...read(k, true), interrupted: true } }));
+    expect(mergeSummaries([{ file: 'a', summary: refused }, ...stopped]).total).toMatchObject({ interrupted: true, readToEnd: false });
+    expect(mergeSummaries([...stopped, { file: 'a', summary: refused }]).total).toMatchObject({ interrupted: true, readToEnd: false });
   });
 
   it('is not whole when its summaries are of different commands: a dry run\'s shard sent nothing', () => {

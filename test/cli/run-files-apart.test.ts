@@ -78,3 +78,48 @@ describe('a run file that names the --state file', () => {
     expect(mixed.stderr).toContain(`--events and --summary-file name the same file ${join(tmp.dir, 'both.ndjson')}`);
   });
 });
+
+describe('a run file that names a state file or a journal the run does not use', () => {
+  it('is refused, exit 2, and the file left as it was: an upload without --delta beside its state, another run journal, a journal that is a state file', async () => {
+    const state = join(tmp.dir, 'track-state.sqlite');
+    const { input, up } = await uploadOf('u1,pro\nu2,team\n');
+    expect((await up(['--delta', '--journal', join(tmp.dir, 'other.journal')])).status).toBe(0);
+    const held = { state: digest(state), journal: digest(join(tmp.dir, 'other.journal')) };
+    for (const [name, record] of [[state, 'a SQLite database'], [join(tmp.dir, 'other.journal'), 'a resume journal']] as const) {
+      for (const flag of ['--summary-file', '--events', '--report', '--rejects', '--out']) {
+        // no --delta: the state is not the run's; a journal of its own, not this one
+        const r = await up(['--journal', join(tmp.dir, 'this.journal'), '--restart', flag, name]);
+        expect(r.status, `${flag} ${name}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(`${flag} ${name} is ${record}`);
+      }
+      const check = await runCliAsync(['validate', input, '--summary-file', name], { cwd: tmp.dir });
+      expect(check.status, `validate: ${check.stderr}`).toBe(2);
+    }
+    // nor is the journal a state file: read as a journal, it was damaged, and --restart wrote over it
+    for (const how of [[], ['--restart'], ['--resume-or-start']]) {
+      const r = await up(['--journal', state, ...how]);
+      expect(r.status, `--journal ${how}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`--journal ${state} is a SQLite database`);
+    }
+    expect(digest(state)).toBe(held.state);
+    expect(digest(join(tmp.dir, 'other.journal'))).toBe(held.journal);
+  });
+});
+
+describe('a run file that names the --map file', () => {
+  it('is refused, exit 2, and the map left as it was, also when the run stops before its checks', async () => {
+    const map = join(tmp.dir, 'map.json');
+    writeFileSync(map, '{"plan":"plan"}\n');
+    const { up } = await uploadOf('u1,pro\n', '--no-journal', '--map', map);
+    for (const flag of ['--summary-file', '--events', '--report', '--rejects', '--out']) {
+      const r = await up([flag, map]);
+      expect(r.status, `${flag}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`${flag} ${map} is the --map file ${map}: writing it would destroy the column map the run reads`);
+      expect(readFileSync(map, 'utf8'), flag).toBe('{"plan":"plan"}\n');
+    }
+    const early = await up(['--summary-file', map, '--concurrency', '0']);
+    expect(early.status).toBe(2);
+    expect(early.stderr).toContain(`--summary-file ${map}: not written`);
+    expect(readFileSync(map, 'utf8')).toBe('{"plan":"plan"}\n');
+  });
+});

@@ -63,10 +63,12 @@ const EVERY = new Set(['readToEnd']);
 const OWN = new Set(['shard', 'exitStatus', 'rejectsPath', 'outPath', 'fatal', 'otherShards']);
 
 /**
- * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed (readToEnd and-ed), lists joined, objects
+ * Adds b into a: numbers summed (elapsed times: the longest), booleans or-ed (readToEnd and-ed, false where one lacks it), lists joined, objects
  * added key by key; a text or a setting kept when both agree.
  */
 export function addSummaries(a: unknown, b: unknown, key = ''): unknown {
+  // a summary that does not say so (of a run stopped before its summary: it read nothing) is not
+  if (EVERY.has(key) && (a === undefined || b === undefined)) return false;
   if (a === undefined) return b;
   if (b === undefined) return a;
   if (SAME.has(key)) return JSON.stringify(a) === JSON.stringify(b) ? a : undefined;

@@ -56,6 +56,7 @@ async function recordsOf(options: UploadOptions, send?: SendOptions): Promise<Ru
   return [
     ['--state', options.delta?.statePath],
     ['--journal', journal],
+    ['--map', options.mapFile],
     ['--rejects', rejects],
     // (--out - is standard output)
     ['--out', options.outPath === '-' ? undefined : options.outPath],
