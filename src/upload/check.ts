@@ -105,9 +105,10 @@ const RECORD_OF: Record<string, string> = { '--state': 'what the state holds', '
 /**
  * No two of the files a run writes (or reads: --map) name one file, under any name: written over the
  * --state file, the journal or the --map file, another output destroys it (give those first); two
- * outputs in one file mix their lines. Nor is an output (or --summary-file, removed as the run starts) a state file or a
- * journal the run does not use: an upload without --delta beside its state, another target's journal;
- * nor the journal a state file (the advice for a journal that cannot be read is --restart).
+ * outputs in one file mix their lines. Nor is an output (or --summary-file, removed as the run
+ * starts) a state file or a journal the run does not use: an upload without --delta beside its
+ * state, another target's journal; nor the journal a state file (the advice for a journal that
+ * cannot be read is --restart).
  */
 export async function checkFilesApart(files: readonly RunFile[]): Promise<void> {
   const given = files.filter((file): file is readonly [string, string] => file[1] !== undefined && file[1] !== STDIN);

@@ -11,14 +11,6 @@ import { createRunEvents, type RunConsumer, type RunEvents, type StartEvent } fr
 
 export { both } from './run-events.js';
 
-function urlOf(text: string): URL | undefined {
-  try {
-    return new URL(text);
-  } catch {
-    return undefined;
-  }
-}
-
 /** The scheme, host and port a URL names (never a path, a query or credentials); the text as given when it is no URL. */
 export function originOf(url: string): string {
   try {
@@ -42,16 +34,28 @@ export interface OutputFlags {
   summaryFile?: string;
 }
 
+/** The endpoint of an upload's --url, or undefined when it is none (the upload's own check says why). */
+async function endpointOf(send: SendOptions | undefined): Promise<URL | undefined> {
+  if (send === undefined) return undefined;
+  const { resolveEndpoint } = await import('../../transport/endpoint.js');
+  try {
+    return resolveEndpoint(send.url);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
- * The records of an upload (`send`) or a check, as its flags name them or by their default names
- * beside the first input (the state's is resolved already): what its other outputs must not be.
+ * The records of an upload (`send`) or a check, as its flags name them or by the names the upload
+ * gives them by default (the journal as checkTarget finds it, the rejects file beside the first
+ * input; the state's is resolved already): what its other outputs must not be.
  */
 async function recordsOf(options: UploadOptions, send?: SendOptions): Promise<RunFile[]> {
-  const [{ defaultJournalPath }, { defaultRejectsPath }] = await Promise.all([import('../../upload/journal-name.js'), import('../../upload/rejects-name.js')]);
+  const [{ journalBeside }, { defaultRejectsPath }] = await Promise.all([import('../../upload/journal-name.js'), import('../../upload/rejects-name.js')]);
   const first = options.inputs[0];
-  const endpoint = send === undefined ? undefined : urlOf(send.url);
-  const journal = send?.journalPath ?? (first === undefined || first === STDIN || endpoint === undefined || send?.noJournal === true ? undefined : defaultJournalPath(first, endpoint, true, options.shard));
+  const endpoint = await endpointOf(send);
+  const kept = first !== undefined && endpoint !== undefined && !options.inputs.includes(STDIN) && send?.noJournal !== true;
+  const journal = send?.journalPath ?? (kept ? await journalBeside(options.inputs, first, endpoint, `${endpoint.origin}${endpoint.pathname}`, options.shard) : undefined);
   const rejects = options.rejectsPath ?? (first === undefined ? undefined : defaultRejectsPath(first, options.rejectsFormat, { shard: options.shard, check: send === undefined }));
   return [
     ['--state', options.delta?.statePath],
