@@ -7,11 +7,15 @@ import { execWithEmulator as execBare, type ExecOptions, type ExecResult } from 
 import { startEmulator as startBare, type FixtureOptions } from './fixture.js';
 import { EMULATOR_WORDS, speaking } from './words.js';
 
-const EMULATOR_OPTIONS = new Set([
-  'port', 'host', 'db', 'apiKeys', 'blocklist', 'limits', 'batchLimits', 'rateLimit', 'hourlyLimit', 'failRate', 'dropRate',
-  'latency', 'maxBodyBytes', 'arrayCap', 'requestTimeoutMs', 'log', 'requestLog', 'seedRequests', 'seed', 'storage', 'signal',
-]);
-const EXEC_OPTIONS = new Set([...EMULATOR_OPTIONS, 'env', 'stdio', 'onStart', 'onSpawn', 'onKill', 'killAfterMs']);
+/** Every option of FixtureOptions (the compiler holds this list to the type), then ExecOptions'. */
+const FIXTURE_KEYS = {
+  port: true, host: true, db: true, apiKeys: true, blocklist: true, limits: true, batchLimits: true, rateLimit: true, hourlyLimit: true,
+  failRate: true, dropRate: true, latency: true, maxBodyBytes: true, arrayCap: true, requestTimeoutMs: true, log: true, requestLog: true,
+  seedRequests: true, seed: true, storage: true, signal: true,
+} satisfies Record<keyof FixtureOptions, true>;
+const EXEC_KEYS = { ...FIXTURE_KEYS, env: true, stdio: true, onStart: true, onSpawn: true, onKill: true, killAfterMs: true } satisfies Record<keyof ExecOptions, true>;
+const EMULATOR_OPTIONS = new Set(Object.keys(FIXTURE_KEYS));
+const EXEC_OPTIONS = new Set(Object.keys(EXEC_KEYS));
 
 /** The options, refused when they are not an object, name an option there is not, or give seed as one string. */
 function checked<T extends object>(fn: string, options: T | undefined, known: ReadonlySet<string>): T {
