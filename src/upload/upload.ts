@@ -156,6 +156,13 @@ export interface UploadSummary extends PlanSummary {
   rejectedTotal: number;
   /** Every row of every input was read (not so when a stop or an error ended the plan first). */
   readToEnd: boolean;
+  /**
+   * Rows read that were neither answered, rejected nor left out: a resume sends them (0 once a
+   * delivery went through; absent in a dry run). The rows not read yet are not among them (`readToEnd`).
+   */
+  rowsUnsettled?: number;
+  /** Of those, the rows not yet handed to the delivery when it stopped; the others were in the requests it gave up (`delivery.rowsAbandoned`). */
+  rowsNotSent?: number;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
   fatal?: Error;
 }
@@ -323,7 +330,8 @@ async function uploadChecked(
       throw error;
     }
   }
-  const ledger = journal === undefined ? undefined : lineLedger(journal);
+  // a delivery counts the rows it settles (journal or not): those read and not settled are what a stop leaves
+  const ledger = journal === undefined && send === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds; it first writes
   // the rejects the run before could not (its journal carried them)
   const written = resume ? await rejectsSoFar(rejectsPath, options.rejectsFormat) : new Set<string>();
@@ -552,8 +560,20 @@ async function uploadChecked(
     refusedReasons,
     interrupted: options.stopSignal?.aborted === true,
     readToEnd: readAll,
+    ...unsettledRows(summary, delivery, ledger),
     fatal,
   };
+}
+
+/**
+ * Of the rows a delivery read, those it left unsettled (neither answered, rejected nor left out: a
+ * resume sends them), and of these the rows not yet handed to the delivery when it stopped (the rest
+ * were in requests it gave up, `rowsAbandoned`). None in a dry run.
+ */
+function unsettledRows(summary: PlanSummary, delivery: DeliverySummary | undefined, ledger: ReturnType<typeof lineLedger> | undefined): Pick<UploadSummary, 'rowsUnsettled' | 'rowsNotSent'> {
+  if (delivery === undefined || ledger === undefined) return {};
+  const rowsUnsettled = Math.max(0, summary.rows - summary.skipped - ledger.settledRows);
+  return { rowsUnsettled, rowsNotSent: Math.max(0, rowsUnsettled - delivery.rowsAbandoned) };
 }
 
 /** The events until the plan fails: `failed` is told its error, and they end as if done. */
