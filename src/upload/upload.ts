@@ -4,7 +4,7 @@
 // Over 350 lines: the run's steps (open, plan, deliver, close in order, summarise) read here in the
 // order they happen; what each step does at length lives in its own module.
 import { existsSync } from 'node:fs';
-import { UsageError } from '../errors.js';
+import { isMistake, UsageError } from '../errors.js';
 import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
 import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
@@ -527,6 +527,8 @@ async function uploadChecked(
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
+    // a person's mistake found before anything was sent (a state file found damaged) leaves the journal as it was (exit 2)
+    if ((delivery?.attempts ?? 0) === 0 && isMistake(delivery?.fatal ?? fatal)) return journal.revert();
     const complete = readAll && went && stateWent && !isIncomplete(delivery);
     const rowsRead = readAll ? new Map(summary.files.map((f) => [f.file, f.rows])) : undefined;
     return journal.close({ complete, rowsRead });
