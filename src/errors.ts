@@ -17,6 +17,9 @@ export class InputError extends Error {
   }
 }
 
+/** A person's mistake to fix (a usage or an input error): a run it stops before anything is sent ends with exit 2, and leaves its records as they were. */
+export const isMistake = (error: unknown): boolean => error instanceof UsageError || error instanceof InputError;
+
 /**
  * An input could not be read to its end: the network failed while reading an object in storage and
  * the retries ran out. Not the person's mistake: the run stops as a failure (exit 3), resumable.

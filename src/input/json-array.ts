@@ -6,12 +6,13 @@
 // begins (for messages), read as an NDJSON line is: a number JavaScript cannot hold as written, text
 // not valid in the file's encoding, or nesting too deep rejects the element, not the file. JSON that
 // is broken stops the reading there, naming the byte: past it, where the next element begins cannot
-// be known.
+// be known. One object holding the rows under a key is refused (json-wrapper.ts).
 import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
 import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
 import { brokenJson, TextLines } from './broken-json.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
+import { refusingWrapper } from './json-wrapper.js';
 import { MAX_LINE_CHARS, MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
 
 /** A number JavaScript cannot hold as written, kept as its text until its element is checked. */
@@ -228,7 +229,7 @@ export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, opti
   if (begins === undefined) return; // an empty file holds no rows
   const { lead, spread } = begins;
   if (lead === '{' && !spread) {
-    yield* readNdjson(replayed(), options);
+    yield* refusingWrapper(readNdjson(replayed(), options), file, begins.head);
     return;
   }
   if (lead !== '[' && lead !== '{') throw new InputError(notJson(begins.head, seen[0], options.encoding), file);
@@ -242,5 +243,6 @@ export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, opti
     }
     yield decoding.end();
   })();
-  yield* jsonRows(texts, file, options, () => decoding.damaged, lead === '[' ? 'array' : 'values');
+  if (lead === '[') yield* jsonRows(texts, file, options, () => decoding.damaged, 'array');
+  else yield* refusingWrapper(jsonRows(texts, file, options, () => decoding.damaged, 'values'), file, begins.head);
 }

@@ -4,11 +4,12 @@
 // microseconds), so after any stop of the process, kill -9 included, a resume knows which rows may
 // have reached the server. Settled rows are appended every 200 ms, each time after the rejects file
 // is synced (the rejects it could not take are carried here instead), and everything written is then
-// fsynced, so a machine that loses power loses at most that much of the journal. Reading an earlier
-// run's journal is in journal-read.ts. At about 440 lines this is one object with a lifetime whose
+// fsynced, so a machine that loses power loses at most that much of the journal. A run that stops on a
+// usage error before anything was sent leaves the journal as it was (revert). Reading an earlier
+// run's journal is in journal-read.ts. At about 510 lines this is one object with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
-import { writeSync } from 'node:fs';
-import { open, truncate, type FileHandle } from 'node:fs/promises';
+import { rmSync, writeSync } from 'node:fs';
+import { lstat, open, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
@@ -114,6 +115,12 @@ export interface Journal {
   flush(): Promise<void>;
   /** Flushes, records how the run ended (and how many rows each file read to its end holds), and closes. */
   close(end?: { complete: boolean; rowsRead?: ReadonlyMap<string, number> }): Promise<void>;
+  /**
+   * Closes, leaving the journal as it was before this run: for a run that stopped on a usage error
+   * before anything was sent. A new journal is not put in place (an earlier run's stays), a resumed
+   * one is cut back to its length before. Once a row was recorded as sent, the journal stays.
+   */
+  revert(): Promise<void>;
 }
 
 const DEFAULT_FLUSH_INTERVAL_MS = 200;
@@ -135,6 +142,18 @@ function asOutputError(error: unknown, path: string): Error {
   return new OutputError(`cannot write the journal ${path}: ${message}`, path);
 }
 
+/** Moves the journal of the run before aside (a regular file only): what a run that changes nothing puts back. */
+async function keepAside(path: string, aside: string): Promise<'aside' | 'none' | 'written-over'> {
+  const found = await lstat(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  if (found === undefined) return 'none';
+  if (!found.isFile()) return 'written-over';
+  await rename(path, aside);
+  return 'aside';
+}
+
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
   const identities = await Promise.all(options.files.map((f) => identifyFile(f, options.remote)));
@@ -150,10 +169,21 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 
   let head = '';
   let handle: FileHandle;
+  /**
+   * What a run that stops on a usage error before anything was sent puts back (README, exit 2): the
+   * journal of the run before a new one, kept aside under this name until a row is recorded as sent
+   * or the run closes (a kill meanwhile leaves the new journal in place, as ever); none when there was
+   * none. A resumed journal is cut back to `lengthBefore`.
+   */
+  const aside = `${journalPath}.before.journal`;
+  /** The journal before: kept aside, none, or another kind of file (a link) written through as ever, which cannot be put back. */
+  let before: 'aside' | 'none' | 'written-over' | undefined;
+  let lengthBefore = 0;
   try {
     if (options.resume) {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
+      lengthBefore = (await handle.stat()).size;
       if (previous.missingNewline) head += '\n';
       // a journal of an earlier version names no API key, nor its shard: this run's are said now (a
       // header again, as every version reads one), so that a run under another key, or of another
@@ -162,7 +192,13 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
         head += headerLine(previous.target ?? options.target, previous.remembers, previous.key ?? options.key, options.shard ?? null);
       }
     } else {
-      handle = await open(journalPath, 'w');
+      before = await keepAside(journalPath, aside);
+      try {
+        handle = await open(journalPath, 'w');
+      } catch (error) {
+        if (before === 'aside') await rename(aside, journalPath);
+        throw error;
+      }
       head += headerLine(options.target, options.remembers, options.key, options.shard ?? null);
     }
     for (const [index, identity] of renewed) head += fileLine(index, identity);
@@ -190,6 +226,14 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 
   const flushEvery = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
   const fd = handle.fd;
+  /** A row was recorded as sent: the journal stays, whatever ends the run. */
+  let sentAny = false;
+  /** The journal of the run before, kept aside, is let go: this run's journal stays. */
+  const letGoAside = (): void => {
+    if (before !== 'aside') return;
+    before = 'written-over';
+    rmSync(aside, { force: true });
+  };
   /** ItemOrigin.file text -> absolute path; resolving once per distinct name. */
   const resolved = new Map<string, string>();
   let pending = new Map<number, RangeSet>();
@@ -368,7 +412,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   const inDoubtRanges = (file: string): Array<[number, number]> => doubtEarlier.get(absolute(file))?.ranges() ?? [];
   const perFile = <T>(files: readonly string[], of: (file: string) => T): Map<string, T> => new Map(files.map((file) => [file, of(file)]));
 
-  return {
+  const journal: Journal = {
     path: journalPath,
     skips(files, rejectInDoubt) {
       const rows = perFile(files, settledRanges);
@@ -391,6 +435,9 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     sending(request) {
       try {
         if (closed) throw new Error('the journal is closed');
+        // from the first row sent on, a stop of any kind leaves this run's journal
+        if (!sentAny) letGoAside();
+        sentAny = true;
         // rows an earlier run left in doubt, sent again: if this run is killed, the next reports them
         const again = inDoubtRows(request);
         writeNow(runsText(request, sentLine) + (again > 0 ? againLine(again) : ''));
@@ -443,10 +490,24 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
           });
         }
       } finally {
+        // closed, this run's journal stays, whatever it holds
+        letGoAside();
         closed = true;
         if (timer !== undefined) clearTimeout(timer);
         await handle.close().catch(() => undefined);
       }
     },
+    async revert() {
+      if (closed) return;
+      if (sentAny) return journal.close({ complete: false });
+      closed = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await chain;
+      await handle.close().catch(() => undefined);
+      if (options.resume) await truncate(journalPath, lengthBefore);
+      else if (before === 'aside') await rename(aside, journalPath);
+      else if (before === 'none') await rm(journalPath, { force: true });
+    },
   };
+  return journal;
 }

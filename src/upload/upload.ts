@@ -4,7 +4,7 @@
 // Over 350 lines: the run's steps (open, plan, deliver, close in order, summarise) read here in the
 // order they happen; what each step does at length lives in its own module.
 import { existsSync } from 'node:fs';
-import { UsageError } from '../errors.js';
+import { isMistake, UsageError } from '../errors.js';
 import type { RemoteInputs, RemoteSettings } from '../input/remote.js';
 import { checkFormat, checkReadable, formatOf, STDIN } from '../input/source.js';
 import type { ColumnMap } from '../mapping/column-map.js';
@@ -156,6 +156,13 @@ export interface UploadSummary extends PlanSummary {
   rejectedTotal: number;
   /** Every row of every input was read (not so when a stop or an error ended the plan first). */
   readToEnd: boolean;
+  /**
+   * Rows read that were neither answered, rejected nor left out: a resume sends them (0 once a
+   * delivery went through; absent in a dry run). The rows not read yet are not among them (`readToEnd`).
+   */
+  rowsUnsettled?: number;
+  /** Of those, the rows not yet handed to the delivery when it stopped; the others were in the requests it gave up (`delivery.rowsAbandoned`). */
+  rowsNotSent?: number;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
   fatal?: Error;
 }
@@ -323,7 +330,8 @@ async function uploadChecked(
       throw error;
     }
   }
-  const ledger = journal === undefined ? undefined : lineLedger(journal);
+  // a delivery counts the rows it settles (journal or not): those read and not settled are what a stop leaves
+  const ledger = journal === undefined && send === undefined ? undefined : lineLedger(journal);
   // a resumed run adds to its rejects file, and does not write again a row it holds; it first writes
   // the rejects the run before could not (its journal carried them)
   const written = resume ? await rejectsSoFar(rejectsPath, options.rejectsFormat) : new Set<string>();
@@ -519,6 +527,8 @@ async function uploadChecked(
   await closing(() => rejects.close({ removeIfEmpty: went && !resume }));
   await closing(() => {
     if (journal === undefined) return undefined;
+    // a person's mistake found before anything was sent (a state file found damaged) leaves the journal as it was (exit 2)
+    if ((delivery?.attempts ?? 0) === 0 && isMistake(delivery?.fatal ?? fatal)) return journal.revert();
     const complete = readAll && went && stateWent && !isIncomplete(delivery);
     const rowsRead = readAll ? new Map(summary.files.map((f) => [f.file, f.rows])) : undefined;
     return journal.close({ complete, rowsRead });
@@ -552,8 +562,20 @@ async function uploadChecked(
     refusedReasons,
     interrupted: options.stopSignal?.aborted === true,
     readToEnd: readAll,
+    ...unsettledRows(summary, delivery, ledger),
     fatal,
   };
+}
+
+/**
+ * Of the rows a delivery read, those it left unsettled (neither answered, rejected nor left out: a
+ * resume sends them), and of these the rows not yet handed to the delivery when it stopped (the rest
+ * were in requests it gave up, `rowsAbandoned`). None in a dry run.
+ */
+function unsettledRows(summary: PlanSummary, delivery: DeliverySummary | undefined, ledger: ReturnType<typeof lineLedger> | undefined): Pick<UploadSummary, 'rowsUnsettled' | 'rowsNotSent'> {
+  if (delivery === undefined || ledger === undefined) return {};
+  const rowsUnsettled = Math.max(0, summary.rows - summary.skipped - ledger.settledRows);
+  return { rowsUnsettled, rowsNotSent: Math.max(0, rowsUnsettled - delivery.rowsAbandoned) };
 }
 
 /** The events until the plan fails: `failed` is told its error, and they end as if done. */

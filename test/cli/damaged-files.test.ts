@@ -1,10 +1,13 @@
 // Damaged files are named and refused: a resumed run whose CSV rejects file does not begin with the
 // inputs' header, whose journal is empty, cut short in its first line or names lines its file
 // cannot have, stops before sending (exit 2), naming the file and what to do, and changes nothing.
-// An input that breaks off partway stops the run once every whole row read before it is sent.
-import { readFileSync, writeFileSync } from 'node:fs';
+// An input that breaks off partway stops the run once every whole row read before it is sent. A state
+// file whose damage only its whole check finds, once the run has begun, stops it before anything is
+// sent, and the journal is left as it was.
+import { existsSync, openSync, closeSync, readFileSync, writeFileSync, writeSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 import { runCliAsync } from '../helpers/cli.js';
 import { writeCrmCsv } from '../helpers/crm.js';
@@ -113,5 +116,50 @@ describe('an input that breaks off partway (a gzip file cut short)', () => {
     sent.forEach((item, i) => expect(item).toEqual({ external_id: `u${i}`, visits: i }));
     expect(summary.delivery.items.attributes.accepted).toBe(summary.rows);
     expect(summary.delivery.requestsAbandoned).toBe(0);
+  });
+});
+
+describe('a state file whose damage only its whole check finds, once the run has begun', () => {
+  /** Fills the page of the table --dedupe-events keeps with bytes no page holds: a --delta run of attributes never reads it, the check does. */
+  function damageActivities(path: string): void {
+    const db = new Database(path, { readonly: true });
+    const page = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = 'activities'").pluck().get() as number;
+    const size = db.pragma('page_size', { simple: true }) as number;
+    db.close();
+    const fd = openSync(path, 'r+');
+    writeSync(fd, Buffer.alloc(4096, 0xa5), 0, 4096, (page - 1) * size);
+    closeSync(fd);
+  }
+
+  it('stops the --delta run before anything is sent (exit 2), leaving the journal of the finished run before it as it was, and starting none', async () => {
+    const server = await faultServer();
+    const file = join(tmp.dir, 'users.csv');
+    writeFileSync(file, `external_id,plan\n${Array.from({ length: 500 }, (_, i) => `u${i},team\n`).join('')}`);
+    const run = (journal: string, extra: string[] = []) =>
+      runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--delta', '--state', 'st.sqlite', '--journal', journal, '--quiet', ...extra], { cwd: tmp.dir });
+    const first = await run('j.journal');
+    expect(first.status, first.stderr).toBe(0);
+    const journal = readFileSync(join(tmp.dir, 'j.journal'), 'utf8');
+    expect(journal).toContain('"complete":true');
+    copyFileSync(join(tmp.dir, 'st.sqlite'), join(tmp.dir, 'st.good'));
+    damageActivities(join(tmp.dir, 'st.sqlite'));
+    server.forget();
+    // run again (a --delta run of attributes starts a new journal over a finished one), and resumed
+    for (const extra of [[], ['--resume']]) {
+      const again = await run('j.journal', extra);
+      expect(again.status, again.stderr).toBe(2);
+      expect(again.stderr).toMatch(/track: --state st\.sqlite is damaged \(SQLite: .*\): delete it to start a new state/);
+      expect(readFileSync(join(tmp.dir, 'j.journal'), 'utf8')).toBe(journal);
+    }
+    // a run with no journal before it leaves none
+    const fresh = await run('k.journal', ['--full']);
+    expect(fresh.status, fresh.stderr).toBe(2);
+    expect(existsSync(join(tmp.dir, 'k.journal'))).toBe(false);
+    expect(server.received).toHaveLength(0);
+    // the state put back, the run goes on from the finished one: the journal is started anew
+    copyFileSync(join(tmp.dir, 'st.good'), join(tmp.dir, 'st.sqlite'));
+    const after = await run('j.journal');
+    expect(after.status, after.stderr).toBe(0);
+    expect(readFileSync(join(tmp.dir, 'j.journal'), 'utf8')).toContain('"complete":true');
   });
 });

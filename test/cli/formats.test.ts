@@ -1,5 +1,6 @@
-// The example JSON array and Parquet file of the docs, read through the CLI and as emulator seeds.
-import { readFileSync } from 'node:fs';
+// The example JSON array and Parquet file of the docs, read through the CLI and as emulator seeds;
+// a .json file that holds its rows under a key is refused, saying how to read them.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCliAsync } from '../helpers/cli.js';
@@ -42,5 +43,26 @@ describe('the example files of the docs', () => {
     const emulator = await servers.emulator({ seed: ['fixtures/users.parquet', 'fixtures/users.json'] });
     expect(emulator.store.counts().profiles).toBe(3);
     expect(emulator.store.findProfiles('user-003', 1).profiles[0].custom).toMatchObject({ zip: '00501', lifetime_value: -2.5 });
+  });
+});
+
+describe('a .json file that is one object holding its rows under a key', () => {
+  it('stops the upload before anything is sent (exit 2), naming the file and the key, with the jq command that writes the rows one a line', async () => {
+    const server = await servers.faultServer();
+    const rows = [{ external_id: 'w1', plan: 'gold' }, { external_id: 'w2', plan: 'free' }];
+    const file = join(servers.tmp.dir, 'users.json');
+    // written as many exports write it: the rows each on a line of their own, under the opening line
+    writeFileSync(file, `{"users": [\n${rows.map((r) => `  ${JSON.stringify(r)}`).join(',\n')}\n]}\n`);
+    const run = await runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--quiet'], { cwd: servers.tmp.dir });
+    expect(run.status, run.stdout).toBe(2);
+    expect(run.stderr).toContain(`track: ${file}: is one object holding its rows in an array under the key "users", not rows`);
+    expect(run.stderr).toContain(`jq -c '.users[]' ${file} > users.ndjson, and upload users.ndjson`);
+    expect(server.received).toHaveLength(0);
+    expect(existsSync(`${file}.rejects.ndjson`)).toBe(false);
+    // the way on it names reads every row
+    writeFileSync(join(servers.tmp.dir, 'users.ndjson'), rows.map((r) => JSON.stringify(r)).join('\n'));
+    const again = await runCliAsync(['upload', 'users.ndjson', '--url', server.url, '--api-key', 'k', '--quiet'], { cwd: servers.tmp.dir });
+    expect(again.status, again.stderr).toBe(0);
+    expect(server.appliedItems().map(({ item }) => item)).toEqual(rows);
   });
 });

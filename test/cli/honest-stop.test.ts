@@ -3,7 +3,7 @@
 // however the signal falls: here while sending outpaces planning, so that the delivery is often
 // waiting on the planning thread when it comes.
 import { spawn } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN } from '../helpers/cli.js';
@@ -54,7 +54,7 @@ describe('a run stopped by a signal, without a terminal', () => {
         const run = await stopped(json ? [...common, '--json'] : common, signal, server, 40);
         expect(run.status, `${signal} ${i}`).toBe(130);
         if (!json) {
-          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
+          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests stopped before they were answered, [\d,]+ )?not sent yet\))?, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
           continue;
         }
         const summary = JSON.parse(run.stdout);
@@ -76,7 +76,7 @@ describe('a stop that comes once every row was read', () => {
     const common = [path, '--url', server.url, '--api-key', 'k', '--rate', '1', '--restart'];
     const text = await stopped(common, 'SIGTERM', server, 2);
     expect(text.status).toBe(130);
-    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled; run again with --resume to send the rest\n/);
+    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests stopped before they were answered, [\d,]+ )?not sent yet\))?; run again with --resume to send the rest\n/);
     expect(text.stdout).not.toContain('not read yet');
 
     server.forget();
@@ -91,6 +91,49 @@ describe('a stop that comes once every row was read', () => {
     const sentBefore = summary.delivery.items.attributes.accepted;
     expect(after.exitStatus).toBe(0);
     expect(after.delivery.items.attributes.accepted).toBe(1000 - sentBefore);
+    const ids = server.appliedItems().map(({ item }) => item.external_id);
+    expect(new Set(ids).size).toBe(ids.length);
+  }, 60_000);
+});
+
+describe('a stop while planned requests wait to be sent', () => {
+  it('counts every row read: accepted, or unsettled, those not handed to the delivery yet among them; the resume sends exactly the rest', async () => {
+    const server = await faultServer();
+    // 20 requests planned at once; one in flight and one waiting (--concurrency 1): the other 18 are
+    // planned and not yet taken when the stop comes
+    const path = join(tmp.dir, 'small.csv');
+    writeFileSync(path, `external_id,plan\n${Array.from({ length: 1000 }, (_, i) => `u${i},team\n`).join('')}`);
+    const events = join(tmp.dir, 'events.ndjson');
+    const common = [path, '--url', server.url, '--api-key', 'k', '--rate', '1', '--concurrency', '1'];
+    const text = await stopped([...common, '--restart'], 'SIGTERM', server, 2);
+    expect(text.status).toBe(130);
+    const accepted = Number(/\nattributes  sent [\d,]+, accepted ([\d,]+)/.exec(text.stdout)![1].replace(/,/g, ''));
+    const line = /\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: ([\d,]+) rows unsettled \((?:([\d,]+) in requests stopped before they were answered, )?([\d,]+) not sent yet\); run again with --resume to send the rest\n/.exec(text.stdout);
+    expect(line, text.stdout).not.toBeNull();
+    const [unsettled, taken, notSent] = line!.slice(1).map((n) => Number((n ?? '0').replace(/,/g, '')));
+    expect(accepted + unsettled).toBe(1000);
+    expect(taken + notSent).toBe(unsettled);
+    expect(notSent).toBeGreaterThan(0);
+
+    server.forget();
+    const json = await stopped([...common, '--restart', '--json', '--events', events], 'SIGTERM', server, 2);
+    const summary = JSON.parse(json.stdout);
+    expect(summary).toMatchObject({ interrupted: true, readToEnd: true, rows: 1000 });
+    const { accepted: sentBefore } = summary.delivery.items.attributes;
+    expect(sentBefore + summary.rowsUnsettled).toBe(1000);
+    expect(summary.delivery.rowsAbandoned + summary.rowsNotSent).toBe(summary.rowsUnsettled);
+    expect(summary.rowsNotSent).toBeGreaterThan(0);
+    // the end event carries the summary --json prints
+    const end = readFileSync(events, 'utf8').trimEnd().split('\n').map((l) => JSON.parse(l)).find((e) => e.type === 'end');
+    expect(end.summary).toMatchObject({ rowsUnsettled: summary.rowsUnsettled, rowsNotSent: summary.rowsNotSent });
+
+    // the resume sends every row the stopped run did not settle, each once
+    server.forget();
+    const resumed = await stopped([path, '--url', server.url, '--api-key', 'k', '--resume', '--json'], 'SIGTERM', server, Number.POSITIVE_INFINITY);
+    const after = JSON.parse(resumed.stdout);
+    expect(after.exitStatus).toBe(0);
+    expect(after.delivery.items.attributes.accepted).toBe(summary.rowsUnsettled);
+    expect(after.rowsUnsettled).toBe(0);
     const ids = server.appliedItems().map(({ item }) => item.external_id);
     expect(new Set(ids).size).toBe(ids.length);
   }, 60_000);

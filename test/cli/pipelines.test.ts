@@ -3,7 +3,8 @@
 // a real S3-compatible server under the recipe's own s3:// name, with a Redis budget where the
 // recipe shares one; each shard ends 0 (1 with the rows it rejected), every user arrives once, every
 // rejected row is in its shard's rejects file once, the report adds up, and a retry of a shard with
-// --resume-or-start sends nothing again.
+// --resume-or-start sends nothing again. A shard is retried only on the exit statuses where that can
+// change the outcome: not 1 (rows rejected) nor 2 (a usage error), but 3 (a fatal stop).
 import { execFile, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -117,6 +118,71 @@ async function runShards(shards: Array<Record<string, string>>, upload: string, 
   return runs;
 }
 
+/**
+ * What Kubernetes does with a failed pod of the Job whose container `container` exited `status`:
+ * the first rule of its pod failure policy that the exit code matches (rules on pod conditions aside),
+ * or Count (restarted while backoffLimitPerIndex allows).
+ */
+function podFailureAction(spec: { podFailurePolicy?: { rules: Array<{ action: string; onExitCodes?: { containerName?: string; operator: 'In' | 'NotIn'; values: number[] } }> } }, container: string, status: number): string {
+  for (const rule of spec.podFailurePolicy?.rules ?? []) {
+    const codes = rule.onExitCodes;
+    if (codes === undefined || (codes.containerName !== undefined && codes.containerName !== container)) continue;
+    if (codes.values.includes(status) === (codes.operator === 'In')) return rule.action;
+  }
+  return 'Count';
+}
+
+/** A pod or task that exits 2 (a --url that is none) and one that exits 3 (a key the server refuses), each in a folder of its own. */
+const failures = (): Array<{ status: number; env: Record<string, string> }> => [
+  { status: 2, env: { TRACK_URL: 'not-a-url' } },
+  { status: 3, env: { TRACK_API_KEY: 'not-the-key' } },
+];
+
+/**
+ * Runs the DAG's upload task for shard `index` in `records` as an Airflow worker would, and says what
+ * Airflow makes of it: success, failed (AirflowFailException: no retry) or up for retry (any other
+ * exception, while retries remain). Airflow is not installed here: its decorators and exceptions are
+ * stood in for by the few lines below, which run the task's own function, the real track included.
+ */
+async function dagTask(dag: string, index: number, records: string, env: Record<string, string>): Promise<{ outcome: string; message: string }> {
+  const harness = `import importlib.util, json, sys, types
+class AirflowException(Exception): pass
+class AirflowFailException(AirflowException): pass
+class Task:
+    def __init__(self, fn, retries): self.function, self.retries = fn, retries
+    def expand(self, **kwargs): return self
+    def __rshift__(self, other): return other
+def task(retries=0, **kwargs): return lambda fn: Task(fn, retries)
+class BashOperator:
+    def __init__(self, **kwargs): pass
+modules = {name: types.ModuleType(name) for name in ("airflow", "airflow.decorators", "airflow.exceptions", "airflow.operators", "airflow.operators.bash", "pendulum")}
+modules["airflow.decorators"].dag = lambda **kwargs: (lambda fn: fn)
+modules["airflow.decorators"].task = task
+modules["airflow.exceptions"].AirflowException = AirflowException
+modules["airflow.exceptions"].AirflowFailException = AirflowFailException
+modules["airflow.operators.bash"].BashOperator = BashOperator
+modules["pendulum"].datetime = lambda *args, **kwargs: None
+sys.modules.update(modules)
+spec = importlib.util.spec_from_file_location("dag", sys.argv[1])
+dag = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(dag)
+dag.RECORDS = sys.argv[2]
+try:
+    dag.upload.function(int(sys.argv[3]))
+    outcome, message = "success", ""
+except AirflowFailException as error:
+    outcome, message = "failed", str(error)
+except Exception as error:
+    outcome, message = ("up for retry" if dag.upload.retries > 0 else "failed"), str(error)
+print(json.dumps({"outcome": outcome, "message": message}))
+`;
+  const { stdout } = await exec('python3', ['-c', harness, dag, records, String(index)], {
+    env: { PATH: `${bin}:${process.env.PATH}`, HOME: records, PYTHONDONTWRITEBYTECODE: '1', ...S3_ENV, AWS_ENDPOINT_URL: s3.endpoint, TRACK_URL: emulator.url, TRACK_API_KEY: emulator.apiKey, ...env },
+    timeout: 120_000,
+  });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!);
+}
+
 describe('docs/pipelines', () => {
   it.skipIf(!python)("the Python placement in docs/pipelines.md places every user as track does", () => {
     const doc = readFileSync(join(ROOT, 'docs', 'pipelines.md'), 'utf8');
@@ -146,8 +212,19 @@ describe('docs/pipelines', () => {
     const records = mkdtempSync(join(tmpdir(), 'track-records-'));
     const shared = { EXPORT: env.EXPORT, ...budget() };
     const indexes = Array.from({ length: job.spec.completions }, (_, i) => ({ ...shared, JOB_COMPLETION_INDEX: String(i) }));
-    await runShards(indexes, command, 'track report summary-*.json', records);
+    const runs = await runShards(indexes, command, 'track report summary-*.json', records);
     await runsAgainSendingNothing(command, records, indexes[2]);
+    // a pod is restarted only where that can change the outcome: not for rejected rows (1) or a usage error (2)
+    expect(job.spec.backoffLimitPerIndex).toBeGreaterThan(0);
+    expect(runs.map((r) => r.status)).toContain(1);
+    for (const r of runs) if (r.status === 1) expect(podFailureAction(job.spec, container.name, r.status)).toBe('FailIndex');
+    for (const { status, env: failing } of failures()) {
+      const alone = mkdtempSync(join(tmpdir(), 'track-records-'));
+      const pod = await sh(command, alone, { ...indexes[0], ...failing });
+      expect(pod.status, pod.stderr).toBe(status);
+      expect(podFailureAction(job.spec, container.name, pod.status)).toBe(status === 2 ? 'FailIndex' : 'Count');
+      rmSync(alone, { recursive: true, force: true });
+    }
     rmSync(records, { recursive: true, force: true });
   }, 180_000);
 
@@ -196,8 +273,18 @@ print(json.dumps(values))`, dag], { encoding: 'utf8' });
     const records = mkdtempSync(join(tmpdir(), 'track-records-'));
     const shared = budget();
     const tasks = Array.from({ length: SHARDS }, (_, i) => ({ ...shared, EXPORT, TRACK_SHARD_INDEX: String(i) }));
-    await runShards(tasks, UPLOAD, REPORT, records);
+    const runs = await runShards(tasks, UPLOAD, REPORT, records);
     await runsAgainSendingNothing(UPLOAD, records, tasks[0]);
+    // the DAG's task itself, run as a worker runs it: it fails for good on 1 and 2, and is retried on 3
+    const outcomes = await Promise.all(tasks.map(async (env, index) => (await dagTask(dag, index, records, env)).outcome));
+    expect(outcomes).toEqual(runs.map((r) => (r.status === 0 ? 'success' : 'failed')));
+    for (const { status, env: failing } of failures()) {
+      const alone = mkdtempSync(join(tmpdir(), 'track-records-'));
+      const run = await dagTask(dag, 0, alone, { ...tasks[0], ...failing });
+      expect(run, run.message).toMatchObject({ outcome: status === 2 ? 'failed' : 'up for retry' });
+      expect(run.message).toContain(`track upload exited ${status}`);
+      rmSync(alone, { recursive: true, force: true });
+    }
     rmSync(records, { recursive: true, force: true });
   }, 180_000);
 });

@@ -114,6 +114,40 @@ describe('readJson', () => {
     await expect(read('"text"')).rejects.toThrow(/users\.json: is not a JSON array of objects \(it begins with "\\""\)/);
   });
 
+  it('refuses one object holding the rows under a key, however it is written, naming the key and the jq command that writes them one a line', async () => {
+    const rows = [{ external_id: 'w1', plan: 'gold' }, { external_id: 'w2', plan: 'free' }];
+    const refused = /^users\.json: is one object holding its rows in an array under the key "users", not rows: .* Write the rows out one a line, jq -c '\.users\[\]' users\.json > users\.ndjson, and upload users\.ndjson$/;
+    const layouts = [
+      JSON.stringify({ users: rows }),
+      JSON.stringify({ users: rows }, null, 2),
+      // the opening on a line of its own, each row on its own line: read as NDJSON, the rows that parsed were sent
+      `{"users": [\n${rows.map((r) => `  ${JSON.stringify(r)}`).join(',\n')}\n]}\n`,
+      JSON.stringify({ count: 2, users: rows, next: null }, null, 2),
+    ];
+    for (const text of layouts) for (const chunk of [Infinity, 5]) await expect(read(text, chunk), text).rejects.toThrow(refused);
+    // too long to be read as a row, told by its first bytes
+    const long = JSON.stringify({ users: Array.from({ length: 50 }, (_, i) => ({ external_id: `w${i}`, notes: 'x'.repeat(40) })) });
+    await expect(collect(readJson(chunksOf(long, Infinity), 'users.json', { maxElementBytes: 100 }))).rejects.toThrow(refused);
+    await expect(collect(readJson(chunksOf(`{\n${long.slice(1)}`, Infinity), 'users.json', { maxElementBytes: 100 }))).rejects.toThrow(refused);
+    // another key is named as jq takes it
+    await expect(read(JSON.stringify({ 'the rows': rows }))).rejects.toThrow(`jq -c '.["the rows"][]' users.json > users.ndjson`);
+  });
+
+  it('reads as rows the objects a wrapper is not: a row with an identifier, a request, an anonymous push token import, and a file of more than one', async () => {
+    const rowsOf = async (text: string) => (await read(text)).map((r) => ('value' in r ? r.value : r.error));
+    const tokens = { push_token_import: true, push_tokens: [{ app_id: 'a', token: 't', device_id: 'd'.repeat(10) }] };
+    for (const row of [
+      { pets: [{ name: 'Rex' }], external_id: 'u1' },
+      { attributes: [{ external_id: 'u1', plan: 'gold' }] },
+      tokens,
+    ]) {
+      expect(await rowsOf(JSON.stringify(row))).toEqual([row]);
+      expect(await rowsOf(JSON.stringify(row, null, 2))).toEqual([row]);
+    }
+    const twice = { users: [{ external_id: 'w1' }] };
+    expect(await rowsOf(`${JSON.stringify(twice)}\n${JSON.stringify(twice)}\n`)).toEqual([twice, twice]);
+  });
+
   it('names a byte order mark of UTF-16, or a first byte not valid in the encoding, where it named a lone surrogate', async () => {
     const utf16 = Buffer.concat([Buffer.of(0xff, 0xfe), Buffer.from('[{"a":1}]', 'utf16le')]);
     await expect(read(utf16)).rejects.toThrow(/^users\.json: starts with FF FE, the mark of UTF-16LE: give --encoding utf-16le$/);

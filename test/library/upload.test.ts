@@ -87,6 +87,28 @@ describe('upload() of files to an emulator this process started', () => {
   });
 });
 
+describe('upload() stopped by its signal', () => {
+  it('counts every row read as settled or unsettled, a request-shaped row split over two requests unsettled until all of it is answered', async () => {
+    // 300 rows of 3 attributes each, one request of 50 items a second, one in flight: rows cross
+    // requests, and the stop comes once two are answered
+    const rows = Array.from({ length: 300 }, (_, r) => ({ attributes: [0, 1, 2].map((i) => ({ external_id: `stop-${r}-${i}`, plan: 'team' })) }));
+    const stop = new AbortController();
+    const track = () => emulator.requests({ path: '/users/track', limit: 10_000 }).filter((r) => JSON.stringify(r.body).includes('"stop-'));
+    const poll = setInterval(() => {
+      if (track().length >= 2) stop.abort();
+    }, 5);
+    const summary = await upload({ inputs: [rows], url: emulator.url, apiKey: emulator.apiKey, rate: 1, concurrency: 1, signal: stop.signal }).finally(() => clearInterval(poll));
+    expect(summary.interrupted).toBe(true);
+    expect(summary.rows).toBeGreaterThan(34);
+    // a row is settled when each of its items was accepted
+    const arrived = new Set(track().flatMap((r) => (r.body as { attributes: Array<{ external_id: string }> }).attributes.map((a) => a.external_id)));
+    const whole = rows.filter((row) => row.attributes.every((a) => arrived.has(a.external_id))).length;
+    expect(whole).toBeGreaterThan(0);
+    expect(summary.rowsUnsettled).toBe(summary.rows - whole);
+    expect(summary.rowsNotSent).toBe(summary.rowsUnsettled! - summary.delivery!.rowsAbandoned);
+  }, 30_000);
+});
+
 describe('upload() errors', () => {
   it('throws a DeliveryError with the summary on a refused key, and leaves the process running', async () => {
     const error = await upload({ inputs: [[{ external_id: 'k-1', a: 1 }]], url: emulator.url, apiKey: 'wrong-key' }).catch((e: unknown) => e);

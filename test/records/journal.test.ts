@@ -408,3 +408,50 @@ describe('journal', () => {
 function range(from: number, to: number): number[] {
   return Array.from({ length: to - from + 1 }, (_, i) => from + i);
 }
+
+describe('a run that stops on a usage error before anything was sent (revert)', () => {
+  it('leaves the journal as it was: the run before put back, a resumed one cut back, none started where there was none', async () => {
+    const plan = buildPlan({ requests: 4, itemsPer: 5, file: input });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    first.record(plan[0]);
+    await first.close({ complete: true });
+    const finished = await readFile(journalPath, 'utf8');
+    const aside = `${journalPath}.before.journal`;
+
+    // a new journal over it: kept aside meanwhile (a kill leaves the new one in place), put back by revert
+    const again = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false, restart: true });
+    again.record(plan[1]);
+    await again.flush();
+    expect(await readFile(journalPath, 'utf8')).not.toBe(finished);
+    expect(await readFile(aside, 'utf8')).toBe(finished);
+    await again.revert();
+    expect(await readFile(journalPath, 'utf8')).toBe(finished);
+    await expect(stat(aside)).rejects.toThrow(/ENOENT/);
+
+    // a resumed one: what it added is cut off
+    const resumed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    resumed.record(plan[2]);
+    await resumed.flush();
+    await resumed.revert();
+    expect(await readFile(journalPath, 'utf8')).toBe(finished);
+
+    // none before: none after
+    const other = join(dir, 'other.journal');
+    const fresh = await openJournal({ path: other, files: [input], target: TARGET, resume: false });
+    await fresh.revert();
+    await expect(stat(other)).rejects.toThrow(/ENOENT/);
+  });
+
+  it('keeps the journal once a row was recorded as sent, and lets the one before go', async () => {
+    const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    await first.close({ complete: true });
+    const again = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false, restart: true });
+    await again.sending(plan[0]);
+    await expect(stat(`${journalPath}.before.journal`)).rejects.toThrow(/ENOENT/);
+    await again.revert();
+    const entries = lines(await readFile(journalPath, 'utf8'));
+    expect(entries.some((e) => 'sent' in e)).toBe(true);
+    expect(entries.at(-1)).toMatchObject({ complete: false });
+  });
+});

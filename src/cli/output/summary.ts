@@ -115,7 +115,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   lines.push(...dataPointLines(summary, pace));
   lines.push(...columnLines(summary.deltaColumns));
   for (const note of summary.notes) lines.push(chalk.yellow(`note        ${note}`));
-  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs, summary.journalPath !== undefined));
+  if (summary.delivery !== undefined) lines.push(...deliveryLines(summary.delivery, summary.elapsedMs, summary.journalPath !== undefined, summary.rowsNotSent ?? 0));
   // what stopped a run that sends nothing (a dry run, validate), where a delivery would say it
   else if (summary.fatal !== undefined) lines.push(chalk.red(`stopped     ${summary.fatal.message}`));
   if (summary.interrupted) lines.push(chalk.yellow(`interrupted ${interruptedText(summary)}`));
@@ -148,12 +148,18 @@ function interruptedText(summary: UploadSummary): string {
   const d = summary.delivery;
   if (d === undefined) return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}`;
   const unread = summary.readToEnd ? '' : ', and the rest of the input is not read yet';
+  // every row read is accepted, rejected, left out or unsettled; of these, some were not sent yet
+  const unsettled = summary.rowsUnsettled ?? d.rowsAbandoned;
+  const notSent = summary.rowsNotSent ?? 0;
+  const taken = unsettled - notSent;
+  const parts = notSent === 0 ? '' : taken === 0 ? ' (not sent yet)' : ` (${number(taken)} in requests stopped before they were answered, ${number(notSent)} not sent yet)`;
   // a run without a journal (standard input) cannot be resumed
-  const resume = summary.journalPath !== undefined && (d.rowsAbandoned > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
-  return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}: ${counted(d.rowsAbandoned, 'row')} unsettled${unread}${resume}`;
+  const resume = summary.journalPath !== undefined && (unsettled > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
+  return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}: ${counted(unsettled, 'row')} unsettled${parts}${unread}${resume}`;
 }
 
-function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean): string[] {
+/** What the delivery did; `notSent`: rows read and planned that it never took (it stopped first). */
+function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean, notSent: number): string[] {
   const lines: string[] = [];
   for (const kind of ['attributes', 'events', 'purchases'] as const) {
     const t = d.items[kind];
@@ -172,9 +178,11 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
   if (d.rowsPossiblyDuplicated > 0 && d.unknownOutcomes === 0) {
     lines.push(chalk.yellow(`resent      ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated: the run before stopped while ${d.rowsPossiblyDuplicated === 1 ? 'it was' : 'they were'} in flight`));
   }
-  if (d.requestsAbandoned > 0) {
+  if (d.requestsAbandoned > 0 || notSent > 0) {
     const resume = resumable ? ': run again with --resume to send them' : '';
-    lines.push(chalk.yellow(`unsettled   ${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')})${resume}`));
+    const taken = d.requestsAbandoned > 0 ? `${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')})` : '';
+    const read = notSent === 0 ? '' : `${counted(notSent, 'row')} read and not sent yet`;
+    lines.push(chalk.yellow(`unsettled   ${[taken, read].filter((part) => part !== '').join(', and ')}${resume}`));
   }
   lines.push(`elapsed     ${duration(elapsedMs)}, ${number((accepted * 1000) / Math.max(1, elapsedMs))} rows/s accepted`);
   for (const warning of d.warnings) lines.push(chalk.yellow(`warning     ${warning}`));
