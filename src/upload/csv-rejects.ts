@@ -13,7 +13,7 @@ import type { RejectRecord } from '../model/request.js';
 import type { NdjsonWriter } from '../input/ndjson-writer.js';
 import { UsageError } from '../errors.js';
 import { csvOptions } from './plan-csv.js';
-import type { UploadOptions } from './upload.js';
+import type { UploadOptions } from './upload-options.js';
 
 /** A cell as CSV writes it: quoted when it holds a quote, a comma, a line break, or spaces at its ends. */
 export function csvCell(text: string): string {

@@ -10,7 +10,7 @@ import { checkWritable, isOneOf } from './check.js';
 import { formatOf } from '../input/source.js';
 import type { RejectRecord } from '../model/request.js';
 import { batchRecord, batchSize, type RejectBatch } from './reject-batch.js';
-import type { UploadOptions } from './upload.js';
+import type { UploadOptions } from './upload-options.js';
 
 /** How the rejects file is written: NDJSON records, or CSV rows (csv-rejects.ts). */
 export type RejectsFormat = 'ndjson' | 'csv';

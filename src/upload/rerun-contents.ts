@@ -4,7 +4,7 @@ import type { RemoteInputs } from '../input/remote.js';
 import { formatOf, STDIN } from '../input/source.js';
 import { rowsInDoubt, type ParsedJournal } from '../records/journal.js';
 import { csvKinds, ndjsonMayAdd, readColumnMap } from './check.js';
-import type { DeltaRun, UploadOptions } from './upload.js';
+import type { DeltaRun, UploadOptions } from './upload-options.js';
 
 /** A run's options, its inputs as resolved (s3:// prefixes and globs become the objects they name). */
 type Inputs = UploadOptions & { remote?: RemoteInputs };

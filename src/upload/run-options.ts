@@ -12,7 +12,7 @@ import { resolveLimits, type LimitProfileName } from '../model/limits.js';
 import type { ArrayName } from '../model/types.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RATE, DEFAULT_REQUEST_TIMEOUT_S, DEFAULT_RETRIES } from '../transport/defaults.js';
 import { parseShard, shardTag, type Shard } from './shard.js';
-import type { SendOptions, UploadOptions } from './upload.js';
+import type { SendOptions, UploadOptions } from './upload-options.js';
 
 export { INPUT_ENCODINGS };
 
