@@ -6,7 +6,7 @@
 // is synced (the rejects it could not take are carried here instead), and everything written is then
 // fsynced, so a machine that loses power loses at most that much of the journal. A run that stops on a
 // usage error before anything was sent leaves the journal as it was (revert). Reading an earlier
-// run's journal is in journal-read.ts. At about 510 lines this is one object with a lifetime whose
+// run's journal is in journal-read.ts. At about 590 lines this is one class with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
 import { rmSync, writeSync } from 'node:fs';
 import { lstat, open, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
@@ -15,7 +15,7 @@ import { InputError, OutputError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
-import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type RemoteIdentities } from './journal-read.js';
+import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type EarlierRuns, type RemoteIdentities } from './journal-read.js';
 import {
   againLine,
   endLine,
@@ -28,6 +28,8 @@ import {
   sentLine,
   unsentLine,
 } from './journal-format.js';
+
+import type { FileIdentity } from './journal-format.js';
 
 export type { FileIdentity, ParsedJournal } from './journal-format.js';
 export { findJournal, identifyFile, inputKey, isWhole, readJournal, rowsInDoubt, sameIdentity, touchedFiles } from './journal-read.js';
@@ -161,23 +163,40 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     throw new InputError('is an input file; the journal needs a path of its own (--journal)', options.path);
   }
   const earlier = await readEarlierRuns(options, journalPath, identities);
-  const { previous, indexes, settledEarlier, itemsEarlier, doubtEarlier, wholeEarlier, renewed, known, firstNewIndex } = earlier;
-  let inDoubt = earlier.inDoubt;
-  let nextIndex = firstNewIndex;
-  let unreported = previous.unreported;
   const carried = options.restart === true && !options.resume ? await doubtToCarry(journalPath, options.target, identities) : undefined;
+  const opened = await startFile(options, journalPath, earlier, identities, carried);
+  return new RunJournal(options, journalPath, earlier, opened);
+}
 
+/** The journal's file as this run opened it, and what its head said beyond the earlier runs'. */
+interface OpenedFile {
+  handle: FileHandle;
+  /** The journal of the run before: kept aside (see RunJournal.revert), none, or another kind of file (a link) written through as ever, which cannot be put back. */
+  before: 'aside' | 'none' | 'written-over' | undefined;
+  /** A resumed journal's length before this run. */
+  lengthBefore: number;
+  /** Rows left in doubt, with those a restart carries. */
+  inDoubt: number;
+  /** Rows sent again and never reported, with those a restart carries. */
+  unreported: number;
+  /** The index the next file new to the journal gets. */
+  nextIndex: number;
+}
+
+/** Opens the journal (appending to a resumed one; a new one after keeping the one before aside) and writes its head, synced. */
+async function startFile(
+  options: JournalOptions,
+  journalPath: string,
+  earlier: EarlierRuns,
+  identities: readonly FileIdentity[],
+  carried: Awaited<ReturnType<typeof doubtToCarry>> | undefined,
+): Promise<OpenedFile> {
+  const { previous, indexes, doubtEarlier, renewed } = earlier;
+  let { inDoubt, firstNewIndex: nextIndex } = earlier;
+  let unreported = previous.unreported;
   let head = '';
   let handle: FileHandle;
-  /**
-   * What a run that stops on a usage error before anything was sent puts back (README, exit 2): the
-   * journal of the run before a new one, kept aside under this name until a row is recorded as sent
-   * or the run closes (a kill meanwhile leaves the new journal in place, as ever); none when there was
-   * none. A resumed journal is cut back to `lengthBefore`.
-   */
-  const aside = `${journalPath}.before.journal`;
-  /** The journal before: kept aside, none, or another kind of file (a link) written through as ever, which cannot be put back. */
-  let before: 'aside' | 'none' | 'written-over' | undefined;
+  let before: OpenedFile['before'];
   let lengthBefore = 0;
   try {
     if (options.resume) {
@@ -192,11 +211,11 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
         head += headerLine(previous.target ?? options.target, previous.remembers, previous.key ?? options.key, options.shard ?? null);
       }
     } else {
-      before = await keepAside(journalPath, aside);
+      before = await keepAside(journalPath, asideOf(journalPath));
       try {
         handle = await open(journalPath, 'w');
       } catch (error) {
-        if (before === 'aside') await rename(aside, journalPath);
+        if (before === 'aside') await rename(asideOf(journalPath), journalPath);
         throw error;
       }
       head += headerLine(options.target, options.remembers, options.key, options.shard ?? null);
@@ -223,119 +242,161 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
   } catch (error) {
     throw asOutputError(error, journalPath);
   }
+  return { handle, before, lengthBefore, inDoubt, unreported, nextIndex };
+}
 
-  const flushEvery = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
-  const fd = handle.fd;
+/**
+ * What a run that stops on a usage error before anything was sent puts back (README, exit 2): the
+ * journal of the run before a new one, kept aside under this name until a row is recorded as sent
+ * or the run closes (a kill meanwhile leaves the new journal in place, as ever).
+ */
+const asideOf = (journalPath: string): string => `${journalPath}.before.journal`;
+
+/**
+ * The journal of a run, open: rows recorded as sent are written at once, settled ones buffered and
+ * written with a sync by the timer (flush), one flush at a time.
+ */
+class RunJournal implements Journal {
+  readonly path: string;
+  readonly unreported: number;
+  readonly owed: readonly unknown[];
+  readonly #options: JournalOptions;
+  readonly #handle: FileHandle;
+  readonly #fd: number;
+  readonly #flushEvery: number;
+  readonly #earlier: EarlierRuns;
+  #inDoubt: number;
+  #nextIndex: number;
+  #before: OpenedFile['before'];
+  readonly #lengthBefore: number;
   /** A row was recorded as sent: the journal stays, whatever ends the run. */
-  let sentAny = false;
-  /** The journal of the run before, kept aside, is let go: this run's journal stays. */
-  const letGoAside = (): void => {
-    if (before !== 'aside') return;
-    before = 'written-over';
-    rmSync(aside, { force: true });
-  };
+  #sentAny = false;
   /** ItemOrigin.file text -> absolute path; resolving once per distinct name. */
-  const resolved = new Map<string, string>();
-  let pending = new Map<number, RangeSet>();
+  readonly #resolved = new Map<string, string>();
+  #pending = new Map<number, RangeSet>();
   /** Items settled on their own and not written yet: file index -> line -> places. */
-  let pendingItems = new Map<number, Map<number, number[]>>();
-  let timer: NodeJS.Timeout | undefined;
-  let failure: Error | undefined;
-  let closed = false;
+  #pendingItems = new Map<number, Map<number, number[]>>();
+  #timer: NodeJS.Timeout | undefined;
+  #failure: Error | undefined;
+  #closed = false;
+  /** One flush at a time, in order. */
+  #chain: Promise<void> = Promise.resolve();
+  readonly #skipCache = new Map<string, RangeSet | null>();
+
+  constructor(options: JournalOptions, journalPath: string, earlier: EarlierRuns, opened: OpenedFile) {
+    this.path = journalPath;
+    this.#options = options;
+    this.#earlier = earlier;
+    this.#handle = opened.handle;
+    this.#fd = opened.handle.fd;
+    this.#before = opened.before;
+    this.#lengthBefore = opened.lengthBefore;
+    this.#inDoubt = opened.inDoubt;
+    this.#nextIndex = opened.nextIndex;
+    this.unreported = opened.unreported;
+    this.owed = earlier.previous.owed;
+    this.#flushEvery = options.flushIntervalMs ?? DEFAULT_FLUSH_INTERVAL_MS;
+  }
+
+  /** The journal of the run before, kept aside, is let go: this run's journal stays. */
+  #letGoAside(): void {
+    if (this.#before !== 'aside') return;
+    this.#before = 'written-over';
+    rmSync(asideOf(this.path), { force: true });
+  }
 
   /**
    * Hands text to the operating system at once (a write, no fsync): what is written here survives
    * the process being killed, whatever happens to it next. The timer's flush syncs it to the disk.
    */
-  const writeNow = (text: string): void => {
-    if (failure !== undefined) throw failure;
+  #writeNow(text: string): void {
+    if (this.#failure !== undefined) throw this.#failure;
     try {
-      writeAllSync(fd, text);
+      writeAllSync(this.#fd, text);
     } catch (error) {
-      failure = asOutputError(error, journalPath);
-      throw failure;
+      this.#failure = asOutputError(error, this.path);
+      throw this.#failure;
     }
-  };
+  }
 
-  const absolute = (file: string): string => {
-    let abs = resolved.get(file);
+  #absolute(file: string): string {
+    let abs = this.#resolved.get(file);
     if (abs === undefined) {
       abs = inputKey(file);
-      resolved.set(file, abs);
+      this.#resolved.set(file, abs);
     }
     return abs;
-  };
+  }
 
   /** The journal index of a file; a file first seen here is identified now, and written before any entry names it. */
-  const fileIndex = (file: string): number => {
-    const abs = absolute(file);
+  #fileIndex(file: string): number {
+    const abs = this.#absolute(file);
+    const { indexes, known } = this.#earlier;
     let index = indexes.get(abs);
     if (index === undefined) {
-      const identity = identifyFileSync(abs, options.remote);
+      const identity = identifyFileSync(abs, this.#options.remote);
       const was = known.get(abs);
-      if (was !== undefined && !sameIdentity(was, identity)) throw new InputError(changedMessage(journalPath, was, identity), file);
-      index = nextIndex;
-      nextIndex += 1;
+      if (was !== undefined && !sameIdentity(was, identity)) throw new InputError(changedMessage(this.path, was, identity), file);
+      index = this.#nextIndex;
+      this.#nextIndex += 1;
       indexes.set(abs, index);
-      writeNow(fileLine(index, identity));
+      this.#writeNow(fileLine(index, identity));
     }
     return index;
-  };
+  }
 
   /** The settled entries buffered, as text. */
-  const take = (): string => {
+  #take(): string {
     let text = '';
-    for (const [index, lines] of pendingItems) {
+    for (const [index, lines] of this.#pendingItems) {
       const items: Array<[number, number]> = [];
       for (const [line, places] of lines) for (const place of places) items.push([line, place]);
       if (items.length > 0) text += itemsLine(index, items);
     }
-    for (const [index, set] of pending) text += rangesLine(index, set.ranges());
-    pending = new Map();
-    pendingItems = new Map();
+    for (const [index, set] of this.#pending) text += rangesLine(index, set.ranges());
+    this.#pending = new Map();
+    this.#pendingItems = new Map();
     return text;
-  };
+  }
 
   /** Writes the settled entries (after what they need on disk first) and syncs everything written so far. */
-  const writeOut = async (): Promise<void> => {
-    let text = take();
+  async #writeOut(): Promise<void> {
+    let text = this.#take();
     // the rows settled here include rejected ones: their reject lines must be on disk before they
     // count as settled, or else be here, before them
     if (text !== '') {
-      const owed = await options.beforeSettling?.();
+      const owed = await this.#options.beforeSettling?.();
       if (owed !== undefined) text = owed.map(owedLine).join('') + text;
-      writeNow(text);
+      this.#writeNow(text);
     }
     try {
-      await handle.datasync();
+      await this.#handle.datasync();
     } catch (error) {
-      failure ??= asOutputError(error, journalPath);
-      throw failure;
+      this.#failure ??= asOutputError(error, this.path);
+      throw this.#failure;
     }
-  };
+  }
 
-  // one flush at a time, in order
-  let chain: Promise<void> = Promise.resolve();
-  const flush = (): Promise<void> => {
-    if (timer !== undefined) {
-      clearTimeout(timer);
-      timer = undefined;
+  flush(): Promise<void> {
+    if (this.#timer !== undefined) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
     }
-    const run = chain.then(() => {
-      if (failure !== undefined) throw failure;
-      return writeOut();
+    const run = this.#chain.then(() => {
+      if (this.#failure !== undefined) throw this.#failure;
+      return this.#writeOut();
     });
-    chain = run.catch((error: unknown) => {
-      failure ??= error instanceof Error ? error : new Error(String(error));
+    this.#chain = run.catch((error: unknown) => {
+      this.#failure ??= error instanceof Error ? error : new Error(String(error));
     });
     return run;
-  };
+  }
 
   /**
    * Entries naming a request's rows (`sent`, `unsent`): runs of consecutive lines per file, found in
    * one pass with no set (the runs may overlap or come out of order: the reader merges them).
    */
-  const runsText = (request: SettledRequest, entry: (index: number, ranges: Array<[number, number]>) => string): string => {
+  #runsText(request: SettledRequest, entry: (index: number, ranges: Array<[number, number]>) => string): string {
     const runs = new Map<number, Array<[number, number]>>();
     let index = -1;
     let current: [number, number] | undefined;
@@ -343,7 +404,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     forEachRow(request, (file, line) => {
       if (file !== lastFile) {
         lastFile = file;
-        index = fileIndex(file);
+        index = this.#fileIndex(file);
         current = undefined;
       }
       if (current !== undefined && (line === current[1] || line === current[1] + 1)) {
@@ -358,156 +419,174 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
     let text = '';
     for (const [file, list] of runs) text += entry(file, list);
     return text;
-  };
+  }
 
-  const addTo = (sets: Map<number, RangeSet>, index: number, line: number, last = line): void => {
-    let set = sets.get(index);
-    if (set === undefined) {
-      set = createRangeSet();
-      sets.set(index, set);
-    }
-    set.add(line, last);
-  };
-
-  const mark = (file: string, line: number): void => {
-    const index = fileIndex(file);
-    addTo(pending, index, line);
+  /** Marks a row settled, to be written by the next flush. */
+  readonly #mark = (file: string, line: number): void => {
+    const index = this.#fileIndex(file);
+    addTo(this.#pending, index, line);
     // the whole line settled before its items were written: they need no entries of their own
-    if (pendingItems.size > 0) pendingItems.get(index)?.delete(line);
+    if (this.#pendingItems.size > 0) this.#pendingItems.get(index)?.delete(line);
   };
 
-  const scheduled = (): void => {
-    if (failure !== undefined) throw failure;
-    if (closed) throw new Error('the journal is closed');
-    if (timer === undefined) {
-      timer = setTimeout(() => {
-        timer = undefined;
-        void flush().catch(() => undefined);
-      }, flushEvery);
-      timer.unref();
+  /** Something settled waits to be written: the timer's flush writes it. */
+  #scheduled(): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#closed) throw new Error('the journal is closed');
+    if (this.#timer === undefined) {
+      this.#timer = setTimeout(() => {
+        this.#timer = undefined;
+        void this.flush().catch(() => undefined);
+      }, this.#flushEvery);
+      this.#timer.unref();
     }
-  };
+  }
 
-  const inDoubtRows = (request: SettledRequest): number => {
-    if (inDoubt === 0) return 0;
-    const rows = new Set<string>();
-    forEachRow(request, (file, line) => {
-      if (doubtEarlier.get(absolute(file))?.has(line) ?? false) rows.add(`${line}\u0000${file}`);
-    });
-    return rows.size;
-  };
-
-  const skipCache = new Map<string, RangeSet | null>();
-  const earlierFor = (file: string): RangeSet | null => {
-    let set = skipCache.get(file);
+  #earlierFor(file: string): RangeSet | null {
+    let set = this.#skipCache.get(file);
     if (set === undefined) {
-      set = settledEarlier.get(absolute(file)) ?? null;
-      skipCache.set(file, set);
+      set = this.#earlier.settledEarlier.get(this.#absolute(file)) ?? null;
+      this.#skipCache.set(file, set);
     }
     return set;
-  };
+  }
 
-  const settledRanges = (file: string): Array<[number, number]> => earlierFor(file)?.ranges() ?? [];
-  const settledItems = (file: string): ReadonlyMap<number, ReadonlySet<number>> => itemsEarlier.get(absolute(file)) ?? new Map();
-  const inDoubtRanges = (file: string): Array<[number, number]> => doubtEarlier.get(absolute(file))?.ranges() ?? [];
-  const perFile = <T>(files: readonly string[], of: (file: string) => T): Map<string, T> => new Map(files.map((file) => [file, of(file)]));
+  skips(files: readonly string[], rejectInDoubt: boolean): ResumeSkips {
+    const wholeEarlier = this.#earlier.wholeEarlier;
+    const rows = perFile(files, (file) => this.settledRanges(file));
+    const items = perFile(files, (file) => this.settledItems(file));
+    const whole = new Map(files.flatMap((file) => (wholeEarlier.has(this.#absolute(file)) ? [[file, wholeEarlier.get(this.#absolute(file))!] as const] : [])));
+    const skips: ResumeSkips = { rows, items, ...(whole.size > 0 ? { whole } : {}) };
+    return !rejectInDoubt || this.#inDoubt === 0 ? skips : { ...skips, inDoubt: perFile(files, (file) => this.inDoubtRanges(file)) };
+  }
 
-  const journal: Journal = {
-    path: journalPath,
-    skips(files, rejectInDoubt) {
-      const rows = perFile(files, settledRanges);
-      const items = perFile(files, settledItems);
-      const whole = new Map(files.flatMap((file) => (wholeEarlier.has(absolute(file)) ? [[file, wholeEarlier.get(absolute(file))!] as const] : [])));
-      const skips: ResumeSkips = { rows, items, ...(whole.size > 0 ? { whole } : {}) };
-      return !rejectInDoubt || inDoubt === 0 ? skips : { ...skips, inDoubt: perFile(files, inDoubtRanges) };
-    },
-    skipRow: (file, line) => earlierFor(file)?.has(line) ?? false,
-    settledBefore: (file) => earlierFor(file)?.size ?? 0,
-    settledRanges,
-    settledItems,
-    inDoubtRanges,
-    get inDoubt() {
-      return inDoubt;
-    },
-    unreported,
-    owed: previous.owed,
-    inDoubtRows,
-    sending(request) {
-      try {
-        if (closed) throw new Error('the journal is closed');
-        // from the first row sent on, a stop of any kind leaves this run's journal
-        if (!sentAny) letGoAside();
-        sentAny = true;
-        // rows an earlier run left in doubt, sent again: if this run is killed, the next reports them
-        const again = inDoubtRows(request);
-        writeNow(runsText(request, sentLine) + (again > 0 ? againLine(again) : ''));
-        return Promise.resolve();
-      } catch (error) {
-        return Promise.reject(error);
+  skipRow(file: string, line: number): boolean {
+    return this.#earlierFor(file)?.has(line) ?? false;
+  }
+
+  settledBefore(file: string): number {
+    return this.#earlierFor(file)?.size ?? 0;
+  }
+
+  settledRanges(file: string): Array<[number, number]> {
+    return this.#earlierFor(file)?.ranges() ?? [];
+  }
+
+  settledItems(file: string): ReadonlyMap<number, ReadonlySet<number>> {
+    return this.#earlier.itemsEarlier.get(this.#absolute(file)) ?? new Map();
+  }
+
+  inDoubtRanges(file: string): Array<[number, number]> {
+    return this.#earlier.doubtEarlier.get(this.#absolute(file))?.ranges() ?? [];
+  }
+
+  get inDoubt(): number {
+    return this.#inDoubt;
+  }
+
+  inDoubtRows(request: SettledRequest): number {
+    if (this.#inDoubt === 0) return 0;
+    const doubtEarlier = this.#earlier.doubtEarlier;
+    const rows = new Set<string>();
+    forEachRow(request, (file, line) => {
+      if (doubtEarlier.get(this.#absolute(file))?.has(line) ?? false) rows.add(`${line}\u0000${file}`);
+    });
+    return rows.size;
+  }
+
+  sending(request: SettledRequest): Promise<void> {
+    try {
+      if (this.#closed) throw new Error('the journal is closed');
+      // from the first row sent on, a stop of any kind leaves this run's journal
+      if (!this.#sentAny) this.#letGoAside();
+      this.#sentAny = true;
+      // rows an earlier run left in doubt, sent again: if this run is killed, the next reports them
+      const again = this.inDoubtRows(request);
+      this.#writeNow(this.#runsText(request, sentLine) + (again > 0 ? againLine(again) : ''));
+      return Promise.resolve();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  notApplied(request: SettledRequest): void {
+    this.#writeNow(this.#runsText(request, unsentLine));
+  }
+
+  readToEnd(file: string, rows: number): void {
+    this.#writeNow(rowsLine(this.#fileIndex(file), rows));
+  }
+
+  sentAgain(rows: number): void {
+    if (rows > 0) this.#writeNow(againLine(rows));
+  }
+
+  record(request: SettledRequest): void {
+    this.#scheduled();
+    forEachRow(request, this.#mark);
+  }
+
+  recordRows(file: string, lines: Iterable<number>): void {
+    this.#scheduled();
+    for (const line of lines) this.#mark(file, line);
+  }
+
+  recordRanges(file: string, ranges: ReadonlyArray<readonly [number, number]>): void {
+    this.#scheduled();
+    const index = this.#fileIndex(file);
+    for (const [first, last] of ranges) addTo(this.#pending, index, first, last);
+  }
+
+  recordItem(file: string, line: number, item: number): void {
+    this.#scheduled();
+    const index = this.#fileIndex(file);
+    let lines = this.#pendingItems.get(index);
+    if (lines === undefined) this.#pendingItems.set(index, (lines = new Map()));
+    const places = lines.get(line);
+    if (places === undefined) lines.set(line, [item]);
+    else places.push(item);
+  }
+
+  async close(end?: { complete: boolean; rowsRead?: ReadonlyMap<string, number> }): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.flush();
+      if (end !== undefined && this.#failure === undefined) {
+        const rows = [...(end.rowsRead ?? [])].map(([file, count]) => rowsLine(this.#fileIndex(file), count));
+        this.#writeNow(rows.join('') + endLine({ at: new Date().toISOString(), complete: end.complete }));
+        await this.#handle.datasync().catch((error: unknown) => {
+          throw asOutputError(error, this.path);
+        });
       }
-    },
-    notApplied(request) {
-      writeNow(runsText(request, unsentLine));
-    },
-    readToEnd(file, rows) {
-      writeNow(rowsLine(fileIndex(file), rows));
-    },
-    sentAgain(rows) {
-      if (rows > 0) writeNow(againLine(rows));
-    },
-    record(request) {
-      scheduled();
-      forEachRow(request, mark);
-    },
-    recordRows(file, lines) {
-      scheduled();
-      for (const line of lines) mark(file, line);
-    },
-    recordRanges(file, ranges) {
-      scheduled();
-      const index = fileIndex(file);
-      for (const [first, last] of ranges) addTo(pending, index, first, last);
-    },
-    recordItem(file, line, item) {
-      scheduled();
-      const index = fileIndex(file);
-      let lines = pendingItems.get(index);
-      if (lines === undefined) pendingItems.set(index, (lines = new Map()));
-      const places = lines.get(line);
-      if (places === undefined) lines.set(line, [item]);
-      else places.push(item);
-    },
-    flush,
-    async close(end) {
-      if (closed) return;
-      try {
-        await flush();
-        if (end !== undefined && failure === undefined) {
-          const rows = [...(end.rowsRead ?? [])].map(([file, count]) => rowsLine(fileIndex(file), count));
-          writeNow(rows.join('') + endLine({ at: new Date().toISOString(), complete: end.complete }));
-          await handle.datasync().catch((error: unknown) => {
-            throw asOutputError(error, journalPath);
-          });
-        }
-      } finally {
-        // closed, this run's journal stays, whatever it holds
-        letGoAside();
-        closed = true;
-        if (timer !== undefined) clearTimeout(timer);
-        await handle.close().catch(() => undefined);
-      }
-    },
-    async revert() {
-      if (closed) return;
-      if (sentAny) return journal.close({ complete: false });
-      closed = true;
-      if (timer !== undefined) clearTimeout(timer);
-      await chain;
-      await handle.close().catch(() => undefined);
-      if (options.resume) await truncate(journalPath, lengthBefore);
-      else if (before === 'aside') await rename(aside, journalPath);
-      else if (before === 'none') await rm(journalPath, { force: true });
-    },
-  };
-  return journal;
+    } finally {
+      // closed, this run's journal stays, whatever it holds
+      this.#letGoAside();
+      this.#closed = true;
+      if (this.#timer !== undefined) clearTimeout(this.#timer);
+      await this.#handle.close().catch(() => undefined);
+    }
+  }
+
+  async revert(): Promise<void> {
+    if (this.#closed) return;
+    if (this.#sentAny) return this.close({ complete: false });
+    this.#closed = true;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    await this.#chain;
+    await this.#handle.close().catch(() => undefined);
+    if (this.#options.resume) await truncate(this.path, this.#lengthBefore);
+    else if (this.#before === 'aside') await rename(asideOf(this.path), this.path);
+    else if (this.#before === 'none') await rm(this.path, { force: true });
+  }
 }
+
+function addTo(sets: Map<number, RangeSet>, index: number, line: number, last = line): void {
+  let set = sets.get(index);
+  if (set === undefined) {
+    set = createRangeSet();
+    sets.set(index, set);
+  }
+  set.add(line, last);
+}
+
+const perFile = <T>(files: readonly string[], of: (file: string) => T): Map<string, T> => new Map(files.map((file) => [file, of(file)]));
