@@ -39,7 +39,8 @@ export function registerUpload(program: Command): void {
         'configuration error (nothing sent), 3 stopped on a fatal error (401, 403, a request over the\n' +
         "server's batch limit, retries exhausted, server unreachable, a file that cannot be written, or\n" +
         'any error once something was sent), 130 interrupted (run again with --resume). With --dry-run:\n' +
-        '0 or 1 for valid or rejected rows, 2 for a usage error, 130 interrupted.\n\n' +
+        '0 or 1 for valid or rejected rows, 2 for a usage error, 3 a file it writes could not be written,\n' +
+        '130 interrupted.\n\n' +
         'An upload the journal already holds (the same files, unchanged, to the same target) is refused\n' +
         'unless --resume (send only what is left) or --restart (send everything again) is given.',
     )
