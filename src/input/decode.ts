@@ -194,15 +194,38 @@ export interface Undecodable {
   offset: number;
 }
 
+/** The mark that starts at `index` of `text`. */
+function markAt(text: string, index: number): Undecodable {
+  const byte = (k: number): number => text.charCodeAt(index + k) - PAYLOAD;
+  let offset = 0;
+  for (let k = 3; k < MARK_LENGTH; k += 1) offset = offset * 256 + byte(k);
+  return { index, value: (byte(1) << 8) | byte(2), offset };
+}
+
 /** The first mark in `text`, or undefined: cheap for text holding none (well-formed text holds none). */
 export function undecodableIn(text: string): Undecodable | undefined {
   if ((text as string & { isWellFormed(): boolean }).isWellFormed()) return undefined;
   const index = text.indexOf(String.fromCharCode(MARK));
   if (index === -1 || index + MARK_LENGTH > text.length) return undefined;
-  const byte = (k: number): number => text.charCodeAt(index + k) - PAYLOAD;
-  let offset = 0;
-  for (let k = 3; k < MARK_LENGTH; k += 1) offset = offset * 256 + byte(k);
-  return { index, value: (byte(1) << 8) | byte(2), offset };
+  return markAt(text, index);
+}
+
+/**
+ * The text with each mark as one U+FFFD, and the marks, each `index` its place in that text: for a
+ * reader that encodes the text again (UTF-8 has no lone surrogates: a mark would become eight U+FFFD
+ * that no check could tell from data), so that it can still say where each byte not valid stood.
+ */
+export function marksReplaced(text: string): { text: string; marks: Undecodable[] } {
+  const marks: Undecodable[] = [];
+  let out = '';
+  let from = 0;
+  for (let index = text.indexOf(String.fromCharCode(MARK)); index !== -1 && index + MARK_LENGTH <= text.length; index = text.indexOf(String.fromCharCode(MARK), from)) {
+    out += text.slice(from, index);
+    marks.push({ ...markAt(text, index), index: out.length });
+    out += '\uFFFD';
+    from = index + MARK_LENGTH;
+  }
+  return { text: out + text.slice(from), marks };
 }
 
 /** The text with each mark as U+FFFD: what the rejects file shows in the place of a byte that was not valid. */

@@ -11,7 +11,7 @@ import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@stream
 import { InputError, SourceError } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
 import { brokenJson, TextLines } from './broken-json.js';
-import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
+import { createDecoding, marksReplaced, undecodableIn, undecodableMessage, type InputEncoding, type Undecodable } from './decode.js';
 import { refusingWrapper } from './json-wrapper.js';
 import { MAX_LINE_CHARS, MAX_LINE_DEPTH, readNdjson, type NdjsonRecord } from './ndjson.js';
 
@@ -61,17 +61,14 @@ export interface JsonArrayOptions {
 }
 
 /** What is read of an element (`line`: its place in the array; `fileLine`: the line of the file where it begins): the record, once it is whole. */
-function elementRecord(line: number, fileLine: number, value: unknown, chars: number, unheld: boolean, deepest: number, damaged: boolean, encoding?: InputEncoding): NdjsonRecord {
+function elementRecord(line: number, fileLine: number, value: unknown, chars: number, unheld: boolean, deepest: number, undecodable: Undecodable | undefined, encoding?: InputEncoding): NdjsonRecord {
   if (deepest > MAX_LINE_DEPTH) return { line, fileLine, text: '', error: `row: nests deeper than ${MAX_LINE_DEPTH} levels; it was not read` };
   if (unheld) {
     const found = firstUnheld(value)!;
     return { line, fileLine, text: writtenText(value), error: `${found.path === '' ? 'row' : found.path}: ${found.number.problem}` };
   }
-  if (damaged) {
-    const text = JSON.stringify(value);
-    const undecodable = undecodableIn(text);
-    if (undecodable !== undefined) return { line, fileLine, text: withoutMarks(text), error: `row: ${undecodableMessage(undecodable, encoding)}` };
-  }
+  // (its text holds a U+FFFD where the byte stood, as the rejects file shows it)
+  if (undecodable !== undefined) return { line, fileLine, text: JSON.stringify(value), error: `row: ${undecodableMessage(undecodable, encoding)}` };
   // (an object literal: spreading a place into each record cost a quarter of the reading)
   return { line, fileLine, value, chars };
 }
@@ -108,6 +105,43 @@ function brokenError(error: unknown, where: { file: string; layout: JsonLayout; 
   return new InputError(`${what}: ${said.what}${parts.length > 0 ? ` (${parts.join('; ')})` : ''}`, where.file, line);
 }
 
+/**
+ * The bytes handed to the tokenizer, a chunk of text at a time: each byte that was not valid in the
+ * encoding becomes one U+FFFD, and its place among those bytes is kept, so that the element it falls
+ * in is rejected, naming it.
+ */
+function tokenizerFeed(damaged: () => boolean) {
+  let fed = 0;
+  /** The bytes not valid not yet behind the element being read, each `at` its byte among those fed. */
+  const invalid: Array<{ at: number; undecodable: Undecodable }> = [];
+  /** The first of them not yet behind (those before are dropped now and then, not one by one). */
+  let next = 0;
+  return {
+    bytesOf(text: string): Buffer {
+      const replaced = damaged() ? marksReplaced(text) : { text, marks: [] };
+      let at = fed;
+      let from = 0;
+      for (const undecodable of replaced.marks) {
+        at += Buffer.byteLength(replaced.text.slice(from, undecodable.index));
+        from = undecodable.index;
+        invalid.push({ at, undecodable });
+      }
+      const bytes = Buffer.from(replaced.text);
+      fed += bytes.length;
+      return bytes;
+    },
+    /** The first byte not valid within the element from byte `start` to byte `end`. */
+    invalidWithin(start: number, end: number): Undecodable | undefined {
+      while (next < invalid.length && invalid[next].at < start) next += 1;
+      if (next > 1024 && next * 2 > invalid.length) {
+        invalid.splice(0, next);
+        next = 0;
+      }
+      return next < invalid.length && invalid[next].at <= end ? invalid[next].undecodable : undefined;
+    },
+  };
+}
+
 /** The rows of a JSON document (`layout`), a chunk of input text at a time. */
 async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: JsonArrayOptions, damaged: () => boolean, layout: JsonLayout): AsyncGenerator<NdjsonRecord[]> {
   const tokenizer = new ExactTokenizer();
@@ -128,6 +162,7 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
   const lines = new TextLines();
   /** The element being read grew past maxBytes: its tokens are let go, not parsed. */
   let tooLong = false;
+  const fed = tokenizerFeed(damaged);
   // (the parser is made below, with its handler; the tokenizer calls this only once it is written to)
   tokenizer.onToken = (info: ParsedTokenInfo) => {
     at = info.offset;
@@ -154,7 +189,7 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
     row += 1;
     const unheld = tokenizer.unheld > unheldBefore;
     unheldBefore = tokenizer.unheld;
-    batch.push(elementRecord(row, startLine, value, endOffset - start + 1, unheld, deepest - top, damaged(), options.encoding));
+    batch.push(elementRecord(row, startLine, value, endOffset - start + 1, unheld, deepest - top, fed.invalidWithin(start, endOffset), options.encoding));
     deepest = depth;
   };
   let parser = parserOf(layout, onValue);
@@ -165,7 +200,7 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
     for (let next = await chunks.next(); next.done !== true; next = await chunks.next()) {
       if (next.value !== '') {
         // the tokenizer takes the bytes as they are counted, not text it would encode again
-        const bytes = Buffer.from(next.value);
+        const bytes = fed.bytesOf(next.value);
         lines.add(bytes);
         tokenizer.write(bytes);
       }

@@ -26,9 +26,10 @@ const GATHER_CHARS = 64 * 1024;
 export async function openNdjsonWriter(path: string, what: string, options: { append?: boolean } = {}): Promise<NdjsonWriter> {
   const stream: WriteStream = createWriteStream(path, { flags: options.append === true ? 'a' : 'w' });
   let failure: Error | undefined;
-  stream.on('error', (error) => {
+  const failed = (error: Error): void => {
     failure ??= new OutputError(`cannot write the ${what} file ${path}: ${error.message}`, path);
-  });
+  };
+  stream.on('error', failed);
   try {
     await once(stream, 'open');
   } catch (error) {
@@ -86,9 +87,6 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     if (!unsynced) return;
     unsynced = false;
     flush();
-    const failed = (error: Error): void => {
-      failure ??= new OutputError(`cannot write the ${what} file ${path}: ${error.message}`, path);
-    };
     // an empty write's callback runs once everything before it has reached the file
     const late = await new Promise<Error | null | undefined>((resolve) => stream.write('', resolve));
     // a stream that failed earlier says here only that it was destroyed: the cause comes with its 'error', once closed
@@ -117,8 +115,11 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     async close(options) {
       closed = true;
       if (failure === undefined) flush();
-      if (failure === undefined) await new Promise<void>((resolve) => stream.end(() => resolve()));
-      else stream.destroy();
+      if (failure === undefined) {
+        // the last lines are written here: a full disk fails them now, and a run that never synced (a dry run) learns it only so
+        const late = await new Promise<Error | null | undefined>((resolve) => stream.end(resolve));
+        if (late) failed(late);
+      } else stream.destroy();
       check();
       if (options?.removeIfEmpty === true && count === 0) await removeStaleFile(path);
     },

@@ -68,7 +68,7 @@ export function isSmsGatewayEmail(email: string): boolean {
 }
 
 export const SMS_GATEWAY_WARNING =
-  'email: is an SMS carrier gateway address; mail to it is not reliable and still counts towards email billing (spec 4.6)';
+  'email: is an SMS carrier gateway address; mail to it is not reliable and still counts towards email billing';
 export const NO_FIELD_WARNING = 'item sets no field: it names a user and changes nothing (it only makes the profile when there is none)';
 
 /** True when an attributes item carries nothing but the identifier that names its user and control fields. */

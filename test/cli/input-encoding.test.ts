@@ -12,6 +12,8 @@ beforeAll(() => {
   // 0x80 is € in windows-1252 and U+0080 in latin1 (ISO-8859-1); 0xE9 is é in both; 0xFF is not UTF-8
   writeFileSync(join(dir, 'export.csv'), Buffer.from([...Buffer.from('external_id,note\nu1,'), 0x80, 0xe9, ...Buffer.from('\nu'), 0xff, ...Buffer.from('2,plain\n')]));
   writeFileSync(join(dir, 'wide.ndjson'), Buffer.from('\ufeff{"external_id":"u1","note":"Zürich €"}\n', 'utf16le'));
+  // a JSON array whose first element holds 0xE9 (é in latin1) at byte 32
+  writeFileSync(join(dir, 'array.json'), Buffer.from([...Buffer.from('[{"external_id":"u1","note":"Caf'), 0xe9, ...Buffer.from('"},\n{"external_id":"u2","note":"plain"}]')]));
 });
 
 const bodies = (path: string) => ndjson<TrackRequest>(path).flatMap((r) => r.attributes ?? []);
@@ -39,6 +41,18 @@ describe('--encoding', () => {
       ['export.csv', 3, 'external_id: byte 0xFF at byte offset 24 of the file is not valid UTF-8'],
     ]);
     expect(rejects[1].row).toEqual({ external_id: 'u\uFFFD2', note: 'plain' });
+  });
+
+  it('as utf-8, rejects the element of a JSON array that holds such a byte, naming it, and sends the others', () => {
+    const result = track(['validate', 'array.json', '--out', 'array.out.ndjson', '--rejects', 'array.rejects.ndjson'], { cwd: dir });
+    expect(result.status).toBe(1);
+    expect(bodies(join(dir, 'array.out.ndjson'))).toEqual([{ external_id: 'u2', note: 'plain' }]);
+    const rejects = ndjson<RejectRecord>(join(dir, 'array.rejects.ndjson'));
+    expect(rejects.map((r) => [r.file, r.line, r.errors[0].replace(/; save .*/, '')])).toEqual([['array.json', 1, 'row: byte 0xE9 at byte offset 32 of the file is not valid UTF-8']]);
+    expect(rejects[0].row).toBe('{"external_id":"u1","note":"Caf\uFFFD"}');
+    const latin1 = track(['validate', 'array.json', '--encoding', 'latin1', '--out', 'array-latin1.out.ndjson'], { cwd: dir });
+    expect(latin1.status).toBe(0);
+    expect(bodies(join(dir, 'array-latin1.out.ndjson'))).toEqual([{ external_id: 'u1', note: 'Café' }, { external_id: 'u2', note: 'plain' }]);
   });
 
   it('tells a CSV file of UTF-16 without its mark (as bcp -w writes it) by the NUL beside each letter of its header, before a --map is matched', () => {

@@ -105,12 +105,15 @@ describe('track report', () => {
     expect(one[0].requests + one[1].requests).toBe(300);
     const json = JSON.parse(track(['report', 'dry1-10.json', 'dry2-10.json', '--json'], { cwd: dir }).stdout);
     expect(json.total.estimate).toMatchObject({ requests: 300, rate: 10, seconds: 30 });
+    // the report a person reads says it too, as a dry run's summary does
+    expect(track(['report', 'dry1-10.json', 'dry2-10.json'], { cwd: dir }).stdout).toContain('\nestimate    300 requests take at least 30s at 10 requests/s\n');
     // shards given different paces: no one pace to estimate at
     expect(dry(2, '20').status).toBe(0);
     const mixed = JSON.parse(track(['report', 'dry1-10.json', 'dry2-20.json', '--json'], { cwd: dir }).stdout);
     expect(mixed.total.estimate.requests).toBe(300);
     expect(mixed.total.estimate.rate).toBeUndefined();
     expect(mixed.total.estimate.seconds).toBeUndefined();
+    expect(track(['report', 'dry1-10.json', 'dry2-20.json'], { cwd: dir }).stdout).not.toContain('\nestimate ');
   });
 
   it('names a file that is not a summary, exit 2', () => {

@@ -1,6 +1,6 @@
 // The report page as the run's events build it, without a browser: a run of many reasons keeps each
 // chart a few bars high (the charts stay side by side in the first screen) and the page small.
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ProgressEvent } from '../../src/cli/output/run-events.js';
@@ -61,6 +61,17 @@ describe('the report of a run of many reasons', () => {
     // kept apart: the first 100 reasons, 1 retry each; the rest together
     expect(retries[0]).toEqual(['(other reasons)', 4_900]);
     expect(statSync(path).size).toBeLessThan(40_000);
+  });
+});
+
+describe('a report that cannot be written', () => {
+  // the run tells it as a warning, which must say which file it was
+  it.skipIf(!existsSync('/dev/full'))('fails its close naming --report and the file (a full disk, /dev/full)', async () => {
+    const report = htmlReport('/dev/full');
+    const time = '2024-05-01T10:00:00.000Z';
+    report.event({ type: 'start', time, command: 'upload', inputs: [{ file: 'a.csv', bytes: 10 }], target: 'http://127.0.0.1:1', limits: { rate: 10 } });
+    report.event({ type: 'error', time, exitStatus: 2, error: { name: 'UsageError', message: 'stopped' } });
+    await expect(report.close!()).rejects.toThrow(/^--report \/dev\/full: cannot be written \(ENOSPC/);
   });
 });
 

@@ -39,6 +39,15 @@ describe('track validate and track upload --dry-run', () => {
     expect(existsSync(join(dir, 'attributes.csv.check.rejects.ndjson'))).toBe(false);
   });
 
+  // the lines of a small file are all written as it closes: a full disk then is a stop too, never "written to" and exit 0
+  it.skipIf(!existsSync('/dev/full'))('exit 3, naming the file, when its --out or rejects file cannot take even a few lines (/dev/full)', () => {
+    for (const args of [['attributes.csv', '--out', '/dev/full'], ['bad-rows.csv', '--rejects', '/dev/full']]) {
+      const result = track(['validate', ...args], { cwd: dir });
+      expect(result.status, result.stderr).toBe(3);
+      expect(result.stderr).toMatch(/cannot write the (requests|rejects) file \/dev\/full: ENOSPC/);
+    }
+  });
+
   it('reads each mapping rule as docs/upload.md shows it', () => {
     const out = (file: string, extra: string[] = []) => {
       const result = track(['upload', '--dry-run', file, '--out', `${file}.out`, ...extra], { cwd: dir });

@@ -110,6 +110,24 @@ describe('readJson', () => {
     await expect(read('[{"a":1}] [2]')).rejects.toThrow(/users\.json:1: is not a valid JSON array: found "\[" after the \] that closes the array/);
   });
 
+  it('rejects an element holding a byte not valid in the encoding, naming it, and reads on: its text never reaches an item as U+FFFD', async () => {
+    // 0xFF at byte 28 of the file, in the first element's "plan"; the second element is whole
+    const bytes = Buffer.concat([Buffer.from('[{"external_id":"a","plan":"x'), Buffer.of(0xff), Buffer.from('y"},\n{"external_id":"b","plan":"ok"}]')]);
+    for (const chunk of [Infinity, 5]) {
+      const records = await read(bytes, chunk);
+      expect(records).toHaveLength(2);
+      expect(records[0]).toMatchObject({ line: 1, error: expect.stringMatching(/^row: byte 0xFF at byte offset 29 of the file is not valid UTF-8; /) });
+      // the rejects file shows one U+FFFD in the place of the byte
+      expect((records[0] as { text: string }).text).toBe('{"external_id":"a","plan":"x\uFFFDy"}');
+      expect(records[1]).toMatchObject({ line: 2, value: { external_id: 'b', plan: 'ok' } });
+    }
+    // in objects one after another (a pretty-printer's), the same
+    const spread = Buffer.concat([Buffer.from('{\n"external_id": "a", "plan": "'), Buffer.of(0xe9), Buffer.from('"\n}\n{\n"external_id": "b"\n}\n')]);
+    const records = await read(spread);
+    expect(records[0]).toMatchObject({ line: 1, error: expect.stringMatching(/^row: byte 0xE9 at byte offset 31 of the file is not valid UTF-8; /) });
+    expect(records[1]).toMatchObject({ line: 2, value: { external_id: 'b' } });
+  });
+
   it('says what a .json file must hold when it is neither', async () => {
     await expect(read('"text"')).rejects.toThrow(/users\.json: is not a JSON array of objects \(it begins with "\\""\)/);
   });

@@ -1,8 +1,9 @@
 // The rejects file as a run writes it: lines gathered into large writes, and on disk once synced.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { OutputError } from '../../src/errors.js';
 import { openNdjsonWriter } from '../../src/input/ndjson-writer.js';
 import type { RejectRecord } from '../../src/model/request.js';
 
@@ -34,5 +35,14 @@ describe('an NDJSON output file', () => {
     // no sync and no close: the line reaches the file by itself (polled for, however slow the machine)
     await vi.waitFor(() => expect(lines(path)).toEqual([record(2)]), { timeout: 10_000, interval: 10 });
     await writer.close();
+  });
+
+  // a run that never syncs (a dry run's --out and rejects file) learns of a full disk only here
+  it.skipIf(!existsSync('/dev/full'))('fails its close when the last lines cannot be written (a full disk, /dev/full)', async () => {
+    const writer = await openNdjsonWriter('/dev/full', 'requests');
+    await writer.write({ attributes: [] });
+    const closing = writer.close();
+    await expect(closing).rejects.toThrow(OutputError);
+    await expect(closing).rejects.toThrow(/cannot write the requests file \/dev\/full: ENOSPC/);
   });
 });

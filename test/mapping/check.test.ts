@@ -21,7 +21,8 @@ describe('itemErrors', () => {
 });
 
 describe('itemWarnings', () => {
-  it('warns of an email at an SMS carrier gateway (spec 4.6)', () => {
+  it('warns of an email at an SMS carrier gateway, in words a user can act on (no section of a document they do not have)', () => {
+    expect(SMS_GATEWAY_WARNING).toBe('email: is an SMS carrier gateway address; mail to it is not reliable and still counts towards email billing');
     expect(warnings('attributes', { external_id: 'u1', email: '4155552671@vtext.com' })).toEqual([SMS_GATEWAY_WARNING]);
     expect(warnings('events', { email: '+14155552671@txt.att.net', name: 'n', time: 't' })).toEqual([SMS_GATEWAY_WARNING]);
     expect(isSmsGatewayEmail('4155552671@sms.example-carrier.com')).toBe(true);

@@ -29,7 +29,10 @@ export function registerReport(program: Command): void {
         const limits = report.total.limits as BatchLimits | undefined;
         // each summary names its own rejects file, which the total, of many runs, does not have
         const rejectsPath = totalRejectsPath(report);
-        process.stdout.write(formatReport(report, (total) => formatSummary(verb, { ...total, rejectsPath } as unknown as UploadSummary, limits)));
+        // dry runs' estimate of all their requests at the one pace, told as a dry run tells its own (none when the paces differ)
+        const estimate = report.total.estimate as { rate?: number; hourly?: number; seconds?: number } | undefined;
+        const pace = estimate?.rate !== undefined && estimate.seconds !== undefined ? { rate: estimate.rate, hourly: estimate.hourly } : undefined;
+        process.stdout.write(formatReport(report, (total) => formatSummary(verb, { ...total, rejectsPath } as unknown as UploadSummary, limits, pace)));
       }
       process.exitCode = report.exitStatus;
     });

@@ -24,7 +24,7 @@ export function registerUpload(program: Command): void {
         .choices(['retry', 'reject'])
         .default('retry'),
     )
-    .option('--journal <file>', "where sent and acknowledged rows are recorded, and under which API key (its fingerprint): another key's run does not resume it (default: <first input>.<scheme>-<host>-<port>.journal beside it)")
+    .option('--journal <file>', "where sent and acknowledged rows are recorded, and under which API key (its fingerprint): another key's run does not resume it (default: beside the first input, named for it and the --url: users.csv.http-127.0.0.1-4000.journal, users.csv.https-rest.example.com.journal)")
     .option('--no-journal', 'keep no journal, for a throwaway target (no --resume; the default against the emulator of track emulate --exec)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
@@ -39,7 +39,8 @@ export function registerUpload(program: Command): void {
         'configuration error (nothing sent), 3 stopped on a fatal error (401, 403, a request over the\n' +
         "server's batch limit, retries exhausted, server unreachable, a file that cannot be written, or\n" +
         'any error once something was sent), 130 interrupted (run again with --resume). With --dry-run:\n' +
-        '0 or 1 for valid or rejected rows, 2 for a usage error, 130 interrupted.\n\n' +
+        '0 or 1 for valid or rejected rows, 2 for a usage error, 3 a file it writes could not be written,\n' +
+        '130 interrupted.\n\n' +
         'An upload the journal already holds (the same files, unchanged, to the same target) is refused\n' +
         'unless --resume (send only what is left) or --restart (send everything again) is given.',
     )

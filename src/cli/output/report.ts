@@ -176,7 +176,8 @@ export function htmlReport(path: string): RunConsumer {
       }
     },
     close: async () => {
-      if (page !== undefined) await writeFile(path, page);
+      // the system's message names no file: the warning it becomes says which
+      if (page !== undefined) await writeFile(path, page).catch((error: Error) => Promise.reject(new Error(`--report ${path}: cannot be written (${error.message})`)));
     },
   };
 }
