@@ -199,8 +199,17 @@ export class Store {
     return this.profiles.profileIdsWithEmail(email);
   }
 
+  /** Every profile, in the order they were created, as one array: for a small file. */
   allProfiles(): Profile[] {
-    return this.profiles.allProfiles();
+    return [...this.eachProfile()];
+  }
+
+  /**
+   * Every profile, in the order they were created, read a page at a time as the caller asks: a file of
+   * millions of profiles is never in memory at once.
+   */
+  *eachProfile(): Generator<Profile> {
+    for (let page = this.profiles.profilesAfter(0, 1000); page.length > 0; page = this.profiles.profilesAfter(page[page.length - 1].id, 1000)) yield* page;
   }
 
   createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {
