@@ -36,7 +36,7 @@ export interface LoggedRequest {
   processed: Partial<Record<ArrayName, number>>;
   /** The items refused while the rest were applied (a 201), or each for its own reason (a 400 naming items). */
   errors: MinorError[];
-  /** The body as JSON when it parses and was kept whole, else its text (cut at 64 KB); an `api_key` field reads "[redacted]". */
+  /** The body as JSON when it parses, was kept whole and nests at most 1,000 deep, else its text (cut at 64 KB); an `api_key` field reads "[redacted]". */
   body: unknown;
   /** The body's size as received (over --max-body: the bytes read before it was refused). */
   body_bytes: number;
@@ -73,12 +73,24 @@ export interface RequestLogQuery extends UserFilters {
   path?: string;
 }
 
+/** Deeper than this, a body is given as its text: JSON.stringify, writing the answer, would run out of stack. */
+export const LOGGED_BODY_DEPTH = 1000;
+
+/** The value holds arrays or objects nested more than `max` deep. */
+function nestsDeeper(value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (max === 0) return true;
+  for (const inner of Array.isArray(value) ? value : Object.values(value)) if (nestsDeeper(inner, max - 1)) return true;
+  return false;
+}
+
 function parseBody(entry: Entry): unknown {
   if (entry.body === undefined) return null;
   const text = entry.body.toString('utf8');
   if (entry.truncated) return text;
   try {
-    return JSON.parse(text);
+    const body: unknown = JSON.parse(text);
+    return nestsDeeper(body, LOGGED_BODY_DEPTH) ? text : body;
   } catch {
     return text;
   }
