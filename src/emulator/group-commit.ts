@@ -20,7 +20,9 @@ export function storeFailure(error: unknown, path: string): string {
 /**
  * Group commit: requests whose bodies arrive in the same turn of the event loop are handled inside
  * one outer transaction (each request still in its own savepoint), and all are answered after it
- * commits. Under load this spends one commit on several requests. A request whose handling throws is
+ * commits. Under load this spends one commit on several requests. A batch that may write takes the
+ * write lock as it begins, waiting (busy_timeout) for another program's write to end (`track
+ * cleanup`); one it cannot get is not waited for again. A request whose handling throws is
  * answered 500 with the reason, alone: what it wrote was in its own savepoint, undone, and the others
  * stand. When the commit fails (a full disk), or SQLite rolls the whole transaction back, nothing of
  * the batch was applied and every request in it is answered 500.
@@ -44,13 +46,25 @@ export function groupCommitter(store: Store, handle: (request: EmulatorRequest) 
     queue = [];
     let responses: EmulatorResponse[];
     try {
-      responses = store.transaction(() =>
-        batch.map((entry) => {
-          const response = handleAlone(entry.request);
-          if (!store.transactionOpen) throw new Error('SQLite rolled the transaction back after a failed write');
-          return response;
-        }),
-      );
+      // a batch of reads alone goes on beside another program's write; one that may write waits for it,
+      // and if it is still held, runs without it: the reads are answered, each write 500 saying why
+      const reads = batch.every(({ request }) => request.method === 'GET' || request.method === 'HEAD' || request.path === '/users/export/ids');
+      let began = false;
+      const attempt = (readsOnly: boolean): EmulatorResponse[] =>
+        store.transaction(() => {
+          began = true;
+          return batch.map((entry) => {
+            const response = handleAlone(entry.request);
+            if (!store.transactionOpen) throw new Error('SQLite rolled the transaction back after a failed write');
+            return response;
+          });
+        }, { reads: readsOnly });
+      try {
+        responses = attempt(reads);
+      } catch (error) {
+        if (began || !String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')) throw error;
+        responses = attempt(true);
+      }
     } catch (error) {
       const message = storeFailure(error, store.path);
       // a locked or damaged file names itself; anything else is a write that failed (a full disk)
