@@ -272,18 +272,26 @@ export class RequestLog {
 
   /** The matching requests, newest first. */
   query(query: RequestLogQuery = {}): LoggedRequest[] {
+    return [...this.select(query)];
+  }
+
+  /**
+   * The same, each made (its body parsed) only as it is asked for: the entries are chosen now, so
+   * requests logged meanwhile change nothing, and no more than one is held made at a time.
+   */
+  *select(query: RequestLogQuery = {}): Generator<LoggedRequest> {
     const limit = query.limit ?? 100;
     const path = query.path === undefined ? undefined : routePath(query.path);
     const wanted = wantedNames(query);
-    const out: LoggedRequest[] = [];
+    const chosen: Entry[] = [];
     for (const entry of this.newestFirst()) {
-      if (out.length >= limit) break;
+      if (chosen.length >= limit) break;
       if (path !== undefined && entry.path !== path) continue;
       if (query.status !== undefined && !statusMatches(entry.status, query.status)) continue;
       if (!wanted.every((name) => entry.names.has(name))) continue;
-      out.push(view(entry));
+      chosen.push(entry);
     }
-    return out;
+    for (const entry of chosen) yield view(entry);
   }
 }
 
