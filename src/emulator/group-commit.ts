@@ -31,7 +31,8 @@ export function groupCommitter(store: Store, handle: (request: EmulatorRequest) 
   let queue: { request: EmulatorRequest; resolve: (r: EmulatorResponse) => void }[] = [];
   const handleAlone = (request: EmulatorRequest): EmulatorResponse => {
     try {
-      return handle(request);
+      // in a savepoint of its own: a 500 means nothing of the request was applied
+      return store.transaction(() => handle(request));
     } catch (error) {
       // after some failed writes (SQLITE_FULL, SQLITE_IOERR) SQLite rolls the whole transaction back:
       // the requests before this one are undone, and those after it must not commit alone
