@@ -1,6 +1,7 @@
 // What `track inspect` and `track cleanup` do to an emulator database file.
 import { normalizeEmail, normalizePhone, type UserAlias } from '../model/index.js';
 import { exportUser } from './export.js';
+import { storeFailure } from './group-commit.js';
 import type { Profile } from './profile-rows.js';
 import type { Store } from './store.js';
 
@@ -86,10 +87,15 @@ export function inspectProfiles(store: Store, filter: InspectFilter, limit?: num
  * holding one are left alone. Returns how many were deleted (none when dryRun).
  */
 export function cleanupPushImports(store: Store, dryRun = false): { deleted: number; kept: number } {
-  return store.transaction(() => {
-    const orphans = store.orphanPushImportIds();
-    const total = store.pushImportCount();
-    if (!dryRun) store.deleteProfiles(orphans);
-    return { deleted: dryRun ? 0 : orphans.length, kept: total - orphans.length };
-  });
+  try {
+    return store.transaction(() => {
+      const orphans = store.orphanPushImportIds();
+      const total = store.pushImportCount();
+      if (!dryRun) store.deleteProfiles(orphans);
+      return { deleted: dryRun ? 0 : orphans.length, kept: total - orphans.length };
+    });
+  } catch (error) {
+    if (!String((error as { code?: unknown }).code).startsWith('SQLITE_BUSY')) throw error;
+    throw new Error(`${storeFailure(error, store.path)} for over 5 s: nothing was deleted; run it again once that program's write has ended`);
+  }
 }

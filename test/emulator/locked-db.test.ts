@@ -65,6 +65,26 @@ it('lets track cleanup delete while another program writes, once that write ends
   expect(code).toBe(0);
 });
 
+it('stops track cleanup, exit 3, naming the file, when another program holds its lock for over 5 s', async () => {
+  const db = join(servers.tmp.dir, 'held-cleanup.sqlite');
+  const store = new Store(db);
+  store.transaction(() => store.createProfile({ pushImport: true }));
+  store.close();
+  const released = holdWriteLock(db, 7000);
+  const cleanup = spawn(process.execPath, [BIN, 'cleanup', '--db', db], { cwd: ROOT });
+  let stderr = '';
+  cleanup.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => cleanup.on('exit', resolve));
+  await released;
+  expect(stderr).toBe(
+    `track: the database ${db} is locked by another program (SQLITE_BUSY: database is locked) for over 5 s: nothing was deleted; run it again once that program's write has ended\n`,
+  );
+  expect(code).toBe(3);
+  const after = new Store(db);
+  expect(after.pushImportCount()).toBe(1);
+  after.close();
+}, 30_000);
+
 it('answers a write locked out for over 5 s 500, naming the file and its lock; reads go on', async () => {
   const db = join(servers.tmp.dir, 'held.sqlite');
   const emu = await servers.emulator({ db });
