@@ -8,13 +8,16 @@ import { UsageError } from '../errors.js';
 const OWN_TABLE = 'profiles';
 const OWN_COLUMN = 'service_id';
 
-/** The names of the file's tables, or a message for a file SQLite cannot read as a database. */
+/** The names of the file's tables, or a message for a file SQLite cannot read as a database, or finds damaged. */
 function tablesOf(db: Database.Database, path: string): string[] {
   try {
     return db.prepare<[], string>("SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").pluck().all();
   } catch (error) {
     const { code } = error as { code?: string };
     if (code === 'SQLITE_NOTADB') throw new UsageError(`--db ${path}: is not an SQLite database; give the emulator's database file, or a new path for one`);
+    if (code?.startsWith('SQLITE_CORRUPT') === true) {
+      throw new UsageError(`--db ${path}: is damaged (SQLite: ${(error as Error).message}), cut short or written over; restore it from a copy, or give a new path`);
+    }
     throw error;
   }
 }

@@ -122,14 +122,22 @@ export function* exportChunks(store: Store, query: ExportQuery): Generator<strin
   const seen = new Set<number>();
   const invalid: string[] = [];
   for (const { label, find } of lookups(store, query)) {
-    const ids = find();
-    if (ids.length === 0) invalid.push(label);
-    for (const id of ids) {
-      if (seen.has(id)) continue;
+    let found = false;
+    for (const id of find()) {
+      if (seen.has(id)) {
+        found = true;
+        continue;
+      }
+      // read whole before any of it is written: between pieces other requests run, and one may have
+      // deleted the profile since it was found (a reset, track cleanup): then it is not there
+      const pieces = [...userJson(store, id, query.fields_to_export)];
+      if (pieces.length === 0) continue;
       if (seen.size > 0) yield ',';
       seen.add(id);
-      yield* userJson(store, id, query.fields_to_export);
+      found = true;
+      yield* pieces;
     }
+    if (!found) invalid.push(label);
   }
   yield `],"invalid_user_ids":${JSON.stringify(invalid)}}`;
 }

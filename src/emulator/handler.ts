@@ -16,6 +16,7 @@ import {
 import { InputError } from '../errors.js';
 import { applyRequest } from './apply.js';
 import { exportChunks, parseExportQuery } from './export.js';
+import { storeFailure } from './group-commit.js';
 import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
 import { createFixtureRoutes, isFixturePath, METRICS_PATH } from './fixture-routes.js';
 import { EmulatorMetrics } from './metrics.js';
@@ -340,8 +341,10 @@ export function createHandler(config: HandlerConfig): Handler {
     try {
       result = route.run(body);
     } catch (error) {
-      log(`error: ${request.method} ${request.path}: ${(error as Error).message}`);
-      return respond(fatal(500, 'internal error'));
+      // nothing of it was applied (its writes were one savepoint); the reason is the client's to read too
+      const message = `the emulator cannot apply the request: ${storeFailure(error, config.store.path)}`;
+      log(`error: ${request.method} ${request.path}: ${message}`);
+      return respond(fatal(500, message));
     }
     if (fault?.kind === 'drop-after-commit') {
       faults.dropAfterCommit += 1;

@@ -205,7 +205,7 @@ export class ProfileRows {
         'SELECT p.* FROM aliases a JOIN profiles p ON p.id = a.profile_id WHERE a.alias_label = ? AND a.alias_name = ?',
       ),
       idsByEmail: db.prepare<[string], { id: number }>('SELECT id FROM profiles WHERE email = ?'),
-      all: db.prepare<[], ProfileDbRow>('SELECT * FROM profiles ORDER BY id'),
+      after: db.prepare<[number, number], ProfileDbRow>('SELECT * FROM profiles WHERE id > ? ORDER BY id LIMIT ?'),
       insert: db.prepare(
         `INSERT INTO profiles (service_id, external_id, email, phone, fields, custom, push_import, language_from_api, created_at, updated_at, updated_seq)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -304,8 +304,9 @@ export class ProfileRows {
     return this.stmt.idsByEmail.all(email).map((r) => r.id);
   }
 
-  allProfiles(): Profile[] {
-    return this.stmt.all.all().map(toProfile);
+  /** At most `limit` profiles created after the one of id `afterId`, in the order they were created. */
+  profilesAfter(afterId: number, limit: number): Profile[] {
+    return this.stmt.after.all(afterId, limit).map(toProfile);
   }
 
   createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {

@@ -36,7 +36,7 @@ export interface LoggedRequest {
   processed: Partial<Record<ArrayName, number>>;
   /** The items refused while the rest were applied (a 201), or each for its own reason (a 400 naming items). */
   errors: MinorError[];
-  /** The body as JSON when it parses and was kept whole, else its text (cut at 64 KB); an `api_key` field reads "[redacted]". */
+  /** The body as JSON when it parses, was kept whole and nests at most 1,000 deep, else its text (cut at 64 KB); an `api_key` field reads "[redacted]". */
   body: unknown;
   /** The body's size as received (over --max-body: the bytes read before it was refused). */
   body_bytes: number;
@@ -73,12 +73,24 @@ export interface RequestLogQuery extends UserFilters {
   path?: string;
 }
 
+/** Deeper than this, a body is given as its text: JSON.stringify, writing the answer, would run out of stack. */
+export const LOGGED_BODY_DEPTH = 1000;
+
+/** The value holds arrays or objects nested more than `max` deep. */
+function nestsDeeper(value: unknown, max: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (max === 0) return true;
+  for (const inner of Array.isArray(value) ? value : Object.values(value)) if (nestsDeeper(inner, max - 1)) return true;
+  return false;
+}
+
 function parseBody(entry: Entry): unknown {
   if (entry.body === undefined) return null;
   const text = entry.body.toString('utf8');
   if (entry.truncated) return text;
   try {
-    return JSON.parse(text);
+    const body: unknown = JSON.parse(text);
+    return nestsDeeper(body, LOGGED_BODY_DEPTH) ? text : body;
   } catch {
     return text;
   }
@@ -260,18 +272,26 @@ export class RequestLog {
 
   /** The matching requests, newest first. */
   query(query: RequestLogQuery = {}): LoggedRequest[] {
+    return [...this.select(query)];
+  }
+
+  /**
+   * The same, each made (its body parsed) only as it is asked for: the entries are chosen now, so
+   * requests logged meanwhile change nothing, and no more than one is held made at a time.
+   */
+  *select(query: RequestLogQuery = {}): Generator<LoggedRequest> {
     const limit = query.limit ?? 100;
     const path = query.path === undefined ? undefined : routePath(query.path);
     const wanted = wantedNames(query);
-    const out: LoggedRequest[] = [];
+    const chosen: Entry[] = [];
     for (const entry of this.newestFirst()) {
-      if (out.length >= limit) break;
+      if (chosen.length >= limit) break;
       if (path !== undefined && entry.path !== path) continue;
       if (query.status !== undefined && !statusMatches(entry.status, query.status)) continue;
       if (!wanted.every((name) => entry.names.has(name))) continue;
-      out.push(view(entry));
+      chosen.push(entry);
     }
-    return out;
+    for (const entry of chosen) yield view(entry);
   }
 }
 

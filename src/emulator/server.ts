@@ -229,8 +229,9 @@ async function serve(resolved: ResolvedOptions, store: Store, log: ((line: strin
       await send(res, response);
       if (isRecorded(request.path)) handler.metrics.observe(request.path, (performance.now() - began) / 1000);
     })().catch((error: unknown) => {
-      log?.(`error: ${(error as Error).message}`);
-      if (!res.headersSent) send(res, { status: 500, headers: {}, body: { message: 'internal error', errors: ['internal error'] } });
+      const message = `the emulator cannot answer ${req.method} ${routePath(req.url ?? '/')}: ${(error as Error).message}`;
+      log?.(`error: ${message}`);
+      if (!res.headersSent) send(res, { status: 500, headers: {}, body: fatalBody(message) });
       else res.destroy();
     });
   };

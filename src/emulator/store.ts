@@ -40,7 +40,7 @@ export class Store {
   private readonly stmt;
   private readonly profiles: ProfileRows;
   private readonly activity: ActivityRows;
-  private readonly inTransaction: (fn: () => unknown) => unknown;
+  private readonly inTransaction: Database.Transaction<(fn: () => unknown) => unknown>;
   private readonly checkpointThread: CheckpointThread | undefined;
   /** SQLite's count of other connections' commits, when last looked at. */
   private dataVersion: number;
@@ -123,15 +123,18 @@ export class Store {
   /**
    * Runs fn in one transaction: all of its writes commit together, or none do. What the store holds in
    * memory is read again from the file after a rollback, and before a transaction that follows
-   * another connection's commit (`track cleanup` beside a running emulator).
+   * another connection's commit (`track cleanup` beside a running emulator). The outermost takes the
+   * write lock as it begins, waiting (busy_timeout) for another program's write to end, where one that
+   * read first and then wrote would fail at once with SQLITE_BUSY; `reads: true` takes it only if fn
+   * writes, so reads go on beside another program's write.
    */
-  transaction<T>(fn: () => T): T {
+  transaction<T>(fn: () => T, options: { reads?: boolean } = {}): T {
     const outermost = !this.db.inTransaction;
     if (outermost) this.noticeOtherWriters();
     // the outermost transaction ends by writing what is due of the heads of activity rows
     const run = outermost ? (): T => this.activity.settledAfter(fn) : fn;
     try {
-      return this.inTransaction(run) as T;
+      return (outermost && options.reads !== true ? this.inTransaction.immediate(run) : this.inTransaction(run)) as T;
     } catch (error) {
       this.forgetCached();
       throw error;
@@ -199,8 +202,17 @@ export class Store {
     return this.profiles.profileIdsWithEmail(email);
   }
 
+  /** Every profile, in the order they were created, as one array: for a small file. */
   allProfiles(): Profile[] {
-    return this.profiles.allProfiles();
+    return [...this.eachProfile()];
+  }
+
+  /**
+   * Every profile, in the order they were created, read a page at a time as the caller asks: a file of
+   * millions of profiles is never in memory at once.
+   */
+  *eachProfile(): Generator<Profile> {
+    for (let page = this.profiles.profilesAfter(0, 1000); page.length > 0; page = this.profiles.profilesAfter(page[page.length - 1].id, 1000)) yield* page;
   }
 
   createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {

@@ -1,10 +1,12 @@
 // The emulator's --db is the emulator's file or a new one: an SQLite database of something else (the
 // uploader's delta state, say) is refused by `track emulate`, `track inspect` and startEmulator, and
-// left exactly as it was; a file that is not a database, or a folder, is named with what to do.
+// left exactly as it was; a file that is not a database, a damaged one, or a folder, is named with
+// what to do.
 import Database from 'better-sqlite3';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Store } from '../../src/emulator/store.js';
 import { startEmulator, UsageError } from '../../src/index.js';
 import { runCli, tempDir } from '../helpers/cli.js';
 
@@ -60,6 +62,28 @@ describe('a --db that is not a database', () => {
     const opened = runCli(['inspect', '--db', folder]);
     expect(opened.status).toBe(2);
     expect(opened.stderr).toContain(`--db ${folder}: cannot be opened as a database file`);
+  });
+
+  it("names the emulator's own file cut short (a copy that stopped half way), and leaves it as it was", async () => {
+    const whole = join(tmp.dir, 'whole.sqlite');
+    const store = new Store(whole);
+    store.transaction(() => {
+      for (let p = 0; p < 2000; p += 1) store.createProfile({ externalId: `u-${p}`, email: `u-${p}@example.com` });
+    });
+    store.close();
+    const cut = join(tmp.dir, 'cut.sqlite');
+    writeFileSync(cut, readFileSync(whole).subarray(0, 65536));
+    const says = `--db ${cut}: is damaged (SQLite: database disk image is malformed), cut short or written over; restore it from a copy, or give a new path`;
+    for (const command of [['inspect', '--count'], ['emulate', '--exec', 'echo never run']]) {
+      const r = runCli([...command, '--db', cut]);
+      expect(r.status).toBe(2);
+      expect(r.stdout).not.toContain('never run');
+      expect(r.stderr).toContain(says);
+    }
+    const error = (await startEmulator({ db: cut }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toContain('cut.sqlite: is damaged');
+    expect(readFileSync(cut).equals(readFileSync(whole).subarray(0, 65536))).toBe(true);
   });
 });
 

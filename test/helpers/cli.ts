@@ -28,8 +28,9 @@ export interface RunningEmulator {
   exited: Promise<number | null>;
 }
 
-export async function spawnEmulator(args: string[]): Promise<RunningEmulator> {
-  const proc = spawn(process.execPath, [BIN, 'emulate', '--port', '0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+export async function spawnEmulator(args: string[], options: { env?: Record<string, string> } = {}): Promise<RunningEmulator> {
+  const env = options.env === undefined ? undefined : { ...process.env, ...options.env };
+  const proc = spawn(process.execPath, [BIN, 'emulate', '--port', '0', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   let stdout = '';
   let stderr = '';

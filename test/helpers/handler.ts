@@ -18,6 +18,12 @@ export interface TestHandler {
   close(): void;
 }
 
+/** A body answered in pieces (the export, the request log), read whole, as a client would. */
+function whole(response: EmulatorResponse): EmulatorResponse {
+  if (response.chunks === undefined) return response;
+  return { ...response, body: JSON.parse(Buffer.concat([...response.chunks].map((c) => (typeof c === 'string' ? Buffer.from(c) : c))).toString('utf8')) };
+}
+
 export function testHandler(options: EmulatorOptions & Pick<HandlerConfig, 'fixtureKeyRequired'> = {}): TestHandler {
   const resolved = resolveOptions({ apiKeys: [KEY], ...options });
   const store = new Store(':memory:');
@@ -30,8 +36,7 @@ export function testHandler(options: EmulatorOptions & Pick<HandlerConfig, 'fixt
       // a Buffer goes as its bytes, text as UTF-8, anything else as its JSON
       body: Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body)),
     });
-    // a body answered in pieces is read whole, as a client would
-    return response.chunks === undefined ? response : { ...response, body: JSON.parse(Buffer.concat([...response.chunks].map((c) => (typeof c === 'string' ? Buffer.from(c) : c))).toString('utf8')) };
+    return whole(response);
   };
   const track = (body: unknown) => {
     const r = post('/users/track', body);
@@ -44,13 +49,15 @@ export function testHandler(options: EmulatorOptions & Pick<HandlerConfig, 'fixt
   };
   const call: TestHandler['call'] = (method, url, { headers = {}, body = '' } = {}) => {
     const at = url.indexOf('?');
-    return handler.handle({
-      method,
-      path: at === -1 ? url : url.slice(0, at),
-      query: at === -1 ? undefined : url.slice(at + 1),
-      headers,
-      body: Buffer.from(body),
-    });
+    return whole(
+      handler.handle({
+        method,
+        path: at === -1 ? url : url.slice(0, at),
+        query: at === -1 ? undefined : url.slice(at + 1),
+        headers,
+        body: Buffer.from(body),
+      }),
+    );
   };
   return {
     store,

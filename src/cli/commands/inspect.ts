@@ -24,6 +24,35 @@ function parseAlias(text: string): UserAlias {
   return { alias_name: text.slice(0, at), alias_label: text.slice(at + 1) };
 }
 
+/** Waits until stdout has taken what it was given, or was closed (a reader gone: quietOnClosedOutput says nothing). */
+function drained(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      for (const event of ['drain', 'close', 'error']) process.stdout.off(event, done);
+      resolve();
+    };
+    for (const event of ['drain', 'close', 'error']) process.stdout.once(event, done);
+  });
+}
+
+/**
+ * Writes the values to stdout as one JSON array, as JSON.stringify(values, null, 2) would, a value at
+ * a time: a database of millions of profiles is never held as one text, and a slow reader holds the
+ * run rather than its memory. Stops when stdout's reader is gone. Returns how many it wrote.
+ */
+async function writeJsonArray(values: Iterable<unknown>): Promise<number> {
+  let count = 0;
+  for (const value of values) {
+    if (process.stdout.destroyed) return count;
+    // a JSON string holds no line break: indenting each line indents the value
+    const text = JSON.stringify(value, null, 2).replaceAll('\n', '\n  ');
+    if (!process.stdout.write(`${count === 0 ? '[\n  ' : ',\n  '}${text}`)) await drained();
+    count += 1;
+  }
+  if (!process.stdout.destroyed) process.stdout.write(count === 0 ? '[]\n' : '\n]\n');
+  return count;
+}
+
 async function runInspect(flags: InspectFlags): Promise<void> {
   const alias = flags.alias === undefined ? undefined : parseAlias(flags.alias);
   // a phone is matched as the emulator stores it (emulator/inspect.ts): in E.164, a valid 10-digit U.S. number read as U.S.
@@ -33,15 +62,13 @@ async function runInspect(flags: InspectFlags): Promise<void> {
     .map(([name, value]) => `${name} "${value}"`);
   const store = await openEmulatorDb(flags.db);
   try {
-    const { countProfiles, inspectProfiles } = await import('../../emulator/inspect.js');
+    const { countProfiles, eachInspectedProfile } = await import('../../emulator/inspect.js');
     let found: number;
     if (flags.count === true) {
       found = Math.min(countProfiles(store, filter), flags.limit ?? Infinity);
       process.stdout.write(`${found}\n`);
     } else {
-      const profiles = inspectProfiles(store, filter, flags.limit);
-      found = profiles.length;
-      process.stdout.write(`${JSON.stringify(profiles, null, 2)}\n`);
+      found = await writeJsonArray(eachInspectedProfile(store, filter, flags.limit));
     }
     // an identifier that names nobody is an answer a script must not mistake for a profile
     if (found === 0 && given.length > 0) {
