@@ -52,7 +52,7 @@ describe('deliver: stopping and resuming', () => {
 
     const second = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
     expect(second.settledBefore(input)).toBe(interrupted.requestsSettled * 5);
-    const rest = buildPlan({ requests: 30, itemsPer: 5, file: input, skip: second.skipRow });
+    const rest = buildPlan({ requests: 30, itemsPer: 5, file: input, skip: (file, line) => second.skipRow(file, line) });
     expect(rest.length).toBe(30 - interrupted.requestsSettled);
     server.script(() => undefined);
     const resumed = await deliver(fromArray(rest), { client, concurrency: 4, journal: second });
