@@ -195,7 +195,7 @@ async function startFile(
   let { inDoubt, firstNewIndex: nextIndex } = earlier;
   let unreported = previous.unreported;
   let head = '';
-  let handle: FileHandle;
+  let handle: FileHandle | undefined;
   let before: OpenedFile['before'];
   let lengthBefore = 0;
   try {
@@ -240,9 +240,11 @@ async function startFile(
     writeAllSync(handle.fd, head);
     await handle.datasync();
   } catch (error) {
+    // (a head that could not be written, a full disk: the file is let go)
+    await handle?.close().catch(() => undefined);
     throw asOutputError(error, journalPath);
   }
-  return { handle, before, lengthBefore, inDoubt, unreported, nextIndex };
+  return { handle: handle!, before, lengthBefore, inDoubt, unreported, nextIndex };
 }
 
 /**
