@@ -40,6 +40,14 @@ function stopHolding(): NodeJS.Signals | undefined {
 }
 
 /**
+ * Resolves after one turn of the event loop, in which a signal that came meanwhile reaches its
+ * handler. From Node 22 on, modules load with no turn between them: a signal sent while the program's
+ * or a command's modules load is seen only at the next turn, which came after the command had begun
+ * (an emulator's --exec command was run). Awaited once they are loaded, before a signal is taken.
+ */
+export const signalsSeen = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/**
  * A command that takes stops calls this once its own handlers are on (a signal from then on reaches
  * them, never the default that kills the process): the signal that came before them, to act on now.
  */

@@ -1,5 +1,6 @@
 // The `track` program: commands are registered here; each loads its implementation only when run.
 import { Command } from 'commander';
+import { signalsSeen } from './held-signals.js';
 import { runMain } from './run.js';
 import { registerCleanup } from './commands/cleanup.js';
 import { registerEmulate } from './commands/emulate.js';
@@ -58,4 +59,6 @@ function hintUnknownOptions(command: Command): void {
   });
 }
 
+// a signal that came while the modules above loaded is held before the command begins (held-signals.ts)
+await signalsSeen();
 await runMain(program, process.argv);

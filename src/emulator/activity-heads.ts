@@ -7,7 +7,7 @@
 // table is written about once a sweep; when the sweep ends the mark moves to the last row it began
 // with. A store that opens the file reads the heads past the mark from the rows themselves (a few
 // hundred thousand at most), and reads them again after a rollback, or after another connection wrote.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import type { ActivityTable } from './schema.js';
 
 /** When heads are written: how many rows past the mark begin a sweep, and how many heads a slice writes. */

@@ -1,7 +1,7 @@
 // Events and purchases in the store: added many rows to a statement, each linked to its profile's row
 // before it, and read back by profile along those links (schema.ts). The store hands it its
 // connection; nothing else uses it.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { ActivityHeads, COUNTED_AS, SWEEP_SIZES, type SweepSizes } from './activity-heads.js';
 import { ACTIVITY_TABLES, chainCte, chainQuery, columnNames, type ActivityTable } from './schema.js';
 

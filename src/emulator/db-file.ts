@@ -1,7 +1,7 @@
 // Opens the emulator's database file, refusing one that is not the emulator's: an SQLite file of
 // something else (the uploader's track-state.sqlite, say) would have had the emulator's tables
 // written into it, and its journal mode changed, by `track emulate` or `track inspect` at a wrong --db.
-import Database from 'better-sqlite3';
+import Database from '../sqlite.js';
 import { UsageError } from '../errors.js';
 
 /** The tables every build of the emulator has made in its file, and a column of the first none else has. */

@@ -1,6 +1,6 @@
 // A profile's row in the store: read into a Profile (its JSON columns parsed only when used), written
 // back, and found by its identifiers. The store hands it its connection; nothing else uses it.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { randomBytes } from 'node:crypto';
 import type { UserAlias } from '../model/index.js';
 import { nowIso } from '../model/time.js';

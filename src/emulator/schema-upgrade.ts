@@ -1,5 +1,5 @@
 // Brings a database file an earlier build made (or opened since) to the current schema; the store runs it on open.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { ACTIVITY_TABLES, MARKS_TABLE, activityTable, columnNames, headsTable, type ActivityTable } from './schema.js';
 
 /**

@@ -2,7 +2,7 @@
 // parts (profile-rows.ts, activity-rows.ts, schema-upgrade.ts). Every query is a prepared statement;
 // callers group writes with transaction() so a request commits as one. Past 350 lines because it is
 // the one face of its parts: most of its methods are a line handing a call on to one of them.
-import Database from 'better-sqlite3';
+import Database from '../sqlite.js';
 import type { UserAlias } from '../model/index.js';
 import type { SweepSizes } from './activity-heads.js';
 import { ActivityRows, type ActivitySummary, type NewEvent, type NewPurchase, type RecentActivity, type StoredEvent, type StoredPurchase } from './activity-rows.js';

@@ -6,7 +6,7 @@
 // target's index in memory, and their pack written again. The index in the file is marked out of
 // date by the first write of a run and saved at its end, so a run stopped in between, kill -9
 // included, leaves it to be made again from the rows.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart, IN_DOUBT } from './state-record.js';

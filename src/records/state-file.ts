@@ -2,7 +2,7 @@
 // earlier one, the lock a delivery holds on it, and the errors that name it and say what to do. The
 // reader and the writer (state.ts) open it here; this and the emulator's store are the modules that
 // open SQLite.
-import Database from 'better-sqlite3';
+import Database from '../sqlite.js';
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { InputError, UsageError } from '../errors.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';

@@ -3,7 +3,7 @@
 // through one workspace's key says nothing of another's profiles. A key is kept as its fingerprint
 // (never the key), per target; a delivery with a key the target does not know is refused before
 // anything is posted, as neither "same workspace" (a rotated key) nor "another one" is safe to guess.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { UsageError } from '../errors.js';
 import { FORMAT, targetId, withStateFile } from './state-file.js';
 

@@ -1,7 +1,7 @@
 // A user's row in the state file and the target's index of them (user-index.ts): the row's bytes
 // and digest, the packs that hold the rows, finding a row by its user's key, and the index as the
 // file keeps it.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { endianness } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';

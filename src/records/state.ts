@@ -5,7 +5,7 @@
 // (state-writer.ts), so that no stop, a kill included, leaves the state claiming a value the server
 // may no longer hold. A user is found through the target's index (user-index.ts), in memory: one
 // look, whatever the order of a file's ids.
-import type Database from 'better-sqlite3';
+import type Database from '../sqlite.js';
 import { UsageError } from '../errors.js';
 import { earlierFormatError, hashesActivitiesAsBefore, isPacked, openStateFile, readFailure, stateExists, stateFailure, targetId } from './state-file.js';
 import { keysOf } from './state-keys.js';

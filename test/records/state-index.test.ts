@@ -422,7 +422,7 @@ describe('a patch of the index and the process it runs in', () => {
     const script = join(tmp.dir, 'patch.mjs');
     writeFileSync(
       script,
-      `import Database from '${ROOT}/node_modules/better-sqlite3/lib/index.js';
+      `import Database from '${ROOT}/dist/sqlite.js';
        import { runInNewContext } from 'node:vm';
        import { Worker } from 'node:worker_threads';
        import { loadIndex, patchIndex } from '${ROOT}/dist/records/state-rows.js';

@@ -5,7 +5,7 @@ import { constants } from 'node:os';
 import type { EmulatorOptions } from '../../emulator/options.js';
 import type { Emulator } from '../../emulator/server.js';
 import { UsageError } from '../../errors.js';
-import { takeHeldSignal } from '../held-signals.js';
+import { signalsSeen, takeHeldSignal } from '../held-signals.js';
 import { describeLimits, resolveLimits } from '../../model/limits.js';
 import { MAX_REQUEST_LOG_SIZE } from '../../emulator/defaults.js';
 import { isRemote } from '../../input/location.js';
@@ -72,6 +72,7 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
     return runExec(flags, flags.exec, options);
   }
   const { startEmulator } = await import('../../library/fixture.js');
+  await signalsSeen();
   let stopping = false;
   let emulator: Emulator | undefined;
   const stop = (): void => {
@@ -98,6 +99,8 @@ async function runEmulate(flags: EmulateFlags, command: Command): Promise<void> 
  */
 async function runExec(flags: EmulateFlags, command: string, options: EmulatorOptions): Promise<void> {
   const { execWithEmulator, KILL_AFTER_MS } = await import('../../library/exec.js');
+  // a signal that came while it loaded is held, and the command is not run
+  await signalsSeen();
   let stop: ((signal: NodeJS.Signals) => void) | undefined;
   let signals = 0;
   // a signal before the command starts (while the seed loads) stops everything: the command never runs
