@@ -302,8 +302,10 @@ class UploadRun {
 
   #closeJournal(journal: Journal, went: boolean): Promise<void> {
     const delivery = this.#delivery;
-    // a person's mistake found before anything was sent (a state file found damaged) leaves the journal as it was (exit 2)
-    if ((delivery?.attempts ?? 0) === 0 && isMistake(delivery?.fatal ?? this.#fatal)) return journal.revert();
+    // a person's mistake found before anything was sent (a state file found damaged) leaves the journal as it was (exit 2);
+    // not once a new run wrote its rejects file over the run before's: the journal stays with the rejects it settled
+    const rewroteRejects = !this.#records.resume && this.#records.rejects.count > 0;
+    if ((delivery?.attempts ?? 0) === 0 && !rewroteRejects && isMistake(delivery?.fatal ?? this.#fatal)) return journal.revert();
     const complete = this.#readAll && went && this.#stateWent && !isIncomplete(delivery);
     const rowsRead = this.#readAll ? new Map(this.#summary.files.map((f) => [f.file, f.rows])) : undefined;
     return journal.close({ complete, rowsRead });
