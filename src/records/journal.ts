@@ -171,7 +171,7 @@ export async function openJournal(options: JournalOptions): Promise<Journal> {
 /** The journal's file as this run opened it, and what its head said beyond the earlier runs'. */
 interface OpenedFile {
   handle: FileHandle;
-  /** The journal of the run before: kept aside (see RunJournal.revert), none, or another kind of file (a link) written through as ever, which cannot be put back. */
+  /** The journal of the run before: kept aside (see RunJournal.revert; for a resumed run, one a killed run left aside), none, or another kind of file (a link) written through as ever, which cannot be put back. */
   before: 'aside' | 'none' | 'written-over' | undefined;
   /** A resumed journal's length before this run. */
   lengthBefore: number;
@@ -203,6 +203,9 @@ async function startFile(
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
       lengthBefore = (await handle.stat()).size;
+      // a journal kept aside by a run killed before its first send is of no use once this run sends
+      // or closes: let go then (RunJournal.#letGoAside), left as it is by a revert
+      if ((await lstat(asideOf(journalPath)).catch(() => undefined))?.isFile() === true) before = 'aside';
       if (previous.missingNewline) head += '\n';
       // a journal of an earlier version names no API key, nor its shard: this run's are said now (a
       // header again, as every version reads one), so that a run under another key, or of another

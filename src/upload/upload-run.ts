@@ -32,9 +32,16 @@ const isIncomplete = (d: DeliverySummary | undefined): boolean =>
 /** The run after its target and journal are checked: the rest of its checks, then open, plan, deliver, close, summarise. */
 export async function uploadChecked(options: UploadOptions, run: ResolvedRun, target: Target | undefined, key: string | undefined): Promise<UploadSummary> {
   const checked = await checkRun(options, run, target, key);
-  const state = await openRunState(options, checked.deltaTarget, key);
-  const records = await openRecords(options, run, target, key, checked, state.writer);
-  const upload = new UploadRun(options, run, target, checked, state, records);
+  let upload: UploadRun;
+  try {
+    const state = await openRunState(options, checked.deltaTarget, key);
+    const records = await openRecords(options, run, target, key, checked, state.writer);
+    upload = new UploadRun(options, run, target, checked, state, records);
+  } catch (error) {
+    // the shared budget's connection (--rate-store) is closed with the run, or the process stays on
+    await checked.pace?.close().catch(() => undefined);
+    throw error;
+  }
   await upload.send();
   await upload.close();
   return upload.summary();
@@ -170,7 +177,10 @@ class UploadRun {
 
   /** 4. Delivers the plan's requests, or drains the plan (a dry run). */
   async send(): Promise<void> {
-    const plan = (this.#plan = await this.#startPlan());
+    const plan = (this.#plan = await this.#startPlan().catch(async (error: unknown) => {
+      await this.#checked.pace?.close().catch(() => undefined);
+      throw error;
+    }));
     try {
       const send = this.#options.send;
       if (send !== undefined) await this.#deliver(plan, send);
@@ -292,8 +302,10 @@ class UploadRun {
 
   #closeJournal(journal: Journal, went: boolean): Promise<void> {
     const delivery = this.#delivery;
-    // a person's mistake found before anything was sent (a state file found damaged) leaves the journal as it was (exit 2)
-    if ((delivery?.attempts ?? 0) === 0 && isMistake(delivery?.fatal ?? this.#fatal)) return journal.revert();
+    // a person's mistake found before anything was sent (a state file found damaged) leaves the journal as it was (exit 2);
+    // not once a new run wrote its rejects file over the run before's: the journal stays with the rejects it settled
+    const rewroteRejects = !this.#records.resume && this.#records.rejects.count > 0;
+    if ((delivery?.attempts ?? 0) === 0 && !rewroteRejects && isMistake(delivery?.fatal ?? this.#fatal)) return journal.revert();
     const complete = this.#readAll && went && this.#stateWent && !isIncomplete(delivery);
     const rowsRead = this.#readAll ? new Map(this.#summary.files.map((f) => [f.file, f.rows])) : undefined;
     return journal.close({ complete, rowsRead });

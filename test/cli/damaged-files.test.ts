@@ -163,3 +163,29 @@ describe('a state file whose damage only its whole check finds, once the run has
     expect(readFileSync(join(tmp.dir, 'j.journal'), 'utf8')).toContain('"complete":true');
   });
 });
+
+describe('a new run that wrote rejects before an input error stopped it, nothing sent', () => {
+  it('keeps its journal with the rejects file it wrote (the rejects of the run before are gone): the journal is not put back beside rejects of another run', async () => {
+    const server = await faultServer();
+    const file = join(tmp.dir, 'users.json');
+    const run = () => runCliAsync(['upload', file, '--url', server.url, '--api-key', 'k', '--journal', 'j.journal', '--quiet'], { cwd: tmp.dir });
+    writeFileSync(file, '[{"external_id":"a1"},{"external_id":"a2","email":"bad"},{"nope":1}]\n');
+    const first = await run();
+    expect(first.status, first.stderr).toBe(1);
+    const finished = readFileSync(join(tmp.dir, 'j.journal'), 'utf8');
+    // the file changed: its first two rows are refused, and it breaks off before a row is sent
+    writeFileSync(file, '[{"zz":1},{"zz":2},{"external_id":"a3","x":tru');
+    server.forget();
+    const again = await run();
+    expect(again.status, again.stderr).toBe(2);
+    expect(again.stderr).toMatch(/users\.json:1: is not a valid JSON array/);
+    expect(server.received).toHaveLength(0);
+    const rejects = readFileSync(join(tmp.dir, 'users.json.rejects.ndjson'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { line: number; row: unknown });
+    expect(rejects.map((r) => r.row)).toEqual([{ zz: 1 }, { zz: 2 }]);
+    // the journal that stays is this run's, which settled those rows as rejected, not the finished one
+    const journal = readFileSync(join(tmp.dir, 'j.journal'), 'utf8');
+    expect(journal).not.toBe(finished);
+    expect(journal).toContain('"complete":false');
+    expect(existsSync(join(tmp.dir, 'j.journal.before.journal'))).toBe(false);
+  });
+});

@@ -454,4 +454,26 @@ describe('a run that stops on a usage error before anything was sent (revert)', 
     expect(entries.some((e) => 'sent' in e)).toBe(true);
     expect(entries.at(-1)).toMatchObject({ complete: false });
   });
+
+  it('lets go the journal a killed run kept aside, once a run resuming the new one sends or closes; a resumed run that reverts leaves it', async () => {
+    const plan = buildPlan({ requests: 2, itemsPer: 5, file: input });
+    const aside = `${journalPath}.before.journal`;
+    const first = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false });
+    await first.close({ complete: true });
+    // a run killed before its first send: its new journal in place, the one before still aside
+    const killed = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: false, restart: true });
+    await killed.flush();
+    expect((await stat(aside)).isFile()).toBe(true);
+    const reverted = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    await reverted.revert();
+    expect((await stat(aside)).isFile()).toBe(true);
+    const sending = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    await sending.sending(plan[0]);
+    await expect(stat(aside)).rejects.toThrow(/ENOENT/);
+    await sending.close({ complete: false });
+    await writeFile(aside, 'a journal kept aside by a run killed later\n');
+    const closing = await openJournal({ path: journalPath, files: [input], target: TARGET, resume: true });
+    await closing.close({ complete: false });
+    await expect(stat(aside)).rejects.toThrow(/ENOENT/);
+  });
 });
