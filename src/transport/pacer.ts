@@ -3,7 +3,7 @@
 // server's headers say the remaining allowance would run out before its window resets.
 import { systemClock, abortReason, type Clock } from './clock.js';
 import type { RateLimitInfo } from './rate-limit-headers.js';
-import { createStartWindow, type StartWindow } from './start-window.js';
+import { createStartWindow } from './start-window.js';
 
 export interface PacerOptions {
   /** Most requests that may start in any 1 s window; undefined for no cap. */
@@ -80,187 +80,171 @@ interface Waiter {
 }
 
 export function createPacer(options: PacerOptions = {}): Pacer {
-  return new StartPacer(options);
-}
+  const clock = options.clock ?? systemClock;
+  const margin = options.marginMs ?? DEFAULT_WINDOW_MARGIN_MS;
+  const perSecond = checkCap('perSecond', options.perSecond);
+  const perHour = checkCap('perHour', options.perHour);
+  const second = perSecond === undefined ? undefined : createStartWindow(perSecond, SECOND_MS + margin);
+  const hour = perHour === undefined ? undefined : createStartWindow(perHour, HOUR_MS + margin);
+  const nominalGapMs = perSecond === undefined ? 0 : SECOND_MS / perSecond;
+  const evenGapMs = perSecond === undefined || options.evenly === false ? 0 : (SECOND_MS + margin + SPACING_SLACK_MS) / perSecond;
 
-/** The Pacer: the starts it counted, the waiters in line, and what holds the next start back. */
-class StartPacer implements Pacer {
-  readonly #options: PacerOptions;
-  readonly #clock: Clock;
-  readonly #margin: number;
-  readonly #second: StartWindow | undefined;
-  readonly #hour: StartWindow | undefined;
-  readonly #nominalGapMs: number;
-  readonly #evenGapMs: number;
-  readonly #queue: Waiter[] = [];
+  const queue: Waiter[] = [];
   /** When each ticket not yet sent was allowed to start. */
-  readonly #allowedAt = new Map<number, number>();
-  #issued = 0;
-  #pausedUntil = 0;
-  #holdUntil = 0;
-  #gapMs = 0;
-  #gapUntil = 0;
+  const allowedAt = new Map<number, number>();
+  let issued = 0;
+  let pausedUntil = 0;
+  let holdUntil = 0;
+  let gapMs = 0;
+  let gapUntil = 0;
   /** When the spacing was decided: the first spaced start comes a gap after it, not after an old start. */
-  #gapFrom = 0;
-  #lastStart = Number.NEGATIVE_INFINITY;
+  let gapFrom = 0;
+  let lastStart = Number.NEGATIVE_INFINITY;
   /** With even spacing, the planned time of the next start (kept on its timeline, so late timers do not slow the rate). */
-  #nextSlot = Number.NEGATIVE_INFINITY;
-  #newestObserved = -1;
-  #cancelTimer: (() => void) | undefined;
-  #timerAt = Number.NaN;
-  /** The end of the last long wait told (onLongWait). */
-  #toldUntil = Number.NaN;
+  let nextSlot = Number.NEGATIVE_INFINITY;
+  let newestObserved = -1;
+  let cancelTimer: (() => void) | undefined;
+  let timerAt = Number.NaN;
 
-  constructor(options: PacerOptions) {
-    this.#options = options;
-    this.#clock = options.clock ?? systemClock;
-    this.#margin = options.marginMs ?? DEFAULT_WINDOW_MARGIN_MS;
-    const perSecond = checkCap('perSecond', options.perSecond);
-    const perHour = checkCap('perHour', options.perHour);
-    this.#second = perSecond === undefined ? undefined : createStartWindow(perSecond, SECOND_MS + this.#margin);
-    this.#hour = perHour === undefined ? undefined : createStartWindow(perHour, HOUR_MS + this.#margin);
-    this.#nominalGapMs = perSecond === undefined ? 0 : SECOND_MS / perSecond;
-    this.#evenGapMs = perSecond === undefined || options.evenly === false ? 0 : (SECOND_MS + this.#margin + SPACING_SLACK_MS) / perSecond;
-  }
-
-  #nextStartAt(now: number): number {
-    let t = Math.max(this.#pausedUntil, this.#holdUntil, this.#nextSlot);
-    if (this.#second !== undefined) t = Math.max(t, this.#second.readyAt());
-    if (this.#hour !== undefined) t = Math.max(t, this.#hour.readyAt());
-    if (this.#gapMs > 0 && now < this.#gapUntil) t = Math.max(t, Math.min(Math.max(this.#lastStart, this.#gapFrom) + this.#gapMs, this.#gapUntil));
+  function nextStartAt(now: number): number {
+    let t = Math.max(pausedUntil, holdUntil, nextSlot);
+    if (second !== undefined) t = Math.max(t, second.readyAt());
+    if (hour !== undefined) t = Math.max(t, hour.readyAt());
+    if (gapMs > 0 && now < gapUntil) t = Math.max(t, Math.min(Math.max(lastStart, gapFrom) + gapMs, gapUntil));
     return t;
   }
 
-  #disarm(): void {
-    this.#cancelTimer?.();
-    this.#cancelTimer = undefined;
-    this.#timerAt = Number.NaN;
+  function disarm(): void {
+    cancelTimer?.();
+    cancelTimer = undefined;
+    timerAt = Number.NaN;
   }
 
-  #tellLongWait(at: number, now: number): void {
-    const onLongWait = this.#options.onLongWait;
-    if (onLongWait === undefined || at - now <= LONG_WAIT_MS) return;
+  let told = { until: Number.NaN };
+  function tellLongWait(at: number, now: number): void {
+    if (options.onLongWait === undefined || at - now <= LONG_WAIT_MS) return;
     const reason: WaitReason =
-      this.#hour !== undefined && this.#hour.readyAt() === at ? 'hourly' : this.#pausedUntil === at ? 'retry-after' : this.#holdUntil === at ? 'server-window' : 'rate';
+      hour !== undefined && hour.readyAt() === at ? 'hourly' : pausedUntil === at ? 'retry-after' : holdUntil === at ? 'server-window' : 'rate';
     // the same wait, re-armed by each request that joins it a few ms later, or held for a second reason: told once
-    if (Math.abs(at - this.#toldUntil) < 1_000) return;
-    this.#toldUntil = at;
-    onLongWait({ untilMs: at, reason });
+    if (Math.abs(at - told.until) < 1_000) return;
+    told = { until: at };
+    options.onLongWait({ untilMs: at, reason });
   }
 
-  #arm(at: number, now: number): void {
-    this.#tellLongWait(at, now);
-    if (this.#cancelTimer !== undefined && this.#timerAt === at) return;
-    this.#disarm();
-    this.#timerAt = at;
-    this.#cancelTimer = this.#clock.setTimer(() => {
-      this.#cancelTimer = undefined;
-      this.#timerAt = Number.NaN;
-      this.#pump();
+  function arm(at: number, now: number): void {
+    tellLongWait(at, now);
+    if (cancelTimer !== undefined && timerAt === at) return;
+    disarm();
+    timerAt = at;
+    cancelTimer = clock.setTimer(() => {
+      cancelTimer = undefined;
+      timerAt = Number.NaN;
+      pump();
     }, at - now);
   }
 
-  /** Starts the waiters whose turn has come, in line; arms a timer for the next. */
-  #pump(): void {
-    const now = this.#clock.now();
-    while (this.#queue.length > 0) {
-      const at = this.#nextStartAt(now);
+  function pump(): void {
+    const now = clock.now();
+    while (queue.length > 0) {
+      const at = nextStartAt(now);
       if (at > now) {
-        this.#arm(at, now);
+        arm(at, now);
         return;
       }
-      const waiter = this.#queue.shift() as Waiter;
+      const waiter = queue.shift() as Waiter;
       if (waiter.onAbort !== undefined) waiter.signal?.removeEventListener('abort', waiter.onAbort);
-      waiter.resolve(this.#start(now));
+      waiter.resolve(start(now));
     }
-    this.#disarm();
+    disarm();
   }
 
   /** Counts a start now and returns its ticket. */
-  #start(now: number): number {
-    this.#second?.add(now);
-    this.#hour?.add(now);
-    this.#lastStart = now;
+  function start(now: number): number {
+    second?.add(now);
+    hour?.add(now);
+    lastStart = now;
     // a start a little after its slot keeps the timeline; after an idle spell it starts afresh
-    if (this.#evenGapMs > 0) this.#nextSlot = (this.#nextSlot >= now - CATCH_UP_MS ? this.#nextSlot : now) + this.#evenGapMs;
-    if (this.#second !== undefined || this.#hour !== undefined) this.#allowedAt.set(this.#issued, now);
-    this.#issued += 1;
-    return this.#issued - 1;
+    if (evenGapMs > 0) nextSlot = (nextSlot >= now - CATCH_UP_MS ? nextSlot : now) + evenGapMs;
+    if (second !== undefined || hour !== undefined) allowedAt.set(issued, now);
+    issued += 1;
+    return issued - 1;
   }
 
-  acquire(signal?: AbortSignal): Promise<number> {
-    if (signal?.aborted) return Promise.reject(abortReason(signal));
-    if (this.#queue.length === 0) {
-      // the common case: nobody waiting and a start allowed now
-      const now = this.#clock.now();
-      if (this.#nextStartAt(now) <= now) return Promise.resolve(this.#start(now));
-    }
-    return new Promise<number>((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal };
-      if (signal !== undefined) {
-        waiter.onAbort = () => {
-          const at = this.#queue.indexOf(waiter);
-          if (at >= 0) this.#queue.splice(at, 1);
-          reject(abortReason(signal));
-          this.#pump();
-        };
-        signal.addEventListener('abort', waiter.onAbort, { once: true });
+  return {
+    acquire(signal) {
+      if (signal?.aborted) return Promise.reject(abortReason(signal));
+      if (queue.length === 0) {
+        // the common case: nobody waiting and a start allowed now
+        const now = clock.now();
+        if (nextStartAt(now) <= now) return Promise.resolve(start(now));
       }
-      this.#queue.push(waiter);
-      this.#pump();
-    });
-  }
+      return new Promise<number>((resolve, reject) => {
+        const waiter: Waiter = { resolve, reject, signal };
+        if (signal !== undefined) {
+          waiter.onAbort = () => {
+            const at = queue.indexOf(waiter);
+            if (at >= 0) queue.splice(at, 1);
+            reject(abortReason(signal));
+            pump();
+          };
+          signal.addEventListener('abort', waiter.onAbort, { once: true });
+        }
+        queue.push(waiter);
+        pump();
+      });
+    },
 
-  pause(untilMs: number): void {
-    if (untilMs <= this.#pausedUntil) return;
-    this.#pausedUntil = untilMs;
-    this.#pump();
-  }
+    pause(untilMs) {
+      if (untilMs <= pausedUntil) return;
+      pausedUntil = untilMs;
+      pump();
+    },
 
-  markSent(ticket: number): void {
-    const at = this.#allowedAt.get(ticket);
-    if (at === undefined) return;
-    this.#allowedAt.delete(ticket);
-    const now = this.#clock.now();
-    if (now <= at) return;
-    // a later start can only push the next one later; a timer already set re-checks when it fires
-    this.#second?.move(at, now);
-    this.#hour?.move(at, now);
-  }
+    markSent(ticket) {
+      const at = allowedAt.get(ticket);
+      if (at === undefined) return;
+      allowedAt.delete(ticket);
+      const now = clock.now();
+      if (now <= at) return;
+      // a later start can only push the next one later; a timer already set re-checks when it fires
+      second?.move(at, now);
+      hour?.move(at, now);
+    },
 
-  release(ticket: number): void {
-    this.#allowedAt.delete(ticket);
-  }
+    release(ticket) {
+      allowedAt.delete(ticket);
+    },
 
-  observe(info: RateLimitInfo, ticket: number): void {
-    if (info.remaining === undefined || info.resetInMs === undefined) return;
-    // an answer to an earlier start knows less than one already taken into account
-    if (ticket < this.#newestObserved) return;
-    this.#newestObserved = ticket;
-    // a window longer than an hour is no window this pacer knows of (or a clock far off): ignore it
-    if (info.resetInMs > HOUR_MS + 60_000) return;
-    const now = this.#clock.now();
-    const resetAt = now + info.resetInMs;
-    // starts after this one may not be counted in its Remaining yet
-    const budget = info.remaining - (this.#issued - ticket - 1);
-    if (budget <= 0) {
-      this.#holdUntil = Math.max(this.#holdUntil, resetAt + this.#margin);
-      this.#gapMs = 0;
-    } else {
-      const spread = info.resetInMs / budget;
-      this.#gapMs = spread > this.#nominalGapMs ? spread : 0;
-      this.#gapUntil = resetAt;
-      this.#gapFrom = now;
-    }
-    this.#pump();
-  }
+    observe(info, ticket) {
+      if (info.remaining === undefined || info.resetInMs === undefined) return;
+      // an answer to an earlier start knows less than one already taken into account
+      if (ticket < newestObserved) return;
+      newestObserved = ticket;
+      // a window longer than an hour is no window this pacer knows of (or a clock far off): ignore it
+      if (info.resetInMs > HOUR_MS + 60_000) return;
+      const now = clock.now();
+      const resetAt = now + info.resetInMs;
+      // starts after this one may not be counted in its Remaining yet
+      const budget = info.remaining - (issued - ticket - 1);
+      if (budget <= 0) {
+        holdUntil = Math.max(holdUntil, resetAt + margin);
+        gapMs = 0;
+      } else {
+        const spread = info.resetInMs / budget;
+        gapMs = spread > nominalGapMs ? spread : 0;
+        gapUntil = resetAt;
+        gapFrom = now;
+      }
+      pump();
+    },
 
-  get heldUntil(): number {
-    const held = Math.max(this.#pausedUntil, this.#holdUntil);
-    return held > this.#clock.now() ? held : 0;
-  }
+    get heldUntil() {
+      const held = Math.max(pausedUntil, holdUntil);
+      return held > clock.now() ? held : 0;
+    },
 
-  get started(): number {
-    return this.#issued;
-  }
+    get started() {
+      return issued;
+    },
+  };
 }
