@@ -5,10 +5,12 @@
 // it is planned, naming the key and the way on.
 import { basename } from 'node:path';
 import { InputError } from '../errors.js';
+import { IDENTIFIER_FIELDS } from '../model/fields.js';
+import { ARRAY_NAMES } from '../model/types.js';
 import type { NdjsonRecord } from './ndjson.js';
 
 /** Keys by which an object names its user, is request-shaped or imports push tokens anonymously: a row, whatever else it holds. */
-const ROW_KEYS = new Set(['external_id', 'user_alias', 'service_id', 'braze_id', 'email', 'phone', 'attributes', 'events', 'purchases', 'push_token_import']);
+const ROW_KEYS: ReadonlySet<string> = new Set([...IDENTIFIER_FIELDS, ...ARRAY_NAMES, 'push_token_import']);
 
 /** A JSON string as written (its escapes kept): the first key of an object. */
 const KEY = String.raw`"((?:[^"\\]|\\.)*)"`;
