@@ -1,21 +1,7 @@
 // Group commit: the requests of one turn of the event loop share one transaction and one commit.
 import { fatalBody } from '../model/index.js';
 import type { EmulatorRequest, EmulatorResponse } from './handler.js';
-import type { Store } from './store.js';
-
-/**
- * What went wrong with the database, in SQLite's words with the file named where the person must act:
- * `SQLITE_FULL: database or disk is full`, `the database x.sqlite is locked by another program
- * (SQLITE_BUSY: database is locked)`, `the database x.sqlite is damaged (SQLITE_CORRUPT: ...)`.
- */
-export function storeFailure(error: unknown, path: string): string {
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  const text = typeof message === 'string' ? message : String(error);
-  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return text;
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return `the database ${path} is locked by another program (${code}: ${text})`;
-  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') return `the database ${path} is damaged (${code}: ${text}); restore it from a copy, or start on a new file`;
-  return `${code}: ${text}`;
-}
+import { storeFailure, type Store } from './store.js';
 
 /**
  * Group commit: requests whose bodies arrive in the same turn of the event loop are handled inside

@@ -16,7 +16,7 @@ import {
 import { InputError } from '../errors.js';
 import { applyRequest } from './apply.js';
 import { exportChunks, parseExportQuery } from './export.js';
-import { storeFailure } from './group-commit.js';
+import { storeFailure } from './store.js';
 import { FAULT_HEADER, chooseFault, latencyMs, type Fault, type FaultConfig } from './faults.js';
 import { createFixtureRoutes, isFixturePath, METRICS_PATH } from './fixture-routes.js';
 import { EmulatorMetrics } from './metrics.js';

@@ -1,7 +1,7 @@
 // What `track inspect` and `track cleanup` do to an emulator database file.
 import { normalizeEmail, normalizePhone, type UserAlias } from '../model/index.js';
 import { exportUser } from './export.js';
-import { storeFailure } from './group-commit.js';
+import { storeFailure } from './store.js';
 import type { Profile } from './profile-rows.js';
 import type { Store } from './store.js';
 

@@ -12,6 +12,20 @@ import { ProfileRows, type EditableProfile, type Profile } from './profile-rows.
 import { ACTIVITY_TABLES, SCHEMA } from './schema.js';
 import { upgradeActivityTables } from './schema-upgrade.js';
 
+/**
+ * What went wrong with the database, in SQLite's words with the file named where the person must act:
+ * `SQLITE_FULL: database or disk is full`, `the database x.sqlite is locked by another program
+ * (SQLITE_BUSY: database is locked)`, `the database x.sqlite is damaged (SQLITE_CORRUPT: ...)`.
+ */
+export function storeFailure(error: unknown, path: string): string {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  const text = typeof message === 'string' ? message : String(error);
+  if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return text;
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return `the database ${path} is locked by another program (${code}: ${text})`;
+  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') return `the database ${path} is damaged (${code}: ${text}); restore it from a copy, or start on a new file`;
+  return `${code}: ${text}`;
+}
+
 export interface PushTokenRow {
   appId: string;
   token: string;
