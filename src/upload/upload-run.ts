@@ -37,12 +37,13 @@ export async function uploadChecked(options: UploadOptions, run: ResolvedRun, ta
     const state = await openRunState(options, checked.deltaTarget, key);
     const records = await openRecords(options, run, target, key, checked, state.writer);
     upload = new UploadRun(options, run, target, checked, state, records);
+    // (only a plan that cannot start throws here: the delivery closes the budget itself)
+    await upload.send();
   } catch (error) {
     // the shared budget's connection (--rate-store) is closed with the run, or the process stays on
     await checked.pace?.close().catch(() => undefined);
     throw error;
   }
-  await upload.send();
   await upload.close();
   return upload.summary();
 }
@@ -177,10 +178,7 @@ class UploadRun {
 
   /** 4. Delivers the plan's requests, or drains the plan (a dry run). */
   async send(): Promise<void> {
-    const plan = (this.#plan = await this.#startPlan().catch(async (error: unknown) => {
-      await this.#checked.pace?.close().catch(() => undefined);
-      throw error;
-    }));
+    const plan = (this.#plan = await this.#startPlan());
     try {
       const send = this.#options.send;
       if (send !== undefined) await this.#deliver(plan, send);
