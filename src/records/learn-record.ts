@@ -3,7 +3,8 @@
 // them, made where the request is planned and read where it is settled. One buffer a request,
 // handed to the sending thread without a copy: 32-bit words (the items, the values' hashes as the
 // plan holds them, copied rather than encoded one by one, three words a value), then the texts
-// (attribute names, users' keys) as one UTF-8 run, written as they come and decoded once.
+// (attribute names, users' keys) as one UTF-8 run, written as they come. The reader decodes the
+// names; a key stays bytes (a new user's is copied as it is into the state's pack) unless asked for.
 import { identityOf } from '../model/identity.js';
 import { forEachLearnedValue, KEY_HASH, keyHashInto, stateUserKey } from './state-record.js';
 
@@ -46,7 +47,7 @@ const UNSETTLED_USER = 4;
 /** Words of a record's head: flags, names, items, words before the texts. */
 const HEAD = 4;
 const HAS_KNOWN_USERS = 1;
-/** Words of a user's item before their values: tag, key hash lanes 0-2, values, key length, row id (0: not known). */
+/** Words of a user's item before their values: tag, key hash lanes 0-2, values, key length (UTF-8 bytes), row id (0: not known). */
 const USER_HEAD = 7;
 /**
  * Words of a value as a record holds it: its name (its place in the record's names) twice over and
@@ -57,7 +58,8 @@ const VALUE = 4;
 const PACKED = 3;
 
 const utf8 = new TextEncoder();
-const fromUtf8 = new TextDecoder();
+// a text that begins with U+FEFF keeps it (a name or a key, not a byte-order mark)
+const fromUtf8 = new TextDecoder('utf-8', { ignoreBOM: true });
 /** The words and the texts' bytes a record is made in (one request at a time), before they are copied out. */
 let scratch = new Int32Array(16 * 1024);
 let scratchNames = new Uint8Array(1024);
@@ -104,6 +106,28 @@ function textRun(initial: Uint8Array<ArrayBuffer>, keep: (bytes: Uint8Array<Arra
   };
 }
 
+/** Bytes of a slab records are carved from. */
+const SLAB_BYTES = 256 * 1024;
+let slab = new ArrayBuffer(0);
+let slabUsed = 0;
+
+/**
+ * `size` bytes for a record, at an 8-byte boundary of a slab no record is ever written to again once
+ * full (a record may outlive its request's plan: the state holds it until it is written): a buffer a
+ * request took 8 µs to make, and as many for the collector to let go of. Every byte is written by the
+ * caller: not zeroed first. A plain Uint8Array, whose slice() copies (as a Buffer's does not).
+ */
+function recordBytes(size: number): Uint8Array {
+  if (size > SLAB_BYTES / 4) return new Uint8Array(Buffer.allocUnsafeSlow(size).buffer);
+  if (slabUsed + size > slab.byteLength) {
+    slab = Buffer.allocUnsafeSlow(SLAB_BYTES).buffer;
+    slabUsed = 0;
+  }
+  const bytes = new Uint8Array(slab, slabUsed, size);
+  slabUsed = (slabUsed + size + 7) & ~7;
+  return bytes;
+}
+
 /**
  * Writes learn records, one request's at a time, item by item in body order (attributes, events,
  * purchases): finish() gives the record and starts the next (a plan keeps one writer: a request
@@ -129,12 +153,16 @@ export function learnRecordWriter(held?: HeldValues) {
   const room = (n: number): void => {
     if (at + n > words.length) words = withRoom(words, at, at + n, keepWords);
   };
+  /** Each name's length in UTF-8 bytes, by its place. */
+  const nameBytes: number[] = [];
   const placeOf = (name: string): number => {
     let found = placeOfName.get(name);
     if (found === undefined) {
       placeOfName.set(name, (found = names.length));
       names.push(name);
+      const before = nameText.length;
       nameText.add(name);
+      nameBytes.push(nameText.length - before);
     }
     return found;
   };
@@ -161,21 +189,22 @@ export function learnRecordWriter(held?: HeldValues) {
       words[at] = placeOfHeld[name] * 2 + forget;
     }
   };
-  /** The user's key, into the record's texts (and hashed into KEY_HASH when `hash`); its length in UTF-16 units, as the reader slices it (-1: no user). */
+  /** The user's key, into the record's texts (and hashed into KEY_HASH when `hash`); its length in UTF-8 bytes (-1: no user). */
   const addKey = (sent: Record<string, unknown>, hash: boolean): number => {
+    const before = keyText.length;
     // an item named by an external id (the usual one) is keyed by it as stateUserKey does, its key's text not made
     const id = sent.external_id;
     if (typeof id === 'string' && sent.push_token_import !== true) {
       keyText.add('e:');
       keyText.add(id);
       if (hash) keyHashInto(`e:${id}`);
-      return id.length + 2;
+      return keyText.length - before;
     }
     const userKey = stateUserKey(identityOf(sent, 'attributes'));
     if (userKey === undefined) return -1;
     keyText.add(userKey);
     if (hash) keyHashInto(userKey);
-    return userKey.length;
+    return keyText.length - before;
   };
   return {
     /** Adds an item as sent (its values hashed here unless `mark` says where they are held), and how it is learned. */
@@ -214,18 +243,20 @@ export function learnRecordWriter(held?: HeldValues) {
         words[head + 4] = (at - head - USER_HEAD) / PACKED;
       }
     },
-    /** The record, as a buffer of its own (it may be handed to another thread); the writer then writes the next. */
+    /**
+     * The record, as bytes no other record shares (a part of a slab of records: see recordBytes); the
+     * writer then writes the next.
+     */
     finish(): Uint8Array {
       const nameWords = names.length;
       const size = (at + nameWords) * 4;
-      // every byte is written below: not zeroed first (and a plain Uint8Array, whose slice() copies, as a Buffer's does not)
-      const bytes = new Uint8Array(Buffer.allocUnsafeSlow(size + nameText.length + keyText.length).buffer);
-      const out = new Int32Array(bytes.buffer, 0, at + nameWords);
+      const bytes = recordBytes(size + nameText.length + keyText.length);
+      const out = new Int32Array(bytes.buffer, bytes.byteOffset, at + nameWords);
       out[0] = flags;
       out[1] = names.length;
       out[2] = items;
       out[3] = at + nameWords;
-      for (let i = 0; i < nameWords; i += 1) out[HEAD + i] = names[i].length;
+      for (let i = 0; i < nameWords; i += 1) out[HEAD + i] = nameBytes[i];
       out.set(words.subarray(HEAD, at), HEAD + nameWords);
       nameText.copyTo(bytes, size);
       keyText.copyTo(bytes, size + nameText.length);
@@ -234,6 +265,7 @@ export function learnRecordWriter(held?: HeldValues) {
       items = 0;
       flags = 0;
       names.length = 0;
+      nameBytes.length = 0;
       nameText.reset();
       keyText.reset();
       placeOfName = new Map();
@@ -275,7 +307,12 @@ export function inDoubtRecord(record: Uint8Array): { learn: Uint8Array; activiti
 
 /** An attributes item of a learn record, as read: a cursor over its values, reused from item to item. */
 export interface LearnedAttributes {
-  userKey: string;
+  /** The user's key (decoded from the record when asked for). */
+  readonly userKey: string;
+  /** The record, and where in it the user's key is, in UTF-8 (keyStart to keyEnd). */
+  readonly record: Uint8Array;
+  keyStart: number;
+  keyEnd: number;
   /** The lane of the user's key the index finds them by, and their part of their row's digest (keyHashInto), as the plan made them. */
   keyHash: number;
   userPart: number;
@@ -298,27 +335,14 @@ export const namesKnownUsers = (record: Uint8Array): boolean => (new Int32Array(
 export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(fn: (index: number, item: LearnedAttributes | Uint8Array | undefined) => void): void } {
   const head = new Int32Array(record.buffer, record.byteOffset, HEAD);
   const words = new Int32Array(record.buffer, record.byteOffset, head[3]);
-  const text = fromUtf8.decode(record.subarray(head[3] * 4));
-  let textAt = 0;
+  let textAt = head[3] * 4;
   const names: string[] = [];
   for (let i = 0; i < head[1]; i += 1) {
-    names.push(text.slice(textAt, textAt + words[HEAD + i]));
+    names.push(fromUtf8.decode(record.subarray(textAt, textAt + words[HEAD + i])));
     textAt += words[HEAD + i];
   }
   const keysAt = textAt;
-  let first = 0;
-  const cursor: LearnedAttributes = {
-    userKey: '',
-    keyHash: 0,
-    userPart: 0,
-    row: 0,
-    known: false,
-    count: 0,
-    name: (i) => words[first + i * PACKED] >>> 1,
-    forget: (i) => (words[first + i * PACKED] & 1) === 1,
-    h1: (i) => words[first + i * PACKED + 1],
-    h2: (i) => words[first + i * PACKED + 2],
-  };
+  const cursor = new AttributesCursor(record, words);
   return {
     names,
     forEach(fn) {
@@ -341,14 +365,51 @@ export function readLearnRecord(record: Uint8Array): { names: string[]; forEach(
           cursor.keyHash = words[at + 1];
           cursor.userPart = (words[at + 2] & 0xfffff) * 2 ** 32 + (words[at + 3] >>> 0);
           cursor.count = words[at + 4];
-          cursor.userKey = text.slice(textAt, textAt + words[at + 5]);
+          cursor.keyStart = textAt;
+          cursor.keyEnd = textAt += words[at + 5];
           cursor.row = words[at + 6] >>> 0;
-          textAt += words[at + 5];
-          first = at + USER_HEAD;
-          at = first + cursor.count * PACKED;
+          cursor.first = at + USER_HEAD;
+          at = cursor.first + cursor.count * PACKED;
           fn(index, cursor);
         }
       }
     },
   };
+}
+
+/** readLearnRecord's cursor over a record's attributes items. */
+class AttributesCursor implements LearnedAttributes {
+  keyStart = 0;
+  keyEnd = 0;
+  keyHash = 0;
+  userPart = 0;
+  row = 0;
+  known = false;
+  count = 0;
+  /** Where the item's values start in the words. */
+  first = 0;
+  constructor(
+    readonly record: Uint8Array,
+    private readonly words: Int32Array,
+  ) {}
+
+  get userKey(): string {
+    return fromUtf8.decode(this.record.subarray(this.keyStart, this.keyEnd));
+  }
+
+  name(i: number): number {
+    return this.words[this.first + i * PACKED] >>> 1;
+  }
+
+  forget(i: number): boolean {
+    return (this.words[this.first + i * PACKED] & 1) === 1;
+  }
+
+  h1(i: number): number {
+    return this.words[this.first + i * PACKED + 1];
+  }
+
+  h2(i: number): number {
+    return this.words[this.first + i * PACKED + 2];
+  }
 }

@@ -64,7 +64,8 @@ export class StateFileWriter {
   readonly #newRows = new Float64Array(PACK * 2);
   #rowBytes: Buffer = Buffer.allocUnsafe(64 * 1024);
   #rowsEnd = 0;
-  #view: DataView | undefined;
+  /** #rowBytes as a view (made again when it grows). */
+  #view = new DataView(this.#rowBytes.buffer, this.#rowBytes.byteOffset, this.#rowBytes.byteLength);
   /** The run has written the target's users: the index in the file is out of date until saved. */
   #writing = false;
   /** What a write failed with: every later call throws it. */
@@ -193,19 +194,19 @@ export class StateFileWriter {
 
   /** A user the plan did not know: their row is added at the end, from what the request set, in the pack waiting. */
   #addNew(item: LearnedAttributes, ids: readonly number[]): void {
-    // written where the waiting pack is, from `start`: the lengths (room set aside for the most they may be), the key, the row
-    const keySize = varintBytes(item.userKey.length * 3);
-    const countSize = varintBytes(item.count);
-    const most = keySize + countSize + item.userKey.length * 3 + item.count * ENTRY;
-    if (this.#newCount > 0 && this.#rowsEnd + most > PACK_BYTES) this.#addWaitingRows();
-    const room = this.#rowsEnd + most;
-    if (this.#rowBytes.length < room) this.#rowBytes = growBuffer(this.#rowBytes, room);
+    // written where the waiting pack is: the lengths, the key (its UTF-8 bytes as the record holds them), the row
+    const keyLength = item.keyEnd - item.keyStart;
+    const size = varintBytes(keyLength) + varintBytes(item.count) + keyLength + item.count * ENTRY;
+    if (this.#newCount > 0 && this.#rowsEnd + size > PACK_BYTES) this.#addWaitingRows();
+    if (this.#rowBytes.length < this.#rowsEnd + size) {
+      this.#rowBytes = growBuffer(this.#rowBytes, this.#rowsEnd + size);
+      this.#view = new DataView(this.#rowBytes.buffer, this.#rowBytes.byteOffset, this.#rowBytes.byteLength);
+    }
     const bytes = this.#rowBytes;
-    const start = this.#rowsEnd;
-    const keyLength = bytes.write(item.userKey, start + keySize + countSize, 'utf8');
-    const rowStart = start + keySize + countSize + keyLength;
-    const view = this.#rowView();
-    let at = rowStart;
+    const record = item.record;
+    let at = writeVarint(bytes, writeVarint(bytes, this.#rowsEnd, keyLength), item.count);
+    for (let from = item.keyStart; from < item.keyEnd; from += 1) bytes[at++] = record[from];
+    const view = this.#view;
     let digest = item.userPart;
     for (let i = 0; i < item.count; i += 1) {
       const nameId = ids[item.name(i)];
@@ -219,17 +220,10 @@ export class StateFileWriter {
       digest = addDigest(digest, digestPart(nameId, h1, h2));
       at += ENTRY;
     }
-    writeVarint(bytes, writeVarint(bytes, start, keyLength, keySize), (at - rowStart) / ENTRY, countSize);
     this.#rowsEnd = at;
     this.#newRows[this.#newCount * 2] = digest;
     this.#newRows[this.#newCount * 2 + 1] = item.keyHash;
     if (++this.#newCount === PACK) this.#addWaitingRows();
-  }
-
-  /** A view of the waiting rows' buffer (made again when it grew). */
-  #rowView(): DataView {
-    if (this.#view?.buffer !== this.#rowBytes.buffer) this.#view = new DataView(this.#rowBytes.buffer, this.#rowBytes.byteOffset, this.#rowBytes.byteLength);
-    return this.#view;
   }
 
   /** Adds the pack of the new users waiting, and enters them in the index. */
