@@ -225,10 +225,11 @@ export async function openStateWriter(path: string, target: string, key?: string
   const forget = (learn: Uint8Array): Promise<void> | undefined => {
     if (failure !== undefined) throw failure;
     if (!namesKnownUsers(learn)) return behind > MAX_BEHIND ? keepUp() : undefined;
-    // what was accepted before is learned first, then forgotten; the record is copied (it is learned later)
+    // what was accepted before is learned first, then forgotten; the record is copied (it is learned
+    // later), alone: one carved from a slab of records would take the whole slab with it
     handOver();
     const id = nextId++;
-    worker.postMessage({ type: 'sending', id, learn } satisfies ToWriter);
+    worker.postMessage({ type: 'sending', id, learn: learn.byteLength === learn.buffer.byteLength ? learn : learn.slice() } satisfies ToWriter);
     return hold(new Promise<void>((resolve, reject) => waiting.set(id, { resolve, reject })));
   };
   const writer: StateWriter = {
