@@ -8,7 +8,11 @@ import { InputError, OutputError, UsageError } from '../errors.js';
 import { lockState } from './state-file.js';
 import { inDoubtRecord, namesKnownUsers } from './learn-record.js';
 
-/** What a delivery writes: before a request is posted, and once the server accepted its items. */
+/**
+ * What a delivery writes: before a request is posted, and once the server accepted its items. A
+ * learn record may be a view of a larger buffer (the planning thread's chunk, a slab of records): what
+ * the writer keeps of it, it copies.
+ */
 export interface StateWriter {
   /** Forgets what a request is about to send of users the state may know: the promise settles once it is written. */
   sending(learn: Uint8Array): Promise<void> | undefined;

@@ -297,8 +297,8 @@ class DecodedRequest implements RequestToSend {
     this.body = new Uint8Array(buffer, offset, sizes[0]);
     this.userKeys = new Float64Array(buffer, at.keys, sizes[2]);
     this.points = new Float64Array(buffer, at.points, sizes[3]);
-    // its own copy: the state may keep it after the request is let go
-    this.learn = sizes[6] === -1 ? undefined : new Uint8Array(buffer, at.learn, sizes[6]).slice();
+    // read where it lies: the state's writer copies what it keeps (state-writer.ts)
+    this.learn = sizes[6] === -1 ? undefined : new Uint8Array(buffer, at.learn, sizes[6]);
     const fileOf = new Int32Array(buffer, at.files, items);
     const lines = new Float64Array(buffer, at.lines, items);
     this.lines = { counts, files, fileOf, lines };
