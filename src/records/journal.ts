@@ -156,6 +156,20 @@ async function keepAside(path: string, aside: string): Promise<'aside' | 'none' 
   return 'aside';
 }
 
+/**
+ * Puts the journal of the run before back where a run was killed after keeping it aside and before
+ * its own journal held its head (there is none at the path, or an empty file): the journal is then
+ * as that run found it, for the re-run guard and --resume to read. For the run holding the journal's
+ * lock (journal-lock.ts), before it reads the journal.
+ */
+export async function putBackKeptAside(journalPath: string): Promise<void> {
+  const aside = asideOf(journalPath);
+  if ((await lstat(aside).catch(() => undefined))?.isFile() !== true) return;
+  const found = await lstat(journalPath).catch(() => undefined);
+  if (found !== undefined && !(found.isFile() && found.size === 0)) return;
+  await rename(aside, journalPath);
+}
+
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
   const identities = await Promise.all(options.files.map((f) => identifyFile(f, options.remote)));

@@ -230,3 +230,26 @@ describe('a retry of a finished run that rejected rows', () => {
     expect(storedNs(emu)).toHaveLength(36);
   });
 });
+
+describe('a run killed after keeping the journal before aside, before its own held a line', () => {
+  it('finds that journal put back: a run of the same inputs is refused as it was before, and sends nothing again', async () => {
+    const emu = await emulator();
+    const file = writeEventsCsv(tmp.dir, 40, 'kept.csv');
+    expect((await up([file, '--url', emu.url, '--journal', 'kept.journal', '--quiet'])).status).toBe(0);
+    const stored = storedNs(emu).length;
+    const finished = readFileSync(join(tmp.dir, 'kept.journal'), 'utf8');
+    const refused = await up([file, '--url', emu.url, '--journal', 'kept.journal']);
+    expect(refused.status).toBe(2);
+    // killed right after the rename (no journal), or after its new journal was made and before its head was written (an empty one)
+    for (const killedAt of ['renamed', 'opened']) {
+      renameSync(join(tmp.dir, 'kept.journal'), join(tmp.dir, 'kept.journal.before.journal'));
+      if (killedAt === 'opened') writeFileSync(join(tmp.dir, 'kept.journal'), '');
+      const again = await up([file, '--url', emu.url, '--journal', 'kept.journal']);
+      expect(again.status, `${killedAt}: ${again.stderr}`).toBe(2);
+      expect(again.stderr).toBe(refused.stderr);
+      expect(readFileSync(join(tmp.dir, 'kept.journal'), 'utf8')).toBe(finished);
+      expect(journals()).toEqual(['kept.journal']);
+    }
+    expect(storedNs(emu)).toHaveLength(stored);
+  });
+});
