@@ -155,6 +155,32 @@ describe('values and records', () => {
     ]);
   });
 
+  it('keeps keys and names beyond ASCII as written, a leading U+FEFF included, from records that share a slab', () => {
+    const names = ['\uFEFFplan', '名前', 'emoji😀'];
+    const users = [
+      { external_id: 'ü😀-1', [names[0]]: 'pro', [names[1]]: 'ä', [names[2]]: 1 },
+      { user_alias: { alias_label: 'crm\u0000名', alias_name: '😀' }, _update_existing_only: false, [names[0]]: 'free' },
+      { email: 'Ünïcode@Example.com', [names[1]]: '名' },
+    ];
+    // three records one after another: the second and third lie past the first in their slab
+    const records = users.map((item) => record([{ item }]));
+    expect(records[1].byteOffset).toBeGreaterThan(0);
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    for (const learn of records) accept(writer, learn);
+    writer.close();
+    const { holds } = read(path);
+    expect(holds('e:ü😀-1', names[0], 'pro')).toBe(true);
+    expect(holds('e:ü😀-1', names[1], 'ä')).toBe(true);
+    expect(holds('e:ü😀-1', names[2], 1)).toBe(true);
+    expect(holds('e:ü😀-1', 'plan', 'pro')).toBe(false);
+    expect(holds('a:crm\u0000名\u0000😀', names[0], 'free')).toBe(true);
+    expect(holds('m:ünïcode@example.com', names[1], '名')).toBe(true);
+    const read1 = readLearnRecord(records[0]);
+    expect(read1.names).toEqual(names);
+    read1.forEach((_, item) => expect(item !== undefined && !(item instanceof Uint8Array) && item.userKey).toBe('e:ü😀-1'));
+  });
+
   it('reads back a learn record larger than the buffers it is written in, and the next record written after it', () => {
     const names = Array.from({ length: 20 }, (_, i) => `attribute-with-a-rather-long-name-${i}-${'x'.repeat(40)}`);
     const items = Array.from({ length: 3000 }, (_, u) => ({ external_id: `user-${u}-${'é'.repeat(u % 7)}`, ...Object.fromEntries(names.map((name, i) => [name, u * 100 + i])) }));
