@@ -9,7 +9,7 @@
 // run's journal is in journal-read.ts. At about 590 lines this is one class with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
 import { rmSync, writeSync } from 'node:fs';
-import { lstat, open, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
+import { copyFile, link, lstat, open, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
@@ -144,7 +144,11 @@ function asOutputError(error: unknown, path: string): Error {
   return new OutputError(`cannot write the journal ${path}: ${message}`, path);
 }
 
-/** Moves the journal of the run before aside (a regular file only): what a run that changes nothing puts back. */
+/**
+ * Keeps the journal of the run before aside (a regular file only), as a second name of the same file:
+ * what a run that changes nothing puts back. The journal stays where it is until the new one, its head
+ * written, replaces it (newJournal): a kill at any moment leaves one or the other there, never none.
+ */
 async function keepAside(path: string, aside: string): Promise<'aside' | 'none' | 'written-over'> {
   const found = await lstat(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
@@ -152,23 +156,18 @@ async function keepAside(path: string, aside: string): Promise<'aside' | 'none' 
   });
   if (found === undefined) return 'none';
   if (!found.isFile()) return 'written-over';
-  await rename(path, aside);
+  // one a killed run left there is of no use now
+  await rm(aside, { force: true });
+  await link(path, aside).catch(async (error: NodeJS.ErrnoException) => {
+    // a file system without hard links: a copy
+    if (error.code !== 'EPERM' && error.code !== 'ENOTSUP' && error.code !== 'EOPNOTSUPP') throw error;
+    await copyFile(path, aside);
+  });
   return 'aside';
 }
 
-/**
- * Puts the journal of the run before back where a run was killed after keeping it aside and before
- * its own journal held its head (there is none at the path, or an empty file): the journal is then
- * as that run found it, for the re-run guard and --resume to read. For the run holding the journal's
- * lock (journal-lock.ts), before it reads the journal.
- */
-export async function putBackKeptAside(journalPath: string): Promise<void> {
-  const aside = asideOf(journalPath);
-  if ((await lstat(aside).catch(() => undefined))?.isFile() !== true) return;
-  const found = await lstat(journalPath).catch(() => undefined);
-  if (found !== undefined && !(found.isFile() && found.size === 0)) return;
-  await rename(aside, journalPath);
-}
+/** Where a new journal's head is written before it replaces the journal before (one run at a time holds the journal: one name does). */
+const newOf = (journalPath: string): string => `${journalPath}.new`;
 
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
@@ -230,9 +229,10 @@ async function startFile(
     } else {
       before = await keepAside(journalPath, asideOf(journalPath));
       try {
-        handle = await open(journalPath, 'w');
+        // over a journal kept aside, the new one is written beside it and replaces it once its head is written
+        handle = await open(before === 'aside' ? newOf(journalPath) : journalPath, 'w');
       } catch (error) {
-        if (before === 'aside') await rename(asideOf(journalPath), journalPath);
+        if (before === 'aside') await rm(asideOf(journalPath), { force: true });
         throw error;
       }
       head += headerLine(options.target, options.remembers, options.key, options.shard ?? null);
@@ -256,9 +256,14 @@ async function startFile(
     }
     writeAllSync(handle.fd, head);
     await handle.datasync();
+    if (!options.resume && before === 'aside') await rename(newOf(journalPath), journalPath);
   } catch (error) {
-    // (a head that could not be written, a full disk: the file is let go)
+    // (a head that could not be written, a full disk: the file is let go, and the journal before stays)
     await handle?.close().catch(() => undefined);
+    if (!options.resume && before === 'aside') {
+      await rm(newOf(journalPath), { force: true });
+      await rm(asideOf(journalPath), { force: true });
+    }
     throw asOutputError(error, journalPath);
   }
   return { handle: handle!, before, lengthBefore, inDoubt, unreported, nextIndex };

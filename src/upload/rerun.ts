@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { checkReadable, STDIN } from '../input/source.js';
 import { resolveEndpoint } from '../transport/endpoint.js';
-import { findJournal, identifyFile, inputKey, putBackKeptAside, rowsInDoubt, sameIdentity, touchedFiles, type ParsedJournal } from '../records/journal.js';
+import { findJournal, identifyFile, inputKey, rowsInDoubt, sameIdentity, touchedFiles, type ParsedJournal } from '../records/journal.js';
 import { changedMessage } from '../records/journal-read.js';
 import { lockJournal } from '../records/journal-lock.js';
 import type { RemoteIdentities } from '../records/journal-read.js';
@@ -313,7 +313,6 @@ export async function checkTarget(
   // a second run on the journal while this one holds it is refused before it reads the journal
   const release = lockJournal(journalPath);
   try {
-    await putBackKeptAside(journalPath);
     return { ...(await checkJournal(inputs, options, { endpoint, target, journalPath })), release };
   } catch (error) {
     release();

@@ -3,7 +3,7 @@
 // two files sharing a name but not an extension, an input changed after a kill, a link to a file
 // already sent, and a retry of a finished run that rejected rows.
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/index.js';
@@ -231,25 +231,40 @@ describe('a retry of a finished run that rejected rows', () => {
   });
 });
 
-describe('a run killed after keeping the journal before aside, before its own held a line', () => {
-  it('finds that journal put back: a run of the same inputs is refused as it was before, and sends nothing again', async () => {
+describe('a run killed while it replaces the journal before', () => {
+  it('leaves that journal in place until its own holds its head: the next run is refused as before, and one the user deleted stays deleted', async () => {
     const emu = await emulator();
     const file = writeEventsCsv(tmp.dir, 40, 'kept.csv');
+    const journal = join(tmp.dir, 'kept.journal');
     expect((await up([file, '--url', emu.url, '--journal', 'kept.journal', '--quiet'])).status).toBe(0);
     const stored = storedNs(emu).length;
-    const finished = readFileSync(join(tmp.dir, 'kept.journal'), 'utf8');
+    const finished = readFileSync(journal, 'utf8');
     const refused = await up([file, '--url', emu.url, '--journal', 'kept.journal']);
     expect(refused.status).toBe(2);
-    // killed right after the rename (no journal), or after its new journal was made and before its head was written (an empty one)
-    for (const killedAt of ['renamed', 'opened']) {
-      renameSync(join(tmp.dir, 'kept.journal'), join(tmp.dir, 'kept.journal.before.journal'));
-      if (killedAt === 'opened') writeFileSync(join(tmp.dir, 'kept.journal'), '');
-      const again = await up([file, '--url', emu.url, '--journal', 'kept.journal']);
-      expect(again.status, `${killedAt}: ${again.stderr}`).toBe(2);
-      expect(again.stderr).toBe(refused.stderr);
-      expect(readFileSync(join(tmp.dir, 'kept.journal'), 'utf8')).toBe(finished);
-      expect(journals()).toEqual(['kept.journal']);
-    }
+    // a run with --restart killed after keeping the journal aside, or after writing its own head beside it: the journal is the one before
+    linkSync(journal, `${journal}.before.journal`);
+    writeFileSync(`${journal}.new`, '{"track":"journal"}\n');
+    const again = await up([file, '--url', emu.url, '--journal', 'kept.journal']);
+    expect(again.status, again.stderr).toBe(2);
+    expect(again.stderr).toBe(refused.stderr);
+    expect(readFileSync(journal, 'utf8')).toBe(finished);
     expect(storedNs(emu)).toHaveLength(stored);
+    // the journal deleted on purpose beside what a killed run left: a new run, every row sent
+    rmSync(journal);
+    expect((await up([file, '--url', emu.url, '--journal', 'kept.journal', '--quiet'])).status).toBe(0);
+    expect(storedNs(emu)).toHaveLength(stored * 2);
+    expect(readFileSync(journal, 'utf8')).toContain('"complete":true');
+  });
+
+  it('leaves no file but the journal once a --restart replaced it', async () => {
+    const emu = await emulator();
+    const file = writeEventsCsv(tmp.dir, 20, 'swap.csv');
+    expect((await up([file, '--url', emu.url, '--journal', 'swap.journal', '--quiet'])).status).toBe(0);
+    const finished = readFileSync(join(tmp.dir, 'swap.journal'), 'utf8');
+    const restarted = await up([file, '--url', emu.url, '--journal', 'swap.journal', '--restart', '--quiet']);
+    expect(restarted.status, restarted.stderr).toBe(0);
+    expect(readFileSync(join(tmp.dir, 'swap.journal'), 'utf8')).not.toBe(finished);
+    expect(journals()).toEqual(['swap.journal']);
+    expect(readdirSync(tmp.dir).filter((name) => name.startsWith('swap.journal'))).toEqual(['swap.journal']);
   });
 });
