@@ -229,8 +229,10 @@ async function startFile(
     } else {
       before = await keepAside(journalPath, asideOf(journalPath));
       try {
-        // over a journal kept aside, the new one is written beside it and replaces it once its head is written
-        handle = await open(before === 'aside' ? newOf(journalPath) : journalPath, 'w');
+        // over a journal kept aside, the new one is written beside it (a file of its own: what a killed
+        // run left there is removed first, a link not followed) and replaces it once its head is written
+        if (before === 'aside') await rm(newOf(journalPath), { force: true });
+        handle = await open(before === 'aside' ? newOf(journalPath) : journalPath, before === 'aside' ? 'wx' : 'w');
       } catch (error) {
         if (before === 'aside') await rm(asideOf(journalPath), { force: true });
         throw error;
