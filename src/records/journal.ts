@@ -147,7 +147,8 @@ function asOutputError(error: unknown, path: string): Error {
 /**
  * Keeps the journal of the run before aside (a regular file only), as a second name of the same file:
  * what a run that changes nothing puts back. The journal stays where it is until the new one, its head
- * written, replaces it (newJournal): a kill at any moment leaves one or the other there, never none.
+ * written beside it (newOf), replaces it (startFile): a kill at any moment leaves one or the other
+ * there, never none.
  */
 async function keepAside(path: string, aside: string): Promise<'aside' | 'none' | 'written-over'> {
   const found = await lstat(path).catch((error: NodeJS.ErrnoException) => {
