@@ -8,9 +8,9 @@
 // usage error before anything was sent leaves the journal as it was (revert). Reading an earlier
 // run's journal is in journal-read.ts. At about 590 lines this is one class with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
-import { rmSync, writeSync } from 'node:fs';
+import { rmSync, writeSync, type Stats } from 'node:fs';
 import { copyFile, link, lstat, open, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
@@ -147,28 +147,35 @@ function asOutputError(error: unknown, path: string): Error {
 /**
  * Keeps the journal of the run before aside (a regular file only), as a second name of the same file:
  * what a run that changes nothing puts back. The journal stays where it is until the new one, its head
- * written beside it (newOf), replaces it (startFile): a kill at any moment leaves one or the other
- * there, never none.
+ * written beside it (partialOf), replaces it (startFile): a kill at any moment leaves one or the other
+ * there, never none. Gives what it found: 'aside' with the journal's mode and owner, for the new one.
  */
-async function keepAside(path: string, aside: string): Promise<'aside' | 'none' | 'written-over'> {
+async function keepAside(path: string, aside: string): Promise<{ before: 'aside' | 'none' | 'written-over'; was?: Stats }> {
   const found = await lstat(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
-  if (found === undefined) return 'none';
-  if (!found.isFile()) return 'written-over';
+  if (found === undefined) return { before: 'none' };
+  if (!found.isFile()) return { before: 'written-over' };
   // one a killed run left there is of no use now
   await rm(aside, { force: true });
-  await link(path, aside).catch(async (error: NodeJS.ErrnoException) => {
-    // a file system without hard links: a copy
-    if (error.code !== 'EPERM' && error.code !== 'ENOTSUP' && error.code !== 'EOPNOTSUPP') throw error;
-    await copyFile(path, aside);
-  });
-  return 'aside';
+  // a file system that makes no hard links (or none here): a copy
+  await link(path, aside).catch(() => copyFile(path, aside));
+  return { before: 'aside', was: found };
 }
 
-/** Where a new journal's head is written before it replaces the journal before (one run at a time holds the journal: one name does). */
-const newOf = (journalPath: string): string => `${journalPath}.new`;
+/** Where a new journal's head is written before it replaces the journal before: a name of this process's, as --summary-file's. */
+const partialOf = (journalPath: string): string => `${journalPath}.${process.pid}.partial`;
+
+/** The new journal, its head written, put in place of the one before with its mode and owner (the owner where this process may give it), for good (its folder synced). */
+async function replaceJournal(handle: FileHandle, journalPath: string, was: Stats): Promise<void> {
+  await handle.chmod(was.mode & 0o7777);
+  await handle.chown(was.uid, was.gid).catch(() => undefined);
+  await rename(partialOf(journalPath), journalPath);
+  const folder = await open(dirname(journalPath), 'r').catch(() => undefined);
+  await folder?.sync().catch(() => undefined);
+  await folder?.close().catch(() => undefined);
+}
 
 export async function openJournal(options: JournalOptions): Promise<Journal> {
   const journalPath = resolve(options.path);
@@ -211,6 +218,8 @@ async function startFile(
   let head = '';
   let handle: FileHandle | undefined;
   let before: OpenedFile['before'];
+  /** The journal before, kept aside, which the new one replaces once its head is written. */
+  let was: Stats | undefined;
   let lengthBefore = 0;
   try {
     if (options.resume) {
@@ -228,12 +237,12 @@ async function startFile(
         head += headerLine(previous.target ?? options.target, previous.remembers, previous.key ?? options.key, options.shard ?? null);
       }
     } else {
-      before = await keepAside(journalPath, asideOf(journalPath));
+      ({ before, was } = await keepAside(journalPath, asideOf(journalPath)));
       try {
-        // over a journal kept aside, the new one is written beside it (a file of its own: what a killed
-        // run left there is removed first, a link not followed) and replaces it once its head is written
-        if (before === 'aside') await rm(newOf(journalPath), { force: true });
-        handle = await open(before === 'aside' ? newOf(journalPath) : journalPath, before === 'aside' ? 'wx' : 'w');
+        // over a journal kept aside, the new one is written beside it (a file of its own: one a killed
+        // process of this number left is removed first, a link not followed) and replaces it once its head is written
+        if (before === 'aside') await rm(partialOf(journalPath), { force: true });
+        handle = await open(before === 'aside' ? partialOf(journalPath) : journalPath, before === 'aside' ? 'wx' : 'w');
       } catch (error) {
         if (before === 'aside') await rm(asideOf(journalPath), { force: true });
         throw error;
@@ -259,12 +268,12 @@ async function startFile(
     }
     writeAllSync(handle.fd, head);
     await handle.datasync();
-    if (!options.resume && before === 'aside') await rename(newOf(journalPath), journalPath);
+    if (was !== undefined) await replaceJournal(handle, journalPath, was);
   } catch (error) {
     // (a head that could not be written, a full disk: the file is let go, and the journal before stays)
     await handle?.close().catch(() => undefined);
-    if (!options.resume && before === 'aside') {
-      await rm(newOf(journalPath), { force: true });
+    if (was !== undefined) {
+      await rm(partialOf(journalPath), { force: true });
       await rm(asideOf(journalPath), { force: true });
     }
     throw asOutputError(error, journalPath);

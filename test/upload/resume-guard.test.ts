@@ -3,7 +3,7 @@
 // two files sharing a name but not an extension, an input changed after a kill, a link to a file
 // already sent, and a retry of a finished run that rejected rows.
 import { spawn } from 'node:child_process';
-import { linkSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/index.js';
@@ -243,7 +243,7 @@ describe('a run killed while it replaces the journal before', () => {
     expect(refused.status).toBe(2);
     // a run with --restart killed after keeping the journal aside, or after writing its own head beside it: the journal is the one before
     linkSync(journal, `${journal}.before.journal`);
-    writeFileSync(`${journal}.new`, '{"track":"journal"}\n');
+    writeFileSync(`${journal}.99999.partial`, '{"track":"journal"}\n');
     const again = await up([file, '--url', emu.url, '--journal', 'kept.journal']);
     expect(again.status, again.stderr).toBe(2);
     expect(again.stderr).toBe(refused.stderr);
@@ -256,15 +256,20 @@ describe('a run killed while it replaces the journal before', () => {
     expect(readFileSync(journal, 'utf8')).toContain('"complete":true');
   });
 
-  it('leaves no file but the journal once a --restart replaced it', async () => {
+  it('leaves no file of its own beside the journal once a --restart replaced it, nor touches one of like name; the journal keeps its mode', async () => {
     const emu = await emulator();
     const file = writeEventsCsv(tmp.dir, 20, 'swap.csv');
+    const journal = join(tmp.dir, 'swap.journal');
     expect((await up([file, '--url', emu.url, '--journal', 'swap.journal', '--quiet'])).status).toBe(0);
-    const finished = readFileSync(join(tmp.dir, 'swap.journal'), 'utf8');
+    const finished = readFileSync(journal, 'utf8');
+    chmodSync(journal, 0o600);
+    // a person's file (or another run's journal) under a name like those the run writes beside its journal
+    writeFileSync(`${journal}.new`, 'a file of its own\n');
     const restarted = await up([file, '--url', emu.url, '--journal', 'swap.journal', '--restart', '--quiet']);
     expect(restarted.status, restarted.stderr).toBe(0);
-    expect(readFileSync(join(tmp.dir, 'swap.journal'), 'utf8')).not.toBe(finished);
-    expect(journals()).toEqual(['swap.journal']);
-    expect(readdirSync(tmp.dir).filter((name) => name.startsWith('swap.journal'))).toEqual(['swap.journal']);
+    expect(readFileSync(journal, 'utf8')).not.toBe(finished);
+    expect(statSync(journal).mode & 0o777).toBe(0o600);
+    expect(readFileSync(`${journal}.new`, 'utf8')).toBe('a file of its own\n');
+    expect(readdirSync(tmp.dir).filter((name) => name.startsWith('swap.journal')).sort()).toEqual(['swap.journal', 'swap.journal.new']);
   });
 });
