@@ -9,8 +9,8 @@
 // run's journal is in journal-read.ts. At about 590 lines this is one class with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
 import { rmSync, writeSync, type Stats } from 'node:fs';
-import { copyFile, link, lstat, open, rename, rm, truncate, type FileHandle } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { copyFile, link, lstat, open, readdir, rename, rm, truncate, unlink, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
@@ -155,13 +155,31 @@ async function keepAside(path: string, aside: string): Promise<{ before: 'aside'
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
+  // one a killed run left there is of no use now (nor beside a journal a person deleted)
+  if (found === undefined || found.isFile()) await removeFile(aside);
   if (found === undefined) return { before: 'none' };
   if (!found.isFile()) return { before: 'written-over' };
-  // one a killed run left there is of no use now
-  await rm(aside, { force: true });
-  // a file system that makes no hard links (or none here): a copy
-  await link(path, aside).catch(() => copyFile(path, aside));
+  // a journal of another owner is copied (a link would be theirs, which a folder that lets only
+  // owners remove their files would keep); so is one on a file system that makes no hard links
+  const own = process.getuid === undefined || found.uid === process.getuid();
+  if (!own || !(await link(path, aside).then(() => true, () => false))) await copyFile(path, aside);
   return { before: 'aside', was: found };
+}
+
+/** Removes a file, when there is one. */
+async function removeFile(path: string): Promise<void> {
+  await unlink(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== 'ENOENT') throw error;
+  });
+}
+
+/** Removes what killed runs left beside the journal as they wrote a new one (partialOf): a name of a process's no longer running (the journal's lock is held). */
+async function removePartials(journalPath: string): Promise<void> {
+  const name = basename(journalPath);
+  const left = await readdir(dirname(journalPath)).catch(() => [] as string[]);
+  for (const entry of left) {
+    if (entry.startsWith(`${name}.`) && /^\.\d+\.partial$/.test(entry.slice(name.length))) await removeFile(join(dirname(journalPath), entry)).catch(() => undefined);
+  }
 }
 
 /** Where a new journal's head is written before it replaces the journal before: a name of this process's, as --summary-file's. */
@@ -222,6 +240,7 @@ async function startFile(
   let was: Stats | undefined;
   let lengthBefore = 0;
   try {
+    await removePartials(journalPath);
     if (options.resume) {
       if (previous.tornTail) await truncate(journalPath, previous.validBytes);
       handle = await open(journalPath, 'a');
@@ -239,12 +258,11 @@ async function startFile(
     } else {
       ({ before, was } = await keepAside(journalPath, asideOf(journalPath)));
       try {
-        // over a journal kept aside, the new one is written beside it (a file of its own: one a killed
-        // process of this number left is removed first, a link not followed) and replaces it once its head is written
-        if (before === 'aside') await rm(partialOf(journalPath), { force: true });
+        // over a journal kept aside, the new one is written beside it (a file of its own, made here: what
+        // killed runs left was removed above) and replaces it once its head is written
         handle = await open(before === 'aside' ? partialOf(journalPath) : journalPath, before === 'aside' ? 'wx' : 'w');
       } catch (error) {
-        if (before === 'aside') await rm(asideOf(journalPath), { force: true });
+        if (before === 'aside') await removeFile(asideOf(journalPath)).catch(() => undefined);
         throw error;
       }
       head += headerLine(options.target, options.remembers, options.key, options.shard ?? null);
@@ -273,8 +291,9 @@ async function startFile(
     // (a head that could not be written, a full disk: the file is let go, and the journal before stays)
     await handle?.close().catch(() => undefined);
     if (was !== undefined) {
-      await rm(partialOf(journalPath), { force: true });
-      await rm(asideOf(journalPath), { force: true });
+      // (what could not be removed is left: the error that stopped the run is the one told)
+      await removeFile(partialOf(journalPath)).catch(() => undefined);
+      await removeFile(asideOf(journalPath)).catch(() => undefined);
     }
     throw asOutputError(error, journalPath);
   }

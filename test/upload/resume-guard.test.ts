@@ -254,6 +254,8 @@ describe('a run killed while it replaces the journal before', () => {
     expect((await up([file, '--url', emu.url, '--journal', 'kept.journal', '--quiet'])).status).toBe(0);
     expect(storedNs(emu)).toHaveLength(stored * 2);
     expect(readFileSync(journal, 'utf8')).toContain('"complete":true');
+    // what the killed run left beside it is gone
+    expect(readdirSync(tmp.dir).filter((name) => name.startsWith('kept.journal'))).toEqual(['kept.journal']);
   });
 
   it('leaves no file of its own beside the journal once a --restart replaced it, nor touches one of like name; the journal keeps its mode', async () => {
