@@ -6,7 +6,7 @@
 // is synced (the rejects it could not take are carried here instead), and everything written is then
 // fsynced, so a machine that loses power loses at most that much of the journal. A run that stops on a
 // usage error before anything was sent leaves the journal as it was (revert). Reading an earlier
-// run's journal is in journal-read.ts. At about 590 lines this is one class with a lifetime whose
+// run's journal is in journal-read.ts. At about 640 lines this is one class with a lifetime whose
 // methods share its buffers and open file; split further, each part would reach into the others' state.
 import { rmSync, writeSync, type Stats } from 'node:fs';
 import { copyFile, link, lstat, open, readdir, rename, rm, truncate, unlink, type FileHandle } from 'node:fs/promises';
@@ -145,8 +145,8 @@ function asOutputError(error: unknown, path: string): Error {
 }
 
 /**
- * Keeps the journal of the run before aside (a regular file only), as a second name of the same file:
- * what a run that changes nothing puts back. The journal stays where it is until the new one, its head
+ * Keeps the journal of the run before aside (a regular file only), as a second name of the same file
+ * (or a copy): what a run that changes nothing puts back. The journal stays where it is until the new one, its head
  * written beside it (partialOf), replaces it (startFile): a kill at any moment leaves one or the other
  * there, never none. Gives what it found: 'aside' with the journal's mode and owner, for the new one.
  */
