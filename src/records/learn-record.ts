@@ -1,7 +1,7 @@
 // (Over 350 lines: the record's writer, its copy held in doubt and its reader share one layout, set out once here.)
 // The learn record of a request: what the delta state records of its items once the server accepts
-// them, made where the request is planned and read where it is settled. One buffer a request,
-// handed to the sending thread without a copy: 32-bit words (the items, the values' hashes as the
+// them, made where the request is planned and read where it is settled. One run of bytes a request
+// (carved from a slab of them), handed on to the sending thread: 32-bit words (the items, the values' hashes as the
 // plan holds them, copied rather than encoded one by one, three words a value), then the texts
 // (attribute names, users' keys) as one UTF-8 run, written as they come. The reader decodes the
 // names; a key stays bytes (a new user's is copied as it is into the state's pack) unless asked for.
@@ -82,9 +82,10 @@ function textRun(initial: Uint8Array<ArrayBuffer>, keep: (bytes: Uint8Array<Arra
     if (at + n > bytes.length) bytes = withRoom(bytes, at, at + n, keep);
   };
   return {
-    /** Appends the text (most are ASCII: a byte a character, until one is not). */
-    add(text: string): void {
+    /** Appends the text (most are ASCII: a byte a character, until one is not); the bytes it took. */
+    add(text: string): number {
       room(text.length * 3);
+      const start = at;
       let i = 0;
       for (; i < text.length; i += 1) {
         const c = text.charCodeAt(i);
@@ -93,6 +94,7 @@ function textRun(initial: Uint8Array<ArrayBuffer>, keep: (bytes: Uint8Array<Arra
       }
       at += i;
       if (i < text.length) at += utf8.encodeInto(text.slice(i), bytes.subarray(at)).written;
+      return at - start;
     },
     get length(): number {
       return at;
@@ -160,9 +162,7 @@ export function learnRecordWriter(held?: HeldValues) {
     if (found === undefined) {
       placeOfName.set(name, (found = names.length));
       names.push(name);
-      const before = nameText.length;
-      nameText.add(name);
-      nameBytes.push(nameText.length - before);
+      nameBytes.push(nameText.add(name));
     }
     return found;
   };
@@ -191,20 +191,16 @@ export function learnRecordWriter(held?: HeldValues) {
   };
   /** The user's key, into the record's texts (and hashed into KEY_HASH when `hash`); its length in UTF-8 bytes (-1: no user). */
   const addKey = (sent: Record<string, unknown>, hash: boolean): number => {
-    const before = keyText.length;
     // an item named by an external id (the usual one) is keyed by it as stateUserKey does, its key's text not made
     const id = sent.external_id;
     if (typeof id === 'string' && sent.push_token_import !== true) {
-      keyText.add('e:');
-      keyText.add(id);
       if (hash) keyHashInto(`e:${id}`);
-      return keyText.length - before;
+      return keyText.add('e:') + keyText.add(id);
     }
     const userKey = stateUserKey(identityOf(sent, 'attributes'));
     if (userKey === undefined) return -1;
-    keyText.add(userKey);
     if (hash) keyHashInto(userKey);
-    return keyText.length - before;
+    return keyText.add(userKey);
   };
   return {
     /** Adds an item as sent (its values hashed here unless `mark` says where they are held), and how it is learned. */
