@@ -155,14 +155,15 @@ async function keepAside(path: string, aside: string): Promise<{ before: 'aside'
     if (error.code === 'ENOENT') return undefined;
     throw error;
   });
+  if (found !== undefined && !found.isFile()) return { before: 'written-over' };
   // one a killed run left there is of no use now (nor beside a journal a person deleted)
-  if (found === undefined || found.isFile()) await removeFile(aside);
+  await removeFile(aside);
   if (found === undefined) return { before: 'none' };
-  if (!found.isFile()) return { before: 'written-over' };
   // a journal of another owner is copied (a link would be theirs, which a folder that lets only
   // owners remove their files would keep); so is one on a file system that makes no hard links
   const own = process.getuid === undefined || found.uid === process.getuid();
-  if (!own || !(await link(path, aside).then(() => true, () => false))) await copyFile(path, aside);
+  const linked = own && (await link(path, aside).then(() => true, () => false));
+  if (!linked) await copyFile(path, aside);
   return { before: 'aside', was: found };
 }
 
@@ -257,14 +258,9 @@ async function startFile(
       }
     } else {
       ({ before, was } = await keepAside(journalPath, asideOf(journalPath)));
-      try {
-        // over a journal kept aside, the new one is written beside it (a file of its own, made here: what
-        // killed runs left was removed above) and replaces it once its head is written
-        handle = await open(before === 'aside' ? partialOf(journalPath) : journalPath, before === 'aside' ? 'wx' : 'w');
-      } catch (error) {
-        if (before === 'aside') await removeFile(asideOf(journalPath)).catch(() => undefined);
-        throw error;
-      }
+      // over a journal kept aside, the new one is written beside it (a file of its own, made here: what
+      // killed runs left was removed above) and replaces it once its head is written
+      handle = await open(was === undefined ? journalPath : partialOf(journalPath), was === undefined ? 'w' : 'wx');
       head += headerLine(options.target, options.remembers, options.key, options.shard ?? null);
     }
     for (const [index, identity] of renewed) head += fileLine(index, identity);
