@@ -1,10 +1,9 @@
 // The CRM-export reading through the real CLI: CSV rejects of several kinds fed back, the header
 // error's delimiter, --preview of standard input and into a pipe closed early.
-import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, runCli, tempDir } from '../helpers/cli.js';
+import { runCli, runCliReaderGone, tempDir } from '../helpers/cli.js';
 
 let tmp: { dir: string; cleanup: () => void };
 beforeAll(() => {
@@ -56,11 +55,7 @@ describe('CRM-export reading through the CLI', () => {
 
   it('--preview into a pipe closed early ends quietly, with the run\'s own status', async () => {
     writeFileSync(join(tmp.dir, 'big.csv'), `external_id,n\n${Array.from({ length: 20_000 }, (_, i) => `u${i},${i}`).join('\n')}\n`);
-    const child = spawn(process.execPath, [BIN, 'validate', 'big.csv', '--preview', '20000'], { cwd: tmp.dir });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.once('data', () => child.stdout.destroy());
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const { status, stderr } = await runCliReaderGone(['validate', 'big.csv', '--preview', '20000'], { cwd: tmp.dir });
     expect(stderr).toBe('');
     expect(status).toBe(0);
   });

@@ -1,10 +1,10 @@
 // `track inspect` on a database larger than its memory: the profiles are read and printed one at a
 // time, so printing every profile of a big file neither holds them all nor makes one text of them.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/emulator/store.js';
-import { BIN, ROOT, runCli, tempDir } from '../helpers/cli.js';
+import { BIN, ROOT, runCli, runCliReaderGone, tempDir } from '../helpers/cli.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -61,12 +61,8 @@ describe('track inspect on a database larger than its memory', () => {
 
   it('ends quietly, exit 0, when its reader closes the pipe early (| head)', async () => {
     const db = bigDatabase();
-    const child = spawn(process.execPath, [BIN, 'inspect', '--db', db], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.stdout.once('data', () => child.stdout.destroy());
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    const { status, stderr } = await runCliReaderGone(['inspect', '--db', db]);
     expect(stderr).toBe('');
-    expect(code).toBe(0);
+    expect(status).toBe(0);
   }, 60_000);
 });

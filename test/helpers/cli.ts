@@ -77,5 +77,16 @@ export function runCliAsync(args: string[], options: { env?: Record<string, stri
   });
 }
 
+/** Runs the CLI with its standard output read up to the first bytes, then closed (as `| head` does): its status and standard error. */
+export function runCliReaderGone(args: string[], options: { cwd?: string } = {}) {
+  return new Promise<{ status: number | null; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.once('data', () => child.stdout.destroy());
+    child.on('close', (status) => resolve({ status, stderr }));
+  });
+}
+
 /** A loopback port nothing listens on. */
 export const closedPort = freePort;
