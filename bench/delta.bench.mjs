@@ -216,6 +216,7 @@ async function benchGrowth(small, { dir, server, rssHook }) {
     `state file                         ${perUser.toFixed(0)} bytes a user (target: under 120); peak RSS ${mb(first.maxRssKb)} first run, ${mb(unchanged.maxRssKb)} re-upload ` +
       `(target: under ${RSS_TARGET_MB} MB, ${rssMet ? 'met' : 'missed'})`,
   );
+  if (gotFirst.items !== BIG_ROWS) console.log(`first --delta run: the server got ${n(gotFirst.items)} items; expected ${n(BIG_ROWS)}`);
   const ok = gotFirst.items === BIG_ROWS && gotUnchanged.requests === 0 && growth <= BIG_ROWS / ROWS + 1 && perUser < 120 && rssMet;
   rmSync(file, { force: true });
   removeState();
