@@ -135,12 +135,12 @@ export class StateFileWriter {
     return this.#index;
   }
 
-  /** The row of the user of a learned item (its slot, and where it is in its pack): by the slot the plan found, among this run's rows, or through the whole index. */
-  #locate(item: LearnedAttributes): Found | undefined {
+  /** The row of the user of a learned item, whose key is `userKey` (its slot, and where it is in its pack): by the slot the plan found, among this run's rows, or through the whole index. */
+  #locate(item: LearnedAttributes, userKey: string): Found | undefined {
     const at = (slot: number, added: boolean): Found | undefined => {
       const pack = this.#statements.packById.get(Math.floor(slot / PACK)) as Buffer | undefined;
       if (pack === undefined) return undefined;
-      const place = userInPack(pack, slot % PACK, item.userKey);
+      const place = userInPack(pack, slot % PACK, userKey);
       if (place === undefined) return undefined;
       return { slot, pack, start: place.start, end: place.end, attrs: pack.subarray(place.keyEnd, place.end), added };
     };
@@ -249,7 +249,9 @@ export class StateFileWriter {
   #change(item: LearnedAttributes, ids: readonly number[], posting: boolean): void {
     // new users waiting come first: one of them may be this user, earlier in the request
     this.#addWaitingRows();
-    const found = this.#locate(item);
+    // decoded from the record once (each read of item.userKey decodes it)
+    const userKey = item.userKey;
+    const found = this.#locate(item, userKey);
     if (found === undefined && posting) return;
     const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
     for (let i = 0; i < item.count; i += 1) {
@@ -262,10 +264,10 @@ export class StateFileWriter {
     const bytes = rowBytes(values);
     this.#willWrite();
     let slot: number;
-    if (found === undefined) slot = Number(this.#statements.addPack.run(this.#target, packBytes([{ key: item.userKey, attrs: bytes }])).lastInsertRowid) * PACK;
+    if (found === undefined) slot = Number(this.#statements.addPack.run(this.#target, packBytes([{ key: userKey, attrs: bytes }])).lastInsertRowid) * PACK;
     else {
       slot = found.slot;
-      this.#statements.setPack.run(packWith(found.pack, found.start, found.end, { key: item.userKey, attrs: bytes }), Math.floor(slot / PACK));
+      this.#statements.setPack.run(packWith(found.pack, found.start, found.end, { key: userKey, attrs: bytes }), Math.floor(slot / PACK));
     }
     this.#noteDigest(item.keyHash, slot, rowDigest(item.userPart, bytes), found === undefined || found.added);
   }
