@@ -24,7 +24,8 @@ import {
   userPart,
   valueHashInto,
 } from '../records/state-record.js';
-import { LEARN_NONE, learnRecordWriter, userMark, type HeldValues, type LearnMark } from '../records/learn-record.js';
+import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
+import { learnRecordWriter, userMark, type HeldValues } from '../records/learn-record-writer.js';
 import { openStateReader, type StateReader, type UserState } from '../records/state.js';
 import { createSeenUsers } from './seen-users.js';
 import { createSentInRun, NOT_SENT } from './sent-in-run.js';

@@ -8,7 +8,7 @@ import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record.js';
+import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record-writer.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { indexFromRows, loadIndex, patchIndex, saveIndex, wordsOf } from '../../src/records/state-rows.js';

@@ -4,7 +4,7 @@
 // settles once it is written (the journal waits for it before it holds the rows settled).
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { learnRecordWriter, userMark } from '../../src/records/learn-record.js';
+import { learnRecordWriter, userMark } from '../../src/records/learn-record-writer.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
 import { openStateWriter, ringOf } from '../../src/records/state-writer.js';
 import { openStateReader } from '../../src/records/state.js';

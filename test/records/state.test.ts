@@ -6,7 +6,8 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { LEARN_NONE, learnRecordWriter, readLearnRecord, userMark } from '../../src/records/learn-record.js';
+import { LEARN_NONE, readLearnRecord } from '../../src/records/learn-record.js';
+import { learnRecordWriter, userMark } from '../../src/records/learn-record-writer.js';
 import { activityHash, addDigest, hasEmptyProperties, canonicalJson, hash64, identityKeyHashInto, isControlField, KEY_HASH, keyHashInto, stateUserKey, valueHash } from '../../src/records/state-record.js';
 import type { Identity } from '../../src/model/identity.js';
 import { CONTROL_FIELDS } from '../../src/model/fields.js';
@@ -405,7 +406,7 @@ describe('the state file', () => {
     const script = join(tmp.dir, 'killed.mjs');
     writeFileSync(
       script,
-      `import { learnRecordWriter, userMark } from '${ROOT}/dist/records/learn-record.js';
+      `import { learnRecordWriter, userMark } from '${ROOT}/dist/records/learn-record-writer.js';
        import { openStateFileWriter } from '${ROOT}/dist/records/state-file-writer.js';
        const writer = openStateFileWriter(${JSON.stringify(path)}, ${JSON.stringify(T)}, { whileSaving: () => process.kill(process.pid, 'SIGKILL') });
        for (let r = 0; r < 60; r += 1) {

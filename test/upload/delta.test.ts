@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/index.js';
 import { exportUser } from '../../src/emulator/export.js';
-import { learnRecordWriter } from '../../src/records/learn-record.js';
+import { learnRecordWriter } from '../../src/records/learn-record-writer.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
 import { listState } from '../../src/records/state.js';
 import { activityHash } from '../../src/records/state-record.js';
