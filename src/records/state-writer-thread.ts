@@ -1,12 +1,12 @@
 // The state writer's thread (state-writer.ts): it holds the state file open for the run and writes
-// what the sending thread hands it, so that no write to the disk ever holds up the sending.
-import { parentPort, workerData } from 'node:worker_threads';
+// what the sending thread hands it, so that no write to the disk ever holds up the sending. It may be
+// started before the run is checked (its modules load meanwhile): it opens the file once told which.
+import { parentPort } from 'node:worker_threads';
 import { openStateFileWriter } from './state-file-writer.js';
-import type { ToWriter, FromWriter, HandedRecords } from './state-writer.js';
+import type { ToWriter, FromWriter, HandedRecords, OpenWriter } from './state-writer.js';
 
 const port = parentPort!;
-const { path, target, key, ring } = workerData as { path: string; target: string; key?: string; ring: SharedArrayBuffer };
-const ringBytes = new Uint8Array(ring);
+let ringBytes: Uint8Array = new Uint8Array(0);
 /** Where a record handed over is read (the writer reads one at a time): copied out of the ring, which the sending thread fills again once told. */
 let scratch = Buffer.allocUnsafeSlow(64 * 1024);
 const inScratch = (text: string | undefined, at: number, size: number): Uint8Array => {
@@ -22,22 +22,27 @@ const failed = (error: unknown): FromWriter => {
 };
 
 let writer: ReturnType<typeof openStateFileWriter>;
-try {
-  writer = openStateFileWriter(path, target, { key });
-  post({ type: 'ready', adopted: writer.adopted });
-  // the whole file is checked while the plan starts: the first request waits for it (state-writer.ts)
-  writer.check();
-  post({ type: 'checked' });
-} catch (error) {
-  post(failed(error));
-  port.close();
-}
-
 /** Messages come in while a transaction runs: those waiting are taken together, the records accepted in a row learned in one transaction. */
 let queue: ToWriter[] = [];
-port.on('message', (message: ToWriter) => {
-  if (queue.push(message) === 1) setImmediate(drain);
+// the first message names the file: what follows is the run's
+port.once('message', ({ path, target, key, ring }: OpenWriter) => {
+  ringBytes = new Uint8Array(ring);
+  try {
+    writer = openStateFileWriter(path, target, { key });
+    post({ type: 'ready', adopted: writer.adopted });
+    // the whole file is checked while the plan starts: the first request waits for it (state-writer.ts)
+    writer.check();
+    post({ type: 'checked' });
+  } catch (error) {
+    post(failed(error));
+    port.close();
+    return;
+  }
+  port.on('message', (message: ToWriter) => {
+    if (queue.push(message) === 1) setImmediate(drain);
+  });
 });
+
 
 function drain(): void {
   const messages = queue;

@@ -46,7 +46,14 @@ export interface HandedRecords {
   places: Int32Array;
   texts: string[];
 }
-/** What the writer's thread is told. */
+/** The first thing the writer's thread is told: the file, the target, the run's key, and the ring (see HandedRecords). */
+export interface OpenWriter {
+  path: string;
+  target: string;
+  key: string | undefined;
+  ring: SharedArrayBuffer;
+}
+/** What the writer's thread is told next. */
 export type ToWriter =
   | { type: 'sending'; id: number; learn: Uint8Array }
   | HandedRecords
@@ -102,6 +109,42 @@ export function ringOf(size: number) {
 
 /** The thread's module beside this one (the built one when this runs from the TypeScript sources, in the tests). */
 const ENTRY = import.meta.url.endsWith('.ts') ? new URL('../../dist/records/state-writer-thread.js', import.meta.url) : new URL('./state-writer-thread.js', import.meta.url);
+// a small heap: the thread holds little but the index, which is not on it
+const writerThread = (): Worker => new Worker(ENTRY, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+
+/**
+ * The writer's thread started before the run is checked: its modules load (about a tenth of a second)
+ * while the run's checks go on, where the plan would wait for them. It touches no file until
+ * openStateWriter takes it; release() ends it unless taken.
+ */
+export class StateWriterThread {
+  readonly #worker = writerThread();
+  #gone = false;
+  #taken = false;
+
+  constructor() {
+    this.#worker.unref();
+    // one that failed to start is not taken: openStateWriter starts another, which says why
+    this.#worker.on('error', () => (this.#gone = true));
+    this.#worker.on('exit', () => (this.#gone = true));
+  }
+
+  /** The thread, once, unless it is gone. */
+  take(): Worker | undefined {
+    if (this.#taken) return undefined;
+    this.#taken = true;
+    if (!this.#gone) return this.#worker;
+    void this.#worker.terminate();
+    return undefined;
+  }
+
+  /** Ends the thread unless openStateWriter took it (which ends it when the run is done). */
+  release(): void {
+    if (this.#taken) return;
+    this.#taken = true;
+    void this.#worker.terminate();
+  }
+}
 
 function revive(error: { name: string; message: string; path?: string }): Error {
   if (error.name === 'UsageError') return new UsageError(error.message);
@@ -114,13 +157,15 @@ function revive(error: { name: string; message: string; path?: string }): Error 
  * Takes the state file for a delivery to `target` (a second run on it is refused: StateInUseError)
  * and opens it in the writer's thread, creating it when needed. `key` is the fingerprint of the
  * run's API key (keyFingerprint): a target the state learned through other keys only is refused, a
- * usage error (state-keys.ts).
+ * usage error (state-keys.ts). `ahead`: the writer's thread, started before the run was checked.
  */
-export async function openStateWriter(path: string, target: string, key?: string): Promise<StateWriter> {
+export async function openStateWriter(path: string, target: string, key?: string, ahead?: StateWriterThread): Promise<StateWriter> {
   const release = lockState(path);
-  // a small heap: the thread holds little but the index, which is not on it
   const ring = ringOf(RING_BYTES);
-  const worker = new Worker(ENTRY, { workerData: { path, target, key, ring: ring.shared }, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+  const worker = ahead?.take() ?? writerThread();
+  // it keeps the process going until it is ready
+  worker.ref();
+  worker.postMessage({ path, target, key, ring: ring.shared } satisfies OpenWriter);
   let failure: Error | undefined;
   const waiting = new Map<number, { resolve: () => void; reject: (error: Error) => void }>();
   /** Accepted records handed over and not learned yet, and who waits for them to be fewer. */

@@ -7,6 +7,7 @@ import type { ColumnMap } from '../mapping/column-map.js';
 import { findJournal, inputKey, isWhole, openJournal, type Journal } from '../records/journal.js';
 import { lineLedger } from '../records/line-ledger.js';
 import type { StateWriter } from '../records/state.js';
+import type { StateWriterThread } from '../records/state-writer.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkFilesApart, checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
 import { checkOutputs, checkRejectsFormat, outWriter, rejectsLedger, rejectsSoFar, rejectsWriter } from './outputs.js';
@@ -18,7 +19,15 @@ import type { StartedWorker } from './worker/in-worker.js';
 import type { RemoteInputs } from '../input/remote.js';
 
 /** A run's inputs as resolved (s3:// prefixes and globs become the objects they name), and when it began. */
-export type ResolvedRun = { started: number; named: readonly string[]; inputs: string[]; remote?: RemoteInputs; planner: StartedWorker | undefined };
+export type ResolvedRun = {
+  started: number;
+  named: readonly string[];
+  inputs: string[];
+  remote?: RemoteInputs;
+  planner: StartedWorker | undefined;
+  /** The state writer's thread, started ahead for a delivery with a state. */
+  stateWriter?: StateWriterThread;
+};
 
 /** What the run's checks found, for the steps after. */
 export interface CheckedRun {
@@ -91,12 +100,12 @@ export interface RunState {
  * run on it is refused); a dry run only reads it (in the plan). A state file that cannot be used is
  * a usage error before anything is written.
  */
-export async function openRunState(options: UploadOptions, deltaTarget: string | undefined, key: string | undefined): Promise<RunState> {
+export async function openRunState(options: UploadOptions, deltaTarget: string | undefined, key: string | undefined, ahead?: StateWriterThread): Promise<RunState> {
   const { send, delta } = options;
   if (delta === undefined || deltaTarget === undefined) return { writer: undefined, known: false, notes: [] };
   const { openStateWriter, stateKnows } = await import('../records/state.js');
   // the state knows each target under the keys it learned it through: a delivery under another is refused before anything is sent
-  const writer = send === undefined ? undefined : await openStateWriter(delta.statePath, deltaTarget, key);
+  const writer = send === undefined ? undefined : await openStateWriter(delta.statePath, deltaTarget, key, ahead);
   try {
     const known = stateKnows(delta.statePath, deltaTarget);
     const { otherKeyNote, otherNameNote } = await import('./state-names.js');

@@ -34,7 +34,7 @@ export async function uploadChecked(options: UploadOptions, run: ResolvedRun, ta
   const checked = await checkRun(options, run, target, key);
   let upload: UploadRun;
   try {
-    const state = await openRunState(options, checked.deltaTarget, key);
+    const state = await openRunState(options, checked.deltaTarget, key, run.stateWriter);
     const records = await openRecords(options, run, target, key, checked, state.writer);
     upload = new UploadRun(options, run, target, checked, state, records);
     // (only a plan that cannot start throws here: the delivery closes the budget itself)

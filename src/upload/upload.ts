@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import { STDIN } from '../input/source.js';
 import type { ParsedJournal } from '../records/journal.js';
+import type { StateWriterThread } from '../records/state-writer.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { resolveInputs } from './inputs.js';
 import type { UploadOptions, UploadSummary } from './upload-options.js';
@@ -26,10 +27,23 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // the planning thread starts now, its modules loading while the run is checked and its files opened
   // (the first request goes about a tenth of a second sooner); a run that does not plan in it ends it
   const planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta?.attributes === true) : undefined;
+  // so does the state writer's, for a delivery that writes the state
+  const stateWriter = options.send !== undefined && options.delta !== undefined ? await startStateWriterAhead() : undefined;
   try {
-    return await uploadResolved(options, { started, named, ...resolved, planner });
+    return await uploadResolved(options, { started, named, ...resolved, planner, stateWriter });
   } finally {
     planner?.release();
+    stateWriter?.release();
+  }
+}
+
+/** The state writer's thread started ahead; none when one cannot be started now (the run then starts its own, and says why it cannot). */
+async function startStateWriterAhead(): Promise<StateWriterThread | undefined> {
+  const { StateWriterThread } = await import('../records/state-writer.js');
+  try {
+    return new StateWriterThread();
+  } catch {
+    return undefined;
   }
 }
 

@@ -2,13 +2,15 @@
 // in a burst are learned together, and a request's forgetting, asked for between them, keeps its
 // place: what was accepted before it is learned first, then forgotten. An accepted record's promise
 // settles once it is written (the journal waits for it before it holds the rows settled).
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record-writer.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
-import { openStateWriter, ringOf } from '../../src/records/state-writer.js';
+import { openStateWriter, ringOf, StateWriterThread } from '../../src/records/state-writer.js';
 import { openStateReader } from '../../src/records/state.js';
-import { tempDir } from '../helpers/cli.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => (tmp = tempDir()));
@@ -178,5 +180,77 @@ describe('the state writer thread', () => {
     } finally {
       reader.close();
     }
+  });
+});
+
+describe('the state writer thread started ahead of the run', () => {
+  it('is taken by the run, which it writes for as a thread started then would', async () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const ahead = new StateWriterThread();
+    // its modules load meanwhile: the run takes it after its checks
+    await new Promise((done) => setTimeout(done, 200));
+    const writer = await openStateWriter(path, T, undefined, ahead);
+    // released once taken, it is the run's still
+    ahead.release();
+    await writer.accepted(record([{ external_id: 'a1', plan: 'pro' }]), NONE);
+    await writer.close();
+    const { reader, user } = readerOf(path);
+    try {
+      expect(user('e:a1')?.holds('plan', ...valueHash('pro'))).toBe(true);
+    } finally {
+      reader.close();
+    }
+    // a second run on the file, with a thread of its own, finds what the first wrote
+    const again = await openStateWriter(path, T);
+    await again.accepted(record([{ external_id: 'a2', plan: 'free' }]), NONE);
+    await again.close();
+    const second = readerOf(path);
+    try {
+      expect(second.user('e:a1')?.holds('plan', ...valueHash('pro'))).toBe(true);
+      expect(second.user('e:a2')?.holds('plan', ...valueHash('free'))).toBe(true);
+    } finally {
+      second.reader.close();
+    }
+  });
+
+  it('keeps no process from ending, whether the run never takes it, releases it, or takes it and closes', () => {
+    const script = join(tmp.dir, 'ahead.mjs');
+    const state = join(tmp.dir, 'state.sqlite');
+    writeFileSync(
+      script,
+      `import { StateWriterThread, openStateWriter } from '${ROOT}/dist/records/state-writer.js';
+       const mode = process.argv[2];
+       const ahead = new StateWriterThread();
+       if (mode === 'released') ahead.release();
+       if (mode === 'taken') {
+         const writer = await openStateWriter(${JSON.stringify(state)}, 'http://127.0.0.1:4000/users/track', undefined, ahead);
+         await writer.close();
+       }
+       console.log('done ' + mode);`,
+    );
+    for (const mode of ['never', 'released', 'taken']) {
+      const run = spawnSync(process.execPath, [script, mode], { encoding: 'utf8', timeout: 20_000 });
+      expect(run.error, mode).toBeUndefined();
+      expect(run.stdout.trim(), run.stderr).toBe(`done ${mode}`);
+      expect(run.status, mode).toBe(0);
+    }
+  });
+
+  it("loads none of the plan's modules: the phone numbers' library took half of its start", () => {
+    // the modules the thread's module imports, one from another (types only are not loaded)
+    const seen = new Set<string>();
+    const visit = (file: string): void => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      const text = readFileSync(file, 'utf8');
+      for (const [, from] of text.matchAll(/^import (?!type )[^;]*?from '([^']+)';/gms)) {
+        if (from.startsWith('.')) visit(resolve(dirname(file), from.replace(/\.js$/, '.ts')));
+        else seen.add(from);
+      }
+    };
+    visit(join(ROOT, 'src/records/state-writer-thread.ts'));
+    expect([...seen].some((file) => file.endsWith('state-file-writer.ts'))).toBe(true);
+    expect([...seen].some((file) => file.endsWith('learn-record.ts'))).toBe(true);
+    expect([...seen].filter((file) => /libphonenumber|model[/\\]identity\.ts|learn-record-writer\.ts/.test(file))).toEqual([]);
   });
 });
