@@ -43,7 +43,6 @@ port.once('message', ({ path, target, key, ring }: OpenWriter) => {
   });
 });
 
-
 function drain(): void {
   const messages = queue;
   queue = [];

@@ -3,8 +3,8 @@
 // place: what was accepted before it is learned first, then forgotten. An accepted record's promise
 // settles once it is written (the journal waits for it before it holds the rows settled).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record-writer.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
@@ -190,7 +190,8 @@ describe('the state writer thread started ahead of the run', () => {
     // its modules load meanwhile: the run takes it after its checks
     await new Promise((done) => setTimeout(done, 200));
     const writer = await openStateWriter(path, T, undefined, ahead);
-    // released once taken, it is the run's still
+    // taken once: the run's, which a release no longer ends
+    expect(ahead.take()).toBeUndefined();
     ahead.release();
     await writer.accepted(record([{ external_id: 'a1', plan: 'pro' }]), NONE);
     await writer.close();
@@ -213,44 +214,93 @@ describe('the state writer thread started ahead of the run', () => {
     }
   });
 
-  it('keeps no process from ending, whether the run never takes it, releases it, or takes it and closes', () => {
+  it('keeps no process from ending and touches no file, whether the run never takes it, releases it, or takes it and closes', () => {
     const script = join(tmp.dir, 'ahead.mjs');
-    const state = join(tmp.dir, 'state.sqlite');
     writeFileSync(
       script,
       `import { StateWriterThread, openStateWriter } from '${ROOT}/dist/records/state-writer.js';
-       const mode = process.argv[2];
+       const [mode, state] = process.argv.slice(2);
        const ahead = new StateWriterThread();
+       // long enough for its modules to load
+       await new Promise((done) => setTimeout(done, 300));
        if (mode === 'released') ahead.release();
        if (mode === 'taken') {
-         const writer = await openStateWriter(${JSON.stringify(state)}, 'http://127.0.0.1:4000/users/track', undefined, ahead);
+         const writer = await openStateWriter(state, 'http://127.0.0.1:4000/users/track', undefined, ahead);
          await writer.close();
        }
        console.log('done ' + mode);`,
     );
     for (const mode of ['never', 'released', 'taken']) {
-      const run = spawnSync(process.execPath, [script, mode], { encoding: 'utf8', timeout: 20_000 });
+      const state = join(tmp.dir, `${mode}.sqlite`);
+      const run = spawnSync(process.execPath, [script, mode, state], { encoding: 'utf8', timeout: 20_000 });
       expect(run.error, mode).toBeUndefined();
       expect(run.stdout.trim(), run.stderr).toBe(`done ${mode}`);
       expect(run.status, mode).toBe(0);
+      expect(readdirSync(tmp.dir).filter((name) => name.startsWith(`${mode}.sqlite`)), mode).toEqual(mode === 'taken' ? [`${mode}.sqlite`] : []);
     }
   });
 
+  it.skipIf(!existsSync('/proc/self/task'))('is ended with a run that fails before it takes it: failed runs in one process leave no thread behind', () => {
+    const script = join(tmp.dir, 'failing.mjs');
+    const input = join(tmp.dir, 'users.csv');
+    writeFileSync(input, 'external_id,plan\nu1,pro\n');
+    writeFileSync(
+      script,
+      `import { readdirSync } from 'node:fs';
+       import { upload } from '${ROOT}/dist/index.js';
+       const threads = () => readdirSync('/proc/self/task').length;
+       const settle = () => new Promise((done) => setTimeout(done, 500));
+       // refused for its key, after the threads were started ahead
+       const fail = () => upload({ inputs: [${JSON.stringify(input)}], url: 'http://127.0.0.1:9/users/track', apiKey: 'key\\u0001', delta: true, state: ${JSON.stringify(join(tmp.dir, 'state.sqlite'))}, journal: false }).then(() => 'went', (error) => error.message);
+       const first = await fail();
+       await settle();
+       const before = threads();
+       for (let i = 0; i < 6; i += 1) await fail();
+       await settle();
+       console.log(JSON.stringify({ first, before, after: threads() }));`,
+    );
+    const run = spawnSync(process.execPath, [script], { encoding: 'utf8', timeout: 30_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const { first, before, after } = JSON.parse(run.stdout) as { first: string; before: number; after: number };
+    expect(first).toMatch(/API key/);
+    // each failed run started two threads (the plan's, the state writer's): none of them is left
+    expect(after).toBeLessThanOrEqual(before);
+    expect(existsSync(join(tmp.dir, 'state.sqlite'))).toBe(false);
+  });
+
   it("loads none of the plan's modules: the phone numbers' library took half of its start", () => {
-    // the modules the thread's module imports, one from another (types only are not loaded)
-    const seen = new Set<string>();
-    const visit = (file: string): void => {
-      if (seen.has(file)) return;
-      seen.add(file);
-      const text = readFileSync(file, 'utf8');
-      for (const [, from] of text.matchAll(/^import (?!type )[^;]*?from '([^']+)';/gms)) {
-        if (from.startsWith('.')) visit(resolve(dirname(file), from.replace(/\.js$/, '.ts')));
-        else seen.add(from);
-      }
-    };
-    visit(join(ROOT, 'src/records/state-writer-thread.ts'));
-    expect([...seen].some((file) => file.endsWith('state-file-writer.ts'))).toBe(true);
-    expect([...seen].some((file) => file.endsWith('learn-record.ts'))).toBe(true);
-    expect([...seen].filter((file) => /libphonenumber|model[/\\]identity\.ts|learn-record-writer\.ts/.test(file))).toEqual([]);
+    // every module the thread loads, as the loader resolves them (static imports, re-exports, dynamic ones)
+    const log = join(tmp.dir, 'loaded.txt');
+    const hook = join(tmp.dir, 'hook.mjs');
+    writeFileSync(
+      hook,
+      `import { register } from 'node:module';
+       register('data:text/javascript,' + encodeURIComponent(\`
+         import { appendFileSync } from 'node:fs';
+         export async function resolve(specifier, context, next) {
+           const resolved = await next(specifier, context);
+           appendFileSync(${JSON.stringify(log)}, resolved.url + '\\\\n');
+           return resolved;
+         }\`));`,
+    );
+    const script = join(tmp.dir, 'thread.mjs');
+    writeFileSync(
+      script,
+      `import { Worker } from 'node:worker_threads';
+       const worker = new Worker(new URL('file://${ROOT}/dist/records/state-writer-thread.js'));
+       worker.postMessage({ path: ${JSON.stringify(join(tmp.dir, 'state.sqlite'))}, target: 'http://127.0.0.1:4000/users/track', ring: new SharedArrayBuffer(1024) });
+       worker.on('message', (message) => {
+         console.log(message.type);
+         if (message.type === 'checked') void worker.terminate();
+       });`,
+    );
+    const run = spawnSync(process.execPath, ['--import', hook, script], { encoding: 'utf8', timeout: 20_000 });
+    expect(run.stdout, run.stderr).toContain('checked');
+    const loaded = readFileSync(log, 'utf8').split('\n');
+    // the thread's own modules were seen (the hook ran in it) ...
+    expect(loaded.some((url) => url.endsWith('/dist/records/state-file-writer.js'))).toBe(true);
+    expect(loaded.some((url) => url.endsWith('/dist/records/learn-record.js'))).toBe(true);
+    // ... and none a plan needs to make learn records
+    expect(loaded.filter((url) => /libphonenumber|\/model\/identity\.js|learn-record-writer\.js/.test(url))).toEqual([]);
   });
 });
