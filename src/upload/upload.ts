@@ -39,8 +39,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
 
 /** The state writer's thread started ahead; none when one cannot be started now (the run then starts its own, and says why it cannot). */
 async function startStateWriterAhead(): Promise<StateWriterThread | undefined> {
-  const { StateWriterThread } = await import('../records/state-writer.js');
   try {
+    const { StateWriterThread } = await import('../records/state-writer.js');
     return new StateWriterThread();
   } catch {
     return undefined;
