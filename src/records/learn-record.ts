@@ -19,7 +19,7 @@ export const NEW_USER = 1;
 export const KNOWN_USER = 2;
 export const ACTIVITY = 3;
 /** A user's item held in doubt that set no value: nothing is learned of it (not even that the user exists). */
-export const UNSETTLED_USER = 4;
+const UNSETTLED_USER = 4;
 /** Words of a record's head: flags, names, items, words before the texts. */
 export const HEAD = 4;
 export const HAS_KNOWN_USERS = 1;

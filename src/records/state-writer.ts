@@ -4,6 +4,7 @@
 // Forgetting what a request sends of users the state may know is done, and waited for, before the
 // request is posted; what the server accepted is handed over and learned meanwhile.
 import { Worker } from 'node:worker_threads';
+import { StartedWorker } from '../started-worker.js';
 import { InputError, OutputError, UsageError } from '../errors.js';
 import { lockState } from './state-file.js';
 import { inDoubtRecord, namesKnownUsers } from './learn-record.js';
@@ -110,41 +111,14 @@ export function ringOf(size: number) {
 /** The thread's module beside this one (the built one when this runs from the TypeScript sources, in the tests). */
 const ENTRY = import.meta.url.endsWith('.ts') ? new URL('../../dist/records/state-writer-thread.js', import.meta.url) : new URL('./state-writer-thread.js', import.meta.url);
 // a small heap: the thread holds little but the index, which is not on it
-const writerThread = (): Worker => new Worker(ENTRY, { resourceLimits: { maxYoungGenerationSizeMb: 4 } });
+const LIMITS = { maxYoungGenerationSizeMb: 4 };
 
 /**
  * The writer's thread started before the run is checked: its modules load (about a tenth of a second)
  * while the run's checks go on, where the plan would wait for them. It touches no file until
- * openStateWriter takes it; release() ends it unless taken.
+ * openStateWriter takes it.
  */
-export class StateWriterThread {
-  readonly #worker = writerThread();
-  #gone = false;
-  #taken = false;
-
-  constructor() {
-    this.#worker.unref();
-    // one that failed to start is not taken: openStateWriter starts another, which says why
-    this.#worker.on('error', () => (this.#gone = true));
-    this.#worker.on('exit', () => (this.#gone = true));
-  }
-
-  /** The thread, once, unless it is gone. */
-  take(): Worker | undefined {
-    if (this.#taken) return undefined;
-    this.#taken = true;
-    if (!this.#gone) return this.#worker;
-    void this.#worker.terminate();
-    return undefined;
-  }
-
-  /** Ends the thread unless openStateWriter took it (which ends it when the run is done). */
-  release(): void {
-    if (this.#taken) return;
-    this.#taken = true;
-    void this.#worker.terminate();
-  }
-}
+export const startStateWriter = (): StartedWorker => new StartedWorker(ENTRY, LIMITS);
 
 function revive(error: { name: string; message: string; path?: string }): Error {
   if (error.name === 'UsageError') return new UsageError(error.message);
@@ -159,10 +133,14 @@ function revive(error: { name: string; message: string; path?: string }): Error 
  * run's API key (keyFingerprint): a target the state learned through other keys only is refused, a
  * usage error (state-keys.ts). `ahead`: the writer's thread, started before the run was checked.
  */
-export async function openStateWriter(path: string, target: string, key?: string, ahead?: StateWriterThread): Promise<StateWriter> {
+export async function openStateWriter(path: string, target: string, key?: string, ahead?: StartedWorker): Promise<StateWriter> {
   const release = lockState(path);
   const ring = ringOf(RING_BYTES);
-  const worker = ahead?.take() ?? writerThread();
+  const taken = ahead?.take();
+  const started = taken !== undefined && taken.failure === undefined && !taken.exited;
+  // one that failed to start is let go: a thread started now says why
+  if (taken !== undefined && !started) void taken.worker.terminate();
+  const worker = started ? taken.worker : new Worker(ENTRY, { resourceLimits: LIMITS });
   // it keeps the process going until it is ready
   worker.ref();
   worker.postMessage({ path, target, key, ring: ring.shared } satisfies OpenWriter);

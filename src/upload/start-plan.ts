@@ -5,7 +5,7 @@
 import type { Readable } from 'node:stream';
 import type { RequestToSend } from '../transport/request.js';
 import type { PlanEvent, PlanOptions } from './plan.js';
-import type { StartedWorker } from './worker/in-worker.js';
+import type { StartedWorker } from '../started-worker.js';
 
 export interface RunningPlan {
   events: AsyncIterable<PlanEvent<RequestToSend>>;

@@ -7,7 +7,6 @@ import type { ColumnMap } from '../mapping/column-map.js';
 import { findJournal, inputKey, isWhole, openJournal, type Journal } from '../records/journal.js';
 import { lineLedger } from '../records/line-ledger.js';
 import type { StateWriter } from '../records/state.js';
-import type { StateWriterThread } from '../records/state-writer.js';
 import { targetOf } from '../transport/endpoint.js';
 import { checkFilesApart, checkHeaders, checkWritable, isOneOf, readColumnMap } from './check.js';
 import { checkOutputs, checkRejectsFormat, outWriter, rejectsLedger, rejectsSoFar, rejectsWriter } from './outputs.js';
@@ -15,7 +14,7 @@ import { rejectsFileOf } from './rejects-name.js';
 import type { Target } from './rerun.js';
 import type { sharedPace } from './shared-pace.js';
 import type { DeltaRun, UploadOptions } from './upload-options.js';
-import type { StartedWorker } from './worker/in-worker.js';
+import type { StartedWorker } from '../started-worker.js';
 import type { RemoteInputs } from '../input/remote.js';
 
 /** A run's inputs as resolved (s3:// prefixes and globs become the objects they name), and when it began. */
@@ -26,7 +25,7 @@ export type ResolvedRun = {
   remote?: RemoteInputs;
   planner: StartedWorker | undefined;
   /** The state writer's thread, started ahead for a delivery with a state. */
-  stateWriter?: StateWriterThread;
+  stateWriter?: StartedWorker;
 };
 
 /** What the run's checks found, for the steps after. */
@@ -100,7 +99,7 @@ export interface RunState {
  * run on it is refused); a dry run only reads it (in the plan). A state file that cannot be used is
  * a usage error before anything is written.
  */
-export async function openRunState(options: UploadOptions, deltaTarget: string | undefined, key: string | undefined, ahead?: StateWriterThread): Promise<RunState> {
+export async function openRunState(options: UploadOptions, deltaTarget: string | undefined, key: string | undefined, ahead?: StartedWorker): Promise<RunState> {
   const { send, delta } = options;
   if (delta === undefined || deltaTarget === undefined) return { writer: undefined, known: false, notes: [] };
   const { openStateWriter, stateKnows } = await import('../records/state.js');

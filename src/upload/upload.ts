@@ -7,13 +7,12 @@ import { existsSync } from 'node:fs';
 import { UsageError } from '../errors.js';
 import { STDIN } from '../input/source.js';
 import type { ParsedJournal } from '../records/journal.js';
-import type { StateWriterThread } from '../records/state-writer.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { resolveInputs } from './inputs.js';
 import type { UploadOptions, UploadSummary } from './upload-options.js';
 import type { ResolvedRun } from './upload-open.js';
 import { uploadChecked } from './upload-run.js';
-import type { StartedWorker } from './worker/in-worker.js';
+import type { StartedWorker } from '../started-worker.js';
 
 export type { FileSummary, PlanSummary } from './summary.js';
 export type { DeltaRun, ReadProgress, SendOptions, UploadOptions, UploadSummary } from './upload-options.js';
@@ -38,10 +37,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
 }
 
 /** The state writer's thread started ahead; none when one cannot be started now (the run then starts its own, and says why it cannot). */
-async function startStateWriterAhead(): Promise<StateWriterThread | undefined> {
+async function startStateWriterAhead(): Promise<StartedWorker | undefined> {
   try {
-    const { StateWriterThread } = await import('../records/state-writer.js');
-    return new StateWriterThread();
+    const { startStateWriter } = await import('../records/state-writer.js');
+    return startStateWriter();
   } catch {
     return undefined;
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark } from '../../src/records/learn-record-writer.js';
 import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
-import { openStateWriter, ringOf, StateWriterThread } from '../../src/records/state-writer.js';
+import { openStateWriter, ringOf, startStateWriter } from '../../src/records/state-writer.js';
 import { openStateReader } from '../../src/records/state.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
 
@@ -186,12 +186,12 @@ describe('the state writer thread', () => {
 describe('the state writer thread started ahead of the run', () => {
   it('is taken by the run, which it writes for as a thread started then would', async () => {
     const path = join(tmp.dir, 'state.sqlite');
-    const ahead = new StateWriterThread();
+    const ahead = startStateWriter();
     // its modules load meanwhile: the run takes it after its checks
     await new Promise((done) => setTimeout(done, 200));
     const writer = await openStateWriter(path, T, undefined, ahead);
     // taken once: the run's, which a release no longer ends
-    expect(ahead.take()).toBeUndefined();
+    expect(() => ahead.take()).toThrow(/taken once/);
     ahead.release();
     await writer.accepted(record([{ external_id: 'a1', plan: 'pro' }]), NONE);
     await writer.close();
@@ -218,9 +218,9 @@ describe('the state writer thread started ahead of the run', () => {
     const script = join(tmp.dir, 'ahead.mjs');
     writeFileSync(
       script,
-      `import { StateWriterThread, openStateWriter } from '${ROOT}/dist/records/state-writer.js';
+      `import { startStateWriter, openStateWriter } from '${ROOT}/dist/records/state-writer.js';
        const [mode, state] = process.argv.slice(2);
-       const ahead = new StateWriterThread();
+       const ahead = startStateWriter();
        // long enough for its modules to load
        await new Promise((done) => setTimeout(done, 300));
        if (mode === 'released') ahead.release();

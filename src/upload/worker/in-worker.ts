@@ -2,7 +2,8 @@
 // iterable, the way a generator in this thread would: the worker runs at most a window of values
 // ahead of the consumer, an error in it is thrown here, and a stop ends it. Nothing here knows what
 // the values are; wire.ts turns them into what the consumer expects.
-import { parentPort, Worker, type ResourceLimits } from 'node:worker_threads';
+import { parentPort, type ResourceLimits } from 'node:worker_threads';
+import { StartedWorker } from '../../started-worker.js';
 
 /** A value posted by the worker, with the bytes it weighs against the window and the buffers handed over with it. */
 export interface Posting<T> {
@@ -39,39 +40,6 @@ export interface InWorkerOptions {
 type ToMain<T> = { value: T; bytes: number } | { done: true } | { error: RelayedError };
 type Work = { data: unknown; window: InWorkerOptions['window'] };
 type ToWorker = { messages: number; bytes: number };
-
-/**
- * A worker started before its work is known: its modules load while this thread does what comes
- * first (checking a run, opening its files), and inWorker() hands it its work in its first message.
- * Until then it does not hold the process open; one never taken is let go with release().
- */
-export class StartedWorker {
-  readonly #worker: Worker;
-  #failure: Error | undefined;
-  #exited = false;
-  #taken = false;
-
-  constructor(url: URL, resourceLimits?: ResourceLimits) {
-    this.#worker = new Worker(url, { resourceLimits });
-    // what befell it before it was taken is told to inWorker(), which listens from then on
-    this.#worker.on('error', (error) => (this.#failure ??= error));
-    this.#worker.on('exit', () => (this.#exited = true));
-    this.#worker.unref();
-  }
-
-  /** The worker, for inWorker() (once), and what became of it so far. */
-  take(): { worker: Worker; failure: Error | undefined; exited: boolean } {
-    if (this.#taken) throw new Error('a started worker is taken once');
-    this.#taken = true;
-    this.#worker.ref();
-    return { worker: this.#worker, failure: this.#failure, exited: this.#exited };
-  }
-
-  /** Ends the worker unless inWorker() took it (which ends it when done). */
-  release(): void {
-    if (!this.#taken) void this.#worker.terminate();
-  }
-}
 
 const reviveError = (relayed: RelayedError): Error => Object.assign(new Error(relayed.message), relayed);
 

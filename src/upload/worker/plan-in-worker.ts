@@ -6,7 +6,8 @@ import type { RequestToSend } from '../../transport/request.js';
 import type { PlanEvent } from '../plan.js';
 import type { WorkerPlanOptions } from './entry.js';
 import type { ResourceLimits } from 'node:worker_threads';
-import { inWorker, StartedWorker, type RelayedError } from './in-worker.js';
+import { StartedWorker } from '../../started-worker.js';
+import { inWorker, type RelayedError } from './in-worker.js';
 import { createDecoder, type WireMessage } from './wire.js';
 
 /**
