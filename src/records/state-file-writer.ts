@@ -13,6 +13,7 @@ import { addDigest, digestPart, IN_DOUBT } from './state-record.js';
 import { openStateFile, stateFailure, targetId } from './state-file.js';
 import { admitKey, recordKey } from './state-keys.js';
 import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
+import { PartedEntries } from './parted-entries.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
 export interface StateFileWriterOptions {
@@ -50,10 +51,15 @@ export class StateFileWriter {
   readonly #db: Database.Database;
   readonly #target: number;
   readonly #nameIds = new Map<string, number>();
-  /** The rows this run added, by key hash (in a first run, the whole index): see #added. */
-  #additions = new UserIndex();
-  /** Rows added since #additions was last needed: made part of it at once, when it is (UserIndex.of, when it is empty). */
-  #pending = new IndexEntries();
+  /**
+   * The rows this run added, by key hash (in a first run, the whole index): in #pending, whose part
+   * of the key is searched for a user, until such searches have looked at more entries than it holds;
+   * then in an index made of them at once (#additions: see #added).
+   */
+  #pending = new PartedEntries();
+  #additions: UserIndex | undefined;
+  /** Entries the searches of #pending looked at. */
+  #searched = 0;
   /** The digests of rows the file held before the run that it changed (in the order they were set). */
   readonly #changes = new IndexEntries();
   /** The target held no user when the run began: this run's rows are the whole index. */
@@ -127,7 +133,8 @@ export class StateFileWriter {
       // added again, each new user would be in it twice, and a patch later set only one of the two
       if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
       else {
-        this.#added().forEach((key, row, digest) => saved.add(key, row, digest));
+        this.#additions?.forEach((key, row, digest) => saved.add(key, row, digest));
+        this.#pending.forEach((key, row, digest) => saved.add(key, row, digest));
         this.#changes.forEach((key, row, digest) => saved.set(key, row, digest));
         this.#index = saved;
       }
@@ -145,33 +152,39 @@ export class StateFileWriter {
       return { slot, pack, start: place.start, end: place.end, attrs: pack.subarray(place.keyEnd, place.end), added };
     };
     let found: Found | undefined;
-    const search = (index: UserIndex, added: boolean): void =>
-      index.find(item.keyHash, (slot) => {
-        found = at(slot, added);
-        return found !== undefined;
-      });
+    const fn = (added: boolean) => (slot: number): boolean => {
+      found = at(slot, added);
+      return found !== undefined;
+    };
     const known = item.row > 0 ? at(item.row, false) : undefined;
     if (known !== undefined) return known;
-    search(this.#added(), true);
+    if (this.#searching) this.#searched += this.#pending.find(item.keyHash, fn(true));
+    else this.#added().find(item.keyHash, fn(true));
     // a user the plan did not find the row of (a later row of one it found, sent whole; a false match of its filter)
-    if (found === undefined && !this.#startedEmpty) search(this.#indexOf(), false);
+    if (found === undefined && !this.#startedEmpty) this.#indexOf().find(item.keyHash, fn(false));
     return found;
   }
 
-  /** The rows this run added, those pending included (a first run that names no user twice makes its index once, at its end). */
+  /** Whether this run's rows are still searched for in #pending: until the searches have looked at more entries than it holds (they then cost more than an index of them). */
+  get #searching(): boolean {
+    return this.#additions === undefined && this.#searched <= this.#pending.count;
+  }
+
+  /** The index of the rows this run added (made when first asked for), with those pending since added to it. */
   #added(): UserIndex {
     const pending = this.#pending;
-    if (pending.count === 0) return this.#additions;
-    this.#pending = new IndexEntries();
-    if (this.#additions.size === 0) this.#additions = UserIndex.of(pending);
-    else pending.forEach((key, row, digest) => this.#additions.add(key, row, digest));
+    if (this.#additions !== undefined && pending.count === 0) return this.#additions;
+    this.#pending = new PartedEntries();
+    if (this.#additions === undefined) this.#additions = UserIndex.of(pending);
+    else pending.forEach((key, row, digest) => this.#additions!.add(key, row, digest));
     return this.#additions;
   }
 
   /** Notes a row's new digest (a row of this run's, or one the file held before it). */
   #noteDigest(keyHash: number, id: number, digest: number, added: boolean): void {
-    if (added) this.#added().set(keyHash, id, digest);
-    else this.#changes.push(keyHash, id, digest);
+    if (!added) this.#changes.push(keyHash, id, digest);
+    else if (this.#searching) this.#searched += this.#pending.set(keyHash, id, digest);
+    else this.#added().set(keyHash, id, digest);
     this.#index?.set(keyHash, id, digest);
   }
 
@@ -344,8 +357,9 @@ export class StateFileWriter {
    * slab, when it added none; else the whole index, read and brought up to date.
    */
   #saveIndex(): void {
-    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#added());
-    if (this.#index === undefined && this.#added().size === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
+    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions === undefined ? this.#pending : this.#added());
+    const added = (this.#additions?.size ?? 0) + this.#pending.count;
+    if (this.#index === undefined && added === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
     saveIndex(this.#db, this.#target, this.#indexOf());
   }
 

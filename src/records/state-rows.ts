@@ -6,7 +6,8 @@ import { endianness } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { addDigest, digestPart, KEY_HASH, keyHashInto, userPart } from './state-record.js';
-import { type IndexEntries, persistedLengths, UserIndex } from './user-index.js';
+import type { PartedEntries } from './parted-entries.js';
+import { type IndexEntries, type PersistedIndex, persistedLengths, UserIndex } from './user-index.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
 export const ENTRY = 12;
@@ -208,17 +209,27 @@ export function wordsOf(bytes: Buffer): Uint32Array {
   return bytes.byteOffset % 4 === 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset, bytes.byteLength / 4) : new Uint32Array(new Uint8Array(bytes).buffer);
 }
 
-/** Writes the index over the one the file holds, and marks it as matching the rows (in the caller's transaction). */
-export function saveIndex(db: Database.Database, target: number, index: UserIndex): void {
-  const { shape, directory, depths, counts, slabs } = index.persist();
+/**
+ * Writes the index over the one the file holds, and marks it as matching the rows (in the caller's
+ * transaction). Given entries, it writes the index they make, laid out a slab at a time (one slab
+ * held, not the index), and the entries hold none after.
+ */
+export function saveIndex(db: Database.Database, target: number, index: UserIndex | PartedEntries): void {
   db.prepare('DELETE FROM user_index WHERE target = ?').run(target);
   const insert = db.prepare('INSERT INTO user_index (target, part, slots) VALUES (?, ?, ?)');
-  const bytes = (array: Uint32Array | Uint8Array): Buffer => {
+  const write = (part: number, array: Uint32Array | Uint8Array): void => {
     const view = Buffer.from(array.buffer, array.byteOffset, array.byteLength);
-    return BIG_ENDIAN && array instanceof Uint32Array ? Buffer.from(view).swap32() : view;
+    insert.run(target, part, BIG_ENDIAN && array instanceof Uint32Array ? Buffer.from(view).swap32() : view);
   };
-  [shape, directory, depths, counts, ...slabs].forEach((part, i) => insert.run(target, i, bytes(part)));
-  db.prepare('UPDATE targets SET users = ?, fresh = 1 WHERE id = ?').run(index.size, target);
+  let head: Omit<PersistedIndex, 'slabs'>;
+  if (index instanceof UserIndex) {
+    const { slabs, ...rest } = index.persist();
+    slabs.forEach((slab, i) => write(i + 4, slab));
+    head = rest;
+  } else head = UserIndex.lay(index, (i, words) => write(i + 4, words), true);
+  const { shape, directory, depths, counts } = head;
+  [shape, directory, depths, counts].forEach((part, i) => write(i, part));
+  db.prepare('UPDATE targets SET users = ?, fresh = 1 WHERE id = ?').run(shape[2], target);
 }
 
 /**

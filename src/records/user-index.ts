@@ -1,4 +1,4 @@
-// (Over 350 lines: the index, its persisted form, and the entries it is made of at once belong together.)
+// (Over 350 lines: the index, its persisted form, and its laying out at once from entries belong together.)
 // A target's users in memory, by a 32-bit hash of their key: for each, the slot of their row in the
 // state file (its pack and its place there: state-rows.ts) and the digest of the attributes it holds (keyed by the user: state-record.ts
 // keyHashInto). A plan tells an unchanged row by one look here, whatever the order of the file's
@@ -11,6 +11,7 @@
 // two by one more bit. Buckets are carved from slabs of 1 MiB and never move, so the index grows by a
 // slab at a time and never holds two copies of itself while it grows (a table that is copied into a
 // bigger one leaves the old one for the collector, which may take its time).
+import { PART_BITS, PARTS, type PartedEntries, WORDS } from './parted-entries.js';
 
 /** Places in a bucket: their keys first (two cache lines to search), then their rows (0: free), then their digests' halves. */
 const ENTRIES = 32;
@@ -169,32 +170,57 @@ export class UserIndex {
     }
   }
 
+  /** The index of these entries, made at once (see lay); the entries hold none after. */
+  static of(entries: PartedEntries): UserIndex {
+    const slabs: Uint32Array[] = [];
+    const laid = UserIndex.lay(entries, (_, words) => slabs.push(words));
+    return new UserIndex({ ...laid, slabs });
+  }
+
   /**
-   * The index of these entries, made at once: each bucket holds what it would had they been added one
-   * by one (up to FULL), but the keys are sorted first and each bucket filled once, in order, with no
-   * search and no split (an add in no order reaches the memory of its bucket and its directory in no
-   * order either).
+   * Lays out the index of these entries, slab by slab (`done` takes each in turn, the last cut to the
+   * buckets in use, as persist() gives them), and gives the rest of its persisted form; the
+   * entries hold none after. Each bucket holds what it would had the entries been added one by one
+   * (up to FULL), but it is filled once, in key order, with no search and no split (an add in no order
+   * reaches the memory of its bucket and its directory in no order either). The entries are sorted a
+   * part at a time (PartedEntries), never all at once. `reuse`: each slab is laid in the words of the
+   * one before (done is through with them), so only one is held.
    */
-  static of(entries: IndexEntries): UserIndex {
-    const index = new UserIndex();
-    const count = entries.count;
-    if (count === 0) return index;
-    const sorted = entries.sorted();
-    const keys = sorted.keys;
-    // the buckets in key order: [first entry, end, depth, prefix] each
-    const buckets: number[] = [];
-    const ranges: number[] = [0, count, 0, 0];
+  static lay(entries: PartedEntries, done: (index: number, words: Uint32Array) => void, reuse = false): Omit<PersistedIndex, 'slabs'> {
+    const size = entries.count;
+    const ends = new Uint32Array(PARTS + 1);
+    for (let part = 0; part < PARTS; part += 1) ends[part + 1] = ends[part] + entries.sizeOf(part);
+    const depths: number[] = [];
+    const prefixes: number[] = [];
+    const counts: number[] = [];
+    let slab = new Uint32Array(SLAB * BUCKET);
+    let inSlab = 0;
     let bits = 0;
-    while (ranges.length > 0) {
-      const prefix = ranges.pop()!;
-      const depth = ranges.pop()!;
-      const end = ranges.pop()!;
-      const first = ranges.pop()!;
-      if (end - first <= FULL) {
-        buckets.push(first, end, depth, prefix);
-        bits = Math.max(bits, depth);
-        continue;
+    /** A bucket of the entries from `first` to `end` of `words` (sorted), of keys sharing `prefix`, their first `depth` bits. */
+    const bucket = (words: Uint32Array, first: number, end: number, depth: number, prefix: number): void => {
+      const at = inSlab * BUCKET;
+      for (let e = first * WORDS; e < end * WORDS; e += WORDS) {
+        const key = words[e];
+        let i = key & (ENTRIES - 1);
+        while (slab[at + ROWS + i] !== 0) i = (i + 1) & (ENTRIES - 1);
+        slab[at + i] = key;
+        slab[at + ROWS + i] = words[e + 1];
+        slab[at + HIGH + i] = words[e + 2];
+        slab[at + LOW + i] = words[e + 3];
       }
+      depths.push(depth);
+      prefixes.push(prefix);
+      counts.push(end - first);
+      bits = Math.max(bits, depth);
+      if (++inSlab < SLAB) return;
+      done(depths.length / SLAB - 1, slab);
+      if (reuse) slab.fill(0);
+      else slab = new Uint32Array(SLAB * BUCKET);
+      inSlab = 0;
+    };
+    /** The buckets of one part's entries (sorted) whose keys share `prefix`, their first `depth` bits: split by one more bit while they are more than a bucket takes. */
+    const split = (words: Uint32Array, first: number, end: number, depth: number, prefix: number): void => {
+      if (end - first <= FULL) return bucket(words, first, end, depth, prefix);
       if (depth === 32) throw new Error('the state index holds more than 28 users of one key hash');
       // the entries whose next bit is 1 follow those whose next bit is 0
       const bit = 2 ** (31 - depth);
@@ -202,43 +228,31 @@ export class UserIndex {
       let high = end;
       while (low < high) {
         const middle = (low + high) >>> 1;
-        if ((keys[middle] & bit) === 0) low = middle + 1;
+        if ((words[middle * WORDS] & bit) === 0) low = middle + 1;
         else high = middle;
       }
-      ranges.push(low, end, depth + 1, prefix * 2 + 1, first, low, depth + 1, prefix * 2);
+      split(words, first, low, depth + 1, prefix * 2);
+      split(words, low, end, depth + 1, prefix * 2 + 1);
+    };
+    // down to a part, by how many entries each part holds; within one, by its entries sorted
+    const ranges: number[] = [0, 0];
+    while (ranges.length > 0) {
+      const prefix = ranges.pop()!;
+      const depth = ranges.pop()!;
+      const [first, end] = [prefix * 2 ** (PART_BITS - depth), (prefix + 1) * 2 ** (PART_BITS - depth)];
+      const n = ends[end] - ends[first];
+      if (n <= FULL || depth === PART_BITS) {
+        const words = entries.sorted(first, end);
+        split(words, 0, n, depth, prefix);
+      } else ranges.push(depth + 1, prefix * 2 + 1, depth + 1, prefix * 2);
     }
-    index.#fill(sorted, buckets, bits);
-    return index;
-  }
-
-  /** Makes this empty index the buckets given ([first, end, depth, prefix] each, of the sorted entries), and its directory of `bits`. */
-  #fill({ keys, rows, digests }: Sorting, buckets: readonly number[], bits: number): void {
-    this.#bits = bits;
-    this.#directory = new Uint32Array(2 ** bits);
-    this.#slabs = [];
-    this.#depths = [];
-    this.#counts = [];
-    this.#buckets = 0;
-    for (let b = 0; b < buckets.length; b += 4) {
-      const [first, end, depth, prefix] = [buckets[b], buckets[b + 1], buckets[b + 2], buckets[b + 3]];
-      const bucket = this.#newBucket(depth);
-      const span = 2 ** (bits - depth);
-      this.#directory.fill(bucket, prefix * span, (prefix + 1) * span);
-      const slab = this.#slabs[Math.floor(bucket / SLAB)];
-      const at = (bucket % SLAB) * BUCKET;
-      this.#counts[Math.floor(bucket / SLAB)][bucket % SLAB] = end - first;
-      for (let e = first; e < end; e += 1) {
-        const key = keys[e];
-        let i = key & (ENTRIES - 1);
-        while (slab[at + ROWS + i] !== 0) i = (i + 1) & (ENTRIES - 1);
-        const digest = digests[e];
-        slab[at + i] = key;
-        slab[at + ROWS + i] = rows[e];
-        slab[at + HIGH + i] = Math.floor(digest / TWO_32);
-        slab[at + LOW + i] = digest >>> 0;
-      }
+    if (inSlab > 0) done(Math.floor(depths.length / SLAB), slab.subarray(0, inSlab * BUCKET));
+    const directory = new Uint32Array(2 ** bits);
+    for (let b = 0; b < depths.length; b += 1) {
+      const span = 2 ** (bits - depths[b]);
+      directory.fill(b, prefixes[b] * span, (prefixes[b] + 1) * span);
     }
-    this.#size = keys.length;
+    return { shape: Uint32Array.of(bits, depths.length, size), directory, depths: Uint8Array.from(depths), counts: Uint8Array.from(counts) };
   }
 
   /**
@@ -343,7 +357,7 @@ export function persistedLengths(shape: Uint32Array): number[] | undefined {
   return [12, 2 ** bits * 4, buckets, buckets, ...slabs];
 }
 
-/** Entries kept to be made an index at once (UserIndex.of): in chunks that never move, as the slabs. */
+/** Entries in the order they were pushed (the digests a run changed: UserIndex.patch), in chunks that never move, as the slabs. */
 export class IndexEntries {
   static readonly #CHUNK = 65536;
   readonly #keys: Uint32Array[] = [];
@@ -382,69 +396,6 @@ export class IndexEntries {
       const [chunk, at] = [Math.floor(i / IndexEntries.#CHUNK), i % IndexEntries.#CHUNK];
       fn(this.#keys[chunk][at], this.#rows[chunk][at], this.#digests[chunk][at]);
     }
-  }
-
-  /**
-   * The entries in the order of their keys; this holds none after (its chunks are let go of as they
-   * are read). A radix sort: the entries parted by their keys' first 11 bits straight from the
-   * chunks, then each part sorted by the other 21 bits in a scratch the size of the largest part,
-   * where a sort of the whole at once would hold two more copies of them.
-   */
-  sorted(): Sorting {
-    const count = this.#count;
-    const CHUNK = IndexEntries.#CHUNK;
-    const all: Sorting = { keys: new Uint32Array(count), rows: new Uint32Array(count), digests: new Float64Array(count) };
-    const ends = new Uint32Array(2049);
-    this.#keys.forEach((keys, c) => {
-      for (let i = 0, n = Math.min(CHUNK, count - c * CHUNK); i < n; i += 1) ends[(keys[i] >>> 21) + 1] += 1;
-    });
-    for (let d = 1; d <= 2048; d += 1) ends[d] += ends[d - 1];
-    const next = ends.slice(0, 2048);
-    for (let c = 0; c < this.#keys.length; c += 1) {
-      const [keys, rows, digests] = [this.#keys[c], this.#rows[c], this.#digests[c]];
-      for (let i = 0, n = Math.min(CHUNK, count - c * CHUNK); i < n; i += 1) {
-        const to = next[keys[i] >>> 21]++;
-        all.keys[to] = keys[i];
-        all.rows[to] = rows[i];
-        all.digests[to] = digests[i];
-      }
-    }
-    this.#keys.length = 0;
-    this.#rows.length = 0;
-    this.#digests.length = 0;
-    this.#count = 0;
-    let largest = 0;
-    for (let p = 0; p < 2048; p += 1) largest = Math.max(largest, ends[p + 1] - ends[p]);
-    const scratch: Sorting = { keys: new Uint32Array(largest), rows: new Uint32Array(largest), digests: new Float64Array(largest) };
-    const counts = new Uint32Array(2049);
-    for (let p = 0; p < 2048; p += 1) {
-      const [first, n] = [ends[p], ends[p + 1] - ends[p]];
-      if (n < 2) continue;
-      radixPass(all, first, n, scratch, 0, 0, counts);
-      radixPass(scratch, 0, n, all, first, 11, counts);
-    }
-    return all;
-  }
-}
-
-/** Entries as arrays of their keys, rows and digests. */
-interface Sorting {
-  keys: Uint32Array;
-  rows: Uint32Array;
-  digests: Float64Array;
-}
-
-/** Moves `n` entries from `from` (at `fromAt`) to `to` (at `toAt`) in the order of 11 bits of their keys from `shift` (the order they were in kept among equal ones). */
-function radixPass(from: Sorting, fromAt: number, n: number, to: Sorting, toAt: number, shift: number, counts: Uint32Array): void {
-  counts.fill(0);
-  for (let i = fromAt; i < fromAt + n; i += 1) counts[((from.keys[i] >>> shift) & 0x7ff) + 1] += 1;
-  counts[0] = toAt;
-  for (let d = 1; d <= 2048; d += 1) counts[d] += counts[d - 1];
-  for (let i = fromAt; i < fromAt + n; i += 1) {
-    const at = counts[(from.keys[i] >>> shift) & 0x7ff]++;
-    to.keys[at] = from.keys[i];
-    to.rows[at] = from.rows[i];
-    to.digests[at] = from.digests[i];
   }
 }
 

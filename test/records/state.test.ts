@@ -433,5 +433,37 @@ describe('the state file', () => {
     expect(listState(path)).toEqual([expect.objectContaining({ users: 3000, attributes: 3000 })]);
     state.reader.close();
   });
+
+  it('a first run finds a user it added again (a later row sent whole, or a false match of the plan\'s filter): by a search while they are few, through an index once they are many', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const writer = openStateFileWriter(path, T);
+    const learn = (items: Array<{ item: Record<string, unknown>; known?: boolean }>): void => {
+      for (let i = 0; i < items.length; i += 50) accept(writer, record(items.slice(i, i + 50)));
+    };
+    const users = (from: number, to: number, plan: string, known = false) => Array.from({ length: to - from }, (_, i) => ({ item: { external_id: `u${from + i}`, plan }, known }));
+    learn(users(0, 5000, 'a'));
+    // a few users sent again, as the plan marks them (the state may know them: it finds no row of theirs),
+    // and one the run never sent (a false match): they are found among this run's rows, by their key's part
+    learn(users(0, 100, 'b', true));
+    writer.sending(record(users(100, 110, 'c', true)));
+    learn([{ item: { external_id: 'stranger', plan: 'x' }, known: true }]);
+    // many of them: their searches have looked at more rows than the run added, and an index of them is made
+    learn(users(200, 3200, 'd', true));
+    // users added after it, and some of them sent again
+    learn(users(5000, 6000, 'e'));
+    learn(users(5500, 5600, 'f', true));
+    writer.close();
+    const state = read(path);
+    const plans: Array<[number, string]> = [[0, 'b'], [99, 'b'], [150, 'a'], [250, 'd'], [3199, 'd'], [4999, 'a'], [5000, 'e'], [5550, 'f']];
+    for (const [user, plan] of plans) expect([user, state.holds(`e:u${user}`, 'plan', plan)]).toEqual([user, true]);
+    expect(state.holds('e:u0', 'plan', 'a')).toBe(false);
+    // held in doubt: sent, never answered
+    expect(state.holds('e:u105', 'plan', 'a')).toBe(false);
+    expect(state.user('e:u105')?.holdsValue('plan')).toBe(true);
+    expect(state.holds('e:stranger', 'plan', 'x')).toBe(true);
+    // each user in one row: none added twice
+    expect(listState(path)).toEqual([expect.objectContaining({ users: 6001, attributes: 6001 })]);
+    state.reader.close();
+  });
 });
 

@@ -1,6 +1,7 @@
 // The state's index of a target's users: every entry found again under its key (two users may share
 // one), digests told apart, buckets split as it grows, and the same after it is saved and read back.
 import { describe, expect, it } from 'vitest';
+import { PartedEntries, PART_BITS } from '../../src/records/parted-entries.js';
 import { IndexEntries, UserIndex } from '../../src/records/user-index.js';
 
 /** A stream of 32-bit keys (xorshift), some of them signed as the plan gives them. */
@@ -51,7 +52,7 @@ describe('UserIndex', () => {
 
   it('made at once from entries, holds what adding them one by one holds, and grows and is saved as that one', () => {
     const all = keys(150_000);
-    const entries = new IndexEntries();
+    const entries = new PartedEntries();
     const one = new UserIndex();
     // several users under one key, as in the index added to
     for (let row = 1; row <= 20; row += 1) entries.push(-5, row, row * 10);
@@ -59,6 +60,7 @@ describe('UserIndex', () => {
     for (let row = 1; row <= 20; row += 1) one.add(-5, row, row * 10);
     all.forEach((key, i) => one.add(key, 100 + i, i * 7919 + 2 ** 40));
     const made = UserIndex.of(entries);
+    expect(entries.count).toBe(0);
     expect(made.size).toBe(one.size);
     const entriesOf = (index: UserIndex): number[][] => {
       const list: number[][] = [];
@@ -70,6 +72,10 @@ describe('UserIndex', () => {
     const rows: number[] = [];
     made.find(-5, (row) => (rows.push(row), false));
     expect(rows.sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // its buckets hold no more than one split by adds would
+    const { counts, shape } = made.persist();
+    expect(Math.max(...counts)).toBeLessThanOrEqual(30);
+    expect(shape[1]).toBeGreaterThan(150_020 / 30);
     // it grows (its buckets split) and is saved as one made by adds
     keys(200_000).slice(150_000).forEach((key, i) => made.add(key, 200_000 + i, i));
     made.set(all[3], 103, 42);
@@ -78,20 +84,86 @@ describe('UserIndex', () => {
     expect(back.has(all[3], 42)).toBe(true);
     expect(back.has(all[3], 3 * 7919 + 2 ** 40)).toBe(false);
     expect(keys(200_000).slice(150_000).every((key, i) => back.has(key, i))).toBe(true);
-    expect(UserIndex.of(new IndexEntries()).size).toBe(0);
+    expect(UserIndex.of(new PartedEntries()).size).toBe(0);
   });
 
-  it('sorts entries by key, their rows and digests along, in the order pushed among equal keys, and lets go of them', () => {
-    const entries = new IndexEntries();
+  it('laid out a slab at a time in one slab used again, is persisted as the one made in memory', () => {
+    const fill = (n: number): PartedEntries => {
+      const entries = new PartedEntries();
+      keys(n).forEach((key, i) => entries.push(key, i + 1, i * 3 + 2 ** 41));
+      return entries;
+    };
+    for (const n of [0, 25, 3000, 130_000]) {
+      const slabs: Uint32Array[] = [];
+      const words: Uint32Array[] = [];
+      const head = UserIndex.lay(fill(n), (i, slab) => (slabs.push(slab.slice()), words.push(slab), expect(i).toBe(slabs.length - 1)), true);
+      const made = UserIndex.of(fill(n)).persist();
+      expect({ ...head, slabs }).toEqual(made);
+      // each slab laid in the same words (a cut of them, the last)
+      expect(new Set(words.map((w) => w.buffer)).size).toBe(1);
+      const back = new UserIndex({ ...head, slabs });
+      expect(back.size).toBe(n);
+      expect(keys(n).every((key, i) => back.has(key, i * 3 + 2 ** 41))).toBe(true);
+    }
+  });
+});
+
+describe('PartedEntries', () => {
+  it('sorts a part by key, rows and digests along, in the order pushed among equal keys, and lets go of it', () => {
+    const entries = new PartedEntries();
     // keys spread over all bits, and many sharing their first 11 bits (one part much larger than the others)
     const all = [...keys(70_000), ...Array.from({ length: 5000 }, (_, i) => (0x7ff << 21) | ((i * 7919) & 0x1fffff)), 42, 42, 42];
     all.forEach((key, i) => entries.push(key, i + 1, i * 3 + 2 ** 40));
-    const { keys: sortedKeys, rows, digests } = entries.sorted();
+    const sorted: number[][] = [];
+    for (let part = 0; part < 2 ** PART_BITS; part += 1) {
+      const size = entries.sizeOf(part);
+      const words = entries.sorted(part, part + 1);
+      expect(words.length).toBe(size * 4);
+      expect(entries.sizeOf(part)).toBe(0);
+      for (let at = 0; at < words.length; at += 4) sorted.push([words[at], words[at + 1], words[at + 2] * 2 ** 32 + words[at + 3]]);
+    }
     expect(entries.count).toBe(0);
     const expected = all.map((key, i) => [key >>> 0, i + 1, i * 3 + 2 ** 40]).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-    expect(Array.from(sortedKeys, (key, i) => [key, rows[i], digests[i]])).toEqual(expected);
+    expect(sorted).toEqual(expected);
+    // a few entries of several parts at once (a bucket that spans them)
+    const few = new PartedEntries();
+    [0x7fffffff, 5, 0x00300000, 5, 0x20000000].forEach((key, i) => few.push(key, i + 1, i));
+    expect(Array.from(few.sorted(0, 2 ** PART_BITS))).toEqual([5, 2, 0, 1, 5, 4, 0, 3, 0x00300000, 3, 0, 2, 0x20000000, 5, 0, 4, 0x7fffffff, 1, 0, 0]);
   });
 
+  it('finds the entries under a key by a search of its part alone, in the order pushed, and sets a row\'s digest in place', () => {
+    const entries = new PartedEntries();
+    const all = keys(20_000);
+    all.forEach((key, i) => entries.push(key, i + 1, i));
+    entries.push(all[7], 50_000, 2 ** 50);
+    const found: number[][] = [];
+    const looked = entries.find(all[7], (row, digest) => (found.push([row, digest]), false));
+    expect(found).toEqual([[8, 7], [50_000, 2 ** 50]]);
+    expect(looked).toBe(entries.sizeOf((all[7] >>> 0) >>> 21));
+    expect(looked).toBeLessThan(60);
+    // stops where fn says
+    expect(entries.find(all[7], () => true)).toBeLessThanOrEqual(looked);
+    entries.set(all[7], 50_000, 2 ** 51 + 3);
+    entries.set(all[9], 10, 99);
+    entries.set(12345, 60_000, 1);
+    expect(entries.count).toBe(20_002);
+    const rowsOf = (key: number): number[][] => {
+      const rows: number[][] = [];
+      entries.find(key, (row, digest) => (rows.push([row, digest]), false));
+      return rows;
+    };
+    expect(rowsOf(all[7])).toEqual([[8, 7], [50_000, 2 ** 51 + 3]]);
+    expect(rowsOf(all[9])).toEqual([[10, 99]]);
+    expect(rowsOf(12345)).toEqual([[60_000, 1]]);
+    let seen = 0;
+    entries.forEach(() => (seen += 1));
+    expect(seen).toBe(20_002);
+    expect(() => entries.push(1, 0, 1)).toThrow(/out of range/);
+  });
+
+});
+
+describe('UserIndex patches', () => {
   it('patches a persisted index slab by slab: each slab with a change read and written once, the others not read', () => {
     const index = new UserIndex();
     const all = keys(150_000);

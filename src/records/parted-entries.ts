@@ -1,0 +1,177 @@
+// The index entries of the users a run adds to the state (state-file-writer.ts), kept as they come:
+// parted by the first 11 bits of their key's hash, each part in chunks that never move. A user is
+// found by a search of their part alone (about 1/2048 of the entries), with no index made mid-run;
+// at the run's end the index is laid out part by part in key order (UserIndex.lay), each part sorted
+// on its own, where a sort of the whole would hold a second copy of every entry.
+
+/** Parts: by the key's first PART_BITS bits. */
+export const PART_BITS = 11;
+export const PARTS = 2 ** PART_BITS;
+/** Words an entry takes: its key, its row, the high and low halves of its digest. */
+export const WORDS = 4;
+/** Entries of a chunk: a part holds its entries in chunks of its own (at most one of them not full). */
+const CHUNK = 64;
+/** Chunks of a slab of memory they are carved from (1 MiB): no object of its own for each. */
+const SLAB_CHUNKS = 1024;
+const TWO_32 = 2 ** 32;
+
+export class PartedEntries {
+  /** The slabs of chunks ([key, row, digest high, digest low] per entry). */
+  #slabs: Uint32Array[] = [];
+  #chunkCount = 0;
+  /** Per part, its chunks (by number: slab chunk / SLAB_CHUNKS, place chunk % SLAB_CHUNKS), the last one filled to its size modulo CHUNK. */
+  #chunks: number[][] = Array.from({ length: PARTS }, () => []);
+  #sizes = new Uint32Array(PARTS);
+  #count = 0;
+  /** What sorted() gives: the words of parts' entries (grown as needed), and the scratch its sort moves them through. */
+  #out = new Uint32Array(64 * WORDS);
+  #through = new Uint32Array(64 * WORDS);
+
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Entries whose key's first 11 bits are `part`. */
+  sizeOf(part: number): number {
+    return this.#sizes[part];
+  }
+
+  push(anyKey: number, row: number, digest: number): void {
+    if (row < 1 || row >= TWO_32) throw new Error(`a state row id out of range: ${row}`);
+    const key = anyKey >>> 0;
+    const part = key >>> (32 - PART_BITS);
+    const size = this.#sizes[part];
+    const chunks = this.#chunks[part];
+    if (size % CHUNK === 0) {
+      if (this.#chunkCount % SLAB_CHUNKS === 0) this.#slabs.push(new Uint32Array(SLAB_CHUNKS * CHUNK * WORDS));
+      chunks.push(this.#chunkCount++);
+    }
+    const chunk = chunks[chunks.length - 1];
+    const words = this.#slabs[Math.floor(chunk / SLAB_CHUNKS)];
+    const at = ((chunk % SLAB_CHUNKS) * CHUNK + (size % CHUNK)) * WORDS;
+    words[at] = key;
+    words[at + 1] = row;
+    words[at + 2] = Math.floor(digest / TWO_32);
+    words[at + 3] = digest >>> 0;
+    this.#sizes[part] = size + 1;
+    this.#count += 1;
+  }
+
+  /**
+   * Calls fn with the row and digest of each entry under `key` (32 bits, signed or not), in the order
+   * they were pushed, until fn returns true; the entries it looked at (those of the key's part, at most).
+   */
+  find(anyKey: number, fn: (row: number, digest: number) => boolean): number {
+    const key = anyKey >>> 0;
+    return this.#search(key, (words, at) => words[at] === key && fn(words[at + 1], words[at + 2] * TWO_32 + words[at + 3]));
+  }
+
+  /** Sets the digest of row `row` under `key`, pushing it when not held; the entries it looked at. */
+  set(anyKey: number, row: number, digest: number): number {
+    const key = anyKey >>> 0;
+    let held = false;
+    const looked = this.#search(key, (words, at) => {
+      if (words[at] !== key || words[at + 1] !== row) return false;
+      words[at + 2] = Math.floor(digest / TWO_32);
+      words[at + 3] = digest >>> 0;
+      return (held = true);
+    });
+    if (!held) this.push(key, row, digest);
+    return looked;
+  }
+
+  /** Calls fn with the words and place of each entry of a part (in push order), until it returns true; the entries it looked at. */
+  #each(part: number, fn: (words: Uint32Array, at: number) => boolean): number {
+    const chunks = this.#chunks[part];
+    const size = this.#sizes[part];
+    for (let c = 0, n = 0; c < chunks.length; c += 1) {
+      const words = this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)];
+      const first = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
+      const end = first + Math.min(CHUNK, size - c * CHUNK) * WORDS;
+      for (let at = first; at < end; at += WORDS) {
+        n += 1;
+        if (fn(words, at)) return n;
+      }
+    }
+    return size;
+  }
+
+  #search(key: number, fn: (words: Uint32Array, at: number) => boolean): number {
+    return this.#each(key >>> (32 - PART_BITS), fn);
+  }
+
+  /** Calls fn with each entry, part by part. */
+  forEach(fn: (key: number, row: number, digest: number) => void): void {
+    for (let part = 0; part < PARTS; part += 1) this.#each(part, (words, at) => (fn(words[at], words[at + 1], words[at + 2] * TWO_32 + words[at + 3]), false));
+  }
+
+  /**
+   * The entries of parts `first` to `end` (excluded) in the order of their keys, the order they were
+   * pushed kept among equal ones, as WORDS words each (a view valid until the next call); the parts
+   * are let go of (their memory once every part is: see #release). Several parts only when they hold
+   * few entries (up to 64), as an index's bucket that spans them does.
+   */
+  sorted(first: number, end: number): Uint32Array {
+    let n = 0;
+    for (let part = first; part < end; part += 1) n += this.#sizes[part];
+    if (end - first > 1 && n > 64) throw new Error(`entries of ${end - first} parts sorted at once: ${n}`);
+    if (this.#out.length < n * WORDS) {
+      this.#out = new Uint32Array(n * WORDS * 2);
+      this.#through = new Uint32Array(n * WORDS * 2);
+    }
+    const out = this.#out;
+    let to = 0;
+    for (let part = first; part < end; part += 1) {
+      const chunks = this.#chunks[part];
+      for (let c = 0; c < chunks.length; c += 1) {
+        const from = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
+        const words = Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS;
+        out.set(this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)].subarray(from, from + words), to);
+        to += words;
+      }
+      this.#count -= this.#sizes[part];
+      this.#chunks[part] = [];
+      this.#sizes[part] = 0;
+    }
+    if (this.#count === 0) this.#release();
+    if (end - first > 1) insertionSort(out, n);
+    else if (n > 1) {
+      // one part: its keys share their first 11 bits, and are sorted by the other 21
+      radixPass(out, this.#through, n, 0);
+      radixPass(this.#through, out, n, 11);
+    }
+    return out.subarray(0, n * WORDS);
+  }
+
+  /** Lets go of the slabs, once no part holds an entry. */
+  #release(): void {
+    this.#slabs = [];
+    this.#chunkCount = 0;
+  }
+}
+
+/** Moves `n` entries from `from` to `to` in the order of 11 bits of their keys from `shift` (the order they were in kept among equal ones). */
+function radixPass(from: Uint32Array, to: Uint32Array, n: number, shift: number): void {
+  const counts = new Uint32Array(2049);
+  for (let i = 0; i < n * WORDS; i += WORDS) counts[((from[i] >>> shift) & 0x7ff) + 1] += 1;
+  for (let d = 1; d <= 2048; d += 1) counts[d] += counts[d - 1];
+  for (let i = 0; i < n * WORDS; i += WORDS) {
+    const at = counts[(from[i] >>> shift) & 0x7ff]++ * WORDS;
+    to[at] = from[i];
+    to[at + 1] = from[i + 1];
+    to[at + 2] = from[i + 2];
+    to[at + 3] = from[i + 3];
+  }
+}
+
+/** Sorts `n` entries by key, in place, the order they were in kept among equal ones (a few entries). */
+function insertionSort(words: Uint32Array, n: number): void {
+  const entry = new Uint32Array(WORDS);
+  for (let i = 1; i < n; i += 1) {
+    entry.set(words.subarray(i * WORDS, i * WORDS + WORDS));
+    let j = i - 1;
+    while (j >= 0 && words[j * WORDS] > entry[0]) j -= 1;
+    words.copyWithin((j + 2) * WORDS, (j + 1) * WORDS, i * WORDS);
+    words.set(entry, (j + 1) * WORDS);
+  }
+}
