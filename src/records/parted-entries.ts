@@ -62,16 +62,14 @@ export class PartedEntries {
    * they were pushed, until fn returns true; the entries it looked at (those of the key's part, at most).
    */
   find(anyKey: number, fn: (row: number, digest: number) => boolean): number {
-    const key = anyKey >>> 0;
-    return this.#search(key, (words, at) => words[at] === key && fn(words[at + 1], words[at + 2] * TWO_32 + words[at + 3]));
+    return this.#search(anyKey >>> 0, 0, (words, at) => fn(words[at + 1], words[at + 2] * TWO_32 + words[at + 3]));
   }
 
   /** Sets the digest of row `row` under `key`, pushing it when not held; the entries it looked at. */
   set(anyKey: number, row: number, digest: number): number {
     const key = anyKey >>> 0;
     let held = false;
-    const looked = this.#search(key, (words, at) => {
-      if (words[at] !== key || words[at + 1] !== row) return false;
+    const looked = this.#search(key, row, (words, at) => {
       words[at + 2] = Math.floor(digest / TWO_32);
       words[at + 3] = digest >>> 0;
       return (held = true);
@@ -80,29 +78,36 @@ export class PartedEntries {
     return looked;
   }
 
-  /** Calls fn with the words and place of each entry of a part (in push order), until it returns true; the entries it looked at. */
-  #each(part: number, fn: (words: Uint32Array, at: number) => boolean): number {
+  /**
+   * Calls fn with where each entry under `key` (and of row `row`, unless 0) is, in push order, until
+   * it returns true; the entries it looked at. A search of the key's part: a few nanoseconds an entry.
+   */
+  #search(key: number, row: number, fn: (words: Uint32Array, at: number) => boolean): number {
+    const part = key >>> (32 - PART_BITS);
     const chunks = this.#chunks[part];
     const size = this.#sizes[part];
-    for (let c = 0, n = 0; c < chunks.length; c += 1) {
+    for (let c = 0; c < chunks.length; c += 1) {
       const words = this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)];
       const first = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
       const end = first + Math.min(CHUNK, size - c * CHUNK) * WORDS;
       for (let at = first; at < end; at += WORDS) {
-        n += 1;
-        if (fn(words, at)) return n;
+        if (words[at] === key && (row === 0 || words[at + 1] === row) && fn(words, at)) return c * CHUNK + (at - first) / WORDS + 1;
       }
     }
     return size;
   }
 
-  #search(key: number, fn: (words: Uint32Array, at: number) => boolean): number {
-    return this.#each(key >>> (32 - PART_BITS), fn);
-  }
-
   /** Calls fn with each entry, part by part. */
   forEach(fn: (key: number, row: number, digest: number) => void): void {
-    for (let part = 0; part < PARTS; part += 1) this.#each(part, (words, at) => (fn(words[at], words[at + 1], words[at + 2] * TWO_32 + words[at + 3]), false));
+    for (let part = 0; part < PARTS; part += 1) {
+      const chunks = this.#chunks[part];
+      for (let c = 0; c < chunks.length; c += 1) {
+        const words = this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)];
+        const first = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
+        const end = first + Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS;
+        for (let at = first; at < end; at += WORDS) fn(words[at], words[at + 1], words[at + 2] * TWO_32 + words[at + 3]);
+      }
+    }
   }
 
   /**

@@ -23,6 +23,9 @@ export interface StateFileWriterOptions {
   whileSaving?: () => void;
 }
 
+/** Entries of #pending searched, per entry it holds, before an index of them is made (see #searching). */
+const SEARCHES = 8;
+
 /** The key in meta saying the indexes of the file were made again from their rows once (see the constructor). */
 const INDEX_REMADE = 'index-remade';
 
@@ -53,8 +56,8 @@ export class StateFileWriter {
   readonly #nameIds = new Map<string, number>();
   /**
    * The rows this run added, by key hash (in a first run, the whole index): in #pending, whose part
-   * of the key is searched for a user, until such searches have looked at more entries than it holds;
-   * then in an index made of them at once (#additions: see #added).
+   * of the key is searched for a user, until such searches have cost about what an index of them
+   * would (#searching); then in an index made of them at once (#additions: see #added).
    */
   #pending = new PartedEntries();
   #additions: UserIndex | undefined;
@@ -165,9 +168,13 @@ export class StateFileWriter {
     return found;
   }
 
-  /** Whether this run's rows are still searched for in #pending: until the searches have looked at more entries than it holds (they then cost more than an index of them). */
+  /**
+   * Whether this run's rows are still searched for in #pending: until the searches have looked at
+   * SEARCHES times the entries it holds (an entry searched costs about an eighth of one laid out in
+   * an index, which then takes 23 bytes a user more).
+   */
   get #searching(): boolean {
-    return this.#additions === undefined && this.#searched <= this.#pending.count;
+    return this.#additions === undefined && this.#searched <= SEARCHES * this.#pending.count;
   }
 
   /** The index of the rows this run added (made when first asked for), with those pending since added to it. */

@@ -447,14 +447,14 @@ describe('the state file', () => {
     learn(users(0, 100, 'b', true));
     writer.sending(record(users(100, 110, 'c', true)));
     learn([{ item: { external_id: 'stranger', plan: 'x' }, known: true }]);
-    // many of them: their searches have looked at more rows than the run added, and an index of them is made
-    learn(users(200, 3200, 'd', true));
+    // many of them: their searches have looked at several times the rows the run added, and an index of them is made
+    for (const plan of ['c1', 'c2', 'd']) learn(users(200, 5000, plan, true));
     // users added after it, and some of them sent again
     learn(users(5000, 6000, 'e'));
     learn(users(5500, 5600, 'f', true));
     writer.close();
     const state = read(path);
-    const plans: Array<[number, string]> = [[0, 'b'], [99, 'b'], [150, 'a'], [250, 'd'], [3199, 'd'], [4999, 'a'], [5000, 'e'], [5550, 'f']];
+    const plans: Array<[number, string]> = [[0, 'b'], [99, 'b'], [150, 'a'], [250, 'd'], [3199, 'd'], [4999, 'd'], [5000, 'e'], [5550, 'f']];
     for (const [user, plan] of plans) expect([user, state.holds(`e:u${user}`, 'plan', plan)]).toEqual([user, true]);
     expect(state.holds('e:u0', 'plan', 'a')).toBe(false);
     // held in doubt: sent, never answered
