@@ -1,8 +1,9 @@
 // The index entries of the users a run adds to the state (state-file-writer.ts), kept as they come:
 // parted by the first 11 bits of their key's hash, each part in chunks that never move. A user is
-// found by a search of their part alone (about 1/2048 of the entries), with no index made mid-run;
-// at the run's end the index is laid out part by part in key order (UserIndex.lay), each part sorted
-// on its own, where a sort of the whole would hold a second copy of every entry.
+// found by a search of their part alone (about 1/2048 of the entries), with no index made mid-run
+// while such searches are few (the writer then makes one: state-file-writer.ts #searching); at the
+// run's end the index is laid out part by part in key order (UserIndex.lay), each part sorted on its
+// own, where a sort of the whole would hold a second copy of every entry.
 
 /** Parts: by the key's first PART_BITS bits. */
 export const PART_BITS = 11;

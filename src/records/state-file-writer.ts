@@ -57,7 +57,8 @@ export class StateFileWriter {
   /**
    * The rows this run added, by key hash (in a first run, the whole index): in #pending, whose part
    * of the key is searched for a user, until such searches have cost about what an index of them
-   * would (#searching); then in an index made of them at once (#additions: see #added).
+   * would (#searching); then in an index made of them at once (#additions: see #added), which takes
+   * the rows added after it.
    */
   #pending = new PartedEntries();
   #additions: UserIndex | undefined;
@@ -130,18 +131,9 @@ export class StateFileWriter {
    * a target that had some. A plan in this process may hold a copy of it already.
    */
   #indexOf(): UserIndex {
-    if (this.#index === undefined) {
-      const saved = loadIndex(this.#db, this.#target);
-      // made from the rows, it holds this run's rows and changes already (written before it is needed):
-      // added again, each new user would be in it twice, and a patch later set only one of the two
-      if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
-      else {
-        this.#additions?.forEach((key, row, digest) => saved.add(key, row, digest));
-        this.#pending.forEach((key, row, digest) => saved.add(key, row, digest));
-        this.#changes.forEach((key, row, digest) => saved.set(key, row, digest));
-        this.#index = saved;
-      }
-    }
+    // the run marks the saved index out of date before it adds or changes a row (#willWrite): read
+    // before that, it holds every row; after, it is made from the rows, which hold what the run wrote
+    this.#index ??= loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
     return this.#index;
   }
 
@@ -177,14 +169,16 @@ export class StateFileWriter {
     return this.#additions === undefined && this.#searched <= SEARCHES * this.#pending.count;
   }
 
-  /** The index of the rows this run added (made when first asked for), with those pending since added to it. */
+  /** The index of the rows this run added: made of #pending when first asked for, the rows added after it going into it. */
   #added(): UserIndex {
-    const pending = this.#pending;
-    if (this.#additions !== undefined && pending.count === 0) return this.#additions;
-    this.#pending = new PartedEntries();
-    if (this.#additions === undefined) this.#additions = UserIndex.of(pending);
-    else pending.forEach((key, row, digest) => this.#additions!.add(key, row, digest));
+    // made of the entries, it leaves #pending empty (and lets go of its memory)
+    this.#additions ??= UserIndex.of(this.#pending);
     return this.#additions;
+  }
+
+  /** Whether the rows this run added are held in an index (searches of them came to cost more than one), no longer as entries searched. */
+  get indexesAdded(): boolean {
+    return this.#additions !== undefined;
   }
 
   /** Notes a row's new digest (a row of this run's, or one the file held before it). */
@@ -256,7 +250,8 @@ export class StateFileWriter {
     this.#rowsEnd = 0;
     const rows = this.#newRows;
     for (let place = 0; place < count; place += 1) {
-      this.#pending.push(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
+      if (this.#additions === undefined) this.#pending.push(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
+      else this.#additions.add(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
       this.#index?.add(rows[place * 2 + 1], pack * PACK + place, rows[place * 2]);
     }
   }
@@ -364,7 +359,7 @@ export class StateFileWriter {
    * slab, when it added none; else the whole index, read and brought up to date.
    */
   #saveIndex(): void {
-    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions === undefined ? this.#pending : this.#added());
+    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions ?? this.#pending);
     const added = (this.#additions?.size ?? 0) + this.#pending.count;
     if (this.#index === undefined && added === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
     saveIndex(this.#db, this.#target, this.#indexOf());

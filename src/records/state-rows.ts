@@ -212,7 +212,8 @@ export function wordsOf(bytes: Buffer): Uint32Array {
 /**
  * Writes the index over the one the file holds, and marks it as matching the rows (in the caller's
  * transaction). Given entries, it writes the index they make, laid out a slab at a time (one slab
- * held, not the index), and the entries hold none after.
+ * of it held, never the whole index), and the entries hold none after (their memory let go of once
+ * the last part is laid out).
  */
 export function saveIndex(db: Database.Database, target: number, index: UserIndex | PartedEntries): void {
   db.prepare('DELETE FROM user_index WHERE target = ?').run(target);

@@ -145,7 +145,7 @@ export class UserIndex {
   #split(bucket: number, key: number): void {
     const depths = this.#depths[Math.floor(bucket / SLAB)];
     const depth = depths[bucket % SLAB];
-    if (depth === 32) throw new Error('the state index holds more than 28 users of one key hash');
+    if (depth === 32) throw new Error('the state index holds more than 30 users of one key hash');
     if (depth === this.#bits) {
       const directory = new Uint32Array(this.#directory.length * 2);
       for (let i = 0; i < directory.length; i += 1) directory[i] = this.#directory[i >> 1];
@@ -202,7 +202,11 @@ export class UserIndex {
       for (let e = first * WORDS; e < end * WORDS; e += WORDS) {
         const key = words[e];
         let i = key & (ENTRIES - 1);
-        while (slab[at + ROWS + i] !== 0) i = (i + 1) & (ENTRIES - 1);
+        for (let n = 0; slab[at + ROWS + i] !== 0; n += 1) {
+          // (a slab laid in words not cleared)
+          if (n === ENTRIES) throw new Error('a bucket of the index being laid out holds no free place');
+          i = (i + 1) & (ENTRIES - 1);
+        }
         slab[at + i] = key;
         slab[at + ROWS + i] = words[e + 1];
         slab[at + HIGH + i] = words[e + 2];
@@ -221,7 +225,7 @@ export class UserIndex {
     /** The buckets of one part's entries (sorted) whose keys share `prefix`, their first `depth` bits: split by one more bit while they are more than a bucket takes. */
     const split = (words: Uint32Array, first: number, end: number, depth: number, prefix: number): void => {
       if (end - first <= FULL) return bucket(words, first, end, depth, prefix);
-      if (depth === 32) throw new Error('the state index holds more than 28 users of one key hash');
+      if (depth === 32) throw new Error('the state index holds more than 30 users of one key hash');
       // the entries whose next bit is 1 follow those whose next bit is 0
       const bit = 2 ** (31 - depth);
       let low = first;

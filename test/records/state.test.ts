@@ -447,8 +447,10 @@ describe('the state file', () => {
     learn(users(0, 100, 'b', true));
     writer.sending(record(users(100, 110, 'c', true)));
     learn([{ item: { external_id: 'stranger', plan: 'x' }, known: true }]);
+    expect(writer.indexesAdded).toBe(false);
     // many of them: their searches have looked at several times the rows the run added, and an index of them is made
     for (const plan of ['c1', 'c2', 'd']) learn(users(200, 5000, plan, true));
+    expect(writer.indexesAdded).toBe(true);
     // users added after it, and some of them sent again
     learn(users(5000, 6000, 'e'));
     learn(users(5500, 5600, 'f', true));
@@ -463,6 +465,27 @@ describe('the state file', () => {
     expect(state.holds('e:stranger', 'plan', 'x')).toBe(true);
     // each user in one row: none added twice
     expect(listState(path)).toEqual([expect.objectContaining({ users: 6001, attributes: 6001 })]);
+    state.reader.close();
+  });
+
+  it('a later run that adds users and must read the whole index (a user of the file the plan did not find) saves the users it added before and after', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    const users = (prefix: string, from: number, to: number, plan: string, known = false) =>
+      Array.from({ length: to - from }, (_, i) => ({ item: { external_id: `${prefix}${from + i}`, plan }, known }));
+    let writer = openStateFileWriter(path, T);
+    accept(writer, record(users('u', 0, 100, 'a')));
+    writer.close();
+    writer = openStateFileWriter(path, T);
+    for (let i = 0; i < 1000; i += 50) accept(writer, record(users('n', i, i + 50, 'b')));
+    // a user the file held, sent as the plan marks one it did not find the row of: the whole index is read
+    accept(writer, record(users('u', 5, 6, 'c', true)));
+    for (let i = 1000; i < 2000; i += 50) accept(writer, record(users('n', i, i + 50, 'b')));
+    writer.close();
+    const state = read(path);
+    for (const key of ['n0', 'n999', 'n1000', 'n1999']) expect([key, state.holds(`e:${key}`, 'plan', 'b')]).toEqual([key, true]);
+    expect(state.holds('e:u5', 'plan', 'c')).toBe(true);
+    expect(state.holds('e:u6', 'plan', 'a')).toBe(true);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: 2100 })]);
     state.reader.close();
   });
 });
