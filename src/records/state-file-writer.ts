@@ -121,7 +121,7 @@ export class StateFileWriter {
     }
     // a run stopped before it saved the index: it is made again from the rows now, before a plan reads it
     const { fresh, users } = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(this.#target) as { fresh: number; users: number };
-    if (fresh !== 1) db.transaction(() => saveIndex(db, this.#target, this.#indexOf()))();
+    if (fresh !== 1) db.transaction(() => saveIndex(db, this.#target, (this.#index = indexFromRows(db, this.#target))))();
     this.#startedEmpty = (this.#index?.size ?? users) === 0;
   }
 
@@ -131,9 +131,19 @@ export class StateFileWriter {
    * a target that had some. A plan in this process may hold a copy of it already.
    */
   #indexOf(): UserIndex {
-    // the run marks the saved index out of date before it adds or changes a row (#willWrite): read
-    // before that, it holds every row; after, it is made from the rows, which hold what the run wrote
-    this.#index ??= loadIndex(this.#db, this.#target) ?? indexFromRows(this.#db, this.#target);
+    if (this.#index === undefined) {
+      // the index saved as the run began (made to match the rows when it opened the file), though the
+      // run marks it out of date before its first write (#willWrite), with what the run wrote since
+      const saved = loadIndex(this.#db, this.#target, true);
+      // (made from the rows, one an earlier track saved holding a row twice holds this run's rows already)
+      if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
+      else {
+        this.#additions?.forEach((key, row, digest) => saved.add(key, row, digest));
+        this.#pending.forEach((key, row, digest) => saved.add(key, row, digest));
+        this.#changes.forEach((key, row, digest) => saved.set(key, row, digest));
+        this.#index = saved;
+      }
+    }
     return this.#index;
   }
 

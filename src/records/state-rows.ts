@@ -172,11 +172,13 @@ const BIG_ENDIAN = endianness() === 'BE';
  * or undefined when it must be made from the rows (a run stopped before saving it, or one holding a
  * row twice: UserIndex.holdsARowTwice). One not as
  * saveIndex wrote it (a part missing, or of another length) is refused as a damaged file is.
+ * `asTheRunBegan`: read though marked out of date, by the writer of the run that marked it, which
+ * knows it matched the rows when the run began (and brings it up to date with what the run wrote).
  */
-export function loadIndex(db: Database.Database, target: number): UserIndex | undefined {
+export function loadIndex(db: Database.Database, target: number, asTheRunBegan = false): UserIndex | undefined {
   const state = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(target) as { fresh: number; users: number } | undefined;
   if (state === undefined) return new UserIndex();
-  if (state.fresh !== 1) return undefined;
+  if (state.fresh !== 1 && !asTheRunBegan) return undefined;
   const parts = db.prepare('SELECT part, slots FROM user_index WHERE target = ? ORDER BY part').raw().all(target) as Array<[number, Buffer]>;
   if (parts.length === 0 && state.users === 0) return new UserIndex();
   const head = indexHead(parts[0]?.[1], parts[1]?.[1]);

@@ -200,6 +200,33 @@ describe('a run that adds users to a target that had some', () => {
     after.close();
     expect(indexes(path).saved).toEqual(indexes(path).made);
   });
+
+  it('saves the index its rows make when it also changes users the target had, and when it reads the whole index mid-run', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    /** A record of users `e:<prefix><i>` as sent (`known`: as a plan marks a user it did not find the row of). */
+    const sent = (prefix: string, from: number, to: number, plan: string, known = false): Uint8Array => {
+      const record = learnRecordWriter();
+      for (let i = from; i < to; i += 1) record.add(userMark(known, -1), { external_id: `${prefix}${i}`, plan });
+      return record.finish();
+    };
+    // users changed (the index not patched: the run adds some too)
+    let writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }, { i: 8, row: rows[8], plan: 'pro' }]), sent('n', 0, 100, 'free')]);
+    writer.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    expect(holdsPlan(path, 7, 'pro')).toBe(true);
+    // users added, then sent again until an index of them is made; then one the target had, whose row the plan did not find
+    writer = openStateFileWriter(path, T);
+    accept(writer, [sent('w', 0, 200, 'free')]);
+    for (let i = 0; i < 6; i += 1) accept(writer, [sent('w', 0, 200, `plan${i}`, true)]);
+    expect(writer.indexesAdded).toBe(true);
+    accept(writer, [sent('u', 9, 10, 'pro', true), sent('w', 200, 300, 'free'), sent('u', 10, 11, 'pro', true)]);
+    writer.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    expect(holdsPlan(path, 9, 'pro')).toBe(true);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 400 })]);
+  });
 });
 
 describe('an index an earlier track saved holding a user twice', () => {
