@@ -135,7 +135,7 @@ export class StateFileWriter {
       // the index saved as the run began (made to match the rows when it opened the file), though the
       // run marks it out of date before its first write (#willWrite), with what the run wrote since
       const saved = loadIndex(this.#db, this.#target, true);
-      // (made from the rows, one an earlier track saved holding a row twice holds this run's rows already)
+      // none when it holds a row twice, as an earlier track may have left it: made from the rows, which hold what the run wrote
       if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
       else {
         this.#additions?.forEach((key, row, digest) => saved.add(key, row, digest));

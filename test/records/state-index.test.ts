@@ -227,6 +227,22 @@ describe('a run that adds users to a target that had some', () => {
     expect(holdsPlan(path, 9, 'pro')).toBe(true);
     expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 400 })]);
   });
+
+  it('after a first run stopped before it saved the index, makes it from the rows as it opens, and saves it with the users it adds', () => {
+    const path = firstRun();
+    // as a first run killed before its end leaves the file: its rows, the index marked out of date, none saved
+    const db = new Database(path);
+    db.prepare('UPDATE targets SET fresh = 0, users = 0').run();
+    db.prepare('DELETE FROM user_index').run();
+    db.close();
+    const record = learnRecordWriter();
+    for (let i = USERS; i < USERS + 100; i += 1) record.add(userMark(false, -1), { external_id: `u${i}`, plan: 'free', n: i });
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [record.finish()]);
+    writer.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 100 })]);
+  });
 });
 
 describe('an index an earlier track saved holding a user twice', () => {
