@@ -85,28 +85,28 @@ export class PartedEntries {
    */
   #search(key: number, row: number, fn: (words: Uint32Array, at: number) => boolean): number {
     const part = key >>> (32 - PART_BITS);
-    const chunks = this.#chunks[part];
-    const size = this.#sizes[part];
-    for (let c = 0; c < chunks.length; c += 1) {
-      const words = this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)];
-      const first = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
-      const end = first + Math.min(CHUNK, size - c * CHUNK) * WORDS;
-      for (let at = first; at < end; at += WORDS) {
-        if (words[at] === key && (row === 0 || words[at + 1] === row) && fn(words, at)) return c * CHUNK + (at - first) / WORDS + 1;
+    for (let c = 0; c < this.#chunks[part].length; c += 1) {
+      const words = this.#chunkWords(part, c);
+      for (let at = 0; at < words.length; at += WORDS) {
+        if (words[at] === key && (row === 0 || words[at + 1] === row) && fn(words, at)) return c * CHUNK + at / WORDS + 1;
       }
     }
-    return size;
+    return this.#sizes[part];
+  }
+
+  /** The words of the entries the c-th chunk of a part holds (a view of its slab). */
+  #chunkWords(part: number, c: number): Uint32Array {
+    const chunk = this.#chunks[part][c];
+    const first = (chunk % SLAB_CHUNKS) * CHUNK * WORDS;
+    return this.#slabs[Math.floor(chunk / SLAB_CHUNKS)].subarray(first, first + Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS);
   }
 
   /** Calls fn with each entry, part by part. */
   forEach(fn: (key: number, row: number, digest: number) => void): void {
     for (let part = 0; part < PARTS; part += 1) {
-      const chunks = this.#chunks[part];
-      for (let c = 0; c < chunks.length; c += 1) {
-        const words = this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)];
-        const first = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
-        const end = first + Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS;
-        for (let at = first; at < end; at += WORDS) fn(words[at], words[at + 1], words[at + 2] * TWO_32 + words[at + 3]);
+      for (let c = 0; c < this.#chunks[part].length; c += 1) {
+        const words = this.#chunkWords(part, c);
+        for (let at = 0; at < words.length; at += WORDS) fn(words[at], words[at + 1], words[at + 2] * TWO_32 + words[at + 3]);
       }
     }
   }
@@ -128,12 +128,10 @@ export class PartedEntries {
     const out = this.#out;
     let to = 0;
     for (let part = first; part < end; part += 1) {
-      const chunks = this.#chunks[part];
-      for (let c = 0; c < chunks.length; c += 1) {
-        const from = (chunks[c] % SLAB_CHUNKS) * CHUNK * WORDS;
-        const words = Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS;
-        out.set(this.#slabs[Math.floor(chunks[c] / SLAB_CHUNKS)].subarray(from, from + words), to);
-        to += words;
+      for (let c = 0; c < this.#chunks[part].length; c += 1) {
+        const words = this.#chunkWords(part, c);
+        out.set(words, to);
+        to += words.length;
       }
       this.#count -= this.#sizes[part];
       this.#chunks[part] = [];
