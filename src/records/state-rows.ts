@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { addDigest, digestPart, KEY_HASH, keyHashInto, userPart } from './state-record.js';
 import type { PartedEntries } from './parted-entries.js';
+import { ReadIndex, type UserLookup } from './read-index.js';
 import { type IndexEntries, type PersistedIndex, persistedLengths, UserIndex } from './user-index.js';
 
 /** Bytes of one attribute in a user's row: its name's id, then the two halves of its value's hash. */
@@ -176,18 +177,54 @@ const BIG_ENDIAN = endianness() === 'BE';
  * knows it matched the rows when the run began (and brings it up to date with what the run wrote).
  */
 export function loadIndex(db: Database.Database, target: number, asTheRunBegan = false): UserIndex | undefined {
-  const state = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(target) as { fresh: number; users: number } | undefined;
-  if (state === undefined) return new UserIndex();
-  if (state.fresh !== 1 && !asTheRunBegan) return undefined;
-  const parts = db.prepare('SELECT part, slots FROM user_index WHERE target = ? ORDER BY part').raw().all(target) as Array<[number, Buffer]>;
-  if (parts.length === 0 && state.users === 0) return new UserIndex();
-  const head = indexHead(parts[0]?.[1], parts[1]?.[1]);
-  if (head === undefined || parts.length !== head.lengths.length || parts.some(([part, bytes], i) => part !== i || bytes.length !== head.lengths[i])) throw damagedIndex();
+  const parts = indexParts(db, target, asTheRunBegan);
+  if (parts === undefined || parts === EMPTY) return parts === EMPTY ? new UserIndex() : undefined;
   // the slabs are the buffers SQLite's copies came in (no second copy of the index while it loads)
-  const [, , [, depths], [, counts], ...slabs] = parts;
-  const index = new UserIndex({ shape: head.shape, directory: head.directory, depths: new Uint8Array(depths), counts: new Uint8Array(counts), slabs: slabs.map(([, bytes]) => wordsOf(bytes)) });
+  const index = new UserIndex({ ...parts, slabs: [...parts.slabs] });
   // one an earlier track saved holding a user twice, one of the two at their earlier digest, is made again from the rows
   return index.holdsARowTwice() ? undefined : index;
+}
+
+/**
+ * The index as a plan reads it (read-index.ts: 12 bytes a user), packed from the file's a slab at
+ * a time; undefined when it must be made from the rows (see loadIndex).
+ */
+export function loadReadIndex(db: Database.Database, target: number): UserLookup | undefined {
+  const parts = indexParts(db, target, false);
+  if (parts === undefined || parts === EMPTY) return parts === EMPTY ? new UserIndex() : undefined;
+  // (a packed index numbers its entries in 27 bits: one of more users is read as the writer reads it)
+  if (parts.shape[2] > ReadIndex.MOST) return new UserIndex({ ...parts, slabs: [...parts.slabs] });
+  return ReadIndex.of(parts.shape, parts.directory, parts.slabs);
+}
+
+const EMPTY = 'empty';
+
+/**
+ * The parts of the index the file holds: its shape, directory, depths and counts, and its slabs as
+ * they are read (one at a time, each checked); EMPTY for a target with no user, undefined for an
+ * index marked out of date (see loadIndex). One not as saveIndex wrote it is a damaged file.
+ */
+function indexParts(db: Database.Database, target: number, asTheRunBegan: boolean): (Omit<PersistedIndex, 'slabs'> & { slabs: Iterable<Uint32Array> }) | typeof EMPTY | undefined {
+  const state = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(target) as { fresh: number; users: number } | undefined;
+  if (state === undefined) return EMPTY;
+  if (state.fresh !== 1 && !asTheRunBegan) return undefined;
+  const first = db.prepare('SELECT part, slots FROM user_index WHERE target = ? AND part < 4 ORDER BY part').raw().all(target) as Array<[number, Buffer]>;
+  if (first.length === 0 && state.users === 0) return EMPTY;
+  const head = indexHead(first[0]?.[1], first[1]?.[1]);
+  if (head === undefined || first.length !== 4 || first.some(([part, bytes], i) => part !== i || bytes.length !== head.lengths[i])) throw damagedIndex();
+  const slabs = db.prepare('SELECT part, slots FROM user_index WHERE target = ? AND part >= 4 ORDER BY part').raw();
+  function* read(): Generator<Uint32Array> {
+    let part = 4;
+    for (const [at, bytes] of slabs.iterate(target) as Iterable<[number, Buffer]>) {
+      if (at !== part || bytes.length !== head!.lengths[part]) throw damagedIndex();
+      part += 1;
+      yield wordsOf(bytes);
+      // every 16 MiB of slabs read, those packed and let go of are freed (see collectYoung)
+      if (part % 16 === 0) collectYoung();
+    }
+    if (part !== head!.lengths.length) throw damagedIndex();
+  }
+  return { shape: head.shape, directory: head.directory, depths: new Uint8Array(first[2][1]), counts: new Uint8Array(first[3][1]), slabs: read() };
 }
 
 const damagedIndex = (): Error => Object.assign(new Error('its index of users is malformed'), { code: 'SQLITE_CORRUPT' });
@@ -309,7 +346,7 @@ export function indexFromRows(db: Database.Database, target: number): UserIndex 
 }
 
 /** Reads rows by slot (see PACK), for the users whose key hash leads to them: the one whose key is this user's. */
-export function rowFinder(db: Database.Database, index: UserIndex) {
+export function rowFinder(db: Database.Database, index: UserLookup) {
   const byId = db.prepare('SELECT users FROM packs WHERE id = ?').pluck();
   return (userKey: string, keyHash: number): { id: number; attrs: Buffer } | undefined => {
     let found: { id: number; attrs: Buffer } | undefined;

@@ -3,13 +3,13 @@
 // reads it to leave out what has not changed (openStateReader); the sender writes it only from the
 // server's acknowledgements, and forgets what a request may change before posting it
 // (state-writer.ts), so that no stop, a kill included, leaves the state claiming a value the server
-// may no longer hold. A user is found through the target's index (user-index.ts), in memory: one
+// may no longer hold. A user is found through the target's index (read-index.ts), in memory: one
 // look, whatever the order of a file's ids.
 import type Database from '../sqlite.js';
 import { UsageError } from '../errors.js';
 import { earlierFormatError, hashesActivitiesAsBefore, isPacked, openStateFile, readFailure, stateExists, stateFailure, targetId } from './state-file.js';
 import { keysOf } from './state-keys.js';
-import { ENTRY, indexFromRows, loadIndex, rowFinder, userTotals } from './state-rows.js';
+import { ENTRY, indexFromRows, loadReadIndex, rowFinder, userTotals } from './state-rows.js';
 import { HASH, valueHashInto } from './state-record.js';
 
 /** The hash the state keeps of a null: an attribute cleared. */
@@ -78,7 +78,7 @@ const NO_STATE: StateReader = {
 
 /**
  * Reads a target's state for a plan; a state file that does not exist yet is an empty state (a dry
- * run creates nothing). Its index is loaded whole (about 20 bytes a user).
+ * run creates nothing). Its index is loaded whole (12 bytes a user: read-index.ts).
  */
 export function openStateReader(path: string, target: string): StateReader {
   if (!stateExists(path)) return NO_STATE;
@@ -110,7 +110,7 @@ function openTarget(path: string, target: string): { db: Database.Database; form
 function stateReader(path: string, db: Database.Database, target: number): StateReader {
   const names = new Map<string, number>();
   for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) names.set(name, nameId);
-  const index = loadIndex(db, target) ?? indexFromRows(db, target);
+  const index = loadReadIndex(db, target) ?? indexFromRows(db, target);
   const activity = db.prepare('SELECT 1 FROM activities WHERE target = ? AND hash = ?').pluck();
   const empty = index.size === 0 && db.prepare('SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(target) === undefined;
   const rowOf = rowFinder(db, index);

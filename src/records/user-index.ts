@@ -14,14 +14,15 @@
 import { PART_BITS, PARTS, type PartedEntries, WORDS } from './parted-entries.js';
 
 /** Places in a bucket: their keys first (two cache lines to search), then their rows (0: free), then their digests' halves. */
-const ENTRIES = 32;
+export const ENTRIES = 32;
 /** Entries past which a bucket splits (its places then stay short to search). */
 const FULL = 30;
-const BUCKET = ENTRIES * 4;
-const ROWS = ENTRIES;
-const HIGH = ENTRIES * 2;
-const LOW = ENTRIES * 3;
-const SLAB = 2048;
+export const BUCKET = ENTRIES * 4;
+export const ROWS = ENTRIES;
+export const HIGH = ENTRIES * 2;
+export const LOW = ENTRIES * 3;
+/** Buckets of a slab (a part of the persisted index). */
+export const SLAB = 2048;
 /** A bucket's entries while it splits (one split at a time). */
 const SPLITTING = new Uint32Array(BUCKET);
 const TWO_32 = 2 ** 32;

@@ -1,7 +1,8 @@
 // The index of a target's users as the state file keeps it: a run that changes only known users
 // patches it in place (the slabs it touches, one at a time), and the index read back then matches
 // the rows; a run killed while it saves it leaves the rows it learned and the index made again; one
-// that adds users holds each once; users of one key hash and targets of one file stay apart; an
+// that adds users holds each once; users of one key hash and targets of one file stay apart, and a
+// user the plan's index matches by the end of their key only is not taken for another; an
 // index not as saved is refused as a damaged file; a patch leaves the process's gc as it found it.
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,9 +10,9 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record-writer.js';
-import { KEY_HASH, keyHashInto, valueHash } from '../../src/records/state-record.js';
+import { KEY_HASH, keyHashInto, userPart, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
-import { indexFromRows, loadIndex, patchIndex, saveIndex, wordsOf } from '../../src/records/state-rows.js';
+import { indexFromRows, loadIndex, PACK, patchIndex, rowDigest, saveIndex, unpack, wordsOf } from '../../src/records/state-rows.js';
 import { listState, openStateReader } from '../../src/records/state.js';
 import { forgetTarget } from '../../src/records/state-file.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
@@ -399,6 +400,36 @@ describe('users whose keys share a hash', () => {
     expect(saved).toEqual(made);
     expect([rowOf(43111), rowOf(101097)]).toEqual([a, b]);
     expect([holdsPlan(path, 101097, 'pro'), holdsPlan(path, 43111, 'team'), holdsPlan(path, 43111, 'gold'), holdsPlan(path, 43111, 'pro')]).toEqual([true, true, false, false]);
+  });
+});
+
+describe('a user the index does not hold, in a bucket of one it holds and ending in the same 12 bits of key', () => {
+  it('is read as unknown, never as that user (the plan keeps of a key only its last 12 bits), and the user it holds as before', () => {
+    const hashOf = (key: string): number => (keyHashInto(key), KEY_HASH[0] >>> 0);
+    // u1367 (a user of the first run) and n3775 (a new one): the same first 12 bits (one bucket of 5,000 users') and last 12
+    const [held, other] = [hashOf('e:u1367'), hashOf('e:n3775')];
+    expect([held >>> 20, held & 0xfff]).toEqual([other >>> 20, other & 0xfff]);
+    expect(held).not.toBe(other);
+    const path = firstRun();
+    const reader = openStateReader(path, T);
+    const db = new Database(path, { readonly: true });
+    try {
+      const row = rowsOf(path)[1367];
+      const pack = db.prepare('SELECT users FROM packs WHERE id = ?').pluck().get(Math.floor(row / PACK)) as Buffer;
+      const { attrs } = unpack(pack)[row % PACK];
+      // the digest a plan makes of u1367's values, for each of the two
+      const digestAs = (key: string): number => (keyHashInto(key), rowDigest(userPart(), attrs));
+      // the one look of the index matches (1 in about 200), what follows it does not
+      expect(reader.mayKnow(other)).toBe(true);
+      expect(reader.user('e:n3775', other)).toBeUndefined();
+      expect(reader.hasRow(other, digestAs('e:n3775'))).toBe(false);
+      expect(reader.user('e:u1367', held)?.row).toBe(row);
+      expect(reader.hasRow(held, digestAs('e:u1367'))).toBe(true);
+      expect(reader.user('e:u1367', held)?.holds('plan', ...valueHash('free'))).toBe(true);
+    } finally {
+      db.close();
+      reader.close();
+    }
   });
 });
 

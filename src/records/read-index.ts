@@ -1,0 +1,112 @@
+// A target's index as a --delta plan reads it (state.ts): the persisted index (user-index.ts) packed
+// as it loads, 12 bytes a user where the index a run writes to takes about 26 (buckets of 32 places,
+// two thirds full). Each bucket's entries follow one another, and of each only its row, its digest
+// and the last 12 bits of its key are kept: a plan only looks users up, and the first bits of a key
+// chose its bucket (18 or more of them past a few million users). A match of the last 12 is
+// confirmed by what follows it, as a match of the whole key was (two users may share one): a row is
+// a user's once their key is read from the file (rowFinder), and a digest matches only the user it
+// was made for (state-record.ts userPart). A user the index does not hold shares a bucket and those
+// 12 bits with one it holds in about 1 look in 200: the plan then reads a row that is not theirs.
+import { BUCKET, ENTRIES, HIGH, LOW, ROWS } from './user-index.js';
+
+const TAG = 0xfff;
+/** A head holds the key's last 12 bits above the digest's high 20. */
+const TAG_SHIFT = 20;
+const HIGH_MASK = 0xfffff;
+const TWO_32 = 2 ** 32;
+
+/** What a plan asks of a target's index: this one, or a UserIndex made from the rows. */
+export interface UserLookup {
+  readonly size: number;
+  has(anyKey: number, digest?: number): boolean;
+  find(anyKey: number, fn: (row: number, digest: number) => boolean): void;
+}
+
+export class ReadIndex implements UserLookup {
+  /** Users it holds at most: where an entry's bucket begins is written in 27 bits. */
+  static readonly MOST = 2 ** 27 - 1;
+  readonly size: number;
+  readonly #bits: number;
+  /** Per prefix of a key's first bits: where its bucket's entries begin, times 32, plus how many they are. */
+  readonly #directory: Uint32Array;
+  /** Two words an entry: the last bits of its key above the high bits of its digest (a head), then its digest's low 32 bits. */
+  readonly #entries: Uint32Array;
+  readonly #rows: Uint32Array;
+
+  private constructor(size: number, bits: number) {
+    this.size = size;
+    this.#bits = bits;
+    this.#directory = new Uint32Array(2 ** bits);
+    this.#entries = new Uint32Array(size * 2);
+    this.#rows = new Uint32Array(size);
+  }
+
+  /**
+   * The index of the persisted one with this shape ([bits, buckets, users]) and directory, from its
+   * slabs read one at a time (each let go of once packed); undefined when it must be made from the
+   * rows: it holds a row twice (UserIndex.holdsARowTwice), or other than the users its shape says.
+   */
+  static of(shape: Uint32Array, directory: Uint32Array, slabs: Iterable<Uint32Array>): ReadIndex | undefined {
+    const [bits, buckets, users] = shape;
+    const index = new ReadIndex(users, bits);
+    /** Where each bucket's entries begin, and the last one's end. */
+    const starts = new Uint32Array(buckets + 1);
+    let bucket = 0;
+    for (const slab of slabs) {
+      for (let at = 0; at < slab.length && bucket < buckets; at += BUCKET, bucket += 1) if (!index.#pack(slab, at, bucket, starts)) return undefined;
+    }
+    // (the last bucket's end is written once it is packed)
+    if (starts[buckets] !== users) return undefined;
+    for (let prefix = 0; prefix < directory.length; prefix += 1) {
+      const b = directory[prefix];
+      index.#directory[prefix] = ((starts[b] << 5) | (starts[b + 1] - starts[b])) >>> 0;
+    }
+    return index;
+  }
+
+  /** Packs the bucket at `at` of a slab after the one before it (past the users the shape says, nothing is kept); false when it holds a row twice, or a user in each of its places. */
+  #pack(slab: Uint32Array, at: number, bucket: number, starts: Uint32Array): boolean {
+    let e = starts[bucket];
+    for (let i = 0; i < ENTRIES; i += 1) {
+      const row = slab[at + ROWS + i];
+      if (row === 0) continue;
+      const key = slab[at + i];
+      for (let j = 0; j < i; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === key) return false;
+      this.#entries[e * 2] = ((key & TAG) << TAG_SHIFT) | (slab[at + HIGH + i] & HIGH_MASK);
+      this.#entries[e * 2 + 1] = slab[at + LOW + i];
+      this.#rows[e] = row;
+      e += 1;
+    }
+    starts[bucket + 1] = e;
+    // (one that holds them all is not as saved: a bucket splits at 30)
+    return e - starts[bucket] < ENTRIES;
+  }
+
+  /** Whether an entry whose key ends as `key` does has this digest (with no digest: whether there is any such entry). */
+  has(anyKey: number, digest?: number): boolean {
+    const key = anyKey >>> 0;
+    const place = this.#directory[this.#bits === 0 ? 0 : key >>> (32 - this.#bits)];
+    const first = (place >>> 5) * 2;
+    const count = place & 31;
+    const tag = key & TAG;
+    for (let e = first; e < first + count * 2; e += 2) {
+      const head = this.#entries[e];
+      if (head >>> TAG_SHIFT !== tag) continue;
+      if (digest === undefined || (head & HIGH_MASK) * TWO_32 + this.#entries[e + 1] === digest) return true;
+    }
+    return false;
+  }
+
+  /** Calls fn with the row id and digest of each entry whose key ends as `key` does, until fn returns true. */
+  find(anyKey: number, fn: (row: number, digest: number) => boolean): void {
+    const key = anyKey >>> 0;
+    const place = this.#directory[this.#bits === 0 ? 0 : key >>> (32 - this.#bits)];
+    const first = place >>> 5;
+    const count = place & 31;
+    const tag = key & TAG;
+    for (let e = first; e < first + count; e += 1) {
+      const head = this.#entries[e * 2];
+      if (head >>> TAG_SHIFT === tag && fn(this.#rows[e], (head & HIGH_MASK) * TWO_32 + this.#entries[e * 2 + 1])) return;
+    }
+  }
+}
