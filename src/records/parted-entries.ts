@@ -4,6 +4,13 @@
 // while such searches are few (the writer then makes one: state-file-writer.ts #searching); at the
 // run's end the index is laid out part by part in key order (UserIndex.lay), each part sorted on its
 // own, where a sort of the whole would hold a second copy of every entry.
+// Given a folder to spill to, it keeps only its last slabs in memory (SPILL_AFTER): the earlier ones
+// are written to a file of its own there, removed from the folder as soon as it is opened (the
+// system frees its space once it is closed, by discard(), the end of the entries, or the end of
+// the process, a kill included), and their chunks read back when searched or laid out. A run that
+// adds 10 million users holds 32 MiB of them, not 160.
+import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Parts: by the key's first PART_BITS bits. */
 export const PART_BITS = 11;
@@ -12,13 +19,23 @@ export const PARTS = 2 ** PART_BITS;
 export const WORDS = 4;
 /** Entries of a chunk: a part holds its entries in chunks of its own (at most one of them not full). */
 const CHUNK = 64;
+const CHUNK_WORDS = CHUNK * WORDS;
 /** Chunks of a slab of memory they are carved from (1 MiB): no object of its own for each. */
 const SLAB_CHUNKS = 1024;
+const SLAB_WORDS = SLAB_CHUNKS * CHUNK_WORDS;
+/** Slabs kept in memory when the entries may spill (the last ones: a part's chunk being filled is mostly among them). */
+export const SPILL_AFTER = 32;
 const TWO_32 = 2 ** 32;
 
 export class PartedEntries {
-  /** The slabs of chunks ([key, row, digest high, digest low] per entry). */
-  #slabs: Uint32Array[] = [];
+  /** The slabs of chunks ([key, row, digest high, digest low] per entry); undefined: written to the spill file, at its number times 1 MiB. */
+  #slabs: Array<Uint32Array | undefined> = [];
+  /** The folder the slabs spill to, the slabs kept in memory, and the file once opened. */
+  readonly #spillTo: string | undefined;
+  readonly #keep: number;
+  #file: number | undefined;
+  /** A spilled chunk read back (what #chunkWords gives for one). */
+  readonly #read = new Uint32Array(CHUNK_WORDS);
   #chunkCount = 0;
   /** Per part, its chunks (by number: slab chunk / SLAB_CHUNKS, place chunk % SLAB_CHUNKS), the last one filled to its size modulo CHUNK. */
   #chunks: number[][] = Array.from({ length: PARTS }, () => []);
@@ -27,6 +44,12 @@ export class PartedEntries {
   /** What sorted() gives: the words of parts' entries (grown as needed), and the scratch its sort moves them through. */
   #out = new Uint32Array(64 * WORDS);
   #through = new Uint32Array(64 * WORDS);
+
+  /** `spillTo`: a folder the earlier slabs are written to past the last `keep` (none: all are kept in memory). */
+  constructor(spillTo?: string, keep = SPILL_AFTER) {
+    this.#spillTo = spillTo;
+    this.#keep = Math.max(1, keep);
+  }
 
   get count(): number {
     return this.#count;
@@ -44,18 +67,48 @@ export class PartedEntries {
     const size = this.#sizes[part];
     const chunks = this.#chunks[part];
     if (size % CHUNK === 0) {
-      if (this.#chunkCount % SLAB_CHUNKS === 0) this.#slabs.push(new Uint32Array(SLAB_CHUNKS * CHUNK * WORDS));
+      if (this.#chunkCount % SLAB_CHUNKS === 0) this.#newSlab();
       chunks.push(this.#chunkCount++);
     }
     const chunk = chunks[chunks.length - 1];
-    const words = this.#slabs[Math.floor(chunk / SLAB_CHUNKS)];
+    const slab = Math.floor(chunk / SLAB_CHUNKS);
     const at = ((chunk % SLAB_CHUNKS) * CHUNK + (size % CHUNK)) * WORDS;
-    words[at] = key;
-    words[at + 1] = row;
-    words[at + 2] = Math.floor(digest / TWO_32);
-    words[at + 3] = digest >>> 0;
+    const words = this.#slabs[slab] ?? this.#read;
+    const to = words === this.#read ? 0 : at;
+    words[to] = key;
+    words[to + 1] = row;
+    words[to + 2] = Math.floor(digest / TWO_32);
+    words[to + 3] = digest >>> 0;
+    // (a part's chunk being filled in a slab written out already: rare, SPILL_AFTER slabs after it was begun)
+    if (words === this.#read) this.#writeOut(slab, at, words.subarray(0, WORDS));
     this.#sizes[part] = size + 1;
     this.#count += 1;
+  }
+
+  /** A slab for the next chunks: in memory, where the earliest one held there is written out first when they are `keep` already (its memory taken for the new one). */
+  #newSlab(): void {
+    const next = this.#slabs.length;
+    if (this.#spillTo === undefined || next < this.#keep) {
+      this.#slabs.push(new Uint32Array(SLAB_WORDS));
+      return;
+    }
+    const out = next - this.#keep;
+    const words = this.#slabs[out]!;
+    this.#writeOut(out, 0, words);
+    this.#slabs[out] = undefined;
+    this.#slabs.push(words);
+  }
+
+  /** Writes words at a place of a slab in the spill file (opened, and removed from its folder, at the first). */
+  #writeOut(slab: number, at: number, words: Uint32Array): void {
+    if (this.#file === undefined) {
+      const path = join(this.#spillTo!, `.track-entries-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
+      this.#file = openSync(path, 'wx+', 0o600);
+      unlinkSync(path);
+    }
+    const bytes = new Uint8Array(words.buffer, words.byteOffset, words.byteLength);
+    let done = 0;
+    while (done < bytes.length) done += writeSync(this.#file, bytes, done, bytes.length - done, (slab * SLAB_WORDS + at) * 4 + done);
   }
 
   /**
@@ -70,9 +123,14 @@ export class PartedEntries {
   set(anyKey: number, row: number, digest: number): number {
     const key = anyKey >>> 0;
     let held = false;
-    const looked = this.#search(key, row, (words, at) => {
+    const looked = this.#search(key, row, (words, at, part, c) => {
       words[at + 2] = Math.floor(digest / TWO_32);
       words[at + 3] = digest >>> 0;
+      // an entry of a chunk read back from the spill file is written there again
+      if (words.buffer === this.#read.buffer) {
+        const chunk = this.#chunks[part][c];
+        this.#writeOut(Math.floor(chunk / SLAB_CHUNKS), (chunk % SLAB_CHUNKS) * CHUNK_WORDS + at, words.subarray(at, at + WORDS));
+      }
       return (held = true);
     });
     if (!held) this.push(key, row, digest);
@@ -81,24 +139,36 @@ export class PartedEntries {
 
   /**
    * Calls fn with where each entry under `key` (and of row `row`, unless 0) is, in push order, until
-   * it returns true; the entries it looked at. A search of the key's part: a few nanoseconds an entry.
+   * it returns true; the entries it looked at (those of the key's part, at most). A search of the
+   * key's part: a few nanoseconds an entry (more for chunks read back from the spill file).
    */
-  #search(key: number, row: number, fn: (words: Uint32Array, at: number) => boolean): number {
+  #search(key: number, row: number, fn: (words: Uint32Array, at: number, part: number, c: number) => boolean): number {
     const part = key >>> (32 - PART_BITS);
     for (let c = 0; c < this.#chunks[part].length; c += 1) {
       const words = this.#chunkWords(part, c);
       for (let at = 0; at < words.length; at += WORDS) {
-        if (words[at] === key && (row === 0 || words[at + 1] === row) && fn(words, at)) return c * CHUNK + at / WORDS + 1;
+        if (words[at] === key && (row === 0 || words[at + 1] === row) && fn(words, at, part, c)) return c * CHUNK + at / WORDS + 1;
       }
     }
     return this.#sizes[part];
   }
 
-  /** The words of the entries the c-th chunk of a part holds (a view of its slab). */
+  /** The words of the entries the c-th chunk of a part holds: a view of its slab, or of #read for a chunk read back from the spill file (valid until the next). */
   #chunkWords(part: number, c: number): Uint32Array {
     const chunk = this.#chunks[part][c];
-    const first = (chunk % SLAB_CHUNKS) * CHUNK * WORDS;
-    return this.#slabs[Math.floor(chunk / SLAB_CHUNKS)].subarray(first, first + Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS);
+    const first = (chunk % SLAB_CHUNKS) * CHUNK_WORDS;
+    const n = Math.min(CHUNK, this.#sizes[part] - c * CHUNK) * WORDS;
+    const slab = Math.floor(chunk / SLAB_CHUNKS);
+    const words = this.#slabs[slab];
+    if (words !== undefined) return words.subarray(first, first + n);
+    const bytes = new Uint8Array(this.#read.buffer, 0, n * 4);
+    let done = 0;
+    while (done < bytes.length) {
+      const read = readSync(this.#file!, bytes, done, bytes.length - done, (slab * SLAB_WORDS + first) * 4 + done);
+      if (read === 0) throw new Error('the file the index entries were written to ends before them');
+      done += read;
+    }
+    return this.#read.subarray(0, n);
   }
 
   /** Calls fn with each entry, part by part. */
@@ -147,10 +217,20 @@ export class PartedEntries {
     return out.subarray(0, n * WORDS);
   }
 
-  /** Lets go of the slabs, once no part holds an entry. */
+  /** Lets go of the slabs and the spill file, once no part holds an entry. */
   #release(): void {
     this.#slabs = [];
     this.#chunkCount = 0;
+    if (this.#file !== undefined) closeSync(this.#file);
+    this.#file = undefined;
+  }
+
+  /** Lets go of every entry, and of the spill file (a run that ends before it lays them out). */
+  discard(): void {
+    this.#chunks = Array.from({ length: PARTS }, () => []);
+    this.#sizes.fill(0);
+    this.#count = 0;
+    this.#release();
   }
 }
 

@@ -6,13 +6,14 @@
 // target's index in memory, and their pack written again. The index in the file is marked out of
 // date by the first write of a run and saved at its end, so a run stopped in between, kill -9
 // included, leaves it to be made again from the rows.
+import { dirname } from 'node:path';
 import type Database from '../sqlite.js';
 import { OutputError } from '../errors.js';
 import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './learn-record.js';
 import { addDigest, digestPart, IN_DOUBT } from './state-record.js';
 import { openStateFile, stateFailure, targetId } from './state-file.js';
 import { admitKey, recordKey } from './state-keys.js';
-import { ENTRY, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
+import { ENTRY, forEachSavedEntry, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
 import { PartedEntries } from './parted-entries.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
@@ -21,6 +22,8 @@ export interface StateFileWriterOptions {
   key?: string;
   /** Called in the transaction that saves the index, before it is committed (a test stops the process there). */
   whileSaving?: () => void;
+  /** Slabs of index entries held in memory before the earlier ones spill beside the file (PartedEntries; tests spill sooner). */
+  spillAfter?: number;
 }
 
 /** Entries of #pending searched, per entry it holds, before an index of them is made (see #searching). */
@@ -60,7 +63,7 @@ export class StateFileWriter {
    * would (#searching); then in an index made of them at once (#additions: see #added), which takes
    * the rows added after it.
    */
-  #pending = new PartedEntries();
+  #pending: PartedEntries;
   #additions: UserIndex | undefined;
   /** Entries the searches of #pending looked at. */
   #searched = 0;
@@ -93,6 +96,7 @@ export class StateFileWriter {
     private readonly options: StateFileWriterOptions,
   ) {
     this.#db = db;
+    this.#pending = new PartedEntries(dirname(path), options.spillAfter);
     // a target the state learned through other keys only is refused before anything is written
     const admitted = options.key === undefined ? 'known' : admitKey(db, path, url, options.key);
     if (admitted === 'later') this.#keyToRecord = options.key;
@@ -189,6 +193,11 @@ export class StateFileWriter {
   /** Whether the rows this run added are held in an index (searches of them came to cost more than one), no longer as entries searched. */
   get indexesAdded(): boolean {
     return this.#additions !== undefined;
+  }
+
+  /** Whether the writer holds the target's whole index (read, or made from the rows: see #indexOf), not only what the run wrote. */
+  get holdsWholeIndex(): boolean {
+    return this.#index !== undefined;
   }
 
   /** Notes a row's new digest (a row of this run's, or one the file held before it). */
@@ -372,7 +381,30 @@ export class StateFileWriter {
     if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions ?? this.#pending);
     const added = (this.#additions?.size ?? 0) + this.#pending.count;
     if (this.#index === undefined && added === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
+    if (this.#index === undefined && this.#layIndex()) return;
     saveIndex(this.#db, this.#target, this.#indexOf());
+  }
+
+  /**
+   * Saves the index the file held as the run began with the rows the run added and the digests it
+   * changed, laid out from their entries a part at a time, never the whole index held (most of the
+   * entries spilled beside the file: PartedEntries); false, saving nothing, when the file's is to be
+   * made from the rows (it holds a row twice).
+   */
+  #layIndex(): boolean {
+    const entries = new PartedEntries(dirname(this.path), this.options.spillAfter);
+    const push = (key: number, row: number, digest: number): void => entries.push(key, row, digest);
+    try {
+      if (!forEachSavedEntry(this.#db, this.#target, push)) return false;
+      this.#additions?.forEach(push);
+      this.#pending.forEach(push);
+      // a row's changed digest, pushed after its entry, is the one laid out
+      this.#changes.forEach(push);
+      saveIndex(this.#db, this.#target, entries);
+      return true;
+    } finally {
+      entries.discard();
+    }
   }
 
   /** Writes what is waiting, saves the index, and closes the file. */
@@ -385,6 +417,7 @@ export class StateFileWriter {
         });
       }
     } finally {
+      this.#pending.discard();
       this.#db.close();
     }
   }

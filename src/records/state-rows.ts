@@ -197,6 +197,18 @@ export function loadReadIndex(db: Database.Database, target: number): UserLookup
   return ReadIndex.of(parts.shape, parts.directory, parts.slabs);
 }
 
+/**
+ * Calls fn with each entry of the index the file holds (as the run began: see loadIndex), a slab at a
+ * time, never the whole index held; false when it holds a row twice (UserIndex.holdsARowTwice: it
+ * is to be made from the rows).
+ */
+export function forEachSavedEntry(db: Database.Database, target: number, fn: (key: number, row: number, digest: number) => void): boolean {
+  const parts = indexParts(db, target, true);
+  if (parts === undefined || parts === EMPTY) return true;
+  for (const slab of parts.slabs) if (!UserIndex.forEachIn(slab, fn)) return false;
+  return true;
+}
+
 const EMPTY = 'empty';
 
 /**

@@ -181,14 +181,15 @@ export class UserIndex {
   /**
    * Lays out the index of these entries, slab by slab (`done` takes each in turn, the last cut to the
    * buckets in use, as persist() gives them), and gives the rest of its persisted form; the
-   * entries hold none after. Each bucket holds what it would had the entries been added one by one
+   * entries hold none after. Of entries of one key and one row, the last pushed is the one laid out
+   * (a digest set again). Each bucket holds what it would had the entries been added one by one
    * (up to FULL), but it is filled once, in key order, with no search and no split (an add in no order
    * reaches the memory of its bucket and its directory in no order either). The entries are sorted a
    * part at a time (PartedEntries), never all at once. `reuse`: each slab is laid in the words of the
    * one before (done is through with them), so only one is held.
    */
   static lay(entries: PartedEntries, done: (index: number, words: Uint32Array) => void, reuse = false): Omit<PersistedIndex, 'slabs'> {
-    const size = entries.count;
+    let size = 0;
     const ends = new Uint32Array(PARTS + 1);
     for (let part = 0; part < PARTS; part += 1) ends[part + 1] = ends[part] + entries.sizeOf(part);
     const depths: number[] = [];
@@ -248,7 +249,9 @@ export class UserIndex {
       const n = ends[end] - ends[first];
       if (n <= FULL || depth === PART_BITS) {
         const words = entries.sorted(first, end);
-        split(words, 0, n, depth, prefix);
+        const kept = latestOfEach(words, n);
+        size += kept;
+        split(words, 0, kept, depth, prefix);
       } else ranges.push(depth + 1, prefix * 2 + 1, depth + 1, prefix * 2);
     }
     if (inSlab > 0) done(Math.floor(depths.length / SLAB), slab.subarray(0, inSlab * BUCKET));
@@ -278,6 +281,19 @@ export class UserIndex {
       }
     }
     return false;
+  }
+
+  /** Calls fn with each entry of a slab of a persisted index, bucket by bucket; false (and no more calls) at a bucket holding a row twice. */
+  static forEachIn(slab: Uint32Array, fn: (key: number, row: number, digest: number) => void): boolean {
+    for (let at = 0; at < slab.length; at += BUCKET) {
+      for (let i = 0; i < ENTRIES; i += 1) {
+        const row = slab[at + ROWS + i];
+        if (row === 0) continue;
+        for (let j = 0; j < i; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === slab[at + i]) return false;
+      }
+      for (let i = 0; i < ENTRIES; i += 1) if (slab[at + ROWS + i] !== 0) fn(slab[at + i], slab[at + ROWS + i], slab[at + HIGH + i] * TWO_32 + slab[at + LOW + i]);
+    }
+    return true;
   }
 
   /** Calls fn with every entry. */
@@ -348,6 +364,19 @@ export class UserIndex {
     this.#counts.forEach((part, i) => counts.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
     return { shape: Uint32Array.of(this.#bits, this.#buckets, this.#size), directory: this.#directory, depths, counts, slabs };
   }
+}
+
+/** Keeps, of sorted entries of one key and one row (in the order pushed), the last one; how many are kept, moved to the front. */
+function latestOfEach(words: Uint32Array, n: number): number {
+  let kept = 0;
+  for (let at = 0; at < n * WORDS; at += WORDS) {
+    let later = false;
+    for (let next = at + WORDS; next < n * WORDS && words[next] === words[at] && !later; next += WORDS) later = words[next + 1] === words[at + 1];
+    if (later) continue;
+    if (kept * WORDS !== at) words.copyWithin(kept * WORDS, at, at + WORDS);
+    kept += 1;
+  }
+  return kept;
 }
 
 /**

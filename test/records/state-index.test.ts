@@ -5,7 +5,7 @@
 // user the plan's index matches by the end of their key only is not taken for another; an
 // index not as saved is refused as a damaged file; a patch leaves the process's gc as it found it.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -227,6 +227,53 @@ describe('a run that adds users to a target that had some', () => {
     expect(indexes(path).saved).toEqual(indexes(path).made);
     expect(holdsPlan(path, 9, 'pro')).toBe(true);
     expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 400 })]);
+  });
+
+  it('lays the index out from the file\'s entries, the users it adds and the digests it changes (the last one set), never reading it whole', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    const sent = (from: number, to: number, plan: string, known = false): Uint8Array => {
+      const record = learnRecordWriter();
+      for (let i = from; i < to; i += 1) record.add(userMark(known, -1), { external_id: `w${i}`, plan });
+      return record.finish();
+    };
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }]), sent(0, 200, 'free')]);
+    // users added sent again until an index of them is made, then more added, and u7 changed again
+    for (let i = 0; i < 6; i += 1) accept(writer, [sent(0, 200, `plan${i}`, true)]);
+    expect(writer.indexesAdded).toBe(true);
+    accept(writer, [sent(200, 300, 'free'), knownRecord([{ i: 7, row: rows[7], plan: 'gold' }])]);
+    writer.close();
+    expect(writer.holdsWholeIndex).toBe(false);
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    expect([holdsPlan(path, 7, 'gold'), holdsPlan(path, 7, 'pro')]).toEqual([true, false]);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 300 })]);
+  });
+
+  it('spilling its entries beside the file (a first run of 40,000 users, then one adding as many), saves what the rows make and leaves no file there', () => {
+    const path = join(tmp.dir, 'state.sqlite');
+    /** Records of users `<prefix>0` to `<prefix>(n-1)`, 500 a request. */
+    const records = (prefix: string, n: number, plan: string): Uint8Array[] =>
+      Array.from({ length: n / 500 }, (_, r) => {
+        const record = learnRecordWriter();
+        for (let i = r * 500; i < (r + 1) * 500; i += 1) record.add(userMark(false, -1), { external_id: `${prefix}${i}`, plan });
+        return record.finish();
+      });
+    const files = (): string[] => readdirSync(tmp.dir).filter((name) => !name.startsWith('state.sqlite'));
+    let writer = openStateFileWriter(path, T, { spillAfter: 1 });
+    accept(writer, records('a', 40_000, 'free'));
+    expect(files()).toEqual([]);
+    writer.close();
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    writer = openStateFileWriter(path, T, { spillAfter: 1 });
+    accept(writer, records('b', 40_000, 'free'));
+    expect(files()).toEqual([]);
+    writer.close();
+    expect(writer.holdsWholeIndex).toBe(false);
+    const { saved, made } = indexes(path);
+    expect(saved).toHaveLength(80_000);
+    expect(saved).toEqual(made);
+    expect(files()).toEqual([]);
   });
 
   it('after a first run stopped before it saved the index, makes it from the rows as it opens, and saves it with the users it adds', () => {

@@ -1,8 +1,15 @@
 // The state's index of a target's users: every entry found again under its key (two users may share
 // one), digests told apart, buckets split as it grows, and the same after it is saved and read back.
-import { describe, expect, it } from 'vitest';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { PartedEntries, PART_BITS } from '../../src/records/parted-entries.js';
 import { IndexEntries, UserIndex } from '../../src/records/user-index.js';
+import { tempDir } from '../helpers/cli.js';
+
+/** The folder entries spill to. */
+const spill = tempDir();
+afterAll(() => spill.cleanup());
 
 /** A stream of 32-bit keys (xorshift), some of them signed as the plan gives them. */
 function keys(n: number): number[] {
@@ -108,9 +115,13 @@ describe('UserIndex', () => {
   });
 });
 
-describe('PartedEntries', () => {
+// the entries in memory, and spilled past their last slab (a slab: 16,384 entries)
+describe.each([
+  ['in memory', () => new PartedEntries()],
+  ['spilled to a file past their last slab', () => new PartedEntries(spill.dir, 1)],
+])('PartedEntries %s', (_, made) => {
   it('sorts a part by key, rows and digests along, in the order pushed among equal keys, and lets go of it', () => {
-    const entries = new PartedEntries();
+    const entries = made();
     // keys spread over all bits, and many sharing their first 11 bits (one part much larger than the others)
     const all = [...keys(70_000), ...Array.from({ length: 5000 }, (_, i) => (0x7ff << 21) | ((i * 7919) & 0x1fffff)), 42, 42, 42];
     all.forEach((key, i) => entries.push(key, i + 1, i * 3 + 2 ** 40));
@@ -132,7 +143,7 @@ describe('PartedEntries', () => {
   });
 
   it('finds the entries under a key by a search of its part alone, in the order pushed, and sets a row\'s digest in place', () => {
-    const entries = new PartedEntries();
+    const entries = made();
     const all = keys(20_000);
     all.forEach((key, i) => entries.push(key, i + 1, i));
     entries.push(all[7], 50_000, 2 ** 50);
@@ -159,8 +170,43 @@ describe('PartedEntries', () => {
     entries.forEach(() => (seen += 1));
     expect(seen).toBe(20_002);
     expect(() => entries.push(1, 0, 1)).toThrow(/out of range/);
+    entries.discard();
+  });
+});
+
+describe('PartedEntries spilled', () => {
+  /** The files this process holds open. */
+  const open = (): number => readdirSync('/proc/self/fd').length;
+
+  it('writes to a file that is never in the folder, read back alike, let go of once every part is sorted, or discarded', () => {
+    const before = open();
+    const entries = new PartedEntries(spill.dir, 2);
+    const all = keys(100_000);
+    all.forEach((key, i) => entries.push(key, i + 1, i + 2 ** 45));
+    expect(readdirSync(spill.dir)).toEqual([]);
+    expect(open()).toBe(before + 1);
+    // a digest set where its slab was written out, read back as set
+    entries.set(all[3], 4, 77);
+    const rows: number[][] = [];
+    entries.find(all[3], (row, digest) => (rows.push([row, digest]), false));
+    expect(rows).toEqual([[4, 77]]);
+    let sum = 0;
+    entries.forEach((_, row) => (sum += row));
+    expect(sum).toBe((100_000 * 100_001) / 2);
+    for (let part = 0; part < 2 ** PART_BITS; part += 1) entries.sorted(part, part + 1);
+    expect(open()).toBe(before);
+    const discarded = new PartedEntries(spill.dir, 1);
+    all.forEach((key, i) => discarded.push(key, i + 1, i));
+    expect(open()).toBe(before + 1);
+    discarded.discard();
+    expect(open()).toBe(before);
+    expect(readdirSync(spill.dir)).toEqual([]);
   });
 
+  it('fails naming the folder it cannot write to', () => {
+    const entries = new PartedEntries(join(spill.dir, 'missing'), 1);
+    expect(() => keys(20_000).forEach((key, i) => entries.push(key, i + 1, i))).toThrow(/ENOENT.*missing/);
+  });
 });
 
 describe('UserIndex patches', () => {
