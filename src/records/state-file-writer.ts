@@ -13,7 +13,7 @@ import { namesKnownUsers, readLearnRecord, type LearnedAttributes } from './lear
 import { addDigest, digestPart, IN_DOUBT } from './state-record.js';
 import { openStateFile, stateFailure, targetId } from './state-file.js';
 import { admitKey, recordKey } from './state-keys.js';
-import { ENTRY, forEachSavedEntry, indexFromRows, loadIndex, PACK, PACK_BYTES, packBytes, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
+import { ENTRY, forEachSavedEntry, indexFromRows, loadIndex, PACK, PACK_BYTES, packWith, patchIndex, rowBytes, rowDigest, rowValues, saveIndex, userInPack, varintBytes, writeVarint } from './state-rows.js';
 import { PartedEntries } from './parted-entries.js';
 import { IndexEntries, UserIndex } from './user-index.js';
 
@@ -281,29 +281,33 @@ export class StateFileWriter {
    * operation that adds, stays in doubt: the server holds a value of it).
    */
   #change(item: LearnedAttributes, ids: readonly number[], posting: boolean): void {
-    // new users waiting come first: one of them may be this user, earlier in the request
-    this.#addWaitingRows();
+    // new users waiting come first when one of them may be this user, earlier in the request (else they wait for others to fill their pack)
+    if (this.#isWaiting(item.keyHash)) this.#addWaitingRows();
     // decoded from the record once (each read of item.userKey decodes it)
     const userKey = item.userKey;
     const found = this.#locate(item, userKey);
     if (found === undefined && posting) return;
-    const values = found === undefined ? new Map<number, readonly [number, number]>() : rowValues(found.attrs);
+    // a user the plan took for one the state may know (its index matched another's key), added as a new one is, in a pack with others
+    if (found === undefined) return this.#addNew(item, ids);
+    const values = rowValues(found.attrs);
     for (let i = 0; i < item.count; i += 1) {
       const nameId = ids[item.name(i)];
       if (posting || item.forget(i)) values.set(nameId, IN_DOUBT);
       else values.set(nameId, [item.h1(i), item.h2(i)]);
     }
-    // an item that set nothing of a user the row holds changes nothing (one the state did not hold gets a row of no values: the user exists)
-    if (found !== undefined && item.count === 0) return;
+    // an item that set nothing of a user the row holds changes nothing
+    if (item.count === 0) return;
     const bytes = rowBytes(values);
     this.#willWrite();
-    let slot: number;
-    if (found === undefined) slot = Number(this.#statements.addPack.run(this.#target, packBytes([{ key: userKey, attrs: bytes }])).lastInsertRowid) * PACK;
-    else {
-      slot = found.slot;
-      this.#statements.setPack.run(packWith(found.pack, found.start, found.end, { key: userKey, attrs: bytes }), Math.floor(slot / PACK));
-    }
-    this.#noteDigest(item.keyHash, slot, rowDigest(item.userPart, bytes), found === undefined || found.added);
+    const slot = found.slot;
+    this.#statements.setPack.run(packWith(found.pack, found.start, found.end, { key: userKey, attrs: bytes }), Math.floor(slot / PACK));
+    this.#noteDigest(item.keyHash, slot, rowDigest(item.userPart, bytes), found.added);
+  }
+
+  /** Whether a new user waiting for their pack has this key hash. */
+  #isWaiting(keyHash: number): boolean {
+    for (let i = 0; i < this.#newCount; i += 1) if (this.#newRows[i * 2 + 1] === keyHash) return true;
+    return false;
   }
 
   /** Learns what a request's accepted items set. */

@@ -179,6 +179,11 @@ const BIG_ENDIAN = endianness() === 'BE';
 export function loadIndex(db: Database.Database, target: number, asTheRunBegan = false): UserIndex | undefined {
   const parts = indexParts(db, target, asTheRunBegan);
   if (parts === undefined || parts === EMPTY) return parts === EMPTY ? new UserIndex() : undefined;
+  return wholeIndex(parts);
+}
+
+/** The index of its parts, held whole; undefined when it holds a row twice. */
+function wholeIndex(parts: Omit<PersistedIndex, 'slabs'> & { slabs: Iterable<Uint32Array> }): UserIndex | undefined {
   // the slabs are the buffers SQLite's copies came in (no second copy of the index while it loads)
   const index = new UserIndex({ ...parts, slabs: [...parts.slabs] });
   // one an earlier track saved holding a user twice, one of the two at their earlier digest, is made again from the rows
@@ -193,7 +198,7 @@ export function loadReadIndex(db: Database.Database, target: number): UserLookup
   const parts = indexParts(db, target, false);
   if (parts === undefined || parts === EMPTY) return parts === EMPTY ? new UserIndex() : undefined;
   // (a packed index numbers its entries in 27 bits: one of more users is read as the writer reads it)
-  if (parts.shape[2] > ReadIndex.MOST) return new UserIndex({ ...parts, slabs: [...parts.slabs] });
+  if (parts.shape[2] > ReadIndex.MOST) return wholeIndex(parts);
   return ReadIndex.of(parts.shape, parts.directory, parts.slabs);
 }
 

@@ -110,7 +110,8 @@ function openTarget(path: string, target: string): { db: Database.Database; form
 function stateReader(path: string, db: Database.Database, target: number): StateReader {
   const names = new Map<string, number>();
   for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) names.set(name, nameId);
-  const index = loadReadIndex(db, target) ?? indexFromRows(db, target);
+  // read in one transaction: the index's parts as one save wrote them, though a writer saves it again meanwhile
+  const index = db.transaction(() => loadReadIndex(db, target) ?? indexFromRows(db, target)).deferred();
   const activity = db.prepare('SELECT 1 FROM activities WHERE target = ? AND hash = ?').pluck();
   const empty = index.size === 0 && db.prepare('SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(target) === undefined;
   const rowOf = rowFinder(db, index);

@@ -12,7 +12,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { learnRecordWriter, userMark, type HeldValues } from '../../src/records/learn-record-writer.js';
 import { KEY_HASH, keyHashInto, userPart, valueHash } from '../../src/records/state-record.js';
 import { openStateFileWriter } from '../../src/records/state-file-writer.js';
-import { indexFromRows, loadIndex, PACK, patchIndex, rowDigest, saveIndex, unpack, wordsOf } from '../../src/records/state-rows.js';
+import { indexFromRows, loadIndex, loadReadIndex, PACK, patchIndex, rowDigest, saveIndex, unpack, wordsOf } from '../../src/records/state-rows.js';
+import { ReadIndex } from '../../src/records/read-index.js';
 import { listState, openStateReader } from '../../src/records/state.js';
 import { forgetTarget } from '../../src/records/state-file.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
@@ -24,6 +25,9 @@ beforeEach(() => (tmp = tempDir()));
 afterEach(() => tmp.cleanup());
 
 const T = 'http://127.0.0.1:4000/users/track';
+
+/** The files this process holds open. */
+const openFiles = (): number => readdirSync('/proc/self/fd').length;
 const USERS = 5000;
 
 /** Has the writer learn these records, each a request the server accepted whole. */
@@ -246,6 +250,10 @@ describe('a run that adds users to a target that had some', () => {
     writer.close();
     expect(writer.holdsWholeIndex).toBe(false);
     expect(indexes(path).saved).toEqual(indexes(path).made);
+    // the users it says it holds, read by a plan packed
+    const db = new Database(path, { readonly: true });
+    expect([loadIndex(db, 1)!.size, loadReadIndex(db, 1) instanceof ReadIndex]).toEqual([USERS + 300, true]);
+    db.close();
     expect([holdsPlan(path, 7, 'gold'), holdsPlan(path, 7, 'pro')]).toEqual([true, false]);
     expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 300 })]);
   });
@@ -260,6 +268,7 @@ describe('a run that adds users to a target that had some', () => {
         return record.finish();
       });
     const files = (): string[] => readdirSync(tmp.dir).filter((name) => !name.startsWith('state.sqlite'));
+    const fds = openFiles();
     let writer = openStateFileWriter(path, T, { spillAfter: 1 });
     accept(writer, records('a', 40_000, 'free'));
     expect(files()).toEqual([]);
@@ -274,6 +283,29 @@ describe('a run that adds users to a target that had some', () => {
     expect(saved).toHaveLength(80_000);
     expect(saved).toEqual(made);
     expect(files()).toEqual([]);
+    expect(openFiles()).toBe(fds);
+  });
+
+  it('adds a user its plan took for one the target had (a packed index matches the end of a key) as it adds new ones, in packs of 16', () => {
+    const path = firstRun();
+    const packs = (): number => {
+      const db = new Database(path, { readonly: true });
+      const count = db.prepare('SELECT count(*) FROM packs').pluck().get() as number;
+      db.close();
+      return count;
+    };
+    const before = packs();
+    const record = learnRecordWriter();
+    for (let i = 0; i < 160; i += 1) record.add(userMark(true, -1), { external_id: `k${i}`, plan: 'free' });
+    const learn = record.finish();
+    const writer = openStateFileWriter(path, T);
+    // forgotten before it is posted (none of them is there), then learned
+    writer.sending(learn.slice());
+    accept(writer, [learn]);
+    writer.close();
+    expect(packs() - before).toBe(10);
+    expect(indexes(path).saved).toEqual(indexes(path).made);
+    expect(listState(path)).toEqual([expect.objectContaining({ users: USERS + 160 })]);
   });
 
   it('after a first run stopped before it saved the index, makes it from the rows as it opens, and saves it with the users it adds', () => {
@@ -364,6 +396,53 @@ describe('an index an earlier track saved holding a user twice', () => {
       expect(saved).toEqual(fromRows);
       expect(saved).toHaveLength(USERS);
     });
+  });
+
+  it('written by an earlier track after this one remade the file, is saved made again from the rows by a run that adds users (not laid out from its entries)', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    // the user of the greatest key hash, in the index's last bucket: its entries are read (and spilled) before it
+    const last = Array.from({ length: USERS }, (_, i) => i).reduce((a, b) => (keyHashInto(`e:u${b}`), KEY_HASH[0] >>> 0) > (keyHashInto(`e:u${a}`), KEY_HASH[0] >>> 0) ? b : a);
+    holdTwice(path, last, 12345);
+    const db = new Database(path);
+    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
+    db.close();
+    const fds = openFiles();
+    const record = learnRecordWriter();
+    for (let i = 0; i < 50; i += 1) record.add(userMark(false, -1), { external_id: `n${i}`, plan: 'free' });
+    const writer = openStateFileWriter(path, T, { spillAfter: 1 });
+    accept(writer, [record.finish()]);
+    writer.close();
+    expect(writer.holdsWholeIndex).toBe(true);
+    expect(openFiles()).toBe(fds);
+    const { saved, made } = indexes(path);
+    expect(saved).toEqual(made);
+    expect(saved).toHaveLength(USERS + 50);
+    expect(saved!.filter((entry) => entry[1] === rows[last])).toHaveLength(1);
+  });
+
+  it('is not read as it is by a plan of a target of more users than a packed index holds either', () => {
+    const path = firstRun();
+    const rows = rowsOf(path);
+    const free = indexes(path).made.find((entry) => entry[1] === rows[7])![2];
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
+    writer.close();
+    holdTwice(path, 7, free);
+    const db = new Database(path);
+    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
+    db.close();
+    const most = ReadIndex.MOST;
+    Object.defineProperty(ReadIndex, 'MOST', { value: 100 });
+    try {
+      const reader = openStateReader(path, T);
+      keyHashInto('e:u7');
+      expect(reader.hasRow(KEY_HASH[0], free)).toBe(false);
+      reader.close();
+    } finally {
+      Object.defineProperty(ReadIndex, 'MOST', { value: most });
+    }
+    expect(ReadIndex.MOST).toBe(most);
   });
 
   it('written by an earlier track after this one remade the file, is saved made again from the rows by a run that changes a user it holds twice', () => {

@@ -115,7 +115,7 @@ describe('UserIndex', () => {
   });
 });
 
-// the entries in memory, and spilled past their last slab (a slab: 16,384 entries)
+// the entries in memory, and spilled past their last slab (1,024 chunks of 64 entries, each of one part: a slab is filled by 2,000 entries spread over the parts)
 describe.each([
   ['in memory', () => new PartedEntries()],
   ['spilled to a file past their last slab', () => new PartedEntries(spill.dir, 1)],
