@@ -7,7 +7,7 @@
 // a user's once their key is read from the file (rowFinder), and a digest matches only the user it
 // was made for (state-record.ts userPart). A user the index does not hold shares a bucket and those
 // 12 bits with one it holds in about 1 look in 200: the plan then reads a row that is not theirs.
-import { BUCKET, ENTRIES, HIGH, LOW, ROWS } from './user-index.js';
+import { BUCKET, bucketHoldsARowTwice, ENTRIES, HIGH, LOW, ROWS } from './user-index.js';
 
 const TAG = 0xfff;
 /** A head holds the key's last 12 bits above the digest's high 20. */
@@ -66,12 +66,12 @@ export class ReadIndex implements UserLookup {
 
   /** Packs the bucket at `at` of a slab after the one before it (past the users the shape says, nothing is kept); false when it holds a row twice, or a user in each of its places. */
   #pack(slab: Uint32Array, at: number, bucket: number, starts: Uint32Array): boolean {
+    if (bucketHoldsARowTwice(slab, at)) return false;
     let e = starts[bucket];
     for (let i = 0; i < ENTRIES; i += 1) {
       const row = slab[at + ROWS + i];
       if (row === 0) continue;
       const key = slab[at + i];
-      for (let j = 0; j < i; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === key) return false;
       this.#entries[e * 2] = ((key & TAG) << TAG_SHIFT) | (slab[at + HIGH + i] & HIGH_MASK);
       this.#entries[e * 2 + 1] = slab[at + LOW + i];
       this.#rows[e] = row;

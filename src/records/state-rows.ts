@@ -183,7 +183,7 @@ export function loadIndex(db: Database.Database, target: number, asTheRunBegan =
 }
 
 /** The index of its parts, held whole; undefined when it holds a row twice. */
-function wholeIndex(parts: Omit<PersistedIndex, 'slabs'> & { slabs: Iterable<Uint32Array> }): UserIndex | undefined {
+function wholeIndex(parts: SavedParts): UserIndex | undefined {
   // the slabs are the buffers SQLite's copies came in (no second copy of the index while it loads)
   const index = new UserIndex({ ...parts, slabs: [...parts.slabs] });
   // one an earlier track saved holding a user twice, one of the two at their earlier digest, is made again from the rows
@@ -216,12 +216,15 @@ export function forEachSavedEntry(db: Database.Database, target: number, fn: (ke
 
 const EMPTY = 'empty';
 
+/** The parts of a saved index, its slabs read as they are asked for. */
+type SavedParts = Omit<PersistedIndex, 'slabs'> & { slabs: Iterable<Uint32Array> };
+
 /**
  * The parts of the index the file holds: its shape, directory, depths and counts, and its slabs as
  * they are read (one at a time, each checked); EMPTY for a target with no user, undefined for an
  * index marked out of date (see loadIndex). One not as saveIndex wrote it is a damaged file.
  */
-function indexParts(db: Database.Database, target: number, asTheRunBegan: boolean): (Omit<PersistedIndex, 'slabs'> & { slabs: Iterable<Uint32Array> }) | typeof EMPTY | undefined {
+function indexParts(db: Database.Database, target: number, asTheRunBegan: boolean): SavedParts | typeof EMPTY | undefined {
   const state = db.prepare('SELECT fresh, users FROM targets WHERE id = ?').get(target) as { fresh: number; users: number } | undefined;
   if (state === undefined) return EMPTY;
   if (state.fresh !== 1 && !asTheRunBegan) return undefined;

@@ -272,12 +272,7 @@ export class UserIndex {
     for (let s = 0; s < this.#slabs.length; s += 1) {
       const slab = this.#slabs[s];
       for (let bucket = 0; bucket < SLAB && s * SLAB + bucket < this.#buckets; bucket += 1) {
-        const at = bucket * BUCKET;
-        for (let i = 0; i < ENTRIES; i += 1) {
-          const row = slab[at + ROWS + i];
-          if (row === 0) continue;
-          for (let j = i + 1; j < ENTRIES; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === slab[at + i]) return true;
-        }
+        if (bucketHoldsARowTwice(slab, bucket * BUCKET)) return true;
       }
     }
     return false;
@@ -286,11 +281,7 @@ export class UserIndex {
   /** Calls fn with each entry of a slab of a persisted index, bucket by bucket; false (and no more calls) at a bucket holding a row twice. */
   static forEachIn(slab: Uint32Array, fn: (key: number, row: number, digest: number) => void): boolean {
     for (let at = 0; at < slab.length; at += BUCKET) {
-      for (let i = 0; i < ENTRIES; i += 1) {
-        const row = slab[at + ROWS + i];
-        if (row === 0) continue;
-        for (let j = 0; j < i; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === slab[at + i]) return false;
-      }
+      if (bucketHoldsARowTwice(slab, at)) return false;
       for (let i = 0; i < ENTRIES; i += 1) if (slab[at + ROWS + i] !== 0) fn(slab[at + i], slab[at + ROWS + i], slab[at + HIGH + i] * TWO_32 + slab[at + LOW + i]);
     }
     return true;
@@ -364,6 +355,16 @@ export class UserIndex {
     this.#counts.forEach((part, i) => counts.set(part.subarray(0, Math.min(SLAB, this.#buckets - i * SLAB)), i * SLAB));
     return { shape: Uint32Array.of(this.#bits, this.#buckets, this.#size), directory: this.#directory, depths, counts, slabs };
   }
+}
+
+/** Whether the bucket at `at` of a slab of a persisted index holds a row twice (see holdsARowTwice). */
+export function bucketHoldsARowTwice(slab: Uint32Array, at: number): boolean {
+  for (let i = 0; i < ENTRIES; i += 1) {
+    const row = slab[at + ROWS + i];
+    if (row === 0) continue;
+    for (let j = i + 1; j < ENTRIES; j += 1) if (slab[at + ROWS + j] === row && slab[at + j] === slab[at + i]) return true;
+  }
+  return false;
 }
 
 /** Keeps, of sorted entries of one key and one row (in the order pushed), the last one; how many are kept, moved to the front. */
