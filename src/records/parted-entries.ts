@@ -24,7 +24,7 @@ const CHUNK_WORDS = CHUNK * WORDS;
 const SLAB_CHUNKS = 1024;
 const SLAB_WORDS = SLAB_CHUNKS * CHUNK_WORDS;
 /** Slabs kept in memory when the entries may spill (the last ones: a part's chunk being filled is mostly among them). */
-export const SPILL_AFTER = 32;
+const SPILL_AFTER = 32;
 const TWO_32 = 2 ** 32;
 
 export class PartedEntries {
