@@ -326,8 +326,12 @@ describe('a run that adds users to a target that had some', () => {
 });
 
 describe('an index an earlier track saved holding a user twice', () => {
-  /** The file's index with a second entry of u`i`'s row at the digest of another plan, as an earlier track left it; the file as one it wrote (no mark of its index made again). */
-  function holdTwice(path: string, i: number, earlier: number): void {
+  /**
+   * The file's index with a second entry of u`i`'s row at the digest of another plan, as an earlier
+   * track left it; the file as one it wrote (no mark of its index made again), or, `sinceRemade`, as
+   * this track marked it before an earlier one wrote the index so.
+   */
+  function holdTwice(path: string, i: number, earlier: number, sinceRemade = false): void {
     const db = new Database(path);
     const index = loadIndex(db, 1)!;
     keyHashInto(`e:u${i}`);
@@ -337,19 +341,24 @@ describe('an index an earlier track saved holding a user twice', () => {
     index.add(key, row, earlier);
     expect(index.holdsARowTwice()).toBe(true);
     db.transaction(() => saveIndex(db, 1, index))();
-    db.prepare("DELETE FROM meta WHERE key = 'index-remade'").run();
+    if (!sinceRemade) db.prepare("DELETE FROM meta WHERE key = 'index-remade'").run();
     db.close();
+  }
+
+  /** u7 moved to "pro" (the index patched), and an entry of them at "free" left beside it, as an earlier track left it; the digest of "free". */
+  function movedLeavingEarlier(path: string, sinceRemade = false): number {
+    const rows = rowsOf(path);
+    const free = indexes(path).made.find((entry) => entry[1] === rows[7])![2];
+    const writer = openStateFileWriter(path, T);
+    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
+    writer.close();
+    holdTwice(path, 7, free, sinceRemade);
+    return free;
   }
 
   it('is not read as it is: the plan makes it from the rows, and the user\'s earlier digest is not found', () => {
     const path = firstRun();
-    const rows = rowsOf(path);
-    const free = indexes(path).made.find((entry) => entry[1] === rows[7])![2];
-    // u7 moved to "pro" (the index patched), and an entry of them at "free" left beside it, as an earlier track left it
-    const writer = openStateFileWriter(path, T);
-    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
-    writer.close();
-    holdTwice(path, 7, free);
+    const free = movedLeavingEarlier(path);
     const reader = openStateReader(path, T);
     keyHashInto('e:u7');
     expect(reader.hasRow(KEY_HASH[0], free)).toBe(false);
@@ -403,10 +412,7 @@ describe('an index an earlier track saved holding a user twice', () => {
     const rows = rowsOf(path);
     // the user of the greatest key hash, in the index's last bucket: its entries are read (and spilled) before it
     const last = Array.from({ length: USERS }, (_, i) => i).reduce((a, b) => (keyHashInto(`e:u${b}`), KEY_HASH[0] >>> 0) > (keyHashInto(`e:u${a}`), KEY_HASH[0] >>> 0) ? b : a);
-    holdTwice(path, last, 12345);
-    const db = new Database(path);
-    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
-    db.close();
+    holdTwice(path, last, 12345, true);
     const fds = openFiles();
     const record = learnRecordWriter();
     for (let i = 0; i < 50; i += 1) record.add(userMark(false, -1), { external_id: `n${i}`, plan: 'free' });
@@ -423,15 +429,7 @@ describe('an index an earlier track saved holding a user twice', () => {
 
   it('is not read as it is by a plan of a target of more users than a packed index holds either', () => {
     const path = firstRun();
-    const rows = rowsOf(path);
-    const free = indexes(path).made.find((entry) => entry[1] === rows[7])![2];
-    const writer = openStateFileWriter(path, T);
-    accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
-    writer.close();
-    holdTwice(path, 7, free);
-    const db = new Database(path);
-    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
-    db.close();
+    const free = movedLeavingEarlier(path, true);
     const most = ReadIndex.MOST;
     Object.defineProperty(ReadIndex, 'MOST', { value: 100 });
     try {
@@ -448,11 +446,8 @@ describe('an index an earlier track saved holding a user twice', () => {
   it('written by an earlier track after this one remade the file, is saved made again from the rows by a run that changes a user it holds twice', () => {
     const path = firstRun();
     const rows = rowsOf(path);
-    holdTwice(path, 7, 12345);
     // the file as this track marked it: an earlier one wrote the index holding u7 twice since
-    const db = new Database(path);
-    db.prepare("INSERT INTO meta (key, value) VALUES ('index-remade', '1')").run();
-    db.close();
+    holdTwice(path, 7, 12345, true);
     // a run that changes u7 alone, with the row its plan found: a patch would set both entries and keep the second
     const writer = openStateFileWriter(path, T);
     accept(writer, [knownRecord([{ i: 7, row: rows[7], plan: 'pro' }])]);
