@@ -2,7 +2,7 @@
 // as it loads, 12 bytes a user where the index a run writes to takes about 26 (buckets of 32 places,
 // two thirds full). Each bucket's entries follow one another, and of each only its row, its digest
 // and the last 12 bits of its key are kept: a plan only looks users up, and the first bits of a key
-// chose its bucket (18 or more of them past a few million users). A match of the last 12 is
+// chose its bucket (18 or more of them at 10 million users). A match of the last 12 is
 // confirmed by what follows it, as a match of the whole key was (two users may share one): a row is
 // a user's once their key is read from the file (rowFinder), and a digest matches only the user it
 // was made for (state-record.ts userPart). A user the index does not hold shares a bucket and those
