@@ -142,9 +142,10 @@ export class StateFileWriter {
       // none when it holds a row twice, as an earlier track may have left it: made from the rows, which hold what the run wrote
       if (saved === undefined) this.#index = indexFromRows(this.#db, this.#target);
       else {
-        this.#additions?.forEach((key, row, digest) => saved.add(key, row, digest));
-        this.#pending.forEach((key, row, digest) => saved.add(key, row, digest));
-        this.#changes.forEach((key, row, digest) => saved.set(key, row, digest));
+        this.#replayWrites(
+          (key, row, digest) => saved.add(key, row, digest),
+          (key, row, digest) => saved.set(key, row, digest),
+        );
         this.#index = saved;
       }
     }
@@ -377,15 +378,25 @@ export class StateFileWriter {
     });
   }
 
+  /** Gives what the run wrote of the index: the rows it added to `add`, then the digests it changed to `set`, in the order they were set. */
+  #replayWrites(add: (key: number, row: number, digest: number) => void, set: (key: number, row: number, digest: number) => void): void {
+    this.#additions?.forEach(add);
+    this.#pending.forEach(add);
+    this.#changes.forEach(set);
+  }
+
   /**
-   * Saves the index: this run's rows when they are the whole of it; the digests it changed, slab by
-   * slab, when it added none; else the whole index, read and brought up to date.
+   * Saves the index: the whole index when the writer holds it already; this run's rows when they are
+   * the whole of it; the digests it changed, slab by slab, when it added none; else laid out from
+   * the saved one's entries and the run's (#layIndex), or, when the saved one holds a row twice,
+   * made from the rows.
    */
   #saveIndex(): void {
-    if (this.#index === undefined && this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions ?? this.#pending);
+    if (this.#index !== undefined) return saveIndex(this.#db, this.#target, this.#index);
+    if (this.#startedEmpty) return saveIndex(this.#db, this.#target, this.#additions ?? this.#pending);
     const added = (this.#additions?.size ?? 0) + this.#pending.count;
-    if (this.#index === undefined && added === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
-    if (this.#index === undefined && this.#layIndex()) return;
+    if (added === 0 && patchIndex(this.#db, this.#target, this.#changes)) return;
+    if (this.#layIndex()) return;
     saveIndex(this.#db, this.#target, this.#indexOf());
   }
 
@@ -400,10 +411,8 @@ export class StateFileWriter {
     const push = (key: number, row: number, digest: number): void => entries.push(key, row, digest);
     try {
       if (!forEachSavedEntry(this.#db, this.#target, push)) return false;
-      this.#additions?.forEach(push);
-      this.#pending.forEach(push);
       // a row's changed digest, pushed after its entry, is the one laid out
-      this.#changes.forEach(push);
+      this.#replayWrites(push, push);
       saveIndex(this.#db, this.#target, entries);
       return true;
     } finally {

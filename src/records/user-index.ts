@@ -22,7 +22,7 @@ export const ROWS = ENTRIES;
 export const HIGH = ENTRIES * 2;
 export const LOW = ENTRIES * 3;
 /** Buckets of a slab (a part of the persisted index). */
-export const SLAB = 2048;
+const SLAB = 2048;
 /** A bucket's entries while it splits (one split at a time). */
 const SPLITTING = new Uint32Array(BUCKET);
 const TWO_32 = 2 ** 32;
