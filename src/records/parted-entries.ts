@@ -5,12 +5,11 @@
 // run's end the index is laid out part by part in key order (UserIndex.lay), each part sorted on its
 // own, where a sort of the whole would hold a second copy of every entry.
 // Given a folder to spill to, it keeps only its last slabs in memory (SPILL_AFTER): the earlier ones
-// are written to a file of its own there, removed from the folder as soon as it is opened (the
+// are written to a file of its own there (spill-file.ts), removed from the folder as soon as it is opened (the
 // system frees its space once it is closed, by discard(), the end of the entries, or the end of
 // the process, a kill included), and their chunks read back when searched or laid out. A run that
 // adds 10 million users holds 32 MiB of them, not 160.
-import { closeSync, openSync, readSync, unlinkSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { SpillFile } from './spill-file.js';
 
 /** Parts: by the key's first PART_BITS bits. */
 export const PART_BITS = 11;
@@ -33,7 +32,7 @@ export class PartedEntries {
   /** The folder the slabs spill to, the slabs kept in memory, and the file once opened. */
   readonly #spillTo: string | undefined;
   readonly #keep: number;
-  #file: number | undefined;
+  #file: SpillFile | undefined;
   /** A spilled chunk read back (what #chunkWords gives for one). */
   readonly #read = new Uint32Array(CHUNK_WORDS);
   #chunkCount = 0;
@@ -101,14 +100,8 @@ export class PartedEntries {
 
   /** Writes words at a place of a slab in the spill file (opened, and removed from its folder, at the first). */
   #writeOut(slab: number, at: number, words: Uint32Array): void {
-    if (this.#file === undefined) {
-      const path = join(this.#spillTo!, `.track-entries-${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`);
-      this.#file = openSync(path, 'wx+', 0o600);
-      unlinkSync(path);
-    }
-    const bytes = new Uint8Array(words.buffer, words.byteOffset, words.byteLength);
-    let done = 0;
-    while (done < bytes.length) done += writeSync(this.#file, bytes, done, bytes.length - done, (slab * SLAB_WORDS + at) * 4 + done);
+    this.#file ??= new SpillFile(this.#spillTo!, 'entries');
+    this.#file.write(new Uint8Array(words.buffer, words.byteOffset, words.byteLength), (slab * SLAB_WORDS + at) * 4);
   }
 
   /**
@@ -161,13 +154,7 @@ export class PartedEntries {
     const slab = Math.floor(chunk / SLAB_CHUNKS);
     const words = this.#slabs[slab];
     if (words !== undefined) return words.subarray(first, first + n);
-    const bytes = new Uint8Array(this.#read.buffer, 0, n * 4);
-    let done = 0;
-    while (done < bytes.length) {
-      const read = readSync(this.#file!, bytes, done, bytes.length - done, (slab * SLAB_WORDS + first) * 4 + done);
-      if (read === 0) throw new Error('the file the index entries were written to ends before them');
-      done += read;
-    }
+    this.#file!.read(new Uint8Array(this.#read.buffer, 0, n * 4), (slab * SLAB_WORDS + first) * 4);
     return this.#read.subarray(0, n);
   }
 
@@ -221,7 +208,7 @@ export class PartedEntries {
   #release(): void {
     this.#slabs = [];
     this.#chunkCount = 0;
-    if (this.#file !== undefined) closeSync(this.#file);
+    this.#file?.close();
     this.#file = undefined;
   }
 

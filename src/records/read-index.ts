@@ -7,6 +7,10 @@
 // a user's once their key is read from the file (rowFinder), and a digest matches only the user it
 // was made for (state-record.ts userPart). A user the index does not hold shares a bucket and those
 // 12 bits with one it holds in about 1 look in 200: the plan then reads a row that is not theirs.
+// Past ROWS_IN_MEMORY users, given a folder, it writes the rows to a file there (spill-file.ts) and
+// reads a row back when a user's key matches (a user whose digest did not: changed, or not held),
+// 8 bytes a user in memory: an unchanged re-upload reads none.
+import { SpillFile } from './spill-file.js';
 import { BUCKET, bucketHoldsARowTwice, ENTRIES, HIGH, LOW, ROWS } from './user-index.js';
 
 const TAG = 0xfff;
@@ -20,48 +24,117 @@ export interface UserLookup {
   readonly size: number;
   has(anyKey: number, digest?: number): boolean;
   find(anyKey: number, fn: (row: number, digest: number) => boolean): void;
+  /** Lets go of what it holds outside memory. */
+  close(): void;
 }
 
 export class ReadIndex implements UserLookup {
   /** Users it holds at most: where an entry's bucket begins is written in 27 bits. */
   static readonly MOST = 2 ** 27 - 1;
+  /** Users whose rows it keeps in memory (4 MiB of them) where it is given a folder to write them to. */
+  static readonly ROWS_IN_MEMORY = 2 ** 20;
+  /** Rows written to the file at a time (1 MiB of them). */
+  static readonly ROWS_CHUNK = 2 ** 18;
   readonly size: number;
   readonly #bits: number;
   /** Per prefix of a key's first bits: where its bucket's entries begin, times 32, plus how many they are. */
   readonly #directory: Uint32Array;
   /** Two words an entry: the last bits of its key above the high bits of its digest (a head), then its digest's low 32 bits. */
   readonly #entries: Uint32Array;
-  readonly #rows: Uint32Array;
+  /** Each entry's row; or, while they are written to #file, the chunk of them being filled, then the one row read back. */
+  #rows: Uint32Array;
+  #file: SpillFile | undefined;
+  readonly #chunk = ReadIndex.ROWS_CHUNK;
 
-  private constructor(size: number, bits: number) {
+  private constructor(size: number, bits: number, rowsTo: string | undefined) {
     this.size = size;
     this.#bits = bits;
     this.#directory = new Uint32Array(2 ** bits);
     this.#entries = new Uint32Array(size * 2);
-    this.#rows = new Uint32Array(size);
+    // (a folder the rows cannot be written to leaves them in memory)
+    try {
+      if (rowsTo !== undefined && size > ReadIndex.ROWS_IN_MEMORY) this.#file = new SpillFile(rowsTo, 'rows');
+    } catch {
+      this.#file = undefined;
+    }
+    this.#rows = new Uint32Array(this.#file === undefined ? size : this.#chunk);
   }
 
   /**
    * The index of the persisted one with this shape ([bits, buckets, users]) and directory, from its
    * slabs read one at a time (each let go of once packed); undefined when it must be made from the
    * rows: it holds a row twice (UserIndex.holdsARowTwice), or other than the users its shape says.
+   * `rowsTo`: a folder its rows may be written to (see ROWS_IN_MEMORY).
    */
-  static of(shape: Uint32Array, directory: Uint32Array, slabs: Iterable<Uint32Array>): ReadIndex | undefined {
+  static of(shape: Uint32Array, directory: Uint32Array, slabs: Iterable<Uint32Array>, rowsTo?: string): ReadIndex | undefined {
     const [bits, buckets, users] = shape;
-    const index = new ReadIndex(users, bits);
-    /** Where each bucket's entries begin, and the last one's end. */
-    const starts = new Uint32Array(buckets + 1);
-    let bucket = 0;
-    for (const slab of slabs) {
-      for (let at = 0; at < slab.length && bucket < buckets; at += BUCKET, bucket += 1) if (!index.#pack(slab, at, bucket, starts)) return undefined;
+    const index = new ReadIndex(users, bits, rowsTo);
+    try {
+      /** Where each bucket's entries begin, and the last one's end. */
+      const starts = new Uint32Array(buckets + 1);
+      let bucket = 0;
+      for (const slab of slabs) {
+        for (let at = 0; at < slab.length && bucket < buckets; at += BUCKET, bucket += 1) {
+          if (!index.#pack(slab, at, bucket, starts)) return index.#dropped();
+        }
+      }
+      // (the last bucket's end is written once it is packed)
+      if (starts[buckets] !== users) return index.#dropped();
+      for (let prefix = 0; prefix < directory.length; prefix += 1) {
+        const b = directory[prefix];
+        index.#directory[prefix] = ((starts[b] << 5) | (starts[b + 1] - starts[b])) >>> 0;
+      }
+      if (users % index.#chunk !== 0) index.#writeRows(users - (users % index.#chunk), users % index.#chunk);
+      if (index.#file !== undefined) index.#rows = new Uint32Array(1);
+      return index;
+    } catch (error) {
+      index.close();
+      throw error;
     }
-    // (the last bucket's end is written once it is packed)
-    if (starts[buckets] !== users) return undefined;
-    for (let prefix = 0; prefix < directory.length; prefix += 1) {
-      const b = directory[prefix];
-      index.#directory[prefix] = ((starts[b] << 5) | (starts[b + 1] - starts[b])) >>> 0;
+  }
+
+  /** Undefined, once its file is let go of. */
+  #dropped(): undefined {
+    this.close();
+    return undefined;
+  }
+
+  /** Keeps the row of the e-th entry (entries come in order): in memory, or in the chunk written to the file once full. */
+  #putRow(e: number, row: number): void {
+    if (this.#file === undefined) {
+      this.#rows[e] = row;
+      return;
     }
-    return index;
+    const i = e % this.#chunk;
+    this.#rows[i] = row;
+    if (i === this.#chunk - 1) this.#writeRows(e - i, this.#chunk);
+  }
+
+  /** Writes the first n rows of the chunk as those of entries from `first` on; where the file cannot take them, the rows are kept in memory from now on. */
+  #writeRows(first: number, n: number): void {
+    if (this.#file === undefined) return;
+    try {
+      this.#file.write(new Uint8Array(this.#rows.buffer, 0, n * 4), first * 4);
+    } catch {
+      // (a full disk: those written are read back)
+      const rows = new Uint32Array(this.size);
+      this.#file.read(new Uint8Array(rows.buffer, 0, first * 4), 0);
+      rows.set(this.#rows.subarray(0, n), first);
+      this.close();
+      this.#rows = rows;
+    }
+  }
+
+  /** The row of the e-th entry. */
+  #rowOf(e: number): number {
+    if (this.#file === undefined) return this.#rows[e];
+    this.#file.read(new Uint8Array(this.#rows.buffer, 0, 4), e * 4);
+    return this.#rows[0];
+  }
+
+  close(): void {
+    this.#file?.close();
+    this.#file = undefined;
   }
 
   /** Packs the bucket at `at` of a slab after the one before it (past the users the shape says, nothing is kept); false when it holds a row twice, or a user in each of its places. */
@@ -74,7 +147,7 @@ export class ReadIndex implements UserLookup {
       const key = slab[at + i];
       this.#entries[e * 2] = ((key & TAG) << TAG_SHIFT) | (slab[at + HIGH + i] & HIGH_MASK);
       this.#entries[e * 2 + 1] = slab[at + LOW + i];
-      this.#rows[e] = row;
+      this.#putRow(e, row);
       e += 1;
     }
     starts[bucket + 1] = e;
@@ -106,7 +179,7 @@ export class ReadIndex implements UserLookup {
     const tag = key & TAG;
     for (let e = first; e < first + count; e += 1) {
       const head = this.#entries[e * 2];
-      if (head >>> TAG_SHIFT === tag && fn(this.#rows[e], (head & HIGH_MASK) * TWO_32 + this.#entries[e * 2 + 1])) return;
+      if (head >>> TAG_SHIFT === tag && fn(this.#rowOf(e), (head & HIGH_MASK) * TWO_32 + this.#entries[e * 2 + 1])) return;
     }
   }
 }

@@ -191,15 +191,16 @@ function wholeIndex(parts: SavedParts): UserIndex | undefined {
 }
 
 /**
- * The index as a plan reads it (read-index.ts: 12 bytes a user), packed from the file's a slab at
- * a time; undefined when it must be made from the rows (see loadIndex).
+ * The index as a plan reads it (read-index.ts: 12 bytes a user, 8 past a million given `rowsTo`, the
+ * folder its rows are then written to), packed from the file's a slab at a time; undefined when it
+ * must be made from the rows (see loadIndex).
  */
-export function loadReadIndex(db: Database.Database, target: number): UserLookup | undefined {
+export function loadReadIndex(db: Database.Database, target: number, rowsTo?: string): UserLookup | undefined {
   const parts = indexParts(db, target, false);
   if (parts === undefined || parts === EMPTY) return parts === EMPTY ? new UserIndex() : undefined;
   // (a packed index numbers its entries in 27 bits: one of more users is read as the writer reads it)
   if (parts.shape[2] > ReadIndex.MOST) return wholeIndex(parts);
-  return ReadIndex.of(parts.shape, parts.directory, parts.slabs);
+  return ReadIndex.of(parts.shape, parts.directory, parts.slabs, rowsTo);
 }
 
 /**

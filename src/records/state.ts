@@ -5,10 +5,12 @@
 // (state-writer.ts), so that no stop, a kill included, leaves the state claiming a value the server
 // may no longer hold. A user is found through the target's index (read-index.ts), in memory: one
 // look, whatever the order of a file's ids.
+import { dirname } from 'node:path';
 import type Database from '../sqlite.js';
 import { UsageError } from '../errors.js';
 import { earlierFormatError, hashesActivitiesAsBefore, isPacked, openStateFile, readFailure, stateExists, stateFailure, targetId } from './state-file.js';
 import { keysOf } from './state-keys.js';
+import type { UserLookup } from './read-index.js';
 import { ENTRY, indexFromRows, loadReadIndex, rowFinder, userTotals } from './state-rows.js';
 import { HASH, valueHashInto } from './state-record.js';
 
@@ -78,7 +80,8 @@ const NO_STATE: StateReader = {
 
 /**
  * Reads a target's state for a plan; a state file that does not exist yet is an empty state (a dry
- * run creates nothing). Its index is loaded whole (12 bytes a user: read-index.ts).
+ * run creates nothing). Its index is loaded whole (12 bytes a user, 8 past a million users, whose
+ * rows are then in a file beside the state's: read-index.ts).
  */
 export function openStateReader(path: string, target: string): StateReader {
   if (!stateExists(path)) return NO_STATE;
@@ -111,7 +114,16 @@ function stateReader(path: string, db: Database.Database, target: number): State
   const names = new Map<string, number>();
   for (const [nameId, name] of db.prepare('SELECT id, name FROM names').raw().iterate() as Iterable<[number, string]>) names.set(name, nameId);
   // read in one transaction: the index's parts as one save wrote them, though a writer saves it again meanwhile
-  const index = db.transaction(() => loadReadIndex(db, target) ?? indexFromRows(db, target)).deferred();
+  const index = db.transaction(() => loadReadIndex(db, target, dirname(path)) ?? indexFromRows(db, target)).deferred();
+  try {
+    return readerOf(path, db, target, names, index);
+  } catch (error) {
+    index.close();
+    throw error;
+  }
+}
+
+function readerOf(path: string, db: Database.Database, target: number, names: Map<string, number>, index: UserLookup): StateReader {
   const activity = db.prepare('SELECT 1 FROM activities WHERE target = ? AND hash = ?').pluck();
   const empty = index.size === 0 && db.prepare('SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(target) === undefined;
   const rowOf = rowFinder(db, index);
@@ -157,7 +169,10 @@ function stateReader(path: string, db: Database.Database, target: number): State
         return failed(error);
       }
     },
-    close: () => db.close(),
+    close() {
+      index.close();
+      db.close();
+    },
   };
 }
 

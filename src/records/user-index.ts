@@ -106,6 +106,9 @@ export class UserIndex {
     return false;
   }
 
+  /** (A UserLookup: it holds nothing outside memory.) */
+  close(): void {}
+
   /** Sets the digest of row `row` under `key`, adding it when the index does not hold it. */
   set(anyKey: number, row: number, digest: number): void {
     this.#put(anyKey >>> 0, row, digest, true);

@@ -2,9 +2,13 @@
 // index holds with their row and digest, tells digests apart, and matches a key it does not hold
 // only where a user it holds shares its bucket and the last 12 bits of its key; one holding a row
 // twice, or other than the users its shape says, is made from the rows instead.
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ReadIndex } from '../../src/records/read-index.js';
 import { UserIndex } from '../../src/records/user-index.js';
+import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
 /** A stream of 32-bit keys (xorshift), some of them signed as the plan gives them. */
 function keys(n: number, seed = 0x9e3779b9): number[] {
@@ -24,10 +28,25 @@ function found(index: { find: UserIndex['find'] }, key: number): Array<[number, 
   return rows;
 }
 
-const packed = (index: UserIndex): ReadIndex | undefined => {
+const packed = (index: UserIndex, rowsTo?: string): ReadIndex | undefined => {
   const { shape, directory, slabs } = structuredClone(index.persist());
-  return ReadIndex.of(shape, directory, slabs);
+  return ReadIndex.of(shape, directory, slabs, rowsTo);
 };
+
+const openFiles = (): number => readdirSync('/proc/self/fd').length;
+
+/** fn's result with the rows of an index past 1,000 users written to a file, 4,096 at a time (a big index's, made small). */
+function rowsInFile<T>(fn: () => T): T {
+  const [most, chunk] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK];
+  Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
+  Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
+  try {
+    return fn();
+  } finally {
+    Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
+    Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
+  }
+}
 
 describe('ReadIndex', () => {
   const all = keys(120_000);
@@ -99,5 +118,69 @@ describe('ReadIndex', () => {
     expect(ReadIndex.of(Uint32Array.of(persisted.shape[0], persisted.shape[1], persisted.shape[2] - 1), persisted.directory, persisted.slabs)).toBeUndefined();
     expect(ReadIndex.of(Uint32Array.of(persisted.shape[0], persisted.shape[1], persisted.shape[2] + 1), persisted.directory, persisted.slabs)).toBeUndefined();
     expect(ReadIndex.of(persisted.shape, persisted.directory, persisted.slabs.slice(0, -1))).toBeUndefined();
+  });
+
+  describe('with its rows in a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'track-read-index-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    /** Whether the index answers as the one holding its rows in memory does, for every 6th user and a key of each ending. */
+    const answersAsInMemory = (other: ReadIndex): void => {
+      expect(other.size).toBe(read.size);
+      for (let i = 0; i < all.length; i += 6) expect(found(other, all[i])).toEqual(found(read, all[i]));
+      for (let ending = 0; ending < 4096; ending += 1) expect(found(other, ending)).toEqual(found(read, ending));
+      expect(found(other, -5)).toEqual(found(read, -5));
+      expect([other.has(all[7], (7 * 7919 + 2 ** 51 + 2 ** 40) % 2 ** 52), other.has(all[7], 7)]).toEqual([true, false]);
+    };
+
+    it('past a number of users, writes them to a file it removes from the folder at once, reads them back, and closes it', () => {
+      const fds = openFiles();
+      const inFile = rowsInFile(() => packed(index, dir))!;
+      expect(openFiles()).toBe(fds + 1);
+      expect(readdirSync(dir)).toEqual([]);
+      answersAsInMemory(inFile);
+      inFile.close();
+      expect(openFiles()).toBe(fds);
+      // an index of fewer users keeps them in memory
+      const small = new UserIndex();
+      for (let row = 1; row <= 1000; row += 1) small.set(all[row], row, row);
+      const few = rowsInFile(() => packed(small, dir))!;
+      expect(openFiles()).toBe(fds);
+      expect(found(few, all[10])).toEqual([[10, 10]]);
+    });
+
+    it('closes its file when it is not made (a row held twice, users other than its shape says, a part that cannot be read)', () => {
+      const fds = openFiles();
+      const twice = new UserIndex();
+      all.slice(0, 5000).forEach((key, i) => twice.add(key, i + 1, i));
+      twice.add(all[4500], 4501, 99);
+      expect(rowsInFile(() => packed(twice, dir))).toBeUndefined();
+      const persisted = structuredClone(index.persist());
+      expect(rowsInFile(() => ReadIndex.of(Uint32Array.of(persisted.shape[0], persisted.shape[1], persisted.shape[2] + 1), persisted.directory, persisted.slabs, dir))).toBeUndefined();
+      expect(openFiles()).toBe(fds);
+      // nor when reading its parts fails (a damaged file)
+      function* damaged(): Generator<Uint32Array> {
+        yield persisted.slabs[0];
+        throw new Error('its index of users is malformed');
+      }
+      expect(() => rowsInFile(() => ReadIndex.of(persisted.shape, persisted.directory, damaged(), dir))).toThrow('malformed');
+      expect(openFiles()).toBe(fds);
+    });
+
+    it('keeps them in memory where the folder cannot take a file', () => {
+      const fds = openFiles();
+      const inMemory = rowsInFile(() => packed(index, join(dir, 'missing')))!;
+      expect(openFiles()).toBe(fds);
+      answersAsInMemory(inMemory);
+    });
+
+    it.runIf(isRoot)('reads back what it wrote and keeps them in memory when the disk fills up as it writes them', async () => {
+      await withSmallDisk(dir, '64k', async (small) => {
+        const fds = openFiles();
+        const filled = rowsInFile(() => packed(index, small))!;
+        expect(openFiles()).toBe(fds);
+        answersAsInMemory(filled);
+      });
+    });
   });
 });

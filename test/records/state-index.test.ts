@@ -427,6 +427,33 @@ describe('an index an earlier track saved holding a user twice', () => {
     expect(saved!.filter((entry) => entry[1] === rows[last])).toHaveLength(1);
   });
 
+  it('is read by a plan with its rows in a file beside the state past a number of users: the same rows found, the file gone with the reader', () => {
+    const path = firstRun();
+    const inMemory = rowsOf(path);
+    const fds = openFiles();
+    const plain = openStateReader(path, T);
+    /** The files a reader holds open, its rows in memory (the state's and its journal's), and the folder's then. */
+    const ofReader = openFiles() - fds;
+    const files = readdirSync(tmp.dir).sort();
+    plain.close();
+    const [most, chunk] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK];
+    Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
+    Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
+    try {
+      const reader = openStateReader(path, T);
+      // one more: its rows' (removed from the folder)
+      expect(openFiles()).toBe(fds + ofReader + 1);
+      expect(readdirSync(tmp.dir).sort()).toEqual(files);
+      reader.close();
+      expect(openFiles()).toBe(fds);
+      expect(rowsOf(path)).toEqual(inMemory);
+    } finally {
+      Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
+      Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
+    }
+    expect(openFiles()).toBe(fds);
+  });
+
   it('is not read as it is by a plan of a target of more users than a packed index holds either', () => {
     const path = firstRun();
     const free = movedLeavingEarlier(path, true);
