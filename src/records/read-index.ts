@@ -35,6 +35,8 @@ export class ReadIndex implements UserLookup {
   static readonly ROWS_IN_MEMORY = 2 ** 20;
   /** Rows written to the file at a time (1 MiB of them). */
   static readonly ROWS_CHUNK = 2 ** 18;
+  /** The file its rows are written to, in that folder. */
+  static readonly rowsFile = (folder: string): SpillFile => new SpillFile(folder, 'rows');
   readonly size: number;
   readonly #bits: number;
   /** Per prefix of a key's first bits: where its bucket's entries begin, times 32, plus how many they are. */
@@ -53,7 +55,7 @@ export class ReadIndex implements UserLookup {
     this.#entries = new Uint32Array(size * 2);
     // (a folder the rows cannot be written to leaves them in memory)
     try {
-      if (rowsTo !== undefined && size > ReadIndex.ROWS_IN_MEMORY) this.#file = new SpillFile(rowsTo, 'rows');
+      if (rowsTo !== undefined && size > ReadIndex.ROWS_IN_MEMORY) this.#file = ReadIndex.rowsFile(rowsTo);
     } catch {
       this.#file = undefined;
     }
@@ -101,6 +103,8 @@ export class ReadIndex implements UserLookup {
 
   /** Keeps the row of the e-th entry (entries come in order): in memory, or in the chunk written to the file once full. */
   #putRow(e: number, row: number): void {
+    // (one past the users its shape says is not kept: such an index is not made)
+    if (e >= this.size) return;
     if (this.#file === undefined) {
       this.#rows[e] = row;
       return;

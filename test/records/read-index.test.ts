@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ReadIndex } from '../../src/records/read-index.js';
+import { SpillFile } from '../../src/records/spill-file.js';
 import { UserIndex } from '../../src/records/user-index.js';
 import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
@@ -35,16 +36,36 @@ const packed = (index: UserIndex, rowsTo?: string): ReadIndex | undefined => {
 
 const openFiles = (): number => readdirSync('/proc/self/fd').length;
 
-/** fn's result with the rows of an index past 1,000 users written to a file, 4,096 at a time (a big index's, made small). */
-function rowsInFile<T>(fn: () => T): T {
-  const [most, chunk] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK];
+/** A rows file that takes `budget` bytes in all, then fails as a full disk does (the part of a write it has room for taken). */
+class FullAfter extends SpillFile {
+  #left: number;
+  constructor(folder: string, budget: number) {
+    super(folder, 'rows');
+    this.#left = budget;
+  }
+  override write(bytes: Uint8Array, position: number): void {
+    const taken = Math.min(this.#left, bytes.length);
+    super.write(bytes.subarray(0, taken), position);
+    this.#left -= taken;
+    if (taken < bytes.length) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+  }
+}
+
+/**
+ * fn's result with the rows of an index past 1,000 users written to a file, 4,096 at a time (a big
+ * index's, made small); `full`: that file takes so many bytes only.
+ */
+function rowsInFile<T>(fn: () => T, full?: number): T {
+  const [most, chunk, file] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK, ReadIndex.rowsFile];
   Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
   Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
+  if (full !== undefined) Object.defineProperty(ReadIndex, 'rowsFile', { value: (folder: string) => new FullAfter(folder, full) });
   try {
     return fn();
   } finally {
     Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
     Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
+    Object.defineProperty(ReadIndex, 'rowsFile', { value: file });
   }
 }
 
@@ -174,7 +195,24 @@ describe('ReadIndex', () => {
       answersAsInMemory(inMemory);
     });
 
-    it.runIf(isRoot)('reads back what it wrote and keeps them in memory when the disk fills up as it writes them', async () => {
+    it('reads back what it wrote and keeps them in memory when the disk fills up: at its first write, inside a chunk, inside the last', () => {
+      // 120,020 users: 29 chunks of 4,096 rows (16,384 bytes), then 1,236
+      expect(read.size).toBe(120_020);
+      for (const budget of [0, 40_000, 29 * 16_384 + 100]) {
+        const fds = openFiles();
+        const filled = rowsInFile(() => packed(index, dir), budget)!;
+        expect(openFiles()).toBe(fds);
+        answersAsInMemory(filled);
+      }
+      // (with room for them all, the rows stay in the file)
+      const fds = openFiles();
+      const roomy = rowsInFile(() => packed(index, dir), 120_020 * 4)!;
+      expect(openFiles()).toBe(fds + 1);
+      answersAsInMemory(roomy);
+      roomy.close();
+    });
+
+    it.runIf(isRoot)('on a real full disk, reads back what it wrote and keeps them in memory', async () => {
       await withSmallDisk(dir, '64k', async (small) => {
         const fds = openFiles();
         const filled = rowsInFile(() => packed(index, small))!;

@@ -28,6 +28,19 @@ const T = 'http://127.0.0.1:4000/users/track';
 
 /** The files this process holds open. */
 const openFiles = (): number => readdirSync('/proc/self/fd').length;
+
+/** Runs fn with a plan's index keeping the rows of a target past 1,000 users in a file (as past a million), 4,096 written at a time. */
+function withRowsInFile(fn: () => void): void {
+  const [most, chunk] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK];
+  Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
+  Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
+  try {
+    fn();
+  } finally {
+    Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
+    Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
+  }
+}
 const USERS = 5000;
 
 /** Has the writer learn these records, each a request the server accepted whole. */
@@ -436,10 +449,7 @@ describe('an index an earlier track saved holding a user twice', () => {
     const ofReader = openFiles() - fds;
     const files = readdirSync(tmp.dir).sort();
     plain.close();
-    const [most, chunk] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK];
-    Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
-    Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
-    try {
+    withRowsInFile(() => {
       const reader = openStateReader(path, T);
       // one more: its rows' (removed from the folder)
       expect(openFiles()).toBe(fds + ofReader + 1);
@@ -447,10 +457,17 @@ describe('an index an earlier track saved holding a user twice', () => {
       reader.close();
       expect(openFiles()).toBe(fds);
       expect(rowsOf(path)).toEqual(inMemory);
-    } finally {
-      Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
-      Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
-    }
+    });
+    expect(openFiles()).toBe(fds);
+  });
+
+  it('lets go of its rows file when the rest of the state cannot be read after it', () => {
+    const path = firstRun();
+    const db = new Database(path);
+    db.exec('DROP TABLE activities');
+    db.close();
+    const fds = openFiles();
+    withRowsInFile(() => expect(() => openStateReader(path, T)).toThrow(/activities/));
     expect(openFiles()).toBe(fds);
   });
 
