@@ -5,10 +5,10 @@
 // run's end the index is laid out part by part in key order (UserIndex.lay), each part sorted on its
 // own, where a sort of the whole would hold a second copy of every entry.
 // Given a folder to spill to, it keeps only its last slabs in memory (SPILL_AFTER): the earlier ones
-// are written to a file of its own there (spill-file.ts), removed from the folder as soon as it is opened (the
-// system frees its space once it is closed, by discard(), the end of the entries, or the end of
-// the process, a kill included), and their chunks read back when searched or laid out. A run that
-// adds 10 million users holds 8 MiB of them, not 160.
+// are written to a file of its own there (spill-file.ts), removed from the folder as soon as it is
+// opened (the system frees its space once it is closed, by discard(), the end of the entries, or the
+// end of the process, a kill included), and their chunks read back when searched or laid out. A run
+// that adds 10 million users holds 8 MiB of them, not 160.
 import { SpillFile } from './spill-file.js';
 
 /** Parts: by the key's first PART_BITS bits. */
@@ -24,8 +24,8 @@ const SLAB_CHUNKS = 1024;
 const SLAB_WORDS = SLAB_CHUNKS * CHUNK_WORDS;
 /**
  * Slabs kept in memory when the entries may spill (the last ones: a part's chunk being filled is
- * mostly among them, begun within the last 2 MiB of entries on average; a run adding 4 million users
- * wrote none through to the file with 8, and took no longer than with 32).
+ * mostly among them, begun within the last 2 MiB of entries on average): a run adding 4 million users
+ * wrote none through to the file with 8, and one adding 10 million took no longer than with 32.
  */
 const SPILL_AFTER = 8;
 const TWO_32 = 2 ** 32;

@@ -123,6 +123,7 @@ function stateReader(path: string, db: Database.Database, target: number): State
   }
 }
 
+/** The reader of a target over its loaded index (which its close() lets go of, with the file). */
 function readerOf(path: string, db: Database.Database, target: number, names: Map<string, number>, index: UserLookup): StateReader {
   const activity = db.prepare('SELECT 1 FROM activities WHERE target = ? AND hash = ?').pluck();
   const empty = index.size === 0 && db.prepare('SELECT 1 FROM activities WHERE target = ? LIMIT 1').get(target) === undefined;
