@@ -83,7 +83,8 @@ describe('one run per state file', () => {
     const file = csv('users.csv', 'external_id,plan,email', users(4000));
     const other = csv('other.csv', 'external_id,plan,email', users(10, 'pro'));
     const lock = `${realpathSync(tmp.dir)}/track-state.sqlite.lock`;
-    const first = startUpload([file, '--url', emu.url, '--delta']);
+    // (paced to 8 s at least, so that it still runs while two more commands start on a busy machine)
+    const first = startUpload([file, '--url', emu.url, '--delta', '--rate', '10']);
     await until(() => existsSync(lock), 'the first run to take the state file');
 
     const second = await up([other, '--url', emu.url, '--delta']);
