@@ -9,6 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { ReadIndex } from '../../src/records/read-index.js';
 import { SpillFile } from '../../src/records/spill-file.js';
 import { UserIndex } from '../../src/records/user-index.js';
+import { withRowsInFile } from '../helpers/rows-in-file.js';
 import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
 /** A stream of 32-bit keys (xorshift), some of them signed as the plan gives them. */
@@ -51,23 +52,6 @@ class FullAfter extends SpillFile {
   }
 }
 
-/**
- * fn's result with the rows of an index past 1,000 users written to a file, 4,096 at a time (a big
- * index's, made small); `full`: that file takes so many bytes only.
- */
-function rowsInFile<T>(fn: () => T, full?: number): T {
-  const [most, chunk, file] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK, ReadIndex.rowsFile];
-  Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
-  Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
-  if (full !== undefined) Object.defineProperty(ReadIndex, 'rowsFile', { value: (folder: string) => new FullAfter(folder, full) });
-  try {
-    return fn();
-  } finally {
-    Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
-    Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
-    Object.defineProperty(ReadIndex, 'rowsFile', { value: file });
-  }
-}
 
 describe('ReadIndex', () => {
   const all = keys(120_000);
@@ -156,7 +140,7 @@ describe('ReadIndex', () => {
 
     it('past a number of users, writes them to a file it removes from the folder at once, reads them back, and closes it', () => {
       const fds = openFiles();
-      const inFile = rowsInFile(() => packed(index, dir))!;
+      const inFile = withRowsInFile(() => packed(index, dir))!;
       expect(openFiles()).toBe(fds + 1);
       expect(readdirSync(dir)).toEqual([]);
       answersAsInMemory(inFile);
@@ -165,7 +149,7 @@ describe('ReadIndex', () => {
       // an index of fewer users keeps them in memory
       const small = new UserIndex();
       for (let row = 1; row <= 1000; row += 1) small.set(all[row], row, row);
-      const few = rowsInFile(() => packed(small, dir))!;
+      const few = withRowsInFile(() => packed(small, dir))!;
       expect(openFiles()).toBe(fds);
       expect(found(few, all[10])).toEqual([[10, 10]]);
     });
@@ -175,22 +159,22 @@ describe('ReadIndex', () => {
       const twice = new UserIndex();
       all.slice(0, 5000).forEach((key, i) => twice.add(key, i + 1, i));
       twice.add(all[4500], 4501, 99);
-      expect(rowsInFile(() => packed(twice, dir))).toBeUndefined();
+      expect(withRowsInFile(() => packed(twice, dir))).toBeUndefined();
       const persisted = structuredClone(index.persist());
-      expect(rowsInFile(() => ReadIndex.of(Uint32Array.of(persisted.shape[0], persisted.shape[1], persisted.shape[2] + 1), persisted.directory, persisted.slabs, dir))).toBeUndefined();
+      expect(withRowsInFile(() => ReadIndex.of(Uint32Array.of(persisted.shape[0], persisted.shape[1], persisted.shape[2] + 1), persisted.directory, persisted.slabs, dir))).toBeUndefined();
       expect(openFiles()).toBe(fds);
       // nor when reading its parts fails (a damaged file)
       function* damaged(): Generator<Uint32Array> {
         yield persisted.slabs[0];
         throw new Error('its index of users is malformed');
       }
-      expect(() => rowsInFile(() => ReadIndex.of(persisted.shape, persisted.directory, damaged(), dir))).toThrow('malformed');
+      expect(() => withRowsInFile(() => ReadIndex.of(persisted.shape, persisted.directory, damaged(), dir))).toThrow('malformed');
       expect(openFiles()).toBe(fds);
     });
 
     it('keeps them in memory where the folder cannot take a file', () => {
       const fds = openFiles();
-      const inMemory = rowsInFile(() => packed(index, join(dir, 'missing')))!;
+      const inMemory = withRowsInFile(() => packed(index, join(dir, 'missing')))!;
       expect(openFiles()).toBe(fds);
       answersAsInMemory(inMemory);
     });
@@ -200,13 +184,13 @@ describe('ReadIndex', () => {
       expect(read.size).toBe(120_020);
       for (const budget of [0, 40_000, 29 * 16_384 + 100]) {
         const fds = openFiles();
-        const filled = rowsInFile(() => packed(index, dir), budget)!;
+        const filled = withRowsInFile(() => packed(index, dir), (folder) => new FullAfter(folder, budget))!;
         expect(openFiles()).toBe(fds);
         answersAsInMemory(filled);
       }
       // (with room for them all, the rows stay in the file)
       const fds = openFiles();
-      const roomy = rowsInFile(() => packed(index, dir), 120_020 * 4)!;
+      const roomy = withRowsInFile(() => packed(index, dir), (folder) => new FullAfter(folder, 120_020 * 4))!;
       expect(openFiles()).toBe(fds + 1);
       answersAsInMemory(roomy);
       roomy.close();
@@ -215,7 +199,7 @@ describe('ReadIndex', () => {
     it.runIf(isRoot)('on a real full disk, reads back what it wrote and keeps them in memory', async () => {
       await withSmallDisk(dir, '64k', async (small) => {
         const fds = openFiles();
-        const filled = rowsInFile(() => packed(index, small))!;
+        const filled = withRowsInFile(() => packed(index, small))!;
         expect(openFiles()).toBe(fds);
         answersAsInMemory(filled);
       });

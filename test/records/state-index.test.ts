@@ -18,6 +18,7 @@ import { listState, openStateReader } from '../../src/records/state.js';
 import { forgetTarget } from '../../src/records/state-file.js';
 import { IndexEntries, type UserIndex } from '../../src/records/user-index.js';
 import { ROOT, tempDir } from '../helpers/cli.js';
+import { withRowsInFile } from '../helpers/rows-in-file.js';
 import { isRoot, withSmallDisk } from '../helpers/small-disk.js';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -29,18 +30,6 @@ const T = 'http://127.0.0.1:4000/users/track';
 /** The files this process holds open. */
 const openFiles = (): number => readdirSync('/proc/self/fd').length;
 
-/** Runs fn with a plan's index keeping the rows of a target past 1,000 users in a file (as past a million), 4,096 written at a time. */
-function withRowsInFile(fn: () => void): void {
-  const [most, chunk] = [ReadIndex.ROWS_IN_MEMORY, ReadIndex.ROWS_CHUNK];
-  Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: 1000 });
-  Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: 4096 });
-  try {
-    fn();
-  } finally {
-    Object.defineProperty(ReadIndex, 'ROWS_IN_MEMORY', { value: most });
-    Object.defineProperty(ReadIndex, 'ROWS_CHUNK', { value: chunk });
-  }
-}
 const USERS = 5000;
 
 /** Has the writer learn these records, each a request the server accepted whole. */
