@@ -1,7 +1,6 @@
 // The planner's delta stage (--delta, --dedupe-events, --full): an item -> what of it is sent, what
 // is left out because the server already acknowledged it (docs/upload.md "Sending only what
 // changed"), and what the state learns once the server accepts what is sent.
-import { statSync } from 'node:fs';
 import { setsNoField } from '../mapping/check.js';
 import { attributePoints, dataPoints, isBillableField } from '../model/data-points.js';
 import type { Identity } from '../model/identity.js';
@@ -27,6 +26,7 @@ import {
 import { LEARN_NONE, type LearnMark } from '../records/learn-record.js';
 import { learnRecordWriter, userMark, type HeldValues } from '../records/learn-record-writer.js';
 import { openStateReader, type StateReader, type UserState } from '../records/state.js';
+import { rowsIn } from './rows-guess.js';
 import { createSeenUsers } from './seen-users.js';
 import { createSentInRun, NOT_SENT } from './sent-in-run.js';
 
@@ -285,22 +285,5 @@ function copyUpTo(item: Record<string, unknown>, key: string): Record<string, un
 
 /** The delta stage of a plan of `inputs`, over the state of its target (read only). */
 export function openDelta(options: DeltaOptions, inputs: readonly string[] = []) {
-  return createDelta(options, openStateReader(options.statePath, options.target), usersIn(inputs));
-}
-
-/**
- * About how many users files of this size may name, for the size of the filter of users a run sent
- * (a generous guess: 40 bytes a row, a compressed file five times its size); undefined for standard input.
- */
-function usersIn(inputs: readonly string[]): number | undefined {
-  let bytes = 0;
-  for (const file of inputs) {
-    if (file === '-') return undefined;
-    try {
-      bytes += statSync(file).size * (/\.gz$/i.test(file) ? 5 : 1);
-    } catch {
-      return undefined;
-    }
-  }
-  return Math.ceil(bytes / 40);
+  return createDelta(options, openStateReader(options.statePath, options.target), options.attributes ? rowsIn(inputs) : undefined);
 }
