@@ -18,7 +18,7 @@ const GUESSED_ROW_BYTES = 40;
 const GUESSED_GZIP_RATIO = 5;
 const NEWLINE = 0x0a;
 
-/** About how many rows the files `inputs` hold; undefined for standard input, or an input that is not a local file. */
+/** About how many rows the files `inputs` hold; undefined for standard input, or an input that is not a local file (a pipe, an object in storage). */
 export function rowsIn(inputs: readonly string[]): number | undefined {
   let text = 0;
   let gzipped = 0;
@@ -28,7 +28,10 @@ export function rowsIn(inputs: readonly string[]): number | undefined {
     if (file === '-') return undefined;
     let size: number;
     try {
-      size = statSync(file).size;
+      const info = statSync(file);
+      // a pipe (`<(zcat x.gz)`) or a device is not opened here: a read would take what the run reads
+      if (!info.isFile()) return undefined;
+      size = info.size;
     } catch {
       return undefined;
     }

@@ -1,5 +1,6 @@
 // How many rows a --delta run's inputs hold, guessed from the start of the largest file before any is
 // read: the filter of users sent is made for that many (seen-users.ts).
+import { spawnSync } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -95,6 +96,10 @@ describe('the rows a run guesses its inputs hold', () => {
 
   it('knows nothing of standard input, or of an input that is not a local file', () => {
     expect(rowsIn(['-'])).toBeUndefined();
+    // a pipe with no writer: opening it would wait for one (and a read would take what the run reads)
+    const pipe = join(dir, 'rows.csv');
+    expect(spawnSync('mkfifo', [pipe]).status).toBe(0);
+    expect(rowsIn([pipe])).toBeUndefined();
     expect(rowsIn([join(dir, 'missing.csv')])).toBeUndefined();
     expect(rowsIn(['s3://bucket/users.csv'])).toBeUndefined();
   });
