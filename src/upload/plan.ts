@@ -357,7 +357,7 @@ export async function* planEvents(options: PlanOptions): AsyncGenerator<PlanEven
 /** The events of planEvents(), a chunk of input at a time (the planning thread posts them so). */
 export async function* planChunks(options: PlanOptions): AsyncGenerator<PlanEvent[]> {
   // the state is opened only for a delta plan: it loads SQLite
-  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta, options.inputs);
+  const delta = options.delta === undefined ? undefined : await (await import('./delta.js')).openDelta(options.delta, options.inputs, options.shard?.count);
   try {
     yield* plan(options, delta);
   } finally {

@@ -8,9 +8,12 @@
 // most files hold. A guess, never a bound: the filter grows past it.
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { constants, gunzipSync } from 'node:zlib';
+import { isRemote } from '../input/location.js';
 
 /** Bytes of a file's start that are sampled. */
 const SAMPLE_BYTES = 64 * 1024;
+/** Most bytes a gzipped sample is inflated to (64 times its size: more is not rows of text, but a bomb). */
+const INFLATED_BYTES = 4 * 1024 * 1024;
 /** Lines a sample needs to say how long a row is (fewer: the rows are long, or not lines at all). */
 const FEWEST_LINES = 16;
 /** Bytes taken for a row when a sample says nothing: generous (more rows than most files hold). */
@@ -25,7 +28,7 @@ export function rowsIn(inputs: readonly string[]): number | undefined {
   let largestText: { file: string; size: number } | undefined;
   let largestGzip: { file: string; size: number } | undefined;
   for (const file of inputs) {
-    if (file === '-') return undefined;
+    if (file === '-' || isRemote(file)) return undefined;
     let size: number;
     try {
       const info = statSync(file);
@@ -86,10 +89,10 @@ function readStart(file: string, bytes: number): Buffer | undefined {
   }
 }
 
-/** What the start of gzip data inflates to (it may be cut anywhere); undefined when it is not gzip that inflates. */
+/** What the start of gzip data inflates to (it may be cut anywhere); undefined when it is not gzip that inflates, or more than INFLATED_BYTES. */
 function inflatedStart(packed: Buffer): Buffer | undefined {
   try {
-    return gunzipSync(packed, { finishFlush: constants.Z_SYNC_FLUSH });
+    return gunzipSync(packed, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: INFLATED_BYTES });
   } catch {
     return undefined;
   }

@@ -94,6 +94,13 @@ describe('the rows a run guesses its inputs hold', () => {
     expect(rowsIn([file])).toBe(Math.ceil(bytes.length / 8));
   });
 
+  it('takes 8 bytes of gzip a row where its start inflates to more than 64 times its size (no rows of text, a bomb)', () => {
+    const file = join(dir, 'newlines.csv.gz');
+    const bytes = gzipSync(Buffer.alloc(16 * 1024 * 1024, 0x0a));
+    writeFileSync(file, bytes);
+    expect(rowsIn([file])).toBe(Math.ceil(bytes.length / 8));
+  });
+
   it('knows nothing of standard input, or of an input that is not a local file', () => {
     expect(rowsIn(['-'])).toBeUndefined();
     // a pipe with no writer: opening it would wait for one (and a read would take what the run reads)
