@@ -285,6 +285,5 @@ function copyUpTo(item: Record<string, unknown>, key: string): Record<string, un
 
 /** The delta stage of a plan of `inputs` (`shards`: the rows are parted among so many, --shard), over the state of its target (read only). */
 export function openDelta(options: DeltaOptions, inputs: readonly string[] = [], shards = 1) {
-  const rows = options.attributes ? rowsIn(inputs) : undefined;
-  return createDelta(options, openStateReader(options.statePath, options.target), rows === undefined ? undefined : Math.ceil(rows / shards));
+  return createDelta(options, openStateReader(options.statePath, options.target), options.attributes ? rowsIn(inputs, shards) : undefined);
 }

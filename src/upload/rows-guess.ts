@@ -3,9 +3,10 @@
 //
 // The largest local file of text and the largest gzipped one are each sampled: the lines in their
 // first 64 KiB (inflated, for gzip) say how many bytes a row takes, and the inputs' sizes how many
-// rows they hold. Where a sample says little (a JSON array on one line, rows of kilobytes, Parquet,
-// a file that cannot be read), a row is taken to be 40 bytes (8 of a gzipped file): more rows than
-// most files hold. A guess, never a bound: the filter grows past it.
+// rows they hold. Where a sample says nothing (a JSON array on one line, Parquet or other bytes that
+// are not text, a file that cannot be read), a row is taken to be 40 bytes (8 of a gzipped file):
+// more rows than most text files hold, and fewer than a Parquet file may. A guess, never a bound:
+// the filter grows past it.
 import { closeSync, openSync, readSync, statSync } from 'node:fs';
 import { constants, gunzipSync } from 'node:zlib';
 import { isRemote } from '../input/location.js';
@@ -14,15 +15,17 @@ import { isRemote } from '../input/location.js';
 const SAMPLE_BYTES = 64 * 1024;
 /** Most bytes a gzipped sample is inflated to (64 times its size: more is not rows of text, but a bomb). */
 const INFLATED_BYTES = 4 * 1024 * 1024;
-/** Lines a sample needs to say how long a row is (fewer: the rows are long, or not lines at all). */
-const FEWEST_LINES = 16;
 /** Bytes taken for a row when a sample says nothing: generous (more rows than most files hold). */
 const GUESSED_ROW_BYTES = 40;
 const GUESSED_GZIP_RATIO = 5;
 const NEWLINE = 0x0a;
 
-/** About how many rows the files `inputs` hold; undefined for standard input, or an input that is not a local file (a pipe, an object in storage). */
-export function rowsIn(inputs: readonly string[]): number | undefined {
+/**
+ * About how many rows the files `inputs` hold, or a share of them (`shares`: the shards they are
+ * parted among, --shard); undefined for standard input, or an input that is not a local file (a
+ * pipe, an object in storage).
+ */
+export function rowsIn(inputs: readonly string[], shares = 1): number | undefined {
   let text = 0;
   let gzipped = 0;
   let largestText: { file: string; size: number } | undefined;
@@ -48,7 +51,7 @@ export function rowsIn(inputs: readonly string[]): number | undefined {
   }
   const textRow = largestText === undefined ? GUESSED_ROW_BYTES : rowBytes(largestText.file, largestText.size) ?? GUESSED_ROW_BYTES;
   const gzipRow = largestGzip === undefined ? GUESSED_ROW_BYTES / GUESSED_GZIP_RATIO : rowBytes(largestGzip.file, largestGzip.size) ?? GUESSED_ROW_BYTES / GUESSED_GZIP_RATIO;
-  return Math.ceil(text / textRow + gzipped / gzipRow);
+  return Math.ceil((text / textRow + gzipped / gzipRow) / shares);
 }
 
 /** Bytes of the file a row takes, by the lines of its start (inflated, for gzip); undefined when the sample says nothing. */
@@ -59,21 +62,29 @@ function rowBytes(file: string, size: number): number | undefined {
   if (sample[0] === 0x1f && sample[1] === 0x8b) {
     const text = inflatedStart(sample);
     if (text === undefined) return undefined;
-    const lines = linesIn(text, whole);
-    return lines < FEWEST_LINES && !whole ? undefined : sample.length / Math.max(1, lines);
+    // a byte of text takes this much of the file
+    const packing = sample.length / Math.max(1, text.length);
+    const length = lineLength(text, whole);
+    return length === undefined ? undefined : length * packing;
   }
   // Parquet, and anything else not text: its bytes are not lines
   if (sample.subarray(0, 4).toString('latin1') === 'PAR1' || sample.includes(0)) return undefined;
-  const lines = linesIn(sample, whole);
-  return lines < FEWEST_LINES && !whole ? undefined : sample.length / Math.max(1, lines);
+  return lineLength(sample, whole);
 }
 
-/** The lines of a sample: its newlines, and an unended last line when the sample is the whole file. */
-function linesIn(bytes: Buffer, whole: boolean): number {
+/**
+ * The length of a line of a sample: of its whole lines (a line cut at its end is not one), or of all
+ * of it when it is the whole file (an unended last line too); undefined when it holds no whole line.
+ */
+function lineLength(bytes: Buffer, whole: boolean): number | undefined {
   let lines = 0;
-  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) lines += 1;
-  if (whole && bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE) lines += 1;
-  return lines;
+  let end = 0;
+  for (let at = bytes.indexOf(NEWLINE); at !== -1; at = bytes.indexOf(NEWLINE, at + 1)) {
+    lines += 1;
+    end = at + 1;
+  }
+  if (whole) return bytes.length / (end < bytes.length ? lines + 1 : Math.max(1, lines));
+  return lines === 0 ? undefined : end / lines;
 }
 
 function readStart(file: string, bytes: number): Buffer | undefined {

@@ -3,10 +3,11 @@
 import { spawnSync } from 'node:child_process';
 import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { rowsIn } from '../../src/upload/rows-guess.js';
-import { tempDir } from '../helpers/cli.js';
+import { ROOT, tempDir } from '../helpers/cli.js';
 import { writeParquet } from '../helpers/parquet.js';
 
 /** CSV rows of users with ids of varying length, in no order, as a warehouse export has them. */
@@ -36,6 +37,19 @@ describe('the rows a run guesses its inputs hold', () => {
     const file = join(dir, 'users.csv');
     writeFileSync(file, usersCsv(200_000, 1));
     near(rowsIn([file]), 200_001);
+  });
+
+  it('reads rows of kilobytes by the few lines of its sample', () => {
+    const file = join(dir, 'wide.ndjson');
+    writeFileSync(file, Array.from({ length: 200 }, (_, i) => `{"external_id":"user-${i}","notes":"${'n'.repeat(8_000 + (i % 7) * 100)}"}\n`).join(''));
+    near(rowsIn([file]), 200);
+  });
+
+  it('gives a shard its share of the rows (--shard K/N)', () => {
+    const file = join(dir, 'users.csv');
+    writeFileSync(file, usersCsv(90_000, 6));
+    near(rowsIn([file], 3), 30_000);
+    expect(rowsIn([file], 3)).toBe(Math.ceil(rowsIn([file])! / 3));
   });
 
   it('counts the lines of a file smaller than its sample, the last one unended too', () => {
@@ -103,10 +117,16 @@ describe('the rows a run guesses its inputs hold', () => {
 
   it('knows nothing of standard input, or of an input that is not a local file', () => {
     expect(rowsIn(['-'])).toBeUndefined();
-    // a pipe with no writer: opening it would wait for one (and a read would take what the run reads)
+    // a pipe with no writer: opening it would wait for one (and a read would take what the run reads);
+    // asked in a process of its own, so that a wait fails the test instead of holding it forever
     const pipe = join(dir, 'rows.csv');
     expect(spawnSync('mkfifo', [pipe]).status).toBe(0);
-    expect(rowsIn([pipe])).toBeUndefined();
+    const asked = spawnSync(process.execPath, ['--input-type=module', '-e', `import { rowsIn } from ${JSON.stringify(pathToFileURL(join(ROOT, 'dist/upload/rows-guess.js')).href)}; console.log(String(rowsIn([${JSON.stringify(pipe)}])))`], {
+      encoding: 'utf8',
+      timeout: 10_000,
+    });
+    expect(asked.signal).toBeNull();
+    expect(asked.stdout.trim()).toBe('undefined');
     expect(rowsIn([join(dir, 'missing.csv')])).toBeUndefined();
     expect(rowsIn(['s3://bucket/users.csv'])).toBeUndefined();
   });
