@@ -15,7 +15,7 @@ import { isRemote } from '../input/location.js';
 const SAMPLE_BYTES = 64 * 1024;
 /** Most bytes a gzipped sample is inflated to (64 times its size: more is not rows of text, but a bomb). */
 const INFLATED_BYTES = 4 * 1024 * 1024;
-/** Bytes taken for a row when a sample says nothing: generous (more rows than most files hold). */
+/** Bytes taken for a row when a sample says nothing: generous (more rows than most text files hold). */
 const GUESSED_ROW_BYTES = 40;
 const GUESSED_GZIP_RATIO = 5;
 const NEWLINE = 0x0a;

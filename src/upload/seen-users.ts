@@ -4,12 +4,13 @@
 // A chain of Bloom filters whose probes for one user fall in one 64-byte block, so a filter costs a
 // row one cache miss, not seven. The first is made for the rows the inputs hold (rows-guess.ts reads
 // the start of the largest file; a shard's share of them), at about 24 bits a user: from 256 KiB to
-// 32 MiB (11 million users), 16 MiB for standard input or objects in storage; 10 million rows take
-// 29 MiB. A guess may count more rows than there are users (a JSON array printed over many lines, a
-// user on many rows), never more than that cap. Once a filter holds as many users as it was made
-// for, the next (twice its size, up to 32 MiB, at 32 bits a user) takes the users that follow, and
-// so on: memory follows the users a run sends. A new user matches falsely about 1 time in 9,000 once
-// the first is full, and 1 in 4,500 at 50 million users (192 MiB of filters; 208 from standard input).
+// 32 MiB (11 million users), 16 MiB for standard input, a pipe or objects in storage; 10 million
+// rows take 29 MiB. A guess may count more rows than there are users (a JSON array printed over
+// many lines, a user on many rows), never more than that cap. Once a filter holds as many users as
+// it was made for, the next (twice its size, up to 32 MiB, at 32 bits a user) takes the users that
+// follow, and so on: memory follows the users a run sends. A new user matches falsely about 1 time
+// in 9,000 once the first is full, and 1 in 4,500 at 50 million users (192 MiB of filters; 208
+// from standard input).
 //
 // A false match costs a look in what the run sent that finds nothing: the row is sent whole, and what
 // it sends forgotten in the state before it is posted (a round trip to the state's writer). It never
@@ -22,7 +23,7 @@ const PROBES = 7;
 /** Users the first filter is made for per block of 512 bits (about 24 bits a user), and a later one (32 bits a user). */
 const USERS_PER_BLOCK = 21;
 const LATER_USERS_PER_BLOCK = 16;
-/** Blocks of a filter: 2^12 (256 KiB) at least, 2^19 (32 MiB) at most; the first is of 2^18 (16 MiB) for standard input. */
+/** Blocks of a filter: 2^12 (256 KiB) at least, 2^19 (32 MiB) at most; the first, when the rows are not known (standard input), 2^18 (16 MiB). */
 const FEWEST_BLOCKS = 2 ** 12;
 const MOST_BLOCKS = 2 ** 19;
 const STANDARD_INPUT_BLOCKS = 2 ** 18;
