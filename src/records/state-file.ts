@@ -3,8 +3,9 @@
 // reader and the writer (state.ts) open it here; this and the emulator's store are the modules that
 // open SQLite.
 import Database from '../sqlite.js';
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { InputError, UsageError } from '../errors.js';
+import { fileStart } from '../file-start.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 import { packBytes, PACK, type PackedUser } from './state-rows.js';
 
@@ -89,16 +90,8 @@ const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
 
 /** Whether the file begins as every SQLite database does (a state file, damaged or not, keeps its first bytes). */
 function isSqliteFile(path: string): boolean {
-  const header = Buffer.alloc(SQLITE_HEADER.length);
-  let fd: number | undefined;
-  try {
-    fd = openSync(path, 'r');
-    return readSync(fd, header, 0, header.length, 0) === header.length && header.equals(SQLITE_HEADER);
-  } catch {
-    return true;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+  const header = fileStart(path, SQLITE_HEADER.length);
+  return header === undefined || header.equals(SQLITE_HEADER);
 }
 
 /** Refuses a state file that cannot hold a state: empty (0 bytes). */

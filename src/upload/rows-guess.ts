@@ -7,8 +7,9 @@
 // are not text, a file that cannot be read), a row is taken to be 40 bytes (8 of a gzipped file):
 // more rows than most text files hold, and fewer than a Parquet file may. A guess, never a bound:
 // the filter grows past it.
-import { closeSync, openSync, readSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { constants, gunzipSync } from 'node:zlib';
+import { fileStart } from '../file-start.js';
 import { isRemote } from '../input/location.js';
 
 /** Bytes of a file's start that are sampled. */
@@ -56,7 +57,7 @@ export function rowsIn(inputs: readonly string[], shares = 1): number | undefine
 
 /** Bytes of the file a row takes, by the lines of its start (inflated, for gzip); undefined when the sample says nothing. */
 function rowBytes(file: string, size: number): number | undefined {
-  const sample = readStart(file, Math.min(size, SAMPLE_BYTES));
+  const sample = fileStart(file, Math.min(size, SAMPLE_BYTES));
   if (sample === undefined || sample.length === 0) return undefined;
   const whole = sample.length === size;
   if (sample[0] === 0x1f && sample[1] === 0x8b) {
@@ -85,19 +86,6 @@ function lineLength(bytes: Buffer, whole: boolean): number | undefined {
   }
   if (whole) return bytes.length / (end < bytes.length ? lines + 1 : Math.max(1, lines));
   return lines === 0 ? undefined : end / lines;
-}
-
-function readStart(file: string, bytes: number): Buffer | undefined {
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, 'r');
-    const buffer = Buffer.alloc(bytes);
-    return buffer.subarray(0, readSync(fd, buffer, 0, bytes, 0));
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }
 
 /** What the start of gzip data inflates to (it may be cut anywhere); undefined when it is not gzip that inflates, or more than INFLATED_BYTES. */

@@ -51,7 +51,7 @@ function holds(words: Uint32Array, blocks: number, h1: number, h2: number, h3: n
 
 /**
  * The users seen, by the three lanes of their key's hash (state-record.ts keyHashInto). `users`: how
- * many the inputs may name (undefined for standard input).
+ * many the inputs may name (undefined when not known: standard input, a pipe, objects in storage).
  */
 export function createSeenUsers(users: number | undefined) {
   // the filter being filled, in variables of its own (a row's look reads no object first)

@@ -1,0 +1,17 @@
+// The first bytes of a file, read at once: what a file looks like (a SQLite database, rows of text)
+// before it is opened for what it is.
+import { closeSync, openSync, readSync } from 'node:fs';
+
+/** Up to `bytes` of the file's start (fewer when it is shorter); undefined when it cannot be opened or read. */
+export function fileStart(path: string, bytes: number): Buffer | undefined {
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    const buffer = Buffer.alloc(bytes);
+    return buffer.subarray(0, readSync(fd, buffer, 0, bytes, 0));
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
