@@ -191,11 +191,7 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
       // (a chunk read transiently is read over by the next)
       if (head.length < SIGNATURE_BYTES && options.transient === true) head = Buffer.from(head);
     }
-    const rest = async function* (): AsyncGenerator<Buffer> {
-      if (head.length > 0) yield head;
-      if (ended) return;
-      for (let bytes = await next(); bytes !== undefined; bytes = await next()) yield bytes;
-    };
+    const rest = (): AsyncIterableIterator<Buffer> => restOf(head, ended, next);
     const notText = notTextProblem(head);
     if (notText !== undefined) throw new InputError(notText, file);
     if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
@@ -213,6 +209,38 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
     stop?.abort();
     await source.close();
   }
+}
+
+/**
+ * The bytes after those gathered: `head`, then what `next` reads (nothing more when `ended`). An
+ * iterator, not an async generator: one left at its first chunk (a header read, thousands of small
+ * files each read that far) kept its frame past collections of the young generation, and a check of
+ * 10,000 files' headers promoted 18 MB of it to the old one (under 1 MB so).
+ */
+function restOf(head: Buffer, ended: boolean, next: () => Promise<Buffer | undefined>): AsyncIterableIterator<Buffer> {
+  let first = head.length > 0;
+  let done = ended && !first;
+  const end = (): IteratorReturnResult<undefined> => {
+    done = true;
+    return { done: true, value: undefined };
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next(): Promise<IteratorResult<Buffer, undefined>> {
+      if (first) {
+        first = false;
+        done = ended;
+        return { done: false, value: head };
+      }
+      if (done) return end();
+      const bytes = await next();
+      return bytes === undefined ? end() : { done: false, value: bytes };
+    },
+    // (the source is closed by inputBytes, whose reader stopped)
+    return: async (): Promise<IteratorReturnResult<undefined>> => end(),
+  };
 }
 
 function requireStdin(stdin: Readable | undefined): Readable {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -167,6 +167,40 @@ describe('inputBytes', () => {
     expect(buffers.size).toBe(1);
     // gunzip reads its input later than it is given it: what it unpacks is whole all the same
     expect(await decoded(join(dir, 'transient.csv.gz'), new Set())).toBe(noise);
+  });
+
+  it('reads a file shorter than the bytes that tell formats apart, and an empty one, whole', async () => {
+    writeFileSync(join(dir, 'tiny.csv'), 'id\n');
+    writeFileSync(join(dir, 'empty.csv'), '');
+    for (const transient of [false, true]) {
+      expect(await text(inputBytes(join(dir, 'tiny.csv'), { transient }))).toBe('id\n');
+      expect(await text(inputBytes(join(dir, 'empty.csv'), { transient }))).toBe('');
+    }
+  });
+
+  it.skipIf(!existsSync('/proc/self/fd'))('closes a file whose reader stops at its first chunk, plain or gzipped, and reads it whole again after', async () => {
+    const body = Array.from({ length: 2000 }, (_, i) => `u${i},${i}`).join('\n');
+    writeFileSync(join(dir, 'stopped.csv'), body);
+    writeFileSync(join(dir, 'stopped.csv.gz'), gzipSync(body));
+    const open = (): number => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (const name of ['stopped.csv', 'stopped.csv.gz']) {
+      for (const transient of [false, true]) {
+        let chunks = 0;
+        for await (const chunk of inputBytes(join(dir, name), { chunkBytes: 1024, transient })) {
+          expect(chunk.length).toBeGreaterThan(0);
+          chunks += 1;
+          break;
+        }
+        expect(chunks).toBe(1);
+        expect(open()).toBe(before);
+        // (a transient chunk is read over by the next: each is copied as it comes)
+        const whole: Buffer[] = [];
+        for await (const chunk of inputBytes(join(dir, name), { chunkBytes: 1024, transient })) whole.push(Buffer.from(chunk));
+        expect(Buffer.concat(whole).toString()).toBe(body);
+      }
+    }
+    expect(open()).toBe(before);
   });
 
   it('names the file when it is missing, not gzip after all, or not a file', async () => {
