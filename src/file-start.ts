@@ -2,13 +2,16 @@
 // before it is opened for what it is.
 import { closeSync, openSync, readSync } from 'node:fs';
 
-/** Up to `bytes` of the file's start (fewer when it is shorter); undefined when it cannot be opened or read. */
-export function fileStart(path: string, bytes: number): Buffer | undefined {
+/**
+ * Up to `bytes` of the file's start (fewer when it is shorter); undefined when it cannot be opened or
+ * read. `into`: a buffer to read them into (a view of it is given), for a caller that reads many files.
+ */
+export function fileStart(path: string, bytes: number, into?: Buffer): Buffer | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
-    const buffer = Buffer.alloc(bytes);
-    return buffer.subarray(0, readSync(fd, buffer, 0, bytes, 0));
+    const buffer = into ?? Buffer.alloc(bytes);
+    return buffer.subarray(0, readSync(fd, buffer, 0, Math.min(bytes, buffer.length), 0));
   } catch {
     return undefined;
   } finally {

@@ -2,8 +2,10 @@
 // file and every CSV header and Parquet file's columns can be used, and each output is writable and
 // not an input.
 import { access, constants, open, readFile, stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { fileStart } from '../file-start.js';
 import { canonicalPath } from '../lock-file.js';
 import { JOURNAL_HEADER } from '../records/journal-format.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
@@ -231,16 +233,52 @@ async function readCsvHeaders(files: readonly string[], options: InputReading): 
   const { readCsv } = await import('../input/csv.js');
   const { csvOptions } = await import('./plan-csv.js');
   const headers: Array<{ file: string; record: CsvRecord; detected?: Delimiter }> = [];
+  /** Header lines read, by their bytes: the files of one export share theirs, read once. */
+  const read = new Map<string, { record: CsvRecord; detected?: Delimiter }>();
   for (const file of files) {
+    const line = headerLineOf(file, options.encoding);
+    const known = line === undefined ? undefined : read.get(line);
+    if (known !== undefined) {
+      headers.push({ file, ...known });
+      continue;
+    }
     let detected: Delimiter | undefined;
     // a little at a time: of a small file (one of thousands), only its first rows are parsed here
     for await (const records of readCsv(inputBytes(file, { remote: options.remote, chunkBytes: HEADER_CHUNK_BYTES, transient: true }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
       headers.push({ file, record: records[0], detected });
+      if (line !== undefined) read.set(line, { record: records[0], detected });
       break;
     }
   }
   return headers;
+}
+
+/** Bytes of a file's start its header line is looked for in (a longer one is read as any header is). */
+const HEADER_LINE_BYTES = 16 * 1024;
+/** What headerLineOf() reads into, made when first needed. */
+let headerLineBytes: Buffer | undefined;
+
+/**
+ * A local file's first line, as its bytes to its line feed, when it is the whole of its header: the
+ * record of a line of the same bytes is this file's too (the delimiter is found from the same line,
+ * and the run reads every file in one encoding). Undefined when that cannot be told from the bytes:
+ * an object in storage, a file that is not a regular file (a pipe is not opened here), gzip bytes, a
+ * quote in the line (a quoted name may hold a line feed), UTF-16 text (its line feed's second byte
+ * follows), or no line feed in the bytes read.
+ */
+function headerLineOf(file: string, encoding: InputEncoding | undefined): string | undefined {
+  if (isRemote(file) || encoding === 'utf-16le') return undefined;
+  try {
+    if (!statSync(file).isFile()) return undefined;
+  } catch {
+    return undefined;
+  }
+  headerLineBytes ??= Buffer.allocUnsafeSlow(HEADER_LINE_BYTES);
+  const start = fileStart(file, HEADER_LINE_BYTES, headerLineBytes);
+  const end = start?.indexOf(0x0a) ?? -1;
+  if (start === undefined || end === -1 || (start[0] === 0x1f && start[1] === 0x8b) || start.subarray(0, end).includes(0x22)) return undefined;
+  return start.toString('latin1', 0, end + 1);
 }
 
 /** The column names of each Parquet file (from its footer: no row is read). */

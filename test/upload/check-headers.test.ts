@@ -1,0 +1,82 @@
+// The check of every CSV input's header before a run: files whose header lines are the same bytes
+// (the files of one export) are told apart from those whose header only looks the same.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { InputError, UsageError } from '../../src/errors.js';
+import { checkHeaders } from '../../src/upload/check.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'track-check-headers-'));
+const file = (name: string, content: string | Buffer): string => {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+};
+
+describe('checkHeaders', () => {
+  it('accepts many files of one header, and names the first file whose header cannot be used', async () => {
+    const good = Array.from({ length: 5 }, (_, i) => file(`part-${i}.csv`, `external_id,plan\nu${i},pro\n`));
+    await expect(checkHeaders({ inputs: good }, undefined)).resolves.toEqual([]);
+    // the same header bytes as a bad file before them: the first of them is named
+    const bad = [file('bad-1.csv', 'first_name,plan\nAda,pro\n'), file('bad-2.csv', 'first_name,plan\nGrace,free\n')];
+    const checked = checkHeaders({ inputs: [...good, ...bad] }, undefined);
+    await expect(checked).rejects.toThrow(InputError);
+    await expect(checkHeaders({ inputs: [...good, ...bad] }, undefined)).rejects.toThrow(/bad-1\.csv:1: the header cannot be used/);
+  });
+
+  it('reads each header whose line is not the same bytes as one read: gzipped, a byte-order mark, another delimiter', async () => {
+    const plain = file('plain.csv', 'external_id;plan\nu1;pro\n');
+    const packed = file('packed.csv', gzipSync('external_id,plan\nu2,pro\n'));
+    const marked = file('marked.csv', '\uFEFFexternal_id;plan\nu3;pro\n');
+    const tabs = file('tabs.csv', 'external_id\tplan\nu4\tpro\n');
+    await expect(checkHeaders({ inputs: [plain, packed, marked, tabs] }, undefined)).resolves.toEqual([]);
+    // a map's column is found in whichever of them has it
+    const map = new Map([['plan', 'plan']]);
+    await expect(checkHeaders({ inputs: [plain, packed, marked, tabs] }, map)).resolves.toEqual([]);
+  });
+
+  it('tells gzip files apart by what they inflate to, not by their first line of bytes', async () => {
+    // a gzip header's comment (FCOMMENT) may hold a line feed: two files the same up to it
+    const commented = (text: string): Buffer => {
+      const packed = gzipSync(text);
+      const head = Buffer.from(packed.subarray(0, 10));
+      head[3] |= 0x10;
+      return Buffer.concat([head, Buffer.from('export\n\0'), packed.subarray(10)]);
+    };
+    const first = file('first.csv.gz', commented('external_id,plan\nu1,pro\n'));
+    const second = file('second.csv.gz', commented('external_id,tier\nu2,pro\n'));
+    const map = new Map([['tier', 'plan']]);
+    await expect(checkHeaders({ inputs: [first, second] }, map)).resolves.toEqual([]);
+    await expect(checkHeaders({ inputs: [first] }, map)).rejects.toThrow(/tier/);
+  });
+
+  it('tells UTF-16 headers apart past a byte that is a line feed in UTF-8', async () => {
+    const utf16 = (text: string): Buffer => Buffer.from(`\uFEFF${text}`, 'utf16le');
+    // U+010A is the bytes 0A 01: the same bytes to there as a header that ends with a line feed (0A 00)
+    const ended = file('ended.csv', utf16('external_id,plan\nu1,pro\n'));
+    const longer = file('longer.csv', utf16('external_id,plan\u010A,tier\nu2,pro,gold\n'));
+    const map = new Map([['tier', 'plan']]);
+    await expect(checkHeaders({ inputs: [ended, longer], encoding: 'utf-16le' }, map)).resolves.toEqual([]);
+    await expect(checkHeaders({ inputs: [ended], encoding: 'utf-16le' }, map)).rejects.toThrow(/tier/);
+  });
+
+  it('reads a quoted header that holds a line feed whole, though a file before it begins with the same line', async () => {
+    const oneLine = file('one-line.csv', '"external_id,plan\nu1,pro\n');
+    // (read alone, the first file's header quote runs on: it cannot be used)
+    await expect(checkHeaders({ inputs: [oneLine] }, undefined)).rejects.toThrow(/one-line\.csv/);
+    const first = file('first.csv', 'external_id,"plan\nu1,pro\n');
+    const quoted = file('quoted.csv', 'external_id,"plan\nname"\nu1,pro\n');
+    await expect(checkHeaders({ inputs: [quoted] }, undefined)).resolves.toEqual([]);
+    await expect(checkHeaders({ inputs: [first, quoted] }, undefined)).rejects.toThrow(/first\.csv/);
+    await expect(checkHeaders({ inputs: [quoted, first] }, undefined)).rejects.toThrow(/first\.csv/);
+  });
+
+  it('names a column a --map gives that no file of a shared header has', async () => {
+    const parts = Array.from({ length: 3 }, (_, i) => file(`shared-${i}.csv`, `external_id,plan\nu${i},pro\n`));
+    const map = new Map([['tier', 'plan']]);
+    await expect(checkHeaders({ inputs: parts, mapFile: 'map.json' }, map)).rejects.toThrow(UsageError);
+    await expect(checkHeaders({ inputs: parts, mapFile: 'map.json' }, map)).rejects.toThrow(/tier/);
+  });
+});
