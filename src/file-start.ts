@@ -1,7 +1,6 @@
 // The first bytes of a file, read at once: what a file looks like (a SQLite database, rows of text)
 // before it is opened for what it is.
 import { closeSync, openSync, readSync } from 'node:fs';
-import { constants, gunzipSync } from 'node:zlib';
 
 /**
  * Up to `bytes` of the file's start (fewer when it is shorter); undefined when it cannot be opened or
@@ -17,20 +16,5 @@ export function fileStart(path: string, bytes: number, into?: Buffer): Buffer | 
     return undefined;
   } finally {
     if (fd !== undefined) closeSync(fd);
-  }
-}
-
-/** Whether bytes begin as gzip data does. */
-export const isGzip = (bytes: Buffer): boolean => bytes[0] === 0x1f && bytes[1] === 0x8b;
-
-/**
- * What the start of gzip data inflates to (it may be cut anywhere); undefined when it is not gzip
- * that inflates, or inflates to more than `most` bytes (a bomb, not rows of text).
- */
-export function inflatedStart(packed: Buffer, most: number): Buffer | undefined {
-  try {
-    return gunzipSync(packed, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: most });
-  } catch {
-    return undefined;
   }
 }

@@ -5,7 +5,7 @@ import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { fileStart, inflatedStart, isGzip } from '../file-start.js';
+import { fileStart } from '../file-start.js';
 import { canonicalPath } from '../lock-file.js';
 import { JOURNAL_HEADER } from '../records/journal-format.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
@@ -254,19 +254,18 @@ async function readCsvHeaders(files: readonly string[], options: InputReading): 
   return headers;
 }
 
-/** Bytes of a file's start its header line is looked for in (a longer one is read as any header is), and most they may inflate to. */
+/** Bytes of a file's start its header line is looked for in (a longer one is read as any header is). */
 const HEADER_LINE_BYTES = 16 * 1024;
-const INFLATED_LINE_BYTES = 1024 * 1024;
 /** What headerLineOf() reads into, made when first needed. */
 let headerLineBytes: Buffer | undefined;
 
 /**
- * A local file's first line of text (inflated, for gzip), as its bytes to its line feed, when it is
- * the whole of its header: the record of a line of the same bytes is this file's too (the delimiter
- * is found from the same line, and the run reads every file in one encoding). Undefined when that
- * cannot be told from the bytes: an object in storage, a file that is not a regular file (a pipe is
- * not opened here), gzip that does not inflate, a quote in the line (a quoted name may hold a line
- * feed), UTF-16 text (its line feed's second byte follows), or no line feed in the bytes read.
+ * A local file's first line, as its bytes to its line feed, when it is the whole of its header: the
+ * record of a line of the same bytes is this file's too (the delimiter is found from the same line,
+ * and the run reads every file in one encoding). Undefined when that cannot be told from the bytes:
+ * an object in storage, a file that is not a regular file (a pipe is not opened here), gzip bytes, a
+ * quote in the line (a quoted name may hold a line feed), UTF-16 text (its line feed's second byte
+ * follows), or no line feed in the bytes read.
  */
 function headerLineOf(file: string, encoding: InputEncoding | undefined): string | undefined {
   if (isRemote(file) || encoding === 'utf-16le') return undefined;
@@ -277,10 +276,9 @@ function headerLineOf(file: string, encoding: InputEncoding | undefined): string
   }
   headerLineBytes ??= Buffer.allocUnsafeSlow(HEADER_LINE_BYTES);
   const start = fileStart(file, HEADER_LINE_BYTES, headerLineBytes);
-  const text = start !== undefined && isGzip(start) ? inflatedStart(start, INFLATED_LINE_BYTES) : start;
-  const end = text?.indexOf(0x0a) ?? -1;
-  if (text === undefined || end === -1 || text.subarray(0, end).includes(0x22)) return undefined;
-  return text.toString('latin1', 0, end + 1);
+  const end = start?.indexOf(0x0a) ?? -1;
+  if (start === undefined || end === -1 || (start[0] === 0x1f && start[1] === 0x8b) || start.subarray(0, end).includes(0x22)) return undefined;
+  return start.toString('latin1', 0, end + 1);
 }
 
 /** The column names of each Parquet file (from its footer: no row is read). */

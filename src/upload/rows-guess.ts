@@ -8,7 +8,8 @@
 // more rows than most text files hold, and fewer than a Parquet file may. A guess, never a bound:
 // the filter grows past it.
 import { statSync } from 'node:fs';
-import { fileStart, inflatedStart, isGzip } from '../file-start.js';
+import { constants, gunzipSync } from 'node:zlib';
+import { fileStart } from '../file-start.js';
 import { isRemote } from '../input/location.js';
 
 /** Bytes of a file's start that are sampled. */
@@ -59,8 +60,8 @@ function rowBytes(file: string, size: number): number | undefined {
   const sample = fileStart(file, Math.min(size, SAMPLE_BYTES));
   if (sample === undefined || sample.length === 0) return undefined;
   const whole = sample.length === size;
-  if (isGzip(sample)) {
-    const text = inflatedStart(sample, INFLATED_BYTES);
+  if (sample[0] === 0x1f && sample[1] === 0x8b) {
+    const text = inflatedStart(sample);
     if (text === undefined) return undefined;
     // a byte of text takes this much of the file
     const packing = sample.length / Math.max(1, text.length);
@@ -85,4 +86,13 @@ function lineLength(bytes: Buffer, whole: boolean): number | undefined {
   }
   if (whole) return bytes.length / (end < bytes.length ? lines + 1 : Math.max(1, lines));
   return lines === 0 ? undefined : end / lines;
+}
+
+/** What the start of gzip data inflates to (it may be cut anywhere); undefined when it is not gzip that inflates, or more than INFLATED_BYTES. */
+function inflatedStart(packed: Buffer): Buffer | undefined {
+  try {
+    return gunzipSync(packed, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: INFLATED_BYTES });
+  } catch {
+    return undefined;
+  }
 }

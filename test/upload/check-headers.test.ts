@@ -52,20 +52,6 @@ describe('checkHeaders', () => {
     await expect(checkHeaders({ inputs: [first] }, map)).rejects.toThrow(/tier/);
   });
 
-  it('reads a header line once for plain and gzipped files of one export, and sees each file of another header', async () => {
-    const parts = [
-      ...Array.from({ length: 3 }, (_, i) => file(`export-${i}.csv.gz`, gzipSync(`external_id,plan\nu${i},pro\n`))),
-      file('export-3.csv', 'external_id,plan\nu3,pro\n'),
-      file('export-4.csv.gz', gzipSync('external_id,tier\nu4,gold\n')),
-    ];
-    const map = new Map([['tier', 'plan']]);
-    await expect(checkHeaders({ inputs: parts }, map)).resolves.toEqual([]);
-    await expect(checkHeaders({ inputs: parts.slice(0, 4) }, map)).rejects.toThrow(/tier/);
-    // a header that cannot be used, the same in every file: the first of them is named
-    const bad = Array.from({ length: 2 }, (_, i) => file(`bad-export-${i}.csv.gz`, gzipSync(`name,plan\nAda${i},pro\n`)));
-    await expect(checkHeaders({ inputs: [...parts, ...bad] }, undefined)).rejects.toThrow(/bad-export-0\.csv\.gz:1: the header cannot be used/);
-  });
-
   it('tells UTF-16 headers apart past a byte that is a line feed in UTF-8', async () => {
     const utf16 = (text: string): Buffer => Buffer.from(`\uFEFF${text}`, 'utf16le');
     // U+010A is the bytes 0A 01: the same bytes to there as a header that ends with a line feed (0A 00)
