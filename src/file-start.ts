@@ -4,7 +4,8 @@ import { closeSync, openSync, readSync } from 'node:fs';
 
 /**
  * Up to `bytes` of the file's start (fewer when it is shorter); undefined when it cannot be opened or
- * read. `into`: a buffer to read them into (a view of it is given), for a caller that reads many files.
+ * read. `into`: a buffer to read them into, for a caller that reads many files; what is given is then
+ * a view of it, overwritten by the next read into it.
  */
 export function fileStart(path: string, bytes: number, into?: Buffer): Buffer | undefined {
   let fd: number | undefined;

@@ -1,8 +1,8 @@
 // What is checked before any file is written or anything sent: the inputs can be read, the --map
 // file and every CSV header and Parquet file's columns can be used, and each output is writable and
 // not an input.
-import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { statSync } from 'node:fs';
+import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
 import { fileStart } from '../file-start.js';
@@ -224,10 +224,10 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
   }
 }
 
-/** The first record of each CSV file, with the delimiter found when none was given. */
 /** Bytes read at a time for a CSV file's header (more are read while its header line is not whole). */
 const HEADER_CHUNK_BYTES = 2048;
 
+/** The first record of each CSV file, with the delimiter found when none was given. */
 async function readCsvHeaders(files: readonly string[], options: InputReading): Promise<Array<{ file: string; record: CsvRecord; detected?: Delimiter }>> {
   // loaded only for CSV files: the mapping modules are otherwise needed in the planning thread alone
   const { readCsv } = await import('../input/csv.js');
@@ -247,7 +247,9 @@ async function readCsvHeaders(files: readonly string[], options: InputReading): 
     for await (const records of readCsv(inputBytes(file, { remote: options.remote, chunkBytes: HEADER_CHUNK_BYTES, transient: true }), file, csvOptions(options, (d) => (detected = d)))) {
       if (records.length === 0) continue;
       headers.push({ file, record: records[0], detected });
-      if (line !== undefined) read.set(line, { record: records[0], detected });
+      // kept for the files of the same first line only when it is the header (a blank line before
+      // the header is passed over, and so are the bytes it was told by)
+      if (line !== undefined && records[0].line === 1) read.set(line, { record: records[0], detected });
       break;
     }
   }
@@ -260,12 +262,13 @@ const HEADER_LINE_BYTES = 16 * 1024;
 let headerLineBytes: Buffer | undefined;
 
 /**
- * A local file's first line, as its bytes to its line feed, when it is the whole of its header: the
- * record of a line of the same bytes is this file's too (the delimiter is found from the same line,
- * and the run reads every file in one encoding). Undefined when that cannot be told from the bytes:
- * an object in storage, a file that is not a regular file (a pipe is not opened here), gzip bytes, a
- * quote in the line (a quoted name may hold a line feed), UTF-16 text (its line feed's second byte
- * follows), or no line feed in the bytes read.
+ * A local file's first line, as its bytes to its line feed: where another file's header was read
+ * from a first line of the same bytes, it is this file's header too (the delimiter is found from
+ * that line, and the run reads every file in one encoding). Undefined when the bytes cannot tell:
+ * an object in storage, a file that is not a regular file (a pipe is not opened here), gzip bytes,
+ * a quote in the line (a quoted name may hold a line feed), UTF-16 text (its line feed's second
+ * byte follows), or no line feed in the bytes read. (Whether the line is the header, not a blank
+ * line before it, the reading of the first file tells: readCsvHeaders.)
  */
 function headerLineOf(file: string, encoding: InputEncoding | undefined): string | undefined {
   if (isRemote(file) || encoding === 'utf-16le') return undefined;

@@ -26,7 +26,7 @@ describe('checkHeaders', () => {
     await expect(checkHeaders({ inputs: [...good, ...bad] }, undefined)).rejects.toThrow(/bad-1\.csv:1: the header cannot be used/);
   });
 
-  it('reads each header whose line is not the same bytes as one read: gzipped, a byte-order mark, another delimiter', async () => {
+  it('reads headers of other delimiters, gzipped or after a byte-order mark, each as its own', async () => {
     const plain = file('plain.csv', 'external_id;plan\nu1;pro\n');
     const packed = file('packed.csv', gzipSync('external_id,plan\nu2,pro\n'));
     const marked = file('marked.csv', '\uFEFFexternal_id;plan\nu3;pro\n');
@@ -35,6 +35,23 @@ describe('checkHeaders', () => {
     // a map's column is found in whichever of them has it
     const map = new Map([['plan', 'plan']]);
     await expect(checkHeaders({ inputs: [plain, packed, marked, tabs] }, map)).resolves.toEqual([]);
+  });
+
+  it('reads the header of a file whose first line is blank from the line it is on, whatever other files begin with', async () => {
+    // the reader passes over a blank line (LF, CRLF, or a byte-order mark alone) before the header
+    const good = file('blank-good.csv', '\nexternal_id,name\nu1,Ann\n');
+    const bad = file('blank-bad.csv', '\nfoo,bar\n1,2\n');
+    await expect(checkHeaders({ inputs: [good, bad] }, undefined)).rejects.toThrow(/blank-bad\.csv:2: the header cannot be used/);
+    const crlf = file('blank-crlf.csv', '\r\nfoo,bar\r\n1,2\r\n');
+    const crlfGood = file('blank-crlf-good.csv', '\r\nexternal_id,name\r\nu1,Ann\r\n');
+    await expect(checkHeaders({ inputs: [crlfGood, crlf] }, undefined)).rejects.toThrow(/blank-crlf\.csv:2/);
+    const marked = file('blank-marked.csv', '\uFEFF\nfoo,bar\n1,2\n');
+    const markedGood = file('blank-marked-good.csv', '\uFEFF\nexternal_id,name\nu1,Ann\n');
+    await expect(checkHeaders({ inputs: [markedGood, marked] }, undefined)).rejects.toThrow(/blank-marked\.csv:2/);
+    // a --map's column in the second file's header is found there
+    const first = file('blank-first.csv', '\nexternal_id,first\nu1,Ann\n');
+    const nick = file('blank-nick.csv', '\nexternal_id,Nick\nu2,Bo\n');
+    await expect(checkHeaders({ inputs: [first, nick] }, new Map([['Nick', 'nickname']]))).resolves.toEqual([]);
   });
 
   it('tells gzip files apart by what they inflate to, not by their first line of bytes', async () => {
