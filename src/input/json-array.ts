@@ -254,6 +254,16 @@ function notJson(head: string, first: Buffer, encoding?: InputEncoding): string 
  */
 export async function* readJson(bytes: AsyncIterable<Buffer>, file: string, options: JsonArrayOptions = {}): AsyncGenerator<NdjsonRecord[]> {
   const source = bytes[Symbol.asyncIterator]();
+  try {
+    yield* jsonOf(source, file, options);
+  } finally {
+    // a reader that stops early (a preview) ends the read, and the file is closed
+    await source.return?.();
+  }
+}
+
+/** readJson(), from its source's iterator. */
+async function* jsonOf(source: AsyncIterator<Buffer>, file: string, options: JsonArrayOptions): AsyncGenerator<NdjsonRecord[]> {
   // the bytes read to find the first character are handed on whole to the reader chosen
   const seen: Buffer[] = [];
   const begins = await leadOf(source, seen, options.encoding);

@@ -1,4 +1,8 @@
+import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { inputBytes } from '../../src/input/source.js';
 import { readJson } from '../../src/input/json-array.js';
 import { MAX_LINE_DEPTH } from '../../src/input/ndjson.js';
 import { chunksOf, collect } from './helpers.js';
@@ -172,5 +176,25 @@ describe('readJson', () => {
     expect(await collect(readJson(chunksOf(utf16, 3), 'users.json', { encoding: 'utf-16le' }))).toMatchObject([{ value: { a: 1 } }]);
     await expect(read(Buffer.concat([Buffer.of(0xfe, 0xff), Buffer.from('\u5b00')]))).rejects.toThrow(/^users\.json: starts with FE FF, the mark of UTF-16BE, which no --encoding reads: save it as UTF-8$/);
     await expect(read(Buffer.from('\xe9[', 'latin1'))).rejects.toThrow(/^users\.json: is not a JSON array of objects: byte 0xE9 at byte offset 0 of the file is not valid UTF-8; /);
+  });
+});
+
+describe('readJson, stopped early', () => {
+  it.skipIf(!existsSync('/proc/self/fd'))('closes its file when its reader stops at the first rows (a preview), an array or lines of objects', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'track-json-stop-'));
+    const rows = Array.from({ length: 5000 }, (_, i) => ({ external_id: `u${i}`, plan: 'pro' }));
+    const array = join(dir, 'array.json');
+    const lines = join(dir, 'lines.json');
+    writeFileSync(array, JSON.stringify(rows, null, 1));
+    writeFileSync(lines, rows.map((row) => JSON.stringify(row)).join('\n'));
+    const open = (): number => readdirSync('/proc/self/fd').length;
+    const before = open();
+    for (const file of [array, lines, array, lines]) {
+      for await (const records of readJson(inputBytes(file, { chunkBytes: 1024 }), file)) {
+        expect(records.length).toBeGreaterThan(0);
+        break;
+      }
+    }
+    expect(open()).toBe(before);
   });
 });
