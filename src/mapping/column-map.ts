@@ -1,6 +1,7 @@
 // The --map file: renames and types columns without editing the input. A JSON object from a column
 // as the file's header names it to the header to read it as (`"Zip": "zip:string"`), or to null to
 // leave the column out.
+import { grouped } from './header-notes.js';
 import { nameFinder } from './suggest.js';
 
 export type ColumnMap = ReadonlyMap<string, string | null>;
@@ -35,15 +36,28 @@ export function mapEntryOf(map: ColumnMap | undefined, column: string): string |
  * Why each column a map names (its keys) is in no input's header, with the name it likely means: a map may be
  * meant for several files, so a column only some of them have is fine. Empty when every one is found.
  */
+/** Files named in a message: the first few, and how many others (thousands of inputs are not each named). */
+const NAMED_FILES = 3;
+function someFiles(files: readonly string[]): string {
+  const others = files.length - NAMED_FILES;
+  return others <= 0 ? files.join(', ') : `${files.slice(0, NAMED_FILES).join(', ')} and ${grouped(others)} other ${others === 1 ? 'file' : 'files'}`;
+}
+
 export function unmatchedColumnProblems(named: Iterable<string>, headers: ReadonlyArray<{ file: string; columns: readonly string[] }>): string[] {
-  const all = new Set(headers.flatMap(({ columns }) => columns));
+  const all = new Set<string>();
+  // (the files of one header share its names: each is added once)
+  let last: readonly string[] | undefined;
+  for (const { columns } of headers) {
+    if (columns !== last) for (const name of columns) all.add(name);
+    last = columns;
+  }
   const trimmed = new Set([...all].map((name) => name.trim()));
   const problems: string[] = [];
   let closest: ((name: string) => string | undefined) | undefined;
   for (const column of named) {
     if (all.has(column) || trimmed.has(column)) continue;
     closest ??= nameFinder(all);
-    const where = headers.length === 1 ? `of ${headers[0].file}` : `of any input (${headers.map(({ file }) => file).join(', ')})`;
+    const where = headers.length === 1 ? `of ${headers[0].file}` : `of any input (${someFiles(headers.map(({ file }) => file))})`;
     const likely = closest(column);
     const shown = [...all].slice(0, 20).map((name) => JSON.stringify(name));
     const has = headers.length === 1 ? 'the header has' : 'the headers have';

@@ -197,28 +197,41 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
     const { csvHeaderProblem, headerReadProblem } = await import('./plan-csv.js');
     // one reading for every header: a header many files share is read once
     const reading = { kind: options.kind, map, reading: options.reading, encoding: options.encoding };
-    const problemOf = ({ file, record, detected }: (typeof headers)[number]) => csvHeaderProblem(record, file, reading, detected);
+    // a header record files share (their first lines the same bytes: readCsvHeaders) is checked once,
+    // as its first file's: the first file whose header cannot be used is still the one named
+    const records = new Set<CsvRecord>();
+    const distinct = headers.filter(({ record }) => {
+      if (records.has(record)) return false;
+      records.add(record);
+      return true;
+    });
     // a header that cannot be read (its bytes are not in the encoding, a UTF-16 file) is told first:
     // the map's keys cannot be matched with columns no one knows
-    for (const { file, record } of headers) {
+    for (const { file, record } of distinct) {
       const unread = headerReadProblem(record, file, options.encoding);
       if (unread !== undefined) throw unread;
     }
     // a map key that names no column is told next: the header's own problems may follow from it
-    const columns = [...headers.flatMap(({ file, record }) => ('cells' in record ? [{ file, columns: record.cells }] : [])), ...parquets];
+    const columns: Array<{ file: string; columns: readonly string[] }> = [];
+    for (const { file, record } of headers) if ('cells' in record) columns.push({ file, columns: record.cells });
+    columns.push(...parquets);
     // a resumed run leaves settled files unread: a column only they have is not missing
     const unmatched = map === undefined || settled?.size ? [] : unmatchedColumnProblems(map.keys(), columns);
     if (unmatched.length > 0 && !stdinCsv) throw new UsageError(`${named}:\n  ${unmatched.join('\n  ')}`);
-    for (const header of headers) {
-      const problem = problemOf(header);
+    for (const { file, record, detected } of distinct) {
+      const problem = csvHeaderProblem(record, file, reading, detected);
       if (problem !== undefined) throw problem;
     }
     if (parquets.length > 0) {
       const { parquetHeader } = await import('./plan-parquet.js');
       for (const { file, columns: names } of parquets) parquetHeader(names, file, { kind: options.kind, map, reading: options.reading });
     }
-    const known = new Set(columns.flatMap((c) => c.columns.flatMap((name) => [name, name.trim()])));
-    return map === undefined ? [] : [...map.keys()].filter((column) => !known.has(column));
+    if (map === undefined) return [];
+    const known = new Set<string>();
+    for (const { columns: names } of [...distinct.flatMap(({ record }) => ('cells' in record ? [{ columns: record.cells }] : [])), ...parquets]) {
+      for (const name of names) known.add(name).add(name.trim());
+    }
+    return [...map.keys()].filter((column) => !known.has(column));
   } finally {
     if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();
   }

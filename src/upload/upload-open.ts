@@ -71,7 +71,7 @@ export async function checkRun(options: UploadOptions, run: ResolvedRun, target:
   // one of an earlier version names no key: it is tied to this run's (openJournal), which says so
   const journalNote = earlier !== undefined && earlier.key === undefined && key !== undefined ? (await import('./state-names.js')).keylessJournalNote(target!.journalPath!, key) : undefined;
   const whole = new Set(earlier?.files.filter(isWhole).map((f) => f.identity.path));
-  const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, new Set(inputs.filter((file) => whole.has(inputKey(file)))));
+  const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, whole.size === 0 ? undefined : new Set(inputs.filter((file) => whole.has(inputKey(file)))));
   if (target?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
   // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
   const pace = send === undefined || target === undefined ? undefined : await (await import('./shared-pace.js')).sharedPace(send, target.target, options.shard);

@@ -52,6 +52,15 @@ describe('unmatchedColumnProblems', () => {
     expect(unmatchedColumnProblems(['Evnt'], [crm, events])).toEqual(['"Evnt" is not a column of any input (export.csv, events.csv); did you mean "Event"?']);
   });
 
+  it('names the first three inputs and counts the others when none has the column (thousands of files of one export)', () => {
+    const parts = Array.from({ length: 10_000 }, (_, i) => ({ file: `part-${i}.csv`, columns: crm.columns }));
+    expect(unmatchedColumnProblems(['Tier'], parts)).toEqual([
+      '"Tier" is not a column of any input (part-0.csv, part-1.csv, part-2.csv and 9,997 other files); the headers have "Contact ID", "E-mail Address", "Mobile Phone", "VIP"',
+    ]);
+    expect(unmatchedColumnProblems(['Tier'], parts.slice(0, 4))[0]).toContain('(part-0.csv, part-1.csv, part-2.csv and 1 other file)');
+    expect(unmatchedColumnProblems(['Tier'], parts.slice(0, 3))[0]).toContain('(part-0.csv, part-1.csv, part-2.csv)');
+  });
+
   it('finds the column in any script, case or accent, and a name held in a longer one', () => {
     const world = { file: 'world.csv', columns: ['Электронная почта', 'メールアドレス', 'Straße', 'Téléphone', 'Opted In (Y/N)'] };
     expect(unmatchedColumnProblems(['Электронная Почта', 'メールアドレ', 'STRASSE', 'Telephone', 'Opted In'], [world])).toEqual([
