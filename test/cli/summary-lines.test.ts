@@ -150,3 +150,36 @@ describe('the warnings line', () => {
     expect(dry.stdout).toContain('\nwarnings    2 (on items left out as unchanged: not sent)\n');
   }, 60_000);
 });
+
+describe('the files of a summary', () => {
+  it('names the first 20 files a line each and counts the others and their rows, which --json lists all', async () => {
+    const inputs = Array.from({ length: 25 }, (_, i) => {
+      const name = `part-${String(i).padStart(2, '0')}.csv`;
+      writeFileSync(join(tmp.dir, name), `external_id,plan\n${Array.from({ length: i + 1 }, (_, r) => `u${i}-${r},pro`).join('\n')}\n`);
+      return name;
+    });
+    const run = await runCliAsync(['upload', '--dry-run', ...inputs], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toContain('\n  part-19.csv  20 rows (csv, attributes)\n');
+    expect(run.stdout).not.toContain('part-20.csv');
+    // the other five files hold 21 + 22 + 23 + 24 + 25 rows
+    expect(run.stdout).toContain('\n  and 5 other files, 115 rows (--json lists them all)\n');
+    const json = await runCliAsync(['upload', '--dry-run', ...inputs, '--json'], { cwd: tmp.dir });
+    expect(json.status, json.stderr).toBe(0);
+    const files = (JSON.parse(json.stdout) as { files: Array<{ file: string; rows: number }> }).files;
+    expect(files).toHaveLength(25);
+    expect(files[24]).toMatchObject({ file: 'part-24.csv', rows: 25 });
+  }, 60_000);
+
+  it('names each of 20 files or fewer', async () => {
+    const inputs = Array.from({ length: 20 }, (_, i) => {
+      const name = `few-${String(i).padStart(2, '0')}.csv`;
+      writeFileSync(join(tmp.dir, name), `external_id,plan\nf${i},pro\n`);
+      return name;
+    });
+    const run = await runCliAsync(['upload', '--dry-run', ...inputs], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout).toContain('\n  few-19.csv  1 row (csv, attributes)\n');
+    expect(run.stdout).not.toContain('other file');
+  }, 60_000);
+});

@@ -65,6 +65,8 @@ function dataPointLines(summary: UploadSummary, pace: Pace | undefined): string[
 
 /** Attributes shown in the per-attribute delta table, those that changed most first (--json has all). */
 const MAX_COLUMN_LINES = 12;
+/** Files the summary names a line each (a run of thousands of files is not a line a file). */
+const MAX_FILE_LINES = 20;
 
 /** With --delta: a table of the attributes compared, each with its values changed, unchanged and cleared. */
 function columnLines(columns: UploadSummary['deltaColumns']): string[] {
@@ -87,9 +89,15 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   const seconds = (summary.elapsedMs / 1000).toFixed(1);
   const files = counted(summary.files.length, 'file');
   lines.push(chalk.bold(`${verb}: ${files}, ${counted(summary.rows, 'row')} read in ${seconds} s`));
-  for (const file of summary.files) {
+  for (const file of summary.files.slice(0, MAX_FILE_LINES)) {
     const kind = file.kind === undefined ? file.format : `${file.format}, ${file.kind}`;
     lines.push(`  ${file.file}  ${counted(file.rows, 'row')} (${kind})`);
+  }
+  const others = summary.files.length - MAX_FILE_LINES;
+  if (others > 0) {
+    let rows = 0;
+    for (let i = MAX_FILE_LINES; i < summary.files.length; i += 1) rows += summary.files[i].rows;
+    lines.push(`  and ${counted(others, 'other file')}, ${counted(rows, 'row')} (--json lists them all)`);
   }
   if (summary.skipped > 0 || summary.skippedItems > 0) {
     const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
