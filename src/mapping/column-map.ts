@@ -1,7 +1,6 @@
 // The --map file: renames and types columns without editing the input. A JSON object from a column
 // as the file's header names it to the header to read it as (`"Zip": "zip:string"`), or to null to
 // leave the column out.
-import { grouped } from './header-notes.js';
 import { nameFinder } from './suggest.js';
 
 export type ColumnMap = ReadonlyMap<string, string | null>;
@@ -40,7 +39,7 @@ export function mapEntryOf(map: ColumnMap | undefined, column: string): string |
 const NAMED_FILES = 3;
 function someFiles(files: readonly string[]): string {
   const others = files.length - NAMED_FILES;
-  return others <= 0 ? files.join(', ') : `${files.slice(0, NAMED_FILES).join(', ')} and ${grouped(others)} other ${others === 1 ? 'file' : 'files'}`;
+  return others <= 0 ? files.join(', ') : `${files.slice(0, NAMED_FILES).join(', ')} and ${others.toLocaleString('en-US')} other ${others === 1 ? 'file' : 'files'}`;
 }
 
 export function unmatchedColumnProblems(named: Iterable<string>, headers: ReadonlyArray<{ file: string; columns: readonly string[] }>): string[] {
