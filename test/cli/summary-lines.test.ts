@@ -163,7 +163,7 @@ describe('the files of a summary', () => {
     expect(run.stdout).toContain('\n  part-19.csv  20 rows (csv, attributes)\n');
     expect(run.stdout).not.toContain('part-20.csv');
     // the other five files hold 21 + 22 + 23 + 24 + 25 rows
-    expect(run.stdout).toContain('\n  and 5 other files, 115 rows (--json lists them all)\n');
+    expect(run.stdout).toContain('\n  and 5 other files, 115 rows (--json lists every file)\n');
     const json = await runCliAsync(['upload', '--dry-run', ...inputs, '--json'], { cwd: tmp.dir });
     expect(json.status, json.stderr).toBe(0);
     const files = (JSON.parse(json.stdout) as { files: Array<{ file: string; rows: number }> }).files;

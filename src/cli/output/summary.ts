@@ -97,7 +97,7 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   if (others > 0) {
     let rows = 0;
     for (let i = MAX_FILE_LINES; i < summary.files.length; i += 1) rows += summary.files[i].rows;
-    lines.push(`  and ${counted(others, 'other file')}, ${counted(rows, 'row')} (--json lists them all)`);
+    lines.push(`  and ${counted(others, 'other file')}, ${counted(rows, 'row')} (--json lists every file)`);
   }
   if (summary.skipped > 0 || summary.skippedItems > 0) {
     const inPart = summary.skippedItems > 0 ? `; ${counted(summary.skippedItems, 'item')} of lines delivered in part` : '';
