@@ -228,9 +228,7 @@ export async function checkHeaders(options: InputReading, map: ColumnMap | undef
     }
     if (map === undefined) return [];
     const known = new Set<string>();
-    for (const { columns: names } of [...distinct.flatMap(({ record }) => ('cells' in record ? [{ columns: record.cells }] : [])), ...parquets]) {
-      for (const name of names) known.add(name).add(name.trim());
-    }
+    for (const { columns: names } of columns) for (const name of names) known.add(name).add(name.trim());
     return [...map.keys()].filter((column) => !known.has(column));
   } finally {
     if (options.remote !== undefined && [...csvFiles, ...parquetFiles].some(isRemote)) await (await import('../input/remote.js')).closeRemoteStores();
