@@ -31,10 +31,6 @@ export function mapEntryOf(map: ColumnMap | undefined, column: string): string |
   return own !== undefined ? own : map.get(column.trim());
 }
 
-/**
- * Why each column a map names (its keys) is in no input's header, with the name it likely means: a map may be
- * meant for several files, so a column only some of them have is fine. Empty when every one is found.
- */
 /** Files named in a message: the first few, and how many others (thousands of inputs are not each named). */
 const NAMED_FILES = 3;
 function someFiles(files: readonly string[]): string {
@@ -42,6 +38,10 @@ function someFiles(files: readonly string[]): string {
   return others <= 0 ? files.join(', ') : `${files.slice(0, NAMED_FILES).join(', ')} and ${others.toLocaleString('en-US')} other ${others === 1 ? 'file' : 'files'}`;
 }
 
+/**
+ * Why each column a map names (its keys) is in no input's header, with the name it likely means: a map may be
+ * meant for several files, so a column only some of them have is fine. Empty when every one is found.
+ */
 export function unmatchedColumnProblems(named: Iterable<string>, headers: ReadonlyArray<{ file: string; columns: readonly string[] }>): string[] {
   const all = new Set<string>();
   // (the files of one header share its names: each is added once)
