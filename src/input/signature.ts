@@ -25,8 +25,11 @@ export function notTextProblem(head: Uint8Array): string | undefined {
   return workbookProblem(head);
 }
 
+/** Whether bytes begin as gzip data does. */
+export const isGzip = (head: Uint8Array): boolean => startsWith(head, GZIP);
+
 /** The error for a Parquet input whose bytes begin as gzip, or undefined. */
 export function gzippedParquetProblem(head: Uint8Array): string | undefined {
-  if (!startsWith(head, GZIP)) return undefined;
+  if (!isGzip(head)) return undefined;
   return 'is gzip-compressed, which a Parquet file is not (it compresses its data inside): gunzip it and give that file';
 }

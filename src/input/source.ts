@@ -8,7 +8,7 @@ import { fileChunks, transientChunks } from './file-chunks.js';
 import { gunzipped } from './gunzip.js';
 import { isRemote, nameOf } from './location.js';
 import type { RemoteInputs } from './remote.js';
-import { notTextProblem } from './signature.js';
+import { isGzip, notTextProblem } from './signature.js';
 
 export type InputFormat = 'csv' | 'ndjson' | 'json' | 'parquet';
 export const INPUT_FORMATS: readonly InputFormat[] = ['csv', 'ndjson', 'json', 'parquet'];
@@ -98,7 +98,6 @@ function readError(file: string, error: unknown): Error {
   return new InputError(`cannot read it (${e.code ?? e.message ?? String(error)})`, file);
 }
 
-const GZIP_MAGIC = [0x1f, 0x8b];
 /** Enough of the start to tell gzip, ZIP and Excel's signatures apart. */
 const SIGNATURE_BYTES = 8;
 
@@ -194,7 +193,7 @@ export async function* inputBytes(file: string, options: BytesOptions = {}): Asy
     const rest = (): AsyncIterableIterator<Buffer> => restOf(head, ended, next);
     const notText = notTextProblem(head);
     if (notText !== undefined) throw new InputError(notText, file);
-    if (head[0] === GZIP_MAGIC[0] && head[1] === GZIP_MAGIC[1]) {
+    if (isGzip(head)) {
       yield* gunzipped(rest(), file);
     } else if (options.pieceBytes === undefined) {
       yield* rest();

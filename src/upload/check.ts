@@ -11,6 +11,7 @@ import { JOURNAL_HEADER } from '../records/journal-format.js';
 import { createDecoding, undecodableIn, type InputEncoding } from '../input/decode.js';
 import type { Delimiter } from '../input/delimiters.js';
 import { isRemote, localName } from '../input/location.js';
+import { isGzip } from '../input/signature.js';
 import type { RemoteInputs } from '../input/remote.js';
 import { formatOf, inputBytes, STDIN, type InputFormat } from '../input/source.js';
 import { unmatchedColumnProblems, validateColumnMap, type ColumnMap } from '../mapping/column-map.js';
@@ -291,7 +292,7 @@ function headerLineOf(file: string, encoding: InputEncoding | undefined): string
   headerLineBytes ??= Buffer.allocUnsafeSlow(HEADER_LINE_BYTES);
   const start = fileStart(file, HEADER_LINE_BYTES, headerLineBytes);
   const end = start?.indexOf(0x0a) ?? -1;
-  if (start === undefined || end === -1 || (start[0] === 0x1f && start[1] === 0x8b) || start.subarray(0, end).includes(0x22)) return undefined;
+  if (start === undefined || end === -1 || isGzip(start) || start.subarray(0, end).includes(0x22)) return undefined;
   return start.toString('latin1', 0, end + 1);
 }
 

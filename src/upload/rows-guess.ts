@@ -11,6 +11,7 @@ import { statSync } from 'node:fs';
 import { constants, gunzipSync } from 'node:zlib';
 import { fileStart } from '../file-start.js';
 import { isRemote } from '../input/location.js';
+import { isGzip } from '../input/signature.js';
 
 /** Bytes of a file's start that are sampled. */
 const SAMPLE_BYTES = 64 * 1024;
@@ -60,7 +61,7 @@ function rowBytes(file: string, size: number): number | undefined {
   const sample = fileStart(file, Math.min(size, SAMPLE_BYTES));
   if (sample === undefined || sample.length === 0) return undefined;
   const whole = sample.length === size;
-  if (sample[0] === 0x1f && sample[1] === 0x8b) {
+  if (isGzip(sample)) {
     const text = inflatedStart(sample);
     if (text === undefined) return undefined;
     // a byte of text takes this much of the file
