@@ -1,7 +1,10 @@
 // The inputs as a run reads them: each s3:// prefix or glob replaced by the objects it names (in key
 // order), every object in storage listed with its identity (URL, ETag, size), before anything is
-// written or sent; a local file or standard input as given.
+// written or sent; a local file or standard input as given. An object or a local file named twice
+// is refused: read twice, its rows would be sent twice (events recorded twice).
+import { statSync, type BigIntStats } from 'node:fs';
 import { UsageError } from '../errors.js';
+import { STDIN } from '../input/source.js';
 import { isRemote } from '../input/location.js';
 import type { RemoteInputs, RemoteObject, RemoteSettings } from '../input/remote.js';
 
@@ -13,6 +16,7 @@ export interface ResolvedInputs {
 }
 
 export async function resolveInputs(inputs: readonly string[], settings: RemoteSettings = {}): Promise<ResolvedInputs> {
+  checkLocalFilesOnce(inputs);
   if (!inputs.some(isRemote)) return { inputs: [...inputs] };
   // loaded only for objects in storage
   const { closeRemoteStores, listRemote } = await import('../input/remote.js');
@@ -41,4 +45,29 @@ export async function resolveInputs(inputs: readonly string[], settings: RemoteS
     await closeRemoteStores();
   }
   return { inputs: out, remote: { settings, objects } };
+}
+
+/**
+ * Refuses a local file named twice: by one name twice, or by two names (`users.csv` and
+ * `./users.csv`, a link to it), told by its device and inode. A name that cannot be read is left to
+ * the checks that say why.
+ */
+function checkLocalFilesOnce(inputs: readonly string[]): void {
+  const namedBy = new Map<string, string>();
+  for (const input of inputs) {
+    if (input === STDIN || isRemote(input)) continue;
+    let info: BigIntStats | undefined;
+    try {
+      info = statSync(input, { throwIfNoEntry: false, bigint: true });
+    } catch {
+      // (a file that cannot be read: said by the checks of every input)
+    }
+    if (info === undefined) continue;
+    const id = `${info.dev}:${info.ino}`;
+    const earlier = namedBy.get(id);
+    if (earlier !== undefined) {
+      throw new UsageError(earlier === input ? `${input} is given twice; give each file once` : `${earlier} and ${input} are the same file; give each file once`);
+    }
+    namedBy.set(id, input);
+  }
 }

@@ -166,6 +166,9 @@ describe('inputs in S3', () => {
       [['s3://exports/parts/*.csv'], {}, /s3:\/\/exports\/parts\/\*\.csv: no object matches this glob/],
       [['s3://exports/users.csv'], { AWS_ACCESS_KEY_ID: 'someone-else' }, /s3:\/\/exports\/users\.csv: access denied \(403\)/],
       [['s3://exports/users.csv'], { AWS_ACCESS_KEY_ID: '', AWS_SECRET_ACCESS_KEY: '' }, /no AWS credentials were found to read it; looked for AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY .*AWS_PROFILE/],
+      // an object named twice would have its rows sent twice
+      [['s3://exports/parts/*.gz', 's3://exports/parts/part-001.ndjson.gz'], {}, /s3:\/\/exports\/parts\/part-001\.ndjson\.gz is named by s3:\/\/exports\/parts\/\*\.gz and s3:\/\/exports\/parts\/part-001\.ndjson\.gz; give each object once/],
+      [['s3://exports/users.csv', 's3://exports/users.csv'], {}, /s3:\/\/exports\/users\.csv is named by s3:\/\/exports\/users\.csv twice; give each object once/],
     ];
     const dir = servers.tmp.dir;
     writeFileSync(join(dir, 'good.csv'), 'external_id,plan\nu1,pro\n');

@@ -2,7 +2,7 @@
 // flag that names one (a typo, a copied command line) is refused before anything is written, and the
 // record is left as it was; so is --summary-file after a run that stopped before its checks.
 import { createHash } from 'node:crypto';
-import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCliAsync } from '../helpers/cli.js';
@@ -121,5 +121,36 @@ describe('a run file that names the --map file', () => {
     expect(early.status).toBe(2);
     expect(early.stderr).toContain(`--summary-file ${map}: not written`);
     expect(readFileSync(map, 'utf8')).toBe('{"plan":"plan"}\n');
+  });
+});
+
+describe('an input named twice', () => {
+  it('is refused, exit 2, before anything is sent or written: by one name, by another, through a link; upload, dry run and validate', async () => {
+    const emu = await servers.emulator();
+    const events = join(tmp.dir, 'events.csv');
+    writeFileSync(events, 'external_id,name,time\nu1,signup,2026-01-01T00:00:00Z\nu2,signup,2026-01-01T00:00:00Z\n');
+    symlinkSync(events, join(tmp.dir, 'events-link.csv'));
+    linkSync(events, join(tmp.dir, 'events-hard.csv'));
+    writeFileSync(join(tmp.dir, 'other.csv'), 'external_id,name,time\nu3,signup,2026-01-01T00:00:00Z\n');
+    const cases: Array<[string[], string]> = [
+      [['events.csv', 'events.csv'], 'events.csv is given twice; give each file once'],
+      [['events.csv', 'other.csv', './events.csv'], 'events.csv and ./events.csv are the same file; give each file once'],
+      [['events.csv', 'events-link.csv'], 'events.csv and events-link.csv are the same file; give each file once'],
+      [['events-hard.csv', events], `events-hard.csv and ${events} are the same file; give each file once`],
+    ];
+    for (const [inputs, message] of cases) {
+      for (const command of [['upload', '--url', emu.url, '--api-key', 'k'], ['upload', '--dry-run'], ['validate']]) {
+        const r = await runCliAsync([command[0], ...inputs, ...command.slice(1), '--kind', 'events', '--quiet'], { cwd: tmp.dir });
+        expect(r.status, `${command.join(' ')} ${inputs.join(' ')}: ${r.stderr}`).toBe(2);
+        expect(r.stderr).toContain(message);
+      }
+    }
+    expect(await emu.requests({})).toEqual([]);
+    // nothing beside the inputs was written: no journal, no rejects file
+    expect(readdirSync(tmp.dir).filter((name) => !name.startsWith('events') && name !== 'other.csv')).toEqual([]);
+    // the same rows in two files are two inputs
+    writeFileSync(join(tmp.dir, 'copy.csv'), readFileSync(events));
+    const both = await runCliAsync(['upload', 'events.csv', 'copy.csv', '--dry-run', '--kind', 'events', '--json'], { cwd: tmp.dir });
+    expect(JSON.parse(both.stdout)).toMatchObject({ exitStatus: 0, items: { events: 4 } });
   });
 });
