@@ -2,6 +2,9 @@
 // process that holds it. A lock whose process is gone (kill -9, a crash) is taken over. `track
 // inspect` and `track cleanup` take no lock: SQLite lets them read and write a file a running
 // emulator has open.
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { UsageError } from '../errors.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 
 export type { LockOwner } from '../lock-file.js';
@@ -27,6 +30,10 @@ export class DatabaseInUseError extends FileInUseError {
  */
 export function lockDatabase(db: string): () => void {
   if (db === ':memory:' || db === '') return () => {};
+  // a path in a folder that is not there is the person's to fix (exit 2), as a file SQLite cannot open is
+  const folder = dirname(resolve(db));
+  if (!existsSync(folder)) throw new UsageError(`--db ${db}: the folder ${folder} does not exist; create it, or give a path in a folder that does`);
+  if (!statSync(folder).isDirectory()) throw new UsageError(`--db ${db}: ${folder} is not a folder`);
   return lockFile(db, {
     purpose: 'the lock that keeps a second emulator off',
     inUse: (file, lock, owner) => new DatabaseInUseError(file, lock, owner),

@@ -3,7 +3,7 @@
 // left exactly as it was; a file that is not a database, a damaged one, or a folder, is named with
 // what to do.
 import Database from 'better-sqlite3';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/emulator/store.js';
@@ -62,6 +62,25 @@ describe('a --db that is not a database', () => {
     const opened = runCli(['inspect', '--db', folder]);
     expect(opened.status).toBe(2);
     expect(opened.stderr).toContain(`--db ${folder}: cannot be opened as a database file`);
+  });
+
+  it('names a path in a folder that does not exist, or under a file, for the emulator as for inspect: exit 2, nothing made', async () => {
+    const missing = join(tmp.dir, 'no-such-folder', 'emulator.sqlite');
+    const plain = join(tmp.dir, 'plain.txt');
+    writeFileSync(plain, 'text\n');
+    const underFile = join(plain, 'emulator.sqlite');
+    const emulate = runCli(['emulate', '--port', '0', '--db', missing, '--exec', 'echo never run']);
+    expect(emulate.status).toBe(2);
+    expect(emulate.stdout).not.toContain('never run');
+    expect(emulate.stderr).toContain(`--db ${missing}: the folder ${join(tmp.dir, 'no-such-folder')} does not exist; create it, or give a path in a folder that does`);
+    const notFolder = runCli(['emulate', '--port', '0', '--db', underFile, '--exec', 'echo never run']);
+    expect(notFolder.status).toBe(2);
+    expect(notFolder.stderr).toContain(`--db ${underFile}: ${plain} is not a folder`);
+    expect(runCli(['inspect', '--db', missing]).status).toBe(2);
+    expect(existsSync(join(tmp.dir, 'no-such-folder'))).toBe(false);
+    const error = (await startEmulator({ db: missing }).catch((e: unknown) => e)) as Error;
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toMatch(/^db .*emulator\.sqlite: the folder .*no-such-folder does not exist/);
   });
 
   it("names the emulator's own file cut short (a copy that stopped half way), and leaves it as it was", async () => {
