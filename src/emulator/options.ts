@@ -148,6 +148,8 @@ export function resolveOptions(options: EmulatorOptions): ResolvedOptions {
   if (!(Number.isSafeInteger(requestLogSize) && requestLogSize >= 0 && requestLogSize <= MAX_REQUEST_LOG_SIZE)) {
     throw new UsageError(`--request-log: expected a whole number of requests from 0 to ${MAX_REQUEST_LOG_SIZE.toLocaleString('en-US')}, got ${requestLogSize}`);
   }
+  // an empty path (an unset variable, `--db "$DB"`) is no database file: SQLite would keep a temporary one, unsaid
+  if (options.db === '') throw new UsageError('--db: an empty path; give a file, or :memory: to keep nothing');
   const failRate = fraction('--fail-rate', options.failRate);
   const dropRate = fraction('--drop-rate', options.dropRate);
   if (failRate + dropRate > 1) throw new UsageError('--fail-rate and --drop-rate together exceed 1');

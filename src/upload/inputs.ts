@@ -2,7 +2,7 @@
 // order), every object in storage listed with its identity (URL, ETag, size), before anything is
 // written or sent; a local file or standard input as given. An object or a local file named twice
 // is refused: read twice, its rows would be sent twice (events recorded twice).
-import { statSync, type BigIntStats } from 'node:fs';
+import { fstatSync, statSync, type BigIntStats } from 'node:fs';
 import { UsageError } from '../errors.js';
 import { STDIN } from '../input/source.js';
 import { isRemote } from '../input/location.js';
@@ -31,12 +31,13 @@ export async function resolveInputs(inputs: readonly string[], settings: RemoteS
         continue;
       }
       for (const object of await listRemote(input, settings)) {
-        const earlier = namedBy.get(object.url);
+        const key = objectKey(object.url);
+        const earlier = namedBy.get(key);
         if (earlier !== undefined) {
           const by = earlier === input ? `${input} twice` : `${earlier} and ${input}`;
           throw new UsageError(`${object.url} is named by ${by}; give each object once`);
         }
-        namedBy.set(object.url, input);
+        namedBy.set(key, input);
         objects[object.url] = object;
         out.push(object.url);
       }
@@ -47,27 +48,42 @@ export async function resolveInputs(inputs: readonly string[], settings: RemoteS
   return { inputs: out, remote: { settings, objects } };
 }
 
+/** An object's URL as two spellings of it compare: as the URL standard writes it (scheme and host in lower case, `./` resolved), without a fragment. */
+function objectKey(url: string): string {
+  try {
+    const parsed = new URL(url);
+    parsed.hash = '';
+    return parsed.href;
+  } catch {
+    return url;
+  }
+}
+
 /**
- * Refuses a local file named twice: by one name twice, or by two names (`users.csv` and
- * `./users.csv`, a link to it), told by its device and inode. A name that cannot be read is left to
- * the checks that say why.
+ * Refuses a local file named twice: by one name twice, or by two (`users.csv` and `./users.csv`, a
+ * link to it, standard input redirected from it), told by its device and inode. Only files are
+ * compared: a name that is not one is left to the checks that say why.
  */
-function checkLocalFilesOnce(inputs: readonly string[]): void {
+export function checkLocalFilesOnce(inputs: readonly string[]): void {
   const namedBy = new Map<string, string>();
+  let stdinSeen = false;
   for (const input of inputs) {
-    if (input === STDIN || isRemote(input)) continue;
+    // (standard input given twice is refused as what can be read only once, whatever it is)
+    if (isRemote(input) || (input === STDIN && stdinSeen)) continue;
+    if (input === STDIN) stdinSeen = true;
     let info: BigIntStats | undefined;
     try {
-      info = statSync(input, { throwIfNoEntry: false, bigint: true });
+      info = input === STDIN ? fstatSync(0, { bigint: true }) : statSync(input, { throwIfNoEntry: false, bigint: true });
     } catch {
-      // (a file that cannot be read: said by the checks of every input)
+      // (no standard input, a name that cannot be looked up: said by the checks of every input)
     }
-    if (info === undefined) continue;
+    if (info?.isFile() !== true) continue;
     const id = `${info.dev}:${info.ino}`;
+    const name = input === STDIN ? 'standard input (-)' : input;
     const earlier = namedBy.get(id);
     if (earlier !== undefined) {
-      throw new UsageError(earlier === input ? `${input} is given twice; give each file once` : `${earlier} and ${input} are the same file; give each file once`);
+      throw new UsageError(earlier === name ? `${name} is given twice; give each file once` : `${earlier} and ${name} are the same file; give each file once`);
     }
-    namedBy.set(id, input);
+    namedBy.set(id, name);
   }
 }

@@ -207,6 +207,15 @@ describe('inputs in S3', () => {
     const run = await track(['validate', await signed('users.csv'), await signed('tables/users.parquet'), '--json', '--rejects', 'r.ndjson']);
     expect(run.stderr).toBe('');
     expect(JSON.parse(run.stdout)).toMatchObject({ rows: 240, rejected: 0, items: { attributes: 240 } });
+    // one object by two spellings of its URL (the host's case, `./`, a fragment; the same one signed anew) is named twice
+    const url = await signed('users.csv');
+    const spelled = new URL(url);
+    const respelled = `${spelled.protocol}//${spelled.host.toUpperCase()}${spelled.pathname.replace('/users.csv', '/./users.csv')}${spelled.search}#part`;
+    for (const other of [respelled, await signed('users.csv')]) {
+      const twice = await track(['validate', url, other]);
+      expect(twice.status, twice.stderr).toBe(2);
+      expect(twice.stderr).toContain('; give each object once');
+    }
   });
 
   it('follows a redirect to the object (a sharing link, a CDN), for a streamed CSV and a Parquet file read by ranges', async () => {

@@ -2,10 +2,12 @@
 // flag that names one (a typo, a copied command line) is refused before anything is written, and the
 // record is left as it was; so is --summary-file after a run that stopped before its checks.
 import { createHash } from 'node:crypto';
-import { linkSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runCliAsync } from '../helpers/cli.js';
+import { BIN, runCliAsync } from '../helpers/cli.js';
 import { useServers } from '../helpers/servers.js';
 
 const servers = useServers();
@@ -145,6 +147,32 @@ describe('an input named twice', () => {
         expect(r.stderr).toContain(message);
       }
     }
+    // standard input redirected from one of the files (`< events.csv`), and /dev/stdin beside it
+    for (const [inputs, message] of [
+      [['events.csv', '-'], 'events.csv and standard input (-) are the same file; give each file once'],
+      [['-', '/dev/stdin'], 'standard input (-) and /dev/stdin are the same file; give each file once'],
+    ] as const) {
+      // (the emulator answers from this process: the CLI runs beside it, not in a call that blocks it)
+      const fd = openSync(events, 'r');
+      const child = spawn(process.execPath, [BIN, 'upload', ...inputs, '--format', 'csv', '--kind', 'events', '--url', emu.url, '--api-key', 'k', '--quiet'], { cwd: tmp.dir, stdio: [fd, 'ignore', 'pipe'] });
+      closeSync(fd);
+      let stderr = '';
+      child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      const [status] = (await once(child, 'close')) as [number | null];
+      expect(status, `${inputs.join(' ')}: ${stderr}`).toBe(2);
+      expect(stderr).toContain(message);
+    }
+    // a seed too, in its own words
+    const seeded = await runCliAsync(['emulate', '--port', '0', '--seed', 'events.csv', '--seed', './events.csv', '--exec', 'echo never run'], { cwd: tmp.dir });
+    expect(seeded.status).toBe(2);
+    expect(seeded.stdout).not.toContain('never run');
+    expect(seeded.stderr).toContain('--seed events.csv and ./events.csv are the same file; give each file once');
+    // what is not a file is refused for what it is, not as given twice
+    mkdirSync(join(tmp.dir, 'events-folder'));
+    const folder = await runCliAsync(['validate', 'events-folder', 'events-folder/', '--format', 'csv'], { cwd: tmp.dir });
+    expect(folder.status).toBe(2);
+    expect(folder.stderr).toContain('events-folder: is not a file');
+    rmdirSync(join(tmp.dir, 'events-folder'));
     expect(await emu.requests({})).toEqual([]);
     // nothing beside the inputs was written: no journal, no rejects file
     expect(readdirSync(tmp.dir).filter((name) => !name.startsWith('events') && name !== 'other.csv')).toEqual([]);

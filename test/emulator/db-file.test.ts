@@ -76,6 +76,19 @@ describe('a --db that is not a database', () => {
     const notFolder = runCli(['emulate', '--port', '0', '--db', underFile, '--exec', 'echo never run']);
     expect(notFolder.status).toBe(2);
     expect(notFolder.stderr).toContain(`--db ${underFile}: ${plain} is not a folder`);
+    // the folder as the path names it: `x/..` is none when `x` is none
+    const through = `${join(tmp.dir, 'no-such-folder')}/../emulator.sqlite`;
+    const dotted = runCli(['emulate', '--port', '0', '--db', through, '--exec', 'echo never run']);
+    expect(dotted.status).toBe(2);
+    expect(dotted.stderr).toContain(`--db ${through}: the folder ${join(tmp.dir, 'no-such-folder')}/.. does not exist`);
+    const folderNamed = runCli(['emulate', '--port', '0', '--db', 'no-such-folder/', '--exec', 'echo never run'], { cwd: tmp.dir });
+    expect(folderNamed.status).toBe(2);
+    expect(folderNamed.stderr).toContain('--db no-such-folder/: names a folder; give the path of a file (no-such-folder/track-emulator.sqlite)');
+    for (const command of [['emulate', '--port', '0', '--exec', 'echo never run'], ['inspect']]) {
+      const empty = runCli([...command, '--db', '']);
+      expect(empty.status, command[0]).toBe(2);
+      expect(empty.stderr, command[0]).toContain('--db: an empty path');
+    }
     expect(runCli(['inspect', '--db', missing]).status).toBe(2);
     expect(existsSync(join(tmp.dir, 'no-such-folder'))).toBe(false);
     const error = (await startEmulator({ db: missing }).catch((e: unknown) => e)) as Error;

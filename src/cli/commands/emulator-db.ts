@@ -1,9 +1,10 @@
 // Opens the database file a `track emulate` wrote, for `track inspect` and `track cleanup`.
 import { existsSync } from 'node:fs';
 import type { Store } from '../../emulator/store.js';
-import { InputError } from '../../errors.js';
+import { InputError, UsageError } from '../../errors.js';
 
 export async function openEmulatorDb(path: string): Promise<Store> {
+  if (path === '') throw new UsageError("--db: an empty path; give the emulator's database file");
   if (!existsSync(path)) throw new InputError('no emulator database here (start `track emulate --db` with this path first)', path);
   const { Store } = await import('../../emulator/store.js');
   // a file an earlier version wrote is rebuilt once: said on stderr, as it may take a while
