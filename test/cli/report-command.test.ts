@@ -116,6 +116,24 @@ describe('track report', () => {
     expect(track(['report', 'dry1-10.json', 'dry2-20.json'], { cwd: dir }).stdout).not.toContain('\nestimate ');
   });
 
+  it('reports summaries that all stopped before reading their inputs, in words and as JSON, with their worst status', () => {
+    for (const [name, shard] of [['gone1.json', '1/2'], ['gone2.json', '2/2']]) {
+      expect(track(['upload', 'no-such.csv', '--url', 'http://127.0.0.1:9', '--api-key', 'k', '--shard', shard, '--summary-file', name], { cwd: dir }).status).toBe(2);
+    }
+    const text = track(['report', 'gone1.json', 'gone2.json'], { cwd: dir });
+    expect(text.stderr).toBe('');
+    expect(text.status).toBe(2);
+    expect(text.stdout).toContain('report: 2 summaries, every shard of 2');
+    expect(text.stdout).toMatch(/shard 1\/2 +exit 2 .*gone1\.json: no-such\.csv: no such file/);
+    expect(text.stdout).toContain('total       none of the summaries is of a run that read its inputs: each stopped before, as it says above');
+    expect(text.stdout).toContain('status      2 (the worst of the summaries)');
+    expect(JSON.parse(track(['report', 'gone1.json', 'gone2.json', '--json'], { cwd: dir }).stdout)).toMatchObject({ exitStatus: 2 });
+    // beside a run that read its inputs, the total is that run's
+    track(['validate', 'attributes.csv', '--summary-file', 'read.json'], { cwd: dir });
+    const mixed = track(['report', 'gone1.json', 'read.json'], { cwd: dir });
+    expect(mixed.stdout).toMatch(/: 1 file, \d+ rows read in /);
+  });
+
   it('names a file that is not a summary, exit 2', () => {
     writeFileSync(join(dir, 'junk.json'), '{"hello": 1}');
     const r = track(['report', 'junk.json'], { cwd: dir });

@@ -190,7 +190,9 @@ export function formatReport(report: Report, formatTotal: (total: SummaryJson) =
   if (report.duplicateShards.length > 0) lines.push(`doubled     shard ${report.duplicateShards.join(', ')} named by more than one summary`);
   if (report.commands.length > 0) lines.push(`commands    the summaries are of different commands: ${report.commands.join(', ')}`);
   lines.push('');
-  lines.push(formatTotal(report.total).trimEnd());
+  // summaries of runs that all stopped before reading their inputs (a usage error) have no total
+  if (Array.isArray(report.total.files)) lines.push(formatTotal(report.total).trimEnd());
+  else lines.push(`total       none of the summaries is of a run that read its inputs: each stopped before, as it says above`);
   const notWhole = report.missingShards.length + report.duplicateShards.length + report.shardCounts.length + report.commands.length > 0;
   lines.push(`status      ${report.exitStatus} (the worst of the summaries${notWhole ? ', and the run is not whole' : ''})`);
   return `${lines.join('\n')}\n`;
