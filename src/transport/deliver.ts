@@ -88,7 +88,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
   };
 
-  /** A request taken and left without a final outcome: a resume sends its rows. */
+  /** A request posted (or failed) and left without a final outcome: a resume sends its rows. */
   const abandoned = (request: RequestToSend): void => {
     summary.requestsAbandoned += 1;
     summary.rowsAbandoned += distinctRows(request);
@@ -254,7 +254,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       await turn.ready;
       await limit(async () => {
         if (stop.signal.aborted) {
-          abandoned(request);
+          // never posted: its rows count as not sent (rowsNotSent), not as left without an answer
           notDelivered('stopped before it was sent');
           return;
         }

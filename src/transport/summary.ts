@@ -21,7 +21,11 @@ export interface DeliverySummary {
   notDelivered: Record<string, number>;
   /** Requests with a final outcome (accepted or rejected), recorded in the journal. */
   requestsSettled: number;
-  /** Requests taken but left without a final outcome (stop, abort, fatal error): a resume sends them. */
+  /**
+   * Requests posted but left without a final outcome (stopped or aborted in flight, a fatal error): a
+   * resume sends them. One stopped before it was posted is not one: it counts in notDelivered, and
+   * its rows as not sent. Settled, abandoned and stopped before they were sent, they are all the pulled.
+   */
   requestsAbandoned: number;
   /** The rows of those requests. */
   rowsAbandoned: number;

@@ -96,6 +96,27 @@ describe('a stop that comes once every row was read', () => {
   }, 60_000);
 });
 
+describe('a stop while taken requests wait for their turn', () => {
+  it('counts the rows of requests never posted as not sent, not as stopped before their answer', async () => {
+    // every request names the same 100 users: each waits for the one before it to be answered (one
+    // user's items go in order), so most requests the delivery took were never posted at the stop
+    const server = await faultServer(() => ({ kind: 'ok', delayMs: 300 }));
+    const path = join(tmp.dir, 'clicks.csv');
+    writeFileSync(path, `external_id,name,time\n${Array.from({ length: 3000 }, (_, i) => `e${i % 100},clicked,2024-03-07T10:${String(i % 60).padStart(2, '0')}:00Z\n`).join('')}`);
+    const run = await stopped([path, '--url', server.url, '--api-key', 'k', '--json'], 'SIGTERM', server, 2);
+    expect(run.status).toBe(130);
+    const summary = JSON.parse(run.stdout);
+    const d = summary.delivery;
+    expect(d.notDelivered['stopped before it was sent']).toBeGreaterThan(0);
+    // only requests the server got can have been stopped before their answer
+    expect(d.requestsAbandoned).toBeLessThanOrEqual(server.received.length - d.requestsSent);
+    expect(d.rowsAbandoned).toBe(d.requestsAbandoned * 50);
+    expect(d.requestsSettled + d.requestsAbandoned + d.notDelivered['stopped before it was sent']).toBe(d.requestsPulled);
+    expect(d.rowsAbandoned + summary.rowsNotSent).toBe(summary.rowsUnsettled);
+    expect(summary.rowsNotSent).toBeGreaterThanOrEqual(d.notDelivered['stopped before it was sent'] * 50);
+  }, 30_000);
+});
+
 describe('a stop while planned requests wait to be sent', () => {
   it('counts every row read: accepted, or unsettled, those not handed to the delivery yet among them; the resume sends exactly the rest', async () => {
     const server = await faultServer();

@@ -178,7 +178,7 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
   if (d.requestsNotDelivered > 0) {
     // a 401 or a request over the batch limit is an answer, but no verdict on the rows
     lines.push(chalk.yellow(`undelivered ${counted(d.requestsNotDelivered, 'request')} got no verdict on ${d.requestsNotDelivered === 1 ? 'its' : 'their'} rows:`));
-    for (const [reason, n] of Object.entries(d.notDelivered).sort((a, b) => b[1] - a[1])) lines.push(chalk.yellow(`              ${number(n)}  ${reason}`));
+    for (const line of reasonLines(d.notDelivered)) lines.push(chalk.yellow(line));
   }
   if (d.unknownOutcomes > 0) {
     lines.push(chalk.yellow(`unknown     ${counted(d.unknownOutcomes, 'request')} with no verdict from the server (${counted(d.rowsInUnknownRequests, 'row')}); ${counted(d.rowsPossiblyDuplicated, 'row')} possibly duplicated`));
@@ -188,7 +188,7 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
   }
   if (d.requestsAbandoned > 0 || notSent > 0) {
     const resume = resumable ? ': run again with --resume to send them' : '';
-    const taken = d.requestsAbandoned > 0 ? `${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')})` : '';
+    const taken = d.requestsAbandoned > 0 ? `${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')}) stopped before ${d.requestsAbandoned === 1 ? 'its answer' : 'their answers'}` : '';
     const read = notSent === 0 ? '' : `${counted(notSent, 'row')} read and not sent yet`;
     lines.push(chalk.yellow(`unsettled   ${[taken, read].filter((part) => part !== '').join(', and ')}${resume}`));
   }
