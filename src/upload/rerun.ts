@@ -91,6 +91,16 @@ async function checkRerun(
           'finishes each), or give --restart to send every row again.',
       );
     }
+    // a run of every row: this shard's run cannot resume it (a journal holds one shard, or none)
+    if (options.shard !== undefined && path !== journalPath) {
+      throw new UsageError(
+        `an upload of ${files.join(', ')} to ${target} of every row (no --shard) ${journalStory(found)}; its journal is ${path}.\n` +
+          `This run takes shard ${options.shard.index} of ${options.shard.count}: it would send again the rows of this shard that run sent (events and purchases would be\n` +
+          (found.end?.complete === true
+            ? 'stored twice). Give --restart to send every row of this shard again.'
+            : `stored twice). Resume that run as it was (--resume --journal ${path}, without --shard), or give --restart to send every row of this shard again.`),
+      );
+    }
     // --resume would be refused (checkResumeKey): the rows that run settled went to its key's workspace
     if (otherKeys(found, options.key)) {
       throw new UsageError(

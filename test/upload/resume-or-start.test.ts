@@ -136,4 +136,33 @@ describe("a shard's records", () => {
     expect((await runCli(['upload', ...args, '--restart', '--journal', join(tmp.dir, 'all.journal')], { cwd: tmp.dir })).status).toBe(0);
     expect(server.received.length).toBeGreaterThan(before);
   });
+
+  it('refuses a shard once a run of every row sent the same files, with advice a shard can follow', async () => {
+    const rows = ['external_id,name,time'];
+    for (let u = 0; u < 120; u += 1) rows.push(`e${u},opened,2024-01-01T00:00:00Z`);
+    writeFileSync(join(tmp.dir, 'events.csv'), `${rows.join('\n')}\n`);
+    const server = await faultServer((r) => (r.index === 1 ? { kind: 'status', status: 401 } : undefined));
+    const args = [join(tmp.dir, 'events.csv'), '--url', server.url, '--api-key', 'k'];
+    const journal = join(tmp.dir, `events.csv.http-${new URL(server.url).host.replace(':', '-')}.journal`);
+    // a run of every row that stopped (a 401 on its second request): resuming it, as it was, is the advice
+    expect((await runCli(['upload', ...args, '--concurrency', '1'], { cwd: tmp.dir })).status).toBe(3);
+    server.script(() => undefined);
+    const stopped = await runCli(['upload', ...args, '--shard', '1/2'], { cwd: tmp.dir });
+    expect(stopped.status).toBe(2);
+    expect(stopped.stderr).toContain(`of every row (no --shard) was stopped on`);
+    expect(stopped.stderr).toContain(`This run takes shard 1 of 2: it would send again the rows of this shard that run sent`);
+    expect(stopped.stderr).toContain(`Resume that run as it was (--resume --journal ${journal}, without --shard), or give --restart`);
+    // the advice works
+    expect((await runCli(['upload', ...args, '--resume', '--journal', journal], { cwd: tmp.dir })).status).toBe(0);
+    const before = server.received.length;
+    // once it completed, --restart is all that is left to give
+    const done = await runCli(['upload', ...args, '--shard', '2/2', '--resume-or-start'], { cwd: tmp.dir });
+    expect(done.status).toBe(2);
+    expect(done.stderr).toContain('of every row (no --shard) completed on');
+    expect(done.stderr).toContain('Give --restart to send every row of this shard again.');
+    expect(done.stderr).not.toContain('--resume --journal');
+    expect(server.received.length).toBe(before);
+    expect((await runCli(['upload', ...args, '--shard', '2/2', '--restart'], { cwd: tmp.dir })).status).toBe(0);
+    expect(server.received.length).toBeGreaterThan(before);
+  });
 });
