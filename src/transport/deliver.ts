@@ -219,7 +219,10 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       case 'rejected':
       case 'unknown-rejected':
         failure = await reject(wholeRequestRejects(request, outcome.message, outcome.kind === 'rejected' ? outcome.errors : undefined));
-        for (const kind of ARRAY_NAMES) summary.items[kind].rejected += counts[kind];
+        for (const kind of ARRAY_NAMES) {
+          summary.items[kind].rejected += counts[kind];
+          if (outcome.kind === 'unknown-rejected' && counts[kind] > 0) summary.items[kind].unknown = (summary.items[kind].unknown ?? 0) + counts[kind];
+        }
         // refused for an outcome not known, or refused after an attempt whose outcome was not: it may have been applied
         if (marked && (outcome.kind === 'unknown-rejected' || outcome.possiblyApplied)) learned = options.onInDoubt?.(request);
         break;

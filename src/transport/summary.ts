@@ -8,6 +8,11 @@ export interface ItemTally {
   accepted: number;
   /** Items written to the rejects file: minor errors, refused requests, unknown outcomes with onUnknown 'reject'. */
   rejected: number;
+  /**
+   * Of those, the items of requests whose outcome stayed unknown, rejected unsent again (onUnknown
+   * 'reject'): not among `sent`. Only when there are any (a tally is otherwise as it always was).
+   */
+  unknown?: number;
 }
 
 export interface DeliverySummary {

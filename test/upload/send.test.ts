@@ -99,6 +99,13 @@ describe('track upload', () => {
     const rejects = readFileSync(join(tmp.dir, 'r.ndjson'), 'utf8').trim().split('\n');
     expect(rejects).toHaveLength(50);
     expect(faults.received).toHaveLength(2);
+    // the rows of no verdict are told apart from those sent: accepted and rejected add up to sent
+    const summary = JSON.parse(r.stdout);
+    expect(summary.delivery.items.events).toEqual({ sent: 10, accepted: 10, rejected: 50, unknown: 50 });
+    dropped = 0;
+    faults.forget();
+    const text = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '1', '--on-unknown', 'reject', '--rejects', join(tmp.dir, 'r.ndjson'), '--restart'], { env: { NO_COLOR: '1' } });
+    expect(text.stdout).toContain('\nevents      sent 10, accepted 10, rejected 0; 50 more rejected with no verdict (--on-unknown reject)\n');
   });
 
   it('stops on an unknown key with exit 3 and on a missing URL with exit 2', async () => {

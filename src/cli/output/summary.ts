@@ -171,7 +171,11 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
   const lines: string[] = [];
   for (const kind of ['attributes', 'events', 'purchases'] as const) {
     const t = d.items[kind];
-    if (t.sent + t.rejected > 0) lines.push(`${kind.padEnd(11)} sent ${number(t.sent)}, accepted ${number(t.accepted)}, rejected ${number(t.rejected)}`);
+    if (t.sent + t.rejected === 0) continue;
+    // rows of an unknown outcome were not answered: told apart from the rows sent (a summary an earlier version wrote counts none)
+    const unknown = t.unknown ?? 0;
+    const noVerdict = unknown === 0 ? '' : `; ${number(unknown)} more rejected with no verdict (--on-unknown reject)`;
+    lines.push(`${kind.padEnd(11)} sent ${number(t.sent)}, accepted ${number(t.accepted)}, rejected ${number(t.rejected - unknown)}${noVerdict}`);
   }
   const accepted = d.items.attributes.accepted + d.items.events.accepted + d.items.purchases.accepted;
   lines.push(`requests    ${number(d.requestsSent)} sent, ${counted(d.retries, 'retry', 'retries')}, ${number(d.rateLimited)} rate-limited (429)`);
