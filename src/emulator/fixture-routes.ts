@@ -13,6 +13,9 @@ import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
 import { loginPage, notFoundPage, renderPage } from './web-view.js';
 
+/** GET /_track/requests's query parameters (request-log-query.ts has the library's names of them). */
+const REQUEST_FILTERS = ['limit', 'status', 'path', 'external_id', 'email', 'phone', 'alias'];
+
 export const FIXTURE_PREFIX = '/_track';
 /** Prometheus scrapes it here, under the same key rule as /_track/*. */
 export const METRICS_PATH = '/metrics';
@@ -135,6 +138,9 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
 
   const requests = (request: EmulatorRequest, params: URLSearchParams): EmulatorResponse => {
     if (request.method === 'DELETE') return jsonAnswer(200, { message: 'cleared', cleared: requestLog.clear() });
+    // a filter misspelt would answer every request, as though it matched them
+    const unknown = [...params.keys()].find((name) => !REQUEST_FILTERS.includes(name));
+    if (unknown !== undefined) return fatal(400, `unknown query parameter ${unknown}; the filters are ${REQUEST_FILTERS.join(', ')}`);
     const limit = positiveInt(params.get('limit'), 100);
     if (limit === undefined) return fatal(400, `limit: expected a whole number of at least 1, got "${params.get('limit')}"`);
     const status = params.get('status') ?? undefined;

@@ -55,6 +55,12 @@ describe('GET /_track/requests', () => {
     expect(logged('?limit=2').map((r) => r.id)).toEqual([5, 4]);
     expect(h.call('GET', '/_track/requests?limit=0').status).toBe(400);
     expect(h.call('GET', '/_track/requests?status=ok').status).toBe(400);
+    // a filter misspelt is refused, not taken for none (every request)
+    for (const query of ['?external_idd=a', '?externalId=a', '?limit=2&stauts=404']) {
+      const refused = h.call('GET', `/_track/requests${query}`);
+      expect(refused.status, query).toBe(400);
+      expect(json(refused).message, query).toMatch(/^unknown query parameter \w+; the filters are limit, status, path, external_id, email, phone, alias$/);
+    }
   });
 
   it('keeps the last N requests, cuts bodies over 64 KB with their size, and DELETE clears it', () => {
