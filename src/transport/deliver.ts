@@ -88,7 +88,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
   };
 
-  /** A request posted (or failed) and left without a final outcome: a resume sends its rows. */
+  /** A request posted and left without a verdict on its items: a resume sends its rows. */
   const abandoned = (request: RequestToSend): void => {
     summary.requestsAbandoned += 1;
     summary.rowsAbandoned += distinctRows(request);
@@ -165,7 +165,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       if (outcome.possiblyApplied) summary.rowsPossiblyDuplicated += rows;
     }
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
-      abandoned(request);
+      // one never posted (stopped while it waited for the pacer, its record not written) counts its rows as not sent
+      if (outcome.attempts > 0 || (outcome.kind === 'abandoned' && outcome.cutOff === true)) abandoned(request);
       notDelivered(notDeliveredReason(outcome));
       if (marked && !outcome.possiblyApplied) options.notApplied?.(request);
       // its rows stay in doubt in the journal (nothing waits for the state here: the run is ending,
@@ -257,7 +258,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       await turn.ready;
       await limit(async () => {
         if (stop.signal.aborted) {
-          // never posted: its rows count as not sent (rowsNotSent), not as left without an answer
+          // never posted: its rows count as not sent (rowsNotSent), not as left without a verdict
           notDelivered('stopped before it was sent');
           return;
         }

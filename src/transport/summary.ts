@@ -27,9 +27,10 @@ export interface DeliverySummary {
   /** Requests with a final outcome (accepted or rejected), recorded in the journal. */
   requestsSettled: number;
   /**
-   * Requests posted but left without a final outcome (stopped or aborted in flight, a fatal error): a
-   * resume sends them. One stopped before it was posted is not one: it counts in notDelivered, and
-   * its rows as not sent. Settled, abandoned and stopped before they were sent, they are all the pulled.
+   * Requests posted and left without a verdict on their items (stopped or aborted in flight, or while
+   * waiting to try again, a fatal error): a resume sends them. One never posted (a stop while it
+   * waited its turn or the pacer) is not one: it counts in notDelivered, and its rows as not sent.
+   * Settled, abandoned and never posted, they are all the requests pulled.
    */
   requestsAbandoned: number;
   /** The rows of those requests. */

@@ -354,8 +354,8 @@ class UploadRun {
 
 /**
  * Of the rows a delivery read, those it left unsettled (neither answered, rejected nor left out: a
- * resume sends them), and of these the rows not yet handed to the delivery when it stopped (the rest
- * were in requests it gave up, `rowsAbandoned`). None in a dry run.
+ * resume sends them), and of these the rows not sent when it stopped (planned, or in a request taken
+ * and not posted; the rest were in requests sent and left without a verdict, `rowsAbandoned`). None in a dry run.
  */
 function unsettledRows(summary: PlanSummary, delivery: DeliverySummary | undefined, ledger: ReturnType<typeof lineLedger> | undefined): Pick<UploadSummary, 'rowsUnsettled' | 'rowsNotSent'> {
   if (delivery === undefined || ledger === undefined) return {};

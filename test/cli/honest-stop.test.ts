@@ -54,7 +54,7 @@ describe('a run stopped by a signal, without a terminal', () => {
         const run = await stopped(json ? [...common, '--json'] : common, signal, server, 40);
         expect(run.status, `${signal} ${i}`).toBe(130);
         if (!json) {
-          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests stopped before they were answered, [\d,]+ )?not sent yet\))?, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
+          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests sent and left without a verdict, [\d,]+ )?not sent yet\))?, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
           continue;
         }
         const summary = JSON.parse(run.stdout);
@@ -76,7 +76,7 @@ describe('a stop that comes once every row was read', () => {
     const common = [path, '--url', server.url, '--api-key', 'k', '--rate', '1', '--restart'];
     const text = await stopped(common, 'SIGTERM', server, 2);
     expect(text.status).toBe(130);
-    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests stopped before they were answered, [\d,]+ )?not sent yet\))?; run again with --resume to send the rest\n/);
+    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests sent and left without a verdict, [\d,]+ )?not sent yet\))?; run again with --resume to send the rest\n/);
     expect(text.stdout).not.toContain('not read yet');
 
     server.forget();
@@ -97,24 +97,28 @@ describe('a stop that comes once every row was read', () => {
 });
 
 describe('a stop while taken requests wait for their turn', () => {
-  it('counts the rows of requests never posted as not sent, not as stopped before their answer', async () => {
-    // every request names the same 100 users: each waits for the one before it to be answered (one
-    // user's items go in order), so most requests the delivery took were never posted at the stop
-    const server = await faultServer(() => ({ kind: 'ok', delayMs: 300 }));
-    const path = join(tmp.dir, 'clicks.csv');
-    writeFileSync(path, `external_id,name,time\n${Array.from({ length: 3000 }, (_, i) => `e${i % 100},clicked,2024-03-07T10:${String(i % 60).padStart(2, '0')}:00Z\n`).join('')}`);
-    const run = await stopped([path, '--url', server.url, '--api-key', 'k', '--json'], 'SIGTERM', server, 2);
-    expect(run.status).toBe(130);
-    const summary = JSON.parse(run.stdout);
-    const d = summary.delivery;
-    expect(d.notDelivered['stopped before it was sent']).toBeGreaterThan(0);
-    // only requests the server got can have been stopped before their answer
-    expect(d.requestsAbandoned).toBeLessThanOrEqual(server.received.length - d.requestsSent);
-    expect(d.rowsAbandoned).toBe(d.requestsAbandoned * 50);
-    expect(d.requestsSettled + d.requestsAbandoned + d.notDelivered['stopped before it was sent']).toBe(d.requestsPulled);
-    expect(d.rowsAbandoned + summary.rowsNotSent).toBe(summary.rowsUnsettled);
-    expect(summary.rowsNotSent).toBeGreaterThanOrEqual(d.notDelivered['stopped before it was sent'] * 50);
-  }, 30_000);
+  // every request names the same 100 users: each waits for the one before it to be answered (one
+  // user's items go in order); or the pacer holds them (--rate 1): most requests the delivery took
+  // were never posted at the stop
+  for (const [how, flags] of [['their users\' earlier requests', []], ['the pacer', ['--rate', '1']]] as const) {
+    it(`counts the rows of requests never posted as not sent, not as sent and left without a verdict: waiting for ${how}`, async () => {
+      const server = await faultServer(() => ({ kind: 'ok', delayMs: 300 }));
+      const path = join(tmp.dir, 'clicks.csv');
+      writeFileSync(path, `external_id,name,time\n${Array.from({ length: 3000 }, (_, i) => `e${i % 100},clicked,2024-03-07T10:${String(i % 60).padStart(2, '0')}:00Z\n`).join('')}`);
+      const run = await stopped([path, '--url', server.url, '--api-key', 'k', '--json', ...flags], 'SIGTERM', server, 2);
+      expect(run.status).toBe(130);
+      const summary = JSON.parse(run.stdout);
+      const d = summary.delivery;
+      const neverPosted = d.notDelivered['stopped before it was sent'];
+      expect(neverPosted).toBeGreaterThan(0);
+      // only requests the server got can have been left without a verdict
+      expect(d.requestsAbandoned).toBeLessThanOrEqual(server.received.length - d.requestsSent);
+      expect(d.rowsAbandoned).toBe(d.requestsAbandoned * 50);
+      expect(d.requestsSettled + d.requestsAbandoned + neverPosted).toBe(d.requestsPulled);
+      expect(d.rowsAbandoned + summary.rowsNotSent).toBe(summary.rowsUnsettled);
+      expect(summary.rowsNotSent).toBeGreaterThanOrEqual(neverPosted * 50);
+    }, 30_000);
+  }
 });
 
 describe('a stop while planned requests wait to be sent', () => {
@@ -129,9 +133,11 @@ describe('a stop while planned requests wait to be sent', () => {
     const text = await stopped([...common, '--restart'], 'SIGTERM', server, 2);
     expect(text.status).toBe(130);
     const accepted = Number(/\nattributes  sent [\d,]+, accepted ([\d,]+)/.exec(text.stdout)![1].replace(/,/g, ''));
-    const line = /\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: ([\d,]+) rows unsettled \((?:([\d,]+) in requests stopped before they were answered, )?([\d,]+) not sent yet\); run again with --resume to send the rest\n/.exec(text.stdout);
+    // (all of them not sent yet: said once, as "(not sent yet)")
+    const line = /\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: ([\d,]+) rows unsettled \((?:(?:([\d,]+) in requests sent and left without a verdict, )?([\d,]+) )?not sent yet\); run again with --resume to send the rest\n/.exec(text.stdout);
     expect(line, text.stdout).not.toBeNull();
-    const [unsettled, taken, notSent] = line!.slice(1).map((n) => Number((n ?? '0').replace(/,/g, '')));
+    const [unsettled, taken] = line!.slice(1, 3).map((n) => Number((n ?? '0').replace(/,/g, '')));
+    const notSent = line![3] === undefined ? unsettled : Number(line![3].replace(/,/g, ''));
     expect(accepted + unsettled).toBe(1000);
     expect(taken + notSent).toBe(unsettled);
     expect(notSent).toBeGreaterThan(0);
