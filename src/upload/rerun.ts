@@ -91,6 +91,14 @@ async function checkRerun(
           'finishes each), or give --restart to send every row again.',
       );
     }
+    // --resume would be refused (checkResumeKey): the rows that run settled went to its key's workspace
+    if (otherKeys(found, options.key)) {
+      throw new UsageError(
+        `an upload of ${files.join(', ')} to ${target} under another API key (${found.key}), not this one (${options.key}), ${journalStory(found)}; its journal is ${path}.\n` +
+          'Workspaces may share a URL: if this key is of another workspace, give this upload its own --journal; if it is of the same\n' +
+          'workspace (a new key), give --restart to send every row again.',
+      );
+    }
     // a run of every row: this shard's run cannot resume it (a journal holds one shard, or none)
     if (options.shard !== undefined && path !== journalPath) {
       throw new UsageError(
@@ -99,14 +107,6 @@ async function checkRerun(
           (found.end?.complete === true
             ? 'stored twice). Give --restart to send every row of this shard again.'
             : `stored twice). Resume that run as it was (--resume --journal ${path}, without --shard), or give --restart to send every row of this shard again.`),
-      );
-    }
-    // --resume would be refused (checkResumeKey): the rows that run settled went to its key's workspace
-    if (otherKeys(found, options.key)) {
-      throw new UsageError(
-        `an upload of ${files.join(', ')} to ${target} under another API key (${found.key}), not this one (${options.key}), ${journalStory(found)}; its journal is ${path}.\n` +
-          'Workspaces may share a URL: if this key is of another workspace, give this upload its own --journal; if it is of the same\n' +
-          'workspace (a new key), give --restart to send every row again.',
       );
     }
     const resume = path === journalPath ? '--resume' : `--resume --journal ${path}`;

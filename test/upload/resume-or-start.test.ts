@@ -152,6 +152,11 @@ describe("a shard's records", () => {
     expect(stopped.stderr).toContain(`of every row (no --shard) was stopped on`);
     expect(stopped.stderr).toContain(`This run takes shard 1 of 2: it would send again the rows of this shard that run sent`);
     expect(stopped.stderr).toContain(`Resume that run as it was (--resume --journal ${journal}, without --shard), or give --restart`);
+    // under another key, that run cannot be resumed either: what is said is what another key may do
+    const otherKey = await runCli(['upload', ...args.slice(0, -1), 'k2', '--shard', '1/2'], { cwd: tmp.dir });
+    expect(otherKey.status).toBe(2);
+    expect(otherKey.stderr).toContain('under another API key');
+    expect(otherKey.stderr).not.toContain('--resume --journal');
     // the advice works
     expect((await runCli(['upload', ...args, '--resume', '--journal', journal], { cwd: tmp.dir })).status).toBe(0);
     const before = server.received.length;
