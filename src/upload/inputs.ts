@@ -48,11 +48,22 @@ export async function resolveInputs(inputs: readonly string[], settings: RemoteS
   return { inputs: out, remote: { settings, objects } };
 }
 
-/** An object's URL as two spellings of it compare: as the URL standard writes it (scheme and host in lower case, `./` resolved), without a fragment. */
+/**
+ * An object's URL as two spellings of it compare: as the URL standard writes it (scheme and host in
+ * lower case, `./` and `../` resolved), with the characters that need no escape unescaped
+ * (`%64.csv` is `d.csv`), without a fragment or an empty query. An object in S3 is named by its
+ * key as listed (`%64` there is three characters of a key).
+ */
 function objectKey(url: string): string {
+  if (!/^https?:/i.test(url)) return url;
   try {
     const parsed = new URL(url);
     parsed.hash = '';
+    if (parsed.search === '') parsed.search = '';
+    parsed.pathname = parsed.pathname.replace(/%([0-9A-Fa-f]{2})/g, (escaped, hex: string) => {
+      const c = String.fromCharCode(Number.parseInt(hex, 16));
+      return /[A-Za-z0-9\-._~]/.test(c) ? c : escaped.toUpperCase();
+    });
     return parsed.href;
   } catch {
     return url;
@@ -64,7 +75,7 @@ function objectKey(url: string): string {
  * link to it, standard input redirected from it), told by its device and inode. Only files are
  * compared: a name that is not one is left to the checks that say why.
  */
-export function checkLocalFilesOnce(inputs: readonly string[]): void {
+function checkLocalFilesOnce(inputs: readonly string[]): void {
   const namedBy = new Map<string, string>();
   let stdinSeen = false;
   for (const input of inputs) {

@@ -197,6 +197,10 @@ describe('inputs in S3', () => {
     try {
       const emulator = await servers.emulator({ seed: ['s3://exports/parts/*.ndjson.gz'], storage: { s3Endpoint: s3.endpoint } });
       expect(emulator.store.counts().profiles).toBe(120);
+      // an object two seeds name is refused in a seed's words
+      const twice = await servers.emulator({ seed: ['s3://exports/parts/*.ndjson.gz', 's3://exports/parts/part-002.ndjson.gz'], storage: { s3Endpoint: s3.endpoint } }).catch((e: unknown) => e as Error);
+      expect(twice).toBeInstanceOf(Error);
+      expect((twice as Error).message).toMatch(/^seed s3:\/\/exports\/parts\/part-002\.ndjson\.gz is named by s3:\/\/exports\/parts\/\*\.ndjson\.gz and s3:\/\/exports\/parts\/part-002\.ndjson\.gz; give each object once$/);
     } finally {
       for (const key of Object.keys(S3_ENV)) if (!(key in saved)) delete process.env[key];
     }
@@ -210,7 +214,7 @@ describe('inputs in S3', () => {
     // one object by two spellings of its URL (the host's case, `./`, a fragment; the same one signed anew) is named twice
     const url = await signed('users.csv');
     const spelled = new URL(url);
-    const respelled = `${spelled.protocol}//${spelled.host.toUpperCase()}${spelled.pathname.replace('/users.csv', '/./users.csv')}${spelled.search}#part`;
+    const respelled = `${spelled.protocol}//${spelled.host.toUpperCase()}${spelled.pathname.replace('/users.csv', '/./%75sers.csv')}${spelled.search}#part`;
     for (const other of [respelled, await signed('users.csv')]) {
       const twice = await track(['validate', url, other]);
       expect(twice.status, twice.stderr).toBe(2);
