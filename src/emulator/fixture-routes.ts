@@ -138,9 +138,15 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
 
   const requests = (request: EmulatorRequest, params: URLSearchParams): EmulatorResponse => {
     if (request.method === 'DELETE') return jsonAnswer(200, { message: 'cleared', cleared: requestLog.clear() });
-    // a filter misspelt would answer every request, as though it matched them
-    const unknown = [...params.keys()].find((name) => !REQUEST_FILTERS.includes(name));
-    if (unknown !== undefined) return fatal(400, `unknown query parameter ${unknown}; the filters are ${REQUEST_FILTERS.join(', ')}`);
+    // a filter misspelt would answer every request, as though it matched them; one given twice, as though the second were not
+    const names = [...params.keys()];
+    const unknown = names.find((name) => !REQUEST_FILTERS.includes(name));
+    if (unknown !== undefined) {
+      const hint = unknown === 'externalId' ? ' (the filter is external_id)' : '';
+      return fatal(400, `unknown query parameter ${JSON.stringify(unknown)}${hint}; the filters are ${REQUEST_FILTERS.join(', ')}`);
+    }
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    if (twice !== undefined) return fatal(400, `${twice}: given more than once; give each filter once`);
     const limit = positiveInt(params.get('limit'), 100);
     if (limit === undefined) return fatal(400, `limit: expected a whole number of at least 1, got "${params.get('limit')}"`);
     const status = params.get('status') ?? undefined;

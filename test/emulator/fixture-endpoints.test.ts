@@ -56,11 +56,14 @@ describe('GET /_track/requests', () => {
     expect(h.call('GET', '/_track/requests?limit=0').status).toBe(400);
     expect(h.call('GET', '/_track/requests?status=ok').status).toBe(400);
     // a filter misspelt is refused, not taken for none (every request)
-    for (const query of ['?external_idd=a', '?externalId=a', '?limit=2&stauts=404']) {
+    for (const [query, name] of [['?external_idd=a', '"external_idd"'], ['?externalId=a', '"externalId" (the filter is external_id)'], ['?limit=2&stauts=404', '"stauts"'], ['?=a', '""']]) {
       const refused = h.call('GET', `/_track/requests${query}`);
       expect(refused.status, query).toBe(400);
-      expect(json(refused).message, query).toMatch(/^unknown query parameter \w+; the filters are limit, status, path, external_id, email, phone, alias$/);
+      expect(json(refused).message, query).toBe(`unknown query parameter ${name}; the filters are limit, status, path, external_id, email, phone, alias`);
     }
+    const twice = h.call('GET', '/_track/requests?status=201&status=4xx');
+    expect(twice.status).toBe(400);
+    expect(json(twice).message).toBe('status: given more than once; give each filter once');
   });
 
   it('keeps the last N requests, cuts bodies over 64 KB with their size, and DELETE clears it', () => {
