@@ -15,6 +15,16 @@ export interface ItemTally {
   unknown?: number;
 }
 
+/** The items of a tally the server answered for and refused (`rejected` without those of no verdict). */
+export const refusedOf = (tally: ItemTally): number => tally.rejected - (tally.unknown ?? 0);
+
+/** A figure of a delivery's items, over the three arrays: `refused` the items the server answered for and refused (refusedOf). */
+export function itemsSum(items: Record<ArrayName, ItemTally>, figure: 'sent' | 'accepted' | 'refused'): number {
+  let sum = 0;
+  for (const tally of Object.values(items)) sum += figure === 'refused' ? refusedOf(tally) : tally[figure];
+  return sum;
+}
+
 export interface DeliverySummary {
   /** Requests taken from the plan. */
   requestsPulled: number;

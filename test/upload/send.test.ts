@@ -104,8 +104,12 @@ describe('track upload', () => {
     expect(summary.delivery.items.events).toEqual({ sent: 10, accepted: 10, rejected: 50, unknown: 50 });
     dropped = 0;
     faults.forget();
-    const text = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '1', '--on-unknown', 'reject', '--rejects', join(tmp.dir, 'r.ndjson'), '--restart'], { env: { NO_COLOR: '1' } });
+    const events = join(tmp.dir, 'events.ndjson');
+    const text = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '1', '--on-unknown', 'reject', '--rejects', join(tmp.dir, 'r.ndjson'), '--restart', '--events', events], { env: { NO_COLOR: '1' } });
     expect(text.stdout).toContain('\nevents      sent 10, accepted 10, rejected 0; 50 more rejected with no verdict (--on-unknown reject)\n');
+    // the progress events count the items the server refused: none
+    const progress = readFileSync(events, 'utf8').trim().split('\n').map((line) => JSON.parse(line)).filter((e) => e.type === 'progress');
+    expect(progress.at(-1).items).toEqual({ sent: 10, accepted: 10, rejected: 0 });
   });
 
   it('stops on an unknown key with exit 3 and on a missing URL with exit 2', async () => {

@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import type { Counter, Gauge, Registry } from 'prom-client';
 import { UsageError } from '../../errors.js';
 import { shardTag, type Shard } from '../../upload/shard.js';
+import { refusedOf } from '../../transport/summary.js';
 import { asSummary, runFigures } from './figures.js';
 import type { ProgressEvent, RunConsumer, RunEvent } from './run-events.js';
 
@@ -87,7 +88,7 @@ function fromSummary(json: Record<string, unknown>, exitStatus: number): Figures
     answers: d?.answers ?? {},
     retries: d?.retries ?? 0,
     rateLimited: d?.rateLimited ?? 0,
-    items: { accepted: items.reduce((n, t) => n + t.accepted, 0), rejected: items.reduce((n, t) => n + t.rejected, 0) },
+    items: { accepted: items.reduce((n, t) => n + t.accepted, 0), rejected: items.reduce((n, t) => n + refusedOf(t), 0) },
     dataPoints: figures.dataPoints,
     durationSeconds: figures.durationSeconds,
     inFlight: 0,

@@ -4,6 +4,7 @@ import type { Ora } from 'ora';
 import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
 import type { ReadProgress } from '../../upload/upload.js';
 import { LONG_WAIT_MS, type WaitReason } from '../../transport/pacer.js';
+import { itemsSum } from '../../transport/summary.js';
 
 /** A count as a person reads it: 1,234,567. */
 export const number = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -89,11 +90,10 @@ export interface Meter {
 
 export function progressLine(m: Meter): string {
   const d = m.delivery;
-  const sum = (k: 'sent' | 'accepted' | 'rejected'): number =>
-    d === undefined ? 0 : d.items.attributes[k] + d.items.events[k] + d.items.purchases[k];
+  const sum = (figure: 'sent' | 'accepted' | 'refused'): number => (d === undefined ? 0 : itemsSum(d.items, figure));
   const elapsed = Date.now() - m.startedAt;
   const rate = d === undefined || elapsed === 0 ? 0 : (d.requestsSent * 1000) / elapsed;
-  const parts = [`rows read ${number(m.rows)}`, `sent ${number(sum('sent'))}`, `accepted ${number(sum('accepted'))}`, `rejected ${number(sum('rejected'))}`, `${rate.toFixed(1)} req/s`];
+  const parts = [`rows read ${number(m.rows)}`, `sent ${number(sum('sent'))}`, `accepted ${number(sum('accepted'))}`, `rejected ${number(sum('refused'))}`, `${rate.toFixed(1)} req/s`];
   if (m.stopping !== undefined) {
     // the line of its own said the rest; no rate or ETA while nothing more is sent
     const n = m.stopping.inFlight ?? 0;

@@ -6,6 +6,7 @@
 import type { RejectRecord } from '../../model/request.js';
 import type { DeliveryNotice, DeliveryProgress } from '../../transport/index.js';
 import type { ReadProgress } from '../../upload/upload.js';
+import { itemsSum } from '../../transport/summary.js';
 
 export interface StartEvent {
   type: 'start';
@@ -199,7 +200,7 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
     const at = now();
     const elapsed = at - startedAt;
     const d = delivery;
-    const sum = (k: 'sent' | 'accepted' | 'rejected'): number => (d === undefined ? 0 : d.items.attributes[k] + d.items.events[k] + d.items.purchases[k]);
+    const sum = (figure: 'sent' | 'accepted' | 'refused'): number => (d === undefined ? 0 : itemsSum(d.items, figure));
     const heldFor = d?.heldForMs ?? 0;
     return {
       type: 'progress',
@@ -220,7 +221,7 @@ export function createRunEvents(consumers: RunConsumer[], options: RunEventsOpti
         rateLimited: d?.rateLimited ?? 0,
       },
       answers: { ...(d?.answers ?? {}) },
-      items: { sent: sum('sent'), accepted: sum('accepted'), rejected: sum('rejected') },
+      items: { sent: sum('sent'), accepted: sum('accepted'), rejected: sum('refused') },
       dataPoints: d === undefined ? read.dataPoints : d.dataPoints,
       requestsPerSecond: d === undefined || elapsed <= 0 ? 0 : Math.round((d.requestsSent * 10_000) / elapsed) / 10,
       etaSeconds: etaSeconds(read, totalBytes, d, elapsed),

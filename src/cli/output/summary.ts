@@ -7,6 +7,7 @@ import type { DeliverySummary } from '../../transport/index.js';
 import type { UploadSummary } from '../../upload/upload.js';
 import { refusedItems } from './figures.js';
 import { counted, duration, number } from './progress.js';
+import { refusedOf } from '../../transport/summary.js';
 
 function limitsText(limits: BatchLimits | undefined): string {
   const parts: string[] = [];
@@ -173,9 +174,8 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
     const t = d.items[kind];
     if (t.sent + t.rejected === 0) continue;
     // rows of an unknown outcome were not answered: told apart from the rows sent (a summary an earlier version wrote counts none)
-    const unknown = t.unknown ?? 0;
-    const noVerdict = unknown === 0 ? '' : `; ${number(unknown)} more rejected with no verdict (--on-unknown reject)`;
-    lines.push(`${kind.padEnd(11)} sent ${number(t.sent)}, accepted ${number(t.accepted)}, rejected ${number(t.rejected - unknown)}${noVerdict}`);
+    const noVerdict = t.unknown === undefined || t.unknown === 0 ? '' : `; ${number(t.unknown)} more rejected with no verdict (--on-unknown reject)`;
+    lines.push(`${kind.padEnd(11)} sent ${number(t.sent)}, accepted ${number(t.accepted)}, rejected ${number(refusedOf(t))}${noVerdict}`);
   }
   const accepted = d.items.attributes.accepted + d.items.events.accepted + d.items.purchases.accepted;
   lines.push(`requests    ${number(d.requestsSent)} sent, ${counted(d.retries, 'retry', 'retries')}, ${number(d.rateLimited)} rate-limited (429)`);
