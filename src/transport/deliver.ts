@@ -11,7 +11,7 @@ import { partRows, refusedForBlocklist, sendInParts } from './blocklist-split.js
 import { systemClock } from './clock.js';
 import type { DeliverOptions } from './deliver-options.js';
 import { createPacer } from './pacer.js';
-import { distinctRows, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
+import { addRows, distinctRows, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
 import { itemCounts, jsonBytes, requestJson, type RequestToSend } from './request.js';
 import { sendRequest, type SendContext, type SendOutcome } from './send-request.js';
 import { addWarning, emptyDeliverySummary, progressOf, type DeliverySummary } from './summary.js';
@@ -88,10 +88,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
   };
 
+  /** The rows of the requests left without a verdict: a row split over several of them is one. */
+  const abandonedRows = new Set<string>();
   /** A request posted and left without a verdict on its items: a resume sends its rows. */
   const abandoned = (request: RequestToSend): void => {
     summary.requestsAbandoned += 1;
-    summary.rowsAbandoned += distinctRows(request);
+    summary.rowsAbandoned = addRows(request, abandonedRows).size;
   };
 
   const fail = (error: unknown): void => {

@@ -6,10 +6,14 @@ import { forEachRow, itemCounts, type KindCounts, type RequestToSend } from './r
 
 /** Distinct (file, line) rows behind a request's items. */
 export function distinctRows(request: RequestToSend): number {
-  const rows = new Set<string>();
+  return addRows(request, new Set()).size;
+}
+
+/** Adds the (file, line) rows behind a request's items to `rows` (a row split over requests is one); returns it. */
+export function addRows(request: RequestToSend, rows: Set<string>): Set<string> {
   // by the request's lines when it has them: no origin is built
   forEachRow(request, (file, line) => rows.add(`${file}\u0000${line}`));
-  return rows.size;
+  return rows;
 }
 
 /** An item's reject record: its origin, with its place in its line when the line holds several. */

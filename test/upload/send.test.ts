@@ -112,6 +112,23 @@ describe('track upload', () => {
     expect(progress.at(-1).items).toEqual({ sent: 10, accepted: 10, rejected: 0 });
   });
 
+  it('counts a row split over requests left without a verdict once: those rows and the rows not sent add up to the rows unsettled', async () => {
+    // lines that each hold a request of 120 events: each is split over three requests of at most 50
+    faults = await startFaultServer(() => ({ kind: 'status', status: 500 }));
+    const file = join(tmp.dir, 'big.ndjson');
+    const line = (l: number) => JSON.stringify({ events: Array.from({ length: 120 }, (_, j) => ({ external_id: `u${l * 120 + j}`, name: 'e', time: '2024-01-01T00:00:00Z' })) });
+    writeFileSync(file, `${Array.from({ length: 40 }, (_, l) => line(l)).join('\n')}\n`);
+    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--retries', '0', '--concurrency', '8']);
+    expect(r.status).toBe(3);
+    const summary = JSON.parse(r.stdout);
+    const d = summary.delivery;
+    expect(d.requestsAbandoned).toBeGreaterThan(1);
+    expect(d.rowsAbandoned).toBeLessThanOrEqual(summary.rowsUnsettled);
+    expect(d.rowsAbandoned).toBeLessThanOrEqual(Math.ceil((d.requestsAbandoned * 50) / 120) + 1);
+    expect(d.rowsAbandoned + summary.rowsNotSent).toBe(summary.rowsUnsettled);
+    expect(summary.rowsUnsettled).toBe(summary.rows);
+  });
+
   it('stops on an unknown key with exit 3 and on a missing URL with exit 2', async () => {
     emu = await startEmulator({ apiKeys: ['k'] });
     const bad = await runCli(['upload', eventsCsv(5), '--url', emu.url, '--api-key', 'wrong', '--quiet']);
