@@ -82,6 +82,14 @@ async function checkRerun(
       const own = path === journalPath ? `the journal ${path}` : `a journal of the same files (${path}) is left as it is, and ${journalPath}`;
       return `an upload of ${files.join(', ')} to ${target} ${journalStory(found)}; this run sends only what the target has not acknowledged, so ${own} was started anew`;
     }
+    // --resume would be refused (checkResumeKey): the rows that run settled went to its key's workspace
+    if (otherKeys(found, options.key)) {
+      throw new UsageError(
+        `an upload of ${files.join(', ')} to ${target} under another API key (${found.key}), not this one (${options.key}), ${journalStory(found)}; its journal is ${path}.\n` +
+          'Workspaces may share a URL: if this key is of another workspace, give this upload its own --journal; if it is of the same\n' +
+          'workspace (a new key), give --restart to send every row again.',
+      );
+    }
     const split = path === journalPath ? undefined : splitOf(path, endpoint);
     if (split !== undefined) {
       throw new UsageError(
@@ -89,14 +97,6 @@ async function checkRerun(
           `This run ${options.shard === undefined ? 'takes every row' : `splits the rows in ${options.shard.count}`}: it would send again the rows the shards of ${split.count} sent ` +
           `(events and purchases would be stored twice). Run the shards of ${split.count} (--shard K/${split.count}, --resume-or-start\n` +
           'finishes each), or give --restart to send every row again.',
-      );
-    }
-    // --resume would be refused (checkResumeKey): the rows that run settled went to its key's workspace
-    if (otherKeys(found, options.key)) {
-      throw new UsageError(
-        `an upload of ${files.join(', ')} to ${target} under another API key (${found.key}), not this one (${options.key}), ${journalStory(found)}; its journal is ${path}.\n` +
-          'Workspaces may share a URL: if this key is of another workspace, give this upload its own --journal; if it is of the same\n' +
-          'workspace (a new key), give --restart to send every row again.',
       );
     }
     // a run of every row: this shard's run cannot resume it (a journal holds one shard, or none)

@@ -130,6 +130,13 @@ describe("a shard's records", () => {
       expect(r.stderr).toMatch(/--restart/);
     }
     expect(server.received.length).toBe(before);
+    // under another key, what is said first is what another key may do: the shards' journals cannot be resumed by it
+    for (const more of [[], ['--shard', '1/2'], ['--shard', '1/3']]) {
+      const r = await runCli(['upload', ...args.slice(0, -1), 'k2', ...more], { cwd: tmp.dir });
+      expect(r.status, `${more.join(' ')}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain('under another API key');
+      expect(r.stderr).not.toContain('Run the shards of');
+    }
     // the split that sent them goes on as before, and --restart is still there to send every row
     expect((await runCli(['upload', ...args, '--shard', '2/3', '--resume-or-start'], { cwd: tmp.dir })).status).toBe(0);
     expect(server.received.length).toBe(before);
