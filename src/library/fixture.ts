@@ -23,7 +23,7 @@ export interface FixtureOptions extends EmulatorOptions {
 /** The requests `track upload` would send for these files; a rejected row is an error naming its file and line. */
 export async function planSeed(named: readonly string[], limits: BatchLimits, signal?: AbortSignal, storage?: RemoteSettings): Promise<StoredSeed[]> {
   // loaded only for a seed: the emulator alone needs none of the reading code
-  const [{ checkReadable, formatOf, STDIN }, { checkHeaders }, { planEvents }, { resolveInputs }] = await Promise.all([
+  const [{ checkReadable, formatOf, STDIN }, { checkHeaders }, { planEvents }, { NamedTwiceError, resolveInputs }] = await Promise.all([
     import('../input/source.js'),
     import('../upload/check.js'),
     import('../upload/plan.js'),
@@ -32,7 +32,7 @@ export async function planSeed(named: readonly string[], limits: BatchLimits, si
   if (named.includes(STDIN)) throw new UsageError('--seed: standard input (-) cannot be a seed; give a file');
   // an input named twice, a file or an object, is refused in a seed's words
   const { inputs: files, remote } = await resolveInputs(named, storage).catch((error: unknown) => {
-    throw error instanceof UsageError && / once$/.test(error.message) ? new UsageError(`--seed ${error.message}`) : error;
+    throw error instanceof NamedTwiceError ? new UsageError(`--seed ${error.message}`) : error;
   });
   for (const file of files) {
     if (file === STDIN) throw new UsageError('--seed: standard input (-) cannot be a seed; give a file');

@@ -15,6 +15,9 @@ export interface ResolvedInputs {
   remote?: RemoteInputs;
 }
 
+/** An input named twice, a file or an object: refused (a seed says so in its own words). */
+export class NamedTwiceError extends UsageError {}
+
 export async function resolveInputs(inputs: readonly string[], settings: RemoteSettings = {}): Promise<ResolvedInputs> {
   checkLocalFilesOnce(inputs);
   if (!inputs.some(isRemote)) return { inputs: [...inputs] };
@@ -35,7 +38,7 @@ export async function resolveInputs(inputs: readonly string[], settings: RemoteS
         const earlier = namedBy.get(key);
         if (earlier !== undefined) {
           const by = earlier === input ? `${input} twice` : `${earlier} and ${input}`;
-          throw new UsageError(`${object.url} is named by ${by}; give each object once`);
+          throw new NamedTwiceError(`${object.url} is named by ${by}; give each object once`);
         }
         namedBy.set(key, input);
         objects[object.url] = object;
@@ -93,7 +96,7 @@ function checkLocalFilesOnce(inputs: readonly string[]): void {
     const name = input === STDIN ? 'standard input (-)' : input;
     const earlier = namedBy.get(id);
     if (earlier !== undefined) {
-      throw new UsageError(earlier === name ? `${name} is given twice; give each file once` : `${earlier} and ${name} are the same file; give each file once`);
+      throw new NamedTwiceError(earlier === name ? `${name} is given twice; give each file once` : `${earlier} and ${name} are the same file; give each file once`);
     }
     namedBy.set(id, name);
   }
