@@ -7,14 +7,14 @@ import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { METRICS_CONTENT_TYPE, type EmulatorMetrics } from './metrics.js';
 import type { RateLimitConfig } from './rate-limit.js';
 import { LOG_BYTES, userFilters, type LoggedRequest, type RequestLog } from './request-log.js';
-import { STATUS_FILTER } from './request-log-query.js';
+import { QUERY_FILTERS, STATUS_FILTER } from './request-log-query.js';
 import { runPage } from './run-page.js';
 import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
 import { loginPage, notFoundPage, renderPage } from './web-view.js';
 
 /** GET /_track/requests's query parameters (request-log-query.ts has the library's names of them). */
-const REQUEST_FILTERS = ['limit', 'status', 'path', 'external_id', 'email', 'phone', 'alias'];
+const REQUEST_FILTERS = ['limit', ...QUERY_FILTERS];
 
 export const FIXTURE_PREFIX = '/_track';
 /** Prometheus scrapes it here, under the same key rule as /_track/*. */

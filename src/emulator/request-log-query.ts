@@ -17,6 +17,8 @@ export interface RequestsQuery extends Omit<RequestLogQuery, 'status' | 'alias'>
 }
 
 const FILTERS = ['limit', 'status', 'path', 'externalId', 'email', 'phone', 'alias'];
+/** The filters GET /_track/requests and the web view's requests page take as query parameters (the route takes `limit` too). */
+export const QUERY_FILTERS = ['status', 'path', 'external_id', 'email', 'phone', 'alias'];
 /** The query string's names of the user filters, which a caller may write by habit. */
 const CAMEL: Record<string, string> = { external_id: 'externalId' };
 

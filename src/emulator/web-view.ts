@@ -6,6 +6,7 @@
 import { grouped } from '../charts/svg.js';
 import { exportUser } from './export.js';
 import { LOGGED_BODY_BYTES, userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
+import { QUERY_FILTERS, STATUS_FILTER } from './request-log-query.js';
 import type { Store } from './store.js';
 
 const PROFILES_SHOWN = 100;
@@ -156,15 +157,32 @@ function requestRow(r: LoggedRequest): string {
     `<td class="body"><details><summary>body (${size})</summary><pre>${escapeHtml(bodyText)}</pre></details></td></tr>`;
 }
 
+/** The requests page's query parameters: its view and the filters of its form. */
+const REQUESTS_PAGE = ['view', ...QUERY_FILTERS];
+
+/** What is wrong with the requests page's filters (a URL typed or edited: the form sends none of these), or undefined. */
+function filterProblem(params: URLSearchParams, users: ReturnType<typeof userFilters>): string | undefined {
+  const names = [...params.keys()];
+  const unknown = names.find((name) => !REQUESTS_PAGE.includes(name));
+  if (unknown !== undefined) return `unknown filter ${JSON.stringify(unknown)}: the filters are ${QUERY_FILTERS.join(', ')}`;
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) return `${twice}: given more than once; give each filter once`;
+  const status = params.get('status') || undefined;
+  if (status !== undefined && !STATUS_FILTER.test(status)) return `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`;
+  return typeof users === 'string' ? users : undefined;
+}
+
 function requestsView(log: RequestLog, params: URLSearchParams): string {
   const filter = (name: string): string | undefined => (params.get(name) || undefined);
   const users = userFilters(params);
-  const requests = typeof users === 'string' ? [] : log.query({ limit: REQUESTS_SHOWN, status: filter('status'), path: filter('path'), ...users });
+  // a filter the page cannot use shows no request, and says why: not every request, as though it matched
+  const problem = filterProblem(params, users);
+  const requests = problem !== undefined || typeof users === 'string' ? [] : log.query({ limit: REQUESTS_SHOWN, status: filter('status'), path: filter('path'), ...users });
   const input = (name: string, label: string, size: number): string =>
     `<label for="${name}">${label}</label><input id="${name}" name="${name}" value="${escapeHtml(params.get(name) ?? '')}" size="${size}">`;
   return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">
 ${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}${input('email', 'email', 16)}${input('phone', 'phone', 12)}${input('alias', 'alias', 16)}<button type="submit">Filter</button></form>
-${typeof users === 'string' ? `<p class="fatal" role="alert">${escapeHtml(users)}</p>` : ''}<p class="count" id="request-count">${counted(requests.length, 'request')} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>
+${problem !== undefined ? `<p class="fatal" role="alert">${escapeHtml(problem)}</p>` : ''}<p class="count" id="request-count">${counted(requests.length, 'request')} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>
 ${table(['time', 'request', 'status', 'processed', 'errors', 'body'], requests.map(requestRow), 'No requests logged.')}`;
 }
 

@@ -100,6 +100,16 @@ describe('GET /_track/requests', () => {
     // the page filters the same way
     const page = h.call('GET', '/_track/?view=requests&external_id=late').text ?? '';
     expect(page).toContain('1 request shown');
+    // a filter the page cannot use shows no request and says why, not every request
+    for (const [query, says] of [
+      ['&externalId=late', 'unknown filter &#34;externalId&#34;: the filters are status, path, external_id, email, phone, alias'],
+      ['&status=ok', 'status: expected a status such as 201, a class such as 4xx, or dropped, got &#34;ok&#34;'],
+      ['&status=201&status=4xx', 'status: given more than once; give each filter once'],
+    ]) {
+      const refused = h.call('GET', `/_track/?view=requests${query}`).text ?? '';
+      expect(refused, query).toContain(`role="alert">${says}</p>`);
+      expect(refused, query).toContain('0 requests shown');
+    }
   });
 
   it('finds a request by a phone however either side writes it, as the emulator matches phones', () => {
