@@ -128,6 +128,9 @@ async function checkRerun(
     const split = splitOf(path, endpoint);
     return suffixes.some((suffix) => path.endsWith(suffix)) || (split !== undefined && split.count !== options.shard?.count);
   };
+  // a journal of this run's key says best what this run may do (its shards' advice, resuming it):
+  // one of another key is said only when there is none
+  let otherKey: { path: string; found: ParsedJournal; files: string[] } | undefined;
   for (const folder of folders) {
     const names = await readdir(folder).catch(() => [] as string[]);
     const beside = names.filter(ours).map((name) => join(folder, name));
@@ -137,9 +140,12 @@ async function checkRerun(
       if (resolve(path) === resolve(journalPath)) continue;
       const found = await readableJournal(path);
       const files = found === undefined ? [] : overlap(found);
-      if (found !== undefined && files.length > 0) return refuse(path, found, files);
+      if (found === undefined || files.length === 0) continue;
+      if (!otherKeys(found, options.key)) return refuse(path, found, files);
+      otherKey ??= { path, found, files };
     }
   }
+  if (otherKey !== undefined) return refuse(otherKey.path, otherKey.found, otherKey.files);
   if (own === undefined) return undefined;
   if (touchedFiles(own).length === 0) return `the journal ${journalPath} of an earlier run that sent nothing was replaced`;
   if (own.end?.complete !== true) return unfinished(journalPath, own, target, inputs, identities, options.rerunSafe);

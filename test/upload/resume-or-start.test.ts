@@ -144,6 +144,27 @@ describe("a shard's records", () => {
     expect(server.received.length).toBeGreaterThan(before);
   });
 
+  it("tells a key the shards' advice when it ran a shard of its own, whatever another key ran beside it", async () => {
+    const rows = ['external_id,name,time'];
+    for (let u = 0; u < 40; u += 1) rows.push(`e${u},opened,2024-01-01T00:00:00Z`);
+    writeFileSync(join(tmp.dir, 'events.csv'), `${rows.join('\n')}\n`);
+    const server = await faultServer();
+    const up = (key: string, ...more: string[]) => runCli(['upload', join(tmp.dir, 'events.csv'), '--url', server.url, '--api-key', key, ...more], { cwd: tmp.dir });
+    expect((await up('kb', '--shard', '1/2')).status).toBe(0);
+    expect((await up('ka', '--shard', '2/2')).status).toBe(0);
+    const before = server.received.length;
+    // each key ran a shard: each is told to run the shards, not to give its own --journal (which would send its shard's rows again)
+    for (const key of ['ka', 'kb']) {
+      for (const more of [[], ['--shard', '1/3'], ['--resume-or-start']]) {
+        const r = await up(key, ...more);
+        expect(r.status, `${key} ${more.join(' ')}: ${r.stderr}`).toBe(2);
+        if (more[0] !== '--resume-or-start') expect(r.stderr, `${key} ${more.join(' ')}`).toContain('Run the shards of 2');
+        expect(r.stderr, `${key} ${more.join(' ')}`).not.toContain('give this upload its own --journal');
+      }
+    }
+    expect(server.received.length).toBe(before);
+  });
+
   it('refuses a shard once a run of every row sent the same files, with advice a shard can follow', async () => {
     const rows = ['external_id,name,time'];
     for (let u = 0; u < 120; u += 1) rows.push(`e${u},opened,2024-01-01T00:00:00Z`);
