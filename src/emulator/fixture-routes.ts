@@ -7,7 +7,7 @@ import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { METRICS_CONTENT_TYPE, type EmulatorMetrics } from './metrics.js';
 import type { RateLimitConfig } from './rate-limit.js';
 import { LOG_BYTES, userFilters, type LoggedRequest, type RequestLog } from './request-log.js';
-import { QUERY_FILTERS, STATUS_FILTER } from './request-log-query.js';
+import { QUERY_FILTERS, statusProblem } from './request-log-query.js';
 import { runPage } from './run-page.js';
 import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
@@ -150,9 +150,8 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     const limit = positiveInt(params.get('limit'), 100);
     if (limit === undefined) return fatal(400, `limit: expected a whole number of at least 1, got "${params.get('limit')}"`);
     const status = params.get('status') ?? undefined;
-    if (status !== undefined && !STATUS_FILTER.test(status)) {
-      return fatal(400, `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`);
-    }
+    const wrongStatus = statusProblem(status);
+    if (wrongStatus !== undefined) return fatal(400, wrongStatus);
     const users = userFilters(params);
     if (typeof users === 'string') return fatal(400, users);
     const found = requestLog.select({ limit, status, path: params.get('path') ?? undefined, ...users });

@@ -6,7 +6,11 @@ import type { RequestLogQuery } from './request-log.js';
 import { aliasFilter } from './request-log-users.js';
 
 /** A status as the log matches it: `201`, a class such as `4xx`, or `dropped` (any case). */
-export const STATUS_FILTER = /^([1-5][0-9][0-9]|[1-5]xx|dropped)$/i;
+const STATUS_FILTER = /^([1-5][0-9][0-9]|[1-5]xx|dropped)$/i;
+
+/** What is wrong with a status filter given as a query parameter (GET /_track/requests, the web view's page), or undefined. */
+export const statusProblem = (status: string | undefined): string | undefined =>
+  status === undefined || STATUS_FILTER.test(status) ? undefined : `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`;
 
 /** What emulator.requests() takes: GET /_track/requests's filters in camelCase; a status may be a number, an alias `NAME:LABEL`. */
 export interface RequestsQuery extends Omit<RequestLogQuery, 'status' | 'alias'> {

@@ -6,7 +6,7 @@
 import { grouped } from '../charts/svg.js';
 import { exportUser } from './export.js';
 import { LOGGED_BODY_BYTES, userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
-import { QUERY_FILTERS, STATUS_FILTER } from './request-log-query.js';
+import { QUERY_FILTERS, statusProblem } from './request-log-query.js';
 import type { Store } from './store.js';
 
 const PROFILES_SHOWN = 100;
@@ -167,9 +167,7 @@ function filterProblem(params: URLSearchParams, users: ReturnType<typeof userFil
   if (unknown !== undefined) return `unknown filter ${JSON.stringify(unknown)}: the filters are ${QUERY_FILTERS.join(', ')}`;
   const twice = names.find((name, i) => names.indexOf(name) !== i);
   if (twice !== undefined) return `${twice}: given more than once; give each filter once`;
-  const status = params.get('status') || undefined;
-  if (status !== undefined && !STATUS_FILTER.test(status)) return `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`;
-  return typeof users === 'string' ? users : undefined;
+  return statusProblem(params.get('status') || undefined) ?? (typeof users === 'string' ? users : undefined);
 }
 
 function requestsView(log: RequestLog, params: URLSearchParams): string {
