@@ -2,9 +2,8 @@
 // process that holds it. A lock whose process is gone (kill -9, a crash) is taken over. `track
 // inspect` and `track cleanup` take no lock: SQLite lets them read and write a file a running
 // emulator has open.
-import { accessSync, constants, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { folderProblem } from '../file-folder.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 
 export type { LockOwner } from '../lock-file.js';
@@ -44,22 +43,6 @@ export function lockDatabase(db: string): () => void {
  */
 function checkDatabaseFolder(db: string): void {
   if (db.endsWith('/')) throw new UsageError(`--db ${db}: names a folder; give the path of a file (${db}track-emulator.sqlite)`);
-  // named as the path names it: `x/..` is no folder when `x` is none
-  const folder = dirname(db);
-  const shown = folder === '.' ? resolve(folder) : folder;
-  let isFolder: boolean;
-  try {
-    isFolder = statSync(folder).isDirectory();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new UsageError(`--db ${db}: the folder ${shown} does not exist; create it, or give a path in a folder that does`);
-    if (code === 'ENOTDIR') throw new UsageError(`--db ${db}: ${shown} is not a folder`);
-    throw new UsageError(`--db ${db}: cannot reach the folder ${shown} (${code ?? String(error)})`);
-  }
-  if (!isFolder) throw new UsageError(`--db ${db}: ${shown} is not a folder`);
-  try {
-    accessSync(folder, constants.W_OK | constants.X_OK);
-  } catch (error) {
-    throw new UsageError(`--db ${db}: cannot write in the folder ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)}); give a path in a folder you can write in`);
-  }
+  const problem = folderProblem(db);
+  if (problem !== undefined) throw new UsageError(`--db ${db}: ${problem}`);
 }

@@ -5,6 +5,7 @@ import { statSync } from 'node:fs';
 import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
+import { folderProblem } from '../file-folder.js';
 import { fileStart } from '../file-start.js';
 import { canonicalPath } from '../lock-file.js';
 import { JOURNAL_HEADER } from '../records/journal-format.js';
@@ -155,12 +156,16 @@ export async function recordIn(path: string): Promise<string | undefined> {
 
 /** A file the run will write: it must be writable now, though it is created only when written to. */
 export async function checkWritable(flag: string, path: string): Promise<void> {
-  const exists = await stat(path).then((info) => {
-    if (info.isDirectory()) throw new UsageError(`${flag} ${path} is a directory`);
-    return true;
-  }, () => false);
+  const info = await stat(path).catch(() => undefined);
+  if (info?.isDirectory() === true) throw new UsageError(`${flag} ${path} is a directory`);
+  if (info === undefined) {
+    // a file to be made: the folder it goes in, as the path names it
+    const problem = path.endsWith('/') ? 'names a folder; give the path of a file' : folderProblem(path);
+    if (problem !== undefined) throw new UsageError(`cannot write ${flag} ${path}: ${problem}`);
+    return;
+  }
   try {
-    await access(exists ? path : dirname(resolve(path)), constants.W_OK);
+    await access(path, constants.W_OK);
   } catch (error) {
     throw new UsageError(`cannot write ${flag} ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }

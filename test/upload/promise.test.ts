@@ -249,8 +249,18 @@ describe('the files a run writes', () => {
     expect(lstatSync(join(tmp.dir, 'fifo')).isFIFO()).toBe(true);
     const fifoJournal = await up([file, '--url', emu.url, '--journal', join(tmp.dir, 'fifo'), '--restart']);
     expect(fifoJournal).toMatchObject({ status: 2, stderr: expect.stringMatching(/--journal .*fifo is not a regular file/) });
+    const sentBefore = emu.requests().length;
     const nowhere = await up([file, '--url', emu.url, '--journal', join(tmp.dir, 'no', 'such', 'j.journal'), '--restart']);
-    expect(nowhere).toMatchObject({ status: 2, stderr: expect.stringMatching(/cannot write --journal/) });
+    expect(nowhere).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write --journal ${join(tmp.dir, 'no', 'such', 'j.journal')}: the folder ${join(tmp.dir, 'no', 'such')} does not exist; create it`) });
+    // the folder as the path names it: `no/..` is no folder when `no` is none, though the text resolves to one
+    const through = join(tmp.dir, 'no') + '/../state.sqlite';
+    expect(await up([file, '--url', emu.url, '--delta', '--state', through, '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write --state ${through}: the folder ${join(tmp.dir, 'no')}/.. does not exist`) });
+    const underFile = join(file, 'rejects.ndjson');
+    expect(await up([file, '--url', emu.url, '--rejects', underFile, '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write --rejects ${underFile}: ${file} is not a folder`) });
+    const folderNamed = join(tmp.dir, 'new-folder') + '/';
+    expect(await up([file, '--url', emu.url, '--out', folderNamed, '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write --out ${folderNamed}: names a folder; give the path of a file`) });
+    expect(existsSync(join(tmp.dir, 'state.sqlite'))).toBe(false);
+    expect(emu.requests().length).toBe(sentBefore);
     if (isRoot) {
       expect(spawnSync('mknod', ['-m', '666', join(tmp.dir, 'null'), 'c', '1', '3']).status).toBe(0);
       const bad = eventsCsv(20, 'bad.csv', () => true);

@@ -3,6 +3,7 @@
 // (kill -9 included) leaves a file whose every complete line parses.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
+import { folderProblem } from '../../file-folder.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
 
 /** Writes each event as a line to `write`; progress every `progressEvery` seconds. */
@@ -16,7 +17,10 @@ export function eventsFile(path: string, progressEvery: number, warn: (message: 
   try {
     fd = openSync(path, 'w');
   } catch (error) {
-    throw new UsageError(`--events ${path}: cannot write it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    const code = (error as NodeJS.ErrnoException).code;
+    // a path in a folder that is not there is told by the folder, as every output's is
+    const problem = code === 'ENOENT' || code === 'ENOTDIR' ? folderProblem(path) : code === 'EISDIR' ? 'it is a folder; give the path of a file' : undefined;
+    throw new UsageError(`cannot write --events ${path}${problem === undefined ? ` (${code ?? (error as Error).message})` : `: ${problem}`}`);
   }
   let failed = false;
   const consumer = ndjsonEvents((line) => {

@@ -1,0 +1,31 @@
+// Where a file is to be made (an output, a journal, a state, an emulator's database): its folder,
+// checked before anything is written, so that a path in a folder that is not there is told as the
+// person's to fix, with the folder named, not as an error code from the file system.
+import { accessSync, constants, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+
+/**
+ * Why no file can be made at `path`: its folder does not exist, is not a folder, or is not the
+ * person's to write in; undefined when it can. The folder is the path's as written: `x/..` is no
+ * folder when `x` is none (the file system resolves it so, where a text resolution would not).
+ */
+export function folderProblem(path: string): string | undefined {
+  const folder = dirname(path);
+  const shown = folder === '.' ? resolve(folder) : folder;
+  let isFolder: boolean;
+  try {
+    isFolder = statSync(folder).isDirectory();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return `the folder ${shown} does not exist; create it, or give a path in a folder that does`;
+    if (code === 'ENOTDIR') return `${shown} is not a folder`;
+    return `cannot reach the folder ${shown} (${code ?? String(error)})`;
+  }
+  if (!isFolder) return `${shown} is not a folder`;
+  try {
+    accessSync(folder, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    return `cannot write in the folder ${shown} (${(error as NodeJS.ErrnoException).code ?? String(error)}); give a path in a folder you can write in`;
+  }
+  return undefined;
+}
