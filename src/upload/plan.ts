@@ -110,6 +110,8 @@ export type PlanEvent<R = PlannedRequest> =
       rows: number;
       skipped: number;
       skippedItems: number;
+      /** Of the rows skipped, those of a file an earlier run settled whole: counted, and not read again. */
+      unread: number;
       items: Record<ArrayName, number>;
       /** Valid items left out whole because the target acknowledged them (delta); and the data points planned and left out. */
       unchanged: number;
@@ -204,6 +206,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     rows: 0,
     skipped: 0,
     skippedItems: 0,
+    unread: 0,
     items: { attributes: 0, events: 0, purchases: 0 },
     unchanged: 0,
     otherShards: 0,
@@ -333,6 +336,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     settledWhole(rows) {
       tally.rows += rows;
       tally.skipped += rows;
+      tally.unread += rows;
     },
     chunk(file) {
       const columns = delta?.takeColumns();

@@ -13,12 +13,16 @@ export interface FileSummary {
   /** The kind of a CSV file's rows. */
   kind?: ArrayName;
   rows: number;
+  /** Its rows were all settled by an earlier run: counted, and not read again (only then). */
+  unread?: true;
 }
 
 export interface PlanSummary {
   files: FileSummary[];
-  /** Data rows read (CSV rows after the header; NDJSON lines that are not blank). */
+  /** Data rows read (CSV rows after the header; NDJSON lines that are not blank), and those of files not read again (`unread`). */
   rows: number;
+  /** Of the rows, those of files an earlier run settled whole: counted as skipped, and not read again (only when there are any). */
+  unread?: number;
   /** Rows left out because an earlier run settled them, or settled every item of them. */
   skipped: number;
   /** Items left out of RequestLines that still had others to send (lines an earlier run delivered in part). */
@@ -146,6 +150,10 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       const file = summary.files.findLast((f) => f.file === event.file);
       if (file !== undefined) file.rows += event.rows;
       summary.rows += event.rows;
+      if (event.unread > 0) {
+        if (file !== undefined) file.unread = true;
+        summary.unread = (summary.unread ?? 0) + event.unread;
+      }
       summary.skipped += event.skipped;
       summary.skippedItems += event.skippedItems;
       for (const kind of ARRAY_NAMES) summary.items[kind] += event.items[kind];

@@ -344,7 +344,7 @@ describe('reading objects over a failing network', () => {
     // a run slower than 5 s (a loaded machine) says how far it is on a line, as any run without a terminal
     expect(resumed.stderr.replace(/^\S+Z rows read .*\n/gm, '')).toBe('');
     expect(resumed.status).toBe(0);
-    expect(JSON.parse(resumed.stdout)).toMatchObject({ skipped: 80, delivery: { items: { attributes: { accepted: 40 } } } });
+    expect(JSON.parse(resumed.stdout)).toMatchObject({ skipped: 80, unread: 80, delivery: { items: { attributes: { accepted: 40 } } } });
     expect(JSON.parse(resumed.stdout).notes).toEqual(
       expect.arrayContaining([expect.stringMatching(/part-000\.ndjson\.gz, \S*part-001\.ndjson\.gz: every row was settled by an earlier run; not read again/)]),
     );

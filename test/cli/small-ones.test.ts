@@ -142,3 +142,24 @@ describe('no journal', () => {
     expect(ignored).toContain('*.journal');
   });
 });
+
+describe('a resume of a run that settled every row', () => {
+  it('says the rows of a file it did not read again are not read, in the text and in --json', async () => {
+    const emu = await emulator();
+    const done = join(tmp.dir, 'done.csv');
+    const more = join(tmp.dir, 'more.csv');
+    writeFileSync(done, 'external_id,plan\nu1,team\nu2,pro\n');
+    writeFileSync(more, 'external_id,plan\nu3,team\n');
+    const common = ['upload', done, '--url', emu.url, '--api-key', 'k', '--journal', join(tmp.dir, 'j.journal')];
+    expect((await runCliAsync([...common, '--quiet'], { cwd: tmp.dir })).status).toBe(0);
+    const text = await runCliAsync([...common, '--resume'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
+    expect(text.status).toBe(0);
+    expect(text.stdout).toMatch(/^upload: 1 file, 0 rows read, 2 rows not read again \(an earlier run settled them\) in [\d.]+ s\n {2}\S*done\.csv {2}2 rows \(csv\), not read again\n/);
+    const json = JSON.parse((await runCliAsync([...common, '--resume', '--json'], { cwd: tmp.dir })).stdout);
+    expect(json).toMatchObject({ rows: 2, skipped: 2, unread: 2, files: [{ rows: 2, unread: true }] });
+    // a file read says nothing of the kind
+    const read = await runCliAsync(['upload', more, '--url', emu.url, '--api-key', 'k', '--json'], { cwd: tmp.dir });
+    expect(JSON.parse(read.stdout).unread).toBeUndefined();
+    expect(JSON.parse(read.stdout).files[0].unread).toBeUndefined();
+  });
+});

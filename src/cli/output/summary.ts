@@ -89,10 +89,13 @@ export function formatSummary(verb: string, summary: UploadSummary, limits: Batc
   const lines: string[] = [];
   const seconds = (summary.elapsedMs / 1000).toFixed(1);
   const files = counted(summary.files.length, 'file');
-  lines.push(chalk.bold(`${verb}: ${files}, ${counted(summary.rows, 'row')} read in ${seconds} s`));
+  // the rows of files an earlier run settled whole are counted, not read
+  const unread = summary.unread ?? 0;
+  const notRead = unread === 0 ? '' : `, ${counted(unread, 'row')} not read again (an earlier run settled ${unread === 1 ? 'it' : 'them'})`;
+  lines.push(chalk.bold(`${verb}: ${files}, ${counted(summary.rows - unread, 'row')} read${notRead} in ${seconds} s`));
   for (const file of summary.files.slice(0, MAX_FILE_LINES)) {
     const kind = file.kind === undefined ? file.format : `${file.format}, ${file.kind}`;
-    lines.push(`  ${file.file}  ${counted(file.rows, 'row')} (${kind})`);
+    lines.push(`  ${file.file}  ${counted(file.rows, 'row')} (${kind})${file.unread === true ? ', not read again' : ''}`);
   }
   const others = summary.files.length - MAX_FILE_LINES;
   if (others > 0) {
