@@ -7,7 +7,7 @@ import type { EmulatorRequest, EmulatorResponse } from './handler.js';
 import { METRICS_CONTENT_TYPE, type EmulatorMetrics } from './metrics.js';
 import type { RateLimitConfig } from './rate-limit.js';
 import { LOG_BYTES, userFilters, type LoggedRequest, type RequestLog } from './request-log.js';
-import { QUERY_FILTERS, statusProblem } from './request-log-query.js';
+import { limitParam, limitProblem, QUERY_FILTERS, statusProblem } from './request-log-query.js';
 import { runPage } from './run-page.js';
 import type { RunTally } from './run-tally.js';
 import type { Store } from './store.js';
@@ -88,11 +88,6 @@ function foreignHost(request: EmulatorRequest): boolean {
   }
 }
 
-function positiveInt(text: string | null, fallback: number): number | undefined {
-  if (text === null || text === '') return fallback;
-  return /^[0-9]+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined;
-}
-
 /**
  * GET /_track/requests's answer, `{"requests":[...],"log":{...}}`, a request at a time: the log holds
  * 128 MiB, and as one text (a body of control characters written six bytes each) it took seconds of
@@ -147,8 +142,8 @@ export function createFixtureRoutes(config: FixtureConfig): (request: EmulatorRe
     }
     const twice = names.find((name, i) => names.indexOf(name) !== i);
     if (twice !== undefined) return fatal(400, `${twice}: given more than once; give each filter once`);
-    const limit = positiveInt(params.get('limit'), 100);
-    if (limit === undefined) return fatal(400, `limit: expected a whole number of at least 1, got "${params.get('limit')}"`);
+    const limit = limitParam(params.get('limit'), 100);
+    if (limit === undefined) return fatal(400, limitProblem(params.get('limit')));
     const status = params.get('status') ?? undefined;
     const wrongStatus = statusProblem(status);
     if (wrongStatus !== undefined) return fatal(400, wrongStatus);

@@ -12,6 +12,15 @@ const STATUS_FILTER = /^([1-5][0-9][0-9]|[1-5]xx|dropped)$/i;
 export const statusProblem = (status: string | undefined): string | undefined =>
   status === undefined || STATUS_FILTER.test(status) ? undefined : `status: expected a status such as 201, a class such as 4xx, or dropped, got "${status}"`;
 
+/** A `limit` given as a query parameter (GET /_track/requests, the web view's page): a whole number of at least 1, `fallback` when not given; undefined when it is not one. */
+export function limitParam(text: string | null, fallback: number): number | undefined {
+  if (text === null || text === '') return fallback;
+  return /^[0-9]+$/.test(text) && Number(text) >= 1 ? Number(text) : undefined;
+}
+
+/** Why a `limit` query parameter cannot be used. */
+export const limitProblem = (text: string | null): string => `limit: expected a whole number of at least 1, got "${text}"`;
+
 /** What emulator.requests() takes: GET /_track/requests's filters in camelCase; a status may be a number, an alias `NAME:LABEL`. */
 export interface RequestsQuery extends Omit<RequestLogQuery, 'status' | 'alias'> {
   /** `201` (or 201), a class such as `4xx`, or `dropped` (any case). */
@@ -21,7 +30,7 @@ export interface RequestsQuery extends Omit<RequestLogQuery, 'status' | 'alias'>
 }
 
 const FILTERS = ['limit', 'status', 'path', 'externalId', 'email', 'phone', 'alias'];
-/** The filters GET /_track/requests and the web view's requests page take as query parameters (the route takes `limit` too). */
+/** The filters GET /_track/requests and the web view's requests page take as query parameters (both take `limit` too). */
 export const QUERY_FILTERS = ['status', 'path', 'external_id', 'email', 'phone', 'alias'];
 /** The query string's names of the user filters, which a caller may write by habit. */
 const CAMEL: Record<string, string> = { external_id: 'externalId' };

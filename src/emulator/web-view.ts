@@ -6,7 +6,7 @@
 import { grouped } from '../charts/svg.js';
 import { exportUser } from './export.js';
 import { LOGGED_BODY_BYTES, userFilters, type RequestLog, type LoggedRequest } from './request-log.js';
-import { QUERY_FILTERS, statusProblem } from './request-log-query.js';
+import { limitParam, limitProblem, QUERY_FILTERS, statusProblem } from './request-log-query.js';
 import type { Store } from './store.js';
 
 const PROFILES_SHOWN = 100;
@@ -157,16 +157,21 @@ function requestRow(r: LoggedRequest): string {
     `<td class="body"><details><summary>body (${size})</summary><pre>${escapeHtml(bodyText)}</pre></details></td></tr>`;
 }
 
-/** The requests page's query parameters: its view and the filters of its form. */
-const REQUESTS_PAGE = ['view', ...QUERY_FILTERS];
+/** The requests page's query parameters: its view, the filters of its form, and how many to show. */
+const REQUESTS_PAGE = ['view', 'limit', ...QUERY_FILTERS];
+/** The most requests the page shows (a page of HTML; GET /_track/requests gives more). */
+const MOST_SHOWN = 1000;
 
-/** What is wrong with the requests page's filters (a URL typed or edited: the form sends none of these), or undefined. */
+/** What is wrong with the requests page's parameters (a URL typed or edited: the form sends none of these), or undefined. */
 function filterProblem(params: URLSearchParams, users: ReturnType<typeof userFilters>): string | undefined {
   const names = [...params.keys()];
   const unknown = names.find((name) => !REQUESTS_PAGE.includes(name));
-  if (unknown !== undefined) return `unknown filter ${JSON.stringify(unknown)}: the filters are ${QUERY_FILTERS.join(', ')}`;
+  if (unknown !== undefined) return `unknown filter ${JSON.stringify(unknown)}: the filters are ${QUERY_FILTERS.join(', ')} (and limit, how many to show)`;
   const twice = names.find((name, i) => names.indexOf(name) !== i);
-  if (twice !== undefined) return `${twice}: given more than once; give each filter once`;
+  if (twice !== undefined) return `${twice}: given more than once; give each ${QUERY_FILTERS.includes(twice) ? 'filter' : 'parameter'} once`;
+  const limit = limitParam(params.get('limit'), REQUESTS_SHOWN);
+  if (limit === undefined) return limitProblem(params.get('limit'));
+  if (limit > MOST_SHOWN) return `limit: the page shows at most ${grouped(MOST_SHOWN)} requests; GET /_track/requests?limit=${limit} gives more`;
   return statusProblem(params.get('status') || undefined) ?? (typeof users === 'string' ? users : undefined);
 }
 
@@ -175,13 +180,18 @@ function requestsView(log: RequestLog, params: URLSearchParams): string {
   const users = userFilters(params);
   // a filter the page cannot use shows no request, and says why: not every request, as though it matched
   const problem = filterProblem(params, users);
-  const requests = problem !== undefined || typeof users === 'string' ? [] : log.query({ limit: REQUESTS_SHOWN, status: filter('status'), path: filter('path'), ...users });
+  const limit = limitParam(params.get('limit'), REQUESTS_SHOWN) ?? REQUESTS_SHOWN;
+  const requests = problem !== undefined || typeof users === 'string' ? [] : log.query({ limit, status: filter('status'), path: filter('path'), ...users });
+  const filtered = QUERY_FILTERS.some((name) => filter(name) !== undefined);
+  const empty = problem !== undefined ? 'No requests shown: the page cannot use what the address asks (above).' : filtered ? 'No logged request matches these filters.' : 'No requests logged.';
   const input = (name: string, label: string, size: number): string =>
     `<label for="${name}">${label}</label><input id="${name}" name="${name}" value="${escapeHtml(params.get(name) ?? '')}" size="${size}">`;
-  return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">
+  // the form keeps a limit the address gave
+  const kept = params.get('limit') === null || problem !== undefined ? '' : `<input type="hidden" name="limit" value="${escapeHtml(String(limit))}">`;
+  return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">${kept}
 ${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}${input('email', 'email', 16)}${input('phone', 'phone', 12)}${input('alias', 'alias', 16)}<button type="submit">Filter</button></form>
 ${problem !== undefined ? `<p class="fatal" role="alert">${escapeHtml(problem)}</p>` : ''}<p class="count" id="request-count">${counted(requests.length, 'request')} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>
-${table(['time', 'request', 'status', 'processed', 'errors', 'body'], requests.map(requestRow), 'No requests logged.')}`;
+${table(['time', 'request', 'status', 'processed', 'errors', 'body'], requests.map(requestRow), empty)}`;
 }
 
 /** The page for a query string; undefined for a profile that does not exist (a 404). */

@@ -102,14 +102,24 @@ describe('GET /_track/requests', () => {
     expect(page).toContain('1 request shown');
     // a filter the page cannot use shows no request and says why, not every request
     for (const [query, says] of [
-      ['&externalId=late', 'unknown filter &#34;externalId&#34;: the filters are status, path, external_id, email, phone, alias'],
+      ['&externalId=late', 'unknown filter &#34;externalId&#34;: the filters are status, path, external_id, email, phone, alias (and limit, how many to show)'],
       ['&status=ok', 'status: expected a status such as 201, a class such as 4xx, or dropped, got &#34;ok&#34;'],
       ['&status=201&status=4xx', 'status: given more than once; give each filter once'],
+      ['&view=requests', 'view: given more than once; give each parameter once'],
+      ['&limit=0', 'limit: expected a whole number of at least 1, got &#34;0&#34;'],
+      ['&limit=1001', 'limit: the page shows at most 1,000 requests; GET /_track/requests?limit=1001 gives more'],
     ]) {
       const refused = h.call('GET', `/_track/?view=requests${query}`).text ?? '';
       expect(refused, query).toContain(`role="alert">${says}</p>`);
       expect(refused, query).toContain('0 requests shown');
+      // not "No requests logged.": the log holds some
+      expect(refused, query).toContain('No requests shown: the page cannot use what the address asks (above).');
     }
+    // a limit, as GET /_track/requests takes one: the newest so many, kept by the form
+    const two = h.call('GET', '/_track/?view=requests&limit=2').text ?? '';
+    expect(two).toContain('2 requests shown');
+    expect(two).toContain('<input type="hidden" name="limit" value="2">');
+    expect(h.call('GET', '/_track/?view=requests&external_id=nobody').text).toContain('No logged request matches these filters.');
   });
 
   it('finds a request by a phone however either side writes it, as the emulator matches phones', () => {
