@@ -89,7 +89,11 @@ describe('a --db that is not a database', () => {
       expect(empty.status, command[0]).toBe(2);
       expect(empty.stderr, command[0]).toContain('--db: an empty path');
     }
-    expect(runCli(['inspect', '--db', missing]).status).toBe(2);
+    const inspected = runCli(['inspect', '--db', missing]);
+    expect(inspected.status).toBe(2);
+    expect(inspected.stderr).toContain(`${missing}: no emulator database here (the folder ${join(tmp.dir, 'no-such-folder')} does not exist)`);
+    expect(runCli(['inspect', '--db', underFile]).stderr).toContain(`${underFile}: no emulator database here (${plain} is not a folder)`);
+    expect(runCli(['inspect', '--db', join(tmp.dir, 'none.sqlite')]).stderr).toContain('no emulator database here (start `track emulate --db` with this path first)');
     expect(existsSync(join(tmp.dir, 'no-such-folder'))).toBe(false);
     const error = (await startEmulator({ db: missing }).catch((e: unknown) => e)) as Error;
     expect(error).toBeInstanceOf(UsageError);

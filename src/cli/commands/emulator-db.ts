@@ -2,10 +2,16 @@
 import { existsSync } from 'node:fs';
 import type { Store } from '../../emulator/store.js';
 import { InputError, UsageError } from '../../errors.js';
+import { folderProblem } from '../../file-folder.js';
 
 export async function openEmulatorDb(path: string): Promise<Store> {
   if (path === '') throw new UsageError("--db: an empty path; give the emulator's database file");
-  if (!existsSync(path)) throw new InputError('no emulator database here (start `track emulate --db` with this path first)', path);
+  if (!existsSync(path)) {
+    // a folder that is not there is said: an emulator could not make its database there either
+    const folder = folderProblem(path);
+    const why = folder === undefined || folder.startsWith('cannot write') ? 'start `track emulate --db` with this path first' : folder.replace(/; create it, .*$/, '');
+    throw new InputError(`no emulator database here (${why})`, path);
+  }
   const { Store } = await import('../../emulator/store.js');
   // a file an earlier version wrote is rebuilt once: said on stderr, as it may take a while
   return new Store(path, { note: (line) => process.stderr.write(`track: ${line}\n`) });
