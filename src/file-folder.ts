@@ -1,15 +1,47 @@
 // Where a file is to be made (an output, a journal, a state, an emulator's database): its folder,
 // checked before anything is written, so that a path in a folder that is not there is told as the
 // person's to fix, with the folder named, not as an error code from the file system.
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readlinkSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+
+/** Links followed at most (as the kernel follows them: ELOOP past 40). */
+const MOST_LINKS = 40;
+
+/**
+ * The path a file written at `path` lands at: `path` itself, or where the link there points, link by
+ * link (the last may name no file yet: a link to a file to be made). Relative links are read from
+ * their own folder.
+ */
+export function linkTarget(path: string): string {
+  let at = path;
+  for (let hops = 0; hops < MOST_LINKS; hops += 1) {
+    let isLink: boolean;
+    try {
+      isLink = lstatSync(at).isSymbolicLink();
+    } catch {
+      return at;
+    }
+    if (!isLink) return at;
+    at = resolve(dirname(at), readlinkSync(at));
+  }
+  return at;
+}
 
 /**
  * Why no file can be made at `path`: its folder does not exist, is not a folder, or is not the
  * person's to write in; undefined when it can. The folder is the path's as written: `x/..` is no
- * folder when `x` is none (the file system resolves it so, where a text resolution would not).
+ * folder when `x` is none (the file system resolves it so, where a text resolution would not); for
+ * a link, its target's.
  */
 export function folderProblem(path: string): string | undefined {
+  // a link is written through: the folder is its target's (a link into a folder that is not there is no place to write)
+  const target = linkTarget(path);
+  const through = target === path ? '' : `it links to ${target}, and `;
+  const problem = targetFolderProblem(target);
+  return problem === undefined ? undefined : `${through}${problem}`;
+}
+
+function targetFolderProblem(path: string): string | undefined {
   const folder = dirname(path);
   const shown = folder === '.' ? resolve(folder) : folder;
   let isFolder: boolean;

@@ -51,8 +51,9 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
     await checkWritable('--summary-file', path);
     // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
     // memory) leaves none, which `track report` names as missing, rather than one that is not its own
-    // (a file: never a device such as /dev/null or a pipe, written to as they are)
-    if (await isRegularFile(path)) await (await import('node:fs/promises')).rm(path, { force: true });
+    // (a file: never a device such as /dev/null or a pipe, written to as they are; through a link,
+    // the file it names, never the link)
+    if (await isRegularFile(path)) await (await import('node:fs/promises')).rm((await import('../file-folder.js')).linkTarget(path), { force: true });
   } catch (error) {
     summaryFileWritten = true;
     throw error;
@@ -221,8 +222,8 @@ async function isRegularFile(path: string): Promise<boolean> {
 
 /**
  * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
- * it, then renamed over it; to a device or a pipe there (/dev/stdout, /dev/null), written to, never
- * replaced. False, with the reason on stderr, when it cannot be written.
+ * it, then renamed over it (over the file a link there names: the link stays); to a device or a
+ * pipe there (/dev/stdout, /dev/null), written to, never replaced. False, with the reason on stderr, when it cannot be written.
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   summaryFileWritten = true;
@@ -233,14 +234,16 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
     return false;
   }
   const { rename, stat, writeFile, rm } = await import('node:fs/promises');
-  const partial = `${path}.${process.pid}.partial`;
+  // a link there is written through: the file it names is replaced, the link stays
+  const target = (await import('../file-folder.js')).linkTarget(path);
+  const partial = `${target}.${process.pid}.partial`;
   try {
-    if ((await stat(path).catch(() => undefined))?.isFile() === false) {
-      await writeFile(path, json);
+    if ((await stat(target).catch(() => undefined))?.isFile() === false) {
+      await writeFile(target, json);
       return true;
     }
     await writeFile(partial, json);
-    await rename(partial, path);
+    await rename(partial, target);
     return true;
   } catch (error) {
     await rm(partial, { force: true });

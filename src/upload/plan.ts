@@ -112,6 +112,8 @@ export type PlanEvent<R = PlannedRequest> =
       skippedItems: number;
       /** Of the rows skipped, those of a file an earlier run settled whole: counted, and not read again. */
       unread: number;
+      /** The chunk is that of a file an earlier run settled whole (which may hold no row). */
+      settledWhole?: true;
       items: Record<ArrayName, number>;
       /** Valid items left out whole because the target acknowledged them (delta); and the data points planned and left out. */
       unchanged: number;
@@ -221,6 +223,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
   let unchangedRows: Array<[number, number]> = [];
   const ready: PlannedRequest[] = [];
   let anonymous = 0;
+  /** The chunk is a file's an earlier run settled whole (settledWhole). */
+  let wholeFile = false;
   /** A request given out by the batcher, with the learn record of its items (a delta plan: each item's mark is its batch tag). */
   const complete = (request: PlannedRequest): PlannedRequest => {
     if (delta === undefined) return request;
@@ -337,10 +341,12 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       tally.rows += rows;
       tally.skipped += rows;
       tally.unread += rows;
+      wholeFile = true;
     },
     chunk(file) {
       const columns = delta?.takeColumns();
-      const events: PlanEvent[] = [{ type: 'read', file, ...tally, ...(columns === undefined ? {} : { columns }) }, ...lines, ...rejects];
+      const events: PlanEvent[] = [{ type: 'read', file, ...tally, ...(columns === undefined ? {} : { columns }), ...(wholeFile ? { settledWhole: true as const } : {}) }, ...lines, ...rejects];
+      wholeFile = false;
       if (unchangedRows.length > 0) events.push({ type: 'unchanged-rows', file, lines: unchangedRows });
       for (const request of ready.splice(0)) events.push({ type: 'request', request });
       tally = newTally();

@@ -150,10 +150,8 @@ export function addPlanEvent(summary: PlanSummary, event: PlanEvent<unknown>): P
       const file = summary.files.findLast((f) => f.file === event.file);
       if (file !== undefined) file.rows += event.rows;
       summary.rows += event.rows;
-      if (event.unread > 0) {
-        if (file !== undefined) file.unread = true;
-        summary.unread = (summary.unread ?? 0) + event.unread;
-      }
+      if (event.settledWhole === true && file !== undefined) file.unread = true;
+      if (event.unread > 0) summary.unread = (summary.unread ?? 0) + event.unread;
       summary.skipped += event.skipped;
       summary.skippedItems += event.skippedItems;
       for (const kind of ARRAY_NAMES) summary.items[kind] += event.items[kind];

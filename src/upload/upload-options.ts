@@ -56,6 +56,7 @@ export interface SendOptions {
 /** How far reading has got, after each chunk of rows. */
 export interface ReadProgress {
   file: string;
+  /** Rows read (not those of files an earlier run settled whole, which are not read again). */
   rows: number;
   requests: number;
   /** Bytes of input read (before gunzip) since the last report. */

@@ -173,7 +173,7 @@ class UploadRun {
 
   #tellProgress(file: string, bytes: number): void {
     const summary = this.#summary;
-    this.#options.onProgress?.({ file, rows: summary.rows, requests: summary.requests, bytes, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
+    this.#options.onProgress?.({ file, rows: summary.rows - (summary.unread ?? 0), requests: summary.requests, bytes, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
   }
 
   /** 4. Delivers the plan's requests, or drains the plan (a dry run). */

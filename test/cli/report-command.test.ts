@@ -179,6 +179,26 @@ describe('merging summaries', () => {
     expect(mergeSummaries([...stopped, { file: 'a', summary: refused }]).total).toMatchObject({ interrupted: true, readToEnd: false });
   });
 
+  it('says a file was not read again only when no shard read it', () => {
+    const resumed = (k: number, unread: boolean): SummaryJson => ({
+      ...shard(k, 0, 10),
+      ...(unread ? { unread: 10 } : {}),
+      files: [{ file: 'small.csv', format: 'csv', rows: 10, ...(unread ? { unread: true } : {}) }, { file: 'done.csv', format: 'csv', rows: 5, unread: true }],
+    });
+    for (const order of [[true, false], [false, true]]) {
+      const merged = mergeSummaries(order.map((unread, i) => ({ file: String(i), summary: resumed(i + 1, unread) }))).total;
+      expect(merged.files, String(order)).toEqual([
+        { file: 'small.csv', format: 'csv', rows: 20 },
+        { file: 'done.csv', format: 'csv', rows: 10, unread: true },
+      ]);
+      expect(merged.unread).toBe(10);
+    }
+    expect(mergeSummaries([1, 2].map((k) => ({ file: String(k), summary: resumed(k, true) }))).total.files).toEqual([
+      { file: 'small.csv', format: 'csv', rows: 20, unread: true },
+      { file: 'done.csv', format: 'csv', rows: 10, unread: true },
+    ]);
+  });
+
   it('is not whole when its summaries are of different commands: a dry run\'s shard sent nothing', () => {
     const dry = { ...shard(1, 0, 10), command: 'upload --dry-run', delivery: undefined };
     const report = mergeSummaries([{ file: 'a', summary: dry }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, 0, 10) }))]);

@@ -144,19 +144,34 @@ describe('no journal', () => {
 });
 
 describe('a resume of a run that settled every row', () => {
-  it('says the rows of a file it did not read again are not read, in the text and in --json', async () => {
+  it('says the rows of a file it did not read again are not read: in the text, --json, the report, the step summary and the progress', async () => {
     const emu = await emulator();
     const done = join(tmp.dir, 'done.csv');
+    const header = join(tmp.dir, 'header.csv');
     const more = join(tmp.dir, 'more.csv');
     writeFileSync(done, 'external_id,plan\nu1,team\nu2,pro\n');
+    writeFileSync(header, 'external_id,plan\n');
     writeFileSync(more, 'external_id,plan\nu3,team\n');
-    const common = ['upload', done, '--url', emu.url, '--api-key', 'k', '--journal', join(tmp.dir, 'j.journal')];
+    const common = ['upload', done, header, '--url', emu.url, '--api-key', 'k', '--journal', join(tmp.dir, 'j.journal')];
     expect((await runCliAsync([...common, '--quiet'], { cwd: tmp.dir })).status).toBe(0);
     const text = await runCliAsync([...common, '--resume'], { cwd: tmp.dir, env: { NO_COLOR: '1' } });
     expect(text.status).toBe(0);
-    expect(text.stdout).toMatch(/^upload: 1 file, 0 rows read, 2 rows not read again \(an earlier run settled them\) in [\d.]+ s\n {2}\S*done\.csv {2}2 rows \(csv\), not read again\n/);
-    const json = JSON.parse((await runCliAsync([...common, '--resume', '--json'], { cwd: tmp.dir })).stdout);
-    expect(json).toMatchObject({ rows: 2, skipped: 2, unread: 2, files: [{ rows: 2, unread: true }] });
+    expect(text.stdout).toMatch(/^upload: 2 files, 0 rows read, 2 rows not read again \(an earlier run settled them\) in [\d.]+ s\n {2}\S*done\.csv {2}2 rows \(csv\), not read again\n {2}\S*header\.csv {2}0 rows \(csv\), not read again\n/);
+    const stepSummary = join(tmp.dir, 'step-summary.md');
+    const outputs = join(tmp.dir, 'outputs.txt');
+    writeFileSync(stepSummary, '');
+    writeFileSync(outputs, '');
+    const events = join(tmp.dir, 'events.ndjson');
+    const report = join(tmp.dir, 'report.html');
+    const ci = { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: stepSummary, GITHUB_OUTPUT: outputs, RUNNER_TEMP: tmp.dir };
+    const jsonRun = await runCliAsync([...common, '--resume', '--json', '--events', events, '--report', report], { cwd: tmp.dir, env: ci });
+    const json = JSON.parse(jsonRun.stdout);
+    expect(json).toMatchObject({ rows: 2, skipped: 2, unread: 2, files: [{ rows: 2, unread: true }, { rows: 0, unread: true }] });
+    expect(readFileSync(stepSummary, 'utf8')).toContain('| rows read | 0 |');
+    expect(readFileSync(outputs, 'utf8')).toMatch(/^rows<<(\S+)\n0\n\1$/m);
+    expect(readFileSync(report, 'utf8')).toMatch(/id="figure-rows">0</);
+    const progress = readFileSync(events, 'utf8').trimEnd().split('\n').map((line) => JSON.parse(line)).filter((e) => e.type === 'progress');
+    for (const event of progress) expect(event.rows).toBe(0);
     // a file read says nothing of the kind
     const read = await runCliAsync(['upload', more, '--url', emu.url, '--api-key', 'k', '--json'], { cwd: tmp.dir });
     expect(JSON.parse(read.stdout).unread).toBeUndefined();

@@ -259,8 +259,20 @@ describe('the files a run writes', () => {
     expect(await up([file, '--url', emu.url, '--rejects', underFile, '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write --rejects ${underFile}: ${file} is not a folder`) });
     const folderNamed = join(tmp.dir, 'new-folder') + '/';
     expect(await up([file, '--url', emu.url, '--out', folderNamed, '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write --out ${folderNamed}: names a folder; give the path of a file`) });
+    // a link is written through: one into a folder that is not there is refused as that folder
+    symlinkSync(join('nowhere', 'target.ndjson'), join(tmp.dir, 'dangling'));
+    for (const flag of ['--rejects', '--journal', '--out', '--events', '--report', '--summary-file']) {
+      const refused = await up([file, '--url', emu.url, flag, join(tmp.dir, 'dangling'), '--restart']);
+      expect(refused, flag).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write ${flag} ${join(tmp.dir, 'dangling')}: it links to ${join(tmp.dir, 'nowhere', 'target.ndjson')}, and the folder ${join(tmp.dir, 'nowhere')} does not exist`) });
+    }
     expect(existsSync(join(tmp.dir, 'state.sqlite'))).toBe(false);
     expect(emu.requests().length).toBe(sentBefore);
+    // a summary file named through a link is written to the file it names: the link stays
+    writeFileSync(join(tmp.dir, 'summary-target.json'), '{}');
+    symlinkSync('summary-target.json', join(tmp.dir, 'summary-link.json'));
+    expect((await up([file, '--url', emu.url, '--summary-file', join(tmp.dir, 'summary-link.json'), '--restart', '--quiet'])).status).toBe(0);
+    expect(lstatSync(join(tmp.dir, 'summary-link.json')).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(join(tmp.dir, 'summary-target.json'), 'utf8'))).toMatchObject({ command: 'upload', exitStatus: 0 });
     if (isRoot) {
       expect(spawnSync('mknod', ['-m', '666', join(tmp.dir, 'null'), 'c', '1', '3']).status).toBe(0);
       const bad = eventsCsv(20, 'bad.csv', () => true);

@@ -5,6 +5,8 @@
 export interface SummaryFields {
   command: string;
   rows: number;
+  /** Of the rows, those of files an earlier run settled whole: not read again. */
+  unread?: number;
   rejected: number;
   droppedFields: number;
   requests: number;
@@ -28,7 +30,7 @@ export interface SummaryFields {
 }
 
 export interface RunFigures {
-  /** Rows read. */
+  /** Rows read (not those of files an earlier run settled whole, which are not read again). */
   rows: number;
   /** Rows refused before sending, and items the server refused: the rejects file's rows (fields left out aside). */
   rejected: number;
@@ -56,7 +58,7 @@ export function runFigures(summary: SummaryFields): RunFigures {
     ...Object.entries(summary.refusedReasons ?? {}).map(([reason, rows]) => ({ reason, rows, where: 'by the server' as const })),
   ].sort((a, b) => b.rows - a.rows);
   return {
-    rows: summary.rows,
+    rows: summary.rows - (summary.unread ?? 0),
     rejected: summary.rejected + refused,
     requests: d === undefined ? summary.requests : d.requestsSent,
     dataPoints: d === undefined ? summary.dataPoints.planned : summary.dataPoints.sent,

@@ -105,7 +105,15 @@ function addFiles(a: unknown[], b: unknown[]): unknown[] {
   const byName = new Map<unknown, unknown>();
   for (const f of [...a, ...b]) {
     const name = isObject(f) ? f.file : f;
-    byName.set(name, byName.has(name) ? addSummaries(byName.get(name), f) : f);
+    if (!byName.has(name)) {
+      byName.set(name, f);
+      continue;
+    }
+    const earlier = byName.get(name);
+    const sum = addSummaries(earlier, f);
+    // not read again by any of them only when none read it (a shard that read it says so by saying nothing)
+    if (isObject(sum) && isObject(earlier) && isObject(f) && sum.unread === true && !(earlier.unread === true && f.unread === true)) delete sum.unread;
+    byName.set(name, sum);
   }
   return [...byName.values()];
 }

@@ -14,6 +14,7 @@ export function ndjsonEvents(write: (line: string) => void, progressEvery: numbe
 /** The events written to a file, created (or emptied) before the run starts. */
 export function eventsFile(path: string, progressEvery: number, warn: (message: string) => void): RunConsumer {
   let fd: number | undefined;
+  if (path.endsWith('/')) throw new UsageError(`cannot write --events ${path}: names a folder; give the path of a file`);
   try {
     fd = openSync(path, 'w');
   } catch (error) {
