@@ -309,14 +309,15 @@ export class ProfileRows {
     return this.stmt.after.all(afterId, limit).map(toProfile);
   }
 
-  createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {
+  createProfile(init: { externalId?: string; email?: string; emailAsSent?: string; phone?: string; pushImport?: boolean }): Profile {
     const now = nowIso();
     const row = {
       service_id: newServiceId(),
       external_id: init.externalId ?? null,
       email: init.email ?? null,
       phone: init.phone ?? null,
-      fields: '{}',
+      // the address as the item spelt it, as an attributes item that creates the profile keeps it (email is its lookup key)
+      fields: init.email !== undefined && init.emailAsSent !== undefined ? JSON.stringify({ email: init.emailAsSent }) : '{}',
       custom: '{}',
       push_import: init.pushImport ? 1 : 0,
       language_from_api: 0,
@@ -324,7 +325,7 @@ export class ProfileRows {
       updated_at: now,
       updated_seq: this.nextSeq(),
     };
-    const info = this.stmt.insert.run(row.service_id, row.external_id, row.email, row.phone, '{}', '{}', row.push_import, 0, now, now, row.updated_seq);
+    const info = this.stmt.insert.run(row.service_id, row.external_id, row.email, row.phone, row.fields, '{}', row.push_import, 0, now, now, row.updated_seq);
     const id = Number(info.lastInsertRowid);
     if (row.external_id !== null) this.remember(row.external_id, id);
     return toProfile({ id, ...row });

@@ -66,7 +66,7 @@ export function resolveProfileId(store: Store, item: Record<string, unknown>, ki
       // spec 4 rule 5: none yet, so an email-only (or phone-only) profile with that field set and no alias
       return (
         pickShared(store.profilesSharing(identity.by, identity.value)) ??
-        (onlyUpdate ? undefined : store.createProfile({ [identity.by]: identity.value }).id)
+        (onlyUpdate ? undefined : store.createProfile(identity.by === 'email' ? { email: identity.value, emailAsSent: item.email as string } : { phone: identity.value }).id)
       );
     case 'anonymous':
       return undefined;

@@ -229,7 +229,7 @@ export class Store {
     for (let page = this.profiles.profilesAfter(0, 1000); page.length > 0; page = this.profiles.profilesAfter(page[page.length - 1].id, 1000)) yield* page;
   }
 
-  createProfile(init: { externalId?: string; email?: string; phone?: string; pushImport?: boolean }): Profile {
+  createProfile(init: { externalId?: string; email?: string; emailAsSent?: string; phone?: string; pushImport?: boolean }): Profile {
     return this.profiles.createProfile(init);
   }
 

@@ -73,6 +73,20 @@ describe('email', () => {
     expect(u.external_id).toBeUndefined();
   });
 
+  it('keeps the email as spelt when an event or a purchase creates the profile, as an attributes item does', () => {
+    h = testHandler();
+    h.track({
+      events: [{ email: 'Ev@Example.com', name: 'e', time: '2024-01-01T00:00:00Z' }],
+      purchases: [{ email: 'Pu@Example.com', product_id: 'p', currency: 'USD', price: 1, time: '2024-01-01T00:00:00Z' }],
+    });
+    expect(h.users({ email_address: 'ev@example.com' })[0].email).toBe('Ev@Example.com');
+    expect(h.users({ email_address: 'PU@example.com' })[0].email).toBe('Pu@Example.com');
+    // a later event in another spelling finds the profile and keeps the first
+    h.track({ events: [{ email: 'EV@EXAMPLE.COM', name: 'e', time: '2024-01-02T00:00:00Z' }] });
+    expect(h.store.counts().profiles).toBe(2);
+    expect(h.users({ email_address: 'ev@example.com' })[0].email).toBe('Ev@Example.com');
+  });
+
   it('keeps the stored spelling of an email that only named the user', () => {
     h = testHandler();
     h.track({ attributes: [{ external_id: 'u1', email: 'Shared@X.com' }] });
