@@ -88,6 +88,11 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.notDelivered[reason] = (summary.notDelivered[reason] ?? 0) + 1;
   };
 
+  /** The rows of requests whose outcome was not known once, and of those that may have been applied twice: a row split over several of them is one. */
+  const unknownRows = new Set<string>();
+  const duplicatedRows = new Set<string>();
+  /** Rows an earlier run left in doubt (carried over, and sent again by this one). */
+  let duplicatedBefore = options.carriedDuplicates ?? 0;
   /** The rows of the requests left without a verdict: a row split over several of them is one. */
   const abandonedRows = new Set<string>();
   /** A request posted and left without a verdict on its items: a resume sends its rows. */
@@ -160,12 +165,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     const counts = itemCounts(request);
     // rows an earlier run may have delivered are doubled only if this request may have been applied too
     const mayApply = outcome.kind === 'accepted' || outcome.possiblyApplied;
-    if (mayApply && options.inDoubtRows !== undefined) summary.rowsPossiblyDuplicated += options.inDoubtRows(request);
+    if (mayApply && options.inDoubtRows !== undefined) duplicatedBefore += options.inDoubtRows(request);
     if (outcome.unknownOutcomes > 0) {
-      const rows = distinctRows(request);
-      summary.rowsInUnknownRequests += rows;
-      if (outcome.possiblyApplied) summary.rowsPossiblyDuplicated += rows;
+      summary.rowsInUnknownRequests = addRows(request, unknownRows).size;
+      if (outcome.possiblyApplied) addRows(request, duplicatedRows);
     }
+    summary.rowsPossiblyDuplicated = duplicatedBefore + duplicatedRows.size;
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
       // one never posted (stopped while it waited for the pacer, its record not written) counts its rows as not sent
       if (outcome.attempts > 0 || (outcome.kind === 'abandoned' && outcome.cutOff === true)) abandoned(request);

@@ -60,7 +60,7 @@ export interface DeliverySummary {
   unknownOutcomes: number;
   /** Every post by its answer: the HTTP status (`201`, `429`, ...), or `failed` when none came. */
   answers: Record<string, number>;
-  /** Rows in requests that had an unknown outcome. */
+  /** Rows in requests that had an unknown outcome (a row split over several of them counts once). */
   rowsInUnknownRequests: number;
   /** Of those, rows that were (or, on resume, will be) sent again although they may have been applied. */
   rowsPossiblyDuplicated: number;

@@ -129,6 +129,25 @@ describe('track upload', () => {
     expect(summary.rowsUnsettled).toBe(summary.rows);
   });
 
+  it('counts a row split over requests of unknown outcome once, in rowsInUnknownRequests and rowsPossiblyDuplicated', async () => {
+    // lines that each hold a request of 120 events, parted into 24 requests of 50 (most rows in two or three); each first post is cut after it was applied
+    const seen = new Set<string>();
+    faults = await startFaultServer((request) => {
+      if (seen.has(request.raw)) return undefined;
+      seen.add(request.raw);
+      return { kind: 'destroy', applied: true };
+    });
+    const file = join(tmp.dir, 'big.ndjson');
+    const line = (l: number) => JSON.stringify({ events: Array.from({ length: 120 }, (_, j) => ({ external_id: `u${l * 120 + j}`, name: 'e', time: '2024-01-01T00:00:00Z' })) });
+    writeFileSync(file, `${Array.from({ length: 10 }, (_, l) => line(l)).join('\n')}\n`);
+    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--json', '--concurrency', '4']);
+    expect(r.status).toBe(0);
+    const d = JSON.parse(r.stdout).delivery;
+    expect(d.unknownOutcomes).toBe(24);
+    expect(d.rowsInUnknownRequests).toBe(10);
+    expect(d.rowsPossiblyDuplicated).toBe(10);
+  });
+
   it('stops on an unknown key with exit 3 and on a missing URL with exit 2', async () => {
     emu = await startEmulator({ apiKeys: ['k'] });
     const bad = await runCli(['upload', eventsCsv(5), '--url', emu.url, '--api-key', 'wrong', '--quiet']);
