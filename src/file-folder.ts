@@ -1,7 +1,7 @@
 // Where a file is to be made (an output, a journal, a state, an emulator's database): its folder,
 // checked before anything is written, so that a path in a folder that is not there is told as the
 // person's to fix, with the folder named, not as an error code from the file system.
-import { accessSync, constants, lstatSync, readlinkSync, statSync } from 'node:fs';
+import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
 /** Links followed at most (as the kernel follows them: ELOOP past 40). */
@@ -9,23 +9,37 @@ const MOST_LINKS = 40;
 
 /**
  * The path a file written at `path` lands at: `path` itself, or where the link there points, link by
- * link (the last may name no file yet: a link to a file to be made). Relative links are read from
- * their own folder.
+ * link (the last may name no file yet: a link to a file to be made). A relative link is read from
+ * its folder as the file system finds it (`..` from a folder reached through a link is that
+ * folder's parent, not the link's). Past MOST_LINKS links (a loop), the last one reached: a link
+ * still (isLinkLoop).
  */
 export function linkTarget(path: string): string {
   let at = path;
   for (let hops = 0; hops < MOST_LINKS; hops += 1) {
-    let isLink: boolean;
+    if (!isLink(at)) return at;
+    const folder = dirname(at);
+    let real: string;
     try {
-      isLink = lstatSync(at).isSymbolicLink();
+      real = realpathSync(folder);
     } catch {
-      return at;
+      real = resolve(folder);
     }
-    if (!isLink) return at;
-    at = resolve(dirname(at), readlinkSync(at));
+    at = resolve(real, readlinkSync(at));
   }
   return at;
 }
+
+function isLink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `path` is a link whose links go round (or on past MOST_LINKS): no file can be written through it. */
+export const isLinkLoop = (path: string): boolean => isLink(linkTarget(path));
 
 /**
  * Why no file can be made at `path`: its folder does not exist, is not a folder, or is not the
@@ -36,6 +50,7 @@ export function linkTarget(path: string): string {
 export function folderProblem(path: string): string | undefined {
   // a link is written through: the folder is its target's (a link into a folder that is not there is no place to write)
   const target = linkTarget(path);
+  if (isLink(target)) return `it is a link whose links go round in a loop (or through more than ${MOST_LINKS}); give a file, or a link to one`;
   const through = target === path ? '' : `it links to ${target}, and `;
   const problem = targetFolderProblem(target);
   return problem === undefined ? undefined : `${through}${problem}`;

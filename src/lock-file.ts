@@ -8,6 +8,7 @@ import { closeSync, linkSync, openSync, readFileSync, realpathSync, unlinkSync, 
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
+import { linkTarget } from './file-folder.js';
 
 /** Who holds a file, as its lock file says. */
 export interface LockOwner {
@@ -44,10 +45,12 @@ export function canonicalPath(file: string): string {
   try {
     return realpathSync(path);
   } catch {
+    // a file not made yet: where it will be (through a link there, the file the link names)
+    const target = linkTarget(path);
     try {
-      return join(realpathSync(dirname(path)), basename(path));
+      return join(realpathSync(dirname(target)), basename(target));
     } catch {
-      return path;
+      return resolve(target);
     }
   }
 }

@@ -2,6 +2,7 @@
 // program's top-level catch, and the edges of every upload or dry run (Ctrl-C, its summary).
 import { CommanderError, type Command } from 'commander';
 import { closeSync, openSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { isatty } from 'node:tty';
 import { DeliveryError, InputError, isMistake, UsageError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
@@ -49,6 +50,11 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
     const { runFiles } = await import('./output/run-outputs.js');
     await checkFilesApart([...(await runFiles(options, options.send, flags)), ['--summary-file', path]]);
     await checkWritable('--summary-file', path);
+    if (await isRegularFile(path)) {
+      // it is made beside the file it replaces (through a link, the file the link names), then renamed over it
+      const folderProblem = await replacedFolderProblem(path);
+      if (folderProblem !== undefined) throw new UsageError(`cannot write --summary-file ${path}: ${folderProblem}`);
+    }
     // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
     // memory) leaves none, which `track report` names as missing, rather than one that is not its own
     // (a file: never a device such as /dev/null or a pipe, written to as they are; through a link,
@@ -218,6 +224,21 @@ async function summaryOfEarlyStop(argv: string[], error: unknown, exitStatus: nu
 async function isRegularFile(path: string): Promise<boolean> {
   const { stat } = await import('node:fs/promises');
   return (await stat(path).catch(() => undefined))?.isFile() === true;
+}
+
+/** Why a summary cannot replace the file at `path` (its folder, or its link's target's, takes no new file), or undefined. */
+async function replacedFolderProblem(path: string): Promise<string | undefined> {
+  const { linkTarget } = await import('../file-folder.js');
+  const { access, constants } = await import('node:fs/promises');
+  const target = linkTarget(path);
+  const folder = dirname(target);
+  try {
+    await access(folder, constants.W_OK | constants.X_OK);
+    return undefined;
+  } catch (error) {
+    const through = target === path ? '' : `it links to ${target}, and `;
+    return `${through}the summary is written beside it, then put in its place, and the folder ${folder} takes no new file (${(error as NodeJS.ErrnoException).code ?? String(error)}); give a path in a folder you can write in`;
+  }
 }
 
 /**

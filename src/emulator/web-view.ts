@@ -171,7 +171,7 @@ function filterProblem(params: URLSearchParams, users: ReturnType<typeof userFil
   if (twice !== undefined) return `${twice}: given more than once; give each ${QUERY_FILTERS.includes(twice) ? 'filter' : 'parameter'} once`;
   const limit = limitParam(params.get('limit'), REQUESTS_SHOWN);
   if (limit === undefined) return limitProblem(params.get('limit'));
-  if (limit > MOST_SHOWN) return `limit: the page shows at most ${grouped(MOST_SHOWN)} requests; GET /_track/requests?limit=${limit} gives more`;
+  if (limit > MOST_SHOWN) return `limit: the page shows at most ${grouped(MOST_SHOWN)} requests; GET /_track/requests?limit=${params.get('limit')} gives more`;
   return statusProblem(params.get('status') || undefined) ?? (typeof users === 'string' ? users : undefined);
 }
 
@@ -186,8 +186,9 @@ function requestsView(log: RequestLog, params: URLSearchParams): string {
   const empty = problem !== undefined ? 'No requests shown: the page cannot use what the address asks (above).' : filtered ? 'No logged request matches these filters.' : 'No requests logged.';
   const input = (name: string, label: string, size: number): string =>
     `<label for="${name}">${label}</label><input id="${name}" name="${name}" value="${escapeHtml(params.get(name) ?? '')}" size="${size}">`;
-  // the form keeps a limit the address gave
-  const kept = params.get('limit') === null || problem !== undefined ? '' : `<input type="hidden" name="limit" value="${escapeHtml(String(limit))}">`;
+  // the form keeps a limit the address gave that the page can use (whatever else is wrong, to be mended in the form)
+  const given = limitParam(params.get('limit'), REQUESTS_SHOWN);
+  const kept = params.get('limit') === null || params.getAll('limit').length > 1 || given === undefined || given > MOST_SHOWN ? '' : `<input type="hidden" name="limit" value="${given}">`;
   return `<form class="search" method="get" action="/_track/"><input type="hidden" name="view" value="requests">${kept}
 ${input('status', 'Status', 5)}${input('path', 'Path', 16)}${input('external_id', 'external_id', 16)}${input('email', 'email', 16)}${input('phone', 'phone', 12)}${input('alias', 'alias', 16)}<button type="submit">Filter</button></form>
 ${problem !== undefined ? `<p class="fatal" role="alert">${escapeHtml(problem)}</p>` : ''}<p class="count" id="request-count">${counted(requests.length, 'request')} shown, newest first (${grouped(log.length)} in the log, which keeps the last ${grouped(log.size)})</p>

@@ -145,10 +145,9 @@ export function s3Endpoint(value: string): string {
 /**
  * How s3:// inputs reach their store: --s3-endpoint over AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL
  * (S3 itself when none is given). Credentials and the region the client reads from the standard
- * chain itself, and the client's notice about Node versions to come is none of the person's business.
+ * chain itself. `env` is only read (a library caller's object is theirs).
  */
 export function storageFrom(flags: { s3Endpoint?: string }, env: NodeJS.ProcessEnv): { s3Endpoint?: string } {
-  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const fromEnv = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
   const endpoint = flags.s3Endpoint ?? (fromEnv === undefined ? undefined : s3Endpoint(fromEnv));
   return endpoint === undefined ? {} : { s3Endpoint: endpoint };

@@ -2,6 +2,7 @@
 // (--shard), or the whole of them drawn from one budget in Redis (--rate-store), falling back to its
 // share when the store fails. Loaded only when a run has a shard or a store.
 import { randomUUID } from 'node:crypto';
+import { UsageError } from '../errors.js';
 import { DEFAULT_RATE } from '../transport/defaults.js';
 import type { Shard } from './shard.js';
 import type { DeliveryNotice } from '../transport/index.js';
@@ -23,6 +24,13 @@ export async function sharedPace(send: PaceOptions, target: string, shard: Shard
   const n = shard?.count ?? 1;
   const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
   const rate = send.rate ?? DEFAULT_RATE;
+  if (send.rateStore === undefined && n > 1) {
+    // a share below one request a second (or an hour) would be rounded up to one: the shards together would go over
+    for (const [flag, limit, per] of [['--rate', rate, 'a second'], ['--hourly', send.hourly, 'an hour']] as const) {
+      if (limit === undefined || limit >= n) continue;
+      throw new UsageError(`${flag} ${limit} shared by ${n} shards (--shard) leaves each less than one request ${per}, and together they would send more: give ${flag} at least ${n}, or draw every shard from one budget with --rate-store`);
+    }
+  }
   if (send.rateStore === undefined) return n === 1 ? undefined : { rate: share(rate), hourly: share(send.hourly), close: async () => undefined };
   const [{ connectRateStore }, { createSharedPacer }, { createPacer, DEFAULT_WINDOW_MARGIN_MS }] = await Promise.all([
     import('../transport/rate-store.js'),

@@ -211,6 +211,26 @@ describe('merging summaries', () => {
     expect(mergeSummaries([1, 2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, 0, 10) }))).commands).toEqual([]);
   });
 
+  it('of summaries of different splits, names no shard doubled nor every shard there', () => {
+    const ofThree = [1, 2].map((k) => ({ file: `s${k}`, summary: { ...shard(k, 0, 10), shard: { index: k, count: 3 } } }));
+    const ofTwo = { file: 't1', summary: { ...shard(1, 0, 10), shard: { index: 1, count: 2 } } };
+    const report = mergeSummaries([...ofThree, ofTwo]);
+    expect(report).toMatchObject({ shardCounts: [3, 2], duplicateShards: [], missingShards: [], exitStatus: 3 });
+    const text = formatReport(report, () => 'total\n');
+    expect(text).toContain('report: 3 summaries, shards of different splits\n');
+    expect(text).not.toContain('doubled');
+    expect(text).toContain('\nshards      the summaries are of different splits (of 3, of 2): no one run\'s shards, so which are missing cannot be told\n');
+    // 1/3 given twice is doubled still
+    expect(mergeSummaries([...ofThree, ofThree[0], ofTwo]).duplicateShards).toEqual([1]);
+  });
+
+  it('counts a shard\'s rows as read, those of files not read again apart', () => {
+    const resumed = { ...shard(1, 0, 10), unread: 4 };
+    const text = formatReport(mergeSummaries([{ file: 'a', summary: resumed }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, 0, 10) }))]), () => 'total\n');
+    expect(text).toMatch(/\n {2}shard 1\/4 +exit 0 +6 rows \(4 not read again\), 1 requests/);
+    expect(text).toMatch(/\n {2}shard 2\/4 +exit 0 +10 rows, 1 requests/);
+  });
+
   it('of a whole run, is the worst status of its shards', () => {
     const all = [1, 2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, k === 2 ? 130 : k === 4 ? 1 : 0, 10) }));
     expect(mergeSummaries(all).exitStatus).toBe(130);

@@ -61,6 +61,10 @@ describe('upload() with rows in memory', () => {
     const summary = await upload({ inputs: [csv], map: { 'Customer ID': 'external_id', Zip: 'zip:string' }, url: emulator.url, apiKey: emulator.apiKey, journal: false });
     expect(summary.delivery?.items.attributes.accepted).toBe(1);
     expect((await exported('c-1'))?.custom_attributes.zip).toBe('02134');
+    // the caller's env is only read
+    const env = { TRACK_URL: emulator.url, TRACK_API_KEY: emulator.apiKey };
+    expect((await upload({ inputs: [csv], map: { 'Customer ID': 'external_id' }, env, journal: false })).delivery?.items.attributes.accepted).toBe(1);
+    expect(env).toEqual({ TRACK_URL: emulator.url, TRACK_API_KEY: emulator.apiKey });
   });
 });
 

@@ -109,6 +109,19 @@ describe('--shard', () => {
     // apart). The server sees arrivals, which may lag their starts by tens of ms on a busy machine
     for (let i = 2; i < at.length; i += 1) expect(at[i] - at[i - 2]).toBeGreaterThan(900);
   });
+
+  it('refuses a --rate or --hourly below the number of shards without a store: each share would round up to one, and the shards together go over', async () => {
+    const { users } = writeInputs();
+    const server = await faultServer();
+    const low = await up([users, '--url', server.url, '--shard', '1/4', '--rate', '3', '--no-journal']);
+    expect(low.status).toBe(2);
+    expect(low.stderr).toContain('--rate 3 shared by 4 shards (--shard) leaves each less than one request a second, and together they would send more: give --rate at least 4, or draw every shard from one budget with --rate-store');
+    const hourly = await up([users, '--url', server.url, '--shard', '2/4', '--hourly', '2', '--no-journal']);
+    expect(hourly.status).toBe(2);
+    expect(hourly.stderr).toContain('--hourly 2 shared by 4 shards');
+    expect(server.received).toHaveLength(0);
+    expect((await up([users, '--url', server.url, '--shard', '1/4', '--rate', '4', '--no-journal', '--quiet'])).status).not.toBe(2);
+  });
 });
 
 describe.skipIf(!redisPresent)('--shard with --rate-store', () => {

@@ -9,7 +9,7 @@ export async function openEmulatorDb(path: string): Promise<Store> {
   if (!existsSync(path)) {
     // a folder that is not there is said: an emulator could not make its database there either
     const folder = folderProblem(path);
-    const why = folder === undefined || folder.startsWith('cannot write') ? 'start `track emulate --db` with this path first' : folder.replace(/; create it, .*$/, '');
+    const why = folder === undefined || folder.includes('cannot write in the folder') ? 'start `track emulate --db` with this path first' : folder.replace(/; create it, .*$/, '');
     throw new InputError(`no emulator database here (${why})`, path);
   }
   const { Store } = await import('../../emulator/store.js');

@@ -17,6 +17,8 @@ export interface ShardReport {
   shard?: { index: number; count: number };
   exitStatus: number;
   rows: number;
+  /** Of the rows, those of files an earlier run settled whole: not read again (only when there are any). */
+  unread?: number;
   requests: number;
   rejected: number;
   /** The file this summary's run wrote its rejects to, when it wrote any. */
@@ -145,6 +147,7 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
       shard: summary.shard,
       exitStatus: summary.exitStatus ?? EXIT.fatal,
       rows: count(summary.rows),
+      ...(count(summary.unread) > 0 ? { unread: count(summary.unread) } : {}),
       requests: summary.command === 'upload' && summary.delivery !== undefined ? count(delivery.requestsSent) : count(summary.requests),
       rejected: count(summary.rejected) + rejectedByServer(delivery),
       rejectsPath: typeof summary.rejectsPath === 'string' ? summary.rejectsPath : undefined,
@@ -153,10 +156,11 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
   });
   const counts = [...new Set(shards.flatMap((s) => (s.shard === undefined ? [] : [s.shard.count])))];
   const n = counts.length === 1 ? counts[0] : 0;
-  const seen = new Map<number, number>();
-  for (const s of shards) if (s.shard !== undefined) seen.set(s.shard.index, (seen.get(s.shard.index) ?? 0) + 1);
-  const missingShards = n === 0 ? [] : Array.from({ length: n }, (_, i) => i + 1).filter((k) => !seen.has(k));
-  const duplicateShards = [...seen].filter(([, times]) => times > 1).map(([k]) => k).sort((a, b) => a - b);
+  // a shard is its index of its split: 1/3 and 1/2 are two shards, and neither doubles the other
+  const seen = new Map<string, number>();
+  for (const s of shards) if (s.shard !== undefined) seen.set(`${s.shard.index}/${s.shard.count}`, (seen.get(`${s.shard.index}/${s.shard.count}`) ?? 0) + 1);
+  const missingShards = n === 0 ? [] : Array.from({ length: n }, (_, i) => i + 1).filter((k) => !seen.has(`${k}/${n}`));
+  const duplicateShards = [...new Set([...seen].filter(([, times]) => times > 1).map(([k]) => Number(k.split('/')[0])))].sort((a, b) => a - b);
   const commands = [...new Set(summaries.map(({ summary }) => String(summary.command)))];
   let exitStatus = shards.reduce((worst, s) => worseStatus(worst, s.exitStatus), EXIT.ok as number);
   // the whole run is not known to be complete: as for a run that stopped on a fatal error
@@ -183,17 +187,20 @@ export function totalRejectsPath(report: Report): string | undefined {
 /** The report as a person reads it: each shard, what is missing or doubled, the sum, the verdict. */
 export function formatReport(report: Report, formatTotal: (total: SummaryJson) => string): string {
   const lines: string[] = [];
-  const n = report.shards.find((s) => s.shard !== undefined)?.shard?.count;
-  const every = report.shards.length === n && report.missingShards.length === 0 && report.commands.length === 0;
-  const of = n === undefined ? '' : `, ${every ? 'every shard' : 'shards'} of ${n}`;
+  // summaries of different splits are of no one whole: which shards are missing cannot be told
+  const n = report.shardCounts.length > 0 ? undefined : report.shards.find((s) => s.shard !== undefined)?.shard?.count;
+  const every = report.shards.length === n && report.missingShards.length === 0 && report.duplicateShards.length === 0 && report.commands.length === 0;
+  const of = report.shardCounts.length > 0 ? ', shards of different splits' : n === undefined ? '' : `, ${every ? 'every shard' : 'shards'} of ${n}`;
   lines.push(`report: ${report.shards.length} ${report.shards.length === 1 ? 'summary' : 'summaries'}${of}`);
   for (const s of report.shards) {
     const name = s.shard === undefined ? 'no shard' : `shard ${s.shard.index}/${s.shard.count}`;
     const fatal = s.fatal === undefined ? '' : `: ${s.fatal}`;
-    lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${s.rows.toLocaleString('en-US')} rows, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
+    // rows read, as the summary's own line says them (those of files settled whole are not read again)
+    const notRead = s.unread === undefined ? '' : ` (${s.unread.toLocaleString('en-US')} not read again)`;
+    lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${(s.rows - (s.unread ?? 0)).toLocaleString('en-US')} rows${notRead}, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
     if (s.rejectsPath !== undefined) lines.push(`  ${''.padEnd(12)} rejects in ${s.rejectsPath}`);
   }
-  if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits: ${report.shardCounts.map((c) => `of ${c}`).join(', ')}`);
+  if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits (${report.shardCounts.map((c) => `of ${c}`).join(', ')}): no one run's shards, so which are missing cannot be told`);
   if (report.missingShards.length > 0) lines.push(`missing     no summary of shard ${report.missingShards.join(', ')} of ${n}: that part of the run is not known to have run`);
   if (report.duplicateShards.length > 0) lines.push(`doubled     shard ${report.duplicateShards.join(', ')} named by more than one summary`);
   if (report.commands.length > 0) lines.push(`commands    the summaries are of different commands: ${report.commands.join(', ')}`);
