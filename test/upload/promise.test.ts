@@ -265,8 +265,23 @@ describe('the files a run writes', () => {
       const refused = await up([file, '--url', emu.url, flag, join(tmp.dir, 'dangling'), '--restart']);
       expect(refused, flag).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write ${flag} ${join(tmp.dir, 'dangling')}: it links to ${join(tmp.dir, 'nowhere', 'target.ndjson')}, and the folder ${join(tmp.dir, 'nowhere')} does not exist`) });
     }
+    // a loop of links is no place to write
+    symlinkSync('loop-b', join(tmp.dir, 'loop-a'));
+    symlinkSync('loop-a', join(tmp.dir, 'loop-b'));
+    expect(await up([file, '--url', emu.url, '--summary-file', join(tmp.dir, 'loop-a'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('it is a link whose links go round in a loop') });
+    // a link to a file not made yet is that file: two outputs that are one are refused
+    symlinkSync('later.journal', join(tmp.dir, 'to-journal'));
+    expect(await up([file, '--url', emu.url, '--journal', join(tmp.dir, 'later.journal'), '--rejects', join(tmp.dir, 'to-journal'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('writing it would destroy the journal') });
+    expect(existsSync(join(tmp.dir, 'later.journal'))).toBe(false);
     expect(existsSync(join(tmp.dir, 'state.sqlite'))).toBe(false);
     expect(emu.requests().length).toBe(sentBefore);
+    // a relative link is read from its folder where the file system finds it: `..` from a folder reached through a link
+    mkdirSync(join(tmp.dir, 'deep', 'a', 'b'), { recursive: true });
+    mkdirSync(join(tmp.dir, 'deep', 'real'));
+    symlinkSync(join('deep', 'a', 'b'), join(tmp.dir, 'via'));
+    symlinkSync(join('..', '..', 'real', 'x.json'), join(tmp.dir, 'deep', 'a', 'b', 'out'));
+    expect((await up([file, '--url', emu.url, '--summary-file', join(tmp.dir, 'via', 'out'), '--restart', '--quiet'])).status).toBe(0);
+    expect(JSON.parse(readFileSync(join(tmp.dir, 'deep', 'real', 'x.json'), 'utf8'))).toMatchObject({ command: 'upload' });
     // a summary file named through a link is written to the file it names: the link stays
     writeFileSync(join(tmp.dir, 'summary-target.json'), '{}');
     symlinkSync('summary-target.json', join(tmp.dir, 'summary-link.json'));
