@@ -120,6 +120,9 @@ describe('GET /_track/requests', () => {
     expect(two).toContain('2 requests shown');
     expect(two).toContain('<input type="hidden" name="limit" value="2">');
     expect(h.call('GET', '/_track/?view=requests&external_id=nobody').text).toContain('No logged request matches these filters.');
+    // a usable limit stays in the form while something else is mended there; the text given is echoed as given
+    expect(h.call('GET', '/_track/?view=requests&limit=5&status=999').text).toContain('<input type="hidden" name="limit" value="5">');
+    expect(h.call('GET', '/_track/?view=requests&limit=99999999999999999999999').text).toContain('GET /_track/requests?limit=99999999999999999999999 gives more');
   });
 
   it('finds a request by a phone however either side writes it, as the emulator matches phones', () => {
