@@ -91,8 +91,11 @@ export interface Journal {
   inDoubtRanges(file: string): Array<[number, number]>;
   /** How many rows earlier runs left in doubt, across the files. */
   readonly inDoubt: number;
-  /** How many distinct rows of this request an earlier run left in doubt (sending them again may duplicate them). */
-  inDoubtRows(request: SettledRequest): number;
+  /**
+   * How many distinct rows of this request an earlier run left in doubt (sending them again may
+   * duplicate them); with `into`, only those not in it yet, which are added to it (`file\u0000line`).
+   */
+  inDoubtRows(request: SettledRequest, into?: Set<string>): number;
   /** Records the request's rows as sent (written to the OS before it resolves), so the request may be posted. */
   sending(request: SettledRequest): Promise<void>;
   /** The request recorded as sent never left, or was refused unapplied: its rows are no longer in doubt. */
@@ -535,14 +538,18 @@ class RunJournal implements Journal {
     return this.#inDoubt;
   }
 
-  inDoubtRows(request: SettledRequest): number {
+  inDoubtRows(request: SettledRequest, into = new Set<string>()): number {
     if (this.#inDoubt === 0) return 0;
     const doubtEarlier = this.#earlier.doubtEarlier;
-    const rows = new Set<string>();
+    let rows = 0;
     forEachRow(request, (file, line) => {
-      if (doubtEarlier.get(this.#absolute(file))?.has(line) ?? false) rows.add(`${line}\u0000${file}`);
+      const key = `${file}\u0000${line}`;
+      if (!into.has(key) && (doubtEarlier.get(this.#absolute(file))?.has(line) ?? false)) {
+        into.add(key);
+        rows += 1;
+      }
     });
-    return rows.size;
+    return rows;
   }
 
   sending(request: SettledRequest): Promise<void> {

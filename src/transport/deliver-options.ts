@@ -33,8 +33,12 @@ export interface DeliverOptions {
   };
   /** Awaited before a request is first posted (the journal records its rows as sent); a failure stops the run, the request unsent. */
   beforeFirstPost?: (request: RequestToSend) => Promise<void>;
-  /** Rows of a request that an earlier run may have delivered already: counted as possibly duplicated when it is posted. */
-  inDoubtRows?: (request: RequestToSend) => number;
+  /**
+   * Rows of a request that an earlier run may have delivered already: counted as possibly duplicated
+   * when it is posted. Each is added to `into` as `file\u0000line` (a row already there is not
+   * counted again: one split over several requests is one), and how many were added is returned.
+   */
+  inDoubtRows?: (request: RequestToSend, into: Set<string>) => number;
   /** A request recorded as sent (beforeFirstPost) that certainly was not applied: it never left, or was refused unapplied. */
   notApplied?: (request: RequestToSend) => void;
   /** Told before a request is posted again after an outcome that could not be known, with the rows that may be doubled. */

@@ -91,8 +91,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
   /** The rows of requests whose outcome was not known once, and of those that may have been applied twice: a row split over several of them is one. */
   const unknownRows = new Set<string>();
   const duplicatedRows = new Set<string>();
-  /** Rows an earlier run left in doubt (carried over, and sent again by this one). */
-  let duplicatedBefore = options.carriedDuplicates ?? 0;
+  /** Rows counted as possibly duplicated by runs before this one that were stopped in their turn (the journal carries them). */
+  const duplicatedBefore = options.carriedDuplicates ?? 0;
   /** The rows of the requests left without a verdict: a row split over several of them is one. */
   const abandonedRows = new Set<string>();
   /** A request posted and left without a verdict on its items: a resume sends its rows. */
@@ -165,7 +165,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     const counts = itemCounts(request);
     // rows an earlier run may have delivered are doubled only if this request may have been applied too
     const mayApply = outcome.kind === 'accepted' || outcome.possiblyApplied;
-    if (mayApply && options.inDoubtRows !== undefined) duplicatedBefore += options.inDoubtRows(request);
+    // (rows an earlier run left in doubt, sent again: in the one set, so a row is counted once however it comes)
+    if (mayApply && options.inDoubtRows !== undefined) options.inDoubtRows(request, duplicatedRows);
     if (outcome.unknownOutcomes > 0) {
       summary.rowsInUnknownRequests = addRows(request, unknownRows).size;
       if (outcome.possiblyApplied) addRows(request, duplicatedRows);

@@ -236,7 +236,7 @@ class UploadRun {
                   throw error;
                 }
               },
-        inDoubtRows: journal === undefined || journal.inDoubt === 0 ? undefined : (request) => journal.inDoubtRows(request),
+        inDoubtRows: journal === undefined || journal.inDoubt === 0 ? undefined : (request, into) => journal.inDoubtRows(request, into),
         notApplied: journal === undefined ? undefined : (request) => journal.notApplied(request),
         sentAgain: journal === undefined ? undefined : (rows) => journal.sentAgain(rows),
         carriedDuplicates: journal?.unreported,

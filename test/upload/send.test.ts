@@ -148,6 +148,25 @@ describe('track upload', () => {
     expect(d.rowsPossiblyDuplicated).toBe(10);
   });
 
+  it('counts a row an earlier run left in doubt once when a resume sends it again split over requests', async () => {
+    // the first run's requests are never answered: killed, it leaves every row it posted in doubt
+    faults = await startFaultServer(() => ({ kind: 'hang' }));
+    const file = join(tmp.dir, 'big.ndjson');
+    const line = (l: number) => JSON.stringify({ events: Array.from({ length: 120 }, (_, j) => ({ external_id: `u${l * 120 + j}`, name: 'e', time: '2024-01-01T00:00:00Z' })) });
+    writeFileSync(file, `${Array.from({ length: 10 }, (_, l) => line(l)).join('\n')}\n`);
+    const journal = join(tmp.dir, 'big.journal');
+    const child = spawn(process.execPath, [BIN, 'upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '30', '--quiet', '--journal', journal], { cwd: tmp.dir });
+    const exited = new Promise<void>((resolve) => child.on('exit', () => resolve()));
+    while (faults.received.length < 24) await new Promise((r) => setTimeout(r, 5));
+    child.kill('SIGKILL');
+    await exited;
+    faults.script(() => undefined);
+    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--resume', '--json', '--journal', journal], { cwd: tmp.dir });
+    expect(r.status, r.stderr).toBe(0);
+    // 24 requests of 50 events, most rows in two or three of them: ten rows
+    expect(JSON.parse(r.stdout).delivery.rowsPossiblyDuplicated).toBe(10);
+  });
+
   it('stops on an unknown key with exit 3 and on a missing URL with exit 2', async () => {
     emu = await startEmulator({ apiKeys: ['k'] });
     const bad = await runCli(['upload', eventsCsv(5), '--url', emu.url, '--api-key', 'wrong', '--quiet']);
