@@ -2,7 +2,7 @@
 // checked before anything is written, so that a path in a folder that is not there is told as the
 // person's to fix, with the folder named, not as an error code from the file system.
 import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 
 /** Links followed at most (as the kernel follows them: ELOOP past 40). */
 const MOST_LINKS = 40;
@@ -17,18 +17,29 @@ const MOST_LINKS = 40;
 export function linkTarget(path: string): string {
   let at = path;
   for (let hops = 0; hops < MOST_LINKS; hops += 1) {
-    if (!isLink(at)) return at;
+    if (!isLink(at) || isStream(at)) return at;
     const folder = dirname(at);
     let real: string;
     try {
-      real = realpathSync(folder);
+      // (the system's own: node's resolves `..` as text before it follows the links)
+      real = realpathSync.native(folder);
     } catch {
       real = resolve(folder);
     }
-    at = resolve(real, readlinkSync(at));
+    // joined as text, not resolved: `..` in the link is the file system's to read (see above)
+    const link = readlinkSync(at);
+    at = isAbsolute(link) ? link : `${real === '/' ? '' : real}/${link}`;
   }
   return at;
 }
+
+/**
+ * Whether `path` is under /dev or /proc: a device, or one of a process's open files (/dev/stdout,
+ * /dev/fd/N, /proc/self/fd/N: a terminal, a pipe, or the file a shell sent them to), written to as
+ * it is, never removed nor replaced. A link is not followed there (its target may be the file
+ * standard output was sent to: removing it would lose that file).
+ */
+export const isStream = (path: string): boolean => /^\/(dev|proc)\//.test(resolve(path));
 
 function isLink(path: string): boolean {
   try {

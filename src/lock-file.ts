@@ -41,14 +41,14 @@ const heldHere = new Set<string>();
 
 /** The path with symbolic links resolved, so two names for one file share one lock. */
 export function canonicalPath(file: string): string {
-  const path = resolve(file);
   try {
-    return realpathSync(path);
+    // (the system's own: node's resolves `..` as text before it follows the links, where `link/..` is the link's target's parent)
+    return realpathSync.native(file);
   } catch {
     // a file not made yet: where it will be (through a link there, the file the link names)
-    const target = linkTarget(path);
+    const target = linkTarget(file);
     try {
-      return join(realpathSync(dirname(target)), basename(target));
+      return join(realpathSync.native(dirname(target)), basename(target));
     } catch {
       return resolve(target);
     }

@@ -1,7 +1,7 @@
 // The one place that maps errors and run summaries to exit statuses, and errors to messages: the
 // program's top-level catch, and the edges of every upload or dry run (Ctrl-C, its summary).
 import { CommanderError, type Command } from 'commander';
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isatty } from 'node:tty';
 import { DeliveryError, InputError, isMistake, UsageError } from '../errors.js';
@@ -50,16 +50,24 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
     const { runFiles } = await import('./output/run-outputs.js');
     await checkFilesApart([...(await runFiles(options, options.send, flags)), ['--summary-file', path]]);
     await checkWritable('--summary-file', path);
-    if (await isRegularFile(path)) {
-      // it is made beside the file it replaces (through a link, the file the link names), then renamed over it
-      const folderProblem = await replacedFolderProblem(path);
-      if (folderProblem !== undefined) throw new UsageError(`cannot write --summary-file ${path}: ${folderProblem}`);
-    }
+    // standard output and devices (/dev/stdout, a link to one) are written to as they are: what
+    // /dev/stdout names may be the file a shell sent the run's output to
+    const { isStream, linkTarget } = await import('../file-folder.js');
+    const target = linkTarget(path);
+    if (isStream(target) || !(await isRegularFile(path))) return;
+    // it is made beside the file it replaces (through a link, the file the link names), then renamed over it
+    const folderProblem = await replacedFolderProblem(path);
+    if (folderProblem !== undefined) throw new UsageError(`cannot write --summary-file ${path}: ${folderProblem}`);
     // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
     // memory) leaves none, which `track report` names as missing, rather than one that is not its own
-    // (a file: never a device such as /dev/null or a pipe, written to as they are; through a link,
-    // the file it names, never the link)
-    if (await isRegularFile(path)) await (await import('node:fs/promises')).rm((await import('../file-folder.js')).linkTarget(path), { force: true });
+    // (through a link, the file it names, never the link)
+    try {
+      await (await import('node:fs/promises')).unlink(target);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      // (a folder that keeps others' files, as /tmp does, lets no one else remove them)
+      if (code !== 'ENOENT') throw new UsageError(`cannot write --summary-file ${path}: the summary of an earlier run there cannot be replaced (${code ?? String(error)}); give a path of your own`);
+    }
   } catch (error) {
     summaryFileWritten = true;
     throw error;
@@ -226,6 +234,14 @@ async function isRegularFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isFile() === true;
 }
 
+/** The descriptor of this process that a path under /dev or /proc names (/dev/stdout, /dev/fd/2, /proc/self/fd/1), if any. */
+function ownDescriptor(path: string): number | undefined {
+  const named = ({ '/dev/stdin': 0, '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[path];
+  if (named !== undefined) return named;
+  const fd = /^\/(?:dev\/fd|proc\/self\/fd|proc\/thread-self\/fd)\/(\d+)$/.exec(path)?.[1] ?? (path.startsWith(`/proc/${process.pid}/fd/`) ? path.slice(`/proc/${process.pid}/fd/`.length) : undefined);
+  return fd === undefined || !/^\d+$/.test(fd) ? undefined : Number(fd);
+}
+
 /** Why a summary cannot replace the file at `path` (its folder, or its link's target's, takes no new file), or undefined. */
 async function replacedFolderProblem(path: string): Promise<string | undefined> {
   const { linkTarget } = await import('../file-folder.js');
@@ -243,8 +259,8 @@ async function replacedFolderProblem(path: string): Promise<string | undefined> 
 
 /**
  * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
- * it, then renamed over it (over the file a link there names: the link stays); to a device or a
- * pipe there (/dev/stdout, /dev/null), written to, never replaced. False, with the reason on stderr, when it cannot be written.
+ * it, then renamed over it (over the file a link there names: the link stays); to a device, a pipe
+ * or standard output there (/dev/stdout, /dev/null, a link to one), written to, never replaced. False, with the reason on stderr, when it cannot be written.
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   summaryFileWritten = true;
@@ -254,11 +270,21 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
     process.stderr.write(`track: --summary-file ${path}: not written: it is ${record}\n`);
     return false;
   }
-  const { rename, stat, writeFile, rm } = await import('node:fs/promises');
+  const { appendFile, rename, stat, writeFile, rm } = await import('node:fs/promises');
   // a link there is written through: the file it names is replaced, the link stays
-  const target = (await import('../file-folder.js')).linkTarget(path);
+  const { isStream, linkTarget } = await import('../file-folder.js');
+  const target = linkTarget(path);
   const partial = `${target}.${process.pid}.partial`;
   try {
+    // standard output (/dev/stdout, a link to it) gets the summary after what the run wrote there, as a
+    // device or a pipe does: through this process's own descriptor, whose place in a file the run's
+    // later lines go on from (a descriptor opened anew would be written over by them)
+    if (isStream(target)) {
+      const fd = ownDescriptor(target);
+      if (fd === undefined) await appendFile(target, json);
+      else writeSync(fd, json);
+      return true;
+    }
     if ((await stat(target).catch(() => undefined))?.isFile() === false) {
       await writeFile(target, json);
       return true;

@@ -282,6 +282,22 @@ describe('the files a run writes', () => {
     symlinkSync(join('..', '..', 'real', 'x.json'), join(tmp.dir, 'deep', 'a', 'b', 'out'));
     expect((await up([file, '--url', emu.url, '--summary-file', join(tmp.dir, 'via', 'out'), '--restart', '--quiet'])).status).toBe(0);
     expect(JSON.parse(readFileSync(join(tmp.dir, 'deep', 'real', 'x.json'), 'utf8'))).toMatchObject({ command: 'upload' });
+    // `link/..` is the link's target's parent, as the file system reads it: two outputs that are one by it are refused
+    symlinkSync(join('deep', 'a', 'b'), join(tmp.dir, 'via-b'));
+    expect(await up([file, '--url', emu.url, '--rejects', `${join(tmp.dir, 'via-b')}/../o.ndjson`, '--out', join(tmp.dir, 'deep', 'a', 'o.ndjson'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--rejects and --out name the same file') });
+    // an events file named again as the summary file is refused before it is emptied
+    writeFileSync(join(tmp.dir, 'precious.txt'), 'precious\n');
+    expect(await up([file, '--url', emu.url, '--events', join(tmp.dir, 'precious.txt'), '--summary-file', join(tmp.dir, '.', 'precious.txt'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--summary-file and --events name the same file') });
+    expect(readFileSync(join(tmp.dir, 'precious.txt'), 'utf8')).toBe('precious\n');
+    // the summary to standard output sent to a file: written after the run's output, the file kept
+    const log = join(tmp.dir, 'stdout.log');
+    // (spawned, not spawnSync: the emulator answers from this process)
+    const shell = spawn('bash', ['-c', `'${process.execPath}' '${BIN}' upload '${file}' --url ${emu.url} --api-key k --restart --summary-file /dev/stdout > '${log}'`]);
+    expect(await new Promise((resolve) => shell.on('exit', resolve))).toBe(0);
+    const [summaryLine, ...text] = readFileSync(log, 'utf8').split('\n');
+    expect(JSON.parse(summaryLine)).toMatchObject({ command: 'upload', exitStatus: 0 });
+    expect(text[0]).toMatch(/^upload: 1 file, /);
+    expect(lstatSync('/dev/stdout').isSymbolicLink()).toBe(true);
     // a summary file named through a link is written to the file it names: the link stays
     writeFileSync(join(tmp.dir, 'summary-target.json'), '{}');
     symlinkSync('summary-target.json', join(tmp.dir, 'summary-link.json'));

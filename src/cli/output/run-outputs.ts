@@ -96,6 +96,11 @@ async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[]): 
   if (flags.events !== undefined && flags.report !== undefined && (await isOneOf(flags.events, [flags.report]))) {
     throw new UsageError(`--events and --report name the same file ${flags.report}`);
   }
+  // nor the summary file, told before the events file is emptied (the summary's own check comes later)
+  if (flags.summaryFile !== undefined) {
+    const { checkFilesApart } = await import('../../upload/check.js');
+    await checkFilesApart([['--summary-file', flags.summaryFile], ['--events', flags.events], ['--report', flags.report]]);
+  }
   if (flags.report !== undefined) await checkWritable('--report', flags.report);
 }
 
