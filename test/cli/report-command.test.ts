@@ -220,6 +220,14 @@ describe('merging summaries', () => {
     expect(text).toContain('report: 3 summaries, shards of different splits\n');
     expect(text).not.toContain('doubled');
     expect(text).toContain('\nshards      the summaries are of different splits (of 3, of 2): no one run\'s shards, so which are missing cannot be told\n');
+    // a run without --shard beside shards is a split of its own: its rows are every shard's
+    const whole = { file: 'all', summary: { ...shard(1, 0, 10), shard: undefined } };
+    const halves = [1, 2].map((k) => ({ file: `h${k}`, summary: { ...shard(k, 0, 5), shard: { index: k, count: 2 } } }));
+    expect(mergeSummaries([whole, ...halves])).toMatchObject({ shardCounts: [1, 2], exitStatus: 3 });
+    expect(formatReport(mergeSummaries([whole, ...halves]), () => '')).toContain('the summaries are of different splits (one without --shard, of 2)');
+    expect(mergeSummaries(halves)).toMatchObject({ shardCounts: [], exitStatus: 0 });
+    // summaries of runs without --shard alone add up as before
+    expect(mergeSummaries([whole, { ...whole, file: 'other' }])).toMatchObject({ shardCounts: [], exitStatus: 0 });
     // 1/3 given twice is doubled still
     expect(mergeSummaries([...ofThree, ofThree[0], ofTwo]).duplicateShards).toEqual([1]);
   });

@@ -154,7 +154,9 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
       fatal: typeof fatal?.message === 'string' ? fatal.message : undefined,
     };
   });
-  const counts = [...new Set(shards.flatMap((s) => (s.shard === undefined ? [] : [s.shard.count])))];
+  // a run without --shard beside shards is a split of its own (of 1): its rows are every shard's
+  const sharded = shards.some((s) => s.shard !== undefined && s.shard.count > 1);
+  const counts = [...new Set(shards.flatMap((s) => (s.shard !== undefined ? [s.shard.count] : sharded && s.exitStatus !== EXIT.usage ? [1] : [])))];
   const n = counts.length === 1 ? counts[0] : 0;
   // a shard is its index of its split: 1/3 and 1/2 are two shards, and neither doubles the other
   const seen = new Map<string, number>();
@@ -200,7 +202,7 @@ export function formatReport(report: Report, formatTotal: (total: SummaryJson) =
     lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${(s.rows - (s.unread ?? 0)).toLocaleString('en-US')} rows${notRead}, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
     if (s.rejectsPath !== undefined) lines.push(`  ${''.padEnd(12)} rejects in ${s.rejectsPath}`);
   }
-  if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits (${report.shardCounts.map((c) => `of ${c}`).join(', ')}): no one run's shards, so which are missing cannot be told`);
+  if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits (${report.shardCounts.map((c) => (c === 1 ? 'one without --shard' : `of ${c}`)).join(', ')}): no one run's shards, so which are missing cannot be told`);
   if (report.missingShards.length > 0) lines.push(`missing     no summary of shard ${report.missingShards.join(', ')} of ${n}: that part of the run is not known to have run`);
   if (report.duplicateShards.length > 0) lines.push(`doubled     shard ${report.duplicateShards.join(', ')} named by more than one summary`);
   if (report.commands.length > 0) lines.push(`commands    the summaries are of different commands: ${report.commands.join(', ')}`);
