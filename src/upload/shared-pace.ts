@@ -16,6 +16,22 @@ interface PaceOptions {
 }
 
 /**
+ * Refuses a --rate or --hourly below the number of shards (`n`) when each paces at its share: a share
+ * below one request a second (or an hour) would be rounded up to one, and the shards together would
+ * go over. `rate` undefined: the default.
+ */
+export function checkShares(rate: number | undefined, hourly: number | undefined, n: number): void {
+  if (n <= 1) return;
+  if (rate === undefined && DEFAULT_RATE < n) {
+    throw new UsageError(`the default --rate of ${DEFAULT_RATE} shared by ${n} shards (--shard) leaves each less than one request a second: give fewer shards, or draw every shard from one budget with --rate-store`);
+  }
+  for (const [flag, limit, per] of [['--rate', rate, 'a second'], ['--hourly', hourly, 'an hour']] as const) {
+    if (limit === undefined || limit >= n) continue;
+    throw new UsageError(`${flag} ${limit} shared by ${n} shards (--shard) leaves each less than one request ${per}, and together they would send more: give ${flag} at least ${n}, or draw every shard from one budget with --rate-store`);
+  }
+}
+
+/**
  * The pace of one process among others: with --rate-store, the whole --rate and --hourly drawn from
  * the shared budget (each shard falling back to its own share if the store fails); with --shard
  * alone, this shard's share of them, so the shards together stay within the account's limits.
@@ -24,13 +40,7 @@ export async function sharedPace(send: PaceOptions, target: string, shard: Shard
   const n = shard?.count ?? 1;
   const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
   const rate = send.rate ?? DEFAULT_RATE;
-  if (send.rateStore === undefined && n > 1) {
-    // a share below one request a second (or an hour) would be rounded up to one: the shards together would go over
-    for (const [flag, limit, per] of [['--rate', rate, 'a second'], ['--hourly', send.hourly, 'an hour']] as const) {
-      if (limit === undefined || limit >= n) continue;
-      throw new UsageError(`${flag} ${limit} shared by ${n} shards (--shard) leaves each less than one request ${per}, and together they would send more: give ${flag} at least ${n}, or draw every shard from one budget with --rate-store`);
-    }
-  }
+  if (send.rateStore === undefined) checkShares(send.rate, send.hourly, n);
   if (send.rateStore === undefined) return n === 1 ? undefined : { rate: share(rate), hourly: share(send.hourly), close: async () => undefined };
   const [{ connectRateStore }, { createSharedPacer }, { createPacer, DEFAULT_WINDOW_MARGIN_MS }] = await Promise.all([
     import('../transport/rate-store.js'),

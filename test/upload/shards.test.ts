@@ -121,6 +121,10 @@ describe('--shard', () => {
     expect(hourly.stderr).toContain('--hourly 2 shared by 4 shards');
     expect(server.received).toHaveLength(0);
     expect((await up([users, '--url', server.url, '--shard', '1/4', '--rate', '4', '--no-journal', '--quiet'])).status).not.toBe(2);
+    // a dry run of the shard is refused as its upload would be, and estimates at the shard's share
+    expect((await up([users, '--dry-run', '--shard', '1/4', '--rate', '3'])).status).toBe(2);
+    const dry = await up([users, '--dry-run', '--shard', '1/4', '--rate', '8', '--max-total', '1']);
+    expect(dry.stdout).toMatch(/\nestimate {4}[\d,]+ requests take at least \S+ at 2 requests\/s \(this shard's share of --rate 8, --shard\)\n/);
   });
 });
 

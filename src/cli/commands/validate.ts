@@ -57,7 +57,7 @@ const HEAP_GROWING_PERCENT = '--heap-growing-percent=10';
 export async function runDryRun(
   verb: string,
   options: UploadOptions,
-  flags: OutputFlags & { json?: boolean; quiet?: boolean; rate: number; hourly?: number },
+  flags: OutputFlags & { json?: boolean; quiet?: boolean; rate: number; hourly?: number; rateStore?: string },
   extra?: Record<string, unknown>,
 ): Promise<void> {
   setFlagsFromString(HEAP_GROWING_PERCENT);
@@ -65,6 +65,9 @@ export async function runDryRun(
   const { both, openRunOutputs, runFiles } = await import('../output/run-outputs.js');
   const { maxTotal, maxPerArray } = options.limits ?? {};
   await (await import('../../upload/check.js')).checkFilesApart(await runFiles(options, undefined, flags));
+  // a shard without a shared budget paces at its share, as its upload would: refused as it would be, and estimated so
+  const shards = options.shard !== undefined && flags.rateStore === undefined && !process.env.TRACK_RATE_STORE ? options.shard.count : undefined;
+  if (shards !== undefined) (await import('../../upload/shared-pace.js')).checkShares(flags.rate, flags.hourly, shards);
   const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once
   const stop = new AbortController();
@@ -72,7 +75,7 @@ export async function runDryRun(
   let last = 0;
   await runAndReport(verb, flags, {
     names: options.shard === undefined ? undefined : { shard: options.shard },
-    pace: { rate: flags.rate, hourly: flags.hourly },
+    pace: { rate: flags.rate, hourly: flags.hourly, shards },
     extra,
     outputs,
     stop: (signal) => {

@@ -26,10 +26,20 @@ function reasonLines(reasons: Record<string, number>): string[] {
 export interface Pace {
   rate: number;
   hourly?: number;
+  /** The shards (--shard) that each pace at their share of rate and hourly (no --rate-store): this run's estimate is at its share. */
+  shards?: number;
 }
 
-/** The least time `requests` take at the pace: whole hours of `hourly` requests, then the rest at `rate`. */
-export function estimateSeconds(requests: number, pace: Pace): number {
+/** The pace a run of `pace` sends at: its share of it, when it is one of several shards. */
+export function ownPace(pace: Pace): Pace {
+  const n = pace.shards ?? 1;
+  if (n <= 1) return pace;
+  return { rate: Math.max(1, Math.floor(pace.rate / n)), hourly: pace.hourly === undefined ? undefined : Math.max(1, Math.floor(pace.hourly / n)) };
+}
+
+/** The least time `requests` take at the pace (a shard's: at its share): whole hours of `hourly` requests, then the rest at `rate`. */
+export function estimateSeconds(requests: number, shared: Pace): number {
+  const pace = ownPace(shared);
   const hours = pace.hourly === undefined || requests <= pace.hourly ? 0 : Math.ceil(requests / pace.hourly) - 1;
   return hours * 3600 + (requests - hours * (pace.hourly ?? 0)) / pace.rate;
 }
@@ -55,8 +65,10 @@ function dataPointLines(summary: UploadSummary, pace: Pace | undefined): string[
   if (summary.delivery !== undefined) lines.push(`data points ${number(summary.delivery.dataPoints)} spent${saved}`);
   else lines.push(`data points ${number(planned)} would be spent${saved}`);
   if (pace !== undefined && summary.delivery === undefined) {
-    const hourly = pace.hourly === undefined ? '' : ` and ${number(pace.hourly)} an hour`;
-    const at = `at ${counted(pace.rate, 'request')}/s${hourly}`;
+    const own = ownPace(pace);
+    const hourly = own.hourly === undefined ? '' : ` and ${number(own.hourly)} an hour`;
+    const share = own === pace ? '' : ` (this shard's share of --rate ${number(pace.rate)}${pace.hourly === undefined ? '' : ` and --hourly ${number(pace.hourly)}`}, --shard)`;
+    const at = `at ${counted(own.rate, 'request')}/s${hourly}${share}`;
     const seconds = estimateSeconds(summary.requests, pace);
     const take = seconds < 1 ? 'under a second' : `at least ${duration(seconds * 1000)}`;
     lines.push(`estimate    ${counted(summary.requests, 'request')} ${summary.requests === 1 ? 'takes' : 'take'} ${take} ${at}`);
