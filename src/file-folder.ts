@@ -17,7 +17,7 @@ const MOST_LINKS = 40;
 export function linkTarget(path: string): string {
   let at = path;
   for (let hops = 0; hops < MOST_LINKS; hops += 1) {
-    if (!isLink(at) || isStream(at)) return at;
+    if (!isLink(at) || OPEN_FILE.test(resolve(at)) || /^\/proc\//.test(resolve(at))) return at;
     const folder = dirname(at);
     let real: string;
     try {
@@ -33,13 +33,34 @@ export function linkTarget(path: string): string {
   return at;
 }
 
+/** Paths that name a process's open file: /dev/stdout, /dev/fd/N, /proc/self/fd/N (whose links are not followed: see isStream). */
+const OPEN_FILE = /^\/(?:dev\/(?:stdin|stdout|stderr|fd\/\d+)|proc\/(?:self|thread-self|\d+)\/fd\/\d+)$/;
+
 /**
- * Whether `path` is under /dev or /proc: a device, or one of a process's open files (/dev/stdout,
- * /dev/fd/N, /proc/self/fd/N: a terminal, a pipe, or the file a shell sent them to), written to as
- * it is, never removed nor replaced. A link is not followed there (its target may be the file
- * standard output was sent to: removing it would lose that file).
+ * Whether `path` names one of a process's open files (/dev/stdout, /dev/fd/N, /proc/self/fd/N: a
+ * terminal, a pipe, or the file a shell sent them to) or anything under /dev or /proc that is not a
+ * file (a device): written to as it is, never removed nor replaced. The link of an open file is not
+ * followed (its target may be the file standard output was sent to: removing it would lose that
+ * file). A file under /dev (/dev/shm) is a file.
  */
-export const isStream = (path: string): boolean => /^\/(dev|proc)\//.test(resolve(path));
+export function isStream(path: string): boolean {
+  const absolute = resolve(path);
+  if (OPEN_FILE.test(absolute)) return true;
+  if (!/^\/(dev|proc)\//.test(absolute)) return false;
+  try {
+    return !statSync(absolute).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/** The descriptor of this process that a path names (/dev/stdout: 1, /dev/fd/2, /proc/self/fd/1), if any. */
+export function descriptorOf(path: string): number | undefined {
+  const named = ({ '/dev/stdin': 0, '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[path];
+  if (named !== undefined) return named;
+  const fd = /^\/(?:dev\/fd|proc\/(?:self|thread-self)\/fd)\/(\d+)$/.exec(path)?.[1] ?? new RegExp(`^/proc/${process.pid}/fd/(\\d+)$`).exec(path)?.[1];
+  return fd === undefined ? undefined : Number(fd);
+}
 
 function isLink(path: string): boolean {
   try {

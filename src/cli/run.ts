@@ -234,14 +234,6 @@ async function isRegularFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isFile() === true;
 }
 
-/** The descriptor of this process that a path under /dev or /proc names (/dev/stdout, /dev/fd/2, /proc/self/fd/1), if any. */
-function ownDescriptor(path: string): number | undefined {
-  const named = ({ '/dev/stdin': 0, '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[path];
-  if (named !== undefined) return named;
-  const fd = /^\/(?:dev\/fd|proc\/self\/fd|proc\/thread-self\/fd)\/(\d+)$/.exec(path)?.[1] ?? (path.startsWith(`/proc/${process.pid}/fd/`) ? path.slice(`/proc/${process.pid}/fd/`.length) : undefined);
-  return fd === undefined || !/^\d+$/.test(fd) ? undefined : Number(fd);
-}
-
 /** Why a summary cannot replace the file at `path` (its folder, or its link's target's, takes no new file), or undefined. */
 async function replacedFolderProblem(path: string): Promise<string | undefined> {
   const { linkTarget } = await import('../file-folder.js');
@@ -272,7 +264,7 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   }
   const { appendFile, rename, stat, writeFile, rm } = await import('node:fs/promises');
   // a link there is written through: the file it names is replaced, the link stays
-  const { isStream, linkTarget } = await import('../file-folder.js');
+  const { descriptorOf, isStream, linkTarget } = await import('../file-folder.js');
   const target = linkTarget(path);
   const partial = `${target}.${process.pid}.partial`;
   try {
@@ -280,7 +272,7 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
     // device or a pipe does: through this process's own descriptor, whose place in a file the run's
     // later lines go on from (a descriptor opened anew would be written over by them)
     if (isStream(target)) {
-      const fd = ownDescriptor(target);
+      const fd = descriptorOf(target);
       if (fd === undefined) await appendFile(target, json);
       else writeSync(fd, json);
       return true;

@@ -1,7 +1,7 @@
 // `track upload` keeps its promise when people and machines misbehave: a re-run without --resume,
 // kill -9 then --resume, a full disk, a bad second input, --out during an upload, an honest summary.
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { BIN, runCliAsync as runCli } from '../helpers/cli.js';
@@ -298,6 +298,13 @@ describe('the files a run writes', () => {
     expect(JSON.parse(summaryLine)).toMatchObject({ command: 'upload', exitStatus: 0 });
     expect(text[0]).toMatch(/^upload: 1 file, /);
     expect(lstatSync('/dev/stdout').isSymbolicLink()).toBe(true);
+    // a file under /dev (a tmpfs) is a file: replaced whole by each run, never added to
+    if (existsSync('/dev/shm')) {
+      const shm = join('/dev/shm', `track-test-${process.pid}.json`);
+      for (let i = 0; i < 2; i += 1) expect((await up([file, '--url', emu.url, '--summary-file', shm, '--restart', '--quiet'])).status).toBe(0);
+      expect(JSON.parse(readFileSync(shm, 'utf8'))).toMatchObject({ command: 'upload' });
+      rmSync(shm);
+    }
     // a summary file named through a link is written to the file it names: the link stays
     writeFileSync(join(tmp.dir, 'summary-target.json'), '{}');
     symlinkSync('summary-target.json', join(tmp.dir, 'summary-link.json'));
