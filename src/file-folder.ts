@@ -1,8 +1,8 @@
 // Where a file is to be made (an output, a journal, a state, an emulator's database): its folder,
 // checked before anything is written, so that a path in a folder that is not there is told as the
 // person's to fix, with the folder named, not as an error code from the file system.
-import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { accessSync, constants, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { basename, dirname, isAbsolute, resolve } from 'node:path';
 
 /** Links followed at most (as the kernel follows them: ELOOP past 40). */
 const MOST_LINKS = 40;
@@ -17,7 +17,7 @@ const MOST_LINKS = 40;
 export function linkTarget(path: string): string {
   let at = path;
   for (let hops = 0; hops < MOST_LINKS; hops += 1) {
-    if (!isLink(at) || OPEN_FILE.test(resolve(at)) || /^\/proc\//.test(resolve(at))) return at;
+    if (!isLink(at) || OPEN_FILE.test(placeOf(at)) || /^\/proc\//.test(placeOf(at))) return at;
     const folder = dirname(at);
     let real: string;
     try {
@@ -44,7 +44,7 @@ const OPEN_FILE = /^\/(?:dev\/(?:stdin|stdout|stderr|fd\/\d+)|proc\/(?:self|thre
  * file). A file under /dev (/dev/shm) is a file.
  */
 export function isStream(path: string): boolean {
-  const absolute = resolve(path);
+  const absolute = placeOf(path);
   if (OPEN_FILE.test(absolute)) return true;
   if (!/^\/(dev|proc)\//.test(absolute)) return false;
   try {
@@ -54,12 +54,57 @@ export function isStream(path: string): boolean {
   }
 }
 
-/** The descriptor of this process that a path names (/dev/stdout: 1, /dev/fd/2, /proc/self/fd/1), if any. */
+/**
+ * The standard output or error of this process that a path names, however it is written
+ * (/dev/stdout, ../../dev/stdout, /dev/fd/2, /proc/self/fd/1): 1 or 2; undefined for anything
+ * else (another descriptor may be one of node's own).
+ */
 export function descriptorOf(path: string): number | undefined {
-  const named = ({ '/dev/stdin': 0, '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[path];
+  const at = placeOf(path);
+  const named = ({ '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[at];
   if (named !== undefined) return named;
-  const fd = /^\/(?:dev\/fd|proc\/(?:self|thread-self)\/fd)\/(\d+)$/.exec(path)?.[1] ?? new RegExp(`^/proc/${process.pid}/fd/(\\d+)$`).exec(path)?.[1];
+  const fd = /^\/(?:dev\/fd|proc\/(?:self|thread-self)\/fd)\/([12])$/.exec(at)?.[1] ?? new RegExp(`^/proc/${process.pid}/fd/([12])$`).exec(at)?.[1];
   return fd === undefined ? undefined : Number(fd);
+}
+
+/**
+ * What a path names when it is one of this program's own descriptors (/dev/fd/7: a pipe or an event
+ * queue node holds for itself, 'pipe:[123]'), which nothing may be written to (a write there
+ * crashes the process); undefined for anything else. A pipe the program holds the reading end of
+ * is its own (node's wake-up pipes); one given it to write to (3> >(cmd)) it holds written ends of only.
+ */
+export function ownDescriptorProblem(path: string): string | undefined {
+  const fd = new RegExp(`^/(?:dev/fd|proc/(?:self|thread-self|${process.pid})/fd)/(\\d+)$`).exec(placeOf(path))?.[1];
+  if (fd === undefined || Number(fd) <= 2) return undefined;
+  let target: string;
+  try {
+    target = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+  if (target.startsWith('anon_inode:')) return target;
+  if (!target.startsWith('pipe:')) return undefined;
+  for (const other of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${other}`) !== target) continue;
+      // the descriptor's access mode, the last octal digit of its flags: 0 reads
+      const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${other}`, 'latin1'))?.[1];
+      if (flags !== undefined && (parseInt(flags, 8) & 3) === 0) return target;
+    } catch {
+      // (one closed meanwhile)
+    }
+  }
+  return undefined;
+}
+
+/** The path with its folder as the file system finds it (`..` read there), its last part as it is (not followed). */
+function placeOf(path: string): string {
+  try {
+    const folder = realpathSync.native(dirname(path));
+    return `${folder === '/' ? '' : folder}/${basename(path)}`;
+  } catch {
+    return resolve(path);
+  }
 }
 
 function isLink(path: string): boolean {

@@ -5,7 +5,7 @@ import { statSync } from 'node:fs';
 import { access, constants, open, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from '../errors.js';
-import { folderProblem } from '../file-folder.js';
+import { folderProblem, ownDescriptorProblem } from '../file-folder.js';
 import { fileStart } from '../file-start.js';
 import { canonicalPath } from '../lock-file.js';
 import { JOURNAL_HEADER } from '../records/journal-format.js';
@@ -156,6 +156,8 @@ export async function recordIn(path: string): Promise<string | undefined> {
 
 /** A file the run will write: it must be writable now, though it is created only when written to. */
 export async function checkWritable(flag: string, path: string): Promise<void> {
+  const own = ownDescriptorProblem(path);
+  if (own !== undefined) throw new UsageError(`cannot write ${flag} ${path}: it is one of this program's own descriptors (${own}); give a file, /dev/stdout or /dev/stderr`);
   const info = await stat(path).catch(() => undefined);
   if (info?.isDirectory() === true) throw new UsageError(`${flag} ${path} is a directory`);
   if (info === undefined) {

@@ -66,7 +66,8 @@ export async function runDryRun(
   const { maxTotal, maxPerArray } = options.limits ?? {};
   await (await import('../../upload/check.js')).checkFilesApart(await runFiles(options, undefined, flags));
   // a shard without a shared budget paces at its share, as its upload would: refused as it would be, and estimated so
-  const shards = options.shard !== undefined && flags.rateStore === undefined && !process.env.TRACK_RATE_STORE ? options.shard.count : undefined;
+  const store = flags.rateStore ?? process.env.TRACK_RATE_STORE;
+  const shards = options.shard !== undefined && (store === undefined || store.trim() === '') ? options.shard.count : undefined;
   if (shards !== undefined) (await import('../../upload/shared-pace.js')).checkShares(flags.rate, flags.hourly, shards);
   const outputs = await openRunOutputs(flags, process.env, { command: verb, inputs: options.inputs, limits: { maxTotal, maxPerArray, rate: flags.rate, hourly: flags.hourly } });
   // Ctrl-C: stop reading and report what was read; a second one ends the process at once

@@ -3,7 +3,7 @@
 // (kill -9 included) leaves a file whose every complete line parses.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { folderProblem } from '../../file-folder.js';
+import { folderProblem, ownDescriptorProblem } from '../../file-folder.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
 
 /** Writes each event as a line to `write`; progress every `progressEvery` seconds. */
@@ -15,6 +15,8 @@ export function ndjsonEvents(write: (line: string) => void, progressEvery: numbe
 export function eventsFile(path: string, progressEvery: number, warn: (message: string) => void): RunConsumer {
   let fd: number | undefined;
   if (path.endsWith('/')) throw new UsageError(`cannot write --events ${path}: names a folder; give the path of a file`);
+  const own = ownDescriptorProblem(path);
+  if (own !== undefined) throw new UsageError(`cannot write --events ${path}: it is one of this program's own descriptors (${own}); give a file, /dev/stdout or /dev/stderr`);
   try {
     fd = openSync(path, 'w');
   } catch (error) {
