@@ -1,6 +1,8 @@
 // Where a file is to be made (an output, a journal, a state, an emulator's database): its folder,
 // checked before anything is written, so that a path in a folder that is not there is told as the
-// person's to fix, with the folder named, not as an error code from the file system.
+// person's to fix, with the folder named, not as an error code from the file system; the file a
+// link there names, as the file system follows it; and the paths that are a process's open files
+// (standard output: written as it is) or this program's own descriptors (never written).
 import { accessSync, constants, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 
@@ -11,13 +13,13 @@ const MOST_LINKS = 40;
  * The path a file written at `path` lands at: `path` itself, or where the link there points, link by
  * link (the last may name no file yet: a link to a file to be made). A relative link is read from
  * its folder as the file system finds it (`..` from a folder reached through a link is that
- * folder's parent, not the link's). Past MOST_LINKS links (a loop), the last one reached: a link
- * still (isLinkLoop).
+ * folder's parent, not the link's). An open file's link (/dev/stdout, anything under /proc) is not
+ * followed: see isStream. Past MOST_LINKS links (a loop), the last one reached: a link still.
  */
 export function linkTarget(path: string): string {
   let at = path;
   for (let hops = 0; hops < MOST_LINKS; hops += 1) {
-    if (!isLink(at) || OPEN_FILE.test(placeOf(at)) || /^\/proc\//.test(placeOf(at))) return at;
+    if (!isLink(at) || isOpenFileLink(at)) return at;
     const folder = dirname(at);
     let real: string;
     try {
@@ -35,6 +37,12 @@ export function linkTarget(path: string): string {
 
 /** Paths that name a process's open file: /dev/stdout, /dev/fd/N, /proc/self/fd/N (whose links are not followed: see isStream). */
 const OPEN_FILE = /^\/(?:dev\/(?:stdin|stdout|stderr|fd\/\d+)|proc\/(?:self|thread-self|\d+)\/fd\/\d+)$/;
+
+/** A link linkTarget stops at: an open file's, or any under /proc (its targets are the kernel's names, such as `pipe:[123]`). */
+const isOpenFileLink = (path: string): boolean => {
+  const at = placeOf(path);
+  return OPEN_FILE.test(at) || at.startsWith('/proc/');
+};
 
 /**
  * Whether `path` names one of a process's open files (/dev/stdout, /dev/fd/N, /proc/self/fd/N: a
@@ -115,9 +123,6 @@ function isLink(path: string): boolean {
   }
 }
 
-/** Whether `path` is a link whose links go round (or on past MOST_LINKS): no file can be written through it. */
-export const isLinkLoop = (path: string): boolean => isLink(linkTarget(path));
-
 /**
  * Why no file can be made at `path`: its folder does not exist, is not a folder, or is not the
  * person's to write in; undefined when it can. The folder is the path's as written: `x/..` is no
@@ -127,7 +132,8 @@ export const isLinkLoop = (path: string): boolean => isLink(linkTarget(path));
 export function folderProblem(path: string): string | undefined {
   // a link is written through: the folder is its target's (a link into a folder that is not there is no place to write)
   const target = linkTarget(path);
-  if (isLink(target)) return `it is a link whose links go round in a loop (or through more than ${MOST_LINKS}); give a file, or a link to one`;
+  // (a link still, and not one linkTarget stops at: its links went round)
+  if (isLink(target) && !isOpenFileLink(target)) return `it is a link whose links go round in a loop (or through more than ${MOST_LINKS}); give a file, or a link to one`;
   const through = target === path ? '' : `it links to ${target}, and `;
   const problem = targetFolderProblem(target);
   return problem === undefined ? undefined : `${through}${problem}`;

@@ -252,7 +252,8 @@ async function replacedFolderProblem(path: string): Promise<string | undefined> 
 /**
  * Writes --summary-file whole or not at all (a scheduler never reads half of one): to a file beside
  * it, then renamed over it (over the file a link there names: the link stays); to a device, a pipe
- * or standard output there (/dev/stdout, /dev/null, a link to one), written to, never replaced. False, with the reason on stderr, when it cannot be written.
+ * or standard output there (/dev/stdout, /dev/null, a link to one), written to, never replaced.
+ * False, with the reason on stderr, when it cannot be written.
  */
 async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   summaryFileWritten = true;

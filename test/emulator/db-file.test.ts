@@ -89,6 +89,10 @@ describe('a --db that is not a database', () => {
       expect(empty.status, command[0]).toBe(2);
       expect(empty.stderr, command[0]).toContain('--db: an empty path');
     }
+    // a database is a file: never standard output or a device
+    const device = runCli(['emulate', '--port', '0', '--db', '/dev/null', '--exec', 'echo never run']);
+    expect(device.status).toBe(2);
+    expect(device.stderr).toContain('--db /dev/null: names standard output or a device; give the path of a file');
     const inspected = runCli(['inspect', '--db', missing]);
     expect(inspected.status).toBe(2);
     expect(inspected.stderr).toContain(`${missing}: no emulator database here (the folder ${join(tmp.dir, 'no-such-folder')} does not exist)`);

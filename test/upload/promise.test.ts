@@ -265,6 +265,8 @@ describe('the files a run writes', () => {
       const refused = await up([file, '--url', emu.url, flag, join(tmp.dir, 'dangling'), '--restart']);
       expect(refused, flag).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write ${flag} ${join(tmp.dir, 'dangling')}: it links to ${join(tmp.dir, 'nowhere', 'target.ndjson')}, and the folder ${join(tmp.dir, 'nowhere')} does not exist`) });
     }
+    // the delta state is a file: never standard output or a device
+    expect(await up([file, '--url', emu.url, '--delta', '--state', '/dev/null', '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--state /dev/null: names standard output or a device') });
     // a loop of links is no place to write
     symlinkSync('loop-b', join(tmp.dir, 'loop-a'));
     symlinkSync('loop-a', join(tmp.dir, 'loop-b'));
