@@ -289,7 +289,7 @@ describe('the files a run writes', () => {
     expect(await up([file, '--url', emu.url, '--rejects', `${join(tmp.dir, 'via-b')}/../o.ndjson`, '--out', join(tmp.dir, 'deep', 'a', 'o.ndjson'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--rejects and --out name the same file') });
     // an events file named again as the summary file is refused before it is emptied
     writeFileSync(join(tmp.dir, 'precious.txt'), 'precious\n');
-    expect(await up([file, '--url', emu.url, '--events', join(tmp.dir, 'precious.txt'), '--summary-file', join(tmp.dir, '.', 'precious.txt'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--summary-file and --events name the same file') });
+    expect(await up([file, '--url', emu.url, '--events', join(tmp.dir, 'precious.txt'), '--summary-file', join(tmp.dir, '.', 'precious.txt'), '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--events and --summary-file name the same file') });
     expect(readFileSync(join(tmp.dir, 'precious.txt'), 'utf8')).toBe('precious\n');
     // the summary to standard output sent to a file: written after the run's output, the file kept
     const log = join(tmp.dir, 'stdout.log');

@@ -99,7 +99,7 @@ async function checkOutputFlags(flags: OutputFlags, inputs: readonly string[]): 
   // nor the summary file, told before the events file is emptied (the summary's own check comes later)
   if (flags.summaryFile !== undefined) {
     const { checkFilesApart } = await import('../../upload/check.js');
-    await checkFilesApart([['--summary-file', flags.summaryFile], ['--events', flags.events], ['--report', flags.report]]);
+    await checkFilesApart([['--events', flags.events], ['--report', flags.report], ['--summary-file', flags.summaryFile]]);
   }
   if (flags.report !== undefined) await checkWritable('--report', flags.report);
 }
