@@ -140,6 +140,15 @@ describe('track report', () => {
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/junk\.json: not the summary of an upload or validate run/);
   });
+
+  it('refuses one summary named twice (by any name), exit 2: it would be added twice', () => {
+    track(['validate', 'attributes.csv', '--summary-file', 'once.json'], { cwd: dir });
+    for (const again of ['once.json', './once.json', join(dir, 'once.json')]) {
+      const r = track(['report', 'once.json', again], { cwd: dir });
+      expect(r.status, again).toBe(2);
+      expect(r.stderr, again).toContain(`${again}: the summary once.json given again; name each summary once`);
+    }
+  });
 });
 
 describe('merging summaries', () => {
