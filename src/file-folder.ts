@@ -3,7 +3,7 @@
 // person's to fix, with the folder named, not as an error code from the file system; the file a
 // link there names, as the file system follows it; and the paths that are a process's open files
 // (standard output: written as it is) or this program's own descriptors (never written).
-import { accessSync, constants, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 
 /** Links followed at most (as the kernel follows them: ELOOP past 40). */
@@ -62,47 +62,56 @@ export function isStream(path: string): boolean {
   }
 }
 
-/**
- * The standard output or error of this process that a path names, however it is written
- * (/dev/stdout, ../../dev/stdout, /dev/fd/2, /proc/self/fd/1): 1 or 2; undefined for anything
- * else (another descriptor may be one of node's own).
- */
+/** The descriptor of this process a path names (/dev/stdout: 1, ../../dev/stdout, /dev/fd/3, /proc/self/fd/3), however written; undefined for any other path. */
 export function descriptorOf(path: string): number | undefined {
   const at = placeOf(path);
-  const named = ({ '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[at];
+  const named = ({ '/dev/stdin': 0, '/dev/stdout': 1, '/dev/stderr': 2 } as Record<string, number>)[at];
   if (named !== undefined) return named;
-  const fd = /^\/(?:dev\/fd|proc\/(?:self|thread-self)\/fd)\/([12])$/.exec(at)?.[1] ?? new RegExp(`^/proc/${process.pid}/fd/([12])$`).exec(at)?.[1];
+  const fd = new RegExp(`^/(?:dev/fd|proc/(?:self|thread-self|${process.pid})/fd)/(\\d+)$`).exec(at)?.[1];
   return fd === undefined ? undefined : Number(fd);
 }
 
 /**
- * What a path names when it is one of this program's own descriptors (/dev/fd/7: a pipe or an event
- * queue node holds for itself, 'pipe:[123]'), which nothing may be written to (a write there
- * crashes the process); undefined for anything else. A pipe the program holds the reading end of
- * is its own (node's wake-up pipes); one given it to write to (3> >(cmd)) it holds written ends of only.
+ * Why an output may not be written to the descriptor a path names, or undefined (not a descriptor's
+ * path, or one the shell gave the run to write to: written through that descriptor, as it is).
+ * Refused: standard input (the run may read it, and a file behind it is the person's input); a
+ * descriptor not open when the run starts (it would be one the program opens later for itself); one
+ * open for reading only; and the program's own (an event queue, or a pipe whose reading end it holds:
+ * node's wake-up pipes; one given it to write to, 3> >(cmd), it holds written ends of only).
  */
 export function ownDescriptorProblem(path: string): string | undefined {
-  const fd = new RegExp(`^/(?:dev/fd|proc/(?:self|thread-self|${process.pid})/fd)/(\\d+)$`).exec(placeOf(path))?.[1];
-  if (fd === undefined || Number(fd) <= 2) return undefined;
+  const fd = descriptorOf(linkTarget(path));
+  if (fd === undefined || fd === 1 || fd === 2) return undefined;
+  if (fd === 0) return 'standard input, which is read, not written';
   let target: string;
   try {
     target = readlinkSync(`/proc/self/fd/${fd}`);
   } catch {
-    return undefined;
+    // (no /proc: not told apart)
+    if (!existsSync('/proc/self/fd')) return undefined;
+    return `descriptor ${fd}, which is not open: the shell gives the run one with ${fd}> FILE`;
   }
-  if (target.startsWith('anon_inode:')) return target;
+  if (accessMode(fd) === 0) return `descriptor ${fd}, which is open for reading only`;
+  if (target.startsWith('anon_inode:')) return `one of this program's own descriptors (${target})`;
   if (!target.startsWith('pipe:')) return undefined;
   for (const other of readdirSync('/proc/self/fd')) {
     try {
-      if (readlinkSync(`/proc/self/fd/${other}`) !== target) continue;
-      // the descriptor's access mode, the last octal digit of its flags: 0 reads
-      const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${other}`, 'latin1'))?.[1];
-      if (flags !== undefined && (parseInt(flags, 8) & 3) === 0) return target;
+      if (readlinkSync(`/proc/self/fd/${other}`) === target && accessMode(Number(other)) === 0) return `one of this program's own descriptors (${target})`;
     } catch {
       // (one closed meanwhile)
     }
   }
   return undefined;
+}
+
+/** A descriptor's access mode (0 reads, 1 writes, 2 both), the last octal digit of its flags; undefined when not known. */
+function accessMode(fd: number): number | undefined {
+  try {
+    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'))?.[1];
+    return flags === undefined ? undefined : parseInt(flags, 8) & 3;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The path with its folder as the file system finds it (`..` read there), its last part as it is (not followed). */

@@ -28,8 +28,9 @@ describe('the file a path names', () => {
     expect(descriptorOf('//dev/./stderr')).toBe(2);
     expect(descriptorOf('/dev/fd/1')).toBe(1);
     expect(descriptorOf(`/proc/${process.pid}/fd/2`)).toBe(2);
-    expect(descriptorOf('/dev/fd/3')).toBeUndefined();
-    expect(descriptorOf('/dev/stdin')).toBeUndefined();
+    expect(descriptorOf('/dev/fd/3')).toBe(3);
+    expect(descriptorOf('/dev/stdin')).toBe(0);
+    expect(descriptorOf(join(dir, 'x.json'))).toBeUndefined();
     expect(isStream('/dev/stdout')).toBe(true);
     expect(isStream('/dev/null')).toBe(true);
     // a file under /dev is a file
@@ -38,16 +39,19 @@ describe('the file a path names', () => {
   });
 
   it.skipIf(!linux)('refuses the pipes node holds for itself, not a file opened on a descriptor', () => {
-    // a pipe this process holds the reading end of is node's own: a write there would crash it
-    const own = readdirSync('/proc/self/fd').find((fd) => {
+    // node's wake-up pipes: this process holds both ends; a write to either would crash it
+    const mode = (fd: string): number => parseInt(/^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'))![1], 8) & 3;
+    const pipes = readdirSync('/proc/self/fd').flatMap((fd) => {
       try {
-        return readlinkSync(`/proc/self/fd/${fd}`).startsWith('pipe:') && (parseInt(/^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'latin1'))![1], 8) & 3) === 0;
+        const target = readlinkSync(`/proc/self/fd/${fd}`);
+        return target.startsWith('pipe:') ? [{ fd, target, mode: mode(fd) }] : [];
       } catch {
-        return false;
+        return [];
       }
     });
-    expect(Number(own)).toBeGreaterThan(2);
-    expect(ownDescriptorProblem(`/dev/fd/${own}`)).toMatch(/^pipe:\[\d+\]$/);
+    const writeEnd = pipes.find((p) => p.mode === 1 && pipes.some((q) => q.target === p.target && q.mode === 0));
+    expect(Number(writeEnd?.fd)).toBeGreaterThan(2);
+    expect(ownDescriptorProblem(`/dev/fd/${writeEnd!.fd}`)).toBe(`one of this program's own descriptors (${writeEnd!.target})`);
     const fd = openSync(join(dir, 'given.log'), 'w');
     try {
       expect(ownDescriptorProblem(`/dev/fd/${fd}`)).toBeUndefined();
@@ -55,6 +59,16 @@ describe('the file a path names', () => {
       closeSync(fd);
     }
     expect(ownDescriptorProblem('/dev/fd/1')).toBeUndefined();
+    // standard input is read; a descriptor not open now would be one the program opens later for itself
+    expect(ownDescriptorProblem('/dev/stdin')).toBe('standard input, which is read, not written');
+    expect(ownDescriptorProblem('/dev/fd/987')).toMatch(/^descriptor 987, which is not open/);
+    // one open for reading only
+    const read = openSync(join(dir, 'given.log'), 'r');
+    try {
+      expect(ownDescriptorProblem(`/proc/self/fd/${read}`)).toBe(`descriptor ${read}, which is open for reading only`);
+    } finally {
+      closeSync(read);
+    }
     expect(ownDescriptorProblem(join(dir, 'x.json'))).toBeUndefined();
   });
 });

@@ -265,9 +265,15 @@ async function writeSummaryFile(path: string, json: string): Promise<boolean> {
   }
   const { appendFile, rename, stat, writeFile, rm } = await import('node:fs/promises');
   // a link there is written through: the file it names is replaced, the link stays
-  const { descriptorOf, isStream, linkTarget } = await import('../file-folder.js');
+  const { descriptorOf, isStream, linkTarget, ownDescriptorProblem } = await import('../file-folder.js');
   const target = linkTarget(path);
   const partial = `${target}.${process.pid}.partial`;
+  // (told here too: a run that stopped before its checks writes its summary all the same)
+  const own = ownDescriptorProblem(target);
+  if (own !== undefined) {
+    process.stderr.write(`track: --summary-file ${path}: not written: it names ${own}\n`);
+    return false;
+  }
   try {
     // standard output (/dev/stdout, a link to it) gets the summary after what the run wrote there, as a
     // device or a pipe does: through this process's own descriptor, whose place in a file the run's

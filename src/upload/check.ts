@@ -157,7 +157,7 @@ export async function recordIn(path: string): Promise<string | undefined> {
 /** A file the run will write: it must be writable now, though it is created only when written to. */
 export async function checkWritable(flag: string, path: string): Promise<void> {
   const own = ownDescriptorProblem(path);
-  if (own !== undefined) throw new UsageError(`cannot write ${flag} ${path}: it is one of this program's own descriptors (${own}); give a file, /dev/stdout or /dev/stderr`);
+  if (own !== undefined) throw new UsageError(`cannot write ${flag} ${path}: it names ${own}; give a file, /dev/stdout or /dev/stderr`);
   const info = await stat(path).catch(() => undefined);
   if (info?.isDirectory() === true) throw new UsageError(`${flag} ${path} is a directory`);
   if (info === undefined) {

@@ -1,6 +1,6 @@
 // --summary-file and `track report`: every run leaves its summary (a failed one too), and the
 // summaries of a run's shards add up into one verdict.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { linkSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { addSummaries, formatReport, mergeSummaries, worseStatus, type SummaryJson } from '../../src/cli/output/merge-summaries.js';
@@ -143,7 +143,8 @@ describe('track report', () => {
 
   it('refuses one summary named twice (by any name), exit 2: it would be added twice', () => {
     track(['validate', 'attributes.csv', '--summary-file', 'once.json'], { cwd: dir });
-    for (const again of ['once.json', './once.json', join(dir, 'once.json')]) {
+    linkSync(join(dir, 'once.json'), join(dir, 'hard.json'));
+    for (const again of ['once.json', './once.json', join(dir, 'once.json'), 'hard.json']) {
       const r = track(['report', 'once.json', again], { cwd: dir });
       expect(r.status, again).toBe(2);
       expect(r.stderr, again).toContain(`${again}: the summary once.json given again; name each summary once`);

@@ -3,7 +3,7 @@
 // left exactly as it was; a file that is not a database, a damaged one, or a folder, is named with
 // what to do.
 import Database from 'better-sqlite3';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/emulator/store.js';
@@ -93,6 +93,13 @@ describe('a --db that is not a database', () => {
     const device = runCli(['emulate', '--port', '0', '--db', '/dev/null', '--exec', 'echo never run']);
     expect(device.status).toBe(2);
     expect(device.stderr).toContain('--db /dev/null: names standard output or a device; give the path of a file');
+    symlinkSync('/dev/null', join(tmp.dir, 'to-null'));
+    expect(runCli(['emulate', '--port', '0', '--db', join(tmp.dir, 'to-null'), '--exec', 'echo never run']).stderr).toContain('names standard output or a device');
+    for (const command of ['inspect', 'cleanup']) {
+      const read = runCli([command, '--db', '/dev/null']);
+      expect(read.status, command).toBe(2);
+      expect(read.stderr, command).toContain('--db /dev/null: names standard output or a device; give the path of a file');
+    }
     const inspected = runCli(['inspect', '--db', missing]);
     expect(inspected.status).toBe(2);
     expect(inspected.stderr).toContain(`${missing}: no emulator database here (the folder ${join(tmp.dir, 'no-such-folder')} does not exist)`);

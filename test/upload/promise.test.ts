@@ -265,6 +265,14 @@ describe('the files a run writes', () => {
       const refused = await up([file, '--url', emu.url, flag, join(tmp.dir, 'dangling'), '--restart']);
       expect(refused, flag).toMatchObject({ status: 2, stderr: expect.stringContaining(`cannot write ${flag} ${join(tmp.dir, 'dangling')}: it links to ${join(tmp.dir, 'nowhere', 'target.ndjson')}, and the folder ${join(tmp.dir, 'nowhere')} does not exist`) });
     }
+    // standard input is read, never written: with it sent from a file, that file was emptied
+    writeFileSync(join(tmp.dir, 'kept.csv'), 'external_id\nkept\n');
+    const fromFile = spawn('bash', ['-c', `'${process.execPath}' '${BIN}' upload '${file}' --url ${emu.url} --api-key k --restart --rejects /dev/stdin < '${join(tmp.dir, 'kept.csv')}'`]);
+    let refusal = '';
+    fromFile.stderr.on('data', (d: Buffer) => (refusal += d.toString()));
+    expect(await new Promise((resolve) => fromFile.on('exit', resolve))).toBe(2);
+    expect(refusal).toContain('cannot write --rejects /dev/stdin: it names standard input, which is read, not written');
+    expect(readFileSync(join(tmp.dir, 'kept.csv'), 'utf8')).toBe('external_id\nkept\n');
     // the delta state is a file: never standard output or a device
     expect(await up([file, '--url', emu.url, '--delta', '--state', '/dev/null', '--restart'])).toMatchObject({ status: 2, stderr: expect.stringContaining('--state /dev/null: names standard output or a device') });
     // a loop of links is no place to write

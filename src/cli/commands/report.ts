@@ -12,17 +12,21 @@ export function registerReport(program: Command): void {
     .description('add the summaries of a sharded run (--summary-file) into one; exits with the worst status among them')
     .argument('<files...>', 'summary files written by upload or validate --summary-file')
     .option('--json', 'print the report as JSON')
-    .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice, or the summaries are of\ndifferent commands; 2 when a file is not a summary, or is named twice.')
+    .addHelpText('after', '\nExit status: the worst among the summaries (3 a fatal stop, 2 a usage error, 130 interrupted, 1 rows\nrejected, 0 all accepted); 3 when a shard is missing or named twice, or the summaries are of\ndifferent commands or splits; 2 when a file is not a summary, or is named twice.')
     .action(async (files: string[], flags: { json?: boolean }) => {
       const [{ formatReport, mergeSummaries, parseSummary, totalRejectsPath }, { formatSummary }] = await Promise.all([import('../output/merge-summaries.js'), import('../output/summary.js')]);
       const summaries = [];
       // one summary named twice (two globs that overlap) would be added twice
       const { canonicalPath } = await import('../../lock-file.js');
+      const { statSync } = await import('node:fs');
       const named = new Map<string, string>();
       for (const file of files) {
-        const earlier = named.get(canonicalPath(file));
+        // by the file itself (a hard link is another name of it), else by its path
+        const info = statSync(file, { throwIfNoEntry: false });
+        const key = info === undefined ? canonicalPath(file) : `${info.dev}:${info.ino}`;
+        const earlier = named.get(key);
         if (earlier !== undefined) throw new UsageError(`${file}: the summary ${earlier} given again; name each summary once`);
-        named.set(canonicalPath(file), file);
+        named.set(key, file);
       }
       for (const file of files) {
         const text = await readFile(file, 'utf8').catch((error: NodeJS.ErrnoException) => {

@@ -3,7 +3,7 @@
 // (kill -9 included) leaves a file whose every complete line parses.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { folderProblem, ownDescriptorProblem } from '../../file-folder.js';
+import { descriptorOf, folderProblem, linkTarget, ownDescriptorProblem } from '../../file-folder.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
 
 /** Writes each event as a line to `write`; progress every `progressEvery` seconds. */
@@ -14,11 +14,14 @@ export function ndjsonEvents(write: (line: string) => void, progressEvery: numbe
 /** The events written to a file, created (or emptied) before the run starts. */
 export function eventsFile(path: string, progressEvery: number, warn: (message: string) => void): RunConsumer {
   let fd: number | undefined;
+  // a descriptor the shell gave (/dev/stdout, /dev/fd/3) is written through as it is: opened anew, a
+  // file behind it would be emptied, and written over by the run's other lines
+  const given = descriptorOf(linkTarget(path));
   if (path.endsWith('/')) throw new UsageError(`cannot write --events ${path}: names a folder; give the path of a file`);
   const own = ownDescriptorProblem(path);
-  if (own !== undefined) throw new UsageError(`cannot write --events ${path}: it is one of this program's own descriptors (${own}); give a file, /dev/stdout or /dev/stderr`);
+  if (own !== undefined) throw new UsageError(`cannot write --events ${path}: it names ${own}; give a file, /dev/stdout or /dev/stderr`);
   try {
-    fd = openSync(path, 'w');
+    fd = given ?? openSync(path, 'w');
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // a path in a folder that is not there is told by the folder, as every output's is
@@ -39,7 +42,7 @@ export function eventsFile(path: string, progressEvery: number, warn: (message: 
   return {
     ...consumer,
     close: async () => {
-      if (fd !== undefined) closeSync(fd);
+      if (fd !== undefined && given === undefined) closeSync(fd);
       fd = undefined;
     },
   };
