@@ -62,6 +62,13 @@ export function isStream(path: string): boolean {
   }
 }
 
+/**
+ * Why a file SQLite reads back and writes in place (an emulator's database, the delta state) cannot
+ * be at `path`: it names standard output or a device (itself, or through a link); undefined when not.
+ */
+export const notAFileProblem = (path: string): string | undefined =>
+  isStream(linkTarget(path)) ? 'names standard output or a device; give the path of a file' : undefined;
+
 /** The descriptor of this process a path names (/dev/stdout: 1, ../../dev/stdout, /dev/fd/3, /proc/self/fd/3), however written; undefined for any other path. */
 export function descriptorOf(path: string): number | undefined {
   const at = placeOf(path);

@@ -56,7 +56,7 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
     const target = linkTarget(path);
     if (isStream(target) || !(await isRegularFile(path))) return;
     // it is made beside the file it replaces (through a link, the file the link names), then renamed over it
-    const folderProblem = await replacedFolderProblem(path);
+    const folderProblem = await replacedFolderProblem(path, target);
     if (folderProblem !== undefined) throw new UsageError(`cannot write --summary-file ${path}: ${folderProblem}`);
     // an earlier run's summary goes now: a run killed before it writes its own (kill -9, out of
     // memory) leaves none, which `track report` names as missing, rather than one that is not its own
@@ -234,11 +234,9 @@ async function isRegularFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isFile() === true;
 }
 
-/** Why a summary cannot replace the file at `path` (its folder, or its link's target's, takes no new file), or undefined. */
-async function replacedFolderProblem(path: string): Promise<string | undefined> {
-  const { linkTarget } = await import('../file-folder.js');
+/** Why a summary cannot replace the file at `path`, `target` through its links (its folder takes no new file), or undefined. */
+async function replacedFolderProblem(path: string, target: string): Promise<string | undefined> {
   const { access, constants } = await import('node:fs/promises');
-  const target = linkTarget(path);
   const folder = dirname(target);
   try {
     await access(folder, constants.W_OK | constants.X_OK);

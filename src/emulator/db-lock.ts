@@ -3,7 +3,7 @@
 // inspect` and `track cleanup` take no lock: SQLite lets them read and write a file a running
 // emulator has open.
 import { UsageError } from '../errors.js';
-import { folderProblem, isStream, linkTarget } from '../file-folder.js';
+import { folderProblem, notAFileProblem } from '../file-folder.js';
 import { FileInUseError, lockFile, type LockOwner } from '../lock-file.js';
 
 export type { LockOwner } from '../lock-file.js';
@@ -43,8 +43,6 @@ export function lockDatabase(db: string): () => void {
  */
 function checkDatabaseFolder(db: string): void {
   if (db.endsWith('/')) throw new UsageError(`--db ${db}: names a folder; give the path of a file (${db}track-emulator.sqlite)`);
-  // a database is a file SQLite reads back and writes in place: never standard output or a device
-  if (isStream(linkTarget(db))) throw new UsageError(`--db ${db}: names standard output or a device; give the path of a file`);
-  const problem = folderProblem(db);
+  const problem = notAFileProblem(db) ?? folderProblem(db);
   if (problem !== undefined) throw new UsageError(`--db ${db}: ${problem}`);
 }

@@ -154,10 +154,15 @@ export async function recordIn(path: string): Promise<string | undefined> {
   return undefined;
 }
 
-/** A file the run will write: it must be writable now, though it is created only when written to. */
-export async function checkWritable(flag: string, path: string): Promise<void> {
+/** Refuses an output path that names standard input or one of the program's own descriptors (ownDescriptorProblem). */
+export function checkNotOwnDescriptor(flag: string, path: string): void {
   const own = ownDescriptorProblem(path);
   if (own !== undefined) throw new UsageError(`cannot write ${flag} ${path}: it names ${own}; give a file, /dev/stdout or /dev/stderr`);
+}
+
+/** A file the run will write: it must be writable now, though it is created only when written to. */
+export async function checkWritable(flag: string, path: string): Promise<void> {
+  checkNotOwnDescriptor(flag, path);
   const info = await stat(path).catch(() => undefined);
   if (info?.isDirectory() === true) throw new UsageError(`${flag} ${path} is a directory`);
   if (info === undefined) {

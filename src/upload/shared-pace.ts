@@ -15,6 +15,9 @@ interface PaceOptions {
   rateStoreKey?: string;
 }
 
+/** One of `n` shards' share of a limit a second or an hour (at least one: see checkShares). */
+export const shareOf = (limit: number, n: number): number => Math.max(1, Math.floor(limit / n));
+
 /**
  * Refuses a --rate or --hourly below the number of shards (`n`) when each paces at its share: a share
  * below one request a second (or an hour) would be rounded up to one, and the shards together would
@@ -38,7 +41,7 @@ export function checkShares(rate: number | undefined, hourly: number | undefined
  */
 export async function sharedPace(send: PaceOptions, target: string, shard: Shard | undefined) {
   const n = shard?.count ?? 1;
-  const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : Math.max(1, Math.floor(limit / n)));
+  const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : shareOf(limit, n));
   const rate = send.rate ?? DEFAULT_RATE;
   if (send.rateStore === undefined) checkShares(send.rate, send.hourly, n);
   if (send.rateStore === undefined) return n === 1 ? undefined : { rate: share(rate), hourly: share(send.hourly), close: async () => undefined };

@@ -62,9 +62,8 @@ export async function checkRun(options: UploadOptions, run: ResolvedRun, target:
   const others = (options.otherOutputs ?? []).map(({ flag, path }) => [flag, path] as const);
   await checkFilesApart([['--state', delta?.statePath], ['--journal', target?.journalPath], ['--map', options.mapFile], ['--rejects', rejectsPath], ['--out', options.outPath], ...others]);
   if (delta !== undefined && send !== undefined) await checkWritable('--state', delta.statePath);
-  // the state is a file SQLite reads back and writes in place: never standard output or a device
-  const { isStream, linkTarget } = await import('../file-folder.js');
-  if (delta !== undefined && isStream(linkTarget(delta.statePath))) throw new UsageError(`--state ${delta.statePath}: names standard output or a device; give the path of a file`);
+  const notAFile = delta === undefined ? undefined : (await import('../file-folder.js')).notAFileProblem(delta.statePath);
+  if (notAFile !== undefined) throw new UsageError(`--state ${delta!.statePath}: ${notAFile}`);
   // a resumed run does not read again what an earlier one settled whole
   const earlier = target?.resume === true && target.journalPath !== undefined ? await findJournal(target.journalPath).catch(() => undefined) : undefined;
   // the rows a run under another key settled went to its workspace, which may not be this one's

@@ -2,13 +2,12 @@
 import { existsSync } from 'node:fs';
 import type { Store } from '../../emulator/store.js';
 import { InputError, UsageError } from '../../errors.js';
-import { folderProblem } from '../../file-folder.js';
+import { folderProblem, notAFileProblem } from '../../file-folder.js';
 
 export async function openEmulatorDb(path: string): Promise<Store> {
   if (path === '') throw new UsageError("--db: an empty path; give the emulator's database file");
-  const { isStream, linkTarget } = await import('../../file-folder.js');
-  // a database is a file SQLite reads back and writes in place: never standard output or a device
-  if (isStream(linkTarget(path))) throw new UsageError(`--db ${path}: names standard output or a device; give the path of a file`);
+  const notAFile = notAFileProblem(path);
+  if (notAFile !== undefined) throw new UsageError(`--db ${path}: ${notAFile}`);
   if (!existsSync(path)) {
     // a folder that is not there is said: an emulator could not make its database there either
     const folder = folderProblem(path);

@@ -160,7 +160,11 @@ export function mergeSummaries(summaries: { file: string; summary: SummaryJson }
   const n = counts.length === 1 ? counts[0] : 0;
   // a shard is its index of its split: 1/3 and 1/2 are two shards, and neither doubles the other
   const seen = new Map<string, number>();
-  for (const s of shards) if (s.shard !== undefined) seen.set(`${s.shard.index}/${s.shard.count}`, (seen.get(`${s.shard.index}/${s.shard.count}`) ?? 0) + 1);
+  for (const s of shards) {
+    if (s.shard === undefined) continue;
+    const key = `${s.shard.index}/${s.shard.count}`;
+    seen.set(key, (seen.get(key) ?? 0) + 1);
+  }
   const missingShards = n === 0 ? [] : Array.from({ length: n }, (_, i) => i + 1).filter((k) => !seen.has(`${k}/${n}`));
   const duplicateShards = [...new Set([...seen].filter(([, times]) => times > 1).map(([k]) => Number(k.split('/')[0])))].sort((a, b) => a - b);
   const commands = [...new Set(summaries.map(({ summary }) => String(summary.command)))];

@@ -3,7 +3,8 @@
 // (kill -9 included) leaves a file whose every complete line parses.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { descriptorOf, folderProblem, linkTarget, ownDescriptorProblem } from '../../file-folder.js';
+import { descriptorOf, folderProblem, linkTarget } from '../../file-folder.js';
+import { checkNotOwnDescriptor } from '../../upload/check.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
 
 /** Writes each event as a line to `write`; progress every `progressEvery` seconds. */
@@ -18,8 +19,7 @@ export function eventsFile(path: string, progressEvery: number, warn: (message: 
   // file behind it would be emptied, and written over by the run's other lines
   const given = descriptorOf(linkTarget(path));
   if (path.endsWith('/')) throw new UsageError(`cannot write --events ${path}: names a folder; give the path of a file`);
-  const own = ownDescriptorProblem(path);
-  if (own !== undefined) throw new UsageError(`cannot write --events ${path}: it names ${own}; give a file, /dev/stdout or /dev/stderr`);
+  checkNotOwnDescriptor('--events', path);
   try {
     fd = given ?? openSync(path, 'w');
   } catch (error) {

@@ -4,6 +4,7 @@ import chalk from 'chalk';
 import { DeliveryError, InputError, OutputError, UsageError } from '../../errors.js';
 import type { BatchLimits } from '../../model/limits.js';
 import type { DeliverySummary } from '../../transport/index.js';
+import { shareOf } from '../../upload/shared-pace.js';
 import type { UploadSummary } from '../../upload/upload.js';
 import { refusedItems } from './figures.js';
 import { counted, duration, number } from './progress.js';
@@ -34,7 +35,7 @@ export interface Pace {
 export function ownPace(pace: Pace): Pace {
   const n = pace.shards ?? 1;
   if (n <= 1) return pace;
-  return { rate: Math.max(1, Math.floor(pace.rate / n)), hourly: pace.hourly === undefined ? undefined : Math.max(1, Math.floor(pace.hourly / n)) };
+  return { rate: shareOf(pace.rate, n), hourly: pace.hourly === undefined ? undefined : shareOf(pace.hourly, n) };
 }
 
 /** The least time `requests` take at the pace (a shard's: at its share): whole hours of `hourly` requests, then the rest at `rate`. */
