@@ -6,7 +6,10 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pushTarget } from '../../src/cli/output/metrics-push.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { metricsPush, pushTarget } from '../../src/cli/output/metrics-push.js';
+import type { ProgressEvent } from '../../src/cli/output/run-events.js';
 import { BIN, ROOT, runCliAsync as runCli, tempDir } from '../helpers/cli.js';
 import { writeEventsCsv } from '../helpers/events.js';
 import { freePort } from '../helpers/free-port.js';
@@ -179,6 +182,27 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
       await stopGateway(hung.process);
     }
   }, 90_000);
+
+  it('gives up a push to a hung gateway in its time also when the garbage collector runs meanwhile', async () => {
+    // the collector, as --expose-gc gives it
+    setFlagsFromString('--expose-gc');
+    const collect = runInNewContext('gc') as () => void;
+    const hung = await startGateway(storage.dir);
+    hung.process.kill('SIGSTOP');
+    try {
+      const warnings: string[] = [];
+      const pushes = metricsPush(hung.url, 1, (message) => warnings.push(message), undefined, { progressMs: 1_000, lastMs: 1_000 });
+      const progress = { type: 'progress', rows: 1, rejectedRows: 0, answers: {}, requests: { retries: 0, rateLimited: 0, inFlight: 0 }, items: { accepted: 0, rejected: 0 }, dataPoints: 0, elapsedSeconds: 1 } as unknown as ProgressEvent;
+      pushes.event(progress);
+      const collecting = setInterval(collect, 100);
+      const outcome = await Promise.race([pushes.close().then(() => 'given up'), new Promise((resolve) => setTimeout(resolve, 10_000, 'still waiting after 10 s'))]);
+      clearInterval(collecting);
+      expect(outcome).toBe('given up');
+      expect(warnings).toEqual([expect.stringMatching(/could not push to .*timeout/)]);
+    } finally {
+      await stopGateway(hung.process);
+    }
+  }, 30_000);
 
   it("keeps each shard's figures apart: shards on one machine do not replace each other's", async () => {
     const emulator = await servers.emulator();

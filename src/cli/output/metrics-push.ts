@@ -142,7 +142,13 @@ function metricsOf(client: Client): { registry: Registry; set: (f: Figures) => v
   };
 }
 
-export function metricsPush(url: string, progressEvery: number, warn: (message: string) => void, shard?: Shard): RunConsumer {
+/** How long a push may take: one of a progress event, and the last one, which the upload waits for. */
+export interface PushTimes {
+  progressMs: number;
+  lastMs: number;
+}
+
+export function metricsPush(url: string, progressEvery: number, warn: (message: string) => void, shard?: Shard, times: PushTimes = { progressMs: PUSH_TIMEOUT_MS, lastMs: LAST_PUSH_TIMEOUT_MS }): RunConsumer {
   const target = pushTarget(url, hostname(), shard);
   let metrics: Promise<ReturnType<typeof metricsOf>> | undefined;
   /** The push of a progress event still under way; the end cuts it off. */
@@ -152,13 +158,22 @@ export function metricsPush(url: string, progressEvery: number, warn: (message: 
   const push = async (figures: Figures, cut: AbortSignal, timeoutMs: number): Promise<void> => {
     metrics ??= import('prom-client').then(metricsOf);
     const { registry, set } = await metrics;
+    // cut off while prom-client loaded
+    if (cut.aborted) return;
     set(figures);
+    // the push's own time, on a timer this function holds: a signal of AbortSignal.timeout() given to
+    // AbortSignal.any() can be collected before it fires (Node 20), and a hung gateway then held the
+    // end of the run forever
+    const stop = new AbortController();
+    const timer = setTimeout(() => stop.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), timeoutMs);
+    const cutOff = (): void => stop.abort(cut.reason);
+    cut.addEventListener('abort', cutOff, { once: true });
     try {
       const response = await fetch(target.url, {
         method: 'PUT',
         headers: { 'content-type': registry.contentType, ...(target.authorization === undefined ? {} : { authorization: target.authorization }) },
         body: await registry.metrics(),
-        signal: AbortSignal.any([cut, AbortSignal.timeout(timeoutMs)]),
+        signal: stop.signal,
       });
       if (!response.ok) throw new Error(`${response.status} ${(await response.text()).trim().slice(0, 200)}`);
     } catch (error) {
@@ -167,6 +182,9 @@ export function metricsPush(url: string, progressEvery: number, warn: (message: 
       // a gateway that cannot be reached never stops the upload; it is told once
       if (!warned) warn(`--metrics-push: could not push to ${target.url}: ${(error as Error).message}`);
       warned = true;
+    } finally {
+      clearTimeout(timer);
+      cut.removeEventListener('abort', cutOff);
     }
   };
 
@@ -179,14 +197,14 @@ export function metricsPush(url: string, progressEvery: number, warn: (message: 
         if (pushing !== undefined) return;
         const cut = new AbortController();
         pushing = cut;
-        last = push(fromProgress(event), cut.signal, PUSH_TIMEOUT_MS).finally(() => {
+        last = push(fromProgress(event), cut.signal, times.progressMs).finally(() => {
           if (pushing === cut) pushing = undefined;
         });
       } else if (event.type === 'end') {
         // a slow gateway holds the end of the upload at most LAST_PUSH_TIMEOUT_MS, not behind a push of older figures
         pushing?.abort();
         pushing = undefined;
-        last = push(fromSummary(event.summary, event.exitStatus), new AbortController().signal, LAST_PUSH_TIMEOUT_MS);
+        last = push(fromSummary(event.summary, event.exitStatus), new AbortController().signal, times.lastMs);
       }
     },
     close: () => last,
