@@ -195,7 +195,7 @@ describe.skipIf(!present)('--metrics-push to a Pushgateway', () => {
       const progress = { type: 'progress', rows: 1, rejectedRows: 0, answers: {}, requests: { retries: 0, rateLimited: 0, inFlight: 0 }, items: { accepted: 0, rejected: 0 }, dataPoints: 0, elapsedSeconds: 1 } as unknown as ProgressEvent;
       pushes.event(progress);
       const collecting = setInterval(collect, 100);
-      const outcome = await Promise.race([pushes.close().then(() => 'given up'), new Promise((resolve) => setTimeout(resolve, 10_000, 'still waiting after 10 s'))]);
+      const outcome = await Promise.race([pushes.close!().then(() => 'given up'), new Promise((resolve) => setTimeout(resolve, 10_000, 'still waiting after 10 s'))]);
       clearInterval(collecting);
       expect(outcome).toBe('given up');
       expect(warnings).toEqual([expect.stringMatching(/could not push to .*timeout/)]);
