@@ -113,11 +113,41 @@ export function storeName(url: URL): string {
 }
 
 /**
- * Connects to the store, and checks it answers, before anything is sent: an unreachable store is a
- * usage error (exit 2) naming it. Once connected, a failure is the caller's to handle (a command
- * fails at once rather than waiting for a reconnection).
+ * The longest a command may wait for its answer: a server stopped without closing its connections
+ * (paused, a machine gone, a network that drops the packets) takes commands and answers none, and
+ * the client's own timeouts end only at connecting or before a command is written.
  */
-export async function connectRateStore(text: string, key: string, limits: BudgetLimits, connectTimeoutMs = 5_000): Promise<RateStore> {
+const ANSWER_MS = 5_000;
+
+/** What answered() asks of the client. */
+interface Client {
+  readonly isOpen: boolean;
+  destroy(): void;
+}
+
+/**
+ * The command's answer, or a failure once `ms` pass without one. The client is then destroyed: an
+ * answer that comes later would be taken for the next command's.
+ */
+function answered<T>(command: Promise<T>, ms: number, client: Client): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const silence = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      // told first, so that the commands the destroy fails do not say it
+      reject(new Error(`no answer in ${ms / 1000} s`));
+      if (client.isOpen) client.destroy();
+    }, ms);
+  });
+  return Promise.race([command, silence]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Connects to the store, and checks it answers, before anything is sent: an unreachable store, or
+ * one that does not answer within `connectTimeoutMs`, is a usage error (exit 2) naming it. Once
+ * connected, a failure is the caller's to handle: a command fails at once rather than waiting for a
+ * reconnection, and one left unanswered for `answerMs` fails then.
+ */
+export async function connectRateStore(text: string, key: string, limits: BudgetLimits, connectTimeoutMs = 5_000, answerMs = ANSWER_MS): Promise<RateStore> {
   const url = parseStoreUrl(text);
   const name = `${storeName(url)} (key ${key})`;
   const { createClient } = await import('@redis/client');
@@ -130,10 +160,16 @@ export async function connectRateStore(text: string, key: string, limits: Budget
   // errors reach the commands that fail; an 'error' event without a listener would end the process
   client.on('error', () => undefined);
   try {
-    await client.connect();
-    await client.ping();
+    await answered(
+      (async () => {
+        await client.connect();
+        await client.ping();
+      })(),
+      connectTimeoutMs,
+      client,
+    );
   } catch (error) {
-    await client.destroy();
+    if (client.isOpen) client.destroy();
     const why = error instanceof Error ? error.message : String(error);
     throw new UsageError(`--rate-store ${storeName(url)}: cannot reach the store (${why || 'connection refused'}); start it, fix the URL, or run without --rate-store`);
   }
@@ -146,13 +182,16 @@ export async function connectRateStore(text: string, key: string, limits: Budget
   return {
     name,
     async take(id) {
-      return Number(await client.eval(TAKE, { keys, arguments: [id, ...args] }));
+      return Number(await answered(client.eval(TAKE, { keys, arguments: [id, ...args] }), answerMs, client));
     },
     async move(id) {
-      await client.eval(MOVE, { keys, arguments: [id] });
+      await answered(client.eval(MOVE, { keys, arguments: [id] }), answerMs, client);
     },
     async close() {
-      if (client.isOpen) await client.close().catch(() => client.destroy());
+      if (!client.isOpen) return;
+      await answered(client.close(), answerMs, client).catch(() => {
+        if (client.isOpen) client.destroy();
+      });
     },
   };
 }

@@ -17,6 +17,8 @@ export interface RedisServer {
   url: string;
   port: number;
   stop(): Promise<void>;
+  /** Stops the server without closing its connections (SIGSTOP): it takes commands and answers none. */
+  pause(): void;
 }
 
 function startOn(port: number): Promise<ChildProcess> {
@@ -47,6 +49,7 @@ export async function startRedis(): Promise<RedisServer> {
       return {
         url: `redis://127.0.0.1:${port}`,
         port,
+        pause: () => void child.kill('SIGSTOP'),
         stop: () =>
           new Promise((resolve) => {
             if (child.exitCode !== null || child.signalCode !== null) return resolve();

@@ -135,6 +135,37 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     );
   });
 
+  it('refuses a store that takes the connection and answers nothing, naming it, once the time to connect is over', async () => {
+    redis.pause();
+    const started = performance.now();
+    await expect(connectRateStore(redis.url, 'k', { perSecond: 10, marginMs: 20 }, 1_000)).rejects.toThrow(
+      new RegExp(`--rate-store redis://127\\.0\\.0\\.1:${redis.port}: cannot reach the store \\(no answer in 1 s\\)`),
+    );
+    expect(performance.now() - started).toBeLessThan(5_000);
+  });
+
+  it('falls back to its own share when the store stops answering mid-run, and closes without waiting for it', async () => {
+    const store = await connectRateStore(redis.url, 'track:silent', { perSecond: 1000, marginMs: 20 }, 1_000, 500);
+    const told: Error[] = [];
+    const pacer = createSharedPacer({
+      local: createPacer({ perSecond: 1000, evenly: false }),
+      store,
+      fallback: { perSecond: 10, marginMs: 20 },
+      onFallback: (error) => told.push(error),
+      id: 'solo',
+    });
+    for (let i = 0; i < 3; i += 1) pacer.markSent(await pacer.acquire());
+    redis.pause();
+    const t0 = performance.now();
+    for (let i = 0; i < 3; i += 1) pacer.markSent(await pacer.acquire());
+    // the first start waited the half second for an answer, then the run went on at its share
+    expect(told.map((e) => e.message)).toEqual(['no answer in 0.5 s']);
+    expect(performance.now() - t0).toBeLessThan(5_000);
+    const closing = performance.now();
+    await store.close();
+    expect(performance.now() - closing).toBeLessThan(2_000);
+  });
+
   it('falls back to its own share, counting what it sent, when the store goes away mid-run', async () => {
     const store = await connect('track:fallback', 1000);
     const told: Error[] = [];
