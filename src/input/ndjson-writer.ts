@@ -4,6 +4,7 @@ import { once } from 'node:events';
 import { createWriteStream, fdatasync, type WriteStream } from 'node:fs';
 import { lstat, stat, truncate, unlink } from 'node:fs/promises';
 import { OutputError, UsageError } from '../errors.js';
+import { descriptorOf, isStream, linkTarget } from '../file-folder.js';
 
 export interface NdjsonWriter {
   readonly path: string;
@@ -24,14 +25,17 @@ const GATHER_CHARS = 64 * 1024;
 
 /** Creates (or truncates; with `append`, opens for adding) the file now, so a path that cannot be written fails before any work. */
 export async function openNdjsonWriter(path: string, what: string, options: { append?: boolean } = {}): Promise<NdjsonWriter> {
-  const stream: WriteStream = createWriteStream(path, { flags: options.append === true ? 'a' : 'w' });
+  // a descriptor the shell gave (/dev/stdout, /dev/fd/3) is written through as it is: opened anew, a
+  // file behind it would be emptied, and its lines written over by the run's other lines
+  const given = descriptorOf(linkTarget(path));
+  const stream: WriteStream = given === undefined ? createWriteStream(path, { flags: options.append === true ? 'a' : 'w' }) : createWriteStream('', { fd: given, autoClose: false });
   let failure: Error | undefined;
   const failed = (error: Error): void => {
     failure ??= new OutputError(`cannot write the ${what} file ${path}: ${error.message}`, path);
   };
   stream.on('error', failed);
   try {
-    await once(stream, 'open');
+    if (given === undefined) await once(stream, 'open');
   } catch (error) {
     throw new UsageError(`cannot write the ${what} file ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
   }
@@ -128,10 +132,12 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
 
 /**
  * Clears an earlier run's output left at `path`, which would mislead: a regular file is deleted, one
- * reached through a link is emptied (the link stays); a device or a pipe the person named
- * (`--rejects /dev/null`) is left alone.
+ * reached through a link is emptied (the link stays); a device, a pipe or an open file the person
+ * named (`--rejects /dev/null`, `/dev/stdout`) is left alone.
  */
 export async function removeStaleFile(path: string): Promise<void> {
+  // standard output sent to a file is that file: the run's own lines (`--rejects /dev/stdout > log`)
+  if (isStream(linkTarget(path))) return;
   const info = await lstat(path).catch(() => undefined);
   if (info?.isFile() === true) await unlink(path).catch(() => undefined);
   else if (info?.isSymbolicLink() === true && (await stat(path).catch(() => undefined))?.isFile() === true) await truncate(path, 0).catch(() => undefined);

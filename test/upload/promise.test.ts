@@ -308,6 +308,21 @@ describe('the files a run writes', () => {
     expect(JSON.parse(summaryLine)).toMatchObject({ command: 'upload', exitStatus: 0 });
     expect(text[0]).toMatch(/^upload: 1 file, /);
     expect(lstatSync('/dev/stdout').isSymbolicLink()).toBe(true);
+    // rejects, the report and the bodies to standard output sent to a file: written through it, beside
+    // the run's other lines, the file neither emptied nor written over (a run with no rejects included)
+    const appended = join(tmp.dir, 'appended.log');
+    writeFileSync(appended, 'before\n');
+    const twoBad = eventsCsv(20, 'two-bad.csv', (i) => i < 2);
+    for (const more of [`'${twoBad}' --rejects /dev/stdout`, `'${file}' --rejects /dev/stdout`, `'${twoBad}' --report /dev/stdout`, `'${twoBad}' --out /dev/fd/3 --dry-run`]) {
+      const run = spawn('bash', ['-c', `'${process.execPath}' '${BIN}' upload ${more} --url ${emu.url} --api-key k --restart >> '${appended}' 3>&1`]);
+      expect([0, 1]).toContain(await new Promise((resolve) => run.on('exit', resolve)));
+    }
+    const lines = readFileSync(appended, 'utf8').split('\n');
+    expect(lines[0]).toBe('before');
+    expect(lines.filter((l) => l.startsWith('{"file":')).map((l) => JSON.parse(l).line)).toEqual([2, 3]);
+    expect(lines.filter((l) => /^upload(?: --dry-run)?: 1 file, /.test(l))).toHaveLength(4);
+    expect(lines.filter((l) => /^<!doctype html>/i.test(l))).toHaveLength(1);
+    expect(lines.filter((l) => l.startsWith('{"events":'))).toHaveLength(1);
     // a file under /dev (a tmpfs) is a file: replaced whole by each run, never added to
     if (existsSync('/dev/shm')) {
       const shm = join('/dev/shm', `track-test-${process.pid}.json`);

@@ -2,7 +2,9 @@
 // when it ends: its figures, throughput over time against --rate, waits, retries, answers, rejects by
 // reason, and data points spent and avoided. A consumer of the run's events: the figures are the
 // summary's, the curves its progress events, the waits and retries its wait and retry events.
+import { writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { descriptorOf, linkTarget } from '../../file-folder.js';
 import { barChart, escapeXml as escape, grouped, largestBars, lineChart, statusColour, type Bar } from '../../charts/svg.js';
 import { asSummary, runFigures, type SummaryFields } from './figures.js';
 import type { ProgressEvent, RunConsumer, RunEvent, StartEvent, StopEvent } from './run-events.js';
@@ -177,7 +179,16 @@ export function htmlReport(path: string): RunConsumer {
     },
     close: async () => {
       // the system's message names no file: the warning it becomes says which
-      if (page !== undefined) await writeFile(path, page).catch((error: Error) => Promise.reject(new Error(`--report ${path}: cannot be written (${error.message})`)));
+      if (page === undefined) return;
+      // a descriptor the shell gave (/dev/stdout, /dev/fd/3) is written through as it is: opened anew,
+      // a file behind it would be emptied of the run's other lines
+      const given = descriptorOf(linkTarget(path));
+      try {
+        if (given === undefined) await writeFile(path, page);
+        else writeFileSync(given, page);
+      } catch (error) {
+        throw new Error(`--report ${path}: cannot be written (${(error as Error).message})`);
+      }
     },
   };
 }
