@@ -15,7 +15,7 @@ export interface SharedPacerOptions {
   /** Paces this process's starts (pauses, the server's headers, even spacing). */
   local: Pacer;
   store: RateStore;
-  /** This process's own share, used once the store has failed. */
+  /** This process's own share, used once the store has failed: below one (a share of 3 a second among 4), one start every so long. */
   fallback: { perSecond?: number; perHour?: number; marginMs: number };
   /** Told once, when the store fails and the run falls back to its share. */
   onFallback?: (error: Error) => void;
@@ -24,14 +24,18 @@ export interface SharedPacerOptions {
   clock?: Clock;
 }
 
+/** A window of `limit` starts in `spanMs`; for a limit below one, of one start in spanMs / limit. */
+const windowOf = (limit: number, spanMs: number, marginMs: number): StartWindow =>
+  limit >= 1 ? createStartWindow(Math.floor(limit), spanMs + marginMs) : createStartWindow(1, Math.ceil(spanMs / limit) + marginMs);
+
 export function createSharedPacer(options: SharedPacerOptions): Pacer {
   const { local, store, id } = options;
   const clock = options.clock ?? systemClock;
   const { perSecond, perHour, marginMs } = options.fallback;
   // every start is counted here too, so a fallback starts from what this process already sent
   const windows: StartWindow[] = [];
-  if (perSecond !== undefined) windows.push(createStartWindow(perSecond, 1_000 + marginMs));
-  if (perHour !== undefined) windows.push(createStartWindow(perHour, 3_600_000 + marginMs));
+  if (perSecond !== undefined) windows.push(windowOf(perSecond, 1_000, marginMs));
+  if (perHour !== undefined) windows.push(windowOf(perHour, 3_600_000, marginMs));
   let failed: Error | undefined;
   /** When each ticket's start was counted, until it is sent. */
   const takenAt = new Map<number, number>();

@@ -52,6 +52,10 @@ export async function sharedPace(send: PaceOptions, target: string, shard: Shard
   ]);
   const marginMs = DEFAULT_WINDOW_MARGIN_MS;
   const store = await connectRateStore(send.rateStore, send.rateStoreKey ?? `track:rate:${target}`, { perSecond: rate, perHour: send.hourly, marginMs });
+  // a share below one (--rate 3 among 4 shards) is kept as it is: one start every so long, not one a second each
+  const fallback = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : limit < n ? limit / n : shareOf(limit, n));
+  const ownRate = fallback(rate)!;
+  const saying = ownRate >= 1 ? `${ownRate} requests a second` : `one request every ${Math.round((10 * n) / rate) / 10} s`;
   return {
     rate,
     hourly: send.hourly,
@@ -64,9 +68,8 @@ export async function sharedPace(send: PaceOptions, target: string, shard: Shard
           onLongWait: ({ untilMs, reason }) => onNotice?.({ type: 'waiting', reason, untilWallMs: Date.now() + (untilMs - performance.now()) }),
         }),
         store,
-        fallback: { perSecond: share(rate), perHour: share(send.hourly), marginMs },
-        onFallback: (error) =>
-          onNotice?.({ type: 'warning', message: `--rate-store ${store.name} failed (${error.message}): sending on at this process's share, ${share(rate)} requests a second` }),
+        fallback: { perSecond: ownRate, perHour: fallback(send.hourly), marginMs },
+        onFallback: (error) => onNotice?.({ type: 'warning', message: `--rate-store ${store.name} failed (${error.message}): sending on at this process's share, ${saying}` }),
         id: `${process.pid}-${randomUUID()}`,
       }),
     close: () => store.close(),

@@ -166,6 +166,22 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     expect(performance.now() - closing).toBeLessThan(2_000);
   });
 
+  it('falls back to one start every so long when its share is below one a second (--rate 3 among 6 shards)', async () => {
+    const store = await connect('track:thin', 3);
+    const pacer = createSharedPacer({ local: createPacer({ perSecond: 3, evenly: false }), store, fallback: { perSecond: 0.5, marginMs: 20 }, id: 'thin' });
+    pacer.markSent(await pacer.acquire());
+    const starts = [performance.now()];
+    await redis.stop();
+    const t0 = performance.now();
+    while (performance.now() - t0 < 4_500) {
+      pacer.markSent(await pacer.acquire());
+      starts.push(performance.now());
+    }
+    // one start in any two seconds, the one sent through the store included: never one a second
+    expect(busiestWindow(starts, 2_000)).toBe(1);
+    expect(starts.length).toBeGreaterThanOrEqual(3);
+  });
+
   it('falls back to its own share, counting what it sent, when the store goes away mid-run', async () => {
     const store = await connect('track:fallback', 1000);
     const told: Error[] = [];
