@@ -125,6 +125,18 @@ interface Client {
   destroy(): void;
 }
 
+/** The longest closing waits for the answers of commands still pending before the connection is cut. */
+const CLOSE_MS = 1_000;
+
+/** Cuts the client's connection (also one closing, whose socket stays open until the pending answers come). */
+function cut(client: Client): void {
+  try {
+    client.destroy();
+  } catch {
+    // destroyed already
+  }
+}
+
 /**
  * The command's answer, or a failure once `ms` pass without one. The client is then destroyed: an
  * answer that comes later would be taken for the next command's.
@@ -135,7 +147,7 @@ function answered<T>(command: Promise<T>, ms: number, client: Client): Promise<T
     timer = setTimeout(() => {
       // told first, so that the commands the destroy fails do not say it
       reject(new Error(`no answer in ${ms / 1000} s`));
-      if (client.isOpen) client.destroy();
+      cut(client);
     }, ms);
   });
   return Promise.race([command, silence]).finally(() => clearTimeout(timer));
@@ -169,7 +181,7 @@ export async function connectRateStore(text: string, key: string, limits: Budget
       client,
     );
   } catch (error) {
-    if (client.isOpen) client.destroy();
+    cut(client);
     const why = error instanceof Error ? error.message : String(error);
     throw new UsageError(`--rate-store ${storeName(url)}: cannot reach the store (${why || 'connection refused'}); start it, fix the URL, or run without --rate-store`);
   }
@@ -189,9 +201,8 @@ export async function connectRateStore(text: string, key: string, limits: Budget
     },
     async close() {
       if (!client.isOpen) return;
-      await answered(client.close(), answerMs, client).catch(() => {
-        if (client.isOpen) client.destroy();
-      });
+      // nothing waits on what is still pending (the move of a start counted): a store that does not answer is cut off
+      await answered(client.close(), Math.min(answerMs, CLOSE_MS), client).catch(() => cut(client));
     },
   };
 }

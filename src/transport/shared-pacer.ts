@@ -24,6 +24,18 @@ export interface SharedPacerOptions {
   clock?: Clock;
 }
 
+/** The promise's outcome, or the signal's reason once it fires first. */
+function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (signal === undefined) return promise;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(abortReason(signal));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
+}
+
 /** A window of `limit` starts in `spanMs`; for a limit below one, of one start in spanMs / limit. */
 const windowOf = (limit: number, spanMs: number, marginMs: number): StartWindow =>
   limit >= 1 ? createStartWindow(Math.floor(limit), spanMs + marginMs) : createStartWindow(1, Math.ceil(spanMs / limit) + marginMs);
@@ -54,8 +66,10 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
       if (failed !== undefined) return takeOwnShare(signal);
       let waitMs: number;
       try {
-        waitMs = await store.take(`${id}:${ticket}`);
+        waitMs = await unlessAborted(store.take(`${id}:${ticket}`), signal);
       } catch (error) {
+        // a run stopping (SIGTERM) does not wait for a store that is slow to answer, nor say it failed
+        if (signal?.aborted) throw abortReason(signal);
         fallBack(error);
         continue;
       }

@@ -55,11 +55,12 @@ describe.skipIf(!redisPresent)('--rate-store that stops answering', () => {
   it('midway: the run goes on at its share, says so once, and sends every row', async () => {
     const redis = await startRedis();
     try {
-      // 20 requests at 10 a second, one at a time: the store stops answering after the first second
+      // 20 requests at 10 a second, one at a time: the store stops answering once the first is sent
       const emulator = await servers.emulator({ latency: '20' });
       const file = writeEventsCsv(servers.tmp.dir, 1000);
       const run = runCliAsync(['upload', file, '--url', emulator.url, '--api-key', 'k', '--no-journal', '--rate', '10', '--concurrency', '1', '--rate-store', redis.url, '--json']);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // once requests go, drawn from the store
+      while (emulator.store.counts().events === 0) await new Promise((resolve) => setTimeout(resolve, 50));
       redis.pause();
       const r = await run;
       expect(r.status, r.stderr).toBe(0);

@@ -144,7 +144,7 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
-  it('falls back to its own share when the store stops answering mid-run, and closes without waiting for it', async () => {
+  it('falls back to its own share when the store stops answering mid-run', async () => {
     const store = await connectRateStore(redis.url, 'track:silent', { perSecond: 1000, marginMs: 20 }, 1_000, 500);
     const told: Error[] = [];
     const pacer = createSharedPacer({
@@ -161,9 +161,37 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     // the first start waited the half second for an answer, then the run went on at its share
     expect(told.map((e) => e.message)).toEqual(['no answer in 0.5 s']);
     expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  it('closes within a second when a command is left unanswered, its connection cut, nothing left to keep the process', async () => {
+    const sockets = (): number => process.getActiveResourcesInfo().filter((kind) => kind === 'TCPSocketWrap').length;
+    const before = sockets();
+    const store = await connectRateStore(redis.url, 'track:closing', { perSecond: 10, marginMs: 20 });
+    expect(sockets()).toBe(before + 1);
+    redis.pause();
+    const moving = store.move('x').then(() => undefined, (error: Error) => error);
     const closing = performance.now();
     await store.close();
-    expect(performance.now() - closing).toBeLessThan(2_000);
+    expect(performance.now() - closing).toBeLessThan(3_000);
+    expect(await moving).toBeInstanceOf(Error);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sockets()).toBe(before);
+  });
+
+  it('stops waiting for a store that does not answer when the run is stopped, without falling back', async () => {
+    const store = await connect('track:stopping', 10);
+    const told: Error[] = [];
+    const pacer = createSharedPacer({ local: createPacer({ perSecond: 10, evenly: false }), store, fallback: { perSecond: 10, marginMs: 20 }, onFallback: (e) => told.push(e), id: 'stopping' });
+    pacer.markSent(await pacer.acquire());
+    redis.pause();
+    const stop = new AbortController();
+    const waiting = pacer.acquire(stop.signal).then(() => 'started', (error: Error) => error.message);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const stopped = performance.now();
+    stop.abort(new Error('interrupted'));
+    expect(await waiting).toBe('interrupted');
+    expect(performance.now() - stopped).toBeLessThan(1_000);
+    expect(told).toEqual([]);
   });
 
   it('falls back to one start every so long when its share is below one a second (--rate 3 among 6 shards)', async () => {
