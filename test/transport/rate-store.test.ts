@@ -173,7 +173,8 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     const closing = performance.now();
     await store.close();
     expect(performance.now() - closing).toBeLessThan(3_000);
-    expect(await moving).toBeInstanceOf(Error);
+    // the move the end cut off is no failure to tell
+    expect(await moving).toBeUndefined();
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(sockets()).toBe(before);
   });
