@@ -3,7 +3,7 @@
 // person's to fix, with the folder named, not as an error code from the file system; the file a
 // link there names, as the file system follows it; and the paths that are a process's open files
 // (standard output: written as it is) or this program's own descriptors (never written).
-import { accessSync, constants, existsSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 
 /** Links followed at most (as the kernel follows them: ELOOP past 40). */
@@ -68,6 +68,26 @@ export function isStream(path: string): boolean {
  */
 export const notAFileProblem = (path: string): string | undefined =>
   isStream(linkTarget(path)) ? 'names standard output or a device; give the path of a file' : undefined;
+
+/**
+ * Whether `path` is a named pipe no process has open for reading: opening it to write would wait
+ * until one does, where no signal can end the wait (it holds the thread that would take the signal,
+ * or one the process's exit waits for).
+ */
+export function pipeWithoutReader(path: string): boolean {
+  try {
+    if (!statSync(path).isFIFO()) return false;
+  } catch {
+    return false;
+  }
+  try {
+    // without waiting: ENXIO says no reader is there
+    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ENXIO';
+  }
+}
 
 /** The descriptor of this process a path names (/dev/stdout: 1, ../../dev/stdout, /dev/fd/3, /proc/self/fd/3), however written; undefined for any other path. */
 export function descriptorOf(path: string): number | undefined {

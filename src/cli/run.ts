@@ -78,22 +78,26 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
  * Calls `first` on the first SIGINT, SIGTERM or SIGHUP and `second` on the next SIGINT or SIGTERM
  * (default: exit 130 at once); a signal held since the process began (held-signals.ts) is the first,
  * taken at once. A SIGHUP after the first is not a second: a closed terminal's shell and its kernel
- * may each send one, and nobody is there to insist. Returns the function that removes the handlers.
+ * may each send one, and nobody is there to insist. From the second on, the handlers are gone: a
+ * third signal ends the process as the system ends one (an exit waits for the file system's threads,
+ * and one opening a named pipe nobody reads never returns). Returns the function that removes them.
  */
 export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
+  const remove = (): void => {
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+  };
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signals > 0 && signal === 'SIGHUP') return;
     signals += 1;
-    if (signals === 1) first(signal);
-    else second(signal);
+    if (signals === 1) return first(signal);
+    remove();
+    second(signal);
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   const held = takeHeldSignal();
   if (held !== undefined) onSignal(held);
-  return () => {
-    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
-  };
+  return remove;
 }
 
 /**

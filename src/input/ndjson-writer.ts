@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createWriteStream, fdatasync, type WriteStream } from 'node:fs';
 import { lstat, stat, truncate, unlink } from 'node:fs/promises';
 import { OutputError, UsageError } from '../errors.js';
-import { descriptorOf, isStream, linkTarget } from '../file-folder.js';
+import { descriptorOf, isStream, linkTarget, pipeWithoutReader } from '../file-folder.js';
 
 export interface NdjsonWriter {
   readonly path: string;
@@ -28,6 +28,7 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
   // a descriptor the shell gave (/dev/stdout, /dev/fd/3) is written through as it is: opened anew, a
   // file behind it would be emptied, and its lines written over by the run's other lines
   const given = descriptorOf(linkTarget(path));
+  if (given === undefined && pipeWithoutReader(path)) throw new UsageError(`cannot write the ${what} file ${path}: a named pipe no process reads; start its reader first`);
   const stream: WriteStream = given === undefined ? createWriteStream(path, { flags: options.append === true ? 'a' : 'w' }) : createWriteStream('', { fd: given, autoClose: false });
   let failure: Error | undefined;
   const failed = (error: Error): void => {

@@ -3,7 +3,7 @@
 // (kill -9 included) leaves a file whose every complete line parses.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { descriptorOf, folderProblem, linkTarget } from '../../file-folder.js';
+import { descriptorOf, folderProblem, linkTarget, pipeWithoutReader } from '../../file-folder.js';
 import { checkNotOwnDescriptor } from '../../upload/check.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
 
@@ -20,6 +20,7 @@ export function eventsFile(path: string, progressEvery: number, warn: (message: 
   const given = descriptorOf(linkTarget(path));
   if (path.endsWith('/')) throw new UsageError(`cannot write --events ${path}: names a folder; give the path of a file`);
   checkNotOwnDescriptor('--events', path);
+  if (given === undefined && pipeWithoutReader(path)) throw new UsageError(`cannot write --events ${path}: a named pipe no process reads; start its reader first`);
   try {
     fd = given ?? openSync(path, 'w');
   } catch (error) {
