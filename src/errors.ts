@@ -34,6 +34,11 @@ export class SourceError extends Error {
   }
 }
 
+/** The run was stopped (Ctrl-C, SIGTERM) while it waited on an input in storage, before it sent anything. Exit 130. */
+export class StoppedError extends Error {
+  override name = 'StoppedError';
+}
+
 /** Delivery stopped: the server refused the key, retries ran out, or it cannot be reached. Exit 3. */
 export class DeliveryError extends Error {
   override name = 'DeliveryError';

@@ -4,7 +4,7 @@ import { CommanderError, type Command } from 'commander';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { isatty } from 'node:tty';
-import { DeliveryError, InputError, isMistake, UsageError } from '../errors.js';
+import { DeliveryError, InputError, isMistake, UsageError, StoppedError } from '../errors.js';
 import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { RunEnding } from './output/run-events.js';
 import { refusedItems } from './output/figures.js';
@@ -17,6 +17,7 @@ export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, inte
 /** A person's mistake (a usage or input error) is 2; anything else that stops a run is 3. */
 export function exitCodeFor(error: unknown): number {
   if (isMistake(error)) return EXIT.usage;
+  if (error instanceof StoppedError) return EXIT.interrupted;
   if (error instanceof DeliveryError) return EXIT.fatal;
   return EXIT.fatal;
 }

@@ -6,9 +6,10 @@
 // file is ever held whole. Loaded only for Parquet inputs: the decoder is 5 MB of WebAssembly.
 import { Worker } from 'node:worker_threads';
 import { tableFromIPC } from 'apache-arrow';
-import { InputError, SourceError, UsageError } from '../errors.js';
+import { InputError, SourceError, UsageError, StoppedError } from '../errors.js';
 import type { ValueAt } from '../model/typed-values.js';
 import type { DecoderData, DecoderMessage } from './parquet-decoder.js';
+import { acrossThreads } from './remote.js';
 import { valueBytesBound, valuesOf } from './parquet-values.js';
 import type { RemoteInputs } from './remote.js';
 
@@ -51,7 +52,9 @@ function revive(message: Extract<DecoderMessage, { type: 'error' }>, file: strin
 
 /** The decoding thread's messages, one at a time; its error or its unexpected end is thrown. */
 function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask(): void; close(): Promise<void> } {
-  const worker = new Worker(DECODER, { workerData: data });
+  // the run's stop does not cross: it ends the thread from here
+  const worker = new Worker(DECODER, { workerData: { ...data, remote: acrossThreads(data.remote) } satisfies DecoderData });
+  const stop = data.remote?.settings.stop;
   const inbox: DecoderMessage[] = [];
   let failure: Error | undefined;
   let wake: (() => void) | undefined;
@@ -69,6 +72,13 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
     failure ??= thrown ?? new Error(`the thread decoding ${data.file} stopped before it was done`);
     wake?.();
   });
+  const onStop = (): void => {
+    failure ??= new StoppedError(`${data.file}: stopped while reading it`);
+    void worker.terminate();
+    wake?.();
+  };
+  if (stop?.aborted === true) onStop();
+  else stop?.addEventListener('abort', onStop, { once: true });
   return {
     async next() {
       while (inbox.length === 0) {
@@ -76,12 +86,15 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
         await new Promise<void>((resolve) => (wake = resolve));
         wake = undefined;
       }
+      // a stop is told before what the thread said as it was ended
+      if (failure instanceof StoppedError) throw failure;
       const message = inbox.shift()!;
       if (message.type === 'error') throw revive(message, data.file);
       return message;
     },
     ask: () => worker.postMessage('next'),
     close: async () => {
+      stop?.removeEventListener('abort', onStop);
       await worker.terminate();
     },
   };
@@ -92,7 +105,7 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
  * its trap ("unreachable", the thread's end), which named neither the file nor where it stopped.
  */
 function damaged(error: unknown, file: string, read: number, rows: number | undefined): unknown {
-  if (error instanceof InputError || error instanceof UsageError || error instanceof SourceError) return error;
+  if (error instanceof InputError || error instanceof UsageError || error instanceof SourceError || error instanceof StoppedError) return error;
   const of = rows === undefined ? '' : ` of ${rows.toLocaleString('en-US')}`;
   return new InputError(`cannot be read as Parquet past row ${read.toLocaleString('en-US')}${of}: its data is damaged there (${(error as Error).message}); the rows before it were read`, file);
 }
@@ -105,7 +118,7 @@ export async function openParquet(file: string, remote?: RemoteInputs): Promise<
     opened = await decoder.next();
   } catch (error) {
     await decoder.close();
-    throw error instanceof InputError || error instanceof UsageError || error instanceof SourceError ? error : new InputError(`cannot be read as Parquet (${(error as Error).message})`, file);
+    throw error instanceof InputError || error instanceof UsageError || error instanceof SourceError || error instanceof StoppedError ? error : new InputError(`cannot be read as Parquet (${(error as Error).message})`, file);
   }
   if (opened.type !== 'opened') throw new Error(`unreachable: the decoder began with ${opened.type}`);
   const columns = tableFromIPC(opened.schema).schema.fields.map((field) => field.name);

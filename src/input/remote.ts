@@ -3,7 +3,7 @@
 // as that identity (a changed object is refused, not mixed). A read the network breaks is taken up
 // again from the byte it stopped at, after a backoff; when the tries run out it is a SourceError.
 // The clients (s3.ts, http-object.ts) are loaded only when an input needs them.
-import { InputError, SourceError } from '../errors.js';
+import { InputError, SourceError, StoppedError } from '../errors.js';
 import { backoffDelay } from '../transport/backoff.js';
 import { locate, withoutSignature } from './location.js';
 
@@ -16,6 +16,8 @@ export interface RemoteSettings {
   retryBaseMs?: number;
   /** How long a listing or a read may wait for its next bytes before it is taken for broken, in ms (default 30 s). */
   idleMs?: number;
+  /** The run's stop (Ctrl-C, SIGTERM): a listing or a read under way ends with it, not after its tries (StoppedError). In this thread only. */
+  stop?: AbortSignal;
 }
 
 /** One object as a run knows it: what its rows are recorded under, and what tells a changed one. */
@@ -85,7 +87,7 @@ export interface IdleWatch {
   silent(): boolean;
 }
 
-function idleWatch(ms: number, stop?: AbortSignal): IdleWatch {
+function idleWatch(ms: number, ...stops: Array<AbortSignal | undefined>): IdleWatch {
   const own = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const hold = (): void => clearTimeout(timer);
@@ -94,16 +96,27 @@ function idleWatch(ms: number, stop?: AbortSignal): IdleWatch {
     timer = setTimeout(() => own.abort(), ms);
   };
   run();
-  return { signal: stop === undefined ? own.signal : AbortSignal.any([stop, own.signal]), run, hold, silent: () => own.signal.aborted };
+  const given = stops.filter((stop): stop is AbortSignal => stop !== undefined);
+  return { signal: given.length === 0 ? own.signal : AbortSignal.any([...given, own.signal]), run, hold, silent: () => own.signal.aborted };
 }
+
+/** The inputs as they cross to another thread: without the run's stop, which does not cross (that thread is ended on a stop). */
+export const acrossThreads = (remote: RemoteInputs | undefined): RemoteInputs | undefined =>
+  remote === undefined ? undefined : { ...remote, settings: { ...remote.settings, stop: undefined } };
+
+/** Whether the run's stop came (a function: the signal changes under the awaits). */
+const halted = (settings: RemoteSettings): boolean => settings.stop?.aborted === true;
+
+/** The error a listing or a read the run's stop cut off ends in. */
+const stoppedWhile = (url: string, what: string): StoppedError => new StoppedError(`${url}: stopped while ${what}`);
 
 /**
  * Runs `attempt` under an idle watch of the settings' length: an attempt whose time ran out fails
  * with that as its cause, not the abort it ended in.
  */
-async function watched<T>(settings: RemoteSettings, attempt: (watch: IdleWatch) => Promise<T>, stop?: AbortSignal): Promise<T> {
+async function watched<T>(settings: RemoteSettings, attempt: (watch: IdleWatch) => Promise<T>): Promise<T> {
   const ms = settings.idleMs ?? DEFAULT_IDLE_MS;
-  const watch = idleWatch(ms, stop);
+  const watch = idleWatch(ms, settings.stop);
   try {
     return await attempt(watch);
   } catch (error) {
@@ -157,14 +170,26 @@ async function retrying<T>(url: string, settings: RemoteSettings, what: string, 
     try {
       return await attempt(failures);
     } catch (error) {
+      if (halted(settings)) throw stoppedWhile(url, what);
       if (error instanceof InputError || error instanceof SourceError) throw error;
       if (failures >= retries) throw new SourceError(`${what}: ${failures + 1} tries failed, the last with ${causeOf(error)}`, url);
-      await pause(retryDelay(failures + 1, settings));
+      await pause(retryDelay(failures + 1, settings), settings.stop);
+      if (halted(settings)) throw stoppedWhile(url, what);
     }
   }
 }
 
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Waits `ms`, or until `stop` aborts. */
+const pause = (ms: number, stop?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      stop?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    stop?.addEventListener('abort', done, { once: true });
+  });
 
 /** Between half and all of the backoff's ceiling for the nth failure in a row: never at once, never all together. */
 const retryDelay = (failure: number, settings: RemoteSettings): number =>
@@ -193,7 +218,7 @@ export async function* remoteBytes(url: string, remote: RemoteInputs | undefined
   let failures = 0;
   const ms = settings.idleMs ?? DEFAULT_IDLE_MS;
   while (offset < object.size) {
-    const watch = idleWatch(ms, stop);
+    const watch = idleWatch(ms, stop, settings.stop);
     try {
       for await (const chunk of await store.open(object, offset, undefined, watch.signal)) {
         offset += chunk.length;
@@ -206,14 +231,16 @@ export async function* remoteBytes(url: string, remote: RemoteInputs | undefined
       if (offset < object.size) throw new Error(`the connection ended at byte ${offset} of ${object.size}`);
     } catch (thrown) {
       if (stopped()) return;
+      if (halted(settings)) throw stoppedWhile(url, `reading it at byte ${offset} of ${object.size}`);
       const error = watch.silent() ? Object.assign(new Error(`no byte came for ${ms / 1000} s`), { code: 'ETIMEDOUT' }) : thrown;
       if (error instanceof InputError || error instanceof SourceError) throw error;
       failures += 1;
       if (failures > (settings.retries ?? DEFAULT_RETRIES)) {
         throw new SourceError(`reading stopped at byte ${offset} of ${object.size}; ${failures} tries failed, the last with ${causeOf(error)}`, url);
       }
-      await pause(retryDelay(failures, settings));
+      await pause(retryDelay(failures, settings), settings.stop);
       if (stopped()) return;
+      if (halted(settings)) throw stoppedWhile(url, `reading it at byte ${offset} of ${object.size}`);
     } finally {
       watch.hold();
     }

@@ -22,7 +22,8 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // s3:// prefixes and globs become the objects they name; the defaults are named after the input given
   const named = options.inputs;
   if (named.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
-  const resolved = await resolveInputs(named, options.storage);
+  // (a stop ends a listing or a read of an object under way in this thread; the planning thread ends with the plan)
+  const resolved = await resolveInputs(named, { ...options.storage, stop: options.stopSignal });
   // the planning thread starts now, its modules loading while the run is checked and its files opened
   // (the first request goes about a tenth of a second sooner); a run that does not plan in it ends it
   const planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta?.attributes === true) : undefined;

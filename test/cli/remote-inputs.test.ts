@@ -299,6 +299,28 @@ describe('reading objects over a failing network', () => {
     proxy.cut(() => false, 0, 0);
   }, 60_000);
 
+  it('ends at once on SIGTERM while a read waits on a silent server, exit 130, its summary written', async () => {
+    proxy.cut((request) => request.method === 'GET' && request.url?.startsWith('/exports/users.csv') === true, 0, Infinity, true);
+    const before = gets('users.csv');
+    try {
+      const child = spawn(process.execPath, [BIN, 'upload', '--dry-run', 's3://exports/users.csv', '--summary-file', 'stopped.json'], {
+        cwd: servers.tmp.dir,
+        env: { ...process.env, ...S3_ENV, AWS_ENDPOINT_URL_S3: proxy.url, HOME: servers.tmp.dir },
+        stdio: 'ignore',
+      });
+      const ended = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      // the header's read is under way, and silent
+      while (gets('users.csv') === before) await new Promise((resolve) => setTimeout(resolve, 50));
+      const stopped = Date.now();
+      child.kill('SIGTERM');
+      expect(await ended).toBe(130);
+      expect(Date.now() - stopped).toBeLessThan(10_000);
+      expect(JSON.parse(readFileSync(join(servers.tmp.dir, 'stopped.json'), 'utf8'))).toMatchObject({ exitStatus: 130, fatal: { name: 'StoppedError', message: 's3://exports/users.csv: stopped while reading it at byte 0 of ' + csvOf(USERS).length } });
+    } finally {
+      proxy.cut(() => false, 0, 0);
+    }
+  }, 60_000);
+
   it('reads an object once for its header and once for its rows: a read the header check left is not taken up again', async () => {
     const rows = Array.from({ length: 100_000 }, (_, i) => `w-${i},Name ${i},${i}`);
     await s3.put('exports', 'wide/users.csv', `external_id,first_name,visits\n${rows.join('\n')}\n`);

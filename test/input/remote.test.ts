@@ -5,7 +5,7 @@
 import { GetObjectCommand } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InputError, SourceError } from '../../src/errors.js';
+import { InputError, SourceError, StoppedError } from '../../src/errors.js';
 import { closeRemoteStores, listRemote, remoteBytes, remoteRange, type RemoteInputs, type RemoteSettings } from '../../src/input/remote.js';
 import { startCuttingProxy } from '../helpers/cutting-proxy.js';
 import { S3_ENV, startS3, type S3Server } from '../helpers/s3.js';
@@ -79,6 +79,31 @@ describe('a server that falls silent, its connection open', () => {
       await expect(remoteRange(url, remote, 0, 1000)).rejects.toThrow(/reading bytes 0-999: 2 tries failed, the last with ETIMEDOUT \(no answer for 0\.3 s\)/);
       await expect(listRemote('s3://objects/', quick)).rejects.toThrow(SourceError);
       expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await closeRemoteStores();
+      await proxy.close();
+    }
+  }, 20_000);
+
+  it("ends a listing, a read and a range read at once when the run's stop comes, not after its tries", async () => {
+    await s3.put('objects', 'stopped.csv', `external_id\n${'u1\n'.repeat(20_000)}`);
+    const proxy = await startCuttingProxy(s3.endpoint);
+    try {
+      const url = 's3://objects/stopped.csv';
+      const [object] = await listRemote(url, { s3Endpoint: proxy.url });
+      // 30 s of silence a try, five tries: a stop a quarter of a second in ends each at once
+      const stoppedAfter = (ms: number): RemoteSettings => {
+        const stop = new AbortController();
+        setTimeout(() => stop.abort(), ms);
+        return { s3Endpoint: proxy.url, stop: stop.signal };
+      };
+      proxy.cut(() => true, (request) => (request.headers.range === undefined ? 100 : 0), Infinity, true);
+      const started = Date.now();
+      const remote = (): RemoteInputs => ({ settings: stoppedAfter(250), objects: { [url]: object } });
+      await expect(read(url, remote())).rejects.toThrow(new StoppedError(`${url}: stopped while reading it at byte 100 of ${object.size}`));
+      await expect(remoteRange(url, remote(), 0, 1000)).rejects.toThrow(new StoppedError(`${url}: stopped while reading bytes 0-999`));
+      await expect(listRemote('s3://objects/', stoppedAfter(250))).rejects.toThrow(new StoppedError('s3://objects/: stopped while listing it'));
+      expect(Date.now() - started).toBeLessThan(5_000);
     } finally {
       await closeRemoteStores();
       await proxy.close();

@@ -8,6 +8,7 @@ import type { WorkerPlanOptions } from './entry.js';
 import type { ResourceLimits } from 'node:worker_threads';
 import { StartedWorker } from '../../started-worker.js';
 import { inWorker, type RelayedError } from './in-worker.js';
+import { acrossThreads } from '../../input/remote.js';
 import { createDecoder, type WireMessage } from './wire.js';
 
 /**
@@ -61,7 +62,9 @@ export const startPlanner = (delta: boolean): StartedWorker => new StartedWorker
  * for this plan, or one is started now); `stopSignal` ends it at once.
  */
 export async function* planInWorker(options: WorkerPlanOptions & { stopSignal?: AbortSignal; started?: StartedWorker }): AsyncGenerator<PlanEvent<RequestToSend>> {
-  const { stopSignal, started, ...data } = options;
+  const { stopSignal, started, ...given } = options;
+  // the run's stop does not cross: the thread ends with the plan
+  const data = { ...given, remote: acrossThreads(given.remote) };
   const decode = createDecoder(options.inputs);
   const messages = inWorker<WireMessage[]>(ENTRY, {
     data,
