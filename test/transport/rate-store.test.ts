@@ -44,6 +44,10 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     await redis.stop();
   });
 
+  /** A pacer of 1000 starts a second through `store`, at 10 a second once the store fails (`told` why). */
+  const soloPacer = (store: RateStore, told: Error[]) =>
+    createSharedPacer({ local: createPacer({ perSecond: 1000, evenly: false }), store, fallback: { perSecond: 10, marginMs: 20 }, onFallback: (error) => told.push(error), id: 'solo' });
+
   const connect = async (key: string, perSecond: number, perHour?: number, evenly = false): Promise<RateStore> => {
     const store = await connectRateStore(redis.url, key, { perSecond, perHour, marginMs: 20, evenly });
     stores.push(store);
@@ -147,13 +151,7 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
   it('falls back to its own share when the store stops answering mid-run', async () => {
     const store = await connectRateStore(redis.url, 'track:silent', { perSecond: 1000, marginMs: 20 }, 1_000, 500);
     const told: Error[] = [];
-    const pacer = createSharedPacer({
-      local: createPacer({ perSecond: 1000, evenly: false }),
-      store,
-      fallback: { perSecond: 10, marginMs: 20 },
-      onFallback: (error) => told.push(error),
-      id: 'solo',
-    });
+    const pacer = soloPacer(store, told);
     for (let i = 0; i < 3; i += 1) pacer.markSent(await pacer.acquire());
     redis.pause();
     const t0 = performance.now();
@@ -214,13 +212,7 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
   it('falls back to its own share, counting what it sent, when the store goes away mid-run', async () => {
     const store = await connect('track:fallback', 1000);
     const told: Error[] = [];
-    const pacer = createSharedPacer({
-      local: createPacer({ perSecond: 1000, evenly: false }),
-      store,
-      fallback: { perSecond: 10, marginMs: 20 },
-      onFallback: (error) => told.push(error),
-      id: 'solo',
-    });
+    const pacer = soloPacer(store, told);
     const starts: number[] = [];
     for (let i = 0; i < 5; i += 1) {
       pacer.markSent(await pacer.acquire());
