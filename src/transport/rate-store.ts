@@ -3,7 +3,7 @@
 // them together never start more than the limit in any window, whatever their own clocks say. A
 // fixed window, as counter-based limiters keep, lets two bursts meet across its boundary; a log
 // holds in every window. The client is loaded only when a run names a store.
-import { UsageError } from '../errors.js';
+import { StoppedError, UsageError } from '../errors.js';
 import { CATCH_UP_MS, SPACING_SLACK_MS } from './pacer.js';
 
 /** The windows a shared budget keeps: most starts in any second, and in any hour. */
@@ -159,7 +159,12 @@ function answered<T>(command: Promise<T>, ms: number, client: Client): Promise<T
  * connected, a failure is the caller's to handle: a command fails at once rather than waiting for a
  * reconnection, and one left unanswered for `answerMs` fails then.
  */
-export async function connectRateStore(text: string, key: string, limits: BudgetLimits, connectTimeoutMs = 5_000, answerMs = ANSWER_MS): Promise<RateStore> {
+export async function connectRateStore(
+  text: string,
+  key: string,
+  limits: BudgetLimits,
+  { connectTimeoutMs = 5_000, answerMs = ANSWER_MS, stop }: { connectTimeoutMs?: number; answerMs?: number; stop?: AbortSignal } = {},
+): Promise<RateStore> {
   const url = parseStoreUrl(text);
   const name = `${storeName(url)} (key ${key})`;
   const { createClient } = await import('@redis/client');
@@ -171,8 +176,9 @@ export async function connectRateStore(text: string, key: string, limits: Budget
   });
   // errors reach the commands that fail; an 'error' event without a listener would end the process
   client.on('error', () => undefined);
+  let onStop: (() => void) | undefined;
   try {
-    await answered(
+    const connected = answered(
       (async () => {
         await client.connect();
         await client.ping();
@@ -180,10 +186,15 @@ export async function connectRateStore(text: string, key: string, limits: Budget
       connectTimeoutMs,
       client,
     );
+    // a stop (SIGTERM) does not wait for a store that is slow to answer
+    await Promise.race([connected, new Promise<never>((_, reject) => stop?.addEventListener('abort', (onStop = () => reject(new Error('stopped'))), { once: true }))]);
   } catch (error) {
     cut(client);
+    if (stop?.aborted === true) throw new StoppedError(`--rate-store ${storeName(url)}: stopped while connecting to the store`);
     const why = error instanceof Error ? error.message : String(error);
     throw new UsageError(`--rate-store ${storeName(url)}: cannot reach the store (${why || 'connection refused'}); start it, fix the URL, or run without --rate-store`);
+  } finally {
+    if (onStop !== undefined) stop?.removeEventListener('abort', onStop);
   }
   const keys = [`${key}:second`, `${key}:hour`, `${key}:next`];
   const window = (perWindow: number | undefined, spanUs: number): string[] =>

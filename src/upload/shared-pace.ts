@@ -39,7 +39,7 @@ export function checkShares(rate: number | undefined, hourly: number | undefined
  * the shared budget (each shard falling back to its own share if the store fails); with --shard
  * alone, this shard's share of them, so the shards together stay within the account's limits.
  */
-export async function sharedPace(send: PaceOptions, target: string, shard: Shard | undefined) {
+export async function sharedPace(send: PaceOptions, target: string, shard: Shard | undefined, stop?: AbortSignal) {
   const n = shard?.count ?? 1;
   const share = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : shareOf(limit, n));
   const rate = send.rate ?? DEFAULT_RATE;
@@ -51,7 +51,7 @@ export async function sharedPace(send: PaceOptions, target: string, shard: Shard
     import('../transport/pacer.js'),
   ]);
   const marginMs = DEFAULT_WINDOW_MARGIN_MS;
-  const store = await connectRateStore(send.rateStore, send.rateStoreKey ?? `track:rate:${target}`, { perSecond: rate, perHour: send.hourly, marginMs });
+  const store = await connectRateStore(send.rateStore, send.rateStoreKey ?? `track:rate:${target}`, { perSecond: rate, perHour: send.hourly, marginMs }, { stop });
   // a share below one (--rate 3 among 4 shards) is kept as it is: one start every so long, not one a second each
   const fallback = (limit: number | undefined): number | undefined => (limit === undefined ? undefined : limit < n ? limit / n : shareOf(limit, n));
   const ownRate = fallback(rate)!;

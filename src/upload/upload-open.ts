@@ -76,7 +76,7 @@ export async function checkRun(options: UploadOptions, run: ResolvedRun, target:
   const mapColumnsOfStdin = await checkHeaders({ ...options, inputs, remote }, map, whole.size === 0 ? undefined : new Set(inputs.filter((file) => whole.has(inputKey(file)))));
   if (target?.resume === true && options.rejectsFormat === 'csv') await (await import('./csv-rejects.js')).checkRejectsHeader(rejectsPath, { ...options, inputs, remote, map });
   // the shared budget answers before anything is written or sent (an unreachable store is a usage error)
-  const pace = send === undefined || target === undefined ? undefined : await (await import('./shared-pace.js')).sharedPace(send, target.target, options.shard);
+  const pace = send === undefined || target === undefined ? undefined : await (await import('./shared-pace.js')).sharedPace(send, target.target, options.shard, options.stopSignal);
   return { deltaTarget, map, rejectsPath, rejectsNote, journalNote, mapColumnsOfStdin, pace };
 }
 

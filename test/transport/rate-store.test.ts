@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createPacer } from '../../src/transport/pacer.js';
 import { connectRateStore, parseStoreUrl, storeName, type RateStore } from '../../src/transport/rate-store.js';
 import { createSharedPacer } from '../../src/transport/shared-pacer.js';
-import { UsageError } from '../../src/errors.js';
+import { StoppedError, UsageError } from '../../src/errors.js';
 import { redisPresent, startRedis, type RedisServer } from '../helpers/redis.js';
 
 /** The most starts in any window of `spanMs` among these times (ms). */
@@ -134,7 +134,7 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
   it('refuses an unreachable store at start, naming it', async () => {
     const port = redis.port;
     await redis.stop();
-    await expect(connectRateStore(`redis://127.0.0.1:${port}`, 'k', { perSecond: 10, marginMs: 20 }, 1_000)).rejects.toThrow(
+    await expect(connectRateStore(`redis://127.0.0.1:${port}`, 'k', { perSecond: 10, marginMs: 20 }, { connectTimeoutMs: 1_000 })).rejects.toThrow(
       new RegExp(`--rate-store redis://127\\.0\\.0\\.1:${port}: cannot reach the store`),
     );
   });
@@ -142,14 +142,25 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
   it('refuses a store that takes the connection and answers nothing, naming it, once the time to connect is over', async () => {
     redis.pause();
     const started = performance.now();
-    await expect(connectRateStore(redis.url, 'k', { perSecond: 10, marginMs: 20 }, 1_000)).rejects.toThrow(
+    await expect(connectRateStore(redis.url, 'k', { perSecond: 10, marginMs: 20 }, { connectTimeoutMs: 1_000 })).rejects.toThrow(
       new RegExp(`--rate-store redis://127\\.0\\.0\\.1:${redis.port}: cannot reach the store \\(no answer in 1 s\\)`),
     );
     expect(performance.now() - started).toBeLessThan(5_000);
   });
 
+  it('stops connecting to a store that does not answer when the run is stopped: a StoppedError, at once', async () => {
+    redis.pause();
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 300);
+    const started = performance.now();
+    await expect(connectRateStore(redis.url, 'k', { perSecond: 10, marginMs: 20 }, { stop: stop.signal })).rejects.toThrow(
+      new StoppedError(`--rate-store ${redis.url}: stopped while connecting to the store`),
+    );
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
   it('falls back to its own share when the store stops answering mid-run', async () => {
-    const store = await connectRateStore(redis.url, 'track:silent', { perSecond: 1000, marginMs: 20 }, 1_000, 500);
+    const store = await connectRateStore(redis.url, 'track:silent', { perSecond: 1000, marginMs: 20 }, { connectTimeoutMs: 1_000, answerMs: 500 });
     const told: Error[] = [];
     const pacer = soloPacer(store, told);
     for (let i = 0; i < 3; i += 1) pacer.markSent(await pacer.acquire());
