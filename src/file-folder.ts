@@ -3,7 +3,7 @@
 // person's to fix, with the folder named, not as an error code from the file system; the file a
 // link there names, as the file system follows it; and the paths that are a process's open files
 // (standard output: written as it is) or this program's own descriptors (never written).
-import { accessSync, closeSync, constants, existsSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, fstatSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 
 /** Links followed at most (as the kernel follows them: ELOOP past 40). */
@@ -70,22 +70,41 @@ export const notAFileProblem = (path: string): string | undefined =>
   isStream(linkTarget(path)) ? 'names standard output or a device; give the path of a file' : undefined;
 
 /**
- * Whether `path` is a named pipe no process has open for reading: opening it to write would wait
- * until one does, where no signal can end the wait (it holds the thread that would take the signal,
- * or one the process's exit waits for).
+ * For a named pipe at `path`: whether no process has it open for reading (opening it to write would
+ * wait until one does, where no signal can end the wait: it holds the thread that would take the
+ * signal, or one the process's exit waits for). When one does, the pipe is held open to write until
+ * `release()`, called once the output's own open is done: a reader that finds no writer left (the
+ * look's own, closed) takes the pipe for ended and goes.
  */
-export function pipeWithoutReader(path: string): boolean {
+export function pipeReader(path: string): { missing: boolean; release(): void } {
+  const none = { missing: false, release: () => undefined };
   try {
-    if (!statSync(path).isFIFO()) return false;
+    if (!statSync(path).isFIFO()) return none;
   } catch {
-    return false;
+    return none;
   }
   try {
     // without waiting: ENXIO says no reader is there
-    closeSync(openSync(path, constants.O_WRONLY | constants.O_NONBLOCK));
-    return false;
+    const fd = openSync(path, constants.O_WRONLY | constants.O_NONBLOCK);
+    return { missing: false, release: () => closeSync(fd) };
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ENXIO';
+    return { missing: (error as NodeJS.ErrnoException).code === 'ENXIO', release: () => undefined };
+  }
+}
+
+/**
+ * The descriptor of this process a path names when it is open on a regular file (standard output
+ * sent to one): written through, since opened anew the file would be emptied, or its lines written
+ * over. Undefined otherwise: a pipe or a terminal is opened anew, as it always was (one the process
+ * reads as a stream may not be waited on by a write).
+ */
+export function givenFileDescriptor(path: string): number | undefined {
+  const fd = descriptorOf(linkTarget(path));
+  if (fd === undefined) return undefined;
+  try {
+    return fstatSync(fd).isFile() ? fd : undefined;
+  } catch {
+    return undefined;
   }
 }
 

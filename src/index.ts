@@ -12,4 +12,4 @@ export type { EmulatorOptions } from './emulator/options.js';
 export { FAULT_HEADER } from './emulator/faults.js';
 export { reportDeviceLanguage } from './emulator/apply.js';
 export * from './model/index.js';
-export { UsageError, InputError, DeliveryError, OutputError, SourceError } from './errors.js';
+export { UsageError, InputError, DeliveryError, OutputError, SourceError, StoppedError } from './errors.js';

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { createWriteStream, fdatasync, type WriteStream } from 'node:fs';
 import { lstat, stat, truncate, unlink } from 'node:fs/promises';
 import { OutputError, UsageError } from '../errors.js';
-import { descriptorOf, isStream, linkTarget, pipeWithoutReader } from '../file-folder.js';
+import { givenFileDescriptor, isStream, linkTarget, pipeReader } from '../file-folder.js';
 
 export interface NdjsonWriter {
   readonly path: string;
@@ -25,10 +25,11 @@ const GATHER_CHARS = 64 * 1024;
 
 /** Creates (or truncates; with `append`, opens for adding) the file now, so a path that cannot be written fails before any work. */
 export async function openNdjsonWriter(path: string, what: string, options: { append?: boolean } = {}): Promise<NdjsonWriter> {
-  // a descriptor the shell gave (/dev/stdout, /dev/fd/3) is written through as it is: opened anew, a
-  // file behind it would be emptied, and its lines written over by the run's other lines
-  const given = descriptorOf(linkTarget(path));
-  if (given === undefined && pipeWithoutReader(path)) throw new UsageError(`cannot write the ${what} file ${path}: a named pipe no process reads; start its reader first`);
+  // a descriptor the shell gave on a file (/dev/stdout > log, /dev/fd/3 with 3> file) is written
+  // through: opened anew, the file would be emptied, and its lines written over by the run's other lines
+  const given = givenFileDescriptor(path);
+  const reader = given === undefined ? pipeReader(path) : undefined;
+  if (reader?.missing === true) throw new UsageError(`cannot write the ${what} file ${path}: a named pipe no process reads; start its reader first`);
   const stream: WriteStream = given === undefined ? createWriteStream(path, { flags: options.append === true ? 'a' : 'w' }) : createWriteStream('', { fd: given, autoClose: false });
   let failure: Error | undefined;
   const failed = (error: Error): void => {
@@ -39,6 +40,8 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
     if (given === undefined) await once(stream, 'open');
   } catch (error) {
     throw new UsageError(`cannot write the ${what} file ${path} (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+  } finally {
+    reader?.release();
   }
   /** Resolves once a stream that is being destroyed has closed (and so has reported its error). */
   const settled = async (): Promise<void> => {
@@ -124,7 +127,8 @@ export async function openNdjsonWriter(path: string, what: string, options: { ap
         // the last lines are written here: a full disk fails them now, and a run that never synced (a dry run) learns it only so
         const late = await new Promise<Error | null | undefined>((resolve) => stream.end(resolve));
         if (late) failed(late);
-      } else stream.destroy();
+      } else if (given === undefined) stream.destroy();
+      // (a borrowed descriptor is never destroyed: that would close the process's standard output)
       check();
       if (options?.removeIfEmpty === true && count === 0) await removeStaleFile(path);
     },

@@ -153,7 +153,9 @@ const isRows = (input: unknown): input is Rows =>
  * the summary and the rejects file, lines counted across the inputs in order (none resumes: like
  * standard input, they cannot be read again). A run that a fatal error stopped throws that error
  * (UsageError, InputError, DeliveryError, OutputError, SourceError) with the summary as its
- * `summary`; rejected rows and a stop by `signal` are told by the summary.
+ * `summary`; rejected rows and a stop by `signal` are told by the summary, but a stop that comes
+ * while an object in storage is listed, or read before anything is planned, which throws a
+ * StoppedError.
  */
 export function upload(options: UploadCallOptions): Promise<UploadSummary> {
   const inMemory = Array.isArray(options?.inputs) && options.inputs.some(isRows);

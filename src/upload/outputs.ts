@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import { appendFile, readFile, stat, truncate } from 'node:fs/promises';
 import { openNdjsonWriter, removeStaleFile, type NdjsonWriter } from '../input/ndjson-writer.js';
 import { OutputError, UsageError } from '../errors.js';
+import { isStream, linkTarget } from '../file-folder.js';
 import type { RemoteInputs } from '../input/remote.js';
 import { checkWritable, isOneOf } from './check.js';
 import { formatOf } from '../input/source.js';
@@ -27,8 +28,9 @@ export const rejectKey = (record: Pick<RejectRecord, 'file' | 'line' | 'item' | 
  * rejected again after a kill is not written twice.
  */
 export async function rejectsSoFar(path: string, format: RejectsFormat = 'ndjson'): Promise<Set<string>> {
-  // a device or a pipe named as the rejects file holds no earlier rows, and may never end
-  if ((await stat(path).catch(() => undefined))?.isFile() !== true) return new Set();
+  // a device or a pipe named as the rejects file holds no earlier rows, and may never end; nor does
+  // standard output sent to a file (`--rejects /dev/stdout >> log`): the file is the run's output
+  if ((await stat(path).catch(() => undefined))?.isFile() !== true || isStream(linkTarget(path))) return new Set();
   let text: Buffer;
   try {
     text = await readFile(path);

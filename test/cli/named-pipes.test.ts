@@ -34,9 +34,12 @@ describe('a named pipe as an output', () => {
     const held = openSync(pipe, 'r+');
     try {
       const url = `http://127.0.0.1:${await closedPort()}`;
-      const child = spawn(process.execPath, [BIN, 'upload', 'many.csv', '--url', url, '--api-key', 'k', '--dry-run', '--out', pipe], { cwd: tmp.dir, stdio: 'ignore' });
+      const child = spawn(process.execPath, [BIN, 'upload', 'many.csv', '--url', url, '--api-key', 'k', '--dry-run', '--out', pipe, '--progress', 'ndjson', '--progress-interval', '1'], { cwd: tmp.dir, stdio: ['ignore', 'ignore', 'pipe'] });
+      const started = new Promise((resolve) => child.stderr.once('data', resolve));
       const ended = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      // (the plan is under way once the progress line comes; its writes fill the pipe soon after)
+      await started;
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
       for (let i = 0; i < 3; i += 1) {
         child.kill('SIGTERM');
         await new Promise((resolve) => setTimeout(resolve, 2_500));
@@ -47,5 +50,37 @@ describe('a named pipe as an output', () => {
     } finally {
       closeSync(held);
     }
+  }, 60_000);
+
+  it('a reader there: every line reaches it, the look for a reader leaving it no end of file before the run writes', async () => {
+    writeFileSync(join(tmp.dir, 'bad.csv'), 'external_id,plan\nu1,pro\n,team\n,free\n');
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    for (let i = 0; i < 5; i += 1) {
+      const pipe = join(tmp.dir, `p${i}`);
+      execFileSync('mkfifo', [pipe]);
+      const reader = spawn('cat', [pipe]);
+      let got = '';
+      reader.stdout.on('data', (d: Buffer) => (got += d.toString()));
+      const read = new Promise((resolve) => reader.on('close', resolve));
+      const r = await runCliAsync(['upload', 'bad.csv', '--url', url, '--api-key', 'k', '--dry-run', '--rejects', pipe], { cwd: tmp.dir });
+      await read;
+      expect(r.status, r.stderr).toBe(1);
+      expect(got.trim().split('\n').map((l) => JSON.parse(l).line)).toEqual([3, 4]);
+    }
+  }, 60_000);
+});
+
+describe('standard output as an output', () => {
+  it('a pipe read slowly gets every line, and standard output stays open for the summary', async () => {
+    const rows = ['external_id,plan', ...Array.from({ length: 30_000 }, (_, i) => `,p${i}`)];
+    writeFileSync(join(tmp.dir, 'all-bad.csv'), `${rows.join('\n')}\n`);
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const shell = spawn('bash', ['-c', `'${process.execPath}' '${BIN}' upload all-bad.csv --url ${url} --api-key k --dry-run --rejects /dev/stdout | (sleep 2; cat)`], { cwd: tmp.dir });
+    let out = '';
+    shell.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    expect(await new Promise((resolve) => shell.on('close', resolve))).toBe(0);
+    const lines = out.trimEnd().split('\n');
+    expect(lines.filter((l) => l.startsWith('{"file":'))).toHaveLength(30_000);
+    expect(lines.filter((l) => l.startsWith('upload --dry-run: 1 file, '))).toHaveLength(1);
   }, 60_000);
 });

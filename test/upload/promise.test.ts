@@ -343,7 +343,7 @@ describe('the files a run writes', () => {
       expect((await up([file, '--url', emu.url, '--rejects', join(tmp.dir, 'null'), '--restart', '--quiet'])).status).toBe(0);
       expect(lstatSync(join(tmp.dir, 'null')).isCharacterDevice()).toBe(true);
     }
-  });
+  }, 90_000);
 });
 
 describe('--out during an upload', () => {

@@ -3,7 +3,7 @@
 // (kill -9 included) leaves a file whose every complete line parses.
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { UsageError } from '../../errors.js';
-import { descriptorOf, folderProblem, linkTarget, pipeWithoutReader } from '../../file-folder.js';
+import { descriptorOf, folderProblem, linkTarget, pipeReader } from '../../file-folder.js';
 import { checkNotOwnDescriptor } from '../../upload/check.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
 
@@ -20,7 +20,8 @@ export function eventsFile(path: string, progressEvery: number, warn: (message: 
   const given = descriptorOf(linkTarget(path));
   if (path.endsWith('/')) throw new UsageError(`cannot write --events ${path}: names a folder; give the path of a file`);
   checkNotOwnDescriptor('--events', path);
-  if (given === undefined && pipeWithoutReader(path)) throw new UsageError(`cannot write --events ${path}: a named pipe no process reads; start its reader first`);
+  const reader = given === undefined ? pipeReader(path) : undefined;
+  if (reader?.missing === true) throw new UsageError(`cannot write --events ${path}: a named pipe no process reads; start its reader first`);
   try {
     fd = given ?? openSync(path, 'w');
   } catch (error) {
@@ -28,6 +29,8 @@ export function eventsFile(path: string, progressEvery: number, warn: (message: 
     // a path in a folder that is not there is told by the folder, as every output's is
     const problem = code === 'ENOENT' || code === 'ENOTDIR' ? folderProblem(path) : code === 'EISDIR' ? 'it is a folder; give the path of a file' : undefined;
     throw new UsageError(`cannot write --events ${path}${problem === undefined ? ` (${code ?? (error as Error).message})` : `: ${problem}`}`);
+  } finally {
+    reader?.release();
   }
   let failed = false;
   const consumer = ndjsonEvents((line) => {

@@ -4,7 +4,7 @@
 // summary's, the curves its progress events, the waits and retries its wait and retry events.
 import { writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
-import { descriptorOf, linkTarget } from '../../file-folder.js';
+import { givenFileDescriptor } from '../../file-folder.js';
 import { barChart, escapeXml as escape, grouped, largestBars, lineChart, statusColour, type Bar } from '../../charts/svg.js';
 import { asSummary, runFigures, type SummaryFields } from './figures.js';
 import type { ProgressEvent, RunConsumer, RunEvent, StartEvent, StopEvent } from './run-events.js';
@@ -180,9 +180,9 @@ export function htmlReport(path: string): RunConsumer {
     close: async () => {
       // the system's message names no file: the warning it becomes says which
       if (page === undefined) return;
-      // a descriptor the shell gave (/dev/stdout, /dev/fd/3) is written through as it is: opened anew,
-      // a file behind it would be emptied of the run's other lines
-      const given = descriptorOf(linkTarget(path));
+      // a descriptor the shell gave on a file (/dev/stdout > log) is written through: opened anew, the
+      // file would be emptied of the run's other lines
+      const given = givenFileDescriptor(path);
       try {
         if (given === undefined) await writeFile(path, page);
         else writeFileSync(given, page);
