@@ -10,17 +10,28 @@ export const INTERRUPTED = 130;
 /** The signals that stop a run: Ctrl-C, a scheduler's SIGTERM, and SIGHUP (its terminal closed, an SSH session dropped). */
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/**
+ * The same signal again within this long is the first one told twice, not a second: `timeout`
+ * signals its command and then its whole process group, which holds the command too.
+ */
+export const ECHO_MS = 250;
+
 let holding = false;
 let held: NodeJS.Signals | undefined;
+let heldAt = 0;
+
+/** Whether `signal` is the `first`, which came at `at` (performance.now()), told again. */
+export const isEcho = (signal: NodeJS.Signals, first: NodeJS.Signals | undefined, at: number): boolean => signal === first && performance.now() - at < ECHO_MS;
 
 function hold(signal: NodeJS.Signals): void {
   // a second one before any command took the first ends the process at once, as a second Ctrl-C does;
   // a hangup is not a person insisting (a closed terminal's shell and its kernel may each send one)
   if (held !== undefined) {
-    if (signal !== 'SIGHUP') process.exit(INTERRUPTED);
+    if (signal !== 'SIGHUP' && !isEcho(signal, held, heldAt)) process.exit(INTERRUPTED);
     return;
   }
   held = signal;
+  heldAt = performance.now();
 }
 
 /** From now on a first SIGINT, SIGTERM or SIGHUP is kept for takeHeldSignal() (a signal listener keeps no process alive). */
@@ -51,7 +62,11 @@ export const signalsSeen = (): Promise<void> => new Promise((resolve) => setImme
  * A command that takes stops calls this once its own handlers are on (a signal from then on reaches
  * them, never the default that kills the process): the signal that came before them, to act on now.
  */
-export const takeHeldSignal = (): NodeJS.Signals | undefined => stopHolding();
+export const takeHeldSignal = (): { signal: NodeJS.Signals; at: number } | undefined => {
+  const at = heldAt;
+  const signal = stopHolding();
+  return signal === undefined ? undefined : { signal, at };
+};
 
 /** A signal has come and nothing has taken it yet. */
 export const signalHeld = (): boolean => held !== undefined;

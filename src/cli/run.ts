@@ -9,7 +9,7 @@ import type { UploadOptions, UploadSummary } from '../upload/upload.js';
 import type { RunEnding } from './output/run-events.js';
 import { refusedItems } from './output/figures.js';
 import type { Pace } from './output/summary.js';
-import { dropHeldSignal, holdStopSignals, INTERRUPTED, releaseHeldSignal, STOP_SIGNALS, takeHeldSignal } from './held-signals.js';
+import { dropHeldSignal, holdStopSignals, INTERRUPTED, isEcho, releaseHeldSignal, STOP_SIGNALS, takeHeldSignal } from './held-signals.js';
 
 /** `noProfile`: `track inspect` was given an identifier that matches no profile. */
 export const EXIT = { ok: 0, rejected: 1, noProfile: 1, usage: 2, fatal: 3, interrupted: INTERRUPTED } as const;
@@ -85,19 +85,28 @@ async function checkSummaryFile(path: string, options: UploadOptions, flags: { e
  */
 export function onStopSignals(first: (signal: string) => void, second: (signal: string) => void = () => process.exit(EXIT.interrupted)): () => void {
   let signals = 0;
+  let firstSignal: NodeJS.Signals | undefined;
+  let firstAt = 0;
   const remove = (): void => {
-    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+    for (const signal of STOP_SIGNALS) process.off(signal, listener);
   };
-  const onSignal = (signal: NodeJS.Signals): void => {
+  const onSignal = (signal: NodeJS.Signals, at = performance.now()): void => {
     if (signals > 0 && signal === 'SIGHUP') return;
+    // the first told twice (`timeout` signals its command, then its process group) is not a second
+    if (signals === 1 && isEcho(signal, firstSignal, firstAt)) return;
     signals += 1;
-    if (signals === 1) return first(signal);
+    if (signals === 1) {
+      firstSignal = signal;
+      firstAt = at;
+      return first(signal);
+    }
     remove();
     second(signal);
   };
-  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
+  const listener = (signal: NodeJS.Signals): void => onSignal(signal);
+  for (const signal of STOP_SIGNALS) process.on(signal, listener);
   const held = takeHeldSignal();
-  if (held !== undefined) onSignal(held);
+  if (held !== undefined) onSignal(held.signal, held.at);
   return remove;
 }
 

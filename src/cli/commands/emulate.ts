@@ -114,7 +114,7 @@ async function runExec(flags: EmulateFlags, command: string, options: EmulatorOp
   };
   for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
   const held = takeHeldSignal();
-  if (held !== undefined) onSignal(held);
+  if (held !== undefined) onSignal(held.signal);
   try {
     const result = await execWithEmulator(command, {
       ...options,
