@@ -11,17 +11,18 @@ export const INTERRUPTED = 130;
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
- * The same signal again within this long is the first one told twice, not a second: `timeout`
- * signals its command and then its whole process group, which holds the command too.
+ * A SIGTERM again within this long is the first one told twice, not a second: `timeout` signals its
+ * command and then its whole process group, which holds the command too. (Two Ctrl-C, SIGINT, typed
+ * however fast are a person insisting.)
  */
-export const ECHO_MS = 250;
+export const ECHO_MS = 100;
 
 let holding = false;
 let held: NodeJS.Signals | undefined;
 let heldAt = 0;
 
 /** Whether `signal` is the `first`, which came at `at` (performance.now()), told again. */
-export const isEcho = (signal: NodeJS.Signals, first: NodeJS.Signals | undefined, at: number): boolean => signal === first && performance.now() - at < ECHO_MS;
+export const isEcho = (signal: NodeJS.Signals, first: NodeJS.Signals | undefined, at: number): boolean => signal === 'SIGTERM' && first === 'SIGTERM' && performance.now() - at < ECHO_MS;
 
 function hold(signal: NodeJS.Signals): void {
   // a second one before any command took the first ends the process at once, as a second Ctrl-C does;

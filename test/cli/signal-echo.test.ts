@@ -1,4 +1,4 @@
-// One stop told twice at once is one stop: `timeout` signals its command and then its whole process
+// One SIGTERM told twice at once is one stop: `timeout` signals its command and then its whole process
 // group, which holds the command too. A run so stopped ends as a stopped run does (requests in flight
 // finished, its summary written, exit 130), not aborted as by a second Ctrl-C.
 import { spawn } from 'node:child_process';
@@ -11,7 +11,7 @@ import { useServers } from '../helpers/servers.js';
 
 const servers = useServers();
 
-it('takes the same signal twice within a moment as one stop: the summary written, nothing aborted', async () => {
+it('takes a SIGTERM twice within a moment as one stop: the summary written, nothing aborted', async () => {
   const emulator = await servers.emulator({ latency: '300' });
   const file = writeEventsCsv(servers.tmp.dir, 2000);
   const child = spawn(process.execPath, [BIN, 'upload', file, '--url', emulator.url, '--api-key', 'k', '--no-journal', '--concurrency', '2', '--summary-file', 'summary.json', '--progress', 'ndjson'], {
