@@ -39,6 +39,9 @@ export class StoppedError extends Error {
   override name = 'StoppedError';
 }
 
+/** An error a reader passes on as it is, not wrapped as its own: the input's, the source's, or the run's stop. */
+export const passesThrough = (error: unknown): boolean => error instanceof InputError || error instanceof SourceError || error instanceof StoppedError;
+
 /** Delivery stopped: the server refused the key, retries ran out, or it cannot be reached. Exit 3. */
 export class DeliveryError extends Error {
   override name = 'DeliveryError';

@@ -2,7 +2,7 @@
 // read with papaparse's parser over chunks of text, so a 50-million-row file streams through in
 // constant memory. A row holding bytes not valid in the file's encoding says so (see decode.ts).
 import Papa from 'papaparse';
-import { InputError, SourceError, StoppedError } from '../errors.js';
+import { InputError, SourceError, passesThrough } from '../errors.js';
 import { CSV_TEXT_AFTER_QUOTE, CSV_UNCLOSED_QUOTE } from '../model/csv-reasons.js';
 import { createDecoding, undecodableIn, undecodableMessage, withoutMarks, type InputEncoding } from './decode.js';
 
@@ -290,7 +290,7 @@ export async function* readCsv(bytes: AsyncIterable<Buffer>, file: string, optio
     options.textRead?.(decoder.beyondAscii);
   } catch (error) {
     // a read the network broke is no fault of the CSV: it stays the SourceError it is (exit 3)
-    if (error instanceof InputError || error instanceof SourceError || error instanceof StoppedError) throw error;
+    if (passesThrough(error)) throw error;
     throw new InputError(`cannot read it as CSV (${(error as Error).message})`, file);
   }
 }

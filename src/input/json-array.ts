@@ -8,7 +8,7 @@
 // is broken stops the reading there, naming the byte: past it, where the next element begins cannot
 // be known. One object holding the rows under a key is refused (json-wrapper.ts).
 import { Tokenizer, TokenParser, TokenType, type ParsedTokenInfo } from '@streamparser/json';
-import { InputError, SourceError, StoppedError } from '../errors.js';
+import { InputError, passesThrough } from '../errors.js';
 import { numberTextProblem } from '../model/exact-numbers.js';
 import { brokenJson, TextLines } from './broken-json.js';
 import { createDecoding, marksReplaced, undecodableIn, undecodableMessage, type InputEncoding, type Undecodable } from './decode.js';
@@ -211,7 +211,7 @@ async function* jsonRows(chunks: AsyncIterator<string>, file: string, options: J
   } catch (error) {
     if (batch.length > 0) yield batch;
     batch = [];
-    if (error instanceof InputError || error instanceof SourceError || error instanceof StoppedError) throw error;
+    if (passesThrough(error)) throw error;
     fail(error);
   }
   if (layout === 'array' && !parser.isEnded) fail(new Error('the file ends before the array is closed with ]'));

@@ -4,7 +4,7 @@
 import { open, type FileHandle } from 'node:fs/promises';
 import { parentPort, workerData } from 'node:worker_threads';
 import { ParquetFile, type RecordBatch } from 'parquet-wasm';
-import { InputError, SourceError, UsageError, StoppedError } from '../errors.js';
+import { InputError, UsageError, passesThrough } from '../errors.js';
 import { isRemote } from './location.js';
 import { remoteRange, type RemoteInputs } from './remote.js';
 import { gzippedParquetProblem } from './signature.js';
@@ -107,7 +107,7 @@ async function blobOf({ file, remote }: DecoderData, onFailure: OnFailure): Prom
 
 /** What parquet-wasm says of a file it cannot read, for the person reading it. */
 function readProblem(error: unknown, file: string): Error {
-  if (error instanceof InputError || error instanceof SourceError || error instanceof UsageError || error instanceof StoppedError) return error;
+  if (passesThrough(error) || error instanceof UsageError) return error as Error;
   const message = error instanceof Error ? error.message : String(error);
   return new InputError(`cannot be read as Parquet (${message})`, file);
 }

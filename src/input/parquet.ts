@@ -6,7 +6,7 @@
 // file is ever held whole. Loaded only for Parquet inputs: the decoder is 5 MB of WebAssembly.
 import { Worker } from 'node:worker_threads';
 import { tableFromIPC } from 'apache-arrow';
-import { InputError, SourceError, UsageError, StoppedError } from '../errors.js';
+import { InputError, SourceError, UsageError, StoppedError, passesThrough } from '../errors.js';
 import type { ValueAt } from '../model/typed-values.js';
 import type { DecoderData, DecoderMessage } from './parquet-decoder.js';
 import { acrossThreads } from './remote.js';
@@ -105,7 +105,7 @@ function decoderOf(data: DecoderData): { next(): Promise<DecoderMessage>; ask():
  * its trap ("unreachable", the thread's end), which named neither the file nor where it stopped.
  */
 function damaged(error: unknown, file: string, read: number, rows: number | undefined): unknown {
-  if (error instanceof InputError || error instanceof UsageError || error instanceof SourceError || error instanceof StoppedError) return error;
+  if (passesThrough(error) || error instanceof UsageError) return error;
   const of = rows === undefined ? '' : ` of ${rows.toLocaleString('en-US')}`;
   return new InputError(`cannot be read as Parquet past row ${read.toLocaleString('en-US')}${of}: its data is damaged there (${(error as Error).message}); the rows before it were read`, file);
 }
@@ -118,7 +118,7 @@ export async function openParquet(file: string, remote?: RemoteInputs): Promise<
     opened = await decoder.next();
   } catch (error) {
     await decoder.close();
-    throw error instanceof InputError || error instanceof UsageError || error instanceof SourceError || error instanceof StoppedError ? error : new InputError(`cannot be read as Parquet (${(error as Error).message})`, file);
+    throw passesThrough(error) || error instanceof UsageError ? error : new InputError(`cannot be read as Parquet (${(error as Error).message})`, file);
   }
   if (opened.type !== 'opened') throw new Error(`unreachable: the decoder began with ${opened.type}`);
   const columns = tableFromIPC(opened.schema).schema.fields.map((field) => field.name);

@@ -5,6 +5,7 @@
 // The clients (s3.ts, http-object.ts) are loaded only when an input needs them.
 import { InputError, SourceError, StoppedError } from '../errors.js';
 import { backoffDelay } from '../transport/backoff.js';
+import { sleep, systemClock } from '../transport/clock.js';
 import { locate, withoutSignature } from './location.js';
 
 /** How objects in storage are reached; plain values, as they cross to the planning thread. */
@@ -180,16 +181,7 @@ async function retrying<T>(url: string, settings: RemoteSettings, what: string, 
 }
 
 /** Waits `ms`, or until `stop` aborts. */
-const pause = (ms: number, stop?: AbortSignal): Promise<void> =>
-  new Promise((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      stop?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    stop?.addEventListener('abort', done, { once: true });
-  });
+const pause = (ms: number, stop?: AbortSignal): Promise<void> => sleep(systemClock, ms, stop).catch(() => undefined);
 
 /** Between half and all of the backoff's ceiling for the nth failure in a row: never at once, never all together. */
 const retryDelay = (failure: number, settings: RemoteSettings): number =>
@@ -217,6 +209,7 @@ export async function* remoteBytes(url: string, remote: RemoteInputs | undefined
   /** Failures since bytes last came. */
   let failures = 0;
   const ms = settings.idleMs ?? DEFAULT_IDLE_MS;
+  const reading = (): string => `reading it at byte ${offset} of ${object.size}`;
   while (offset < object.size) {
     const watch = idleWatch(ms, stop, settings.stop);
     try {
@@ -231,7 +224,7 @@ export async function* remoteBytes(url: string, remote: RemoteInputs | undefined
       if (offset < object.size) throw new Error(`the connection ended at byte ${offset} of ${object.size}`);
     } catch (thrown) {
       if (stopped()) return;
-      if (halted(settings)) throw stoppedWhile(url, `reading it at byte ${offset} of ${object.size}`);
+      if (halted(settings)) throw stoppedWhile(url, reading());
       const error = watch.silent() ? Object.assign(new Error(`no byte came for ${ms / 1000} s`), { code: 'ETIMEDOUT' }) : thrown;
       if (error instanceof InputError || error instanceof SourceError) throw error;
       failures += 1;
@@ -240,7 +233,7 @@ export async function* remoteBytes(url: string, remote: RemoteInputs | undefined
       }
       await pause(retryDelay(failures, settings), settings.stop);
       if (stopped()) return;
-      if (halted(settings)) throw stoppedWhile(url, `reading it at byte ${offset} of ${object.size}`);
+      if (halted(settings)) throw stoppedWhile(url, reading());
     } finally {
       watch.hold();
     }

@@ -3,7 +3,7 @@
 import { createReadStream, statSync, type Stats } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { Readable } from 'node:stream';
-import { InputError, SourceError, UsageError, StoppedError } from '../errors.js';
+import { InputError, SourceError, UsageError, passesThrough } from '../errors.js';
 import { fileChunks, transientChunks } from './file-chunks.js';
 import { gunzipped } from './gunzip.js';
 import { isRemote, nameOf } from './location.js';
@@ -92,7 +92,7 @@ export async function checkReadable(file: string): Promise<void> {
 }
 
 function readError(file: string, error: unknown): Error {
-  if (error instanceof InputError || error instanceof SourceError || error instanceof StoppedError) return error;
+  if (passesThrough(error)) return error as Error;
   const e = error as NodeJS.ErrnoException;
   if (typeof e.code === 'string' && e.code.startsWith('Z_')) return new InputError(`is not valid gzip data (${e.message})`, file);
   return new InputError(`cannot read it (${e.code ?? e.message ?? String(error)})`, file);

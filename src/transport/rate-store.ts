@@ -4,6 +4,7 @@
 // fixed window, as counter-based limiters keep, lets two bursts meet across its boundary; a log
 // holds in every window. The client is loaded only when a run names a store.
 import { StoppedError, UsageError } from '../errors.js';
+import { unlessAborted } from './clock.js';
 import { CATCH_UP_MS, SPACING_SLACK_MS } from './pacer.js';
 
 /** The windows a shared budget keeps: most starts in any second, and in any hour. */
@@ -176,7 +177,6 @@ export async function connectRateStore(
   });
   // errors reach the commands that fail; an 'error' event without a listener would end the process
   client.on('error', () => undefined);
-  let onStop: (() => void) | undefined;
   try {
     const connected = answered(
       (async () => {
@@ -187,14 +187,12 @@ export async function connectRateStore(
       client,
     );
     // a stop (SIGTERM) does not wait for a store that is slow to answer
-    await Promise.race([connected, new Promise<never>((_, reject) => stop?.addEventListener('abort', (onStop = () => reject(new Error('stopped'))), { once: true }))]);
+    await unlessAborted(connected, stop);
   } catch (error) {
     cut(client);
     if (stop?.aborted === true) throw new StoppedError(`--rate-store ${storeName(url)}: stopped while connecting to the store`);
     const why = error instanceof Error ? error.message : String(error);
     throw new UsageError(`--rate-store ${storeName(url)}: cannot reach the store (${why || 'connection refused'}); start it, fix the URL, or run without --rate-store`);
-  } finally {
-    if (onStop !== undefined) stop?.removeEventListener('abort', onStop);
   }
   const keys = [`${key}:second`, `${key}:hour`, `${key}:next`];
   const window = (perWindow: number | undefined, spanUs: number): string[] =>

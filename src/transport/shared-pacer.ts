@@ -3,7 +3,7 @@
 // each start it allows also waits for room in the shared budget. If the store fails mid-run, the run
 // goes on at its own share of the limits (rate/N, hourly/N), counting the starts it made already,
 // and says so once.
-import { abortReason, sleep, systemClock, type Clock } from './clock.js';
+import { abortReason, sleep, systemClock, unlessAborted, type Clock } from './clock.js';
 import type { Pacer } from './pacer.js';
 import type { RateStore } from './rate-store.js';
 import { createStartWindow, type StartWindow } from './start-window.js';
@@ -22,18 +22,6 @@ export interface SharedPacerOptions {
   /** A prefix that makes this process's start ids unique in the store. */
   id: string;
   clock?: Clock;
-}
-
-/** The promise's outcome, or the signal's reason once it fires first. */
-function unlessAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return promise;
-  let onAbort: (() => void) | undefined;
-  const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(abortReason(signal));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener('abort', onAbort, { once: true });
-  });
-  return Promise.race([promise, aborted]).finally(() => signal.removeEventListener('abort', onAbort!));
 }
 
 /** A window of `limit` starts in `spanMs`; for a limit below one, of one start in spanMs / limit. */
