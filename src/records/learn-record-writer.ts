@@ -21,8 +21,10 @@ export interface HeldValues {
   rowOf(at: number): number;
   /** How many values of the row the block holds. */
   count(at: number): number;
-  /** The first `count` values, VALUE words each: [name (a number of the plan's), forget (1) or not (0), h1, h2], into `into` at `offset`. */
-  values(at: number, count: number, into: Int32Array, offset: number): void;
+  /** The words the blocks are held in, VALUE words a value: [name (a number of the plan's), forget (1) or not (0), h1, h2], going round to its start after its end. */
+  readonly words: Int32Array;
+  /** Where in `words` the first value of the block at `at` is. */
+  valuesAt(at: number): number;
   /** The name the plan numbers `name`. */
   nameOf(name: number): string;
 }
@@ -143,18 +145,20 @@ export function learnRecordWriter(held?: HeldValues) {
   };
   /** Copies the held values of the block at `block`, packed, their names numbered as the record's. */
   const copyHeld = (source: HeldValues, block: number, count: number): void => {
-    room(count * VALUE);
-    source.values(block, count, words, at);
-    for (let i = 0, from = at; i < count; i += 1, from += VALUE, at += PACKED) {
-      const name = words[from];
-      const forget = words[from + 1];
-      words[at + 1] = words[from + 2];
-      words[at + 2] = words[from + 3];
+    room(count * PACKED);
+    const held = source.words;
+    let from = source.valuesAt(block);
+    for (let i = 0; i < count; i += 1, at += PACKED) {
+      const name = held[from];
       if (stampOfHeld[name] !== record) {
         stampOfHeld[name] = record;
         placeOfHeld[name] = placeOf(source.nameOf(name));
       }
-      words[at] = placeOfHeld[name] * 2 + forget;
+      words[at] = placeOfHeld[name] * 2 + held[from + 1];
+      words[at + 1] = held[from + 2];
+      words[at + 2] = held[from + 3];
+      from += VALUE;
+      if (from === held.length) from = 0;
     }
   };
   /** The user's key, into the record's texts (and hashed into KEY_HASH when `hash`); its length in UTF-8 bytes (-1: no user). */

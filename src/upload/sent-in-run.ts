@@ -206,13 +206,8 @@ export function createSentInRun() {
     },
     count: (at: number): number => arena[(at % ARENA) * 4 + 3],
     rowOf: (at: number): number => rows[at % ARENA],
-    values(at: number, count: number, into: Int32Array, offset: number): void {
-      let place = ((at + 1) % ARENA) * 4;
-      for (let i = offset; i < offset + count * 4; i += 1) {
-        into[i] = arena[place];
-        place = place + 1 === arena.length ? 0 : place + 1;
-      }
-    },
+    words: arena,
+    valuesAt: (at: number): number => ((at + 1) % ARENA) * 4,
     nameOf: (name: number): string => nameList[name],
   };
 }

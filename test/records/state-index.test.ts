@@ -66,9 +66,9 @@ function knownRecord(users: Array<{ i: number; row: number; plan: string }>): Ui
     },
     rowOf: (at) => users[at].row,
     count: () => 1,
-    values(at, _count, into, offset) {
-      into.set([0, 0, ...valueHash(users[at].plan)], offset);
-    },
+    // each user's one value, VALUE words each
+    words: Int32Array.from(users.flatMap((user) => [0, 0, ...valueHash(user.plan)])),
+    valuesAt: (at) => at * 4,
     nameOf: () => 'plan',
   };
   const record = learnRecordWriter(held);
