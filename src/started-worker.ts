@@ -14,8 +14,9 @@ export class StartedWorker {
   #exited = false;
   #taken = false;
 
-  constructor(url: URL, resourceLimits?: ResourceLimits) {
-    this.#worker = new Worker(url, { resourceLimits });
+  /** `workerData`: what the worker may do while it waits (load what its work will need), as the worker reads it. */
+  constructor(url: URL, resourceLimits?: ResourceLimits, workerData?: unknown) {
+    this.#worker = new Worker(url, { resourceLimits, workerData });
     // what befell it before it was taken is told to whoever takes it, who listens from then on
     this.#worker.on('error', (error) => (this.#failure ??= error));
     this.#worker.on('exit', () => (this.#exited = true));

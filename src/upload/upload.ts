@@ -25,10 +25,11 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // (a stop ends a listing or a read of an object under way in this thread; the planning thread ends with the plan)
   const resolved = await resolveInputs(named, { ...options.storage, stop: options.stopSignal });
   // the planning thread starts now, its modules loading while the run is checked and its files opened
-  // (the first request goes about a tenth of a second sooner); a run that does not plan in it ends it
-  const planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta?.attributes === true) : undefined;
-  // so does the state writer's, for a delivery that writes the state
+  // (the first request goes about a tenth of a second sooner); a run that does not plan in it ends it.
+  // So does the state writer's, for a delivery that writes the state, first: the run waits for it to
+  // open the file before its plan starts
   const stateWriter = options.send !== undefined && options.delta !== undefined ? await startStateWriterAhead() : undefined;
+  const planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta?.attributes === true) : undefined;
   try {
     return await uploadResolved(options, { started, named, ...resolved, planner, stateWriter });
   } finally {

@@ -1,8 +1,14 @@
 // The planning thread: plans the inputs with planChunks(), as a plan in the main thread would, and
 // posts each chunk's events through wire.ts, so that reading and sending use a core each.
+import { workerData } from 'node:worker_threads';
 import { planChunks, type PlanOptions } from '../plan.js';
 import { serveInWorker, type Posting } from './in-worker.js';
 import { createEncoder, type WireMessage } from './wire.js';
+
+/** What a planning thread started ahead of its plan is told (startPlanner). */
+export interface StartedPlanner {
+  delta: boolean;
+}
 
 /** What the planning thread is started with: the plan's options that cross threads. */
 export type WorkerPlanOptions = Omit<PlanOptions, 'stdin' | 'stopSignal'>;
@@ -23,5 +29,8 @@ async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<Wir
     if (posting !== undefined) yield posting;
   }
 }
+
+// a thread started ahead for a --delta plan loads the delta stage while it waits for its plan (which imports it)
+if ((workerData as StartedPlanner | undefined)?.delta === true) void import('../delta.js').catch(() => undefined);
 
 await serveInWorker(postings);

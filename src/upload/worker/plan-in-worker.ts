@@ -4,7 +4,7 @@
 import { InputError } from '../../errors.js';
 import type { RequestToSend } from '../../transport/request.js';
 import type { PlanEvent } from '../plan.js';
-import type { WorkerPlanOptions } from './entry.js';
+import type { StartedPlanner, WorkerPlanOptions } from './entry.js';
 import type { ResourceLimits } from 'node:worker_threads';
 import { StartedWorker } from '../../started-worker.js';
 import { inWorker, type RelayedError } from './in-worker.js';
@@ -53,9 +53,10 @@ const limits = (delta: boolean): ResourceLimits => ({ maxYoungGenerationSizeMb: 
 
 /**
  * A planning thread started before its plan is known, for planInWorker() (`delta`: the plan compares
- * attributes, with --delta): it loads its modules while the run is checked.
+ * attributes, with --delta): it loads its modules while the run is checked, the delta stage's too
+ * (the state's driver among them) for a --delta plan.
  */
-export const startPlanner = (delta: boolean): StartedWorker => new StartedWorker(ENTRY, limits(delta));
+export const startPlanner = (delta: boolean): StartedWorker => new StartedWorker(ENTRY, limits(delta), { delta } satisfies StartedPlanner);
 
 /**
  * The events of planEvents(options), planned in a worker thread (`started`: one startPlanner() gave
