@@ -62,8 +62,8 @@ describe('the state writer thread', () => {
   it('learns every record of a burst of hand-overs, and forgets what a request sends only after learning what was accepted before it', async () => {
     const path = join(tmp.dir, 'state.sqlite');
     const writer = await openStateWriter(path, T);
-    // hand-overs of 64 records each go to the thread at once, many of them before it is done with the first
-    for (let r = 0; r < 200; r += 1) {
+    // hand-overs of 128 records each go to the thread at once, many of them before it is done with the first
+    for (let r = 0; r < 800; r += 1) {
       writer.accepted(record(Array.from({ length: 10 }, (_, i) => ({ external_id: `n${r * 10 + i}`, plan: i % 2 === 0 ? 'pro' : 'free', visits: r * 10 + i }))), new Set([0]));
       if (r !== 100) continue;
       // u0 is accepted with plan "a"; the next request, about to send plan "b", is never answered
@@ -79,7 +79,7 @@ describe('the state writer thread', () => {
       // held in doubt: a value the server may hold, which matches none
       expect(user('e:u0')?.holdsValue('plan')).toBe(true);
       expect(user('e:u0')?.holds('score', ...valueHash(1))).toBe(true);
-      for (let n = 0; n < 2000; n += 1) {
+      for (let n = 0; n < 8000; n += 1) {
         const held = user(`e:n${n}`);
         // each request's first item was refused by the server
         if (n % 10 === 0) expect(held, `n${n}`).toBeUndefined();
