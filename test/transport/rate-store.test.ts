@@ -5,6 +5,7 @@ import { createPacer } from '../../src/transport/pacer.js';
 import { connectRateStore, parseStoreUrl, storeName, type RateStore } from '../../src/transport/rate-store.js';
 import { createSharedPacer } from '../../src/transport/shared-pacer.js';
 import { StoppedError, UsageError } from '../../src/errors.js';
+import { startDelayProxy } from '../helpers/delay-proxy.js';
 import { redisPresent, startRedis, type RedisServer } from '../helpers/redis.js';
 
 /** The most starts in any window of `spanMs` among these times (ms). */
@@ -63,12 +64,16 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
       const store = await connect('track:test', limit, undefined, true);
       // each process paces itself at the whole rate: only the shared budget keeps them together
       const pacer = createSharedPacer({ local: createPacer({ perSecond: limit }), store, fallback: { perSecond: limit / 4, marginMs: 20 }, id: `p${n}` });
-      while (performance.now() - t0 < runFor) {
-        const ticket = await pacer.acquire();
-        starts.push(performance.now());
-        pacer.markSent(ticket);
-        pacer.release(ticket);
-      }
+      // with four requests in flight, each taking its place at once
+      const sender = async (): Promise<void> => {
+        while (performance.now() - t0 < runFor) {
+          const ticket = await pacer.acquire();
+          starts.push(performance.now());
+          pacer.markSent(ticket);
+          pacer.release(ticket);
+        }
+      };
+      await Promise.all([sender(), sender(), sender(), sender()]);
     };
     await Promise.all([0, 1, 2, 3].map(shard));
     // seen here, a reply or two late on a busy machine may crowd a window by one: a fixed window
@@ -78,6 +83,44 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     expect(starts.length).toBeGreaterThan(60);
   });
 
+  it('takes places for several requests at once: a store 40 ms away does not hold a run to one start a round trip, spread evenly or not', async () => {
+    const proxy = await startDelayProxy(redis.port, 40);
+    /** Starts in 1.6 s by eight requests in flight (--concurrency 8), each taking its place through the far store. */
+    const startsThrough = async (key: string, evenly: boolean): Promise<{ starts: number[]; takes: number }> => {
+      const store = await connectRateStore(`redis://127.0.0.1:${proxy.port}`, key, { perSecond: 1000, marginMs: 20, evenly });
+      stores.push(store);
+      let takes = 0;
+      const counted: RateStore = { name: store.name, take: (id) => ((takes += 1), store.take(id)), move: (id) => store.move(id), close: () => store.close() };
+      const pacer = createSharedPacer({ local: createPacer({ perSecond: 1000, evenly }), store: counted, fallback: { perSecond: 10, marginMs: 20 }, id: key });
+      const starts: number[] = [];
+      const t0 = performance.now();
+      const sender = async (): Promise<void> => {
+        while (performance.now() - t0 < 1_600) {
+          const ticket = await pacer.acquire();
+          starts.push(performance.now());
+          pacer.markSent(ticket);
+          pacer.release(ticket);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, sender));
+      return { starts, takes };
+    };
+    try {
+      // a take costs a round trip of 80 ms: one at a time, 20 to 27 starts in 1.6 s; eight at once,
+      // 60 to 160 here, as busy as the machine lets it
+      for (const evenly of [false, true]) {
+        const { starts, takes } = await startsThrough(`track:far:${evenly}`, evenly);
+        expect(starts.length, `evenly: ${evenly}`).toBeGreaterThan(45);
+        expect(busiestWindow(starts, 1_000)).toBeLessThanOrEqual(1000);
+        // spread evenly, a start a little ahead of its turn takes it: told to wait a fraction of a
+        // millisecond, it asked again a round trip later (2 to 2.5 takes a start)
+        expect(takes, `evenly: ${evenly}`).toBeLessThan(starts.length * 1.5);
+      }
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('spreads the starts of a budget evenly over the second', async () => {
     const store = await connect('track:even', 10, undefined, true);
     expect(await store.take('a')).toBe(0);
@@ -85,6 +128,18 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     const wait = await store.take('b');
     expect(wait).toBeGreaterThan(80);
     expect(wait).toBeLessThanOrEqual(104);
+  });
+
+  it('gives a start that comes a little ahead of its even turn that turn, rather than a wait and another round trip', async () => {
+    const store = await connect('track:early', 10, undefined, true);
+    expect(await store.take('a')).toBe(0);
+    // the next even start is 103 ms after the first: 86 ms later it is 17 ms away, within the 20 ms forgiven
+    await new Promise((resolve) => setTimeout(resolve, 86));
+    expect(await store.take('b')).toBe(0);
+    // the turn after it is still a gap later: the timeline keeps its pace
+    const wait = await store.take('c');
+    expect(wait).toBeGreaterThan(100);
+    expect(wait).toBeLessThanOrEqual(125);
   });
 
   it('is a sliding window: starts late in one second still count early in the next', async () => {
