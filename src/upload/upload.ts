@@ -9,7 +9,7 @@ import { STDIN } from '../input/source.js';
 import type { ParsedJournal } from '../records/journal.js';
 import { checkApiKey, keyFingerprint } from '../transport/api-key.js';
 import { resolveInputs } from './inputs.js';
-import type { UploadOptions, UploadSummary } from './upload-options.js';
+import type { DeltaRun, UploadOptions, UploadSummary } from './upload-options.js';
 import type { ResolvedRun } from './upload-open.js';
 import { uploadChecked } from './upload-run.js';
 import type { StartedWorker } from '../started-worker.js';
@@ -29,8 +29,9 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   // So does the state writer's, for a delivery that writes the state, first: the run waits for it to
   // open the file before its plan starts
   const stateWriter = options.send !== undefined && options.delta !== undefined ? await startStateWriterAhead() : undefined;
-  const planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta?.attributes === true) : undefined;
+  let planner: StartedWorker | undefined;
   try {
+    planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta) : undefined;
     return await uploadResolved(options, { started, named, ...resolved, planner, stateWriter });
   } finally {
     planner?.release();
@@ -48,11 +49,11 @@ async function startStateWriterAhead(): Promise<StartedWorker | undefined> {
   }
 }
 
-/** A planning thread started ahead; none when one cannot be started now (the plan then starts its own, and says why it cannot). */
-async function startPlannerAhead(delta: boolean): Promise<StartedWorker | undefined> {
-  const { startPlanner } = await import('./worker/plan-in-worker.js');
+/** A planning thread started ahead (for a plan with a delta stage when `delta` is given); none when one cannot be started now (the plan then starts its own, and says why it cannot). */
+async function startPlannerAhead(delta: DeltaRun | undefined): Promise<StartedWorker | undefined> {
   try {
-    return startPlanner(delta);
+    const { startPlanner } = await import('./worker/plan-in-worker.js');
+    return startPlanner(delta?.attributes === true, delta !== undefined);
   } catch {
     return undefined;
   }

@@ -5,7 +5,7 @@ import { planChunks, type PlanOptions } from '../plan.js';
 import { serveInWorker, type Posting } from './in-worker.js';
 import { createEncoder, type WireMessage } from './wire.js';
 
-/** What a planning thread started ahead of its plan is told (startPlanner). */
+/** What a planning thread started ahead of its plan is told (startPlanner): its plan has a delta stage (--delta, --dedupe-events). */
 export interface StartedPlanner {
   delta: boolean;
 }
@@ -30,7 +30,7 @@ async function* postings(options: WorkerPlanOptions): AsyncGenerator<Posting<Wir
   }
 }
 
-// a thread started ahead for a --delta plan loads the delta stage while it waits for its plan (which imports it)
+// a thread started ahead for a plan with a delta stage loads it while it waits for its plan (which imports it)
 if ((workerData as StartedPlanner | undefined)?.delta === true) void import('../delta.js').catch(() => undefined);
 
 await serveInWorker(postings);

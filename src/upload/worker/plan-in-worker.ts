@@ -56,9 +56,9 @@ const limits = (delta: boolean): ResourceLimits => ({ maxYoungGenerationSizeMb: 
 /**
  * A planning thread started before its plan is known, for planInWorker() (`delta`: the plan compares
  * attributes, with --delta): it loads its modules while the run is checked, the delta stage's too
- * (the state's driver among them) for a --delta plan.
+ * (the state's driver among them) for a plan that has one (`deltaStage`: --delta, --dedupe-events).
  */
-export const startPlanner = (delta: boolean): StartedWorker => new StartedWorker(ENTRY, limits(delta), { delta } satisfies StartedPlanner);
+export const startPlanner = (delta: boolean, deltaStage = delta): StartedWorker => new StartedWorker(ENTRY, limits(delta), { delta: deltaStage } satisfies StartedPlanner);
 
 /**
  * The events of planEvents(options), planned in a worker thread (`started`: one startPlanner() gave
