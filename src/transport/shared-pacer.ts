@@ -45,32 +45,63 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
     failed = error instanceof Error ? error : new Error(String(error));
     options.onFallback?.(failed);
   };
+  /** Counts a start in this process's windows, now: in the step that allowed it, so that no other start is allowed in between. */
+  const counted = (): number => {
+    const now = clock.now();
+    for (const w of windows) w.add(now);
+    return now;
+  };
+  /**
+   * The takes the store told to wait go one after another: only the first asks again (every 20 ms),
+   * the others wait their turn. Each request in flight asking on its own asked 15 times as often
+   * (4 processes of 16 requests waiting out an hourly cap: 2,900 asks a second).
+   */
+  let waiters: Promise<void> = Promise.resolve();
 
-  async function takeShared(ticket: number, signal?: AbortSignal): Promise<void> {
-    for (;;) {
+  /** What the store answers a take (ms to wait; 0: counted), or undefined once it failed (the run then goes on at its share). */
+  async function ask(ticket: number, signal?: AbortSignal): Promise<number | undefined> {
+    if (failed !== undefined) return undefined;
+    try {
+      return await unlessAborted(store.take(`${id}:${ticket}`), signal);
+    } catch (error) {
+      // a run stopping (SIGTERM) does not wait for a store that is slow to answer, nor say it failed
       if (signal?.aborted) throw abortReason(signal);
-      if (failed !== undefined) return takeOwnShare(signal);
-      let waitMs: number;
-      try {
-        waitMs = await unlessAborted(store.take(`${id}:${ticket}`), signal);
-      } catch (error) {
-        // a run stopping (SIGTERM) does not wait for a store that is slow to answer, nor say it failed
-        if (signal?.aborted) throw abortReason(signal);
-        fallBack(error);
-        continue;
-      }
-      if (waitMs <= 0) return;
-      // a place may open sooner than the store can say: the start it waits for may be one counted
-      // ahead whose request has left since (its move is on the way)
-      await sleep(clock, Math.min(waitMs, POLL_MS), signal);
+      fallBack(error);
+      return undefined;
     }
   }
 
-  async function takeOwnShare(signal?: AbortSignal): Promise<void> {
+  /** Takes a place in the shared budget (at once when it has room), or in this process's share once the store failed; when it was counted here. */
+  async function takeShared(ticket: number, signal?: AbortSignal): Promise<number> {
+    let waitMs = await ask(ticket, signal);
+    if (waitMs === undefined) return takeOwnShare(signal);
+    if (waitMs <= 0) return counted();
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    const before = waiters;
+    waiters = before.then(() => mine);
+    try {
+      await unlessAborted(before, signal);
+      for (;;) {
+        // a place may open sooner than the store can say: the start it waits for may be one counted
+        // ahead whose request has left since (its move is on the way)
+        await sleep(clock, Math.min(waitMs, POLL_MS), signal);
+        waitMs = await ask(ticket, signal);
+        if (waitMs === undefined) return await takeOwnShare(signal);
+        if (waitMs <= 0) return counted();
+      }
+    } finally {
+      done();
+    }
+  }
+
+  async function takeOwnShare(signal?: AbortSignal): Promise<number> {
     for (;;) {
+      if (signal?.aborted) throw abortReason(signal);
       const at = Math.max(...windows.map((w) => w.readyAt()), Number.NEGATIVE_INFINITY);
       const now = clock.now();
-      if (at <= now) return;
+      // checked and counted in one step: the requests that were waiting on the store when it failed come one by one
+      if (at <= now) return counted();
       await sleep(clock, at - now, signal);
     }
   }
@@ -80,15 +111,14 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
       const ticket = await local.acquire(signal);
       // each request in flight takes its place at once, the store counting each take whole: one at a
       // time, a store 50 ms away held a run to one start in a round trip (10 a second)
+      let at: number;
       try {
-        await takeShared(ticket, signal);
+        at = await takeShared(ticket, signal);
       } catch (error) {
         local.release(ticket);
         throw error;
       }
-      const now = clock.now();
-      for (const w of windows) w.add(now);
-      takenAt.set(ticket, now);
+      takenAt.set(ticket, at);
       return ticket;
     },
     markSent(ticket) {

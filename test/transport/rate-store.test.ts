@@ -8,6 +8,31 @@ import { StoppedError, UsageError } from '../../src/errors.js';
 import { startDelayProxy } from '../helpers/delay-proxy.js';
 import { redisPresent, startRedis, type RedisServer } from '../helpers/redis.js';
 
+/** The store, counting the takes asked of it. */
+function counting(store: RateStore): RateStore & { takes: number } {
+  const counted = { name: store.name, takes: 0, take: (id: string) => ((counted.takes += 1), store.take(id)), move: (id: string) => store.move(id), close: () => store.close() };
+  return counted;
+}
+
+/** Starts made by `senders` requests in flight through `pacer` (each acquiring, sending at once, and again) for `ms`, those still waiting then stopped. */
+async function sendThrough(pacer: ReturnType<typeof createSharedPacer>, senders: number, ms: number): Promise<number[]> {
+  const starts: number[] = [];
+  const stop = new AbortController();
+  const timer = setTimeout(() => stop.abort(new Error('time is up')), ms);
+  const sender = async (): Promise<void> => {
+    while (!stop.signal.aborted) {
+      const ticket = await pacer.acquire(stop.signal).catch(() => undefined);
+      if (ticket === undefined) return;
+      starts.push(performance.now());
+      pacer.markSent(ticket);
+      pacer.release(ticket);
+    }
+  };
+  await Promise.all(Array.from({ length: senders }, sender));
+  clearTimeout(timer);
+  return starts;
+}
+
 /** The most starts in any window of `spanMs` among these times (ms). */
 function busiestWindow(times: number[], spanMs: number): number {
   const sorted = [...times].sort((a, b) => a - b);
@@ -87,23 +112,11 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     const proxy = await startDelayProxy(redis.port, 40);
     /** Starts in 1.6 s by eight requests in flight (--concurrency 8), each taking its place through the far store. */
     const startsThrough = async (key: string, evenly: boolean): Promise<{ starts: number[]; takes: number }> => {
-      const store = await connectRateStore(`redis://127.0.0.1:${proxy.port}`, key, { perSecond: 1000, marginMs: 20, evenly });
+      const store = counting(await connectRateStore(`redis://127.0.0.1:${proxy.port}`, key, { perSecond: 1000, marginMs: 20, evenly }));
       stores.push(store);
-      let takes = 0;
-      const counted: RateStore = { name: store.name, take: (id) => ((takes += 1), store.take(id)), move: (id) => store.move(id), close: () => store.close() };
-      const pacer = createSharedPacer({ local: createPacer({ perSecond: 1000, evenly }), store: counted, fallback: { perSecond: 10, marginMs: 20 }, id: key });
-      const starts: number[] = [];
-      const t0 = performance.now();
-      const sender = async (): Promise<void> => {
-        while (performance.now() - t0 < 1_600) {
-          const ticket = await pacer.acquire();
-          starts.push(performance.now());
-          pacer.markSent(ticket);
-          pacer.release(ticket);
-        }
-      };
-      await Promise.all(Array.from({ length: 8 }, sender));
-      return { starts, takes };
+      const pacer = createSharedPacer({ local: createPacer({ perSecond: 1000, evenly }), store, fallback: { perSecond: 10, marginMs: 20 }, id: key });
+      const starts = await sendThrough(pacer, 8, 1_600);
+      return { starts, takes: store.takes };
     };
     try {
       // a take costs a round trip of 80 ms: one at a time, 20 to 27 starts in 1.6 s; eight at once,
@@ -119,6 +132,33 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  it('asks the store again for one waiting request at a time, the others waiting their turn behind it', async () => {
+    const store = counting(await connect('track:asks', 2));
+    const pacer = createSharedPacer({ local: createPacer({ perSecond: 1000, evenly: false }), store, fallback: { perSecond: 2, marginMs: 20 }, id: 'asks' });
+    const starts = await sendThrough(pacer, 16, 1_500);
+    expect(busiestWindow(starts, 1_000)).toBeLessThanOrEqual(2);
+    // one asking every 20 ms for 1.5 s: about 75 times; sixteen requests each asking so, about 1,200
+    expect(store.takes).toBeLessThan(300);
+  });
+
+  it('falls back to its share one request at a time when the store fails while many wait on it', async () => {
+    // a budget of 3 a second: when the store stops answering, this process's windows (5 a second) have room at once
+    const store = await connectRateStore(redis.url, 'track:crowd', { perSecond: 3, marginMs: 20 }, { connectTimeoutMs: 1_000, answerMs: 500 });
+    stores.push(store);
+    const told: Error[] = [];
+    const pacer = createSharedPacer({ local: createPacer({ perSecond: 1000, evenly: false }), store, fallback: { perSecond: 5, marginMs: 20 }, onFallback: (e) => told.push(e), id: 'crowd' });
+    let paused = 0;
+    setTimeout(() => {
+      redis.pause();
+      paused = performance.now();
+    }, 300);
+    const starts = await sendThrough(pacer, 16, 3_000);
+    expect(told).toHaveLength(1);
+    // the sixteen requests waiting on the store when it stopped answering start at its share, not at once
+    expect(busiestWindow(starts.filter((at) => at > paused), 1_000)).toBeLessThanOrEqual(5);
+    expect(starts.filter((at) => at > paused).length).toBeGreaterThanOrEqual(5);
   });
 
   it('spreads the starts of a budget evenly over the second', async () => {
