@@ -34,7 +34,7 @@ export interface RateStore {
 // limit (0: none) and window (µs); how far ahead (µs) a start is counted until its request has left
 // (MOVE then counts it from when it did: another process must not take a place the window will still
 // hold when this request reaches the server); the gap (µs) between even starts (0: none), how late
-// a start may be and keep the timeline, and how early it may be and take its turn (see EARLY_US).
+// a start may be and keep the timeline, and how early it may be and take its turn (see earlyUs).
 // Times are the Redis server's (TIME), in µs. A start is counted in both logs or in neither. The
 // starts of all processes together are spread evenly over the second, as one process's pacer spreads
 // its own: a burst that a server receives a little late could otherwise reach it in its next window.
