@@ -34,7 +34,7 @@ export interface RateStore {
 // limit (0: none) and window (µs); how far ahead (µs) a start is counted until its request has left
 // (MOVE then counts it from when it did: another process must not take a place the window will still
 // hold when this request reaches the server); the gap (µs) between even starts (0: none), how late
-// a start may be and keep the timeline, and how early it may be and take its turn (see earlyUs).
+// a start may be and keep the timeline, and how early it may be and take its turn (EARLY_US).
 // Times are the Redis server's (TIME), in µs. A start is counted in both logs or in neither. The
 // starts of all processes together are spread evenly over the second, as one process's pacer spreads
 // its own: a burst that a server receives a little late could otherwise reach it in its next window.
@@ -87,13 +87,13 @@ return 0
 const HOLD_US = 100_000;
 
 /**
- * How early a start may come to the store and still take its even turn: a process's pacer spaces its
- * starts by the store's own gap, and one that came a fraction of a millisecond early was told to wait
- * that long, and asked again a round trip later (2.5 takes a start at 1,000 a second, each a round
- * trip to a store that may be far). Half a gap, at least 2 ms, at most CATCH_UP_MS; the windows'
- * limits hold as before.
+ * How early a start may come to the store and still take its even turn: as late as a process's pacer
+ * catches up on (CATCH_UP_MS), whose starts come to the store as bunched. A start that came a fraction
+ * of a millisecond early was told to wait that long, and asked again a round trip later (2.5 takes a
+ * start at 1,000 a second, each a round trip to a store that may be far); with 2 ms forgiven, a catch-up
+ * of 20 ms left most of its starts waiting in line. The windows' limits hold as before.
  */
-const earlyUs = (gapUs: number): number => Math.round(Math.min(CATCH_UP_MS * 1000, Math.max(gapUs / 2, 2_000)));
+const EARLY_US = CATCH_UP_MS * 1000;
 
 const SECOND_US = 1_000_000;
 const HOUR_US = 3_600_000_000;
@@ -208,7 +208,7 @@ export async function connectRateStore(
     perWindow === undefined ? ['0', '0'] : [String(perWindow), String(spanUs + limits.marginMs * 1000)];
   // the gap and the late start forgiven are the local pacer's (pacer.ts: even spacing)
   const gap = limits.perSecond === undefined || limits.evenly === false ? 0 : Math.round((SECOND_US + (limits.marginMs + SPACING_SLACK_MS) * 1000) / limits.perSecond);
-  const args = [...window(limits.perSecond, SECOND_US), ...window(limits.perHour, HOUR_US), String(HOLD_US), String(gap), String(CATCH_UP_MS * 1000), String(earlyUs(gap))];
+  const args = [...window(limits.perSecond, SECOND_US), ...window(limits.perHour, HOUR_US), String(HOLD_US), String(gap), String(CATCH_UP_MS * 1000), String(EARLY_US)];
   let closing = false;
   return {
     name,

@@ -57,6 +57,8 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
    * (4 processes of 16 requests waiting out an hourly cap: 2,900 asks a second).
    */
   let waiters: Promise<void> = Promise.resolve();
+  /** Takes in that line. */
+  let waiting = 0;
 
   /** What the store answers a take (ms to wait; 0: counted), or undefined once it failed (the run then goes on at its share). */
   async function ask(ticket: number, signal?: AbortSignal): Promise<number | undefined> {
@@ -80,17 +82,22 @@ export function createSharedPacer(options: SharedPacerOptions): Pacer {
     const mine = new Promise<void>((resolve) => (done = resolve));
     const before = waiters;
     waiters = before.then(() => mine);
+    const ahead = waiting;
+    waiting += 1;
     try {
       await unlessAborted(before, signal);
+      // one that waited behind others asks at once: the wait it was told is as old as its turn
+      if (ahead > 0) waitMs = 0;
       for (;;) {
         // a place may open sooner than the store can say: the start it waits for may be one counted
         // ahead whose request has left since (its move is on the way)
-        await sleep(clock, Math.min(waitMs, POLL_MS), signal);
+        if (waitMs > 0) await sleep(clock, Math.min(waitMs, POLL_MS), signal);
         waitMs = await ask(ticket, signal);
         if (waitMs === undefined) return await takeOwnShare(signal);
         if (waitMs <= 0) return counted();
       }
     } finally {
+      waiting -= 1;
       done();
     }
   }
