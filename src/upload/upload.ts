@@ -24,10 +24,10 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   if (named.length === 0) throw new UsageError('give at least one input file (or - for standard input)');
   // (a stop ends a listing or a read of an object under way in this thread; the planning thread ends with the plan)
   const resolved = await resolveInputs(named, { ...options.storage, stop: options.stopSignal });
-  // the planning thread starts now, its modules loading while the run is checked and its files opened
-  // (the first request goes about a tenth of a second sooner); a run that does not plan in it ends it.
-  // So does the state writer's, for a delivery that writes the state, first: the run waits for it to
-  // open the file before its plan starts
+  // the threads start now, their modules loading while the run is checked and its files opened (the
+  // first request goes about a tenth of a second sooner): first the state writer's, for a delivery
+  // that writes the state (the run waits for it to open the file before its plan starts), then the
+  // planning thread (a run that does not plan in it ends it)
   const stateWriter = options.send !== undefined && options.delta !== undefined ? await startStateWriterAhead() : undefined;
   let planner: StartedWorker | undefined;
   try {

@@ -90,15 +90,7 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
       // each process paces itself at the whole rate: only the shared budget keeps them together
       const pacer = createSharedPacer({ local: createPacer({ perSecond: limit }), store, fallback: { perSecond: limit / 4, marginMs: 20 }, id: `p${n}` });
       // with four requests in flight, each taking its place at once
-      const sender = async (): Promise<void> => {
-        while (performance.now() - t0 < runFor) {
-          const ticket = await pacer.acquire();
-          starts.push(performance.now());
-          pacer.markSent(ticket);
-          pacer.release(ticket);
-        }
-      };
-      await Promise.all([sender(), sender(), sender(), sender()]);
+      starts.push(...(await sendThrough(pacer, 4, runFor - (performance.now() - t0))));
     };
     await Promise.all([0, 1, 2, 3].map(shard));
     // seen here, a reply or two late on a busy machine may crowd a window by one: a fixed window
