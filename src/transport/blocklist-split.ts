@@ -5,7 +5,7 @@
 // verdicts come back as one outcome of the whole request, so it settles once.
 import { ARRAY_NAMES, type ArrayName, type MinorError, type TrackRequest } from '../model/types.js';
 import type { RequestToSend } from './request.js';
-import type { AttemptStats, Ending, SendOutcome } from './send-request.js';
+import type { AttemptStats, Ending, ItemPlace, PartItems, SendOutcome } from './send-request.js';
 
 /** The fatal answer to a request holding a blocklisted external_id (decisions.md "Wire format"). */
 const BLOCKLISTED = /^HTTP 400: .*\bexternal_id\b.*\bblocklisted\b/i;
@@ -14,11 +14,7 @@ export function refusedForBlocklist(outcome: SendOutcome): boolean {
   return outcome.kind === 'rejected' && outcome.errors === undefined && BLOCKLISTED.test(outcome.message);
 }
 
-/** An item of the request: its array and its index there. */
-interface Item {
-  kind: ArrayName;
-  index: number;
-}
+type Item = ItemPlace;
 
 /** Sends one part's body as a request of its own (paced, retried); `items` are the request's items it holds. */
 export type SendPart = (json: string, items: readonly Item[]) => Promise<SendOutcome>;
@@ -32,12 +28,14 @@ export interface SplitResult {
   warning?: string;
 }
 
-/** Distinct (file, line) rows behind some of a request's items. */
-export function partRows(request: RequestToSend, items: readonly Item[]): number {
-  const rows = new Set<string>();
+/** Adds the distinct (file, line) rows behind some of a request's items to `rows`. */
+export function addPartRows(request: RequestToSend, items: readonly Item[], rows: Set<string>): Set<string> {
   for (const { kind, index } of items) rows.add(`${request.origins[kind][index].file}\u0000${request.origins[kind][index].line}`);
-  return rows.size;
+  return rows;
 }
+
+/** Distinct (file, line) rows behind some of a request's items. */
+export const partRows = (request: RequestToSend, items: readonly Item[]): number => addPartRows(request, items, new Set()).size;
 
 function bodyOf(request: RequestToSend): TrackRequest {
   const body = request.body;
@@ -99,6 +97,12 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
   let applied = false;
   // refused after an attempt whose outcome was not known, or with the outcome not known: it may have been applied
   let inDoubt = refused.possiblyApplied;
+  // the whole request's attempts count for every item; a part's, for its own
+  const partItems: PartItems = {
+    unknown: refused.unknownOutcomes > 0 ? [...items] : [],
+    possiblyApplied: refused.possiblyApplied ? [...items] : [],
+    noVerdict: [],
+  };
 
   /** Sends the halves of `part` (refused whole for a blocklisted id); returns how sending stopped short, if it did. */
   const split = async (part: readonly Item[], message: string): Promise<Ending | undefined> => {
@@ -114,6 +118,8 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
       const outcome = await send(partJson(body, half), half);
       if (outcome.attempts > 0) parts += 1; // (not one a stop left unsent)
       addStats(stats, outcome);
+      if (outcome.unknownOutcomes > 0 && refused.unknownOutcomes === 0) partItems.unknown.push(...half);
+      if (outcome.possiblyApplied && !refused.possiblyApplied) partItems.possiblyApplied.push(...half);
       if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') return apart(outcome).ending;
       if (outcome.kind === 'accepted') {
         applied = true;
@@ -121,6 +127,7 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
         continue;
       }
       if (outcome.kind === 'unknown-rejected' || outcome.possiblyApplied) inDoubt = true;
+      if (outcome.kind === 'unknown-rejected') partItems.noVerdict.push(...half);
       if (outcome.kind === 'rejected' && refusedForBlocklist(outcome)) {
         const stopped = await split(half, outcome.message);
         if (stopped !== undefined) return stopped;
@@ -139,8 +146,8 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
     return done(stopped);
   }
   // (an entry naming no item keeps no index, so that the join warns of it as of a 201's)
-  if (applied) return done({ kind: 'accepted', response: { message: 'success', errors: errors as MinorError[] }, inDoubt });
+  if (applied) return done({ kind: 'accepted', response: { message: 'success', errors: errors as MinorError[] }, inDoubt, parts: partItems });
   // nothing applied: a refusal of every item, each with its own reason
   stats.possiblyApplied ||= inDoubt;
-  return done({ kind: 'rejected', message: refused.message, errors });
+  return done({ kind: 'rejected', message: refused.message, errors, parts: partItems });
 }

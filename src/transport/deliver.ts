@@ -5,15 +5,15 @@
 import { setMaxListeners } from 'node:events';
 import pLimit from 'p-limit';
 import type { RejectRecord } from '../model/request.js';
-import { ARRAY_NAMES } from '../model/types.js';
+import { ARRAY_NAMES, type ArrayName } from '../model/types.js';
 import { DEFAULT_BACKOFF } from './backoff.js';
-import { partRows, refusedForBlocklist, sendInParts } from './blocklist-split.js';
+import { addPartRows, partRows, refusedForBlocklist, sendInParts } from './blocklist-split.js';
 import { systemClock } from './clock.js';
 import type { DeliverOptions } from './deliver-options.js';
 import { createPacer } from './pacer.js';
 import { addRows, distinctRows, joinMinorErrors, wholeRequestRejects } from './request-rejects.js';
 import { itemCounts, jsonBytes, requestJson, type RequestToSend } from './request.js';
-import { sendRequest, type SendContext, type SendOutcome } from './send-request.js';
+import { sendRequest, type ItemPlace, type PartItems, type SendContext, type SendOutcome } from './send-request.js';
 import { addWarning, emptyDeliverySummary, progressOf, type DeliverySummary } from './summary.js';
 import { createUserOrder, type Turn } from './user-order.js';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRIES } from './defaults.js';
@@ -35,6 +35,13 @@ function notDeliveredReason(outcome: Extract<SendOutcome, { kind: 'fatal' | 'aba
   if (outcome.kind === 'abandoned' && outcome.reason !== undefined) return `stopped while waiting to try again (${outcome.reason})`;
   if (outcome.rateLimited > 0) return 'stopped while waiting out a 429 (rate limited)';
   return outcome.attempts > 0 ? 'stopped before it was answered' : 'stopped before it was sent';
+}
+
+/** How many of the items are of each kind. */
+function perKind(items: readonly ItemPlace[] | undefined): Record<ArrayName, number> {
+  const counts = { attributes: 0, events: 0, purchases: 0 };
+  for (const { kind } of items ?? []) counts[kind] += 1;
+  return counts;
 }
 
 function positiveInteger(name: string, value: number): number {
@@ -163,13 +170,16 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.rateLimited += outcome.rateLimited;
     summary.unknownOutcomes += outcome.unknownOutcomes;
     const counts = itemCounts(request);
+    // a request sent in parts: a part's unknown outcome is its items' alone
+    const parts = outcome.kind === 'accepted' || outcome.kind === 'rejected' ? outcome.parts : undefined;
+    const rowsOf = (items: ItemPlace[] | undefined, into: Set<string>): Set<string> => (items === undefined ? addRows(request, into) : addPartRows(request, items, into));
     // rows an earlier run may have delivered are doubled only if this request may have been applied too
     const mayApply = outcome.kind === 'accepted' || outcome.possiblyApplied;
     // (rows an earlier run left in doubt, sent again: in the one set, so a row is counted once however it comes)
     if (mayApply && options.inDoubtRows !== undefined) options.inDoubtRows(request, duplicatedRows);
     if (outcome.unknownOutcomes > 0) {
-      summary.rowsInUnknownRequests = addRows(request, unknownRows).size;
-      if (outcome.possiblyApplied) addRows(request, duplicatedRows);
+      summary.rowsInUnknownRequests = rowsOf(parts?.unknown, unknownRows).size;
+      if (outcome.possiblyApplied) rowsOf(parts?.possiblyApplied, duplicatedRows);
     }
     summary.rowsPossiblyDuplicated = duplicatedBefore + duplicatedRows.size;
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {
@@ -191,7 +201,9 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     }
     if (outcome.kind !== 'unknown-rejected') {
       summary.requestsSent += 1;
-      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind];
+      // the items of parts rejected with no verdict were not answered for (see settleFinal)
+      const noVerdict = perKind(parts?.noVerdict);
+      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind] - noVerdict[kind];
     }
     try {
       await settleFinal(request, outcome, counts, marked);
@@ -200,6 +212,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
       throw error;
     }
     summary.requestsSettled += 1;
+  };
+
+  /** Counts the items of parts rejected with no verdict (onUnknown 'reject') as a request rejected so counts its own: rejected (as the join counted them), of unknown outcome. */
+  const countNoVerdict = (parts: PartItems | undefined): void => {
+    const noVerdict = perKind(parts?.noVerdict);
+    for (const kind of ARRAY_NAMES) if (noVerdict[kind] > 0) summary.items[kind].unknown = (summary.items[kind].unknown ?? 0) + noVerdict[kind];
   };
 
   const settleFinal = async (
@@ -219,6 +237,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
           summary.items[kind].accepted += counts[kind] - joined.rejectedPerKind[kind];
           summary.items[kind].rejected += joined.rejectedPerKind[kind];
         }
+        countNoVerdict(outcome.parts);
         const points = request.points ?? [];
         for (let i = 0; i < points.length; i += 1) if (!joined.rejectedItems.has(i)) summary.dataPoints += points[i];
         if (outcome.inDoubt !== true) learned = options.onAccepted?.(request, joined.rejectedItems);
@@ -232,6 +251,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
           summary.items[kind].rejected += counts[kind];
           if (outcome.kind === 'unknown-rejected' && counts[kind] > 0) summary.items[kind].unknown = (summary.items[kind].unknown ?? 0) + counts[kind];
         }
+        if (outcome.kind === 'rejected') countNoVerdict(outcome.parts);
         // refused for an outcome not known, or refused after an attempt whose outcome was not: it may have been applied
         if (marked && (outcome.kind === 'unknown-rejected' || outcome.possiblyApplied)) learned = options.onInDoubt?.(request);
         break;

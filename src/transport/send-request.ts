@@ -1,7 +1,7 @@
 // One request's life: wait for the pacer, post, and act on the verdict until it has a final
 // outcome (accepted, rejected), must be given up (fatal, stop), or has spent its retries.
 import { DeliveryError } from '../errors.js';
-import type { SuccessResponse } from '../model/types.js';
+import type { ArrayName, SuccessResponse } from '../model/types.js';
 import { backoffDelay, type BackoffPolicy } from './backoff.js';
 import { sleep, type Clock } from './clock.js';
 import type { PostResult } from './http-client.js';
@@ -62,15 +62,33 @@ export interface AttemptStats {
   possiblyApplied: boolean;
 }
 
+/** An item of a request: its array, and its place there. */
+export interface ItemPlace {
+  kind: ArrayName;
+  index: number;
+}
+
+/**
+ * Of a request sent again in parts (blocklist-split.ts), the items of the parts whose outcome was
+ * not known once (`unknown`), that may have been applied twice (`possiblyApplied`), and that got no
+ * verdict and were rejected so (`noVerdict`, onUnknown 'reject'): the request's counts are theirs,
+ * not the whole request's.
+ */
+export interface PartItems {
+  unknown: ItemPlace[];
+  possiblyApplied: ItemPlace[];
+  noVerdict: ItemPlace[];
+}
+
 /** How a request ended. */
 export type Ending =
   /**
    * `inDoubt`: accepted in parts, and a part refused may have been applied (its outcome not known
-   * at first): what the request set is held in doubt rather than learned.
+   * at first): what the request set is held in doubt rather than learned. `parts`: sent in parts.
    */
-  | { kind: 'accepted'; response: SuccessResponse; inDoubt?: boolean }
+  | { kind: 'accepted'; response: SuccessResponse; inDoubt?: boolean; parts?: PartItems }
   /** `errors`: the minor error entries of a refusal of every item, for each item its own reason. */
-  | { kind: 'rejected'; message: string; errors?: unknown[] }
+  | { kind: 'rejected'; message: string; errors?: unknown[]; parts?: PartItems }
   /** The outcome could not be known and onUnknown is 'reject'. */
   | { kind: 'unknown-rejected'; message: string }
   | { kind: 'fatal'; error: DeliveryError }

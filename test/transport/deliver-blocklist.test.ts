@@ -159,7 +159,12 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
     expect(told).toEqual([]);
     expect(inDoubt).toEqual([0]);
     expect(summary).toMatchObject({ unknownOutcomes: 1, requestsSettled: 1 });
-    expect(summary.items.attributes.accepted + summary.items.events.accepted).toBe(8);
+    // the counts are the parts': the attributes got no verdict (not sent, as a request rejected so
+    // is not), and only their rows were in a request of unknown outcome
+    expect(summary.items.attributes).toEqual({ sent: 0, accepted: 0, rejected: 10, unknown: 10 });
+    expect(summary.items.events).toEqual({ sent: 10, accepted: 8, rejected: 2 });
+    expect(summary.rowsInUnknownRequests).toBe(10);
+    expect(summary.rowsPossiblyDuplicated).toBe(0);
     // the events but u3 (refused) and u5 (its minor error) were applied, once each
     expect(faults.appliedItems().map((a) => rowsOfBody({ events: [a.item] } as never)[0]).sort((a, b) => a - b)).toEqual([1, 7, 9, 11, 13, 15, 17, 19]);
   });
