@@ -168,4 +168,26 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
     // the events but u3 (refused) and u5 (its minor error) were applied, once each
     expect(faults.appliedItems().map((a) => rowsOfBody({ events: [a.item] } as never)[0]).sort((a, b) => a - b)).toEqual([1, 7, 9, 11, 13, 15, 17, 19]);
   });
+
+  it('counts as possibly duplicated only the rows of a part whose outcome was not known and that was sent again', async () => {
+    // as above, with the part of the 10 attributes broken off once and sent again (onUnknown "retry")
+    let broke = false;
+    faults = await startFaultServer((r) => {
+      const rows = rowsOfBody(r.body);
+      if (rows.includes(3)) return { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' };
+      if (rows[0] === 0 && rows[1] === 2 && rows.length === 10 && !broke) {
+        broke = true;
+        return { kind: 'destroy', applied: true };
+      }
+      return undefined;
+    });
+    client = createTrackClient({ url: faults.url, apiKey: KEY });
+    const plan = buildPlan({ requests: 1, itemsPer: 20, file: 'in.csv' });
+    const { rejects, onReject } = collectRejects();
+    const summary = await deliver(fromArray(plan), { client: client!, backoff: FAST_BACKOFF, onReject, beforeFirstPost: async () => {} });
+    expect(rejects.map((r) => r.line)).toEqual([lineOf(3)]);
+    expect(summary).toMatchObject({ unknownOutcomes: 1, requestsSettled: 1, rowsInUnknownRequests: 10, rowsPossiblyDuplicated: 10 });
+    expect(summary.items.attributes).toEqual({ sent: 10, accepted: 10, rejected: 0 });
+    expect(summary.items.events).toEqual({ sent: 10, accepted: 9, rejected: 1 });
+  });
 });
