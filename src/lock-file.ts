@@ -3,8 +3,10 @@
 // also when its pid now names a process started after the lock was taken.
 // The emulator locks its database with it (emulator/db-lock.ts), and a delivery with --delta or
 // --dedupe-events its state file (records/state-file.ts); each names the file and what to do.
+// A file of more than one name (hard links) is refused: a lock beside one name keeps no process off
+// another, and SQLite keeps a log of its own beside each name.
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, readFileSync, realpathSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
@@ -190,13 +192,30 @@ export interface LockOptions {
   inUse: (file: string, lockFile: string, owner: LockOwner) => Error;
 }
 
+/** How many names (hard links) the file has; 0 when there is none yet. */
+function namesOf(file: string): number {
+  try {
+    return statSync(file).nlink;
+  } catch {
+    return 0;
+  }
+}
+
 /**
  * Takes the lock of `file` (`<file>.lock` beside it), or throws options.inUse() naming the process
- * that has it. Returns the function that gives it back.
+ * that has it, or a usage error for a file of more than one name. Returns the function that gives it
+ * back.
  */
 export function lockFile(path: string, options: LockOptions): () => void {
   const file = canonicalPath(path);
   const lockPath = `${file}.lock`;
+  const names = namesOf(file);
+  if (names > 1) {
+    throw new UsageError(
+      `${file} has ${names} names (hard links), and ${options.purpose} is kept beside one of them only: a run through another name would not be kept off it. ` +
+        `Use it under one name: copy it to a file of its own (cp ${file} NEW) and use NEW, or remove its other names`,
+    );
+  }
   const text = `${JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() })}\n`;
   for (let attempt = 0; ; attempt += 1) {
     let created: boolean;

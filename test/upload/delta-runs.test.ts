@@ -3,7 +3,7 @@
 // in a run, the re-run guard after a --delta run, and state files that are damaged, empty or of an
 // earlier format.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, openSync, readFileSync, readdirSync, realpathSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -115,6 +115,24 @@ describe('one run per state file', () => {
     expect((await exported(emu, ['u0', 'u3999'])).map((u) => u.custom_attributes?.plan)).toEqual(['team', 'team']);
     expect(existsSync(lock)).toBe(false);
   }, 120_000);
+
+  it('refuses a state file of two names (a hard link), whose other name would take a lock of its own: exit 2, nothing sent, under either name', async () => {
+    const emu = await emulate();
+    const file = csv('users.csv', 'external_id,plan,email', users(10));
+    await json([file, '--url', emu.url, '--delta', '--state', 'state.sqlite']);
+    linkSync(join(tmp.dir, 'state.sqlite'), join(tmp.dir, 'other-name.sqlite'));
+    const sent = await requestsSeen(emu);
+    for (const name of ['other-name.sqlite', 'state.sqlite']) {
+      const r = await up([file, '--url', emu.url, '--delta', '--state', name, '--resume-or-start']);
+      expect(r.status, r.stderr).toBe(2);
+      expect(r.stderr).toContain(`${realpathSync(tmp.dir)}/${name} has 2 names (hard links), and the lock that keeps a second run off the state file is kept beside one of them only`);
+      expect(r.stderr).toContain(`copy it to a file of its own (cp ${realpathSync(tmp.dir)}/${name} NEW)`);
+    }
+    expect(await requestsSeen(emu)).toBe(sent);
+    // one name again: the state is used, and knows the users
+    unlinkSync(join(tmp.dir, 'other-name.sqlite'));
+    expect(await json([file, '--url', emu.url, '--delta', '--state', 'state.sqlite', '--resume-or-start'])).toMatchObject({ requests: 0 });
+  }, 60_000);
 });
 
 describe('rows possibly duplicated, across kills', () => {
