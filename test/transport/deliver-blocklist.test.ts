@@ -6,7 +6,7 @@ import { startEmulator, type Emulator } from '../../src/index.js';
 import { deliver } from '../../src/transport/deliver.js';
 import { createTrackClient, type TrackClient } from '../../src/transport/http-client.js';
 import type { RequestToSend } from '../../src/transport/request.js';
-import { startFaultServer, type FaultServer } from '../helpers/fault-server.js';
+import { startFaultServer, type FaultServer, type Script } from '../helpers/fault-server.js';
 import { buildPlan, fromArray, lineOf } from './plan.js';
 import { FAST_BACKOFF, KEY, collectRejects, range, recordingJournal, rowsOfBody } from './deliver-setup.js';
 
@@ -33,6 +33,27 @@ async function emulatorBlocking(...ids: string[]): Promise<Emulator> {
 function acceptedHook() {
   const told: Array<[number, number[]]> = [];
   return { told, onAccepted: (r: RequestToSend, rejected: ReadonlySet<number>) => void told.push([r.seq, [...rejected].sort((a, b) => a - b)]) };
+}
+
+/**
+ * A stand-in (and a client of it) that refuses any request holding row 3 as blocklisted, and breaks
+ * the connection of the part of the 10 attributes (rows 0, 2, ... 18: items are halved in body
+ * order, attributes first) the first time it comes (`applied`: after applying it); `otherwise`
+ * answers the rest (undefined: a success).
+ */
+async function breakingTheAttributesOnce(applied: boolean, otherwise: Script = () => undefined): Promise<FaultServer> {
+  let broke = false;
+  const server = (faults = await startFaultServer((r) => {
+    const rows = rowsOfBody(r.body);
+    if (rows.includes(3)) return { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' };
+    if (rows[0] === 0 && rows[1] === 2 && rows.length === 10 && !broke) {
+      broke = true;
+      return { kind: 'destroy', applied };
+    }
+    return otherwise(r);
+  }));
+  client = createTrackClient({ url: server.url, apiKey: KEY });
+  return server;
 }
 
 describe('deliver: a request refused whole for a blocklisted external_id', () => {
@@ -121,22 +142,12 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
   });
 
   it('keeps the other verdicts of the parts: minor errors, and an unknown outcome with onUnknown "reject"', async () => {
-    // a stand-in that refuses any request holding row 3 as blocklisted, names row 5 in minor errors,
-    // and breaks the connection of the part of the 10 attributes (rows 0, 2, ... 18: items are halved
-    // in body order, attributes first) the first time it comes
-    let broke = false;
-    faults = await startFaultServer((r) => {
-      const rows = rowsOfBody(r.body);
-      if (rows.includes(3)) return { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' };
-      if (rows[0] === 0 && rows[1] === 2 && rows.length === 10 && !broke) {
-        broke = true;
-        return { kind: 'destroy', applied: false };
-      }
+    // the attributes' part broken off unapplied; row 5 named in minor errors
+    const server = await breakingTheAttributesOnce(false, (r) => {
       const events = r.body?.events ?? [];
       const at = events.findIndex((e) => (e as { properties?: { row?: number } }).properties?.row === 5);
       return at === -1 ? undefined : { kind: 'minor', errors: [{ type: 'events[]: bad time', input_array: 'events', index: at }] };
     });
-    client = createTrackClient({ url: faults.url, apiKey: KEY });
     const plan = buildPlan({ requests: 1, itemsPer: 20, file: 'in.csv' });
     const { rejects, onReject } = collectRejects();
     const inDoubt: number[] = [];
@@ -166,22 +177,12 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
     expect(summary.rowsInUnknownRequests).toBe(10);
     expect(summary.rowsPossiblyDuplicated).toBe(0);
     // the events but u3 (refused) and u5 (its minor error) were applied, once each
-    expect(faults.appliedItems().map((a) => rowsOfBody({ events: [a.item] } as never)[0]).sort((a, b) => a - b)).toEqual([1, 7, 9, 11, 13, 15, 17, 19]);
+    expect(server.appliedItems().map((a) => rowsOfBody({ events: [a.item] } as never)[0]).sort((a, b) => a - b)).toEqual([1, 7, 9, 11, 13, 15, 17, 19]);
   });
 
   it('counts as possibly duplicated only the rows of a part whose outcome was not known and that was sent again', async () => {
-    // as above, with the part of the 10 attributes broken off once and sent again (onUnknown "retry")
-    let broke = false;
-    faults = await startFaultServer((r) => {
-      const rows = rowsOfBody(r.body);
-      if (rows.includes(3)) return { kind: 'status', status: 400, message: 'provided external_id is blocklisted and not allowed' };
-      if (rows[0] === 0 && rows[1] === 2 && rows.length === 10 && !broke) {
-        broke = true;
-        return { kind: 'destroy', applied: true };
-      }
-      return undefined;
-    });
-    client = createTrackClient({ url: faults.url, apiKey: KEY });
+    // the attributes' part broken off after it was applied, and sent again (onUnknown "retry")
+    await breakingTheAttributesOnce(true);
     const plan = buildPlan({ requests: 1, itemsPer: 20, file: 'in.csv' });
     const { rejects, onReject } = collectRejects();
     const summary = await deliver(fromArray(plan), { client: client!, backoff: FAST_BACKOFF, onReject, beforeFirstPost: async () => {} });
