@@ -38,9 +38,9 @@ function notDeliveredReason(outcome: Extract<SendOutcome, { kind: 'fatal' | 'aba
 }
 
 /** How many of the items are of each kind. */
-function perKind(items: readonly ItemPlace[] | undefined): Record<ArrayName, number> {
+function perKind(items: readonly ItemPlace[]): Record<ArrayName, number> {
   const counts = { attributes: 0, events: 0, purchases: 0 };
-  for (const { kind } of items ?? []) counts[kind] += 1;
+  for (const { kind } of items) counts[kind] += 1;
   return counts;
 }
 
@@ -172,12 +172,12 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     const counts = itemCounts(request);
     // a request sent in parts: a part's unknown outcome is its items' alone
     const parts = outcome.kind === 'accepted' || outcome.kind === 'rejected' ? outcome.parts : undefined;
-    const rowsOf = (items: ItemPlace[] | undefined, into: Set<string>): Set<string> => (items === undefined ? addRows(request, into) : addPartRows(request, items, into));
     // rows an earlier run may have delivered are doubled only if this request may have been applied too
     const mayApply = outcome.kind === 'accepted' || outcome.possiblyApplied;
     // (rows an earlier run left in doubt, sent again: in the one set, so a row is counted once however it comes)
     if (mayApply && options.inDoubtRows !== undefined) options.inDoubtRows(request, duplicatedRows);
     if (outcome.unknownOutcomes > 0) {
+      const rowsOf = (items: ItemPlace[] | undefined, into: Set<string>): Set<string> => (items === undefined ? addRows(request, into) : addPartRows(request, items, into));
       summary.rowsInUnknownRequests = rowsOf(parts?.unknown, unknownRows).size;
       if (outcome.possiblyApplied) rowsOf(parts?.possiblyApplied, duplicatedRows);
     }
@@ -202,8 +202,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     if (outcome.kind !== 'unknown-rejected') {
       summary.requestsSent += 1;
       // the items of parts rejected with no verdict were not answered for (see settleFinal)
-      const noVerdict = perKind(parts?.noVerdict);
-      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind] - noVerdict[kind];
+      const noVerdict = parts === undefined ? undefined : perKind(parts.noVerdict);
+      for (const kind of ARRAY_NAMES) summary.items[kind].sent += counts[kind] - (noVerdict?.[kind] ?? 0);
     }
     try {
       await settleFinal(request, outcome, counts, marked);
@@ -216,7 +216,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
 
   /** Counts the items of parts rejected with no verdict (onUnknown 'reject') as a request rejected so counts its own: rejected (as the join counted them), of unknown outcome. */
   const countNoVerdict = (parts: PartItems | undefined): void => {
-    const noVerdict = perKind(parts?.noVerdict);
+    if (parts === undefined) return;
+    const noVerdict = perKind(parts.noVerdict);
     for (const kind of ARRAY_NAMES) if (noVerdict[kind] > 0) summary.items[kind].unknown = (summary.items[kind].unknown ?? 0) + noVerdict[kind];
   };
 
