@@ -4,9 +4,10 @@
 // The emulator locks its database with it (emulator/db-lock.ts), and a delivery with --delta or
 // --dedupe-events its state file (records/state-file.ts); each names the file and what to do.
 // A file of more than one name (hard links) is refused: a lock beside one name keeps no process off
-// another, and SQLite keeps a log of its own beside each name.
+// another, and SQLite keeps a log of its own beside each name (a name the program gives the file
+// itself, the journal kept aside by a restart, is not another).
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeFileSync, writeSync, type Stats } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { UsageError } from './errors.js';
@@ -190,15 +191,28 @@ export interface LockOptions {
   purpose: string;
   /** The error to throw when a live process holds the file (the file with links resolved, its lock file, the holder). */
   inUse: (file: string, lockFile: string, owner: LockOwner) => Error;
+  /** Names the program itself gives the file (with links resolved) beside it, which are not others: the journal kept aside by a restart. */
+  ownNames?: (file: string) => string[];
 }
 
-/** How many names (hard links) the file has; 0 when there is none yet. */
-function namesOf(file: string): number {
+/** How many names (hard links) the file has but those of `own` that name it; 0 when there is none yet. */
+function namesOf(file: string, own: readonly string[]): number {
+  let found: Stats;
   try {
-    return statSync(file).nlink;
+    found = statSync(file);
   } catch {
     return 0;
   }
+  let names = found.nlink;
+  for (const name of own) {
+    try {
+      const other = statSync(name);
+      if (other.ino === found.ino && other.dev === found.dev) names -= 1;
+    } catch {
+      // none
+    }
+  }
+  return names;
 }
 
 /**
@@ -209,11 +223,11 @@ function namesOf(file: string): number {
 export function lockFile(path: string, options: LockOptions): () => void {
   const file = canonicalPath(path);
   const lockPath = `${file}.lock`;
-  const names = namesOf(file);
+  const names = namesOf(file, options.ownNames?.(file) ?? []);
   if (names > 1) {
     throw new UsageError(
       `${file} has ${names} names (hard links), and ${options.purpose} is kept beside one of them only: a run through another name would not be kept off it. ` +
-        `Use it under one name: copy it to a file of its own (cp ${file} NEW) and use NEW, or remove its other names`,
+        `Use it under one name: once no run uses it, copy it to a file of its own (cp ${file} NEW) and use NEW, or remove its other names`,
     );
   }
   const text = `${JSON.stringify({ pid: process.pid, host: hostname(), since: new Date().toISOString() })}\n`;

@@ -4,10 +4,20 @@
 // resuming it, sending its rows in flight again). A lock left by a killed run is taken over.
 import { FileInUseError, lockFile } from '../lock-file.js';
 
+/**
+ * What a run that stops on a usage error before anything was sent puts back (README, exit 2): the
+ * journal of the run before a new one, kept aside under this name until a row is recorded as sent
+ * or the run closes (a kill meanwhile leaves the new journal in place, as ever: journal.ts). A second
+ * name of the journal while it is made: not another name the lock would miss.
+ */
+export const asideOf = (journalPath: string): string => `${journalPath}.before.journal`;
+
 /** Takes the journal for a delivery: a second one on the same journal is refused (a usage error: exit 2) until this one gives it back. */
 export function lockJournal(path: string): () => void {
   return lockFile(path, {
     purpose: 'the lock that keeps a second run off the journal',
+    // (a restart killed while it replaced the journal leaves the one before under this second name: journal.ts)
+    ownNames: (file) => [asideOf(file)],
     inUse: (file, lock, owner) =>
       new FileInUseError(
         file,

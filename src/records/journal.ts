@@ -13,6 +13,7 @@ import { copyFile, link, lstat, open, readdir, rename, rm, truncate, unlink, typ
 import { basename, dirname, join, resolve } from 'node:path';
 import { InputError, OutputError } from '../errors.js';
 import { canonicalPath } from '../lock-file.js';
+import { asideOf } from './journal-lock.js';
 import { forEachRow, type SettledRequest } from '../transport/request.js';
 import { createRangeSet, type RangeSet } from './range-set.js';
 import { changedMessage, doubtToCarry, identifyFile, identifyFileSync, inputKey, readEarlierRuns, sameIdentity, type EarlierRuns, type RemoteIdentities } from './journal-read.js';
@@ -299,12 +300,6 @@ async function startFile(
   return { handle: handle!, before, lengthBefore, inDoubt, unreported, nextIndex };
 }
 
-/**
- * What a run that stops on a usage error before anything was sent puts back (README, exit 2): the
- * journal of the run before a new one, kept aside under this name until a row is recorded as sent
- * or the run closes (a kill meanwhile leaves the new journal in place, as ever).
- */
-const asideOf = (journalPath: string): string => `${journalPath}.before.journal`;
 
 /**
  * The journal of a run, open: rows recorded as sent are written at once, settled ones buffered and

@@ -3,7 +3,7 @@
 // two files sharing a name but not an extension, an input changed after a kill, a link to a file
 // already sent, and a retry of a finished run that rejected rows.
 import { spawn } from 'node:child_process';
-import { chmodSync, linkSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { chmodSync, linkSync, mkdirSync, readFileSync, readdirSync, realpathSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/index.js';
@@ -256,6 +256,31 @@ describe('a run killed while it replaces the journal before', () => {
     expect(readFileSync(journal, 'utf8')).toContain('"complete":true');
     // what the killed run left beside it is gone
     expect(readdirSync(tmp.dir).filter((name) => name.startsWith('kept.journal'))).toEqual(['kept.journal']);
+  });
+
+  it('takes the journal kept aside for a second name of its own, and refuses a journal of a name the user gave it too (a hard link): exit 2, nothing sent', async () => {
+    const emu = await emulator();
+    const file = writeEventsCsv(tmp.dir, 20, 'named.csv');
+    const journal = join(tmp.dir, 'named.journal');
+    expect((await up([file, '--url', emu.url, '--journal', 'named.journal', '--quiet'])).status).toBe(0);
+    const stored = storedNs(emu).length;
+    // a restart killed between keeping the journal aside and replacing it: the journal has two names, both the program's
+    linkSync(journal, `${journal}.before.journal`);
+    // and one of the user's
+    linkSync(journal, join(tmp.dir, 'other.journal'));
+    // (through the user's name, the one kept aside is another name too)
+    for (const [name, names] of [['named.journal', 2], ['other.journal', 3]] as const) {
+      const refused = await up([file, '--url', emu.url, '--journal', name, '--restart']);
+      expect(refused.status, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain(`${realpathSync(tmp.dir)}/${name} has ${names} names (hard links), and the lock that keeps a second run off the journal is kept beside one of them only`);
+    }
+    expect(storedNs(emu)).toHaveLength(stored);
+    // the user's name removed: the restart goes on, as over any journal kept aside
+    rmSync(join(tmp.dir, 'other.journal'));
+    const restarted = await up([file, '--url', emu.url, '--journal', 'named.journal', '--restart', '--quiet']);
+    expect(restarted.status, restarted.stderr).toBe(0);
+    expect(storedNs(emu)).toHaveLength(stored * 2);
+    expect(readdirSync(tmp.dir).filter((name) => name.startsWith('named.journal'))).toEqual(['named.journal']);
   });
 
   it('leaves no file of its own beside the journal once a --restart replaced it, nor touches one of like name; the journal keeps its mode', async () => {
