@@ -143,7 +143,7 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
   // the parts accepted before a stop were applied: the request's rows stay in doubt
   if (stopped !== undefined) {
     stats.possiblyApplied ||= applied;
-    return done(stopped);
+    return done({ ...stopped, parts: partItems });
   }
   // (an entry naming no item keeps no index, so that the join warns of it as of a 201's)
   if (applied) return done({ kind: 'accepted', response: { message: 'success', errors: errors as MinorError[] }, inDoubt, parts: partItems });

@@ -171,7 +171,7 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     summary.unknownOutcomes += outcome.unknownOutcomes;
     const counts = itemCounts(request);
     // a request sent in parts: a part's unknown outcome is its items' alone
-    const parts = outcome.kind === 'accepted' || outcome.kind === 'rejected' ? outcome.parts : undefined;
+    const parts = outcome.parts;
     // rows an earlier run may have delivered are doubled only if this request may have been applied too
     const mayApply = outcome.kind === 'accepted' || outcome.possiblyApplied;
     // (rows an earlier run left in doubt, sent again: in the one set, so a row is counted once however it comes)

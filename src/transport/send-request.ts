@@ -80,15 +80,15 @@ export interface PartItems {
   noVerdict: ItemPlace[];
 }
 
-/** How a request ended. */
-export type Ending =
+/** How a request ended (`parts`: sent in parts, and how they went). */
+export type Ending = { parts?: PartItems } & (
   /**
    * `inDoubt`: accepted in parts, and a part refused may have been applied (its outcome not known
-   * at first): what the request set is held in doubt rather than learned. `parts`: sent in parts.
+   * at first): what the request set is held in doubt rather than learned.
    */
-  | { kind: 'accepted'; response: SuccessResponse; inDoubt?: boolean; parts?: PartItems }
+  | { kind: 'accepted'; response: SuccessResponse; inDoubt?: boolean }
   /** `errors`: the minor error entries of a refusal of every item, for each item its own reason. */
-  | { kind: 'rejected'; message: string; errors?: unknown[]; parts?: PartItems }
+  | { kind: 'rejected'; message: string; errors?: unknown[] }
   /** The outcome could not be known and onUnknown is 'reject'. */
   | { kind: 'unknown-rejected'; message: string }
   | { kind: 'fatal'; error: DeliveryError }
@@ -96,7 +96,8 @@ export type Ending =
    * Given up unsent or unanswered: a stop (`reason`: the failure it was waiting to try again after;
    * `cutOff`: posted, and cut off by the abort), or (with `error`) the journal or --out could not record it.
    */
-  | { kind: 'abandoned'; error?: Error; reason?: string; cutOff?: boolean };
+  | { kind: 'abandoned'; error?: Error; reason?: string; cutOff?: boolean }
+);
 
 export type SendOutcome = AttemptStats & Ending;
 

@@ -191,4 +191,14 @@ describe('deliver: a request refused whole for a blocklisted external_id', () =>
     expect(summary.items.attributes).toEqual({ sent: 10, accepted: 10, rejected: 0 });
     expect(summary.items.events).toEqual({ sent: 10, accepted: 9, rejected: 1 });
   });
+
+  it('counts only that part\'s rows too when a later part ends the run (a 500 past its retries)', async () => {
+    // the attributes' part broken off after it was applied and sent again; the part of the events 11..19 answered 500
+    await breakingTheAttributesOnce(true, (r) => (rowsOfBody(r.body)[0] === 11 ? { kind: 'status', status: 500 } : undefined));
+    const plan = buildPlan({ requests: 1, itemsPer: 20, file: 'in.csv' });
+    const summary = await deliver(fromArray(plan), { client: client!, retries: 1, backoff: FAST_BACKOFF, onReject: collectRejects().onReject, beforeFirstPost: async () => {} });
+    expect(summary.fatal?.message).toMatch(/HTTP 500/);
+    // the request's rows stay in doubt (abandoned), but only the attributes' part had an outcome not known
+    expect(summary).toMatchObject({ unknownOutcomes: 1, requestsAbandoned: 1, rowsAbandoned: 20, rowsInUnknownRequests: 10, rowsPossiblyDuplicated: 10 });
+  });
 });
