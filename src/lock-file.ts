@@ -195,24 +195,24 @@ export interface LockOptions {
   ownNames?: (file: string) => string[];
 }
 
-/** How many names (hard links) the file has but those of `own` that name it; 0 when there is none yet. */
-function namesOf(file: string, own: readonly string[]): number {
+/** How many names (hard links) the file has, and how many of them are others than those of `own`; 0 when there is none yet. */
+function namesOf(file: string, own: readonly string[]): { names: number; others: number } {
   let found: Stats;
   try {
     found = statSync(file);
   } catch {
-    return 0;
+    return { names: 0, others: 0 };
   }
-  let names = found.nlink;
+  let others = found.nlink;
   for (const name of own) {
     try {
       const other = statSync(name);
-      if (other.ino === found.ino && other.dev === found.dev) names -= 1;
+      if (other.ino === found.ino && other.dev === found.dev) others -= 1;
     } catch {
       // none
     }
   }
-  return names;
+  return { names: found.nlink, others };
 }
 
 /**
@@ -223,8 +223,8 @@ function namesOf(file: string, own: readonly string[]): number {
 export function lockFile(path: string, options: LockOptions): () => void {
   const file = canonicalPath(path);
   const lockPath = `${file}.lock`;
-  const names = namesOf(file, options.ownNames?.(file) ?? []);
-  if (names > 1) {
+  const { names, others } = namesOf(file, options.ownNames?.(file) ?? []);
+  if (others > 1) {
     throw new UsageError(
       `${file} has ${names} names (hard links), and ${options.purpose} is kept beside one of them only: a run through another name would not be kept off it. ` +
         `Use it under one name: once no run uses it, copy it to a file of its own (cp ${file} NEW) and use NEW, or remove its other names`,
