@@ -300,7 +300,6 @@ async function startFile(
   return { handle: handle!, before, lengthBefore, inDoubt, unreported, nextIndex };
 }
 
-
 /**
  * The journal of a run, open: rows recorded as sent are written at once, settled ones buffered and
  * written with a sync by the timer (flush), one flush at a time.
