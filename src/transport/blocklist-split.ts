@@ -14,10 +14,8 @@ export function refusedForBlocklist(outcome: SendOutcome): boolean {
   return outcome.kind === 'rejected' && outcome.errors === undefined && BLOCKLISTED.test(outcome.message);
 }
 
-type Item = ItemPlace;
-
 /** Sends one part's body as a request of its own (paced, retried); `items` are the request's items it holds. */
-export type SendPart = (json: string, items: readonly Item[]) => Promise<SendOutcome>;
+export type SendPart = (json: string, items: readonly ItemPlace[]) => Promise<SendOutcome>;
 
 export interface SplitResult {
   /** The whole request's outcome: accepted, with the items refused named as minor errors; or how sending the parts ended. */
@@ -29,13 +27,13 @@ export interface SplitResult {
 }
 
 /** Adds the distinct (file, line) rows behind some of a request's items to `rows`. */
-export function addPartRows(request: RequestToSend, items: readonly Item[], rows: Set<string>): Set<string> {
+export function addPartRows(request: RequestToSend, items: readonly ItemPlace[], rows: Set<string>): Set<string> {
   for (const { kind, index } of items) rows.add(`${request.origins[kind][index].file}\u0000${request.origins[kind][index].line}`);
   return rows;
 }
 
 /** Distinct (file, line) rows behind some of a request's items. */
-export const partRows = (request: RequestToSend, items: readonly Item[]): number => addPartRows(request, items, new Set()).size;
+export const partRows = (request: RequestToSend, items: readonly ItemPlace[]): number => addPartRows(request, items, new Set()).size;
 
 function bodyOf(request: RequestToSend): TrackRequest {
   const body = request.body;
@@ -43,7 +41,7 @@ function bodyOf(request: RequestToSend): TrackRequest {
 }
 
 /** The body of a part: the request's other fields as they are, and its items in their order. */
-function partJson(body: TrackRequest, items: readonly Item[]): string {
+function partJson(body: TrackRequest, items: readonly ItemPlace[]): string {
   const part: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(body)) if (!(ARRAY_NAMES as readonly string[]).includes(key)) part[key] = value;
   for (const { kind, index } of items) ((part[kind] ??= []) as unknown[]).push(body[kind]?.[index]);
@@ -63,10 +61,10 @@ function addStats(into: AttemptStats, from: AttemptStats): void {
 type Entry = { type: string; input_array: ArrayName; index?: number };
 
 /** Adds the entries of a part's answer, as entries of the whole request; `rest`: the reason of every item they do not name. */
-function addEntries(errors: Entry[], part: readonly Item[], entries: readonly unknown[], rest?: string): void {
-  const byKind: Record<ArrayName, Item[]> = { attributes: [], events: [], purchases: [] };
+function addEntries(errors: Entry[], part: readonly ItemPlace[], entries: readonly unknown[], rest?: string): void {
+  const byKind: Record<ArrayName, ItemPlace[]> = { attributes: [], events: [], purchases: [] };
   for (const item of part) byKind[item.kind].push(item);
-  const named = new Set<Item>();
+  const named = new Set<ItemPlace>();
   for (const entry of entries) {
     const e = (typeof entry === 'object' && entry !== null ? entry : {}) as Record<string, unknown>;
     const type = typeof e.type === 'string' ? e.type : JSON.stringify(entry);
@@ -89,7 +87,7 @@ function apart(outcome: SendOutcome): { stats: AttemptStats; ending: Ending } {
 /** Sends the items of a request refused whole for a blocklisted id in parts; `refused` is that refusal. */
 export async function sendInParts(request: RequestToSend, refused: SendOutcome & { kind: 'rejected' }, send: SendPart): Promise<SplitResult> {
   const body = bodyOf(request);
-  const items: Item[] = ARRAY_NAMES.flatMap((kind) => (body[kind] ?? []).map((_, index) => ({ kind, index })));
+  const items: ItemPlace[] = ARRAY_NAMES.flatMap((kind) => (body[kind] ?? []).map((_, index) => ({ kind, index })));
   const stats = apart(refused).stats;
   const errors: Entry[] = [];
   const blocklisted: string[] = [];
@@ -105,7 +103,7 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
   };
 
   /** Sends the halves of `part` (refused whole for a blocklisted id); returns how sending stopped short, if it did. */
-  const split = async (part: readonly Item[], message: string): Promise<Ending | undefined> => {
+  const split = async (part: readonly ItemPlace[], message: string): Promise<Ending | undefined> => {
     if (part.length === 1) {
       const id = body[part[0].kind]?.[part[0].index]?.external_id;
       if (typeof id === 'string') blocklisted.push(id);
