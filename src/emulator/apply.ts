@@ -57,14 +57,14 @@ const FUTURE_SLACK_MS = 60_000;
  */
 function standardValue(key: string, value: unknown, options: ApplyOptions): unknown {
   if (key === 'time_zone') {
-    const zone = storedTimeZone(value as string);
+    const zone = typeof value === 'string' ? storedTimeZone(value) : undefined;
     if (zone === undefined) {
       options.log?.(`attributes: time_zone ${JSON.stringify(value)} is not an IANA time zone name nor a documented display name; not set`);
     }
     return zone;
   }
   if (key === 'country') {
-    const code = countryCode(value as string);
+    const code = typeof value === 'string' ? countryCode(value) : null;
     if (code === null) options.log?.(`attributes: country ${JSON.stringify(value)} names no ISO 3166-1 country; stored as null`);
     return code;
   }

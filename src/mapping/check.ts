@@ -107,12 +107,13 @@ function phoneAdvice(problem: string, item: unknown): string {
 /** What the server does with a time_zone or country it does not know (decisions.md "Attributes"): no error, so a warning. */
 function placeWarnings(item: Record<string, unknown>, warnings: string[]): void {
   const { time_zone: zone, country } = item;
-  if (typeof zone === 'string' && zone !== '' && storedTimeZone(zone) === undefined) {
+  // (null clears the field; anything but a text the server knows is taken, and not kept as sent)
+  if (zone !== undefined && zone !== null && (typeof zone !== 'string' || storedTimeZone(zone) === undefined)) {
     warnings.push(
       `time_zone: ${JSON.stringify(zone)} is not an IANA time zone name such as America/New_York nor a display name such as "Eastern Time (US & Canada)"; the server will not set it`,
     );
   }
-  if (typeof country === 'string' && country !== '' && countryCode(country) === null) {
+  if (country !== undefined && country !== null && (typeof country !== 'string' || countryCode(country) === null)) {
     warnings.push(`country: ${JSON.stringify(country)} is no ISO 3166-1 alpha-2 code or known country name; the server will store null`);
   }
 }

@@ -189,6 +189,11 @@ function checkStandardField(key: string, value: unknown, imported: boolean, prob
     case 'current_location':
       checkLocation(value, problems);
       return;
+    case 'country':
+    case 'time_zone':
+      // any value is taken: one the service does not know is not set (a time zone) or kept as null
+      // (a country), with no error (decisions.md "Attributes"; emulator/apply.ts standardValue)
+      return;
     case 'image_url':
       if (!isNonEmptyString(value)) problems.push(`image_url: must be a non-empty string, got ${describe(value)}`);
       return;

@@ -180,6 +180,20 @@ describe('standard fields', () => {
     expect(lines).toEqual([expect.stringContaining('time_zone "Mars/Base" is not an IANA time zone name'), expect.stringContaining('"+02:00"')]);
   });
 
+  it('takes any other time_zone or country with no error: the zone is not set, the country kept as null (decisions.md)', () => {
+    const lines: string[] = [];
+    h = testHandler({ log: (line) => lines.push(line) });
+    custom({ time_zone: 'Europe/Oslo', country: 'NO' });
+    for (const value of ['', 5, true, { a: 1 }, 'x'.repeat(256)]) {
+      const plan = JSON.stringify(value).slice(0, 20);
+      const r = h.track({ attributes: [{ external_id: 'u', time_zone: value, country: value, plan }] });
+      expect(r, JSON.stringify(value)).toEqual({ status: 201, body: { message: 'success', attributes_processed: 1 } });
+      expect(h.user('u')).toMatchObject({ time_zone: 'Europe/Oslo', country: null, custom_attributes: { plan } });
+      custom({ country: 'NO' });
+    }
+    expect(lines.filter((line) => line.includes('time_zone'))).toHaveLength(5);
+  });
+
   it('stores country as an upper-case alpha-2 code, from a code in any case or a well-known name; else null', () => {
     h = testHandler();
     custom({ country: 'no' });

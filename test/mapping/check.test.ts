@@ -51,6 +51,13 @@ describe('itemWarnings', () => {
       expect.stringMatching(/^time_zone: "GMT\+2" is not an IANA time zone name/),
       expect.stringMatching(/^country: "Narnia" is no ISO 3166-1 alpha-2 code/),
     ]);
+    // any other value is taken too (decisions.md "Attributes"), and said
+    expect(warnings('attributes', { external_id: 'u1', time_zone: '', country: 5 })).toEqual([
+      expect.stringMatching(/^time_zone: "" is not an IANA time zone name/),
+      expect.stringMatching(/^country: 5 is no ISO 3166-1 alpha-2 code/),
+    ]);
+    expect(itemErrors('attributes', { external_id: 'u1', time_zone: { a: 1 }, country: '' })).toEqual([]);
+    expect(warnings('attributes', { external_id: 'u1', time_zone: null, country: null })).toEqual([]);
   });
 });
 
