@@ -34,10 +34,13 @@ function deepMerge(target: Attrs, patch: Attrs): Attrs {
   const out: Attrs = { ...target };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete out[key];
-    else setOwn(out, key, isPlainObject(value) && isPlainObject(out[key]) ? deepMerge(out[key] as Attrs, value) : value);
+    else setOwn(out, key, isMergeable(value) && isMergeable(out[key]) ? deepMerge(out[key] as Attrs, value) : value);
   }
   return out;
 }
+
+/** An object a merge goes into: not a nested time (`{"$time": ...}`), which is a value of its own, replaced whole. */
+const isMergeable = (value: unknown): value is Attrs => isPlainObject(value) && !(Object.keys(value).length === 1 && Object.hasOwn(value, '$time'));
 
 export interface AttributeOptions {
   mergeObjects: boolean;

@@ -60,6 +60,16 @@ describe('custom attributes', () => {
     });
   });
 
+  it('merges no object into a nested time, nor a nested time into an object: either replaces the other whole', () => {
+    h = testHandler();
+    attrs({ o: { t: { a: 1 }, k: 'v' } });
+    expect(attrs({ _merge_objects: true, o: { t: { $time: '2024-01-01' } } })).toEqual({ o: { t: { $time: '2024-01-01' }, k: 'v' } });
+    expect(attrs({ _merge_objects: true, o: { t: { b: 2 } } })).toEqual({ o: { t: { b: 2 }, k: 'v' } });
+    expect(attrs({ _merge_objects: true, o: { t: { $time: '2024-01-02' } } }, { _merge_objects: true, o: { t: { $time: '2024-01-03' } } })).toEqual({
+      o: { t: { $time: '2024-01-03' }, k: 'v' },
+    });
+  });
+
   it('stores a $time value as an ISO time in UTC', () => {
     h = testHandler();
     expect(attrs({ seen: { $time: '2024-03-07T10:00:00+02:00' } })).toEqual({ seen: '2024-03-07T08:00:00.000Z' });
