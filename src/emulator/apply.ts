@@ -1,5 +1,7 @@
 // Applies the accepted items of one request to the store, in the order attributes, events,
-// purchases (decisions.md "Events and purchases"). The caller runs this inside one transaction.
+// purchases (decisions.md "Events and purchases"). The caller runs this inside one transaction. An
+// attributes item can still be refused here, by what the profile holds (an update past 100 KB): it
+// then changes nothing, and its minor error is given back.
 import { randomBytes } from 'node:crypto';
 import {
   BOOLEAN_FIELDS,
@@ -14,12 +16,13 @@ import {
   parseTimeValue,
   storedTimeZone,
   type ArrayName,
+  type MinorError,
   type PushToken,
   type SubscriptionGroupUpdate,
   type UserAlias,
 } from '../model/index.js';
 import { isoString, nowIso, storedTime } from '../model/time.js';
-import { applyCustomAttribute } from './attributes.js';
+import { applyCustomAttribute, UpdateTooLarge } from './attributes.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
 import type { NewEvent, NewPurchase } from './activity-rows.js';
 import type { EditableProfile } from './profile-rows.js';
@@ -29,7 +32,7 @@ type Item = Record<string, unknown>;
 
 export interface ApplyOptions {
   arrayCap: number;
-  /** Notes what was sent but not kept as sent (a time zone not set, a country not known, an update past 100 KB). */
+  /** Notes what was sent but not kept as sent (a time zone not set, a country not known). */
   log?: (line: string) => void;
 }
 
@@ -106,12 +109,15 @@ function setStandardFields(profile: EditableProfile, item: Item, options: ApplyO
   if (item.language !== undefined) profile.languageFromApi = item.language !== null;
 }
 
-function setCustomAttributes(profile: EditableProfile, item: Item, options: ApplyOptions): void {
+/** The profile's custom attributes as the item leaves them, made apart from the profile's own: throws UpdateTooLarge before anything is changed. */
+function customAfter(profile: EditableProfile, item: Item, options: ApplyOptions): Record<string, unknown> {
+  const custom = { ...profile.custom };
   const mergeObjects = item._merge_objects === true;
   for (const [key, value] of Object.entries(item)) {
     if (!isCustomAttributeName(key)) continue;
-    applyCustomAttribute(profile.custom, key, value, { mergeObjects, arrayCap: options.arrayCap, log: options.log });
+    applyCustomAttribute(custom, key, value, { mergeObjects, arrayCap: options.arrayCap });
   }
+  return custom;
 }
 
 /** A device_id for a token sent without one (decisions.md "Attributes"). */
@@ -137,9 +143,11 @@ function setSubscriptions(store: Store, profile: EditableProfile, groups: Subscr
 }
 
 function updateProfile(store: Store, profile: EditableProfile, item: Item, options: ApplyOptions): void {
+  // first: an item refused by what the profile holds changes nothing of it
+  const custom = customAfter(profile, item, options);
   setContactFields(profile, item);
   setStandardFields(profile, item, options);
-  setCustomAttributes(profile, item, options);
+  profile.custom = custom;
   store.saveProfile(profile);
   if (Array.isArray(item.push_tokens)) setPushTokens(store, profile, item.push_tokens as PushToken[]);
   if (Array.isArray(item.subscription_groups)) {
@@ -225,33 +233,59 @@ function recorder<T>(rowOf: (store: Store, item: Item) => T | undefined, insert:
   };
 }
 
-const APPLIERS: Record<ArrayName, (store: Store, items: readonly Item[], options: ApplyOptions) => void> = {
-  attributes: (store, items, options) => {
-    for (const item of items) applyAttributes(store, item, options);
+/** Applies the items of an array not named in `rejected` ("array:index"); the minor errors of those refused here. */
+const APPLIERS: Record<ArrayName, (store: Store, items: readonly Item[], rejected: ReadonlySet<string>, options: ApplyOptions) => MinorError[]> = {
+  attributes: (store, items, rejected, options) => {
+    const refused: MinorError[] = [];
+    items.forEach((item, index) => {
+      if (rejected.size > 0 && rejected.has(`attributes:${index}`)) return;
+      try {
+        applyAttributes(store, item, options);
+      } catch (error) {
+        if (!(error instanceof UpdateTooLarge)) throw error;
+        options.log?.(`attributes: ${JSON.stringify(error.attribute)} would be over 100 KB as JSON after the update of attributes[${index}]; the item is refused`);
+        refused.push({ type: error.message, input_array: 'attributes', index });
+      }
+    });
+    return refused;
   },
-  events: recorder(eventOf, (store, rows) => store.insertEvents(rows)),
-  purchases: recorder(purchaseOf, (store, rows) => store.insertPurchases(rows)),
+  events: (store, items, rejected) => {
+    recordEvents(store, accepted(items, 'events', rejected));
+    return [];
+  },
+  purchases: (store, items, rejected) => {
+    recordPurchases(store, accepted(items, 'purchases', rejected));
+    return [];
+  },
 };
 
+const recordEvents = recorder(eventOf, (store, rows) => store.insertEvents(rows));
+const recordPurchases = recorder(purchaseOf, (store, rows) => store.insertPurchases(rows));
+const accepted = (items: readonly Item[], name: ArrayName, rejected: ReadonlySet<string>): readonly Item[] =>
+  rejected.size === 0 ? items : items.filter((_, index) => !rejected.has(`${name}:${index}`));
+
 /**
- * Applies every item not named in `rejected` ("array:index") and returns how many of each
- * array were processed, for the arrays the request carried.
+ * Applies every item not named in `rejected` ("array:index"): how many of each array were
+ * processed, for the arrays the request carried, and the minor errors of the items refused by what
+ * the store holds (in the order of the body), which change nothing and are not counted.
  */
 export function applyRequest(
   store: Store,
   body: Partial<Record<ArrayName, unknown[]>>,
   rejected: ReadonlySet<string>,
   options: ApplyOptions,
-): Partial<Record<ArrayName, number>> {
+): { processed: Partial<Record<ArrayName, number>>; refused: MinorError[] } {
   const processed: Partial<Record<ArrayName, number>> = {};
+  const refused: MinorError[] = [];
   for (const name of ['attributes', 'events', 'purchases'] as const) {
-    const items = body[name];
+    const items = body[name] as Item[] | undefined;
     if (items === undefined) continue;
-    const accepted = rejected.size === 0 ? (items as Item[]) : (items as Item[]).filter((_, index) => !rejected.has(`${name}:${index}`));
-    APPLIERS[name](store, accepted, options);
-    processed[name] = accepted.length;
+    const count = accepted(items, name, rejected).length;
+    const refusedHere = APPLIERS[name](store, items, rejected, options);
+    refused.push(...refusedHere);
+    processed[name] = count - refusedHere.length;
   }
-  return processed;
+  return { processed, refused };
 }
 
 /**

@@ -45,20 +45,23 @@ const isMergeable = (value: unknown): value is Attrs => isPlainObject(value) && 
 export interface AttributeOptions {
   mergeObjects: boolean;
   arrayCap: number;
-  /** Notes an update not kept (one that would take a nested value over its size). */
-  log?: (line: string) => void;
 }
 
 /**
- * Sets a nested value an update of the stored one made (`$add`, `$remove`, `$update`, a merge), unless
- * it is over 100 KB as JSON: then the attribute is left as it was, as the service drops such an update
- * and still answers success (decisions.md "Attributes": one attribute's value is at most 100 KB).
+ * An item whose update (`$add`, `$update`, a merge) would take the value a profile holds over 100 KB
+ * as JSON: the service drops such an update silently; the emulator refuses the item with a minor
+ * error naming the attribute, as it does an item whose own value breaks the rules of nested values
+ * (decisions.md "Attributes": "the emulator says so instead of dropping silently").
  */
-function setUpdated(attrs: Attrs, key: string, value: unknown, options: AttributeOptions): void {
-  if (jsonLongerThan(value, MAX_VALUE_BYTES)) {
-    options.log?.(`attributes: ${JSON.stringify(key)} would be over ${MAX_VALUE_BYTES / 1024} KB as JSON after this update; not changed`);
-    return;
+export class UpdateTooLarge extends Error {
+  constructor(readonly attribute: string) {
+    super(`${attribute}: a nested value is at most ${MAX_VALUE_BYTES / 1024} KB as JSON, and this update would take the value the profile holds over it`);
   }
+}
+
+/** Sets a nested value an update of the stored one made (`$add`, `$remove`, `$update`, a merge); throws UpdateTooLarge when it is over 100 KB as JSON. */
+function setUpdated(attrs: Attrs, key: string, value: unknown): void {
+  if (jsonLongerThan(value, MAX_VALUE_BYTES)) throw new UpdateTooLarge(key);
   setOwn(attrs, key, value);
 }
 
@@ -79,7 +82,7 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
   const current = Object.hasOwn(attrs, key) ? attrs[key] : undefined;
   if (holdsObjectArrayOperation(value)) {
     const after = objectArrayAfter(current, value, options.mergeObjects);
-    if (after !== undefined) setUpdated(attrs, key, after, options);
+    if (after !== undefined) setUpdated(attrs, key, after);
     return;
   }
   const keys = Object.keys(value);
@@ -114,7 +117,7 @@ export function applyCustomAttribute(attrs: Attrs, key: string, value: unknown, 
         return;
     }
   }
-  if (options.mergeObjects && isPlainObject(current)) setUpdated(attrs, key, deepMerge(current, value), options);
+  if (options.mergeObjects && isPlainObject(current)) setUpdated(attrs, key, deepMerge(current, value));
   else setOwn(attrs, key, value);
 }
 

@@ -12,6 +12,7 @@ import {
   type ArrayName,
   type BatchLimits,
   type LimitProfileName,
+  type MinorError,
 } from '../model/index.js';
 import { InputError } from '../errors.js';
 import { applyRequest } from './apply.js';
@@ -25,6 +26,9 @@ import { RateLimiter, type RateLimitConfig, type RateVerdict } from './rate-limi
 import { RequestLog } from './request-log.js';
 import { answered, RunTally } from './run-tally.js';
 import type { Store } from './store.js';
+
+/** Minor errors in the order of the items they name (the arrays in ARRAY_NAMES' order); one item's keep theirs. */
+const inBodyOrder = (a: MinorError, b: MinorError): number => ARRAY_NAMES.indexOf(a.input_array) - ARRAY_NAMES.indexOf(b.input_array) || a.index - b.index;
 
 export interface EmulatorRequest {
   method: string;
@@ -180,20 +184,24 @@ export function createHandler(config: HandlerConfig): Handler {
     }
     const request = body as Partial<Record<ArrayName, unknown[]>>;
     const total = verdict.counts.attributes + verdict.counts.events + verdict.counts.purchases;
-    if (total > 0 && verdict.errors.length === total) {
-      // decisions.md "Wire format": every item refused, none left to apply
+    // decisions.md "Wire format": every item refused, none left to apply
+    const allRefused = (errors: MinorError[]): RouteResult => {
       const out: Record<string, unknown> = { message: ALL_REFUSED_MESSAGE };
       for (const name of ARRAY_NAMES) if (request[name] !== undefined) out[`${name}_processed`] = 0;
-      out.errors = verdict.errors;
+      out.errors = errors;
       return { status: 400, body: out };
-    }
+    };
+    if (total > 0 && verdict.errors.length === total) return allRefused(verdict.errors);
     const rejected = new Set(verdict.errors.map((e) => `${e.input_array}:${e.index}`));
-    const processed = config.store.transaction(() =>
+    const { processed, refused } = config.store.transaction(() =>
       applyRequest(config.store, request, rejected, { arrayCap: config.arrayCap, log }),
     );
+    // items refused by what the store holds (an update past 100 KB) join the others, in the body's order
+    const errors = refused.length === 0 ? verdict.errors : [...verdict.errors, ...refused].sort(inBodyOrder);
+    if (refused.length > 0 && rejected.size + refused.length === total) return allRefused(errors);
     const out: Record<string, unknown> = { message: 'success' };
     for (const [name, count] of Object.entries(processed)) out[`${name}_processed`] = count;
-    if (verdict.errors.length > 0) out.errors = verdict.errors;
+    if (errors.length > 0) out.errors = errors;
     return { status: 201, body: out };
   };
 

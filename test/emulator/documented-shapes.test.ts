@@ -100,7 +100,13 @@ describe('an update that would take a stored value over 100 KB', () => {
   // 380 elements of about 220 bytes: about 84 KB as JSON, under the limit; 120 more take it over
   const elements = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ id: from + i, note: 'n'.repeat(200) }));
 
-  it('leaves the attribute as it was and answers success, as the service drops it ($add, $update, a merge), and logs it', () => {
+  const tooLarge = (attribute: string, index: number) => ({
+    type: `${attribute}: a nested value is at most 100 KB as JSON, and this update would take the value the profile holds over it`,
+    input_array: 'attributes',
+    index,
+  });
+
+  it('refuses the item with a minor error naming the attribute, where the service drops the update silently ($add, $update, a merge); the item changes nothing', () => {
     const lines: string[] = [];
     h = testHandler({ log: (line) => lines.push(line) });
     const pets = elements(0, 380);
@@ -108,18 +114,36 @@ describe('an update that would take a stored value over 100 KB', () => {
     expect(h.track({ attributes: [{ external_id: 'u', pets, profile }] }).body.errors).toBeUndefined();
     const r = h.track({
       attributes: [
-        { external_id: 'u', pets: { $add: elements(1000, 120) } },
-        { external_id: 'u', pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: { id: 1, notes: elements(0, 120) } }] } },
-        { external_id: 'u', _merge_objects: true, profile: { more: Object.fromEntries(elements(0, 120).map(({ id, note }) => [`m${id}`, note])) } },
+        { external_id: 'u', plan: 'a', pets: { $add: elements(1000, 120) } },
+        { external_id: 'u', plan: 'b', pets: { $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: { id: 1, notes: elements(0, 120) } }] } },
+        { external_id: 'v', plan: 'c' },
+        { external_id: 'u', plan: 'd', first_name: 'Ann', _merge_objects: true, profile: { more: Object.fromEntries(elements(0, 120).map(({ id, note }) => [`m${id}`, note])) } },
       ],
+      events: [{ external_id: 'u', name: 'e', time: '2024-03-07T10:00:00Z' }],
     });
-    expect(r).toEqual({ status: 201, body: { message: 'success', attributes_processed: 3 } });
+    expect(r).toEqual({
+      status: 201,
+      body: { message: 'success', attributes_processed: 1, events_processed: 1, errors: [tooLarge('pets', 0), tooLarge('pets', 1), tooLarge('profile', 3)] },
+    });
+    // nothing of the refused items: not their other attributes, not their standard fields
     expect(h.user('u')?.custom_attributes).toEqual({ pets, profile });
+    expect(h.user('u')?.first_name).toBeUndefined();
+    expect(h.user('v')?.custom_attributes).toEqual({ plan: 'c' });
     expect(lines).toEqual([
-      'attributes: "pets" would be over 100 KB as JSON after this update; not changed',
-      'attributes: "pets" would be over 100 KB as JSON after this update; not changed',
-      'attributes: "profile" would be over 100 KB as JSON after this update; not changed',
+      'attributes: "pets" would be over 100 KB as JSON after the update of attributes[0]; the item is refused',
+      'attributes: "pets" would be over 100 KB as JSON after the update of attributes[1]; the item is refused',
+      'attributes: "profile" would be over 100 KB as JSON after the update of attributes[3]; the item is refused',
     ]);
+    // a request whose every item is refused so is answered as one whose items broke their own rules
+    const all = h.track({ attributes: [{ external_id: 'u', pets: { $add: elements(1000, 120) } }] });
+    expect(all).toEqual({
+      status: 400,
+      body: { message: "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.", attributes_processed: 0, errors: [tooLarge('pets', 0)] },
+    });
+    // with one refused as it is checked, the other by what the profile holds: in the body's order
+    const both = h.track({ attributes: [{ external_id: 'u', pets: { $add: elements(1000, 120) } }, { external_id: 'u', email: 'not an email' }] });
+    expect(both.status).toBe(400);
+    expect(both.body.errors).toEqual([tooLarge('pets', 0), { type: expect.stringMatching(/^email: /), input_array: 'attributes', index: 1 }]);
     // within the limit, the same operations apply
     h.track({ attributes: [{ external_id: 'u', pets: { $add: elements(1000, 5), $remove: [{ $identifier_key: 'id', $identifier_value: 0 }] } }] });
     expect((h.user('u')?.custom_attributes.pets as unknown[]).length).toBe(384);

@@ -136,10 +136,14 @@ describe('standard text fields', () => {
     expectAccepted('attributes', attrs({ [field]: null }));
   });
 
-  it.each(TEXT_FIELDS)('rejects %s that is empty, too long or not a string', (field) => {
+  it.each(TEXT_FIELDS.filter((field) => field !== 'country' && field !== 'time_zone'))('rejects %s that is empty, too long or not a string', (field) => {
     for (const value of ['', 'x'.repeat(256), 42, ['Ada']]) {
       expectRejected('attributes', attrs({ [field]: value }), new RegExp(`^${field}:`));
     }
+  });
+
+  it.each(['country', 'time_zone'])('accepts any %s: one the service does not know is not kept as sent, with no error (decisions.md)', (field) => {
+    for (const value of ['', 'x'.repeat(256), 42, ['Ada'], { a: 1 }]) expectAccepted('attributes', attrs({ [field]: value }));
   });
 
   it('covers the standard names decisions.md adds', () => {
