@@ -55,6 +55,7 @@ function addStats(into: AttemptStats, from: AttemptStats): void {
   into.rateLimited += from.rateLimited;
   into.unknownOutcomes += from.unknownOutcomes;
   into.possiblyApplied ||= from.possiblyApplied;
+  into.reposted ||= from.reposted;
 }
 
 /** The refused items, as minor error entries of the whole request (an entry naming no item of its part has no index). */
@@ -80,8 +81,8 @@ function addEntries(errors: Entry[], part: readonly ItemPlace[], entries: readon
 
 /** The counts of an outcome, and how it ended. */
 function apart(outcome: SendOutcome): { stats: AttemptStats; ending: Ending } {
-  const { attempts, answered, retries, rateLimited, unknownOutcomes, possiblyApplied, ...ending } = outcome;
-  return { stats: { attempts, answered, retries, rateLimited, unknownOutcomes, possiblyApplied }, ending };
+  const { attempts, answered, retries, rateLimited, unknownOutcomes, possiblyApplied, reposted, ...ending } = outcome;
+  return { stats: { attempts, answered, retries, rateLimited, unknownOutcomes, possiblyApplied, reposted }, ending };
 }
 
 /** Sends the items of a request refused whole for a blocklisted id in parts; `refused` is that refusal. */
@@ -95,7 +96,9 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
   let applied = false;
   // refused after an attempt whose outcome was not known, or with the outcome not known: it may have been applied
   let inDoubt = refused.possiblyApplied;
-  // the whole request's attempts count for every item; a part's, for its own
+  // the whole request's attempts count for every item; a part's, for its own (its items may have been
+  // applied twice once it was sent again after an attempt that may have been applied; the parts
+  // themselves send again those of a whole request that may have been)
   const partItems: PartItems = {
     unknown: refused.unknownOutcomes > 0 ? [...items] : [],
     possiblyApplied: refused.possiblyApplied ? [...items] : [],
@@ -117,7 +120,7 @@ export async function sendInParts(request: RequestToSend, refused: SendOutcome &
       if (outcome.attempts > 0) parts += 1; // (not one a stop left unsent)
       addStats(stats, outcome);
       if (outcome.unknownOutcomes > 0 && refused.unknownOutcomes === 0) partItems.unknown.push(...half);
-      if (outcome.possiblyApplied && !refused.possiblyApplied) partItems.possiblyApplied.push(...half);
+      if (outcome.reposted && !refused.possiblyApplied) partItems.possiblyApplied.push(...half);
       if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') return apart(outcome).ending;
       if (outcome.kind === 'accepted') {
         applied = true;

@@ -179,7 +179,8 @@ export async function deliver(requests: AsyncIterable<RequestToSend>, options: D
     if (outcome.unknownOutcomes > 0) {
       const rowsOf = (items: ItemPlace[] | undefined, into: Set<string>): Set<string> => (items === undefined ? addRows(request, into) : addPartRows(request, items, into));
       summary.rowsInUnknownRequests = rowsOf(parts?.unknown, unknownRows).size;
-      if (outcome.possiblyApplied) rowsOf(parts?.possiblyApplied, duplicatedRows);
+      // doubled only once sent again: the rows of one a stop cut off stay in doubt, and the run that sends them again counts them
+      if (parts !== undefined || outcome.reposted) rowsOf(parts?.possiblyApplied, duplicatedRows);
     }
     summary.rowsPossiblyDuplicated = duplicatedBefore + duplicatedRows.size;
     if (outcome.kind === 'fatal' || outcome.kind === 'abandoned') {

@@ -60,6 +60,12 @@ export interface AttemptStats {
   unknownOutcomes: number;
   /** An attempt may have been applied and the request was, or will be, sent again. */
   possiblyApplied: boolean;
+  /**
+   * It was sent again after such an attempt: it may have been applied twice. (One cut off by a
+   * stop, or refused by a stop while it waited to be sent again, may have been applied once: a resume
+   * that sends it again counts it then.)
+   */
+  reposted: boolean;
 }
 
 /** An item of a request: its array, and its place there. */
@@ -114,6 +120,7 @@ function ended(stats: AttemptStats, ending: Ending): SendOutcome {
     rateLimited: stats.rateLimited,
     unknownOutcomes: stats.unknownOutcomes,
     possiblyApplied: stats.possiblyApplied,
+    reposted: stats.reposted,
   };
   return Object.assign(counts, ending);
 }
@@ -130,7 +137,7 @@ export interface RequestHooks {
 
 export async function sendRequest(json: string | Uint8Array, seq: number, ctx: SendContext, hooks: RequestHooks = {}): Promise<SendOutcome> {
   const { beforeFirstPost, beforeRepost } = hooks;
-  const stats: AttemptStats = { attempts: 0, answered: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false };
+  const stats: AttemptStats = { attempts: 0, answered: 0, retries: 0, rateLimited: 0, unknownOutcomes: 0, possiblyApplied: false, reposted: false };
   let failures = 0;
 
   /** Backs off before the next try, or gives up when the retries are spent. */
@@ -169,7 +176,10 @@ export async function sendRequest(json: string | Uint8Array, seq: number, ctx: S
         return ended(stats, { kind: 'abandoned', error: error instanceof Error ? error : new Error(String(error)) });
       }
     }
-    if (stats.possiblyApplied) beforeRepost?.();
+    if (stats.possiblyApplied) {
+      stats.reposted = true;
+      beforeRepost?.();
+    }
     stats.attempts += 1;
     const result = await ctx.post(json, ctx.abortSignal, () => ctx.pacer.markSent(ticket));
     ctx.pacer.release(ticket);
