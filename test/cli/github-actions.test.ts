@@ -193,4 +193,22 @@ describe('an upload in GitHub Actions', () => {
     expect(on.stdout).toMatch(/^::error file=.*events\.csv,line=5,title=.*::name: must be/m);
     expect(readOutputs(readFileSync(output, 'utf8'))).toMatchObject({ rows: '20', rejected: '1', 'exit-status': '1' });
   });
+
+  it('says in the step summary that a row refused for several reasons counts under each, where the counts add up to more than the rows', async () => {
+    const file = join(servers.tmp.dir, 'multi.csv');
+    writeFileSync(file, 'external_id,visits:integer,vip:boolean\nr-1,abc,maybe\nr-2,1,true\nr-3,x,true\n');
+    const one = join(servers.tmp.dir, 'one.csv');
+    writeFileSync(one, 'external_id,visits:integer\nr-1,abc\nr-2,1\n');
+    const summaryOf = async (path: string): Promise<string> => {
+      const stepSummary = join(servers.tmp.dir, `${path.replace(/\W/g, '')}.md`);
+      const r = await runCli(['validate', path], { env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: stepSummary, RUNNER_TEMP: servers.tmp.dir } });
+      expect(r.status).toBe(1);
+      return readFileSync(stepSummary, 'utf8');
+    };
+    const several = await summaryOf(file);
+    expect(several).toMatch(/\| rejected \| 2 \|/);
+    expect(several).toMatch(/#### Rejects by reason\n\nA row refused for several reasons counts under each\.\n\n\| rows \| reason/);
+    expect(several).toMatch(/\| 2 \| visits: /);
+    expect(await summaryOf(one)).toMatch(/#### Rejects by reason\n\n\| rows \| reason/);
+  });
 });

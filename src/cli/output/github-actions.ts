@@ -90,7 +90,9 @@ function summaryMarkdown(command: string, figures: RunFigures, summary: SummaryF
   const fatal = d?.fatal ?? summary.fatal;
   if (fatal !== undefined) lines.push(`| stopped by | ${markdownCell(fatal.message)} |`);
   if (figures.reasons.length > 0) {
-    lines.push('', '#### Rejects by reason', '', '| rows | reason | where |', '| ---: | --- | --- |');
+    // a row refused for several reasons counts under each: said where the counts add up to more than the rows
+    const several = figures.reasons.reduce((sum, r) => sum + r.rows, 0) > figures.rejected;
+    lines.push('', '#### Rejects by reason', '', ...(several ? ['A row refused for several reasons counts under each.', ''] : []), '| rows | reason | where |', '| ---: | --- | --- |');
     for (const r of figures.reasons) lines.push(`| ${grouped(r.rows)} | ${markdownCell(r.reason)} | ${r.where} |`);
   }
   if (rows.length > 0) {
