@@ -46,7 +46,11 @@ export function shownName(name: string): string {
 }
 
 export function checkText(field: string, value: unknown, problems: string[], required = true): void {
-  if (value === undefined && !required) return;
+  if (value === undefined) {
+    // (a CSV row's empty cell leaves its field out)
+    if (required) problems.push(`${field}: missing; must be a non-empty string`);
+    return;
+  }
   if (!isNonEmptyString(value)) problems.push(`${field}: must be a non-empty string, got ${describe(value)}`);
   else if (longerThan(value, MAX_STRING_LENGTH)) problems.push(`${field}: must be at most ${MAX_STRING_LENGTH} characters`);
 }

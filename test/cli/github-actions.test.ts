@@ -115,7 +115,7 @@ describe('an upload in GitHub Actions', () => {
     }
     // both reasons are annotated: the refused before sending and the refused by the server
     for (const { props } of annotations) expect(props.title.startsWith('track: rejected events row')).toBe(true);
-    expect(annotations.some((a) => /name: must be/.test(a.message))).toBe(true);
+    expect(annotations.some((a) => /name: missing; must be/.test(a.message))).toBe(true);
     expect(annotations.some((a) => /blocklist/i.test(a.message))).toBe(true);
   });
 
@@ -190,7 +190,7 @@ describe('an upload in GitHub Actions', () => {
     const on = await runCli(['validate', file], { env });
     expect(on.status).toBe(1);
     // without --json the annotation is on stdout, before the summary
-    expect(on.stdout).toMatch(/^::error file=.*events\.csv,line=5,title=.*::name: must be/m);
+    expect(on.stdout).toMatch(/^::error file=.*events\.csv,line=5,title=.*::name: missing; must be/m);
     expect(readOutputs(readFileSync(output, 'utf8'))).toMatchObject({ rows: '20', rejected: '1', 'exit-status': '1' });
   });
 

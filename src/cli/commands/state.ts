@@ -17,7 +17,7 @@ async function runState(flags: StateFlags): Promise<void> {
   if (flags.forget !== undefined && flags.addKey !== undefined) throw new UsageError('give --forget or --add-key, not both');
   if (flags.apiKey !== undefined && flags.addKey === undefined) throw new UsageError('--api-key goes with --add-key: it is the key to record');
   if (flags.addKey !== undefined) return addKey(flags.state, flags.addKey, flags.apiKey ?? (process.env.TRACK_API_KEY || undefined));
-  const [{ forgetTarget, listState }, { targetOf }, { number }] = await Promise.all([
+  const [{ forgetTarget, listState }, { targetOf }, { counted, number }] = await Promise.all([
     import('../../records/state.js'),
     import('../../transport/endpoint.js'),
     import('../output/progress.js'),
@@ -47,7 +47,7 @@ async function runState(flags: StateFlags): Promise<void> {
   for (const t of targets) {
     process.stdout.write(`${t.url}\n`);
     process.stdout.write(`  users         ${number(t.users)}, ${number(t.attributes)} attribute values\n`);
-    process.stdout.write(`  events        ${number(t.activities)} events and purchases (--dedupe-events)\n`);
+    process.stdout.write(`  events        ${counted(t.activities, 'event or purchase', 'events and purchases')} (--dedupe-events)\n`);
     process.stdout.write(`  last update   ${t.updated === undefined ? 'never' : t.updated.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}\n`);
     process.stdout.write(`  API keys      ${t.keys.length === 0 ? "none yet (the next upload's key is recorded)" : t.keys.join(', ')}\n`);
   }

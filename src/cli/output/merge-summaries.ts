@@ -3,6 +3,7 @@
 // missing and doubled ones said, and the worst exit status as the verdict.
 import { InputError } from '../../errors.js';
 import { EXIT } from '../run.js';
+import { counted } from './progress.js';
 import { estimateSeconds } from './summary.js';
 
 /** A run's --json summary as written to --summary-file (or printed by --json). */
@@ -203,7 +204,7 @@ export function formatReport(report: Report, formatTotal: (total: SummaryJson) =
     const fatal = s.fatal === undefined ? '' : `: ${s.fatal}`;
     // rows read, as the summary's own line says them (those of files settled whole are not read again)
     const notRead = s.unread === undefined ? '' : ` (${s.unread.toLocaleString('en-US')} not read again)`;
-    lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${(s.rows - (s.unread ?? 0)).toLocaleString('en-US')} rows${notRead}, ${s.requests.toLocaleString('en-US')} requests, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
+    lines.push(`  ${name.padEnd(12)} exit ${String(s.exitStatus).padEnd(3)} ${(s.rows - (s.unread ?? 0)).toLocaleString('en-US')} rows${notRead}, ${counted(s.requests, 'request')}, ${s.rejected.toLocaleString('en-US')} rejected  ${s.file}${fatal}`);
     if (s.rejectsPath !== undefined) lines.push(`  ${''.padEnd(12)} rejects in ${s.rejectsPath}`);
   }
   if (report.shardCounts.length > 0) lines.push(`shards      the summaries are of different splits (${report.shardCounts.map((c) => (c === 1 ? 'one without --shard' : `of ${c}`)).join(', ')}): no one run's shards, so which are missing cannot be told`);
