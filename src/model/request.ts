@@ -36,10 +36,27 @@ export interface PlannedRequest {
   learn?: Uint8Array;
 }
 
-/** A reject record; it names `item` only for an item of a RequestLine, so other records keep their shape. */
-export function rejectRecord(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: string[], item?: number): RejectRecord {
-  return item === undefined ? { file, line, kind, row, errors } : { file, line, item, kind, row, errors };
+/**
+ * A reject record; it names `item` only for an item of a RequestLine, so other records keep their
+ * shape. `fileLine`: the line of the file where the row begins, when `line` is not it (see
+ * withFileLine).
+ */
+export function rejectRecord(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: string[], item?: number, fileLine?: number): RejectRecord {
+  const record: RejectRecord = item === undefined ? { file, line, kind, row, errors } : { file, line, item, kind, row, errors };
+  return fileLine === undefined ? record : withFileLine(record, fileLine);
 }
+
+/**
+ * The record, told the line of the file where its row begins when its `line` is not that line (a
+ * JSON array's element, numbered by its place), for what points a person at the file (a CI
+ * annotation). Not a field of the rejects file: not enumerable, so no JSON of the record holds it.
+ */
+export function withFileLine(record: RejectRecord, fileLine: number): RejectRecord {
+  return Object.defineProperty(record, 'fileLine', { value: fileLine, enumerable: false, configurable: true });
+}
+
+/** The line of the file where a rejected row begins (see withFileLine). */
+export const fileLineOf = (record: RejectRecord): number => (record as RejectRecord & { fileLine?: number }).fileLine ?? record.line;
 
 /** One rejected row, one line of the rejects file (NDJSON); fixable and feedable back as input. */
 export interface RejectRecord {

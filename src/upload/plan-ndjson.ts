@@ -35,7 +35,7 @@ export async function* ndjsonChunks(file: string, planner: RowPlanner, options: 
       first = false;
       if (planner.row(file, line)) continue;
       if ('error' in record) {
-        planner.reject(file, line, options.kind ?? 'unknown', record.text, [record.error]);
+        planner.reject(file, line, options.kind ?? 'unknown', record.text, [record.error], undefined, record.fileLine);
         continue;
       }
       const entries = itemsOf(record.value);
@@ -51,8 +51,8 @@ export async function* ndjsonChunks(file: string, planner: RowPlanner, options: 
       entries.forEach((entry, place) => {
         if (settled?.has(place) === true) return;
         const item = several ? place : undefined;
-        if (inDoubt !== undefined) planner.reject(file, line, entry.kind, entry.row, [inDoubt], item);
-        else if (!('item' in entry)) planner.reject(file, line, entry.kind, entry.row, entry.errors, item);
+        if (inDoubt !== undefined) planner.reject(file, line, entry.kind, entry.row, [inDoubt], item, record.fileLine);
+        else if (!('item' in entry)) planner.reject(file, line, entry.kind, entry.row, entry.errors, item, record.fileLine);
         else {
           const origin: ItemOrigin = { file, line, row: entry.row, ...(item === undefined ? {} : { item }), ...(record.fileLine === undefined ? {} : { fileLine: record.fileLine }) };
           planner.take(entry.kind, entry.item, origin, 6 * record.chars, entry);

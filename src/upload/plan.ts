@@ -164,7 +164,8 @@ export interface RowPlanner {
   /** A RequestLine of which `planned` items are planned, and `skipped` left out. */
   requestLine(file: string, line: number, planned: number, skipped: number): void;
   /** Rejects a row, or one item of a RequestLine (`item`: its place). */
-  reject(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number): void;
+  /** `fileLine`: the line of the file where the row begins, when `line` is not it (a JSON array's element). */
+  reject(file: string, line: number, kind: RejectRecord['kind'], row: unknown, errors: readonly string[], item?: number, fileLine?: number): void;
   /** Checks an item and batches it, or rejects its row. `bytesBound` is at least the bytes of the item's JSON. */
   take(kind: ArrayName, item: unknown, origin: ItemOrigin, bytesBound: number, mapped?: MappedCells): void;
   /** Counts bytes read from an input (before gunzip). */
@@ -266,8 +267,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
     for (const request of done) ready.push(complete(request));
     return true;
   };
-  const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item) => {
-    rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item) });
+  const reject: RowPlanner['reject'] = (file, line, kind, row, errors, item, fileLine) => {
+    rejects.push({ type: 'reject', record: rejectRecord(file, line, kind, row, [...errors], item, fileLine) });
   };
 
   const { shard } = options;
@@ -303,8 +304,8 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       lines.push({ type: 'line-items', file, line, items: planned });
     },
     // a row that cannot become an item names no user: shard 1 rejects it, the others leave it out
-    reject: (file, line, kind, row, errors, item) =>
-      shard !== undefined && shard.index !== 1 ? otherShard(file, line, item) : reject(file, line, kind, row, errors, item),
+    reject: (file, line, kind, row, errors, item, fileLine) =>
+      shard !== undefined && shard.index !== 1 ? otherShard(file, line, item) : reject(file, line, kind, row, errors, item, fileLine),
     take(kind, item, origin, bytesBound, mapped) {
       // before it is checked: each row is sent or rejected by exactly one shard
       if (inOtherShard(kind, item)) return otherShard(origin.file, origin.line, origin.item);
@@ -312,7 +313,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       const errors = itemErrors(kind, item, mapped);
       if (errors.length > 0) {
         const kept = dropInvalid && kind === 'attributes' ? withoutInvalidFields(item as Record<string, unknown>, errors, mapped?.failed) : undefined;
-        if (kept === undefined) return reject(origin.file, origin.line, kind, origin.row, errors, origin.item);
+        if (kept === undefined) return reject(origin.file, origin.line, kind, origin.row, errors, origin.item, origin.fileLine);
         item = kept.item;
         const row = origin.row;
         for (const { field, errors: fieldErrors } of kept.dropped) {
@@ -326,7 +327,7 @@ function createRowPlanner(options: PlanOptions, delta: Delta | undefined): RowPl
       let bytes = bytesBound <= smallItemBytes ? bytesBound : Buffer.byteLength(JSON.stringify(item));
       if (bytes > largestItem[kind]) {
         const tooBig = `row: the item is ${bytes} bytes as JSON; a request body may be at most ${maxBodyBytes} bytes`;
-        return reject(origin.file, origin.line, kind, origin.row, [tooBig], origin.item);
+        return reject(origin.file, origin.line, kind, origin.row, [tooBig], origin.item, origin.fileLine);
       }
       const record = item as Record<string, unknown>;
       const identity = identityOf(record, kind);

@@ -5,7 +5,7 @@
 // lines wait outside the heap until the rejects file is synced (rejectsLedger), where text kept that
 // long was moved to the old generation, a hundred MB of it in an all-rejected file. A rejected row's
 // record is read back from its line only where a record is asked for (CSV rejects, the onReject hook).
-import type { RejectRecord } from '../model/request.js';
+import { fileLineOf, withFileLine, type RejectRecord } from '../model/request.js';
 import { reasonOf } from './summary.js';
 
 export interface RejectBatch {
@@ -23,6 +23,8 @@ export interface RejectBatch {
   dropped: Uint8Array;
   /** Each record's column (dropped fields), when any has one. */
   columns?: Array<string | undefined>;
+  /** Each record's line of the file where its row begins (withFileLine), when any has one other than its `line`. */
+  fileLines?: Float64Array;
   /** The rows rejected (not dropped fields), and how many of them have each reason (each once a row). */
   rejected: number;
   reasons: Map<string, number>;
@@ -39,8 +41,12 @@ export function batchLine(batch: RejectBatch, i: number): string {
   return utf8Text.decode(batch.bytes.subarray(i === 0 ? 0 : batch.ends[i - 1], batch.ends[i] - 1));
 }
 
-/** The i-th record, read back from its line. */
-export const batchRecord = (batch: RejectBatch, i: number): RejectRecord => JSON.parse(batchLine(batch, i)) as RejectRecord;
+/** The i-th record, read back from its line (told the line of the file where its row begins, when that is not its `line`). */
+export function batchRecord(batch: RejectBatch, i: number): RejectRecord {
+  const record = JSON.parse(batchLine(batch, i)) as RejectRecord;
+  const fileLine = batch.fileLines?.[i];
+  return fileLine === undefined || fileLine === record.line ? record : withFileLine(record, fileLine);
+}
 
 /** What a resumed run and the journal know a record by. */
 export function batchKey(batch: RejectBatch, i: number): Pick<RejectRecord, 'file' | 'line' | 'item' | 'column'> {
@@ -74,6 +80,7 @@ export function createRejectBatcher() {
   let items: number[] = [];
   let dropped: number[] = [];
   let columns: Array<string | undefined> | undefined;
+  let fileLines: number[] | undefined;
   let rejected = 0;
   let reasons = new Map<string, number>();
   return {
@@ -90,6 +97,9 @@ export function createRejectBatcher() {
       dropped.push(isDropped ? 1 : 0);
       if (column !== undefined) (columns ??= new Array<string | undefined>(lines.length - 1).fill(undefined)).push(column);
       else columns?.push(undefined);
+      const fileLine = fileLineOf(record);
+      if (fileLine !== line) (fileLines ??= numbers.slice(0, -1)).push(fileLine);
+      else fileLines?.push(line);
       if (!isDropped) {
         rejected += 1;
         // each reason once a row, as the summary counts them (its bound on reasons applies as they are added to it)
@@ -113,6 +123,7 @@ export function createRejectBatcher() {
         items: Int32Array.from(items),
         dropped: Uint8Array.from(dropped),
         ...(columns === undefined ? {} : { columns }),
+        ...(fileLines === undefined ? {} : { fileLines: Float64Array.from(fileLines) }),
         rejected,
         reasons,
       };
@@ -123,6 +134,7 @@ export function createRejectBatcher() {
       items = [];
       dropped = [];
       columns = undefined;
+      fileLines = undefined;
       rejected = 0;
       reasons = new Map();
       return batch;

@@ -211,4 +211,23 @@ describe('an upload in GitHub Actions', () => {
     expect(several).toMatch(/\| 2 \| visits: /);
     expect(await summaryOf(one)).toMatch(/#### Rejects by reason\n\n\| rows \| reason/);
   });
+
+  it('annotates a rejected element of a JSON array at the line of the file where it begins, as the rejects file keeps its place as its line', async () => {
+    const emulator = await servers.emulator();
+    const file = join(servers.tmp.dir, 'pretty.json');
+    writeFileSync(file, '[\n  {"external_id": "j-1",\n   "first_name": "J1"},\n  {\n    "external_id": "j-2",\n    "email": "nope"\n  }\n]\n');
+    for (const args of [['validate', file], ['upload', file, '--url', emulator.url, '--api-key', 'k']]) {
+      const stepSummary = join(servers.tmp.dir, `${args[0]}-pretty.md`);
+      const rejects = join(servers.tmp.dir, `${args[0]}-pretty.rejects.ndjson`);
+      const r = await runCli([...args, '--rejects', rejects], { env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: stepSummary, RUNNER_TEMP: servers.tmp.dir } });
+      expect(r.status, r.stderr).toBe(1);
+      const annotations = r.stdout.split('\n').filter((l) => l.startsWith('::error')).map((l) => parseAnnotation(l).props);
+      expect(annotations).toEqual([expect.objectContaining({ line: '4' })]);
+      expect(readFileSync(stepSummary, 'utf8')).toMatch(/pretty\.json \| 4 \(row 2\) \| attributes \| email: /);
+      // the rejects file keeps the element's place, and no other field
+      expect(readFileSync(rejects, 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual([
+        { file, line: 2, kind: 'attributes', row: { external_id: 'j-2', email: 'nope' }, errors: [expect.stringMatching(/^email: /)] },
+      ]);
+    }
+  });
 });

@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import type { RejectRecord } from '../../model/request.js';
+import { fileLineOf, type RejectRecord } from '../../model/request.js';
 import { reasonOf } from '../../upload/summary.js';
 import { asSummary, runFigures, type RunFigures, type SummaryFields } from './figures.js';
 import type { RunConsumer, RunEvent } from './run-events.js';
@@ -98,7 +98,8 @@ function summaryMarkdown(command: string, figures: RunFigures, summary: SummaryF
   if (rows.length > 0) {
     lines.push('', `#### The first rejected rows${summary.rejectsPath === undefined ? '' : ` (all in \`${summary.rejectsPath.replace(/`/g, "'")}\`)`}`, '');
     lines.push('| file | line | kind | reasons |', '| --- | ---: | --- | --- |');
-    for (const r of rows) lines.push(`| ${markdownCell(r.file)} | ${r.line} | ${r.kind} | ${markdownCell(r.errors.join('; '))} |`);
+    // (a JSON array's element: the line where it begins, and its row)
+    for (const r of rows) lines.push(`| ${markdownCell(r.file)} | ${fileLineOf(r) === r.line ? r.line : `${fileLineOf(r)} (row ${r.line})`} | ${r.kind} | ${markdownCell(r.errors.join('; '))} |`);
   }
   return `${lines.join('\n')}\n\n`;
 }
@@ -146,7 +147,7 @@ export function githubActions(command: string, env: GithubEnvironment, sinks: Gi
     }
     for (const row of rows) {
       const reason = reasonOf(row.errors[0] ?? 'rejected');
-      annotate(errorAnnotation({ file: where(row.file), line: row.line, title: `track: rejected ${row.kind} row (${reason})` }, `${row.errors.join('; ')}`));
+      annotate(errorAnnotation({ file: where(row.file), line: fileLineOf(row), title: `track: rejected ${row.kind} row (${reason})` }, `${row.errors.join('; ')}`));
     }
   };
 
