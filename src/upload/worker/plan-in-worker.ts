@@ -29,9 +29,11 @@ const YOUNG_GENERATION_MB = 12;
  * open requests lived through two collections and were moved to the old heap (300 MB of them in a
  * million rows), and collecting took a third of the thread's time. 24 MiB keeps them young; 32
  * collects them 163 times in a first run of 1,000,000 rows where 24 did 286 times (230 ms against
- * 270), for 15-20 MB more at the peak.
+ * 270), for 15-20 MB more at the peak: a first run of 10,000,000 rows peaked at 258-268 MB with 32
+ * and 241-243 MB with 24 (and 4 slabs of entries kept, parted-entries.ts), under the 250 MB a run
+ * is to stay within; 1,000,000 rows took 2.6% longer.
  */
-const DELTA_YOUNG_GENERATION_MB = 32;
+const DELTA_YOUNG_GENERATION_MB = 24;
 /**
  * V8 lets a heap grow to four times what survived its last full collection when the heap may grow
  * past 2 GB, and to under twice that below it: rows of 20,000 cells, held until their request is
