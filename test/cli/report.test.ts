@@ -64,6 +64,55 @@ describe('the report of a run of many reasons', () => {
   });
 });
 
+describe('the report of a run that stopped short', () => {
+  /** The figures table of the page: each row's name and value, as text. */
+  const figures = (html: string): Record<string, string> =>
+    Object.fromEntries([...html.matchAll(/<tr><th scope="row">([^<]*)<\/th><td id="[^"]*">([^<]*)<\/td><\/tr>/g)].map((m) => [m[1], m[2]]));
+
+  const pageOf = async (summary: Record<string, unknown>, exitStatus: number, signal?: string): Promise<string> => {
+    const dir = tempDir();
+    dirs.push(dir);
+    const path = join(dir.dir, 'run.html');
+    const report = htmlReport(path);
+    const time = '2024-05-01T10:00:00.000Z';
+    report.event({ type: 'start', time, command: 'upload', inputs: [{ file: 'a.csv', bytes: 10 }], target: 'http://127.0.0.1:1', limits: { rate: 10 } });
+    if (signal !== undefined) report.event({ type: 'stop', time, signal });
+    report.event({ type: 'end', time, exitStatus, summary });
+    await report.close!();
+    return readFileSync(path, 'utf8');
+  };
+  const base = {
+    command: 'upload',
+    rejected: 0,
+    droppedFields: 0,
+    elapsedMs: 3_000,
+    rejectReasons: {},
+    dataPoints: { sent: 2450, avoided: 0, planned: 3000 },
+    journalPath: '/tmp/a.journal',
+  };
+  const items = (accepted: number) => ({ attributes: { sent: accepted, accepted, rejected: 0 }, events: { sent: 0, accepted: 0, rejected: 0 }, purchases: { sent: 0, accepted: 0, rejected: 0 } });
+
+  it('says the items accepted and the rows left unsettled, with how to send them, after a signal', async () => {
+    const delivery = { requestsSent: 49, attempts: 49, retries: 0, rateLimited: 0, items: items(2450), stopped: true, aborted: false };
+    const html = await pageOf({ ...base, rows: 3000, requests: 60, interrupted: true, readToEnd: true, rowsUnsettled: 550, delivery }, 130, 'SIGINT');
+    expect(figures(html)).toMatchObject({ 'rows read': '3,000', 'items accepted': '2,450', 'rows unsettled': '550: run again with --resume to send them', 'exit status': '130' });
+    expect(html).toContain('Stopped by SIGINT.');
+  });
+
+  it('says what stopped a run that failed', async () => {
+    const fatal = { name: 'DeliveryError', message: 'the server refused the API key (HTTP 401: invalid API key)' };
+    const delivery = { requestsSent: 0, attempts: 1, retries: 0, rateLimited: 0, items: items(0), stopped: true, aborted: false, fatal };
+    const html = await pageOf({ ...base, journalPath: undefined, rows: 1588, requests: 32, interrupted: false, readToEnd: false, rowsUnsettled: 1588, delivery }, 3);
+    expect(figures(html)).toMatchObject({ 'items accepted': '0', 'rows unsettled': '1,588, and the rest of the input not read yet', 'stopped by': fatal.message });
+  });
+
+  it('adds nothing of it to a run that went through', async () => {
+    const delivery = { requestsSent: 60, attempts: 60, retries: 0, rateLimited: 0, items: items(3000), stopped: false, aborted: false };
+    const shown = figures(await pageOf({ ...base, rows: 3000, requests: 60, interrupted: false, readToEnd: true, rowsUnsettled: 0, delivery }, 0));
+    expect(Object.keys(shown)).toEqual(['rows read', 'items accepted', 'rejected', 'requests answered', 'retries, 429 answers', 'data points spent, avoided', 'duration', 'exit status']);
+  });
+});
+
 describe('a report that cannot be written', () => {
   // the run tells it as a warning, which must say which file it was
   it.skipIf(!existsSync('/dev/full'))('fails its close naming --report and the file (a full disk, /dev/full)', async () => {

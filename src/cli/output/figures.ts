@@ -17,6 +17,11 @@ export interface SummaryFields {
   dataPoints: { sent: number; avoided: number; planned: number };
   interrupted: boolean;
   fatal?: { name: string; message: string };
+  journalPath?: string;
+  /** Every row of every input was read. */
+  readToEnd?: boolean;
+  /** Rows read that were neither answered, rejected nor left out: a resume sends them (absent in a dry run). */
+  rowsUnsettled?: number;
   delivery?: {
     requestsSent: number;
     attempts: number;

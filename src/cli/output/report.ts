@@ -67,9 +67,18 @@ const figureRow = (name: string, value: string, id: string): string => `<tr><th 
 function figuresTable(summary: SummaryFields, exitStatus: number): string {
   const f = runFigures(summary);
   const d = summary.delivery;
+  // a run that stopped short says what it left, what stopped it, and how to go on
+  const accepted = d === undefined ? undefined : Object.values(d.items).reduce((sum, t) => sum + t.accepted, 0);
+  const unsettled = summary.rowsUnsettled ?? 0;
+  const resume = summary.journalPath !== undefined && (unsettled > 0 || summary.readToEnd === false) ? ': run again with --resume to send them' : '';
+  const unread = summary.readToEnd === false ? ', and the rest of the input not read yet' : '';
+  const fatal = d?.fatal ?? summary.fatal;
   return `<table class="figures"><tbody>
 ${figureRow('rows read', grouped(f.rows), 'figure-rows')}
+${accepted === undefined ? '' : figureRow('items accepted', grouped(accepted), 'figure-accepted')}
 ${figureRow('rejected', grouped(f.rejected), 'figure-rejected')}
+${unsettled === 0 && unread === '' ? '' : figureRow('rows unsettled', `${grouped(unsettled)}${escape(unread)}${escape(resume)}`, 'figure-unsettled')}
+${fatal === undefined ? '' : figureRow('stopped by', escape(fatal.message), 'figure-fatal')}
 ${figureRow(d === undefined ? 'requests (would be sent)' : 'requests answered', grouped(f.requests), 'figure-requests')}
 ${d === undefined ? '' : figureRow('retries, 429 answers', `${grouped(d.retries)}, ${grouped(d.rateLimited)}`, 'figure-retries')}
 ${figureRow('data points spent, avoided', `${grouped(f.dataPoints)}, ${grouped(f.avoidedDataPoints)}`, 'figure-data-points')}
@@ -125,7 +134,8 @@ export function reportPage(r: Recorded, end: { summary: Record<string, unknown>;
   const when = r.start === undefined ? '' : `started ${r.start.time.replace('T', ' ').slice(0, 19)} UTC`;
   const to = r.start?.target === undefined ? '' : ` to ${r.start.target}`;
   const inputs = r.start?.inputs.map((i) => i.file).join(', ') ?? '';
-  const stopped = r.stop === undefined ? '' : `<p class="note">Stopped by ${escape(r.stop.signal)}.</p>`;
+  const interrupted = 'summary' in end && asSummary(end.summary).interrupted;
+  const stopped = r.stop !== undefined ? `<p class="note">Stopped by ${escape(r.stop.signal)}.</p>` : interrupted ? '<p class="note">Interrupted by a signal.</p>' : '';
   const main =
     'error' in end
       ? `<p class="note">The run ended before it had a summary: ${escape(end.error)} (exit status ${end.exitStatus}).</p>`
