@@ -76,7 +76,7 @@ describe('the report of a run that stopped short', () => {
     const report = htmlReport(path);
     const time = '2024-05-01T10:00:00.000Z';
     report.event({ type: 'start', time, command: 'upload', inputs: [{ file: 'a.csv', bytes: 10 }], target: 'http://127.0.0.1:1', limits: { rate: 10 } });
-    if (signal !== undefined) report.event({ type: 'stop', time, signal });
+    if (signal !== undefined) report.event({ type: 'stop', time, signal, action: 'finish' });
     report.event({ type: 'end', time, exitStatus, summary });
     await report.close!();
     return readFileSync(path, 'utf8');
