@@ -141,7 +141,7 @@ export interface UploadSummary extends PlanSummary {
    * delivery went through; absent in a dry run). The rows not read yet are not among them (`readToEnd`).
    */
   rowsUnsettled?: number;
-  /** Of those, the rows not sent when it stopped (planned, or in a request taken and not posted); the others were in requests sent and left without a verdict (`delivery.rowsAbandoned`). */
+  /** Of those, the rows not sent when it stopped (planned, or in a request taken and not posted); the others were in requests tried and left without a verdict (`delivery.rowsAbandoned`). */
   rowsNotSent?: number;
   /** What stopped the run outside the delivery: an output file that cannot be written, a plan that failed. */
   fatal?: Error;

@@ -355,7 +355,7 @@ class UploadRun {
 /**
  * Of the rows a delivery read, those it left unsettled (neither answered, rejected nor left out: a
  * resume sends them), and of these the rows not sent when it stopped (planned, or in a request taken
- * and not posted; the rest were in requests sent and left without a verdict, `rowsAbandoned`). None in a dry run.
+ * and not posted; the rest were in requests tried and left without a verdict, `rowsAbandoned`). None in a dry run.
  */
 function unsettledRows(summary: PlanSummary, delivery: DeliverySummary | undefined, ledger: ReturnType<typeof lineLedger> | undefined): Pick<UploadSummary, 'rowsUnsettled' | 'rowsNotSent'> {
   if (delivery === undefined || ledger === undefined) return {};

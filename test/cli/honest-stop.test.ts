@@ -54,7 +54,7 @@ describe('a run stopped by a signal, without a terminal', () => {
         const run = await stopped(json ? [...common, '--json'] : common, signal, server, 40);
         expect(run.status, `${signal} ${i}`).toBe(130);
         if (!json) {
-          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests sent and left without a verdict, [\d,]+ )?not sent yet\))?, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
+          expect(run.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests tried and left without a verdict, [\d,]+ )?not sent yet\))?, and the rest of the input is not read yet; run again with --resume to send the rest\n/);
           continue;
         }
         const summary = JSON.parse(run.stdout);
@@ -76,7 +76,7 @@ describe('a stop that comes once every row was read', () => {
     const common = [path, '--url', server.url, '--api-key', 'k', '--rate', '1', '--restart'];
     const text = await stopped(common, 'SIGTERM', server, 2);
     expect(text.status).toBe(130);
-    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests sent and left without a verdict, [\d,]+ )?not sent yet\))?; run again with --resume to send the rest\n/);
+    expect(text.stdout).toMatch(/\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: [\d,]+ rows unsettled(?: \((?:[\d,]+ in requests tried and left without a verdict, [\d,]+ )?not sent yet\))?; run again with --resume to send the rest\n/);
     expect(text.stdout).not.toContain('not read yet');
 
     server.forget();
@@ -101,7 +101,7 @@ describe('a stop while taken requests wait for their turn', () => {
   // user's items go in order); or the pacer holds them (--rate 1): most requests the delivery took
   // were never posted at the stop
   for (const [how, flags] of [['their users\' earlier requests', []], ['the pacer', ['--rate', '1']]] as const) {
-    it(`counts the rows of requests never posted as not sent, not as sent and left without a verdict: waiting for ${how}`, async () => {
+    it(`counts the rows of requests never posted as not sent, not as tried and left without a verdict: waiting for ${how}`, async () => {
       const server = await faultServer(() => ({ kind: 'ok', delayMs: 300 }));
       const path = join(tmp.dir, 'clicks.csv');
       writeFileSync(path, `external_id,name,time\n${Array.from({ length: 3000 }, (_, i) => `e${i % 100},clicked,2024-03-07T10:${String(i % 60).padStart(2, '0')}:00Z\n`).join('')}`);
@@ -134,7 +134,7 @@ describe('a stop while planned requests wait to be sent', () => {
     expect(text.status).toBe(130);
     const accepted = Number(/\nattributes  sent [\d,]+, accepted ([\d,]+)/.exec(text.stdout)![1].replace(/,/g, ''));
     // (all of them not sent yet: said once, as "(not sent yet)")
-    const line = /\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: ([\d,]+) rows unsettled \((?:(?:([\d,]+) in requests sent and left without a verdict, )?([\d,]+) )?not sent yet\); run again with --resume to send the rest\n/.exec(text.stdout);
+    const line = /\ninterrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after every row was read: ([\d,]+) rows unsettled \((?:(?:([\d,]+) in requests tried and left without a verdict, )?([\d,]+) )?not sent yet\); run again with --resume to send the rest\n/.exec(text.stdout);
     expect(line, text.stdout).not.toBeNull();
     const [unsettled, taken] = line!.slice(1, 3).map((n) => Number((n ?? '0').replace(/,/g, '')));
     const notSent = line![3] === undefined ? unsettled : Number(line![3].replace(/,/g, ''));

@@ -75,7 +75,7 @@ describe('a stop without a terminal, against a server that never answers', () =>
     expect(toldAfter).toBeLessThan(2_000);
     expect(stderr.slice(stderr.indexOf(STOPPING))).not.toMatch(/ETA/);
     expect(stdout).toMatch(/ {14}8 {2}cut off after it was sent \(a second Ctrl-C or signal\)/);
-    expect(stdout).toMatch(/unsettled +\d+ requests \([\d,]+ rows\) sent and left without a verdict(?:, and [\d,]+ rows read and not sent yet)?: run again with --resume/);
+    expect(stdout).toMatch(/unsettled +\d+ requests \([\d,]+ rows\) tried and left without a verdict(?:, and [\d,]+ rows read and not sent yet)?: run again with --resume/);
     expect(stdout).toMatch(/interrupted by a signal \(Ctrl-C, SIGTERM, SIGHUP\) after [\d,]+ rows of the input were read: [\d,]+ rows unsettled/);
   }, 60_000);
 });

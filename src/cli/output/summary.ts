@@ -177,7 +177,7 @@ function interruptedText(summary: UploadSummary): string {
   const unsettled = summary.rowsUnsettled ?? d.rowsAbandoned;
   const notSent = summary.rowsNotSent ?? 0;
   const taken = unsettled - notSent;
-  const parts = notSent === 0 ? '' : taken === 0 ? ' (not sent yet)' : ` (${number(taken)} in requests sent and left without a verdict, ${number(notSent)} not sent yet)`;
+  const parts = notSent === 0 ? '' : taken === 0 ? ' (not sent yet)' : ` (${number(taken)} in requests tried and left without a verdict, ${number(notSent)} not sent yet)`;
   // a run without a journal (standard input) cannot be resumed
   const resume = summary.journalPath !== undefined && (unsettled > 0 || !summary.readToEnd) ? '; run again with --resume to send the rest' : '';
   return `by a signal (Ctrl-C, SIGTERM, SIGHUP) ${read}: ${counted(unsettled, 'row')} unsettled${parts}${unread}${resume}`;
@@ -208,7 +208,7 @@ function deliveryLines(d: DeliverySummary, elapsedMs: number, resumable: boolean
   }
   if (d.requestsAbandoned > 0 || notSent > 0) {
     const resume = resumable ? ': run again with --resume to send them' : '';
-    const taken = d.requestsAbandoned > 0 ? `${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')}) sent and left without a verdict` : '';
+    const taken = d.requestsAbandoned > 0 ? `${counted(d.requestsAbandoned, 'request')} (${counted(d.rowsAbandoned, 'row')}) tried and left without a verdict` : '';
     const read = notSent === 0 ? '' : `${counted(notSent, 'row')} read and not sent yet`;
     lines.push(chalk.yellow(`unsettled   ${[taken, read].filter((part) => part !== '').join(', and ')}${resume}`));
   }
