@@ -264,6 +264,8 @@ describe('the re-run guard after a --delta run', () => {
     // the rows the first run rejected still wait in its rejects file: exit 1, as that run's
     expect(resumed.status).toBe(1);
     expect(resumed.stdout).toMatch(/skipped {5}996 rows already delivered, and 4 rows an earlier run rejected \(in its rejects file\)/);
+    // counted as the earlier run's, not as rejected before this one sent anything
+    expect(resumed.stdout).toContain('\nrejected    4 rows by an earlier run, written to ');
     expect(await json([file, '--url', emu.url, '--resume'])).toMatchObject({ skipped: 1000, skippedRejected: 4, requests: 0 });
 
     // a file of events still warns of events stored twice

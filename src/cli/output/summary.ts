@@ -161,7 +161,15 @@ function rejectedLines(summary: UploadSummary): string[] {
   const refused = refusedItems(summary.delivery);
   const total = summary.rejected + refused;
   if (total === 0) return [`rejected    ${chalk.green('none')}`];
-  const where = refused === 0 ? '' : summary.rejected === 0 ? ' after sending' : ` (${number(summary.rejected)} before sending, ${number(refused)} after sending)`;
+  // a resumed run counts the rows an earlier run rejected (whichever way) apart: not as before sending
+  const earlier = summary.skippedRejected ?? 0;
+  const planned = summary.rejected - earlier;
+  const parts = [
+    ...(planned > 0 ? [`${number(planned)} before sending`] : []),
+    ...(refused > 0 ? [`${number(refused)} after sending`] : []),
+    ...(earlier > 0 ? [`${number(earlier)} by an earlier run`] : []),
+  ];
+  const where = parts.length > 1 ? ` (${parts.join(', ')})` : planned > 0 ? '' : refused > 0 ? ' after sending' : ' by an earlier run';
   const reasons = { ...summary.rejectReasons };
   for (const [reason, n] of Object.entries(summary.refusedReasons ?? {})) reasons[reason] = (reasons[reason] ?? 0) + n;
   return [chalk.red(`rejected    ${counted(total, 'row')}${where}, written to ${summary.rejectsPath ?? '(no file)'}`), ...reasonLines(reasons)];
