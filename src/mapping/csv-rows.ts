@@ -93,9 +93,11 @@ export function readCsvHeader(header: readonly string[], options: CsvHeaderOptio
   });
 
   const byField = new Map<string, number>();
-  for (const { index, source, spec } of specs) {
+  for (const { index, key, source, spec } of specs) {
     if ('problem' in spec) {
-      problems.push(`column ${index + 1} "${source}": ${spec.problem}`);
+      // a name --map gave: the mistake is in the map, whose entry is what to change
+      if (key !== source) problems.push(`column ${index + 1} "${source}", which --map names ${JSON.stringify(key)}: ${spec.problem.replace(/ \(to keep a colon in a field name, rename the column with --map\)$/, '')}; change that entry of --map`);
+      else problems.push(`column ${index + 1} "${source}": ${spec.problem}`);
       continue;
     }
     if (spec.path.includes('__proto__')) {

@@ -146,6 +146,9 @@ describe('mapping a row', () => {
 describe('headers that cannot be used', () => {
   it('names each problem with its column', () => {
     expect(problems(['external_id', 'zip:strng'])).toEqual([expect.stringMatching(/^column 2 "zip:strng": unknown annotation ":strng"/)]);
+    // one --map gave is said to be the map's, and no advice to rename the column with --map
+    const mapped = readCsvHeader(['external_id', 'Tags'], { map: new Map([['Tags', 'tags:arry']]) });
+    expect(mapped.ok ? [] : mapped.problems).toEqual([expect.stringMatching(/^column 2 "Tags", which --map names "tags:arry": unknown annotation ":arry"; known are .*; change that entry of --map$/)]);
     expect(problems(['external_id', 'plan', 'plan:string'])).toEqual(['columns 2 and 3 both fill "plan"']);
     expect(problems(['external_id', 'address', 'address.city'])).toEqual([expect.stringMatching(/column 3 "address.city" is inside column 2 "address"/)]);
     expect(problems(['external_id', 'a..b'])).toEqual([expect.stringMatching(/empty part between dots/)]);
