@@ -245,8 +245,8 @@ describe('merging summaries', () => {
   it('counts a shard\'s rows as read, those of files not read again apart', () => {
     const resumed = { ...shard(1, 0, 10), unread: 4 };
     const text = formatReport(mergeSummaries([{ file: 'a', summary: resumed }, ...[2, 3, 4].map((k) => ({ file: String(k), summary: shard(k, 0, 10) }))]), () => 'total\n');
-    expect(text).toMatch(/\n {2}shard 1\/4 +exit 0 +6 rows \(4 not read again\), 1 requests/);
-    expect(text).toMatch(/\n {2}shard 2\/4 +exit 0 +10 rows, 1 requests/);
+    expect(text).toMatch(/\n {2}shard 1\/4 +exit 0 +6 rows \(4 not read again\), 1 request,/);
+    expect(text).toMatch(/\n {2}shard 2\/4 +exit 0 +10 rows, 1 request,/);
   });
 
   it('of a whole run, is the worst status of its shards', () => {
