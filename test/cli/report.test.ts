@@ -12,6 +12,18 @@ afterEach(() => {
   for (const dir of dirs.splice(0)) dir.cleanup();
 });
 
+const time = '2024-05-01T10:00:00.000Z';
+
+/** A report of an upload, started: where its page goes, and the report its events go to. */
+function startedReport(): { path: string; report: ReturnType<typeof htmlReport> } {
+  const dir = tempDir();
+  dirs.push(dir);
+  const path = join(dir.dir, 'run.html');
+  const report = htmlReport(path);
+  report.event({ type: 'start', time, command: 'upload', inputs: [{ file: 'a.csv', bytes: 10 }], target: 'http://127.0.0.1:1', limits: { rate: 10 } });
+  return { path, report };
+}
+
 /** The bars of one chart of the page: label and value. */
 function bars(html: string, chart: string): [string, number][] {
   const svg = new RegExp(`<svg[^>]*data-chart="${chart}"[^>]*>(.*?)</svg>`).exec(html)?.[1] ?? '';
@@ -20,12 +32,7 @@ function bars(html: string, chart: string): [string, number][] {
 
 describe('the report of a run of many reasons', () => {
   it('draws the largest reasons and the rest as one bar, for rejects and for retries', async () => {
-    const dir = tempDir();
-    dirs.push(dir);
-    const path = join(dir.dir, 'run.html');
-    const report = htmlReport(path);
-    const time = '2024-05-01T10:00:00.000Z';
-    report.event({ type: 'start', time, command: 'upload', inputs: [{ file: 'a.csv', bytes: 10 }], target: 'http://127.0.0.1:1', limits: { rate: 10 } });
+    const { path, report } = startedReport();
     // a server whose 503 message names each request: 5,000 retries, each of its own reason
     for (let i = 0; i < 5_000; i += 1) report.event({ type: 'retry', time, request: i, attempt: 2, reason: `HTTP 503: busy (request id ${i})`, delaySeconds: 0.1 });
     const rejectReasons = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`count_${i}: must be a whole number`, 100 + i]));
@@ -70,12 +77,7 @@ describe('the report of a run that stopped short', () => {
     Object.fromEntries([...html.matchAll(/<tr><th scope="row">([^<]*)<\/th><td id="[^"]*">([^<]*)<\/td><\/tr>/g)].map((m) => [m[1], m[2]]));
 
   const pageOf = async (summary: Record<string, unknown>, exitStatus: number, signal?: string): Promise<string> => {
-    const dir = tempDir();
-    dirs.push(dir);
-    const path = join(dir.dir, 'run.html');
-    const report = htmlReport(path);
-    const time = '2024-05-01T10:00:00.000Z';
-    report.event({ type: 'start', time, command: 'upload', inputs: [{ file: 'a.csv', bytes: 10 }], target: 'http://127.0.0.1:1', limits: { rate: 10 } });
+    const { path, report } = startedReport();
     if (signal !== undefined) report.event({ type: 'stop', time, signal, action: 'finish' });
     report.event({ type: 'end', time, exitStatus, summary });
     await report.close!();
