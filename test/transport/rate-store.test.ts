@@ -164,14 +164,18 @@ describe.skipIf(!redisPresent)('one budget in Redis', () => {
 
   it('gives a start that comes a little ahead of its even turn that turn, rather than a wait and another round trip', async () => {
     const store = await connect('track:early', 10, undefined, true);
+    const first = performance.now();
     expect(await store.take('a')).toBe(0);
     // the next even start is 103 ms after the first: 86 ms later it is 17 ms away, within the 20 ms forgiven
     await new Promise((resolve) => setTimeout(resolve, 86));
     expect(await store.take('b')).toBe(0);
-    // the turn after it is still a gap later: the timeline keeps its pace
+    // the turn after it is still a gap later: the timeline keeps its pace, two gaps (206 ms) after the
+    // first start, however late the call came (a busy machine delays it, and the wait is the shorter)
     const wait = await store.take('c');
-    expect(wait).toBeGreaterThan(100);
-    expect(wait).toBeLessThanOrEqual(125);
+    const turn = performance.now() - first + wait;
+    expect(wait).toBeGreaterThan(0);
+    expect(turn).toBeGreaterThan(195);
+    expect(turn).toBeLessThanOrEqual(260);
   });
 
   it('is a sliding window: starts late in one second still count early in the next', async () => {
