@@ -21,6 +21,7 @@ import {
   type SubscriptionGroupUpdate,
   type UserAlias,
 } from '../model/index.js';
+import { describe } from '../model/checks.js';
 import { isoString, nowIso, storedTime } from '../model/time.js';
 import { applyCustomAttribute, UpdateTooLarge } from './attributes.js';
 import { resolveProfile, resolveProfileId } from './resolve.js';
@@ -62,13 +63,13 @@ function standardValue(key: string, value: unknown, options: ApplyOptions): unkn
   if (key === 'time_zone') {
     const zone = typeof value === 'string' ? storedTimeZone(value) : undefined;
     if (zone === undefined) {
-      options.log?.(`attributes: time_zone ${JSON.stringify(value)} is not an IANA time zone name nor a documented display name; not set`);
+      options.log?.(`attributes: time_zone ${describe(value)} is not an IANA time zone name nor a documented display name; not set`);
     }
     return zone;
   }
   if (key === 'country') {
     const code = typeof value === 'string' ? countryCode(value) : null;
-    if (code === null) options.log?.(`attributes: country ${JSON.stringify(value)} names no ISO 3166-1 country; stored as null`);
+    if (code === null) options.log?.(`attributes: country ${describe(value)} names no ISO 3166-1 country; stored as null`);
     return code;
   }
   return value;

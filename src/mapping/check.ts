@@ -1,5 +1,6 @@
 // The verdict on one item before it is sent: its problems (the shared validator's, after the
 // mapping's own), and the warnings for an item that is valid but unwise.
+import { describe } from '../model/checks.js';
 import { CONTROL_FIELDS } from '../model/fields.js';
 import type { Identity } from '../model/identity.js';
 import { countryCode, storedTimeZone } from '../model/places.js';
@@ -110,11 +111,11 @@ function placeWarnings(item: Record<string, unknown>, warnings: string[]): void 
   // (null clears the field; anything but a text the server knows is taken, and not kept as sent)
   if (zone !== undefined && zone !== null && (typeof zone !== 'string' || storedTimeZone(zone) === undefined)) {
     warnings.push(
-      `time_zone: ${JSON.stringify(zone)} is not an IANA time zone name such as America/New_York nor a display name such as "Eastern Time (US & Canada)"; the server will not set it`,
+      `time_zone: ${describe(zone)} is not an IANA time zone name such as America/New_York nor a display name such as "Eastern Time (US & Canada)"; the server will not set it`,
     );
   }
   if (country !== undefined && country !== null && (typeof country !== 'string' || countryCode(country) === null)) {
-    warnings.push(`country: ${JSON.stringify(country)} is no ISO 3166-1 alpha-2 code or known country name; the server will store null`);
+    warnings.push(`country: ${describe(country)} is no ISO 3166-1 alpha-2 code or known country name; the server will store null`);
   }
 }
 

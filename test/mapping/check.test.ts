@@ -57,6 +57,11 @@ describe('itemWarnings', () => {
       expect.stringMatching(/^country: 5 is no ISO 3166-1 alpha-2 code/),
     ]);
     expect(itemErrors('attributes', { external_id: 'u1', time_zone: { a: 1 }, country: '' })).toEqual([]);
+    // a value is shown shortened, as in other messages: not a megabyte of it in the summary
+    expect(warnings('attributes', { external_id: 'u1', time_zone: 'x'.repeat(1_000_000), country: { deep: 'y'.repeat(1000) } })).toEqual([
+      expect.stringMatching(/^time_zone: "x{40}\.\.\." is not/),
+      expect.stringMatching(/^country: an object is no/),
+    ]);
     expect(warnings('attributes', { external_id: 'u1', time_zone: null, country: null })).toEqual([]);
   });
 });
