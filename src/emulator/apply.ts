@@ -24,7 +24,7 @@ import {
 import { describe } from '../model/checks.js';
 import { isoString, nowIso, storedTime } from '../model/time.js';
 import { applyCustomAttribute, UpdateTooLarge } from './attributes.js';
-import { resolveProfile, resolveProfileId } from './resolve.js';
+import { profileToChange, resolveProfile, resolveProfileId } from './resolve.js';
 import type { NewEvent, NewPurchase } from './activity-rows.js';
 import type { EditableProfile } from './profile-rows.js';
 import type { Store } from './store.js';
@@ -110,9 +110,9 @@ function setStandardFields(profile: EditableProfile, item: Item, options: ApplyO
   if (item.language !== undefined) profile.languageFromApi = item.language !== null;
 }
 
-/** The profile's custom attributes as the item leaves them, made apart from the profile's own: throws UpdateTooLarge before anything is changed. */
-function customAfter(profile: EditableProfile, item: Item, options: ApplyOptions): Record<string, unknown> {
-  const custom = { ...profile.custom };
+/** Custom attributes as the item leaves them, made apart from those given: throws UpdateTooLarge before anything is changed. */
+function customAfter(before: Record<string, unknown>, item: Item, options: ApplyOptions): Record<string, unknown> {
+  const custom = { ...before };
   const mergeObjects = item._merge_objects === true;
   for (const [key, value] of Object.entries(item)) {
     if (!isCustomAttributeName(key)) continue;
@@ -143,9 +143,8 @@ function setSubscriptions(store: Store, profile: EditableProfile, groups: Subscr
   }
 }
 
-function updateProfile(store: Store, profile: EditableProfile, item: Item, options: ApplyOptions): void {
-  // first: an item refused by what the profile holds changes nothing of it
-  const custom = customAfter(profile, item, options);
+/** Applies the item to the profile; `custom`: its custom attributes as the item leaves them, when worked out already (customAfter). */
+function updateProfile(store: Store, profile: EditableProfile, item: Item, options: ApplyOptions, custom = customAfter(profile.custom, item, options)): void {
   setContactFields(profile, item);
   setStandardFields(profile, item, options);
   profile.custom = custom;
@@ -180,8 +179,13 @@ function applyAttributes(store: Store, item: Item, options: ApplyOptions): void 
     importPushTokens(store, item, options);
     return;
   }
-  const profile = resolveProfile(store, item);
-  if (profile !== undefined) updateProfile(store, profile, item, options);
+  const target = profileToChange(store, item);
+  if (target === undefined) return;
+  // what it leaves of the custom attributes, before its profile is made or changed: an update past
+  // 100 KB refuses the item here (even a new profile's: `$update` grows each element `$add` added)
+  const custom = customAfter(target === 'new' ? {} : target.custom, item, options);
+  const profile = target === 'new' ? resolveProfile(store, item) : target;
+  if (profile !== undefined) updateProfile(store, profile, item, options, custom);
 }
 
 /**

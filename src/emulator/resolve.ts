@@ -33,27 +33,32 @@ export function resolveProfile(store: Store, item: Record<string, unknown>): Edi
   return id === undefined ? undefined : store.profileById(id);
 }
 
+/** What resolveProfileId gives when asked not to create (`create` false) where it would make a profile: no profile's id. */
+export const WOULD_CREATE = 0;
+
 /**
  * The id of the profile an accepted item of `kind` applies to, created where the rules allow, or
  * undefined when the item changes nothing (update-only with no profile, or a service_id that names
  * no one). An attributes item with push_token_import never comes here (apply.ts imports its tokens).
+ * `create` false: nothing is made, and WOULD_CREATE stands for the profile that would be.
  */
-export function resolveProfileId(store: Store, item: Record<string, unknown>, kind: ArrayName): number | undefined {
+export function resolveProfileId(store: Store, item: Record<string, unknown>, kind: ArrayName, create = true): number | undefined {
   const externalId = item.external_id;
   if (typeof externalId === 'string') {
     // what identityOf() and updateOnly() decide for an item named by external_id, without building its identity
     const found = store.idByExternalId(externalId);
     if (found !== undefined || item._update_existing_only === true) return found;
-    return store.createProfile({ externalId }).id;
+    return create ? store.createProfile({ externalId }).id : WOULD_CREATE;
   }
   const identity = identityOf(item, kind);
   const onlyUpdate = updateOnly(item, identity);
   switch (identity.by) {
     case 'external_id':
-      return store.idByExternalId(identity.value) ?? (onlyUpdate ? undefined : store.createProfile({ externalId: identity.value }).id);
+      return store.idByExternalId(identity.value) ?? (onlyUpdate ? undefined : create ? store.createProfile({ externalId: identity.value }).id : WOULD_CREATE);
     case 'user_alias': {
       const found = store.idByAlias(identity.value);
       if (found !== undefined || onlyUpdate) return found;
+      if (!create) return WOULD_CREATE;
       // spec 2.3: `_update_existing_only: false` with a user_alias creates an alias-only user
       const created = store.createProfile({});
       store.addAlias(created.id, identity.value);
@@ -62,13 +67,28 @@ export function resolveProfileId(store: Store, item: Record<string, unknown>, ki
     case 'service_id':
       return store.idByServiceId(identity.value); // decisions.md: cannot create one
     case 'email':
-    case 'phone':
+    case 'phone': {
       // spec 4 rule 5: none yet, so an email-only (or phone-only) profile with that field set and no alias
-      return (
-        pickShared(store.profilesSharing(identity.by, identity.value)) ??
-        (onlyUpdate ? undefined : store.createProfile(identity.by === 'email' ? { email: identity.value, emailAsSent: item.email as string } : { phone: identity.value }).id)
-      );
+      const found = pickShared(store.profilesSharing(identity.by, identity.value));
+      if (found !== undefined || onlyUpdate) return found;
+      if (!create) return WOULD_CREATE;
+      return store.createProfile(identity.by === 'email' ? { email: identity.value, emailAsSent: item.email as string } : { phone: identity.value }).id;
+    }
     case 'anonymous':
       return undefined;
   }
+}
+
+/**
+ * The profile an attributes item would change, made or changed nothing yet: the one it names, 'new'
+ * when one would be made for it, undefined when it changes none (see resolveProfileId).
+ */
+export function profileToChange(store: Store, item: Record<string, unknown>): EditableProfile | 'new' | undefined {
+  if (typeof item.external_id === 'string') {
+    const found = store.editableByExternalId(item.external_id);
+    if (found !== undefined) return found;
+    return item._update_existing_only === true ? undefined : 'new';
+  }
+  const id = resolveProfileId(store, item, 'attributes', false);
+  return id === undefined ? undefined : id === WOULD_CREATE ? 'new' : store.profileById(id);
 }

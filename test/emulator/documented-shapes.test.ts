@@ -140,6 +140,24 @@ describe('an update that would take a stored value over 100 KB', () => {
       status: 400,
       body: { message: "Valid data must be provided in the 'attributes', 'events', or 'purchases' fields.", attributes_processed: 0, errors: [tooLarge('pets', 0)] },
     });
+    // a new profile too: `$update` grows each element `$add` adds; none is made for the item, by any identifier
+    const big = { id: 1, ...Object.fromEntries(Array.from({ length: 12 }, (_, i) => [`n${i}`, 'n'.repeat(250)])) };
+    const growing = { $add: Array.from({ length: 50 }, () => ({ id: 1 })), $update: [{ $identifier_key: 'id', $identifier_value: 1, $new_object: big }] };
+    const identified = [
+      { external_id: 'new-e' },
+      { email: 'new@example.com' },
+      { phone: '+14155550123' },
+      { user_alias: { alias_name: 'a1', alias_label: 'crm' }, _update_existing_only: false },
+      { push_token_import: true, push_tokens: [{ app_id: 'app', token: 'tok-1' }] },
+    ];
+    for (const who of identified) {
+      const r = h.track({ attributes: [{ ...who, plan: 'x', pets: growing }] });
+      expect(r.status, JSON.stringify(who)).toBe(400);
+      expect(r.body.errors).toEqual([tooLarge('pets', 0)]);
+    }
+    expect(h.users({ external_ids: ['new-e'], email_address: 'new@example.com' })).toEqual([]);
+    expect(h.users({ phone: '+14155550123', user_aliases: [{ alias_name: 'a1', alias_label: 'crm' }] })).toEqual([]);
+    expect(h.store.profileCount()).toBe(2); // u and v, from before
     // with one refused as it is checked, the other by what the profile holds: in the body's order
     const both = h.track({ attributes: [{ external_id: 'u', pets: { $add: elements(1000, 120) } }, { external_id: 'u', email: 'not an email' }] });
     expect(both.status).toBe(400);
