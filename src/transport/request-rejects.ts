@@ -18,7 +18,7 @@ export function addRows(request: RequestToSend, rows: Set<string>): Set<string> 
 
 /** An item's reject record: its origin, with its place in its line when the line holds several. */
 function rejectOf(origin: ItemOrigin, kind: ArrayName, errors: string[]): RejectRecord {
-  return rejectRecord(origin.file, origin.line, kind, origin.row, errors, origin.item);
+  return rejectRecord(origin.file, origin.line, kind, origin.row, errors, origin.item, origin.fileLine);
 }
 
 /**

@@ -230,4 +230,19 @@ describe('an upload in GitHub Actions', () => {
       ]);
     }
   });
+
+  it('annotates a row the server refused, of a JSON array, at the line where its element begins too', async () => {
+    const emulator = await servers.emulator({ blocklist: ['bad1'] });
+    const file = join(servers.tmp.dir, 'refused.json');
+    writeFileSync(file, '[\n  {"external_id": "g1",\n   "plan": "a"},\n  {\n    "external_id": "bad1",\n    "plan": "b"\n  }\n]\n');
+    const stepSummary = join(servers.tmp.dir, 'refused.md');
+    const rejects = join(servers.tmp.dir, 'refused.rejects.ndjson');
+    const r = await runCli(['upload', file, '--url', emulator.url, '--api-key', 'k', '--rejects', rejects], { env: { GITHUB_ACTIONS: 'true', GITHUB_STEP_SUMMARY: stepSummary, RUNNER_TEMP: servers.tmp.dir } });
+    expect(r.status, r.stderr).toBe(1);
+    const annotations = r.stdout.split('\n').filter((l) => l.startsWith('::error')).map((l) => parseAnnotation(l));
+    expect(annotations).toEqual([{ props: expect.objectContaining({ line: '4' }), message: expect.stringMatching(/blocklisted/) }]);
+    expect(readFileSync(stepSummary, 'utf8')).toMatch(/refused\.json \| 4 \(row 2\) \| attributes \| /);
+    expect(readFileSync(rejects, 'utf8').trim().split('\n').map((l) => JSON.parse(l))).toEqual([expect.objectContaining({ line: 2, row: { external_id: 'bad1', plan: 'b' } })]);
+    expect(Object.keys(JSON.parse(readFileSync(rejects, 'utf8')))).not.toContain('fileLine');
+  });
 });

@@ -33,6 +33,8 @@ interface EncodedRequest {
   /** The rows that are not CSV rows, in order, and for each its item's place in its line (-1: its line's only item). */
   rows?: unknown[];
   rowItems?: number[];
+  /** For each of those rows, the line of the file where it begins when `line` is not it (-1: it is); absent when none has one (ItemOrigin.fileLine). */
+  rowFileLines?: number[];
 }
 
 type CsvHeaderShape = Pick<CsvHeader, 'keys' | 'width'>;
@@ -116,6 +118,8 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
     const cellLengths = new Uint32Array(cellCount);
     const rows: unknown[] = [];
     const rowItems: number[] = [];
+    const rowFileLines: number[] = [];
+    let fileLines = false;
     const headers = new Int32Array(all.length);
     let cells = '';
     let cell = 0;
@@ -125,6 +129,8 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
         headers[i] = -1;
         rows.push(origin.row);
         rowItems.push(origin.item ?? -1);
+        rowFileLines.push(origin.fileLine ?? -1);
+        fileLines ||= origin.fileLine !== undefined;
         continue;
       }
       headers[i] = headerId(origin.header, messages);
@@ -135,7 +141,7 @@ export function createEncoder(inputs: readonly string[]): (events: readonly Plan
     const { learn, points = [] } = request;
     const sizes = [Buffer.byteLength(json), Buffer.byteLength(cells), request.userKeys.length, points.length, all.length, cellCount, learn?.byteLength ?? -1];
     const counts = ARRAY_NAMES.map((kind) => request.origins[kind].length);
-    const message: EncodedRequest = { type: 'request', seq: request.seq, buffer: EMPTY, offset: 0, sizes, counts, ...(rows.length === 0 ? {} : { rows, rowItems }) };
+    const message: EncodedRequest = { type: 'request', seq: request.seq, buffer: EMPTY, offset: 0, sizes, counts, ...(rows.length === 0 ? {} : { rows, rowItems }), ...(fileLines ? { rowFileLines } : {}) };
     return { message, request, all, json, cells, cellLengths, headers, bytes: align8(layout(sizes).end) };
   };
 
@@ -270,6 +276,7 @@ interface RequestParts {
   cells: CellText;
   rows: unknown[];
   rowItems: number[];
+  rowFileLines: number[] | undefined;
 }
 
 type DecodeOrigins = (counts: readonly number[], parts: RequestParts) => RequestToSend['origins'];
@@ -303,7 +310,7 @@ class DecodedRequest implements RequestToSend {
     const lines = new Float64Array(buffer, at.lines, items);
     this.lines = { counts, files, fileOf, lines };
     const cells = new CellText(new Uint8Array(buffer, at.cells, sizes[1]), new Uint32Array(buffer, at.lengths, sizes[5]));
-    this.#parts = { files: fileOf, lines, headers: new Int32Array(buffer, at.headers, items), cells, rows: message.rows ?? [], rowItems: message.rowItems ?? [] };
+    this.#parts = { files: fileOf, lines, headers: new Int32Array(buffer, at.headers, items), cells, rows: message.rows ?? [], rowItems: message.rowItems ?? [], rowFileLines: message.rowFileLines };
     this.#decode = decode;
   }
 
@@ -328,7 +335,10 @@ export function createDecoder(inputs: readonly string[]): (messages: readonly Wi
         const header = parts.headers[item] === -1 ? undefined : headers.get(parts.headers[item]);
         if (header === undefined) {
           const place = parts.rowItems[row]!;
-          origins[kind].push(place === -1 ? { file, line, row: parts.rows[row++] } : { file, line, row: parts.rows[row++], item: place });
+          const fileLine = parts.rowFileLines?.[row] ?? -1;
+          const origin: ItemOrigin = place === -1 ? { file, line, row: parts.rows[row++] } : { file, line, row: parts.rows[row++], item: place };
+          if (fileLine !== -1) origin.fileLine = fileLine;
+          origins[kind].push(origin);
           continue;
         }
         // a row in a request has a cell for every column: rows of another width were rejected
