@@ -225,7 +225,7 @@ describe('a retry of a finished run that rejected rows', () => {
       expect(again.status).toBe(1);
       const summary = JSON.parse(readFileSync(join(tmp.dir, 's3.json'), 'utf8'));
       expect(summary).toMatchObject({ exitStatus: 1, rejected: 4, rejectsPath: expect.stringContaining('m3') });
-      if (extra.length === 0) expect(again.stderr + again.stdout).toMatch(/rejected +4 rows, written to .*m3/);
+      if (extra.length === 0) expect(again.stderr + again.stdout).toMatch(/rejected +4 rows by an earlier run, written to .*m3/);
     }
     expect(storedNs(emu)).toHaveLength(36);
   });
