@@ -110,15 +110,19 @@ function setStandardFields(profile: EditableProfile, item: Item, options: ApplyO
   if (item.language !== undefined) profile.languageFromApi = item.language !== null;
 }
 
-/** Custom attributes as the item leaves them, made apart from those given: throws UpdateTooLarge before anything is changed. */
+/**
+ * Custom attributes as the item leaves them, made apart from those given (`before` itself when it
+ * sets none): throws UpdateTooLarge before anything is changed.
+ */
 function customAfter(before: Record<string, unknown>, item: Item, options: ApplyOptions): Record<string, unknown> {
-  const custom = { ...before };
+  let custom: Record<string, unknown> | undefined;
   const mergeObjects = item._merge_objects === true;
   for (const [key, value] of Object.entries(item)) {
     if (!isCustomAttributeName(key)) continue;
+    custom ??= { ...before };
     applyCustomAttribute(custom, key, value, { mergeObjects, arrayCap: options.arrayCap });
   }
-  return custom;
+  return custom ?? before;
 }
 
 /** A device_id for a token sent without one (decisions.md "Attributes"). */
@@ -268,6 +272,12 @@ const recordEvents = recorder(eventOf, (store, rows) => store.insertEvents(rows)
 const recordPurchases = recorder(purchaseOf, (store, rows) => store.insertPurchases(rows));
 const accepted = (items: readonly Item[], name: ArrayName, rejected: ReadonlySet<string>): readonly Item[] =>
   rejected.size === 0 ? items : items.filter((_, index) => !rejected.has(`${name}:${index}`));
+/** How many of an array's items `rejected` names (one key each). */
+const rejectedIn = (rejected: ReadonlySet<string>, name: ArrayName): number => {
+  let count = 0;
+  for (const key of rejected) if (key.startsWith(`${name}:`)) count += 1;
+  return count;
+};
 
 /**
  * Applies every item not named in `rejected` ("array:index"): how many of each array were
@@ -285,10 +295,9 @@ export function applyRequest(
   for (const name of ['attributes', 'events', 'purchases'] as const) {
     const items = body[name] as Item[] | undefined;
     if (items === undefined) continue;
-    const count = accepted(items, name, rejected).length;
     const refusedHere = APPLIERS[name](store, items, rejected, options);
     refused.push(...refusedHere);
-    processed[name] = count - refusedHere.length;
+    processed[name] = items.length - rejectedIn(rejected, name) - refusedHere.length;
   }
   return { processed, refused };
 }

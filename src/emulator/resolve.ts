@@ -80,15 +80,12 @@ export function resolveProfileId(store: Store, item: Record<string, unknown>, ki
 }
 
 /**
- * The profile an attributes item would change, made or changed nothing yet: the one it names, 'new'
- * when one would be made for it, undefined when it changes none (see resolveProfileId).
+ * The profile an attributes item would change, nothing made or changed yet: the one it names (one
+ * named by external_id and not there yet, in memory only, as resolveProfile makes it), 'new' when one
+ * would be made for it, undefined when it changes none (see resolveProfileId).
  */
 export function profileToChange(store: Store, item: Record<string, unknown>): EditableProfile | 'new' | undefined {
-  if (typeof item.external_id === 'string') {
-    const found = store.editableByExternalId(item.external_id);
-    if (found !== undefined) return found;
-    return item._update_existing_only === true ? undefined : 'new';
-  }
+  if (typeof item.external_id === 'string') return resolveProfile(store, item);
   const id = resolveProfileId(store, item, 'attributes', false);
   return id === undefined ? undefined : id === WOULD_CREATE ? 'new' : store.profileById(id);
 }
