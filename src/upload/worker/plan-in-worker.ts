@@ -31,7 +31,7 @@ const YOUNG_GENERATION_MB = 12;
  * collects them 163 times in a first run of 1,000,000 rows where 24 did 286 times (230 ms against
  * 270), for 15-20 MB more at the peak: a first run of 10,000,000 rows peaked at 258-268 MB with 32
  * and 241-243 MB with 24 (and 4 slabs of entries kept, parted-entries.ts), under the 250 MB a run
- * is to stay within; 1,000,000 rows took 2.6% longer.
+ * is to stay within; a first run of 1,000,000 rows took 1.2% longer (10 pairs).
  */
 const DELTA_YOUNG_GENERATION_MB = 24;
 /**
