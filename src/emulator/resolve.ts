@@ -43,37 +43,37 @@ export const WOULD_CREATE = 0;
  * `create` false: nothing is made, and WOULD_CREATE stands for the profile that would be.
  */
 export function resolveProfileId(store: Store, item: Record<string, unknown>, kind: ArrayName, create = true): number | undefined {
+  /** The profile made where the rules allow one (WOULD_CREATE when asked not to make it). */
+  const made = (init: Parameters<Store['createProfile']>[0]): number => (create ? store.createProfile(init).id : WOULD_CREATE);
   const externalId = item.external_id;
   if (typeof externalId === 'string') {
     // what identityOf() and updateOnly() decide for an item named by external_id, without building its identity
     const found = store.idByExternalId(externalId);
     if (found !== undefined || item._update_existing_only === true) return found;
-    return create ? store.createProfile({ externalId }).id : WOULD_CREATE;
+    return made({ externalId });
   }
   const identity = identityOf(item, kind);
   const onlyUpdate = updateOnly(item, identity);
   switch (identity.by) {
     case 'external_id':
-      return store.idByExternalId(identity.value) ?? (onlyUpdate ? undefined : create ? store.createProfile({ externalId: identity.value }).id : WOULD_CREATE);
+      return store.idByExternalId(identity.value) ?? (onlyUpdate ? undefined : made({ externalId: identity.value }));
     case 'user_alias': {
       const found = store.idByAlias(identity.value);
       if (found !== undefined || onlyUpdate) return found;
-      if (!create) return WOULD_CREATE;
       // spec 2.3: `_update_existing_only: false` with a user_alias creates an alias-only user
-      const created = store.createProfile({});
-      store.addAlias(created.id, identity.value);
-      return created.id;
+      const id = made({});
+      if (id !== WOULD_CREATE) store.addAlias(id, identity.value);
+      return id;
     }
     case 'service_id':
       return store.idByServiceId(identity.value); // decisions.md: cannot create one
     case 'email':
-    case 'phone': {
+    case 'phone':
       // spec 4 rule 5: none yet, so an email-only (or phone-only) profile with that field set and no alias
-      const found = pickShared(store.profilesSharing(identity.by, identity.value));
-      if (found !== undefined || onlyUpdate) return found;
-      if (!create) return WOULD_CREATE;
-      return store.createProfile(identity.by === 'email' ? { email: identity.value, emailAsSent: item.email as string } : { phone: identity.value }).id;
-    }
+      return (
+        pickShared(store.profilesSharing(identity.by, identity.value)) ??
+        (onlyUpdate ? undefined : made(identity.by === 'email' ? { email: identity.value, emailAsSent: item.email as string } : { phone: identity.value }))
+      );
     case 'anonymous':
       return undefined;
   }
