@@ -32,6 +32,7 @@ export async function upload(options: UploadOptions): Promise<UploadSummary> {
   let planner: StartedWorker | undefined;
   try {
     planner = plansInWorker(options, resolved.inputs) ? await startPlannerAhead(options.delta) : undefined;
+    if (options.send !== undefined) loadSendingAhead();
     return await uploadResolved(options, { started, named, ...resolved, planner, stateWriter });
   } finally {
     planner?.release();
@@ -47,6 +48,16 @@ async function startStateWriterAhead(): Promise<StartedWorker | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The modules that send (the HTTP client's among them, about a tenth of a second of this thread's
+ * time) loaded while the planning thread loads its own, where they would load once the plan has
+ * started, and hold it up: the first chunk's requests would wait for them. A module that cannot be
+ * loaded fails where the delivery asks for it (upload-run.ts), which says why.
+ */
+function loadSendingAhead(): void {
+  for (const loading of [import('../transport/deliver.js'), import('../transport/http-client.js')]) loading.catch(() => undefined);
 }
 
 /** A planning thread started ahead (for a plan with a delta stage when `delta` is given); none when one cannot be started now (the plan then starts its own, and says why it cannot). */
