@@ -19,7 +19,9 @@ const NATIONAL_FORM = /^[0-9 ().-]+$/;
 /**
  * E.164 form of a valid phone number, or undefined when the library says it is not valid. A number
  * without a country code is read as U.S. when it is a valid 10-digit U.S. number (`4155552671`,
- * `(415) 555-2671`), as the service documents; any other is not valid.
+ * `(415) 555-2671`), as the service documents; any other is not valid, a number of another country
+ * that shares the U.S. country code among them (Canada's `6135550123`, Jamaica's `8762345678`): it
+ * is valid written with it (`+1 876 234 5678`).
  */
 export function normalizePhone(value: string): string | undefined {
   const parsed = parsePhoneNumberFromString(value);
@@ -27,7 +29,7 @@ export function normalizePhone(value: string): string | undefined {
   const text = value.trim();
   if (!NATIONAL_FORM.test(text) || text.replace(/[^0-9]/g, '').length !== 10) return undefined;
   const national = parsePhoneNumberFromString(text, 'US');
-  return national !== undefined && national.isValid() ? national.number : undefined;
+  return national !== undefined && national.isValid() && national.country === 'US' ? national.number : undefined;
 }
 
 /**

@@ -83,6 +83,8 @@ describe.each([...ARRAY_NAMES])('identifier presence in %s', (kind) => {
     ['ten digits that are no valid U.S. number', '1234567890'],
     ['a national number of another country (London)', '2071838750'],
     ['eleven digits with the U.S. country code but no +', '14155552671'],
+    ['a 10-digit Canadian number without a country code', '6135550123'],
+    ['a 10-digit Jamaican number without a country code (a +1 number, not a U.S. one)', '(876) 234-5678'],
   ])('rejects a phone identifier that is %s', (_label, phone) => {
     expectRejected(kind, bareItem(kind, { phone }), /^phone:/);
   });
@@ -91,6 +93,7 @@ describe.each([...ARRAY_NAMES])('identifier presence in %s', (kind) => {
     ['punctuated', '+1 (415) 555-2671'],
     ['E.164', '+14155552671'],
     ['a UK number', '+44 20 7946 0958'],
+    ['a Jamaican number with its country code', '+1 876 234 5678'],
     ['a valid 10-digit U.S. number without a country code', '4155552671'],
     ['a punctuated 10-digit U.S. number without a country code', '(415) 555-2671'],
   ])('accepts a phone identifier that is %s', (_label, phone) => {
