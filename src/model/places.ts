@@ -2,7 +2,7 @@
 // ISO 3166-1 alpha-2 code, found from the code in any case or a well-known English name; a time zone
 // is set only when it is an IANA zone name or a display name the service documents (kept as its IANA
 // zone). Neither is an error when it is not one.
-import { TIME_ZONE_DISPLAY_NAMES } from './time-zone-names.js';
+import { IANA_ZONE_NAMES, TIME_ZONE_DISPLAY_NAMES } from './time-zone-names.js';
 
 /** ISO 3166-1 alpha-2 codes, officially assigned. */
 const COUNTRY_CODES: readonly string[] = (
@@ -91,17 +91,20 @@ export function countryCode(value: string): string | null {
   return byName.get(fold(trimmed)) ?? null;
 }
 
-const ZONE_FORM = /^[A-Z][A-Za-z0-9_+-]*(\/[A-Z][A-Za-z0-9_+-]*)*$/;
 const knownZones = new Map<string, boolean>();
+/** The zones the runtime knows, by the names it gives them (a zone newer than IANA_ZONE_NAMES among them). */
+let runtimeZones: ReadonlySet<string> | undefined;
 
 /**
- * Whether a value is an IANA time zone name (`America/New_York`, `UTC`, `Etc/GMT+5`): spelled as
- * the database spells names, and known to the runtime's zone data. An offset or a lower-case name is not.
+ * Whether a value is an IANA time zone name (`America/New_York`, `UTC`, `Etc/GMT+5`, `US/Eastern`):
+ * spelled as the database spells it, and known to the runtime's zone data. An offset is not, nor a
+ * name in other capitals (`AMERICA/NEW_YORK`), which the runtime's zone data would find all the same.
  */
 export function isTimeZoneName(value: string): boolean {
   let known = knownZones.get(value);
   if (known !== undefined) return known;
-  known = ZONE_FORM.test(value);
+  runtimeZones ??= new Set(Intl.supportedValuesOf('timeZone'));
+  known = IANA_ZONE_NAMES.has(value) || runtimeZones.has(value);
   if (known) {
     try {
       new Intl.DateTimeFormat('en', { timeZone: value });

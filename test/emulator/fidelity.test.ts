@@ -175,9 +175,14 @@ describe('standard fields', () => {
   it('sets time_zone only to an IANA zone name, logging any other value', () => {
     const lines: string[] = [];
     h = testHandler({ log: (line) => lines.push(line) });
-    custom({ time_zone: 'America/New_York' }, { time_zone: 'Mars/Base' }, { time_zone: '+02:00' });
+    custom({ time_zone: 'America/New_York' }, { time_zone: 'Mars/Base' }, { time_zone: '+02:00' }, { time_zone: 'AMERICA/NEW_YORK' }, { time_zone: 'Europe/LONDON' });
     expect(h.user('u')?.time_zone).toBe('America/New_York');
-    expect(lines).toEqual([expect.stringContaining('time_zone "Mars/Base" is not an IANA time zone name'), expect.stringContaining('"+02:00"')]);
+    expect(lines).toEqual([
+      expect.stringContaining('time_zone "Mars/Base" is not an IANA time zone name'),
+      expect.stringContaining('"+02:00"'),
+      expect.stringContaining('"AMERICA/NEW_YORK"'),
+      expect.stringContaining('"Europe/LONDON"'),
+    ]);
   });
 
   it('takes any other time_zone or country with no error: the zone is not set, the country kept as null (decisions.md)', () => {
