@@ -132,6 +132,10 @@ export function objectArrayOperationsProblem(attribute: string, value: Obj): str
     const problem = operandProblem(attribute, operation, value[operation]);
     if (problem !== undefined) return problem;
   }
-  if (jsonLongerThan(value, MAX_VALUE_BYTES)) return `${attribute}: a nested value is at most ${SIZE_TEXT} as JSON`;
+  // the value the attribute ends with holds what $add adds (all of it, on an attribute that has none):
+  // the rest of its size is the profile's, which the emulator measures in the value it makes (attributes.ts)
+  if (Object.hasOwn(value, '$add') && jsonLongerThan(value.$add, MAX_VALUE_BYTES)) {
+    return `${attribute}: a nested value is at most ${SIZE_TEXT} as JSON, and the objects $add adds are over it`;
+  }
   return undefined;
 }

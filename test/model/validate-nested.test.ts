@@ -93,11 +93,22 @@ describe('operations on arrays of objects', () => {
     expect(error.type).not.toMatch(/nested key/);
   });
 
-  it('bounds a combined operation at 100 KB as JSON, its operands together', () => {
+  it('bounds what $add adds at 100 KB as JSON, as the value it makes on an attribute that has none, whatever else the operation holds', () => {
     const objects = (n: number) => Array.from({ length: n }, (_, i) => ({ id: i, v: 'v'.repeat(200) }));
     expectAccepted('attributes', attrs({ pets: { $add: objects(300) } }));
-    const over = { $add: objects(300), $update: objects(300).map(({ id }) => ({ $identifier_key: 'id', $identifier_value: id, $new_object: { v: 'w'.repeat(200) } })) };
-    expectRejected('attributes', attrs({ pets: over }), /^pets: a nested value is at most 100 KB as JSON/);
+    const updates = objects(300).map(({ id }) => ({ $identifier_key: 'id', $identifier_value: id, $new_object: { v: 'w'.repeat(200) } }));
+    // the operation is over 100 KB, the value it makes is not (the emulator measures that)
+    expectAccepted('attributes', attrs({ pets: { $add: objects(300), $update: updates } }));
+    // the largest array of objects an attribute may be set to whole, added
+    const fit: object[] = objects(480);
+    while (JSON.stringify(fit).length > 100 * 1024 - 20) fit.pop();
+    fit.push({ id: -1, v: 'x'.repeat(100 * 1024 - JSON.stringify(fit).length - JSON.stringify({ id: -1, v: '' }).length - 1) });
+    expect(JSON.stringify(fit).length).toBe(100 * 1024);
+    expect(JSON.stringify({ $add: fit }).length).toBeGreaterThan(100 * 1024);
+    expectAccepted('attributes', attrs({ pets: fit }));
+    expectAccepted('attributes', attrs({ pets: { $add: fit } }));
+    expectRejected('attributes', attrs({ pets: { $add: objects(600) } }), /^pets: a nested value is at most 100 KB as JSON, and the objects \$add adds are over it/);
+    expectRejected('attributes', attrs({ pets: { $remove: [{ $identifier_key: 'id', $identifier_value: 1 }], $add: objects(600) } }), /^pets: a nested value is at most 100 KB/);
   });
 
   it('takes add and remove together, each an array of scalars', () => {
