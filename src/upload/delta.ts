@@ -28,7 +28,7 @@ import { learnRecordWriter, userMark, type HeldValues } from '../records/learn-r
 import { openStateReader, type StateReader, type UserState } from '../records/state.js';
 import { rowsIn } from './rows-guess.js';
 import { createSeenUsers } from './seen-users.js';
-import { createSentInRun, NOT_SENT } from './sent-in-run.js';
+import { createSentInRun, NOT_SENT, SENT } from './sent-in-run.js';
 
 /** What a plan compares with the state, and what it asks the state to learn. */
 export interface DeltaOptions {
@@ -63,6 +63,8 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
   const compare = options.attributes && !options.full && !state.empty;
   /** The chunk's counts per attribute (takeColumns). */
   let columns = new Map<string, [number, number, number]>();
+  /** Later rows that set an attribute to another value than an earlier row of the user in the run sent, since takeRestated(). */
+  let restated = 0;
   /** The last item's keys in order, and their counts (undefined: not an attribute): the rows of a file name their attributes in one order. */
   const lastKeys: string[] = [];
   const lastCounts: Array<[number, number, number] | undefined> = [];
@@ -170,8 +172,10 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
     // whole: what the run has not sent of the user is as the state holds it (read when first needed)
     const whole = sentInRun.whole(way);
     let known: UserState | undefined | null = whole && state.mayKnow(keyHash) ? null : undefined;
+    let restates = false;
     const same = (key: string, h1: number, h2: number): boolean => {
       const { mode, same } = sentInRun.sent(way, key, h1, h2);
+      if (mode === SENT) restates ||= !same;
       if (mode !== NOT_SENT) return same;
       if (known === null) known = state.user(stateUserKey(identity)!, keyHash);
       // an emptied cell clears only a value held (not knowing, it is sent)
@@ -179,6 +183,7 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
       return known?.holds(key, h1, h2) === true;
     };
     const { sent, avoided } = cut(item, identity, same, emptied);
+    if (restates) restated += 1;
     if (sent === undefined) return { item: undefined, avoided, learn: LEARN_NONE };
     return { item: sent, avoided, learn: remember(sent, identity, sentInRun.whole(way), true, sentInRun.row(way)) };
   };
@@ -238,6 +243,16 @@ export function createDelta(options: DeltaOptions, state: StateReader, users?: n
       const verdict = attributes(item, identity, emptied);
       countColumns(item, verdict.item, identity.by);
       return verdict;
+    },
+    /**
+     * The rows since the last call that set an attribute of their user to another value than an
+     * earlier row of the run sent (a user named again, changed in the file itself): each run sends
+     * both, since the state holds the last value, which the earlier row's differs from.
+     */
+    takeRestated(): number {
+      const taken = restated;
+      restated = 0;
+      return taken;
     },
     /** The counts per attribute since the last call (undefined when none). */
     takeColumns(): ColumnCounts | undefined {

@@ -376,6 +376,19 @@ export async function* planChunks(options: PlanOptions): AsyncGenerator<PlanEven
   }
 }
 
+/**
+ * The note on a file of rows whose user an earlier row of the run set otherwise (--delta): the state
+ * learns the last value, so the next run finds the earlier row changed, and sends both again.
+ */
+function restatedNote(rows: number): string {
+  const them = rows === 1 ? 'row sets an attribute' : 'rows set an attribute';
+  return (
+    `${rows.toLocaleString('en-US')} ${them} of a user to another value than an earlier row of the same user did: ` +
+    `--delta sends such rows, the earlier one first, on every run, an unchanged re-upload too (the state holds the last value, ` +
+    `which the earlier row differs from); one row a user (the last) is sent once`
+  );
+}
+
 async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGenerator<PlanEvent[]> {
   const planner = createRowPlanner(options, delta);
   const formats = options.inputs.map((file) => formatOf(file, options.format));
@@ -406,6 +419,8 @@ async function* plan(options: PlanOptions, delta: Delta | undefined): AsyncGener
       }
       const note = encoding.note(file, rows);
       if (note !== undefined) yield [{ type: 'note', file, note }];
+      const restated = delta?.takeRestated() ?? 0;
+      if (restated > 0) yield [{ type: 'note', file, note: restatedNote(restated) }];
     }
   } catch (error) {
     // an input that stops the plan (damaged, cut short) leaves the notes of the files read before it

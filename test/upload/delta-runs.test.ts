@@ -216,6 +216,30 @@ describe('a user named again in one --delta run', () => {
     expect(await json([last, '--url', emu.url, '--delta'])).toMatchObject({ requests: 0, unchanged: 3 });
   }, 60_000);
 
+  it('says of a file whose rows set a user otherwise than an earlier row of theirs that each run sends them, an unchanged re-upload too', async () => {
+    const emu = await emulate();
+    const file = csv('dup.csv', 'external_id,first_name,plan', [['d-1', 'Ann', 'pro'], ['d-2', 'Bob', 'free'], ['d-1', 'Ann', 'team'], ['d-2', 'Bob', 'free']]);
+    const note = /dup\.csv: 1 row sets an attribute of a user to another value than an earlier row of the same user did: --delta sends such rows, the earlier one first, on every run/;
+    const first = await json([file, '--url', emu.url, '--delta']);
+    expect(first.notes).toEqual([expect.stringMatching(note)]);
+    for (let run = 0; run < 2; run += 1) {
+      const out = join(tmp.dir, `again-${run}.ndjson`);
+      const again = await json([file, '--url', emu.url, '--delta', '--out', out]);
+      const sent = readFileSync(out, 'utf8').trim().split('\n').flatMap((line) => JSON.parse(line).attributes);
+      expect(sent).toEqual([
+        { external_id: 'd-1', plan: 'pro' },
+        { external_id: 'd-1', plan: 'team' },
+      ]);
+      expect(again.notes.filter((line: string) => note.test(line))).toHaveLength(1);
+    }
+    expect((await exported(emu, ['d-1'])).map((u) => u.custom_attributes)).toEqual([{ plan: 'team' }]);
+    // a user named again with the same values is sent once, and told of by no note
+    const same = csv('same.csv', 'external_id,first_name,plan', [['d-1', 'Ann', 'team'], ['d-2', 'Bob', 'free'], ['d-1', 'Ann', 'team']]);
+    const once = await json([same, '--url', emu.url, '--delta']);
+    expect(once).toMatchObject({ requests: 0 });
+    expect(once.notes.filter((line: string) => /sets? an attribute of a user/.test(line))).toEqual([]);
+  }, 60_000);
+
   it('never learns from a later row what the server refused of an earlier one: the next run sends it again', async () => {
     const faults = await faultServer();
     const file = csv('crm.csv', 'external_id,plan,company', [['E-2', 'team', 'Acme'], ['E-2', 'team', 'Globex']]);
