@@ -61,6 +61,8 @@ class UploadRun {
   #readAll = false;
   /** The file being read: once the next begins, it was read to its end (a resumed run need not read it again once all its rows settle). */
   #current: string | undefined;
+  /** The rows rejected before sending the reader was last told of (#tellProgress). */
+  #toldRejected = 0;
   /**
    * What broke the plan (an input damaged or cut while it was read): the run stops with it once the
    * requests planned before it are sent and answered. Thrown at the delivery, it stopped those it had
@@ -160,6 +162,8 @@ class UploadRun {
           this.#readAll = this.#broken === undefined;
           break;
         case 'request':
+          // a chunk's rejects come after its tally: the reader is told them before its requests wait to be sent
+          if (this.#summary.rejected !== this.#toldRejected && this.#current !== undefined) this.#tellProgress(this.#current, 0);
           yield event.request;
           break;
       }
@@ -173,6 +177,7 @@ class UploadRun {
 
   #tellProgress(file: string, bytes: number): void {
     const summary = this.#summary;
+    this.#toldRejected = summary.rejected;
     this.#options.onProgress?.({ file, rows: summary.rows - (summary.unread ?? 0), requests: summary.requests, bytes, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
   }
 

@@ -52,6 +52,20 @@ describe('--progress ndjson', () => {
     expect(last.items.accepted).toBe(summary.delivery.items.events.accepted);
   });
 
+  it("the plain line's rejected counts the rows refused before sending, as the summary does, with the server's refusals", async () => {
+    const faults = await servers.faultServer();
+    faults.script(() => ({ kind: 'ok', delayMs: 300 }));
+    const file = writeEventsCsv(servers.tmp.dir, 600, 'events.csv', { bad: badEvery7 });
+    const r = await runCli(['upload', file, '--url', faults.url, '--api-key', 'k', '--concurrency', '1', '--progress-interval', '1', '--json']);
+    expect(r.status).toBe(1);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.rejected).toBe(86);
+    const lines = r.stderr.split('\n').filter((line) => /Z rows read /.test(line));
+    // every row is read (and its rejects counted) long before the last of the 11 requests is answered
+    expect(lines.length, r.stderr).toBeGreaterThanOrEqual(2);
+    expect(lines.at(-1)).toMatch(/ rows read 600, sent \d+, accepted \d+, rejected 86, /);
+  });
+
   it('tells a stop by its signal, then ends with status 130', async () => {
     const emulator = await servers.emulator({ latency: '60' });
     const file = writeEventsCsv(servers.tmp.dir, 3000);

@@ -82,6 +82,8 @@ export interface Meter {
   /** Epoch ms until which all sending waits (a long wait told by the deliverer). */
   waitingUntil?: number;
   rows: number;
+  /** Rows rejected before sending, so far (the server's refusals are the delivery's). */
+  rejected: number;
   bytes: number;
   totalBytes: number;
   delivery?: DeliveryProgress;
@@ -93,7 +95,8 @@ export function progressLine(m: Meter): string {
   const sum = (figure: 'sent' | 'accepted' | 'refused'): number => (d === undefined ? 0 : itemsSum(d.items, figure));
   const elapsed = Date.now() - m.startedAt;
   const rate = d === undefined || elapsed === 0 ? 0 : (d.requestsSent * 1000) / elapsed;
-  const parts = [`rows read ${number(m.rows)}`, `sent ${number(sum('sent'))}`, `accepted ${number(sum('accepted'))}`, `rejected ${number(sum('refused'))}`, `${rate.toFixed(1)} req/s`];
+  // rejected: as the summary counts them, the rows refused before sending and the items the server refused
+  const parts = [`rows read ${number(m.rows)}`, `sent ${number(sum('sent'))}`, `accepted ${number(sum('accepted'))}`, `rejected ${number(m.rejected + sum('refused'))}`, `${rate.toFixed(1)} req/s`];
   if (m.stopping !== undefined) {
     // the line of its own said the rest; no rate or ETA while nothing more is sent
     const n = m.stopping.inFlight ?? 0;
@@ -132,7 +135,7 @@ export async function startUploadProgress(options: {
   intervalMs?: number;
 }): Promise<UploadProgress> {
   const { quiet, hourly, timeoutSeconds } = options;
-  const meter: Meter = { rows: 0, bytes: 0, totalBytes: options.totalBytes, startedAt: Date.now() };
+  const meter: Meter = { rows: 0, rejected: 0, bytes: 0, totalBytes: options.totalBytes, startedAt: Date.now() };
   const lastPause = { pauseEnds: 0 };
   const spinner = !quiet && spinnerFits() ? await startSpinner('starting') : undefined;
   const tick = (): void => {
@@ -158,8 +161,9 @@ export async function startUploadProgress(options: {
     toldStopping = line;
   };
   return {
-    onRead: ({ rows, bytes }) => {
+    onRead: ({ rows, bytes, rejected }) => {
       meter.rows = rows;
+      meter.rejected = rejected ?? meter.rejected;
       meter.bytes += bytes;
     },
     onDelivery: quiet
