@@ -8,6 +8,7 @@ import { DEFAULT_HOST, DEFAULT_MAX_ACCEPTED_BODY_BYTES, DEFAULT_RATE_LIMIT, DEFA
 import {
   country,
   delimiter,
+  fileFlag,
   positiveInteger,
   s3Endpoint,
   separator,
@@ -19,7 +20,7 @@ import {
 } from '../upload/run-options.js';
 import type { OutputFlags } from './output/run-outputs.js';
 
-export { isExecEmulator, number, positiveInteger, s3Endpoint, seconds, sendOptionsFrom, storageFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber } from '../upload/run-options.js';
+export { fileFlag, isExecEmulator, number, positiveInteger, s3Endpoint, seconds, sendOptionsFrom, storageFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber } from '../upload/run-options.js';
 
 /** The flags of `track validate`, and of `track upload` for reading, with what watches the run. */
 export type ReadFlags = RunReadFlags & OutputFlags;
@@ -101,7 +102,7 @@ export function addReadOptions(command: Command): Command {
     .addOption(new Option('--limits <profile>', 'batch limit profile: mau (50 items a request) or legacy (75 per array)').choices(['mau', 'legacy']).default(UPLOAD_DEFAULTS.limits))
     .option('--max-total <n>', 'at most this many items in a request, across the arrays', positiveInteger('--max-total'))
     .option('--max-per-array <n>', 'at most this many items in each array of a request', positiveInteger('--max-per-array'))
-    .option('--rejects <file>', "where rejected rows go (default: the first input's name and .rejects.ndjson, or .rejects.csv, beside it: users.csv.rejects.ndjson; a shard's users.csv.shard-2-of-4.rejects.ndjson; validate and --dry-run write users.csv.check.rejects.ndjson and never touch an upload's)")
+    .option('--rejects <file>', "where rejected rows go (default: the first input's name and .rejects.ndjson, or .rejects.csv, beside it: users.csv.rejects.ndjson; a shard's users.csv.shard-2-of-4.rejects.ndjson; validate and --dry-run write users.csv.check.rejects.ndjson and never touch an upload's)", fileFlag('--rejects'))
     .addOption(
       new Option('--rejects-format <format>', 'the rejects file as NDJSON, or as CSV with the header and _file, _line, _kind, _column, _errors (CSV inputs)')
         .choices(['ndjson', 'csv'])
@@ -110,10 +111,10 @@ export function addReadOptions(command: Command): Command {
     .option('--out <file>', 'also write each request body to this file (- for standard output, the summary then to standard error), one a line: in a dry run each planned one, in an upload each as it is sent')
     .option('--json', 'print the summary as JSON: one object, also when the run fails or is refused (exitStatus, fatal.message)')
     .option('--delta', 'send only the attributes whose values the target has not acknowledged (kept in --state)')
-    .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events, and through which API keys: an upload with another key stops until \`track state --add-key\` records it (default: "${UPLOAD_DEFAULTS.state}")`)
+    .option('--state <file>', `what each target acknowledged, for --delta and --dedupe-events, and through which API keys: an upload with another key stops until \`track state --add-key\` records it (default: "${UPLOAD_DEFAULTS.state}")`, fileFlag('--state'))
     .option('--dedupe-events', 'leave out events and purchases the target already acknowledged (same user, name, time and fields)')
     .option('--full', 'with --delta: send every attribute and refresh the state (after profiles changed elsewhere)')
-    .option('--summary-file <file>', 'also write the --json summary (with the exit status) to this file, also when the run fails or is stopped; `track report` adds shards\' summaries')
+    .option('--summary-file <file>', 'also write the --json summary (with the exit status) to this file, also when the run fails or is stopped; `track report` adds shards\' summaries', fileFlag('--summary-file', ', or --json for the summary on standard output'))
     .option('--shard <K/N>', 'keep only the rows whose user falls in shard K of N (1 <= K <= N; auto/N takes K from JOB_COMPLETION_INDEX or TRACK_SHARD_INDEX, 0-based); --rate and --hourly stay the account\'s limits, shared');
 }
 
@@ -122,11 +123,11 @@ export function addOutputOptions(command: Command, upload: boolean): Command {
   command
     .addOption(new Option('--progress <format>', 'progress on stderr: human lines, or ndjson (one JSON event a line: docs/progress-events.schema.json)').choices(['human', 'ndjson']).default('human'))
     .option('--progress-interval <seconds>', 'seconds between progress lines and progress events', wholeNumber('--progress-interval', 1, 3600), UPLOAD_DEFAULTS.progressInterval)
-    .option('--events <file>', 'also write the progress events (NDJSON) to this file; the human progress stays')
+    .option('--events <file>', 'also write the progress events (NDJSON) to this file; the human progress stays', fileFlag('--events', ', or --progress ndjson for the events on standard error'))
     .option('--no-ci-output', 'in GitHub Actions (GITHUB_ACTIONS=true), write no step summary, step outputs or annotations');
   if (!upload) return command;
   return command
-    .option('--report <file>', 'write a self-contained HTML page of the run when it ends: figures, throughput, waits, retries, rejects, data points')
+    .option('--report <file>', 'write a self-contained HTML page of the run when it ends: figures, throughput, waits, retries, rejects, data points', fileFlag('--report'))
     .option('--metrics-push <url>', "push the upload's counters to a Prometheus Pushgateway while it runs and at its end (e.g. http://127.0.0.1:9091)");
 }
 

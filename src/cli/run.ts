@@ -219,6 +219,8 @@ function summaryWordsIn(argv: string[]): SummaryWords | undefined {
     else if (word === '--json') found.json = true;
     else if ((word === '--out' && words[i + 1] === '-') || word === '--out=-') found.outToStdout = true;
   }
+  // `--summary-file -` is refused (fileFlag): no file named - is written for it
+  if (found.path === '-') found.path = undefined;
   return found;
 }
 

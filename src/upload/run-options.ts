@@ -38,6 +38,18 @@ export function wholeNumber(flag: string, min: number, max = Number.MAX_SAFE_INT
 
 export const positiveInteger = (flag: string): ((value: string) => number) => wholeNumber(flag, 1);
 
+/**
+ * A file a run writes (`instead`: how else to have it where the person may have wanted it): `-`
+ * stands for standard output to --out alone, so here it is refused rather than taken as a file named
+ * so in the current folder (`./-` names one).
+ */
+export function fileFlag(flag: string, instead = ''): (value: string) => string {
+  return (value) => {
+    if (value === '-') throw new UsageError(`${flag} -: only --out writes to standard output; give a file path${instead} (./- for a file named -)`);
+    return value;
+  };
+}
+
 /** Seconds above 0 (fractions allowed, at most a day), or a usage error naming the flag. */
 export function seconds(flag: string): (value: string) => number {
   return (value) => {

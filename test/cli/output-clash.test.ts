@@ -1,7 +1,7 @@
 // --summary-file, --events and --report never write over a record of the run (the delta state, the
 // journal, the rejects file): such a run is refused (exit 2) and the record left as it was, also
 // when the run stops on another usage error first.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCliAsync } from '../helpers/cli.js';
@@ -40,4 +40,19 @@ describe('an output named as a record of the run', () => {
     expect(early.status).toBe(2);
     expect(bytes('st.sqlite').equals(records['st.sqlite'])).toBe(true);
   }, 120_000);
+});
+
+describe('- as a file a run writes', () => {
+  it('is refused but for --out (standard output), exit 2 before anything is read, writing no file named -; ./- names one', async () => {
+    writeFileSync(join(tmp.dir, 'users.csv'), 'external_id,email\nu1,u1@example.com\nu2,bad\n');
+    for (const [flag, instead] of [['--rejects', ''], ['--events', ', or --progress ndjson'], ['--summary-file', ', or --json'], ['--report', ''], ['--journal', ''], ['--state', '']]) {
+      const r = await runCliAsync(['upload', 'users.csv', '--dry-run', flag, '-'], { cwd: tmp.dir });
+      expect(r.status, `${flag}: ${r.stderr}`).toBe(2);
+      expect(r.stderr).toContain(`${flag} -: only --out writes to standard output; give a file path${instead}`);
+      expect(existsSync(join(tmp.dir, '-')), flag).toBe(false);
+    }
+    const named = await runCliAsync(['upload', 'users.csv', '--dry-run', '--rejects', './-'], { cwd: tmp.dir });
+    expect(named.status, named.stderr).toBe(1);
+    expect(readFileSync(join(tmp.dir, '-'), 'utf8')).toContain('"line":3');
+  });
 });

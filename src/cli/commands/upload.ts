@@ -3,7 +3,7 @@
 import { Option, type Command } from 'commander';
 import { stat } from 'node:fs/promises';
 import type { SendOptions, UploadOptions } from '../../upload/upload.js';
-import { addOutputOptions, addReadOptions, INPUTS_HELP, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
+import { addOutputOptions, addReadOptions, fileFlag, INPUTS_HELP, seconds, sendOptionsFrom, UPLOAD_DEFAULTS, uploadOptionsFrom, wholeNumber, type UploadFlags } from '../options.js';
 import { EXIT, runAndReport } from '../run.js';
 
 export function registerUpload(program: Command): void {
@@ -24,7 +24,7 @@ export function registerUpload(program: Command): void {
         .choices(['retry', 'reject'])
         .default('retry'),
     )
-    .option('--journal <file>', "where sent and acknowledged rows are recorded, and under which API key (its fingerprint): another key's run does not resume it (default: beside the first input, named for it and the --url: users.csv.http-127.0.0.1-4000.journal, users.csv.https-rest.example.com.journal)")
+    .option('--journal <file>', "where sent and acknowledged rows are recorded, and under which API key (its fingerprint): another key's run does not resume it (default: beside the first input, named for it and the --url: users.csv.http-127.0.0.1-4000.journal, users.csv.https-rest.example.com.journal)", fileFlag('--journal'))
     .option('--no-journal', 'keep no journal, for a throwaway target (no --resume; the default against the emulator of track emulate --exec)')
     .option('--resume', 'skip the rows the journal says were delivered, and add to the rejects file')
     .option('--restart', 'start over although the journal holds a run of the same files to the same target (sends every row again)')
