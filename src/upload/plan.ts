@@ -377,15 +377,18 @@ export async function* planChunks(options: PlanOptions): AsyncGenerator<PlanEven
 }
 
 /**
- * The note on a file of rows whose user an earlier row of the run set otherwise (--delta): the state
- * learns the last value, so the next run finds the earlier row changed, and sends both again.
+ * The note on a file of rows that set a user otherwise than an earlier row of the run sent (--delta):
+ * the state learns the last value, so the next run finds an earlier row changed, and sends it again.
+ * Only what the run found is counted: not a row whose earlier one matched the state (it was not
+ * sent), nor one whose user the run no longer held (sent-in-run.ts), so the count may differ between
+ * runs of one file.
  */
 function restatedNote(rows: number): string {
   const them = rows === 1 ? 'row sets an attribute' : 'rows set an attribute';
   return (
-    `${rows.toLocaleString('en-US')} ${them} of a user to another value than an earlier row of the same user did: ` +
-    `--delta sends such rows, the earlier one first, on every run, an unchanged re-upload too (the state holds the last value, ` +
-    `which the earlier row differs from); one row a user (the last) is sent once`
+    `${rows.toLocaleString('en-US')} ${them} of a user to another value than an earlier row of the same user this run sent: ` +
+    `--delta sends a user's rows that differ so on every run, an unchanged re-upload too (the state holds the last value, ` +
+    `which an earlier row differs from); with one row a user (the last), a re-upload sends nothing`
   );
 }
 

@@ -63,6 +63,8 @@ class UploadRun {
   #current: string | undefined;
   /** The rows rejected before sending the reader was last told of (#tellProgress). */
   #toldRejected = 0;
+  /** The rows an earlier run rejected, as the summary counts them (rejectedBefore), once the reader is first told. */
+  #rejectedEarlier: number | undefined;
   /**
    * What broke the plan (an input damaged or cut while it was read): the run stops with it once the
    * requests planned before it are sent and answered. Thrown at the delivery, it stopped those it had
@@ -178,7 +180,12 @@ class UploadRun {
   #tellProgress(file: string, bytes: number): void {
     const summary = this.#summary;
     this.#toldRejected = summary.rejected;
-    this.#options.onProgress?.({ file, rows: summary.rows - (summary.unread ?? 0), requests: summary.requests, bytes, rejected: summary.rejected, dataPoints: summary.dataPoints.planned });
+    const onProgress = this.#options.onProgress;
+    if (onProgress === undefined) return;
+    // a resumed run counts the rows it skips as read, and so, as its summary does, those of them an earlier run rejected
+    const { journal, written } = this.#records;
+    this.#rejectedEarlier ??= journal === undefined ? 0 : rejectedBefore(written, journal).rows;
+    onProgress({ file, rows: summary.rows - (summary.unread ?? 0), requests: summary.requests, bytes, rejected: summary.rejected + this.#rejectedEarlier, dataPoints: summary.dataPoints.planned });
   }
 
   /** 4. Delivers the plan's requests, or drains the plan (a dry run). */

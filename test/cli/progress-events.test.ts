@@ -66,6 +66,27 @@ describe('--progress ndjson', () => {
     expect(lines.at(-1)).toMatch(/ rows read 600, sent \d+, accepted \d+, rejected 86, /);
   });
 
+  it('counts as rejected, after --resume, the rows an earlier run rejected too, as the summary does', async () => {
+    const emulator = await servers.emulator({ latency: '100' });
+    const file = writeEventsCsv(servers.tmp.dir, 3000, 'resumed.csv', { bad: badEvery7 });
+    const args = [BIN, 'upload', file, '--url', emulator.url, '--api-key', 'k', '--concurrency', '1'];
+    const first = spawn(process.execPath, [...args, '--quiet'], { cwd: ROOT, stdio: 'ignore' });
+    const exited = new Promise<number | null>((resolve) => first.on('exit', (code) => resolve(code)));
+    while (emulator.store.counts().events < 300) await new Promise((resolve) => setTimeout(resolve, 20));
+    first.kill('SIGTERM');
+    expect(await exited).toBe(130);
+    const r = await runCli([...args.slice(1), '--resume', '--progress', 'ndjson', '--progress-interval', '1', '--json']);
+    expect(r.status, r.stderr).toBe(1);
+    const summary = JSON.parse(r.stdout);
+    expect(summary.rejected).toBe(429);
+    expect(summary.skippedRejected).toBeGreaterThan(0);
+    const progress = ofType(checkedLines(r.stderr), 'progress');
+    expect(progress.length).toBeGreaterThanOrEqual(1);
+    // every progress event counts what the run before rejected of the rows it skips
+    for (const event of progress) expect(event.rejectedRows).toBeGreaterThanOrEqual(summary.skippedRejected);
+    expect(progress.at(-1)!.rejectedRows).toBe(429);
+  }, 60_000);
+
   it('tells a stop by its signal, then ends with status 130', async () => {
     const emulator = await servers.emulator({ latency: '60' });
     const file = writeEventsCsv(servers.tmp.dir, 3000);

@@ -219,7 +219,7 @@ describe('a user named again in one --delta run', () => {
   it('says of a file whose rows set a user otherwise than an earlier row of theirs that each run sends them, an unchanged re-upload too', async () => {
     const emu = await emulate();
     const file = csv('dup.csv', 'external_id,first_name,plan', [['d-1', 'Ann', 'pro'], ['d-2', 'Bob', 'free'], ['d-1', 'Ann', 'team'], ['d-2', 'Bob', 'free']]);
-    const note = /dup\.csv: 1 row sets an attribute of a user to another value than an earlier row of the same user did: --delta sends such rows, the earlier one first, on every run/;
+    const note = /dup\.csv: 1 row sets an attribute of a user to another value than an earlier row of the same user this run sent: --delta sends a user's rows that differ so on every run/;
     const first = await json([file, '--url', emu.url, '--delta']);
     expect(first.notes).toEqual([expect.stringMatching(note)]);
     for (let run = 0; run < 2; run += 1) {
