@@ -16,12 +16,15 @@ export type Identity =
 /** Digits and the punctuation of a written phone number, with no `+`: a number without a country code. */
 const NATIONAL_FORM = /^[0-9 ().-]+$/;
 
+/** The regions of U.S. numbers: the states', and the territories' that have area codes of their own. */
+const US_REGIONS: ReadonlySet<string> = new Set(['US', 'PR', 'VI', 'GU', 'MP', 'AS']);
+
 /**
  * E.164 form of a valid phone number, or undefined when the library says it is not valid. A number
  * without a country code is read as U.S. when it is a valid 10-digit U.S. number (`4155552671`,
- * `(415) 555-2671`), as the service documents; any other is not valid, a number of another country
- * that shares the U.S. country code among them (Canada's `6135550123`, Jamaica's `8762345678`): it
- * is valid written with it (`+1 876 234 5678`).
+ * `(415) 555-2671`; a territory's, `7872345678` in Puerto Rico), as the service documents; any other
+ * is not valid, a number of another country that shares the U.S. country code among them (Canada's
+ * `6135550123`, Jamaica's `8762345678`): it is valid written with it (`+1 876 234 5678`).
  */
 export function normalizePhone(value: string): string | undefined {
   const parsed = parsePhoneNumberFromString(value);
@@ -29,7 +32,7 @@ export function normalizePhone(value: string): string | undefined {
   const text = value.trim();
   if (!NATIONAL_FORM.test(text) || text.replace(/[^0-9]/g, '').length !== 10) return undefined;
   const national = parsePhoneNumberFromString(text, 'US');
-  return national !== undefined && national.isValid() && national.country === 'US' ? national.number : undefined;
+  return national !== undefined && national.isValid() && US_REGIONS.has(national.country ?? '') ? national.number : undefined;
 }
 
 /**

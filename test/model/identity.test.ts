@@ -96,6 +96,8 @@ describe.each([...ARRAY_NAMES])('identifier presence in %s', (kind) => {
     ['a Jamaican number with its country code', '+1 876 234 5678'],
     ['a valid 10-digit U.S. number without a country code', '4155552671'],
     ['a punctuated 10-digit U.S. number without a country code', '(415) 555-2671'],
+    ["a U.S. territory's 10-digit number without a country code (Puerto Rico)", '787-234-5678'],
+    ['a toll-free number without a country code', '800-234-5678'],
   ])('accepts a phone identifier that is %s', (_label, phone) => {
     expectAccepted(kind, bareItem(kind, { phone }));
   });
