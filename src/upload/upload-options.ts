@@ -61,7 +61,7 @@ export interface ReadProgress {
   requests: number;
   /** Bytes of input read (before gunzip) since the last report. */
   bytes: number;
-  /** Rows rejected so far, before sending (with those an earlier run rejected, on resume, as the summary counts them). */
+  /** Rows rejected so far, before sending; on resume, with those an earlier run rejected among the rows read so far. */
   rejected?: number;
   /** The data points of the items planned so far. */
   dataPoints?: number;

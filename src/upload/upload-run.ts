@@ -63,8 +63,8 @@ class UploadRun {
   #current: string | undefined;
   /** The rows rejected before sending the reader was last told of (#tellProgress). */
   #toldRejected = 0;
-  /** The rows an earlier run rejected, as the summary counts them (rejectedBefore), once the reader is first told. */
-  #rejectedEarlier: number | undefined;
+  /** What earlier runs rejected of the rows this one skips (rejectedBefore), and the size of `written` it was counted at. */
+  #earlier: { rows: number; fields: number; at: number } | undefined;
   /**
    * What broke the plan (an input damaged or cut while it was read): the run stops with it once the
    * requests planned before it are sent and answered. Thrown at the delivery, it stopped those it had
@@ -182,10 +182,22 @@ class UploadRun {
     this.#toldRejected = summary.rejected;
     const onProgress = this.#options.onProgress;
     if (onProgress === undefined) return;
-    // a resumed run counts the rows it skips as read, and so, as its summary does, those of them an earlier run rejected
+    // a resumed run counts the rows it skips as read, and the summary those of them an earlier run
+    // rejected: they are told as the skipped rows are read, at most as many (never more rejected than read)
+    const read = summary.rows - (summary.unread ?? 0);
+    const earlier = Math.min(this.#rejectedEarlier().rows, summary.skipped - (summary.unread ?? 0));
+    onProgress({ file, rows: read, requests: summary.requests, bytes, rejected: summary.rejected + Math.max(earlier, 0), dataPoints: summary.dataPoints.planned });
+  }
+
+  /**
+   * What earlier runs rejected of the rows this one skips (rejectedBefore), counted once: again only
+   * when the rejects file took lines since (those the run before could not write, written now).
+   */
+  #rejectedEarlier(): { rows: number; fields: number } {
     const { journal, written } = this.#records;
-    this.#rejectedEarlier ??= journal === undefined ? 0 : rejectedBefore(written, journal).rows;
-    onProgress({ file, rows: summary.rows - (summary.unread ?? 0), requests: summary.requests, bytes, rejected: summary.rejected + this.#rejectedEarlier, dataPoints: summary.dataPoints.planned });
+    if (journal === undefined) return { rows: 0, fields: 0 };
+    if (this.#earlier === undefined || this.#earlier.at !== written.size) this.#earlier = { ...rejectedBefore(written, journal), at: written.size };
+    return this.#earlier;
   }
 
   /** 4. Delivers the plan's requests, or drains the plan (a dry run). */
@@ -331,7 +343,7 @@ class UploadRun {
     const delivery = this.#delivery;
     const { journal, rejects, out, rejected, written, owed, ledger } = this.#records;
     const { rejectsPath, rejectsNote, journalNote } = this.#checked;
-    const before = journal === undefined ? { rows: 0, fields: 0 } : rejectedBefore(written, journal);
+    const before = this.#rejectedEarlier();
     const targetNote = this.#target?.note;
     return {
       ...summary,
