@@ -12,6 +12,7 @@ import { formatOf, STDIN, type InputFormat } from '../input/source.js';
 import { itemErrors, itemWarnings } from '../mapping/check.js';
 import { droppedFieldRow, withoutInvalidFields } from '../mapping/drop-fields.js';
 import type { ColumnMap } from '../mapping/column-map.js';
+import { grouped } from '../mapping/header-notes.js';
 import { dataPoints } from '../model/data-points.js';
 import type { CellOptions } from '../mapping/export-cells.js';
 import { identityHash, identityOf, type Identity } from '../model/identity.js';
@@ -386,7 +387,7 @@ export async function* planChunks(options: PlanOptions): AsyncGenerator<PlanEven
 function restatedNote(rows: number): string {
   const them = rows === 1 ? 'row sets an attribute' : 'rows set an attribute';
   return (
-    `${rows.toLocaleString('en-US')} ${them} of a user to another value than an earlier row of the same user this run sent: ` +
+    `${grouped(rows)} ${them} of a user to another value than an earlier row of the same user this run sent: ` +
     `--delta sends a user's rows that differ so on every run, an unchanged re-upload too (the state holds the last value, ` +
     `which an earlier row differs from); with one row a user (the last), a re-upload sends nothing`
   );
